@@ -1,0 +1,1 @@
+//! HTTP/1.1 heads and body framing (issue 3).

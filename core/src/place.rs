@@ -1,0 +1,1 @@
+//! Placement of keys on backends (issue 3).

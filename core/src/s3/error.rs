@@ -1,0 +1,175 @@
+//! One S3 error type: the code, the HTTP status and a message.
+//!
+//! Every layer (HTTP framing, request model, SigV4, XML, storage) reports failures as an
+//! [`S3Error`]; the connection engine turns it into the XML body S3 clients expect.
+
+use alloc::borrow::Cow;
+use alloc::string::String;
+use core::fmt;
+
+macro_rules! s3_error_codes {
+    ($($name:ident => $status:literal, $msg:literal;)*) => {
+        /// An S3 error code, as named in the S3 API reference ("Error responses").
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum S3ErrorCode {
+            $(#[doc = $msg] $name,)*
+        }
+
+        impl S3ErrorCode {
+            /// The code as it appears in `<Code>` of the XML error body.
+            pub const fn as_str(self) -> &'static str {
+                match self { $(Self::$name => stringify!($name),)* }
+            }
+
+            /// The HTTP status S3 answers this code with.
+            pub const fn status(self) -> u16 {
+                match self { $(Self::$name => $status,)* }
+            }
+
+            /// The default message (S3's own wording where it has one).
+            pub const fn default_message(self) -> &'static str {
+                match self { $(Self::$name => $msg,)* }
+            }
+
+            /// Every code, for tests and documentation.
+            pub const ALL: &'static [S3ErrorCode] = &[$(Self::$name,)*];
+        }
+    };
+}
+
+s3_error_codes! {
+    AccessDenied => 403, "Access Denied";
+    AuthorizationHeaderMalformed => 400, "The authorization header is malformed.";
+    AuthorizationQueryParametersError => 400, "Error parsing the X-Amz-Credential parameter.";
+    BadDigest => 400, "The Content-MD5 or checksum you specified did not match what we received.";
+    BucketAlreadyExists => 409, "The requested bucket name is not available.";
+    BucketAlreadyOwnedByYou => 409, "Your previous request to create the named bucket succeeded and you already own it.";
+    BucketNotEmpty => 409, "The bucket you tried to delete is not empty.";
+    EntityTooLarge => 400, "Your proposed upload exceeds the maximum allowed object size.";
+    EntityTooSmall => 400, "Your proposed upload is smaller than the minimum allowed object size.";
+    ExpiredToken => 400, "The provided token has expired.";
+    IncompleteBody => 400, "You did not provide the number of bytes specified by the Content-Length HTTP header.";
+    InternalError => 500, "We encountered an internal error. Please try again.";
+    InvalidAccessKeyId => 403, "The AWS access key ID you provided does not exist in our records.";
+    InvalidArgument => 400, "Invalid Argument";
+    InvalidBucketName => 400, "The specified bucket is not valid.";
+    InvalidDigest => 400, "The Content-MD5 you specified is not valid.";
+    InvalidPart => 400, "One or more of the specified parts could not be found.";
+    InvalidPartOrder => 400, "The list of parts was not in ascending order.";
+    InvalidRange => 416, "The requested range is not satisfiable";
+    InvalidRequest => 400, "Invalid Request";
+    KeyTooLongError => 400, "Your key is too long.";
+    MalformedXML => 400, "The XML you provided was not well-formed or did not validate against our published schema.";
+    MetadataTooLarge => 400, "Your metadata headers exceed the maximum allowed metadata size.";
+    MethodNotAllowed => 405, "The specified method is not allowed against this resource.";
+    MissingContentLength => 411, "You must provide the Content-Length HTTP header.";
+    MissingSecurityHeader => 400, "Your request is missing a required header.";
+    NoSuchBucket => 404, "The specified bucket does not exist.";
+    NoSuchKey => 404, "The specified key does not exist.";
+    NoSuchUpload => 404, "The specified multipart upload does not exist.";
+    NotImplemented => 501, "A header or query you provided implies functionality that is not implemented.";
+    NotModified => 304, "Not Modified";
+    PreconditionFailed => 412, "At least one of the preconditions you specified did not hold.";
+    RequestHeaderSectionTooLarge => 431, "Your request header section exceeds the maximum allowed size.";
+    RequestTimeTooSkewed => 403, "The difference between the request time and the server's time is too large.";
+    RequestTimeout => 400, "Your socket connection to the server was not read from or written to within the timeout period.";
+    RequestUriTooLong => 414, "The request URI is too long.";
+    ServiceUnavailable => 503, "Service is unable to handle request.";
+    SignatureDoesNotMatch => 403, "The request signature we calculated does not match the signature you provided.";
+    SlowDown => 503, "Please reduce your request rate.";
+    XAmzContentSHA256Mismatch => 400, "The provided 'x-amz-content-sha256' header does not match what was computed.";
+}
+
+impl fmt::Display for S3ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An S3 error: code (which fixes the status) and a message for the `<Message>` element.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct S3Error {
+    /// The S3 error code.
+    pub code: S3ErrorCode,
+    /// Human-readable detail; the code's default message unless a caller said more.
+    pub message: Cow<'static, str>,
+}
+
+impl S3Error {
+    /// An error with the code's default message.
+    pub const fn new(code: S3ErrorCode) -> Self {
+        Self {
+            code,
+            message: Cow::Borrowed(code.default_message()),
+        }
+    }
+
+    /// An error with a specific message.
+    pub fn with_message(code: S3ErrorCode, message: impl Into<Cow<'static, str>>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// The HTTP status to answer with.
+    pub const fn status(&self) -> u16 {
+        self.code.status()
+    }
+
+    /// Replace the message, keeping the code.
+    pub fn message(mut self, message: impl Into<String>) -> Self {
+        self.message = Cow::Owned(message.into());
+        self
+    }
+}
+
+impl From<S3ErrorCode> for S3Error {
+    fn from(code: S3ErrorCode) -> Self {
+        Self::new(code)
+    }
+}
+
+impl fmt::Display for S3Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} ({}): {}",
+            self.code,
+            self.code.status(),
+            self.message
+        )
+    }
+}
+
+impl core::error::Error for S3Error {}
+
+/// Shorthand for results whose error is an [`S3Error`].
+pub type S3Result<T> = Result<T, S3Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_have_s3_statuses() {
+        assert_eq!(S3ErrorCode::NoSuchKey.status(), 404);
+        assert_eq!(S3ErrorCode::NoSuchKey.as_str(), "NoSuchKey");
+        assert_eq!(S3ErrorCode::InvalidRange.status(), 416);
+        assert_eq!(S3ErrorCode::NotImplemented.status(), 501);
+        assert_eq!(S3ErrorCode::RequestTimeTooSkewed.status(), 403);
+        for code in S3ErrorCode::ALL {
+            let s = code.status();
+            assert!((300..600).contains(&s), "{code} has status {s}");
+            assert!(!code.default_message().is_empty());
+        }
+    }
+
+    #[test]
+    fn error_message_overrides_default() {
+        let e = S3Error::new(S3ErrorCode::InvalidArgument).message("max-keys must be a number");
+        assert_eq!(e.status(), 400);
+        assert_eq!(e.message, "max-keys must be a number");
+    }
+}
