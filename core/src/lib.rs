@@ -15,6 +15,7 @@ pub mod fill;
 pub mod md5;
 #[cfg(feature = "alloc")]
 pub mod pool;
+pub mod time;
 
 #[cfg(feature = "alloc")]
 pub mod http;
