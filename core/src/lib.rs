@@ -11,6 +11,7 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+#[cfg(feature = "alloc")]
 pub mod fill;
 pub mod md5;
 #[cfg(feature = "alloc")]

@@ -1,1 +1,412 @@
+//! Streaming MD5, S3 ETags and `Content-MD5`.
+//!
+//! [`Md5Sink`] is an `embedded_io::Write` over the `md-5` crate, so bodies can be hashed while
+//! they stream. ETags are formatted into fixed-size stack strings: no allocation per object.
 
+use core::fmt;
+
+use ::md5::{Digest, Md5};
+use embedded_io::{ErrorType, Write};
+
+#[cfg(feature = "alloc")]
+use crate::s3::{S3Error, S3ErrorCode};
+
+/// An MD5 digest.
+pub type Md5Digest = [u8; 16];
+
+/// MD5 of `data` in one call.
+pub fn md5(data: &[u8]) -> Md5Digest {
+    Md5::digest(data).into()
+}
+
+/// A streaming MD5 hasher that is an `embedded_io::Write` sink.
+#[derive(Debug, Clone, Default)]
+pub struct Md5Sink {
+    hasher: Md5,
+    len: u64,
+}
+
+impl Md5Sink {
+    /// A sink that has seen no bytes.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feed `data`.
+    pub fn update(&mut self, data: &[u8]) {
+        self.hasher.update(data);
+        self.len += data.len() as u64;
+    }
+
+    /// Bytes fed so far.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether no bytes were fed.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The digest of everything fed.
+    pub fn finalize(self) -> Md5Digest {
+        self.hasher.finalize().into()
+    }
+}
+
+impl ErrorType for Md5Sink {
+    type Error = core::convert::Infallible;
+}
+
+impl Write for Md5Sink {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Self::Error> {
+        self.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}
+
+/// An S3 ETag as sent on the wire: quoted lower-case hex, with `-N` for multipart objects.
+///
+/// Held inline (at most `"` + 32 hex + `-10000` + `"` = 40 bytes).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ETag {
+    buf: [u8; 40],
+    len: u8,
+}
+
+impl ETag {
+    /// The ETag of a single-part object: `"<md5 hex>"`.
+    pub fn single(digest: &Md5Digest) -> Self {
+        let mut e = Self {
+            buf: [0; 40],
+            len: 0,
+        };
+        e.push(b'"');
+        e.push_hex(digest);
+        e.push(b'"');
+        e
+    }
+
+    /// The ETag of a multipart object from its parts' MD5 digests, in part order.
+    pub fn multipart<'a>(part_digests: impl IntoIterator<Item = &'a Md5Digest>) -> Self {
+        let mut m = MultipartETag::new();
+        for d in part_digests {
+            m.push_part(d);
+        }
+        m.finish()
+    }
+
+    /// The ETag as text, quotes included.
+    pub fn as_str(&self) -> &str {
+        // Only ASCII is ever pushed.
+        core::str::from_utf8(&self.buf[..usize::from(self.len)]).unwrap_or_default()
+    }
+
+    /// The ETag without its surrounding quotes.
+    pub fn unquoted(&self) -> &str {
+        let s = self.as_str();
+        s.strip_prefix('"')
+            .and_then(|s| s.strip_suffix('"'))
+            .unwrap_or(s)
+    }
+
+    /// Parse a quoted or unquoted ETag as clients send it back (e.g. in CompleteMultipartUpload).
+    pub fn parse(s: &str) -> Option<Self> {
+        let inner = s
+            .strip_prefix('"')
+            .and_then(|s| s.strip_suffix('"'))
+            .unwrap_or(s);
+        let (hex, parts) = match inner.split_once('-') {
+            Some((h, n)) => (h, Some(n)),
+            None => (inner, None),
+        };
+        if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        if let Some(n) = parts {
+            if n.is_empty() || n.len() > 5 || !n.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+        }
+        let mut e = Self {
+            buf: [0; 40],
+            len: 0,
+        };
+        e.push(b'"');
+        for b in inner.bytes() {
+            e.push(b.to_ascii_lowercase());
+        }
+        e.push(b'"');
+        Some(e)
+    }
+
+    fn push(&mut self, b: u8) {
+        if let Some(slot) = self.buf.get_mut(usize::from(self.len)) {
+            *slot = b;
+            self.len += 1;
+        }
+    }
+
+    fn push_hex(&mut self, bytes: &[u8]) {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        for &b in bytes {
+            self.push(HEX[usize::from(b >> 4)]);
+            self.push(HEX[usize::from(b & 15)]);
+        }
+    }
+}
+
+impl fmt::Display for ETag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Debug for ETag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ETag({})", self.as_str())
+    }
+}
+
+/// Builds a multipart ETag part by part: MD5 of the concatenated binary part digests, then `-N`.
+#[derive(Debug, Clone, Default)]
+pub struct MultipartETag {
+    hasher: Md5,
+    parts: u32,
+}
+
+impl MultipartETag {
+    /// A builder with no parts.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add the next part's MD5 digest.
+    pub fn push_part(&mut self, digest: &Md5Digest) {
+        self.hasher.update(digest);
+        self.parts += 1;
+    }
+
+    /// The finished `"<hex>-N"` ETag.
+    pub fn finish(self) -> ETag {
+        let digest: Md5Digest = self.hasher.finalize().into();
+        let mut e = ETag {
+            buf: [0; 40],
+            len: 0,
+        };
+        e.push(b'"');
+        e.push_hex(&digest);
+        e.push(b'-');
+        let mut n = [0u8; 10];
+        let mut i = n.len();
+        let mut p = self.parts;
+        loop {
+            i -= 1;
+            n[i] = b'0' + (p % 10) as u8;
+            p /= 10;
+            if p == 0 {
+                break;
+            }
+        }
+        for &d in &n[i..] {
+            e.push(d);
+        }
+        e.push(b'"');
+        e
+    }
+}
+
+const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
+
+/// The `Content-MD5` header value of a digest: base64 of the 16 bytes (24 characters).
+pub fn content_md5(digest: &Md5Digest) -> ContentMd5 {
+    let mut buf = [0u8; 24];
+    // 16 bytes always encode to exactly 24 base64 characters.
+    let n = base64::Engine::encode_slice(&B64, digest, &mut buf).unwrap_or(0);
+    ContentMd5 { buf, len: n as u8 }
+}
+
+/// A `Content-MD5` header value held inline.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ContentMd5 {
+    buf: [u8; 24],
+    len: u8,
+}
+
+impl ContentMd5 {
+    /// The header value.
+    pub fn as_str(&self) -> &str {
+        core::str::from_utf8(&self.buf[..usize::from(self.len)]).unwrap_or_default()
+    }
+}
+
+impl fmt::Display for ContentMd5 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Debug for ContentMd5 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ContentMd5({})", self.as_str())
+    }
+}
+
+#[cfg(feature = "alloc")]
+/// Decode a `Content-MD5` header value; anything but base64 of 16 bytes is `InvalidDigest`.
+pub fn parse_content_md5(value: &[u8]) -> Result<Md5Digest, S3Error> {
+    let mut out = [0u8; 18]; // decode_slice wants room for the padding bits' worth
+    match base64::Engine::decode_slice(&B64, value, &mut out) {
+        Ok(16) => {
+            let mut d = [0u8; 16];
+            d.copy_from_slice(&out[..16]);
+            Ok(d)
+        }
+        _ => Err(S3Error::new(S3ErrorCode::InvalidDigest)),
+    }
+}
+
+#[cfg(feature = "alloc")]
+/// Check a body's digest against the client's `Content-MD5`: `InvalidDigest` if the header is
+/// malformed, `BadDigest` if it does not match.
+pub fn check_content_md5(header: &[u8], body_digest: &Md5Digest) -> Result<(), S3Error> {
+    if parse_content_md5(header)? == *body_digest {
+        Ok(())
+    } else {
+        Err(S3Error::new(S3ErrorCode::BadDigest))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn hex(d: &Md5Digest) -> ETag {
+        ETag::single(d)
+    }
+
+    #[test]
+    fn rfc1321_test_suite() {
+        // RFC 1321, appendix A.5.
+        let suite: [(&[u8], &str); 7] = [
+            (b"", "d41d8cd98f00b204e9800998ecf8427e"),
+            (b"a", "0cc175b9c0f1b6a831c399e269772661"),
+            (b"abc", "900150983cd24fb0d6963f7d28e17f72"),
+            (b"message digest", "f96b697d7cb7938d525a2f31aaf161d0"),
+            (
+                b"abcdefghijklmnopqrstuvwxyz",
+                "c3fcd3d76192e4007dfb496cca67e13b",
+            ),
+            (
+                b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+                "d174ab98d277d9f5a5611c2c9f419d9f",
+            ),
+            (
+                b"12345678901234567890123456789012345678901234567890123456789012345678901234567890",
+                "57edf4a22be3c955ac49da2e2107b67a",
+            ),
+        ];
+        for (input, want) in suite {
+            assert_eq!(hex(&md5(input)).unquoted(), want);
+            let mut sink = Md5Sink::new();
+            for b in input {
+                sink.write_all(core::slice::from_ref(b))
+                    .expect("infallible");
+            }
+            assert_eq!(sink.len(), input.len() as u64);
+            assert_eq!(hex(&sink.finalize()).unquoted(), want, "byte at a time");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn streaming_equals_one_shot(
+            data in proptest::collection::vec(any::<u8>(), 0..20_000),
+            mut cuts in proptest::collection::vec(any::<usize>(), 0..16),
+        ) {
+            for c in &mut cuts { *c %= data.len() + 1; }
+            cuts.sort_unstable();
+            let mut sink = Md5Sink::new();
+            let mut at = 0;
+            for c in cuts.into_iter().chain([data.len()]) {
+                sink.update(&data[at..c]);
+                at = c;
+            }
+            prop_assert_eq!(sink.finalize(), md5(&data));
+        }
+    }
+
+    #[test]
+    fn single_etag_is_quoted_hex() {
+        let e = ETag::single(&md5(b"abc"));
+        assert_eq!(e.as_str(), "\"900150983cd24fb0d6963f7d28e17f72\"");
+        assert_eq!(alloc::format!("{e}"), e.as_str());
+    }
+
+    #[test]
+    fn multipart_etag_by_hand() {
+        // Three parts; the ETag is MD5(md5(p1) || md5(p2) || md5(p3)) in hex, then "-3".
+        let parts: [&[u8]; 3] = [b"part one", b"part two", b"part three"];
+        let digests: alloc::vec::Vec<Md5Digest> = parts.iter().map(|p| md5(p)).collect();
+        let mut concat = alloc::vec::Vec::new();
+        for d in &digests {
+            concat.extend_from_slice(d);
+        }
+        let want = alloc::format!("\"{}-3\"", ETag::single(&md5(&concat)).unquoted());
+        assert_eq!(ETag::multipart(&digests).as_str(), want);
+
+        let mut many = MultipartETag::new();
+        for _ in 0..10_000 {
+            many.push_part(&digests[0]);
+        }
+        assert!(many.finish().as_str().ends_with("-10000\""));
+    }
+
+    #[test]
+    fn etag_parse_accepts_what_clients_send_back() {
+        let e = ETag::single(&md5(b"abc"));
+        assert_eq!(ETag::parse(e.as_str()), Some(e));
+        assert_eq!(ETag::parse(e.unquoted()), Some(e));
+        assert_eq!(ETag::parse(&e.as_str().to_ascii_uppercase()), Some(e));
+        let m = ETag::multipart([&md5(b"x")]);
+        assert_eq!(ETag::parse(m.as_str()), Some(m));
+        assert_eq!(ETag::parse("\"nothex\""), None);
+        assert_eq!(ETag::parse("\"900150983cd24fb0d6963f7d28e17f72-\""), None);
+        assert_eq!(
+            ETag::parse("\"900150983cd24fb0d6963f7d28e17f72-123456\""),
+            None
+        );
+    }
+
+    #[test]
+    fn content_md5_round_trip_and_checks() {
+        // From RFC 1864's definition: base64 of the binary digest; MD5("abc") is well known.
+        let d = md5(b"abc");
+        let header = content_md5(&d);
+        assert_eq!(header.as_str(), "kAFQmDzST7DWlj99KOF/cg==");
+        assert_eq!(parse_content_md5(header.as_str().as_bytes()), Ok(d));
+        assert_eq!(check_content_md5(header.as_str().as_bytes(), &d), Ok(()));
+        let other = md5(b"abd");
+        assert_eq!(
+            check_content_md5(header.as_str().as_bytes(), &other).map_err(|e| e.code),
+            Err(S3ErrorCode::BadDigest)
+        );
+        for bad in [
+            &b"not base64!"[..],
+            b"",
+            b"kAFQmDzST7DWlj99KOF/",
+            b"kAFQmDzST7DWlj99KOF/cgAA",
+        ] {
+            assert_eq!(
+                parse_content_md5(bad).map_err(|e| e.code),
+                Err(S3ErrorCode::InvalidDigest),
+                "{bad:?}"
+            );
+        }
+    }
+}

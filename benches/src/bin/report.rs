@@ -1,1 +1,55 @@
-fn main() {}
+//! One line per comparison: `name ferry baseline ratio`, so the ratios are visible at a glance.
+//!
+//! `cargo run --release -p ferry-benches --bin report [-- --seconds S] [FILTER]`
+
+use std::time::Duration;
+
+use ferry_benches::{Unit, all_cases, measure};
+
+fn main() {
+    let mut per_case = 2.0f64;
+    let mut filter = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--seconds" => {
+                per_case = args.next().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+                    eprintln!("--seconds takes a number");
+                    std::process::exit(2)
+                })
+            }
+            "-h" | "--help" => {
+                println!("usage: report [--seconds S] [FILTER]   (S per comparison, default 2)");
+                return;
+            }
+            _ => filter = Some(a),
+        }
+    }
+    const ROUNDS: usize = 5;
+    // Half the time per side, split in alternating rounds so drift hits both alike.
+    let per_round = Duration::from_secs_f64(per_case / 2.0 / ROUNDS as f64);
+    if cfg!(debug_assertions) {
+        eprintln!("warning: debug build; run with --release for real figures");
+    }
+    println!(
+        "{:<28} {:>12} {:>12} {:>8}  unit",
+        "name", "ferry", "baseline", "ratio"
+    );
+    for mut case in all_cases() {
+        if filter.as_deref().is_some_and(|f| !case.name.contains(f)) {
+            continue;
+        }
+        let (f, b) = measure(&mut case, per_round, ROUNDS);
+        let unit = match case.unit {
+            Unit::Bytes(_) => "GB/s",
+            Unit::Ops(_) => "Mops/s",
+        };
+        println!(
+            "{:<28} {:>12.2} {:>12.2} {:>7.2}x  {unit}",
+            case.name,
+            f,
+            b,
+            f / b
+        );
+    }
+}
