@@ -4,6 +4,7 @@
 //! and SigV4 work over the same zero-copy views the parser produces.
 
 pub mod head;
+pub mod write;
 
 pub use httparse::Header;
 
