@@ -4,6 +4,7 @@
 //! and SigV4 work over the same zero-copy views the parser produces.
 
 pub mod body;
+pub mod chunked;
 pub mod head;
 pub mod write;
 

@@ -155,6 +155,11 @@ pub(crate) fn push_decimal(out: &mut Vec<u8>, n: u64) {
     push_radix(out, n, 10);
 }
 
+/// Append `n` in lowercase hex (chunk sizes).
+pub(crate) fn push_hex(out: &mut Vec<u8>, n: u64) {
+    push_radix(out, n, 16);
+}
+
 fn push_radix(out: &mut Vec<u8>, mut n: u64, radix: u64) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut buf = [0u8; 20];
@@ -236,9 +241,11 @@ mod tests {
             u64::MAX - 1,
             u64::MAX,
         ] {
-            let mut d = Vec::new();
+            let (mut d, mut h) = (Vec::new(), Vec::new());
             push_decimal(&mut d, n);
+            push_hex(&mut h, n);
             assert_eq!(d, alloc::format!("{n}").into_bytes());
+            assert_eq!(h, alloc::format!("{n:x}").into_bytes());
         }
     }
 
