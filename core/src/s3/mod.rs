@@ -7,5 +7,6 @@ pub mod range;
 pub mod request;
 pub mod uri;
 pub mod validate;
+pub mod xml;
 
 pub use error::{S3Error, S3ErrorCode, S3Result};
