@@ -97,14 +97,13 @@ pub fn part_number(value: &str) -> S3Result<u16> {
 
 /// Decode a `Content-MD5` header value (base64 of 16 bytes), else `InvalidDigest`.
 pub fn content_md5(value: &[u8]) -> S3Result<[u8; 16]> {
-    let mut out = [0u8; 16];
     // Room for a longer decode so that 17+ byte values are detected, not truncated.
     let mut buf = [0u8; 24];
     match base64::engine::general_purpose::STANDARD.decode_slice(value.trim_ascii(), &mut buf) {
-        Ok(16) => {
-            out.copy_from_slice(buf.get(..16).unwrap_or_default());
-            Ok(out)
-        }
+        Ok(16) => buf
+            .first_chunk::<16>()
+            .copied()
+            .ok_or_else(|| S3ErrorCode::InvalidDigest.into()),
         _ => Err(S3ErrorCode::InvalidDigest.into()),
     }
 }
