@@ -193,7 +193,9 @@ pub fn chunked_cases() -> Vec<Case> {
         unit: Unit::Bytes(n as u64),
         ferry: timed(move || {
             let mut dec = ChunkedDecoder::default();
-            let p = dec.decode(black_box(&wire), black_box(&mut out)).expect("valid body");
+            let p = dec
+                .decode(black_box(&wire), black_box(&mut out))
+                .expect("valid body");
             assert!(p.done && p.produced == n);
         }),
         baseline: timed(move || black_box(&mut out2).copy_from_slice(black_box(&body))),

@@ -1,6 +1,12 @@
 //! S3: errors, request model, SigV4, XML.
 
+pub mod conditions;
 pub mod error;
+pub mod query;
+pub mod range;
+pub mod request;
 pub mod uri;
+pub mod validate;
+pub mod xml;
 
 pub use error::{S3Error, S3ErrorCode, S3Result};

@@ -1,0 +1,1181 @@
+//! S3 request model: addressing (path-style and virtual-hosted-style) and one [`Endpoint`] enum.
+//!
+//! Routing is method + bucket/key presence + query keyword, as in Garage's `router.rs`.
+//! Anything we do not serve (other subresources such as `?acl`, unknown methods, POST without
+//! `?uploads`/`?uploadId`/`?delete`) is `NotImplemented` (501): never a wrong operation.
+//!
+//! Choices where S3 leaves room:
+//! - `+` in the path is a literal `+` (RFC 3986); in the query it is a space.
+//! - `versionId` (on objects and in `x-amz-copy-source`) is accepted only as `null`, the
+//!   version of every object in an unversioned bucket; any other value is `InvalidArgument`
+//!   ("Invalid version id specified"), as S3 answers for unversioned buckets.
+//! - `max-keys`, `max-uploads`, `max-parts` above 1000 are clamped to 1000, as S3 does.
+
+use alloc::borrow::Cow;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::conditions::Conditions;
+use super::query::Query;
+use super::range::{ByteRange, CopySourceRange};
+use super::validate::{self, ContentHeaders};
+use super::{S3Error, S3ErrorCode, S3Result, uri};
+use crate::http::{Header, find_header, find_header_str};
+
+/// The largest page S3 returns for object, upload and part listings.
+pub const MAX_LIST_PAGE: u32 = 1000;
+/// The largest `max-buckets` of ListBuckets.
+pub const MAX_BUCKETS_PAGE: u32 = 10_000;
+
+/// Subresources we do not serve; their presence makes any request `NotImplemented`.
+///
+/// Sorted, for binary search.
+const UNSUPPORTED_SUBRESOURCES: &[&str] = &[
+    "abac",
+    "accelerate",
+    "acl",
+    "analytics",
+    "attributes",
+    "cors",
+    "encryption",
+    "intelligent-tiering",
+    "inventory",
+    "legal-hold",
+    "lifecycle",
+    "logging",
+    "metadataConfiguration",
+    "metadataInventoryTable",
+    "metadataJournalTable",
+    "metadataTable",
+    "metrics",
+    "notification",
+    "object-lock",
+    "ownershipControls",
+    "policy",
+    "policyStatus",
+    "publicAccessBlock",
+    "renameObject",
+    "replication",
+    "requestPayment",
+    "restore",
+    "retention",
+    "select",
+    "session",
+    "tagging",
+    "torrent",
+    "versions",
+    "website",
+];
+
+/// How requests name their bucket.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AddressingConfig {
+    /// Domains under which `bucket.<domain>` is virtual-hosted-style (e.g. `s3.example.com`).
+    ///
+    /// A Host equal to one of them, or matching none, is path-style.
+    pub base_domains: Vec<String>,
+}
+
+impl AddressingConfig {
+    /// Path-style only.
+    pub fn path_style() -> Self {
+        Self::default()
+    }
+
+    /// Virtual-hosted-style under these base domains, path-style otherwise.
+    pub fn with_base_domains<I, S>(domains: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self {
+            base_domains: domains.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// The bucket named by a Host header, if it is `bucket.<base domain>`.
+    ///
+    /// The port and a trailing dot are stripped; the longest matching base domain wins, and
+    /// a Host equal to a base domain names no bucket.
+    pub fn bucket_from_host<'h>(&self, host: &'h str) -> Option<&'h str> {
+        let host = strip_port(host);
+        let host = host.strip_suffix('.').unwrap_or(host);
+        if self
+            .base_domains
+            .iter()
+            .any(|d| host.eq_ignore_ascii_case(d))
+        {
+            return None;
+        }
+        self.base_domains
+            .iter()
+            .filter_map(|d| {
+                let split = host.len().checked_sub(d.len())?.checked_sub(1)?;
+                let (bucket, dot_domain) = host.split_at_checked(split)?;
+                let domain = dot_domain.strip_prefix('.')?;
+                domain.eq_ignore_ascii_case(d).then_some((d.len(), bucket))
+            })
+            .max_by_key(|(len, _)| *len)
+            .map(|(_, bucket)| bucket)
+    }
+}
+
+fn strip_port(host: &str) -> &str {
+    let host = host.trim();
+    if host.starts_with('[') {
+        // IPv6 literal: never a virtual host; keep up to the bracket.
+        return host.split_once(']').map_or(host, |(h, _)| h);
+    }
+    host.split_once(':').map_or(host, |(h, _)| h)
+}
+
+/// Where a request points: bucket and key, decoded and validated, and the raw target parts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Address<'a> {
+    /// The bucket, if any (none for ListBuckets).
+    pub bucket: Option<Cow<'a, str>>,
+    /// The key, if any: `/bucket` and `/bucket/` have none, `/bucket/key/` has `key/`.
+    pub key: Option<Cow<'a, str>>,
+    /// Whether the bucket came from the Host header.
+    pub virtual_hosted: bool,
+    /// The raw (still encoded) path, as SigV4 canonicalises it.
+    pub raw_path: &'a str,
+    /// The raw query string, without `?`.
+    pub raw_query: &'a str,
+}
+
+impl<'a> Address<'a> {
+    /// Split a request target (origin-form or absolute-form) and find bucket and key.
+    ///
+    /// `host` is the Host header; in absolute-form the target's authority is used instead
+    /// (RFC 9112 §3.2.2).
+    pub fn parse(target: &'a str, host: Option<&'a str>, cfg: &AddressingConfig) -> S3Result<Self> {
+        let (host, origin) =
+            split_absolute_form(target).map_or((host, target), |(h, o)| (Some(h), o));
+        let (raw_path, raw_query) = origin.split_once('?').unwrap_or((origin, ""));
+        let Some(path) = raw_path.strip_prefix('/') else {
+            return Err(S3Error::with_message(
+                S3ErrorCode::InvalidRequest,
+                "The request target must be an absolute path",
+            ));
+        };
+        let host_bucket = host.and_then(|h| cfg.bucket_from_host(h));
+        let (bucket, raw_key) = match host_bucket {
+            Some(b) => (Some(Cow::Borrowed(b)), path),
+            None if path.is_empty() => (None, ""),
+            None => {
+                let (b, k) = path.split_once('/').unwrap_or((path, ""));
+                (Some(uri::decode(b, false)?), k)
+            }
+        };
+        if let Some(b) = &bucket {
+            validate::bucket_name(b)?;
+        }
+        if bucket.is_none() && !raw_key.is_empty() {
+            return Err(S3ErrorCode::InvalidBucketName.into());
+        }
+        let key = if raw_key.is_empty() {
+            None
+        } else {
+            let k = uri::decode(raw_key, false)?;
+            validate::object_key(&k)?;
+            Some(k)
+        };
+        Ok(Self {
+            bucket,
+            key,
+            virtual_hosted: host_bucket.is_some(),
+            raw_path,
+            raw_query,
+        })
+    }
+}
+
+/// `http://authority/path?q` → (authority, `/path?q`); `None` for origin-form.
+fn split_absolute_form(target: &str) -> Option<(&str, &str)> {
+    let scheme_len = ["http://", "https://"].into_iter().find_map(|s| {
+        target
+            .get(..s.len())
+            .filter(|p| p.eq_ignore_ascii_case(s))
+            .map(|_| s.len())
+    })?;
+    let rest = target.get(scheme_len..)?;
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, origin) = rest.split_at_checked(end)?;
+    // `http://host?x` has an empty path, which means `/`; we only need the path to start with
+    // `/`, so a bare query is reported as an invalid target by the caller's check.
+    Some((authority, if origin.is_empty() { "/" } else { origin }))
+}
+
+/// `x-amz-copy-metadata-directive`: whether CopyObject keeps or replaces metadata.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MetadataDirective {
+    /// Keep the source's metadata (the default).
+    #[default]
+    Copy,
+    /// Use the metadata of this request.
+    Replace,
+}
+
+/// `x-amz-copy-source`: the object to copy from, decoded and validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopySource<'a> {
+    /// Source bucket.
+    pub bucket: Cow<'a, str>,
+    /// Source key.
+    pub key: Cow<'a, str>,
+}
+
+impl<'a> CopySource<'a> {
+    /// Parse `[/]bucket/key[?versionId=null]` (URL-encoded).
+    ///
+    /// A `versionId` other than `null` is `InvalidArgument` (buckets are unversioned);
+    /// access-point ARNs and malformed values are `InvalidArgument`.
+    pub fn parse(value: &'a [u8]) -> S3Result<Self> {
+        let invalid = || {
+            S3Error::with_message(
+                S3ErrorCode::InvalidArgument,
+                "Copy Source must mention the source bucket and key: sourcebucket/sourcekey",
+            )
+        };
+        let v = core::str::from_utf8(value).map_err(|_| invalid())?.trim();
+        let (path, query) = v.split_once('?').unwrap_or((v, ""));
+        let path = path.strip_prefix('/').unwrap_or(path);
+        let (bucket, key) = path.split_once('/').ok_or_else(invalid)?;
+        if key.is_empty() {
+            return Err(invalid());
+        }
+        let bucket = uri::decode(bucket, false)?;
+        validate::bucket_name(&bucket)?;
+        let key = uri::decode(key, false)?;
+        validate::object_key(&key)?;
+        check_version_id(Query::parse(query)?.get("versionId"))?;
+        Ok(Self { bucket, key })
+    }
+}
+
+fn check_version_id(version: Option<&str>) -> S3Result<()> {
+    match version {
+        None | Some("null") => Ok(()),
+        Some(_) => Err(S3Error::with_message(
+            S3ErrorCode::InvalidArgument,
+            "Invalid version id specified",
+        )),
+    }
+}
+
+/// A parsed request: where it points, what it does, and its sorted query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct S3Request<'a> {
+    /// The bucket, if any.
+    pub bucket: Option<Cow<'a, str>>,
+    /// The key, if any.
+    pub key: Option<Cow<'a, str>>,
+    /// The operation and its parameters.
+    pub endpoint: Endpoint<'a>,
+    /// The decoded, sorted query string.
+    pub query: Query<'a>,
+    /// Whether the bucket came from the Host header.
+    pub virtual_hosted: bool,
+    /// The raw (still encoded) path.
+    pub raw_path: &'a str,
+}
+
+impl S3Request<'_> {
+    /// The bucket, or `""` when the operation has none (ListBuckets).
+    pub fn bucket_str(&self) -> &str {
+        self.bucket.as_deref().unwrap_or("")
+    }
+
+    /// The key, or `""` for bucket-level operations.
+    pub fn key_str(&self) -> &str {
+        self.key.as_deref().unwrap_or("")
+    }
+}
+
+/// The S3 operations Ferry serves, each with its parameters parsed and validated.
+///
+/// Bodies (Delete, CompleteMultipartUpload) are parsed later by [`super::xml`]; user metadata
+/// and content headers of writes are read from the headers with
+/// [`validate::user_metadata`] and [`ContentHeaders::from_headers`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint<'a> {
+    /// `GET /`.
+    ListBuckets {
+        /// `prefix`.
+        prefix: Option<Cow<'a, str>>,
+        /// `continuation-token`.
+        continuation_token: Option<Cow<'a, str>>,
+        /// `max-buckets` (1..=10000); none means all.
+        max_buckets: Option<u32>,
+    },
+    /// `PUT /bucket`.
+    CreateBucket,
+    /// `DELETE /bucket`.
+    DeleteBucket,
+    /// `HEAD /bucket`.
+    HeadBucket,
+    /// `GET /bucket?location`.
+    GetBucketLocation,
+    /// `GET /bucket?versioning`.
+    GetBucketVersioning,
+    /// `GET /bucket` (v1).
+    ListObjects {
+        /// `prefix` (empty when absent).
+        prefix: Cow<'a, str>,
+        /// `delimiter` (an empty one counts as absent).
+        delimiter: Option<Cow<'a, str>>,
+        /// `marker`.
+        marker: Option<Cow<'a, str>>,
+        /// `max-keys`, default 1000, clamped to 1000.
+        max_keys: u32,
+        /// `encoding-type=url`.
+        encoding_type_url: bool,
+    },
+    /// `GET /bucket?list-type=2`.
+    ListObjectsV2 {
+        /// `prefix` (empty when absent).
+        prefix: Cow<'a, str>,
+        /// `delimiter` (an empty one counts as absent).
+        delimiter: Option<Cow<'a, str>>,
+        /// `max-keys`, default 1000, clamped to 1000.
+        max_keys: u32,
+        /// `continuation-token` (never empty).
+        continuation_token: Option<Cow<'a, str>>,
+        /// `start-after`.
+        start_after: Option<Cow<'a, str>>,
+        /// `encoding-type=url`.
+        encoding_type_url: bool,
+        /// `fetch-owner=true`.
+        fetch_owner: bool,
+    },
+    /// `GET /bucket?uploads`.
+    ListMultipartUploads {
+        /// `prefix` (empty when absent).
+        prefix: Cow<'a, str>,
+        /// `delimiter`.
+        delimiter: Option<Cow<'a, str>>,
+        /// `key-marker`.
+        key_marker: Option<Cow<'a, str>>,
+        /// `upload-id-marker`.
+        upload_id_marker: Option<Cow<'a, str>>,
+        /// `max-uploads`, default 1000, clamped to 1000.
+        max_uploads: u32,
+        /// `encoding-type=url`.
+        encoding_type_url: bool,
+    },
+    /// `POST /bucket?delete` (body: `<Delete>`).
+    DeleteObjects {
+        /// `Content-MD5`, decoded.
+        content_md5: Option<[u8; 16]>,
+    },
+    /// `GET /bucket/key`.
+    GetObject {
+        /// `Range`, when S3 would honour it.
+        range: Option<ByteRange>,
+        /// `If-*` headers.
+        conditions: Conditions<'a>,
+        /// `partNumber` (1..=10000).
+        part_number: Option<u16>,
+        /// `response-content-type` & co.
+        response_overrides: ContentHeaders<'a>,
+    },
+    /// `HEAD /bucket/key`.
+    HeadObject {
+        /// `Range`, when S3 would honour it.
+        range: Option<ByteRange>,
+        /// `If-*` headers.
+        conditions: Conditions<'a>,
+        /// `partNumber` (1..=10000).
+        part_number: Option<u16>,
+    },
+    /// `PUT /bucket/key`.
+    PutObject {
+        /// `Content-MD5`, decoded.
+        content_md5: Option<[u8; 16]>,
+    },
+    /// `PUT /bucket/key` with `x-amz-copy-source`.
+    CopyObject {
+        /// The source object.
+        source: CopySource<'a>,
+        /// `x-amz-metadata-directive`.
+        metadata_directive: MetadataDirective,
+        /// `x-amz-copy-source-if-*`.
+        source_conditions: Conditions<'a>,
+    },
+    /// `DELETE /bucket/key`.
+    DeleteObject,
+    /// `POST /bucket/key?uploads`.
+    CreateMultipartUpload,
+    /// `PUT /bucket/key?partNumber=N&uploadId=U`.
+    UploadPart {
+        /// `partNumber`.
+        part_number: u16,
+        /// `uploadId`.
+        upload_id: Cow<'a, str>,
+        /// `Content-MD5`, decoded.
+        content_md5: Option<[u8; 16]>,
+    },
+    /// `PUT /bucket/key?partNumber=N&uploadId=U` with `x-amz-copy-source`.
+    UploadPartCopy {
+        /// `partNumber`.
+        part_number: u16,
+        /// `uploadId`.
+        upload_id: Cow<'a, str>,
+        /// The source object.
+        source: CopySource<'a>,
+        /// `x-amz-copy-source-range`.
+        source_range: Option<CopySourceRange>,
+        /// `x-amz-copy-source-if-*`.
+        source_conditions: Conditions<'a>,
+    },
+    /// `POST /bucket/key?uploadId=U` (body: `<CompleteMultipartUpload>`).
+    CompleteMultipartUpload {
+        /// `uploadId`.
+        upload_id: Cow<'a, str>,
+    },
+    /// `DELETE /bucket/key?uploadId=U`.
+    AbortMultipartUpload {
+        /// `uploadId`.
+        upload_id: Cow<'a, str>,
+    },
+    /// `GET /bucket/key?uploadId=U`.
+    ListParts {
+        /// `uploadId`.
+        upload_id: Cow<'a, str>,
+        /// `max-parts`, default 1000, clamped to 1000.
+        max_parts: u32,
+        /// `part-number-marker`.
+        part_number_marker: Option<u32>,
+        /// `encoding-type=url`.
+        encoding_type_url: bool,
+    },
+}
+
+fn not_implemented(what: &'static str) -> S3Error {
+    S3Error::with_message(S3ErrorCode::NotImplemented, what)
+}
+
+impl<'a> Endpoint<'a> {
+    /// Route a request: method, request target and headers to bucket, key and operation.
+    pub fn parse(
+        method: &str,
+        target: &'a str,
+        headers: &[Header<'a>],
+        cfg: &AddressingConfig,
+    ) -> S3Result<S3Request<'a>> {
+        let addr = Address::parse(target, find_header_str(headers, "host"), cfg)?;
+        let query = Query::parse(addr.raw_query)?;
+        if query
+            .iter()
+            .any(|(n, _)| UNSUPPORTED_SUBRESOURCES.binary_search(&n).is_ok())
+        {
+            return Err(not_implemented("This subresource is not implemented"));
+        }
+        let endpoint = match (&addr.bucket, &addr.key) {
+            (None, _) => Self::service(method, &query)?,
+            (Some(_), None) => Self::bucket(method, &query, headers)?,
+            (Some(bucket), Some(key)) => Self::object(method, &query, headers, bucket, key)?,
+        };
+        Ok(S3Request {
+            bucket: addr.bucket,
+            key: addr.key,
+            endpoint,
+            query,
+            virtual_hosted: addr.virtual_hosted,
+            raw_path: addr.raw_path,
+        })
+    }
+
+    fn service(method: &str, q: &Query<'a>) -> S3Result<Self> {
+        if method != "GET" {
+            return Err(not_implemented("Only GET is implemented without a bucket"));
+        }
+        let max_buckets = q
+            .get("max-buckets")
+            .map(|v| {
+                validate::int_param("max-buckets", v)
+                    .ok()
+                    .filter(|n| (1..=MAX_BUCKETS_PAGE).contains(n))
+                    .ok_or_else(|| {
+                        S3Error::with_message(
+                            S3ErrorCode::InvalidArgument,
+                            "max-buckets must be an integer between 1 and 10000",
+                        )
+                    })
+            })
+            .transpose()?;
+        Ok(Self::ListBuckets {
+            prefix: non_empty(q, "prefix"),
+            continuation_token: non_empty(q, "continuation-token"),
+            max_buckets,
+        })
+    }
+
+    fn bucket(method: &str, q: &Query<'a>, headers: &[Header<'a>]) -> S3Result<Self> {
+        const KEYWORDS: [&str; 6] = [
+            "location",
+            "versioning",
+            "uploads",
+            "delete",
+            "uploadId",
+            "partNumber",
+        ];
+        let mut present = KEYWORDS.iter().filter(|k| q.has(k));
+        let keyword = present.next().copied();
+        if present.next().is_some() {
+            return Err(not_implemented("Conflicting subresources"));
+        }
+        Ok(match (method, keyword) {
+            ("GET", Some("location")) => Self::GetBucketLocation,
+            ("GET", Some("versioning")) => Self::GetBucketVersioning,
+            ("GET", Some("uploads")) => Self::ListMultipartUploads {
+                prefix: q.get_cow("prefix").unwrap_or_default(),
+                delimiter: non_empty(q, "delimiter"),
+                key_marker: non_empty(q, "key-marker"),
+                upload_id_marker: non_empty(q, "upload-id-marker"),
+                max_uploads: page_size(q, "max-uploads")?,
+                encoding_type_url: encoding_type_url(q)?,
+            },
+            ("GET", None) => Self::list_objects(q)?,
+            ("HEAD", None) => Self::HeadBucket,
+            ("PUT", None) => Self::CreateBucket,
+            ("DELETE", None) => Self::DeleteBucket,
+            ("POST", Some("delete")) => Self::DeleteObjects {
+                content_md5: validate::find_content_md5(headers)?,
+            },
+            _ => return Err(not_implemented("This bucket operation is not implemented")),
+        })
+    }
+
+    fn list_objects(q: &Query<'a>) -> S3Result<Self> {
+        let prefix = q.get_cow("prefix").unwrap_or_default();
+        let delimiter = non_empty(q, "delimiter");
+        let max_keys = page_size(q, "max-keys")?;
+        let encoding_type_url = encoding_type_url(q)?;
+        match q.get("list-type") {
+            None => Ok(Self::ListObjects {
+                prefix,
+                delimiter,
+                marker: non_empty(q, "marker"),
+                max_keys,
+                encoding_type_url,
+            }),
+            Some("2") => {
+                let continuation_token = q.get_cow("continuation-token");
+                if continuation_token.as_deref() == Some("") {
+                    return Err(S3Error::with_message(
+                        S3ErrorCode::InvalidArgument,
+                        "The continuation token provided is incorrect",
+                    ));
+                }
+                let fetch_owner = match q.get("fetch-owner") {
+                    None => false,
+                    Some(v) if v.eq_ignore_ascii_case("true") => true,
+                    Some(v) if v.eq_ignore_ascii_case("false") => false,
+                    Some(_) => {
+                        return Err(S3Error::with_message(
+                            S3ErrorCode::InvalidArgument,
+                            "Invalid value for fetch-owner",
+                        ));
+                    }
+                };
+                Ok(Self::ListObjectsV2 {
+                    prefix,
+                    delimiter,
+                    max_keys,
+                    continuation_token,
+                    start_after: non_empty(q, "start-after"),
+                    encoding_type_url,
+                    fetch_owner,
+                })
+            }
+            Some(_) => Err(S3Error::with_message(
+                S3ErrorCode::InvalidArgument,
+                "Invalid list-type",
+            )),
+        }
+    }
+
+    fn object(
+        method: &str,
+        q: &Query<'a>,
+        headers: &[Header<'a>],
+        bucket: &str,
+        key: &str,
+    ) -> S3Result<Self> {
+        // Bucket-level keywords on an object path are no operation of ours.
+        if ["location", "versioning", "delete"]
+            .iter()
+            .any(|k| q.has(k))
+        {
+            return Err(not_implemented("This object operation is not implemented"));
+        }
+        let upload_id = q.get_cow("uploadId");
+        let uploads = q.has("uploads");
+        if uploads && upload_id.is_some() {
+            return Err(not_implemented("Conflicting subresources"));
+        }
+        let part_number = q.get("partNumber").map(validate::part_number).transpose()?;
+        let copy_source = find_header(headers, "x-amz-copy-source");
+        Ok(match (method, upload_id, uploads) {
+            ("GET", None, false) => {
+                check_version_id(q.get("versionId"))?;
+                let (range, conditions) = read_params(headers, part_number)?;
+                Self::GetObject {
+                    range,
+                    conditions,
+                    part_number,
+                    response_overrides: ContentHeaders::from_response_overrides(q),
+                }
+            }
+            ("HEAD", None, false) => {
+                check_version_id(q.get("versionId"))?;
+                let (range, conditions) = read_params(headers, part_number)?;
+                Self::HeadObject {
+                    range,
+                    conditions,
+                    part_number,
+                }
+            }
+            ("GET", Some(upload_id), false) => Self::ListParts {
+                upload_id,
+                max_parts: page_size(q, "max-parts")?,
+                part_number_marker: q
+                    .get("part-number-marker")
+                    .map(|v| validate::int_param("part-number-marker", v))
+                    .transpose()?,
+                encoding_type_url: encoding_type_url(q)?,
+            },
+            ("PUT", None, false) => {
+                if part_number.is_some() {
+                    return Err(S3Error::with_message(
+                        S3ErrorCode::InvalidArgument,
+                        "partNumber requires uploadId",
+                    ));
+                }
+                match copy_source {
+                    Some(src) => {
+                        let source = CopySource::parse(src)?;
+                        let metadata_directive = metadata_directive(headers)?;
+                        if source.bucket == bucket
+                            && source.key == key
+                            && metadata_directive == MetadataDirective::Copy
+                        {
+                            return Err(S3Error::with_message(
+                                S3ErrorCode::InvalidRequest,
+                                "This copy request is illegal because it is trying to copy an \
+                                 object to itself without changing the object's metadata, storage \
+                                 class, website redirect location or encryption attributes.",
+                            ));
+                        }
+                        Self::CopyObject {
+                            source,
+                            metadata_directive,
+                            source_conditions: Conditions::from_copy_source_headers(headers),
+                        }
+                    }
+                    None => Self::PutObject {
+                        content_md5: validate::find_content_md5(headers)?,
+                    },
+                }
+            }
+            ("PUT", Some(upload_id), false) => {
+                let part_number = part_number.ok_or_else(|| {
+                    S3Error::with_message(
+                        S3ErrorCode::InvalidArgument,
+                        "uploadId requires partNumber",
+                    )
+                })?;
+                match copy_source {
+                    Some(src) => Self::UploadPartCopy {
+                        part_number,
+                        upload_id,
+                        source: CopySource::parse(src)?,
+                        source_range: find_header(headers, "x-amz-copy-source-range")
+                            .map(CopySourceRange::parse)
+                            .transpose()?,
+                        source_conditions: Conditions::from_copy_source_headers(headers),
+                    },
+                    None => Self::UploadPart {
+                        part_number,
+                        upload_id,
+                        content_md5: validate::find_content_md5(headers)?,
+                    },
+                }
+            }
+            ("POST", None, true) => Self::CreateMultipartUpload,
+            ("POST", Some(upload_id), false) => Self::CompleteMultipartUpload { upload_id },
+            ("DELETE", None, false) => {
+                check_version_id(q.get("versionId"))?;
+                Self::DeleteObject
+            }
+            ("DELETE", Some(upload_id), false) => Self::AbortMultipartUpload { upload_id },
+            _ => return Err(not_implemented("This object operation is not implemented")),
+        })
+    }
+
+    /// The operation's name as in the S3 API reference (for logs and metrics).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::ListBuckets { .. } => "ListBuckets",
+            Self::CreateBucket => "CreateBucket",
+            Self::DeleteBucket => "DeleteBucket",
+            Self::HeadBucket => "HeadBucket",
+            Self::GetBucketLocation => "GetBucketLocation",
+            Self::GetBucketVersioning => "GetBucketVersioning",
+            Self::ListObjects { .. } => "ListObjects",
+            Self::ListObjectsV2 { .. } => "ListObjectsV2",
+            Self::ListMultipartUploads { .. } => "ListMultipartUploads",
+            Self::DeleteObjects { .. } => "DeleteObjects",
+            Self::GetObject { .. } => "GetObject",
+            Self::HeadObject { .. } => "HeadObject",
+            Self::PutObject { .. } => "PutObject",
+            Self::CopyObject { .. } => "CopyObject",
+            Self::DeleteObject => "DeleteObject",
+            Self::CreateMultipartUpload => "CreateMultipartUpload",
+            Self::UploadPart { .. } => "UploadPart",
+            Self::UploadPartCopy { .. } => "UploadPartCopy",
+            Self::CompleteMultipartUpload { .. } => "CompleteMultipartUpload",
+            Self::AbortMultipartUpload { .. } => "AbortMultipartUpload",
+            Self::ListParts { .. } => "ListParts",
+        }
+    }
+}
+
+/// Range and conditions of GetObject/HeadObject; Range with partNumber is `InvalidRequest`.
+fn read_params<'a>(
+    headers: &[Header<'a>],
+    part_number: Option<u16>,
+) -> S3Result<(Option<ByteRange>, Conditions<'a>)> {
+    let range = ByteRange::from_headers(headers);
+    if range.is_some() && part_number.is_some() {
+        return Err(S3Error::with_message(
+            S3ErrorCode::InvalidRequest,
+            "Cannot specify both Range header and partNumber query parameter",
+        ));
+    }
+    Ok((range, Conditions::from_headers(headers)))
+}
+
+fn metadata_directive(headers: &[Header<'_>]) -> S3Result<MetadataDirective> {
+    match find_header(headers, "x-amz-metadata-directive") {
+        None => Ok(MetadataDirective::Copy),
+        Some(v) if v.eq_ignore_ascii_case(b"COPY") => Ok(MetadataDirective::Copy),
+        Some(v) if v.eq_ignore_ascii_case(b"REPLACE") => Ok(MetadataDirective::Replace),
+        Some(_) => Err(S3Error::with_message(
+            S3ErrorCode::InvalidArgument,
+            "Unknown metadata directive.",
+        )),
+    }
+}
+
+/// A page size parameter: default and maximum 1000, larger values clamped.
+fn page_size(q: &Query<'_>, name: &'static str) -> S3Result<u32> {
+    Ok(q.get(name)
+        .map(|v| validate::int_param(name, v))
+        .transpose()?
+        .map_or(MAX_LIST_PAGE, |n| n.min(MAX_LIST_PAGE)))
+}
+
+fn encoding_type_url(q: &Query<'_>) -> S3Result<bool> {
+    match q.get("encoding-type") {
+        None => Ok(false),
+        Some(v) if v.eq_ignore_ascii_case("url") => Ok(true),
+        Some(_) => Err(S3Error::with_message(
+            S3ErrorCode::InvalidArgument,
+            "Invalid Encoding Method specified in Request",
+        )),
+    }
+}
+
+fn non_empty<'a>(q: &Query<'a>, name: &str) -> Option<Cow<'a, str>> {
+    q.get_cow(name).filter(|v| !v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    type Extra<'a> = &'a [(&'a str, &'a str)];
+    /// (method, target, Host, extra headers, bucket, key, endpoint)
+    type Case<'a> = (
+        &'a str,
+        &'a str,
+        &'a str,
+        Extra<'a>,
+        Option<&'a str>,
+        Option<&'a str>,
+        Endpoint<'a>,
+    );
+
+    fn cfg() -> AddressingConfig {
+        AddressingConfig::with_base_domains(["s3.amazonaws.com", "s3.us-west-2.amazonaws.com"])
+    }
+
+    fn route<'a>(
+        method: &str,
+        target: &'a str,
+        host: &'a str,
+        extra: &[(&'a str, &'a str)],
+    ) -> S3Result<S3Request<'a>> {
+        let mut hs = vec![Header {
+            name: "Host",
+            value: host.as_bytes(),
+        }];
+        hs.extend(extra.iter().map(|&(name, v)| Header {
+            name,
+            value: v.as_bytes(),
+        }));
+        Endpoint::parse(method, target, &hs, &cfg())
+    }
+
+    fn b(s: &str) -> Cow<'_, str> {
+        Cow::Borrowed(s)
+    }
+
+    /// Requests from the examples of the S3 API reference (bucket names that the current
+    /// naming rules reserve, such as `amzn-s3-demo-bucket`, replaced by `examplebucket`).
+    #[test]
+    fn aws_reference_examples() {
+        let upload = "VCVsb2FkIElEIGZvciBlbZZpbmcncyBteS1tb3ZpZS5tMnRzIHVwbG9hZR";
+        #[rustfmt::skip]
+        let cases: Vec<Case<'_>> = vec![
+            // ListBuckets
+            ("GET", "/", "s3.amazonaws.com", &[], None, None,
+             Endpoint::ListBuckets { prefix: None, continuation_token: None, max_buckets: None }),
+            ("GET", "/?max-buckets=100&continuation-token=abc&prefix=ex", "s3.us-west-2.amazonaws.com", &[], None, None,
+             Endpoint::ListBuckets { prefix: Some(b("ex")), continuation_token: Some(b("abc")), max_buckets: Some(100) }),
+            // CreateBucket / DeleteBucket / HeadBucket
+            ("PUT", "/", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None, Endpoint::CreateBucket),
+            ("DELETE", "/", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None, Endpoint::DeleteBucket),
+            ("HEAD", "/", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None, Endpoint::HeadBucket),
+            // GetBucketLocation / GetBucketVersioning
+            ("GET", "/?location", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None, Endpoint::GetBucketLocation),
+            ("GET", "/?versioning", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None, Endpoint::GetBucketVersioning),
+            // ListObjects (v1)
+            ("GET", "/?prefix=N&marker=Ned&max-keys=40", "quotes.s3.amazonaws.com", &[], Some("quotes"), None,
+             Endpoint::ListObjects { prefix: b("N"), delimiter: None, marker: Some(b("Ned")), max_keys: 40, encoding_type_url: false }),
+            ("GET", "/?delimiter=/", "example-bucket.s3.us-west-2.amazonaws.com", &[], Some("example-bucket"), None,
+             Endpoint::ListObjects { prefix: b(""), delimiter: Some(b("/")), marker: None, max_keys: 1000, encoding_type_url: false }),
+            // ListObjectsV2
+            ("GET", "/?list-type=2", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None,
+             Endpoint::ListObjectsV2 { prefix: b(""), delimiter: None, max_keys: 1000, continuation_token: None,
+                                       start_after: None, encoding_type_url: false, fetch_owner: false }),
+            ("GET", "/?list-type=2&max-keys=3&prefix=E&start-after=ExampleGuide.pdf", "examplebucket.s3.amazonaws.com", &[],
+             Some("examplebucket"), None,
+             Endpoint::ListObjectsV2 { prefix: b("E"), delimiter: None, max_keys: 3, continuation_token: None,
+                                       start_after: Some(b("ExampleGuide.pdf")), encoding_type_url: false, fetch_owner: false }),
+            ("GET", "/?list-type=2&delimiter=/&prefix=photos/2006/", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None,
+             Endpoint::ListObjectsV2 { prefix: b("photos/2006/"), delimiter: Some(b("/")), max_keys: 1000, continuation_token: None,
+                                       start_after: None, encoding_type_url: false, fetch_owner: false }),
+            ("GET", "/?list-type=2&continuation-token=1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=", "bucket.s3.amazonaws.com", &[],
+             Some("bucket"), None,
+             Endpoint::ListObjectsV2 { prefix: b(""), delimiter: None, max_keys: 1000,
+                                       continuation_token: Some(b("1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=")),
+                                       start_after: None, encoding_type_url: false, fetch_owner: false }),
+            ("GET", "/examplebucket?list-type=2&encoding-type=url&fetch-owner=true&max-keys=5000", "s3.amazonaws.com", &[],
+             Some("examplebucket"), None,
+             Endpoint::ListObjectsV2 { prefix: b(""), delimiter: None, max_keys: 1000, continuation_token: None,
+                                       start_after: None, encoding_type_url: true, fetch_owner: true }),
+            // ListMultipartUploads
+            ("GET", "/?uploads&max-uploads=3", "example-bucket.s3.us-west-2.amazonaws.com", &[], Some("example-bucket"), None,
+             Endpoint::ListMultipartUploads { prefix: b(""), delimiter: None, key_marker: None, upload_id_marker: None,
+                                              max_uploads: 3, encoding_type_url: false }),
+            ("GET", "/?uploads&delimiter=/&prefix=photos/2006/", "example-bucket.s3.amazonaws.com", &[], Some("example-bucket"), None,
+             Endpoint::ListMultipartUploads { prefix: b("photos/2006/"), delimiter: Some(b("/")), key_marker: None,
+                                              upload_id_marker: None, max_uploads: 1000, encoding_type_url: false }),
+            // DeleteObjects (the reference writes the host as bucketname.S3.amazonaws.com)
+            ("POST", "/?delete", "bucketname.S3.amazonaws.com", &[("Content-MD5", "p5/WA/oEr30qrEE121PAqw==")],
+             Some("bucketname"), None,
+             Endpoint::DeleteObjects { content_md5: Some([0xa7, 0x9f, 0xd6, 0x03, 0xfa, 0x04, 0xaf, 0x7d,
+                                                          0x2a, 0xac, 0x41, 0x35, 0xdb, 0x53, 0xc0, 0xab]) }),
+            // GetObject / HeadObject
+            ("GET", "/my-image.jpg", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), Some("my-image.jpg"),
+             Endpoint::GetObject { range: None, conditions: Conditions::default(), part_number: None,
+                                   response_overrides: ContentHeaders::default() }),
+            ("GET", "/example-object", "example-bucket.s3.us-west-2.amazonaws.com", &[("Range", "bytes=0-9")],
+             Some("example-bucket"), Some("example-object"),
+             Endpoint::GetObject { range: Some(ByteRange::FromTo(0, 9)), conditions: Conditions::default(), part_number: None,
+                                   response_overrides: ContentHeaders::default() }),
+            ("GET", "/Junk3.txt?response-cache-control=No-cache&response-content-disposition=attachment%3B%20filename%3Dtesting.txt&response-content-encoding=x-gzip&response-content-language=mi%2C%20en&response-expires=Thu%2C%2001%20Dec%201994%2016:00:00%20GMT",
+             "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), Some("Junk3.txt"),
+             Endpoint::GetObject { range: None, conditions: Conditions::default(), part_number: None,
+                                   response_overrides: ContentHeaders {
+                                       content_type: None,
+                                       content_encoding: Some(b("x-gzip")),
+                                       content_disposition: Some(b("attachment; filename=testing.txt")),
+                                       content_language: Some(b("mi, en")),
+                                       cache_control: Some(b("No-cache")),
+                                       expires: Some(b("Thu, 01 Dec 1994 16:00:00 GMT")),
+                                   } }),
+            ("HEAD", "/my-image.jpg?partNumber=3", "bucket.s3.us-west-2.amazonaws.com",
+             &[("If-None-Match", "\"fba9dede5f27731c9771645a39863328\"")], Some("bucket"), Some("my-image.jpg"),
+             Endpoint::HeadObject { range: None,
+                                    conditions: Conditions { if_none_match: Some("\"fba9dede5f27731c9771645a39863328\""), ..Conditions::default() },
+                                    part_number: Some(3) }),
+            // PutObject / CopyObject / DeleteObject
+            ("PUT", "/my-image.jpg", "examplebucket.s3.us-west-2.amazonaws.com", &[("Content-Type", "image/jpeg")],
+             Some("examplebucket"), Some("my-image.jpg"), Endpoint::PutObject { content_md5: None }),
+            ("PUT", "/my-second-image.jpg", "bucket.s3.us-west-2.amazonaws.com", &[("x-amz-copy-source", "/bucket/my-image.jpg")],
+             Some("bucket"), Some("my-second-image.jpg"),
+             Endpoint::CopyObject { source: CopySource { bucket: b("bucket"), key: b("my-image.jpg") },
+                                    metadata_directive: MetadataDirective::Copy, source_conditions: Conditions::default() }),
+            ("PUT", "/my-second-image.jpg", "bucket.s3.us-west-2.amazonaws.com",
+             &[("x-amz-copy-source", "/bucket/my-image.jpg"), ("x-amz-metadata-directive", "REPLACE"),
+                  ("x-amz-copy-source-if-match", "\"abc\"")],
+             Some("bucket"), Some("my-second-image.jpg"),
+             Endpoint::CopyObject { source: CopySource { bucket: b("bucket"), key: b("my-image.jpg") },
+                                    metadata_directive: MetadataDirective::Replace,
+                                    source_conditions: Conditions { if_match: Some("\"abc\""), ..Conditions::default() } }),
+            ("DELETE", "/my-second-image.jpg", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), Some("my-second-image.jpg"),
+             Endpoint::DeleteObject),
+            // Multipart uploads
+            ("POST", "/example-object?uploads", "example-bucket.s3.us-west-2.amazonaws.com", &[],
+             Some("example-bucket"), Some("example-object"), Endpoint::CreateMultipartUpload),
+            ("PUT", "/my-movie.m2ts?partNumber=1&uploadId=VCVsb2FkIElEIGZvciBlbZZpbmcncyBteS1tb3ZpZS5tMnRzIHVwbG9hZR",
+             "example-bucket.s3.us-west-2.amazonaws.com", &[], Some("example-bucket"), Some("my-movie.m2ts"),
+             Endpoint::UploadPart { part_number: 1, upload_id: b(upload), content_md5: None }),
+            ("PUT", "/newobject?partNumber=2&uploadId=VCVsb2FkIElEIGZvciBlbZZpbmcncyBteS1tb3ZpZS5tMnRzIHVwbG9hZR",
+             "target-bucket.s3.us-west-2.amazonaws.com",
+             &[("x-amz-copy-source", "/source-bucket/sourceobject"), ("x-amz-copy-source-range", "bytes=500-6291456")],
+             Some("target-bucket"), Some("newobject"),
+             Endpoint::UploadPartCopy { part_number: 2, upload_id: b(upload),
+                                        source: CopySource { bucket: b("source-bucket"), key: b("sourceobject") },
+                                        source_range: Some(CopySourceRange { first: 500, last: 6_291_456 }),
+                                        source_conditions: Conditions::default() }),
+            ("POST", "/example-object?uploadId=AAAsb2FkIElEIGZvciBlbHZpbmcncyWeeS1tb3ZpZS5tMnRzIRRwbG9hZA",
+             "example-bucket.s3.us-west-2.amazonaws.com", &[], Some("example-bucket"), Some("example-object"),
+             Endpoint::CompleteMultipartUpload { upload_id: b("AAAsb2FkIElEIGZvciBlbHZpbmcncyWeeS1tb3ZpZS5tMnRzIRRwbG9hZA") }),
+            ("DELETE", "/example-object?uploadId=VXBsb2FkIElEIGZvciBlbHZpbmcncyBteS1tb3ZpZS5tMnRzIHVwbG9hZ",
+             "example-bucket.s3.us-west-2.amazonaws.com", &[], Some("example-bucket"), Some("example-object"),
+             Endpoint::AbortMultipartUpload { upload_id: b("VXBsb2FkIElEIGZvciBlbHZpbmcncyBteS1tb3ZpZS5tMnRzIHVwbG9hZ") }),
+            ("GET", "/example-object?uploadId=XXBsb2FkIElEIGZvciBlbHZpbmcncyBteS1tb3ZpZS5tMnRzIHVwbG9hZA&max-parts=2&part-number-marker=1",
+             "example-bucket.s3.us-west-2.amazonaws.com", &[], Some("example-bucket"), Some("example-object"),
+             Endpoint::ListParts { upload_id: b("XXBsb2FkIElEIGZvciBlbHZpbmcncyBteS1tb3ZpZS5tMnRzIHVwbG9hZA"), max_parts: 2,
+                                   part_number_marker: Some(1), encoding_type_url: false }),
+            // Path-style, with the SDKs' x-id parameter, which is ignored.
+            ("GET", "/examplebucket/photos/2006/January/sample.jpg?x-id=GetObject", "s3.us-west-2.amazonaws.com:443", &[],
+             Some("examplebucket"), Some("photos/2006/January/sample.jpg"),
+             Endpoint::GetObject { range: None, conditions: Conditions::default(), part_number: None,
+                                   response_overrides: ContentHeaders::default() }),
+        ];
+        for (method, target, host, extra, bucket, key, endpoint) in cases {
+            let req = route(method, target, host, extra)
+                .unwrap_or_else(|e| panic!("{method} {target} (Host {host}): {e}"));
+            assert_eq!(req.endpoint, endpoint, "{method} {target}");
+            assert_eq!(req.bucket.as_deref(), bucket, "{method} {target}");
+            assert_eq!(req.key.as_deref(), key, "{method} {target}");
+            assert!(!req.endpoint.name().is_empty());
+        }
+    }
+
+    #[test]
+    fn unsupported_requests_are_not_implemented() {
+        #[rustfmt::skip]
+        let cases: [(&str, &str, Extra<'_>); 24] = [
+            ("GET", "/bucket?acl", &[]),
+            ("PUT", "/bucket?acl", &[]),
+            ("GET", "/bucket/key?acl", &[]),
+            ("GET", "/bucket/key?tagging", &[]),
+            ("PUT", "/bucket?policy", &[]),
+            ("DELETE", "/bucket?lifecycle", &[]),
+            ("GET", "/bucket?versions", &[]),
+            ("GET", "/?acl", &[]),
+            ("POST", "/bucket/key?restore", &[]),
+            ("POST", "/bucket/key?select&select-type=2", &[]),
+            ("PUT", "/bucket?versioning", &[]),
+            ("DELETE", "/bucket?uploads", &[]),
+            ("POST", "/bucket", &[]),
+            ("POST", "/bucket/key", &[]),
+            ("POST", "/bucket/key?delete", &[]),
+            ("PATCH", "/bucket/key", &[]),
+            ("OPTIONS", "/bucket/key", &[]),
+            ("get", "/bucket/key", &[]),
+            ("PUT", "/", &[]),
+            ("GET", "/bucket?location&versioning", &[]),
+            ("GET", "/bucket?uploadId=x", &[]),
+            ("GET", "/bucket/key?uploads", &[]),
+            ("POST", "/bucket/key?uploads&uploadId=x", &[]),
+            ("HEAD", "/bucket/key?uploadId=x", &[("Range", "bytes=0-1")]),
+        ];
+        for (method, target, extra) in cases {
+            let e = route(method, target, "localhost:9000", extra).expect_err(target);
+            assert_eq!(e.code, S3ErrorCode::NotImplemented, "{method} {target}");
+            assert_eq!(e.status(), 501);
+        }
+    }
+
+    #[test]
+    fn invalid_requests_get_the_s3_error() {
+        let long_key = alloc::format!("/bucket/{}", "k".repeat(1025));
+        #[rustfmt::skip]
+        let cases: [(&str, &str, Extra<'_>, S3ErrorCode); 25] = [
+            ("GET", "/Bucket/key", &[], S3ErrorCode::InvalidBucketName),
+            ("GET", "/b/key", &[], S3ErrorCode::InvalidBucketName),
+            ("GET", "/192.168.5.4", &[], S3ErrorCode::InvalidBucketName),
+            ("GET", "//key", &[], S3ErrorCode::InvalidBucketName),
+            ("GET", long_key.as_str(), &[], S3ErrorCode::KeyTooLongError),
+            ("GET", "/bucket?max-keys=-1", &[], S3ErrorCode::InvalidArgument),
+            ("GET", "/bucket?list-type=2&max-keys=ten", &[], S3ErrorCode::InvalidArgument),
+            ("GET", "/bucket?list-type=3", &[], S3ErrorCode::InvalidArgument),
+            ("GET", "/bucket?list-type=2&continuation-token=", &[], S3ErrorCode::InvalidArgument),
+            ("GET", "/bucket?list-type=2&fetch-owner=maybe", &[], S3ErrorCode::InvalidArgument),
+            ("GET", "/bucket?encoding-type=base64", &[], S3ErrorCode::InvalidArgument),
+            ("GET", "/?max-buckets=0", &[], S3ErrorCode::InvalidArgument),
+            ("GET", "/?max-buckets=10001", &[], S3ErrorCode::InvalidArgument),
+            ("GET", "/bucket/key?partNumber=0", &[], S3ErrorCode::InvalidArgument),
+            ("PUT", "/bucket/key?partNumber=10001&uploadId=u", &[], S3ErrorCode::InvalidArgument),
+            ("PUT", "/bucket/key?uploadId=u", &[], S3ErrorCode::InvalidArgument),
+            ("PUT", "/bucket/key?partNumber=1", &[], S3ErrorCode::InvalidArgument),
+            ("GET", "/bucket/key?partNumber=1", &[("Range", "bytes=0-1")], S3ErrorCode::InvalidRequest),
+            ("GET", "/bucket/key?versionId=3HL4kqtJlcpXroDTDmJ", &[], S3ErrorCode::InvalidArgument),
+            ("GET", "/bucket/%ZZ", &[], S3ErrorCode::InvalidArgument),
+            ("GET", "/bucket/%C3%28", &[], S3ErrorCode::InvalidArgument),
+            ("GET", "bucket/key", &[], S3ErrorCode::InvalidRequest),
+            ("PUT", "/bucket/key", &[("x-amz-copy-source", "/bucket/key")], S3ErrorCode::InvalidRequest),
+            ("PUT", "/bucket/key", &[("x-amz-copy-source", "/bucket/src"), ("x-amz-metadata-directive", "MERGE")],
+             S3ErrorCode::InvalidArgument),
+            ("PUT", "/bucket/key", &[("Content-MD5", "not-base64")], S3ErrorCode::InvalidDigest),
+        ];
+        for (method, target, extra, code) in cases {
+            let e = route(method, target, "localhost", extra).expect_err(target);
+            assert_eq!(e.code, code, "{method} {target}");
+        }
+    }
+
+    #[test]
+    fn path_distinctions() {
+        let key = |t: &str| {
+            route("GET", t, "localhost", &[])
+                .map(|r| {
+                    (
+                        r.bucket.map(|b| b.into_owned()),
+                        r.key.map(|k| k.into_owned()),
+                    )
+                })
+                .expect(t)
+        };
+        let s = |v: &str| Some(String::from(v));
+        assert_eq!(key("/"), (None, None));
+        assert_eq!(key("/bucket"), (s("bucket"), None));
+        assert_eq!(key("/bucket/"), (s("bucket"), None));
+        assert_eq!(key("/bucket/key"), (s("bucket"), s("key")));
+        assert_eq!(key("/bucket/key/"), (s("bucket"), s("key/")));
+        assert_eq!(key("/bucket//key"), (s("bucket"), s("/key")));
+        assert_eq!(key("/bucket/a%20b+c%2Fd"), (s("bucket"), s("a b+c/d")));
+        assert_eq!(key("/bucket/caf%C3%A9?x=1"), (s("bucket"), s("café")));
+        assert_eq!(key("/bucket/%3Fq"), (s("bucket"), s("?q")));
+        // Absolute-form takes the authority as host.
+        assert_eq!(
+            key("http://s3.amazonaws.com/bucket/k"),
+            (s("bucket"), s("k"))
+        );
+        assert_eq!(
+            key("http://bucket.s3.amazonaws.com/k/"),
+            (s("bucket"), s("k/"))
+        );
+        assert_eq!(key("HTTPS://bucket.s3.amazonaws.com"), (s("bucket"), None));
+        // Virtual-hosted: the whole path is the key.
+        let vh = |t: &str| {
+            let r = route("GET", t, "my.bucket.s3.amazonaws.com:8443", &[]).expect(t);
+            assert!(r.virtual_hosted);
+            (
+                r.bucket.map(|b| b.into_owned()),
+                r.key.map(|k| k.into_owned()),
+            )
+        };
+        assert_eq!(vh("/"), (s("my.bucket"), None));
+        assert_eq!(vh("/key/"), (s("my.bucket"), s("key/")));
+        assert_eq!(vh("//key"), (s("my.bucket"), s("/key")));
+        assert_eq!(vh("/bucket/key"), (s("my.bucket"), s("bucket/key")));
+    }
+
+    #[test]
+    fn host_matching() {
+        let c = AddressingConfig::with_base_domains(["example.com", "s3.example.com"]);
+        assert_eq!(c.bucket_from_host("b.s3.example.com"), Some("b"));
+        assert_eq!(c.bucket_from_host("b.s3.example.com."), Some("b"));
+        assert_eq!(c.bucket_from_host("B.S3.Example.COM:80"), Some("B"));
+        assert_eq!(c.bucket_from_host("s3.example.com"), None);
+        assert_eq!(c.bucket_from_host("x.example.com"), Some("x"));
+        assert_eq!(c.bucket_from_host("example.com:9000"), None);
+        assert_eq!(c.bucket_from_host("badexample.com"), None);
+        assert_eq!(c.bucket_from_host(".example.com"), Some(""));
+        assert_eq!(c.bucket_from_host("[::1]:9000"), None);
+        assert_eq!(c.bucket_from_host("127.0.0.1"), None);
+        assert_eq!(
+            AddressingConfig::path_style().bucket_from_host("b.example.com"),
+            None
+        );
+        // A host that names an invalid bucket is an error, not path-style.
+        let e = Endpoint::parse(
+            "GET",
+            "/",
+            &[Header {
+                name: "host",
+                value: b"Bad_Bucket.example.com",
+            }],
+            &c,
+        )
+        .expect_err("invalid bucket");
+        assert_eq!(e.code, S3ErrorCode::InvalidBucketName);
+    }
+
+    #[test]
+    fn copy_source_forms() {
+        fn cs(v: &str) -> S3Result<CopySource<'_>> {
+            CopySource::parse(v.as_bytes())
+        }
+        let ok = |b: &str, k: &str| {
+            Ok(CopySource {
+                bucket: Cow::Owned(String::from(b)),
+                key: Cow::Owned(String::from(k)),
+            })
+        };
+        assert_eq!(cs("/bucket/key"), ok("bucket", "key"));
+        assert_eq!(cs("bucket/dir/key"), ok("bucket", "dir/key"));
+        assert_eq!(
+            cs("/bucket/a%20b%3Fc?versionId=null"),
+            ok("bucket", "a b?c")
+        );
+        assert_eq!(cs("/bucket/a+b"), ok("bucket", "a+b"));
+        for (bad, code) in [
+            ("/bucket", S3ErrorCode::InvalidArgument),
+            ("/bucket/", S3ErrorCode::InvalidArgument),
+            ("", S3ErrorCode::InvalidArgument),
+            ("/Bucket/key", S3ErrorCode::InvalidBucketName),
+            ("/bucket/key?versionId=abc", S3ErrorCode::InvalidArgument),
+            ("/bucket/%zz", S3ErrorCode::InvalidArgument),
+            (
+                "arn:aws:s3:us-west-2:123456789012:accesspoint/my-ap/object/key",
+                S3ErrorCode::InvalidBucketName,
+            ),
+        ] {
+            assert_eq!(cs(bad).expect_err(bad).code, code, "{bad}");
+        }
+        assert_eq!(
+            CopySource::parse(b"/bucket/\xff")
+                .expect_err("not utf-8")
+                .code,
+            S3ErrorCode::InvalidArgument
+        );
+    }
+
+    #[test]
+    fn query_is_kept_sorted() {
+        let r = route(
+            "GET",
+            "/bucket?prefix=a&list-type=2&delimiter=%2F",
+            "localhost",
+            &[],
+        )
+        .expect("valid");
+        let names: Vec<&str> = r.query.iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["delimiter", "list-type", "prefix"]);
+        assert_eq!(r.raw_path, "/bucket");
+        assert_eq!(r.bucket_str(), "bucket");
+        assert_eq!(r.key_str(), "");
+    }
+}
