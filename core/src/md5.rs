@@ -259,8 +259,9 @@ impl fmt::Debug for ContentMd5 {
 #[cfg(feature = "alloc")]
 /// Decode a `Content-MD5` header value; anything but base64 of 16 bytes is `InvalidDigest`.
 pub fn parse_content_md5(value: &[u8]) -> Result<Md5Digest, S3Error> {
-    let mut out = [0u8; 18]; // decode_slice wants room for the padding bits' worth
-    match base64::Engine::decode_slice(&B64, value, &mut out) {
+    // Room for a longer decode, so that 17+ byte values are detected rather than truncated.
+    let mut out = [0u8; 24];
+    match base64::Engine::decode_slice(&B64, value.trim_ascii(), &mut out) {
         Ok(16) => {
             let mut d = [0u8; 16];
             d.copy_from_slice(&out[..16]);

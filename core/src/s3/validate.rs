@@ -95,23 +95,10 @@ pub fn part_number(value: &str) -> S3Result<u16> {
         })
 }
 
-/// Decode a `Content-MD5` header value (base64 of 16 bytes), else `InvalidDigest`.
-pub fn content_md5(value: &[u8]) -> S3Result<[u8; 16]> {
-    // Room for a longer decode so that 17+ byte values are detected, not truncated.
-    let mut buf = [0u8; 24];
-    match base64::engine::general_purpose::STANDARD.decode_slice(value.trim_ascii(), &mut buf) {
-        Ok(16) => buf
-            .first_chunk::<16>()
-            .copied()
-            .ok_or_else(|| S3ErrorCode::InvalidDigest.into()),
-        _ => Err(S3ErrorCode::InvalidDigest.into()),
-    }
-}
-
 /// The `Content-MD5` header of a request, decoded, if present.
 pub fn find_content_md5(headers: &[Header<'_>]) -> S3Result<Option<[u8; 16]>> {
     crate::http::find_header(headers, "content-md5")
-        .map(content_md5)
+        .map(crate::md5::parse_content_md5)
         .transpose()
 }
 
@@ -334,7 +321,7 @@ mod tests {
     #[test]
     fn content_md5_decodes_16_bytes() {
         // MD5("") = d41d8cd98f00b204e9800998ecf8427e, base64 1B2M2Y8AsgTpgAmY7PhCfg==.
-        let d = content_md5(b"1B2M2Y8AsgTpgAmY7PhCfg==").expect("valid");
+        let d = crate::md5::parse_content_md5(b"1B2M2Y8AsgTpgAmY7PhCfg==").expect("valid");
         assert_eq!(d[0], 0xd4);
         assert_eq!(d[15], 0x7e);
         for bad in [
@@ -345,7 +332,9 @@ mod tests {
             b"1B2M2Y8AsgTpgAmY7PhCfg==1B2M2Y8AsgTpgAmY7PhCfg==",
         ] {
             assert_eq!(
-                content_md5(bad).expect_err("invalid").code,
+                crate::md5::parse_content_md5(bad)
+                    .expect_err("invalid")
+                    .code,
                 S3ErrorCode::InvalidDigest
             );
         }
