@@ -4,7 +4,6 @@
 
 use alloc::borrow::Cow;
 use alloc::vec::Vec;
-use base64::Engine as _;
 
 use super::{S3Error, S3ErrorCode, S3Result};
 use crate::http::Header;
