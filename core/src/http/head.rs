@@ -137,6 +137,19 @@ impl HeadParser {
         self.first_line_end = None;
     }
 
+    /// Where the head in `buf` ends, once it is complete; the scan state is reset when it is
+    /// (or on error), ready for the next message.
+    fn head_end(&mut self, buf: &[u8], request: bool) -> S3Result<Option<usize>> {
+        let end = self.scan(buf, request);
+        if !matches!(end, Ok(Status::Partial)) {
+            self.reset();
+        }
+        match end? {
+            Status::Complete(end) => Ok(Some(end)),
+            Status::Partial => Ok(None),
+        }
+    }
+
     /// Parse a request head from the start of `buf`, using `headers` as field storage.
     ///
     /// Returns `Partial` until the blank line has arrived. Errors: 431
@@ -147,15 +160,9 @@ impl HeadParser {
         buf: &'b [u8],
         headers: &'h mut [Header<'b>],
     ) -> S3Result<Status<RequestHead<'b, 'h>>> {
-        let end = match self.scan(buf, true) {
-            Ok(Status::Complete(end)) => end,
-            Ok(Status::Partial) => return Ok(Status::Partial),
-            Err(e) => {
-                self.reset();
-                return Err(e);
-            }
+        let Some(end) = self.head_end(buf, true)? else {
+            return Ok(Status::Partial);
         };
-        self.reset();
         let head = buf.get(..end).unwrap_or(buf);
         let n = headers.len().min(self.limits.max_headers);
         let storage = headers.get_mut(..n).unwrap_or_default();
@@ -191,15 +198,9 @@ impl HeadParser {
         buf: &'b [u8],
         headers: &'h mut [Header<'b>],
     ) -> S3Result<Status<ResponseHead<'b, 'h>>> {
-        let end = match self.scan(buf, false) {
-            Ok(Status::Complete(end)) => end,
-            Ok(Status::Partial) => return Ok(Status::Partial),
-            Err(e) => {
-                self.reset();
-                return Err(e);
-            }
+        let Some(end) = self.head_end(buf, false)? else {
+            return Ok(Status::Partial);
         };
-        self.reset();
         let head = buf.get(..end).unwrap_or(buf);
         let n = headers.len().min(self.limits.max_headers);
         let storage = headers.get_mut(..n).unwrap_or_default();
