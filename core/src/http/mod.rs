@@ -3,6 +3,8 @@
 //! Headers are passed around as `httparse::Header` slices everywhere in core, so the S3 model
 //! and SigV4 work over the same zero-copy views the parser produces.
 
+pub mod aws_chunked;
+
 pub use httparse::Header;
 
 /// The value of the first header called `name` (ASCII case-insensitive), if any.
