@@ -3,6 +3,7 @@
 //! Headers are passed around as `httparse::Header` slices everywhere in core, so the S3 model
 //! and SigV4 work over the same zero-copy views the parser produces.
 
+pub mod aws_chunked;
 pub mod body;
 pub mod chunked;
 pub mod head;

@@ -60,6 +60,7 @@ s3_error_codes! {
     InvalidRange => 416, "The requested range is not satisfiable";
     InvalidRequest => 400, "Invalid Request";
     KeyTooLongError => 400, "Your key is too long.";
+    MalformedTrailerError => 400, "The request contained trailing data that was not well-formed or did not conform to our published schema.";
     MalformedXML => 400, "The XML you provided was not well-formed or did not validate against our published schema.";
     MetadataTooLarge => 400, "Your metadata headers exceed the maximum allowed metadata size.";
     MethodNotAllowed => 405, "The specified method is not allowed against this resource.";

@@ -1,10 +1,12 @@
 //! S3: errors, request model, SigV4, XML.
 
+pub mod checksum;
 pub mod conditions;
 pub mod error;
 pub mod query;
 pub mod range;
 pub mod request;
+pub mod sigv4;
 pub mod uri;
 pub mod validate;
 pub mod xml;
