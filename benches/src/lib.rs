@@ -8,9 +8,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ferry_core::fill::ShardedFill;
+use ferry_core::http::aws_chunked::{AwsChunkedDecoder, AwsChunkedEncoder};
 use ferry_core::http::chunked::{self, ChunkedDecoder};
+use ferry_core::http::head::{HeadParser, Status, Version};
+use ferry_core::http::{Header, write};
 use ferry_core::md5::Md5Sink;
 use ferry_core::pool::{BufferPool, PoolConfig};
+use ferry_core::s3::checksum::ChecksumAlgorithm;
+use ferry_core::s3::request::{AddressingConfig, Endpoint};
+use ferry_core::s3::sigv4::{
+    Credentials, MemoryCredentials, NoKeyCache, RequestParts, STREAMING_UNSIGNED_PAYLOAD_TRAILER,
+    SigningKeyCache, StreamingMode, sign_request, verify_request,
+};
+use ferry_core::time::DateTime;
 use md5::{Digest, Md5};
 
 /// What one iteration of a case moves.
@@ -202,13 +212,196 @@ pub fn chunked_cases() -> Vec<Case> {
     }]
 }
 
-/// Every case of the core data path, in report order.
+const ACCESS_KEY: &str = "AKIAIOSFODNN7EXAMPLE";
+const SECRET_KEY: &str = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+const NOW: i64 = 1_700_000_000;
+
+/// A PutObject head as the AWS SDK for Rust sends it, signed (`STREAMING-UNSIGNED-PAYLOAD-TRAILER`).
+pub fn signed_put_head() -> Vec<u8> {
+    let date = DateTime::from_unix(NOW).amz().to_string();
+    let fixed: [(&str, &str); 9] = [
+        ("host", "127.0.0.1:7001"),
+        ("user-agent", "aws-sdk-rust/1.3.9 os/linux lang/rust/1.95.0"),
+        ("content-type", "application/octet-stream"),
+        ("content-encoding", "aws-chunked"),
+        ("x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER"),
+        ("x-amz-date", &date),
+        ("x-amz-decoded-content-length", "1048576"),
+        ("x-amz-sdk-checksum-algorithm", "CRC32"),
+        ("x-amz-trailer", "x-amz-checksum-crc32"),
+    ];
+    let headers: Vec<Header<'_>> = fixed
+        .iter()
+        .map(|(n, v)| Header {
+            name: n,
+            value: v.as_bytes(),
+        })
+        .collect();
+    let (path, query) = (
+        "/bench-bucket/photos/2026/11/object-000123.bin",
+        "x-id=PutObject",
+    );
+    let parts = RequestParts {
+        method: "PUT",
+        path,
+        query,
+        headers: &headers,
+    };
+    let creds = Credentials::new(ACCESS_KEY, SECRET_KEY);
+    let sig = sign_request(
+        &parts,
+        STREAMING_UNSIGNED_PAYLOAD_TRAILER,
+        &creds,
+        "us-east-1",
+        NOW,
+        &mut NoKeyCache,
+    )
+    .expect("signable");
+    let mut out = Vec::new();
+    write::request_line(&mut out, "PUT", &format!("{path}?{query}"), Version::Http11)
+        .expect("valid");
+    for h in &headers {
+        write::header(&mut out, h.name, h.value).expect("valid");
+    }
+    write::header(&mut out, "authorization", sig.authorization.as_bytes()).expect("valid");
+    write::header(&mut out, "content-length", b"1048700").expect("valid");
+    write::header(
+        &mut out,
+        "amz-sdk-invocation-id",
+        b"2b8a6a6e-4d1f-4c1e-9a47-5f0c3c9d6e11",
+    )
+    .expect("valid");
+    write::header(&mut out, "amz-sdk-request", b"attempt=1; max=3").expect("valid");
+    write::end_head(&mut out);
+    out
+}
+
+/// Parse a signed head, route it to its `Endpoint` and verify its signature: what a server does
+/// before the body. Panics if any step rejects the request (the bench would be meaningless).
+pub fn parse_route_verify(
+    head: &[u8],
+    creds: &MemoryCredentials,
+    cache: &mut SigningKeyCache,
+    cfg: &AddressingConfig,
+) -> usize {
+    let mut storage = [Header {
+        name: "",
+        value: b"",
+    }; 32];
+    let Ok(Status::Complete(req)) = HeadParser::default().parse_request(head, &mut storage) else {
+        panic!("bench request must parse");
+    };
+    let routed = Endpoint::parse(req.method, req.target, req.headers, cfg).expect("routable");
+    let (path, query) = req.target.split_once('?').unwrap_or((req.target, ""));
+    let parts = RequestParts {
+        method: req.method,
+        path,
+        query,
+        headers: req.headers,
+    };
+    let verified =
+        verify_request(&parts, NOW, Some("us-east-1"), creds, cache).expect("valid signature");
+    assert!(verified.is_some() && matches!(routed.endpoint, Endpoint::PutObject { .. }));
+    req.len
+}
+
+/// A signed request fully checked (head parse + Endpoint + SigV4) vs `httparse` alone on it.
+pub fn request_cases() -> Vec<Case> {
+    let head = signed_put_head();
+    let head2 = head.clone();
+    let mut creds = MemoryCredentials::new();
+    creds.insert(ACCESS_KEY, SECRET_KEY);
+    let mut cache = SigningKeyCache::new(16);
+    let cfg = AddressingConfig::path_style();
+    vec![Case {
+        name: "signed_request/parse+route+sigv4".into(),
+        unit: Unit::Ops(1),
+        ferry: timed(move || {
+            black_box(parse_route_verify(
+                black_box(&head),
+                &creds,
+                &mut cache,
+                &cfg,
+            ));
+        }),
+        baseline: timed(move || {
+            let mut storage = [httparse::EMPTY_HEADER; 32];
+            let mut req = httparse::Request::new(&mut storage);
+            black_box(req.parse(black_box(&head2)).expect("valid"));
+        }),
+    }]
+}
+
+/// aws-chunked `STREAMING-UNSIGNED-PAYLOAD-TRAILER` (CRC32 trailer, 64 KiB chunks, as the SDKs
+/// send it) decoded to borrowed slices, and decoded with a copy out, vs memcpy of the payload.
+pub fn aws_chunked_cases() -> Vec<Case> {
+    let n = 1 << 20;
+    let body: Arc<[u8]> = ShardedFill::new(6).object(0).generate(n).into();
+    let mut enc = AwsChunkedEncoder::unsigned(Some(ChecksumAlgorithm::Crc32));
+    let mut wire = Vec::with_capacity(n + 4096);
+    for chunk in body.chunks(64 << 10) {
+        enc.encode_chunk(chunk, &mut wire);
+    }
+    enc.finish(&mut wire);
+    let wire: Arc<[u8]> = wire.into();
+    let decoder = move || {
+        AwsChunkedDecoder::new(
+            StreamingMode::UnsignedTrailer,
+            n as u64,
+            Some(ChecksumAlgorithm::Crc32),
+            None,
+        )
+        .expect("valid mode")
+    };
+    let mut cases = Vec::new();
+    for copy in [false, true] {
+        let wire = wire.clone();
+        let body = body.clone();
+        let mut out = vec![0u8; n];
+        let mut out2 = vec![0u8; n];
+        cases.push(Case {
+            name: format!(
+                "aws_chunked_crc32/{}",
+                if copy {
+                    "decode_copy"
+                } else {
+                    "decode_borrowed"
+                }
+            ),
+            unit: Unit::Bytes(n as u64),
+            ferry: timed(move || {
+                let mut dec = decoder();
+                let (mut pos, mut at) = (0, 0);
+                loop {
+                    let d = dec.decode(black_box(&wire[pos..])).expect("valid body");
+                    if copy {
+                        out[at..at + d.data.len()].copy_from_slice(d.data);
+                    } else {
+                        black_box(d.data);
+                    }
+                    at += d.data.len();
+                    pos += d.consumed;
+                    if d.done {
+                        break;
+                    }
+                }
+                assert_eq!(at, n);
+            }),
+            baseline: timed(move || black_box(&mut out2).copy_from_slice(black_box(&body))),
+        });
+    }
+    cases
+}
+
+/// Every case, in report order.
 pub fn all_cases() -> Vec<Case> {
     let mut v = fill_cases();
     v.extend(fresh_object_cases());
     v.extend(md5_cases());
     v.extend(pool_cases());
     v.extend(chunked_cases());
+    v.extend(aws_chunked_cases());
+    v.extend(request_cases());
     v
 }
 

@@ -32,7 +32,7 @@ fn main() {
         eprintln!("warning: debug build; run with --release for real figures");
     }
     println!(
-        "{:<28} {:>12} {:>12} {:>8}  unit",
+        "{:<34} {:>10} {:>10} {:>8}  unit",
         "name", "ferry", "baseline", "ratio"
     );
     for mut case in all_cases() {
@@ -40,15 +40,16 @@ fn main() {
             continue;
         }
         let (f, b) = measure(&mut case, per_round, ROUNDS);
-        let unit = match case.unit {
-            Unit::Bytes(_) => "GB/s",
-            Unit::Ops(_) => "Mops/s",
+        let (unit, per_op) = match case.unit {
+            Unit::Bytes(_) => ("GB/s", String::new()),
+            Unit::Ops(ops) => (
+                "Mops/s",
+                format!("  ({:.2} vs {:.2} us/op)", ops as f64 / f, ops as f64 / b),
+            ),
         };
         println!(
-            "{:<28} {:>12.2} {:>12.2} {:>7.2}x  {unit}",
+            "{:<34} {f:>10.2} {b:>10.2} {:>7.2}x  {unit}{per_op}",
             case.name,
-            f,
-            b,
             f / b
         );
     }
