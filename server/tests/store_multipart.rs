@@ -547,3 +547,41 @@ fn ten_thousand_parts() {
     assert_eq!(get(&s, "k", ReadRange::Inclusive(5, 12)), &whole[5..=12]);
     assert_eq!(s.head_object("b", "k").unwrap().parts_count(), Some(10_000));
 }
+
+#[test]
+fn reader_of_a_multipart_object_survives_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    s.create_bucket("b").unwrap();
+    let id = s
+        .create_multipart_upload("b", "k", ObjectMeta::default())
+        .unwrap();
+    let datas: Vec<Vec<u8>> = (0..3).map(|i| pattern(20 + i, MIN as usize)).collect();
+    let parts: Vec<PartEntry> = datas
+        .iter()
+        .zip(1..)
+        .map(|(d, n)| upload_part(&s, "k", &id, n, d))
+        .collect();
+    s.complete_multipart_upload(
+        "b",
+        "k",
+        &id,
+        &completed(&parts),
+        WriteConditions::default(),
+    )
+    .unwrap();
+    let mut r = s.get_object("b", "k", ReadRange::All).unwrap();
+    let mut got = vec![0u8; 100];
+    r.read_exact(&mut got).unwrap();
+    // Later part files are opened only when reached: they must outlive the delete.
+    s.delete_object("b", "k").unwrap();
+    let mut w = s.object_writer("b", "k").unwrap();
+    w.write(b"new").unwrap();
+    w.commit(ObjectMeta::default(), WriteConditions::default())
+        .unwrap();
+    r.read_to_end(&mut got).unwrap();
+    assert_eq!(got, datas.concat());
+    assert_eq!(data_files(dir.path()), 4);
+    drop(r);
+    assert_eq!(data_files(dir.path()), 1);
+}

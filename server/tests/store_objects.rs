@@ -333,6 +333,16 @@ fn keys_never_become_paths() {
             || (rel.starts_with("data") && rel.components().count() == 3);
         assert!(ok, "unexpected file {rel:?}");
     }
+    // A NUL in a bucket name must not reach another bucket's keys ("b" + "nul\0inside").
+    assert_eq!(
+        code(s.get_object("b\0nul", "inside", ReadRange::All)),
+        S3ErrorCode::InvalidBucketName
+    );
+    assert_eq!(
+        code(s.delete_object("b\0nul", "inside")),
+        S3ErrorCode::InvalidBucketName
+    );
+    assert_eq!(get(&s, "b", "nul\0inside", ReadRange::All).len(), 10 + 10);
     assert_eq!(
         code(s.object_writer("b", &"k".repeat(1025))),
         S3ErrorCode::KeyTooLongError

@@ -333,13 +333,15 @@ fn bucket_prefix(bucket: &str) -> Vec<u8> {
     k
 }
 
-/// `bucket ++ \0 ++ key`.
-fn object_key(bucket: &str, key: &str) -> Vec<u8> {
+/// `bucket ++ \0 ++ key`. Checks the bucket name: one with a NUL would alias another bucket's
+/// keys (`"a\0x"`, `"y"` and `"a"`, `"x\0y"`).
+fn object_key(bucket: &str, key: &str) -> S3Result<Vec<u8>> {
+    check_bucket_name(bucket)?;
     let mut k = Vec::with_capacity(bucket.len() + 1 + key.len());
     k.extend_from_slice(bucket.as_bytes());
     k.push(0);
     k.extend_from_slice(key.as_bytes());
-    k
+    Ok(k)
 }
 
 /// Whether `bucket` exists, in `txn`'s view.
@@ -357,11 +359,17 @@ mod tests {
     #[test]
     fn object_keys_of_a_bucket_share_its_prefix_and_no_other() {
         let p = bucket_prefix("a");
-        assert!(object_key("a", "x").starts_with(&p));
-        assert!(!object_key("ab", "x").starts_with(&p));
-        assert!(!object_key("a-", "\0").starts_with(&p));
+        let k = |b, k| object_key(b, k).unwrap();
+        assert!(k("a", "x").starts_with(&p));
+        assert!(!k("ab", "x").starts_with(&p));
+        assert!(!k("a-", "\0").starts_with(&p));
         // Bucket order then key order.
-        assert!(object_key("a", "\u{10ffff}") < object_key("a-", ""));
+        assert!(k("a", "\u{10ffff}") < k("a-", ""));
+        // A NUL in a bucket name would alias another bucket's keys.
+        assert_eq!(
+            object_key("a\0x", "y").unwrap_err().code,
+            S3ErrorCode::InvalidBucketName
+        );
     }
 
     #[test]

@@ -169,7 +169,7 @@ impl Store {
             initiated: now(),
             meta,
         })?;
-        let k = object_key(bucket, key);
+        let k = object_key(bucket, key)?;
         self.update(None, |txn| {
             if !bucket_exists(&txn.open_table(BUCKETS).map_err(db_err)?, bucket)? {
                 return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
@@ -187,7 +187,7 @@ impl Store {
     fn check_upload(&self, bucket: &str, key: &str, upload_id: &str) -> S3Result<()> {
         let txn = self.read_txn()?;
         let uploads = txn.open_table(UPLOADS).map_err(db_err)?;
-        let k = object_key(bucket, key);
+        let k = object_key(bucket, key)?;
         if uploads
             .get((k.as_slice(), upload_id))
             .map_err(db_err)?
@@ -214,7 +214,7 @@ impl Store {
         self.check_upload(bucket, key, upload_id)?;
         Ok(PartWriter {
             store: self.clone(),
-            object_key: object_key(bucket, key),
+            object_key: object_key(bucket, key)?,
             upload_id: upload_id.to_owned(),
             part_number,
             spool: Spool::create(&self.inner).map_err(io_err)?,
@@ -259,7 +259,7 @@ impl Store {
     ) -> S3Result<PartsPage> {
         let max = max_parts.min(MAX_LIST);
         let txn = self.read_txn()?;
-        let k = object_key(bucket, key);
+        let k = object_key(bucket, key)?;
         if txn
             .open_table(UPLOADS)
             .map_err(db_err)?
@@ -303,7 +303,7 @@ impl Store {
 
     /// AbortMultipartUpload: forget `upload_id` and delete its parts.
     pub fn abort_multipart_upload(&self, bucket: &str, key: &str, upload_id: &str) -> S3Result<()> {
-        let k = object_key(bucket, key);
+        let k = object_key(bucket, key)?;
         let files = self.update(None, |txn| {
             let mut uploads = txn.open_table(UPLOADS).map_err(db_err)?;
             if uploads
@@ -350,7 +350,7 @@ impl Store {
         }
         let min = self.inner.config.min_part_size;
         let last_modified = now();
-        let k = object_key(bucket, key);
+        let k = object_key(bucket, key)?;
         let (result, retired) = self.update(None, |txn| {
             let up: UploadRecord = {
                 let mut uploads = txn.open_table(UPLOADS).map_err(db_err)?;

@@ -244,7 +244,7 @@ pub(crate) fn put_record(
     let mut objects = txn.open_table(OBJECTS).map_err(db_err)?;
     // Insert first and judge the replaced record: a refusal aborts the transaction anyway.
     let old = match objects
-        .insert(object_key(bucket, key).as_slice(), rec)
+        .insert(object_key(bucket, key)?.as_slice(), rec)
         .map_err(db_err)?
     {
         Some(v) => Some(codec::decode::<ObjectRecord>(v.value())?),
@@ -312,7 +312,7 @@ impl Store {
         key: &str,
         pin: bool,
     ) -> S3Result<(ObjectRecord, Option<PinGuard>)> {
-        let k = object_key(bucket, key);
+        let k = object_key(bucket, key)?;
         let mut pins = pin.then(|| Pins::lock(&self.inner.pins));
         let txn = self.read_txn()?;
         let objects = txn.open_table(OBJECTS).map_err(db_err)?;
@@ -362,7 +362,7 @@ impl Store {
     /// DELETE: remove `bucket`/`key` if it exists (deleting a missing key succeeds, as in S3);
     /// `NoSuchBucket` if the bucket does not exist.
     pub fn delete_object(&self, bucket: &str, key: &str) -> S3Result<()> {
-        let k = object_key(bucket, key);
+        let k = object_key(bucket, key)?;
         {
             // Most deletes of missing keys need no write transaction (and no fsync).
             let txn = self.read_txn()?;

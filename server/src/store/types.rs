@@ -19,6 +19,8 @@ pub struct Checksum {
 
 /// What a client says about an object besides its bytes: content headers, user metadata,
 /// checksums. Stored with the object (or the multipart upload) and returned by GET/HEAD.
+///
+/// Serialized as is into metadata records: changing its fields needs a new record format.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ObjectMeta {
     /// `Content-Type`.
@@ -314,4 +316,59 @@ pub enum MetadataDirective {
     Copy,
     /// Take these instead.
     Replace(ObjectMeta),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(size: u64, part_sizes: &[u64]) -> ObjectInfo {
+        ObjectInfo {
+            size,
+            etag: ETag::single(&[0; 16]),
+            last_modified: DateTime::from_unix(0),
+            meta: ObjectMeta::default(),
+            part_sizes: part_sizes.to_vec(),
+        }
+    }
+
+    #[test]
+    fn part_ranges_follow_part_sizes() {
+        let i = info(10, &[4, 5, 1]);
+        assert_eq!(i.parts_count(), Some(3));
+        assert_eq!(i.part_range(1), Some((0, 3)));
+        assert_eq!(i.part_range(2), Some((4, 8)));
+        assert_eq!(i.part_range(3), Some((9, 9)));
+        assert_eq!(i.part_range(0), None);
+        assert_eq!(i.part_range(4), None);
+        assert_eq!(info(10, &[]).parts_count(), None);
+    }
+
+    #[test]
+    fn ranges_resolve_as_http_says() {
+        let i = info(100, &[]);
+        let r = |range: ReadRange| range.resolve(&i).map_err(|e| e.code);
+        assert_eq!(r(ReadRange::All), Ok(None));
+        assert_eq!(r(ReadRange::From(99)), Ok(Some((99, 99))));
+        assert_eq!(r(ReadRange::Inclusive(0, u64::MAX)), Ok(Some((0, 99))));
+        assert_eq!(r(ReadRange::Suffix(u64::MAX)), Ok(Some((0, 99))));
+        assert_eq!(r(ReadRange::Suffix(1)), Ok(Some((99, 99))));
+        assert_eq!(r(ReadRange::From(100)), Err(S3ErrorCode::InvalidRange));
+        assert_eq!(
+            r(ReadRange::Inclusive(3, 2)),
+            Err(S3ErrorCode::InvalidRange)
+        );
+        assert_eq!(r(ReadRange::Suffix(0)), Err(S3ErrorCode::InvalidRange));
+        assert_eq!(r(ReadRange::Part(1)), Ok(Some((0, 99))));
+        assert_eq!(r(ReadRange::Part(2)), Err(S3ErrorCode::InvalidRange));
+        assert_eq!(
+            r(ReadRange::Part(10_001)),
+            Err(S3ErrorCode::InvalidArgument)
+        );
+        let mp = info(10, &[9, 1, 0]);
+        assert_eq!(ReadRange::Part(2).resolve(&mp), Ok(Some((9, 9))));
+        // An empty last part selects nothing.
+        assert!(ReadRange::Part(3).resolve(&mp).is_err());
+        assert_eq!(ReadRange::Part(1).resolve(&info(0, &[])), Ok(None));
+    }
 }
