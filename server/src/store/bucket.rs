@@ -1,0 +1,124 @@
+//! Buckets: create, delete, head, list.
+
+use std::ops::Bound;
+
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+use ferry_core::time::DateTime;
+use redb::ReadableTable;
+
+use super::codec::{self, BucketRecord};
+use super::types::{BucketInfo, BucketsPage};
+use super::{
+    BUCKETS, MAX_LIST, OBJECTS, Store, UPLOADS, bucket_exists, bucket_prefix, check_bucket_name,
+    db_err, now,
+};
+
+impl Store {
+    /// Create bucket `name`: `BucketAlreadyOwnedByYou` if it exists.
+    pub fn create_bucket(&self, name: &str) -> S3Result<BucketInfo> {
+        check_bucket_name(name)?;
+        let created = now();
+        let rec = codec::encode(&BucketRecord { created })?;
+        self.update(None, |txn| {
+            let mut buckets = txn.open_table(BUCKETS).map_err(db_err)?;
+            if bucket_exists(&buckets, name)? {
+                return Err(S3Error::new(S3ErrorCode::BucketAlreadyOwnedByYou));
+            }
+            buckets.insert(name, rec.as_slice()).map_err(db_err)?;
+            Ok(())
+        })?;
+        Ok(BucketInfo {
+            name: name.to_owned(),
+            created: DateTime::from_unix(created),
+        })
+    }
+
+    /// Delete bucket `name`: `NoSuchBucket` if it does not exist, `BucketNotEmpty` if it holds
+    /// objects or in-progress multipart uploads.
+    pub fn delete_bucket(&self, name: &str) -> S3Result<()> {
+        let prefix = bucket_prefix(name);
+        self.update(None, |txn| {
+            let mut buckets = txn.open_table(BUCKETS).map_err(db_err)?;
+            if !bucket_exists(&buckets, name)? {
+                return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
+            }
+            let objects = txn.open_table(OBJECTS).map_err(db_err)?;
+            let has_object = match objects
+                .range::<&[u8]>(prefix.as_slice()..)
+                .map_err(db_err)?
+                .next()
+            {
+                Some(item) => item.map_err(db_err)?.0.value().starts_with(&prefix),
+                None => false,
+            };
+            let uploads = txn.open_table(UPLOADS).map_err(db_err)?;
+            let has_upload = match uploads
+                .range::<(&[u8], &str)>((prefix.as_slice(), "")..)
+                .map_err(db_err)?
+                .next()
+            {
+                Some(item) => item.map_err(db_err)?.0.value().0.starts_with(&prefix),
+                None => false,
+            };
+            if has_object || has_upload {
+                return Err(S3Error::new(S3ErrorCode::BucketNotEmpty));
+            }
+            buckets.remove(name).map_err(db_err)?;
+            Ok(())
+        })
+    }
+
+    /// Bucket `name`'s info: `NoSuchBucket` if it does not exist.
+    pub fn head_bucket(&self, name: &str) -> S3Result<BucketInfo> {
+        let txn = self.read_txn()?;
+        let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
+        let rec: BucketRecord = match buckets.get(name).map_err(db_err)? {
+            Some(v) => codec::decode(v.value())?,
+            None => return Err(S3Error::new(S3ErrorCode::NoSuchBucket)),
+        };
+        Ok(BucketInfo {
+            name: name.to_owned(),
+            created: DateTime::from_unix(rec.created),
+        })
+    }
+
+    /// Whether bucket `name` exists.
+    pub fn bucket_exists(&self, name: &str) -> S3Result<bool> {
+        let txn = self.read_txn()?;
+        let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
+        bucket_exists(&buckets, name)
+    }
+
+    /// Buckets sorted by name, after `start_after`, at most `limit` (0 or more than 1000 mean
+    /// 1000).
+    pub fn list_buckets(&self, start_after: Option<&str>, limit: usize) -> S3Result<BucketsPage> {
+        let limit = if limit == 0 {
+            MAX_LIST
+        } else {
+            limit.min(MAX_LIST)
+        };
+        let txn = self.read_txn()?;
+        let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
+        let lower = match start_after {
+            Some(s) => Bound::Excluded(s),
+            None => Bound::Unbounded,
+        };
+        let mut page = BucketsPage::default();
+        for item in buckets
+            .range::<&str>((lower, Bound::Unbounded))
+            .map_err(db_err)?
+        {
+            let (k, v) = item.map_err(db_err)?;
+            if page.buckets.len() == limit {
+                page.is_truncated = true;
+                break;
+            }
+            let rec: BucketRecord = codec::decode(v.value())?;
+            page.buckets.push(BucketInfo {
+                name: k.value().to_owned(),
+                created: DateTime::from_unix(rec.created),
+            });
+        }
+        Ok(page)
+    }
+}

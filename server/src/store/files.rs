@@ -1,0 +1,421 @@
+//! Data files: ids, paths, streaming writes into temp files, pinning against deletion, cleanup.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use ferry_core::md5::{Md5Digest, Md5Sink};
+use ferry_core::pool::{BufferPool, PooledBuf};
+
+use super::{COPY_BUF_SIZE, Inner};
+
+/// A data file's id: its name is the id in 32 hex digits.
+pub(crate) type FileId = u128;
+
+/// Fresh file ids: a random 64-bit seed per open, then a counter, so ids never repeat across
+/// restarts and the low byte (the fan-out directory) cycles evenly.
+#[derive(Debug)]
+pub(crate) struct IdGen {
+    seed: u64,
+    next: AtomicU64,
+}
+
+impl IdGen {
+    pub fn new() -> io::Result<Self> {
+        Ok(Self {
+            seed: getrandom::u64().map_err(io::Error::other)?,
+            next: AtomicU64::new(0),
+        })
+    }
+
+    pub fn next(&self) -> FileId {
+        (u128::from(self.seed) << 64) | u128::from(self.next.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// The fan-out directory (`data/XY`) of a file id.
+pub(crate) fn fan_dir(data: &Path, id: FileId) -> PathBuf {
+    data.join(format!("{:02x}", id as u8))
+}
+
+/// Where a committed data file lives.
+pub(crate) fn data_path(data: &Path, id: FileId) -> PathBuf {
+    fan_dir(data, id).join(format!("{id:032x}"))
+}
+
+fn tmp_path(tmp: &Path, id: FileId) -> PathBuf {
+    tmp.join(format!("{id:032x}.tmp"))
+}
+
+/// fsync a directory, so a rename into it survives a crash.
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// A temp file being written: bytes are hashed (MD5) and buffered in a pooled buffer on the way.
+/// Dropped without [`Spool::finish`], it deletes its temp file.
+pub(crate) struct Spool {
+    inner: Arc<Inner>,
+    id: FileId,
+    file: Option<File>,
+    md5: Md5Sink,
+    buf: PooledBuf<'static>,
+    filled: usize,
+}
+
+impl std::fmt::Debug for Spool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Spool")
+            .field("id", &format_args!("{:032x}", self.id))
+            .field("len", &self.md5.len())
+            .finish()
+    }
+}
+
+impl Spool {
+    pub fn create(inner: &Arc<Inner>) -> io::Result<Self> {
+        let id = inner.ids.next();
+        let file = File::options()
+            .write(true)
+            .create_new(true)
+            .open(tmp_path(&inner.tmp, id))?;
+        Ok(Self {
+            inner: inner.clone(),
+            id,
+            file: Some(file),
+            md5: Md5Sink::new(),
+            buf: BufferPool::global().get(COPY_BUF_SIZE),
+            filled: 0,
+        })
+    }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> u64 {
+        self.md5.len()
+    }
+
+    /// MD5 of the bytes written so far.
+    pub fn digest(&self) -> Md5Digest {
+        self.md5.clone().finalize()
+    }
+
+    fn file(&mut self) -> io::Result<&mut File> {
+        self.file
+            .as_mut()
+            .ok_or_else(|| io::Error::other("spool already finished"))
+    }
+
+    fn flush_buf(&mut self) -> io::Result<()> {
+        if self.filled > 0 {
+            let n = self.filled;
+            self.filled = 0;
+            let Self { file, buf, .. } = self;
+            let file = file
+                .as_mut()
+                .ok_or_else(|| io::Error::other("spool already finished"))?;
+            file.write_all(&buf[..n])?;
+        }
+        Ok(())
+    }
+
+    /// Append `data`.
+    pub fn write(&mut self, data: &[u8]) -> io::Result<()> {
+        self.md5.update(data);
+        let cap = self.buf.len();
+        if self.filled + data.len() <= cap {
+            self.buf[self.filled..self.filled + data.len()].copy_from_slice(data);
+            self.filled += data.len();
+            return Ok(());
+        }
+        self.flush_buf()?;
+        if data.len() >= cap {
+            // Large chunks go straight to the file: copying them through the buffer gains nothing.
+            self.file()?.write_all(data)
+        } else {
+            self.buf[..data.len()].copy_from_slice(data);
+            self.filled = data.len();
+            Ok(())
+        }
+    }
+
+    /// Append everything `r` yields until end of input, reading straight into the buffer.
+    pub fn write_from(&mut self, r: &mut dyn Read) -> io::Result<u64> {
+        let mut total = 0u64;
+        loop {
+            if self.filled == self.buf.len() {
+                self.flush_buf()?;
+            }
+            let n = match r.read(&mut self.buf[self.filled..]) {
+                Ok(0) => return Ok(total),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            self.md5.update(&self.buf[self.filled..self.filled + n]);
+            self.filled += n;
+            total += n as u64;
+        }
+    }
+
+    /// Make the file durable and move it into the data directory: flush, fsync the file,
+    /// rename, fsync the directory. Metadata is committed after this (by the caller), so a crash
+    /// at any point leaves either no object or a complete one.
+    pub fn finish(mut self) -> io::Result<Staged> {
+        self.flush_buf()?;
+        let file = self
+            .file
+            .take()
+            .ok_or_else(|| io::Error::other("spool already finished"))?;
+        let tmp = tmp_path(&self.inner.tmp, self.id);
+        let result = (|| {
+            if self.inner.config.fsync {
+                file.sync_data()?;
+            }
+            drop(file);
+            let dir = fan_dir(&self.inner.data, self.id);
+            fs::rename(&tmp, data_path(&self.inner.data, self.id))?;
+            if self.inner.config.fsync {
+                sync_dir(&dir)?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = result {
+            let _ = fs::remove_file(&tmp);
+            let _ = fs::remove_file(data_path(&self.inner.data, self.id));
+            return Err(e);
+        }
+        Ok(Staged {
+            inner: self.inner.clone(),
+            id: self.id,
+            size: self.md5.len(),
+            md5: self.md5.clone().finalize(),
+            keep: false,
+        })
+    }
+}
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = fs::remove_file(tmp_path(&self.inner.tmp, self.id));
+        }
+    }
+}
+
+/// A durable data file not yet referenced by committed metadata. Dropped without
+/// [`Staged::keep`] (the metadata commit was refused), it deletes the file.
+#[derive(Debug)]
+pub(crate) struct Staged {
+    inner: Arc<Inner>,
+    pub id: FileId,
+    pub size: u64,
+    pub md5: Md5Digest,
+    keep: bool,
+}
+
+impl Staged {
+    /// The file is referenced now (or its fate is unknown: open-time cleanup decides).
+    pub fn keep(mut self) {
+        self.keep = true;
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = fs::remove_file(data_path(&self.inner.data, self.id));
+        }
+    }
+}
+
+/// Open readers' files, which must not be deleted until the readers are done.
+///
+/// A reader pins the files of the record it read while holding the lock across its metadata
+/// read; a writer decides, under the same lock and after its commit, which retired files it may
+/// delete now and which wait for their last reader. So a reader either sees the new record or
+/// has pinned the old files before the writer looks.
+#[derive(Debug, Default)]
+pub(crate) struct Pins {
+    counts: HashMap<FileId, u32>,
+    doomed: HashSet<FileId>,
+}
+
+impl Pins {
+    pub fn lock(m: &Mutex<Pins>) -> MutexGuard<'_, Pins> {
+        m.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn pin(&mut self, ids: &[FileId]) {
+        for &id in ids {
+            *self.counts.entry(id).or_insert(0) += 1;
+        }
+    }
+
+    /// Unpin `ids`; returns those that were retired meanwhile and are free to delete now.
+    fn unpin(&mut self, ids: &[FileId]) -> Vec<FileId> {
+        let mut free = Vec::new();
+        for id in ids {
+            if let Some(c) = self.counts.get_mut(id) {
+                *c -= 1;
+                if *c == 0 {
+                    self.counts.remove(id);
+                    if self.doomed.remove(id) {
+                        free.push(*id);
+                    }
+                }
+            }
+        }
+        free
+    }
+
+    /// Retire `ids`: returns those nobody reads (delete them now); the rest wait for their readers.
+    fn retire(&mut self, ids: &[FileId]) -> Vec<FileId> {
+        let mut free = Vec::with_capacity(ids.len());
+        for &id in ids {
+            if self.counts.contains_key(&id) {
+                self.doomed.insert(id);
+            } else {
+                free.push(id);
+            }
+        }
+        free
+    }
+
+    #[cfg(test)]
+    pub fn is_idle(&self) -> bool {
+        self.counts.is_empty() && self.doomed.is_empty()
+    }
+}
+
+/// Keeps a reader's files from being deleted until dropped.
+pub(crate) struct PinGuard {
+    pub inner: Arc<Inner>,
+    pub ids: Vec<FileId>,
+}
+
+impl PinGuard {
+    /// Wrap ids already pinned (under the pins lock) by the caller.
+    pub fn new(inner: Arc<Inner>, ids: Vec<FileId>) -> Self {
+        Self { inner, ids }
+    }
+}
+
+impl std::fmt::Debug for PinGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PinGuard")
+            .field("files", &self.ids.len())
+            .finish()
+    }
+}
+
+impl Drop for PinGuard {
+    fn drop(&mut self) {
+        let free = Pins::lock(&self.inner.pins).unpin(&self.ids);
+        remove_files(&self.inner.data, &free);
+    }
+}
+
+impl Inner {
+    /// Delete data files no committed record references any more (after the commit that
+    /// dropped them), as soon as no reader has them open.
+    pub(crate) fn retire(&self, ids: &[FileId]) {
+        if ids.is_empty() {
+            return;
+        }
+        let free = Pins::lock(&self.pins).retire(ids);
+        remove_files(&self.data, &free);
+    }
+}
+
+/// Best effort: a file left behind (crash, I/O error) is unreferenced and goes at the next open.
+fn remove_files(data: &Path, ids: &[FileId]) {
+    for &id in ids {
+        let _ = fs::remove_file(data_path(data, id));
+    }
+}
+
+/// What [`cleanup`] removed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CleanupReport {
+    /// Temp files of interrupted writes.
+    pub temp_files: u64,
+    /// Data files no committed metadata referenced.
+    pub orphan_files: u64,
+}
+
+/// Delete every temp file and every data file not in `referenced`.
+pub(crate) fn cleanup(
+    tmp: &Path,
+    data: &Path,
+    referenced: &HashSet<FileId>,
+) -> io::Result<CleanupReport> {
+    let mut report = CleanupReport::default();
+    for entry in fs::read_dir(tmp)? {
+        let entry = entry?;
+        if entry.file_type()?.is_file() {
+            fs::remove_file(entry.path())?;
+            report.temp_files += 1;
+        }
+    }
+    for fan in fs::read_dir(data)? {
+        let fan = fan?;
+        if !fan.file_type()?.is_dir() {
+            continue;
+        }
+        for entry in fs::read_dir(fan.path())? {
+            let entry = entry?;
+            if !entry.file_type()?.is_file() {
+                continue;
+            }
+            let keep = entry
+                .file_name()
+                .to_str()
+                .filter(|n| n.len() == 32)
+                .and_then(|n| u128::from_str_radix(n, 16).ok())
+                .is_some_and(|id| referenced.contains(&id));
+            if !keep {
+                fs::remove_file(entry.path())?;
+                report.orphan_files += 1;
+            }
+        }
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retire_waits_for_the_last_reader() {
+        let mut p = Pins::default();
+        p.pin(&[1, 2]);
+        p.pin(&[2]);
+        // 1 and 2 are read; 3 is not.
+        assert_eq!(p.retire(&[1, 2, 3]), vec![3]);
+        assert_eq!(p.unpin(&[1, 2]), vec![1]);
+        assert_eq!(p.unpin(&[2]), vec![2]);
+        assert!(p.is_idle());
+    }
+
+    #[test]
+    fn unpinning_a_live_file_frees_nothing() {
+        let mut p = Pins::default();
+        p.pin(&[7]);
+        assert!(p.unpin(&[7]).is_empty());
+        assert!(p.is_idle());
+    }
+
+    #[test]
+    fn paths_fan_out_by_low_byte() {
+        let id: FileId = (0xdead_beef << 64) | 0x1_2345;
+        let p = data_path(Path::new("/d"), id);
+        assert_eq!(
+            p,
+            Path::new("/d/45/00000000deadbeef0000000000012345").to_path_buf()
+        );
+    }
+}

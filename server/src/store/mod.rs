@@ -1,0 +1,387 @@
+//! The storage node's engine: buckets, objects and multipart uploads on local disk.
+//!
+//! The API is synchronous and blocking (the HTTP layer calls it from a blocking thread pool) and
+//! streaming: bodies go in through [`ObjectWriter`] / [`PartWriter`] chunk by chunk and come out
+//! through [`ObjectReader`] (`std::io::Read`); no object is ever held in memory whole. Copy
+//! buffers are 256 KiB buffers from [`BufferPool::global`](ferry_core::pool::BufferPool::global).
+//!
+//! # Layout
+//!
+//! ```text
+//! DIR/meta.redb          metadata (redb, ACID): buckets, objects, uploads, parts
+//! DIR/data/XY/<id>       immutable data files; <id> is 32 hex digits, XY its last two
+//! DIR/tmp/<id>.tmp       files being written
+//! ```
+//!
+//! Keys never become paths: a data file is named by a fresh id (a random per-open seed and a
+//! counter), and the metadata maps `bucket\0key` to its record. Keys such as `a`, `a/`, `a/b`,
+//! `../x` or 1024-byte keys are just bytes in a B-tree.
+//!
+//! # Durability and atomicity
+//!
+//! A write streams into `tmp/`, then: fsync the file, rename it into `data/XY/`, fsync
+//! `data/XY/`, and only then commit the metadata transaction (redb commits are durable when they
+//! return). The object is acknowledged after that commit, so an acknowledged write survives
+//! `kill -9` or power loss, and a crash at any earlier point leaves the old state: the new file is
+//! either in `tmp/` or in `data/` but unreferenced. Files a commit replaced (an overwritten
+//! object, aborted or unused parts) are deleted after the commit. [`Store::open`] deletes every
+//! temp file and every data file that no committed record references, so whatever an
+//! interruption leaves behind is collected at the next start.
+//!
+//! # Concurrency
+//!
+//! redb serialises write transactions; conditions (`If-None-Match: *`, `If-Match`) and bucket
+//! existence are checked inside the transaction that commits, so they are atomic. Concurrent
+//! PUTs to one key each stream to their own file; the last commit wins and the others' files are
+//! retired. Reads see a snapshot: an [`ObjectReader`] pins the data files of the version it
+//! opened, and a file retired while pinned is deleted when its last reader is dropped, so a
+//! reader streams the version it opened to the end even if the key is overwritten or deleted.
+//! Listings read the committed B-tree, so an acknowledged PUT or DELETE is visible to the next
+//! list.
+
+mod bucket;
+mod codec;
+mod files;
+mod list;
+mod multipart;
+mod object;
+mod types;
+
+use std::collections::HashSet;
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+use redb::{
+    Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition,
+    WriteTransaction,
+};
+
+pub use files::CleanupReport;
+pub use multipart::PartWriter;
+pub use object::{ObjectReader, ObjectWriter};
+pub use types::{
+    BucketInfo, BucketsPage, Checksum, CompletedPart, CopySource, ListQuery, MetadataDirective,
+    ObjectEntry, ObjectInfo, ObjectMeta, ObjectsPage, PartEntry, PartsPage, PutResult, ReadRange,
+    UploadEntry, UploadsPage, UploadsQuery, WriteConditions,
+};
+
+use codec::{DataLayout, ObjectRecord, PartRecord};
+use files::{FileId, IdGen, Pins};
+
+/// Smallest size of every part but the last in CompleteMultipartUpload, as in S3 (5 MiB).
+pub const DEFAULT_MIN_PART_SIZE: u64 = 5 << 20;
+/// Highest part number.
+pub const MAX_PARTS: u32 = 10_000;
+/// Longest key, in bytes.
+pub const MAX_KEY_LEN: usize = 1024;
+/// Most entries a listing page returns.
+pub const MAX_LIST: usize = 1000;
+/// Size of the pooled buffers writes and copies go through.
+pub const COPY_BUF_SIZE: usize = 256 << 10;
+
+/// The storage engine's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreConfig {
+    /// Minimum size of every part but the last of a multipart upload ([`DEFAULT_MIN_PART_SIZE`]);
+    /// tests lower it.
+    pub min_part_size: u64,
+    /// fsync data files, directories and metadata commits (default `true`). `false` is for tests
+    /// and benchmarks only: it gives up durability across a crash, not atomicity.
+    pub fsync: bool,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            min_part_size: DEFAULT_MIN_PART_SIZE,
+            fsync: true,
+        }
+    }
+}
+
+/// The storage engine of one node; cheap to clone (all clones share one store).
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    db: Database,
+    root: PathBuf,
+    data: PathBuf,
+    tmp: PathBuf,
+    config: StoreConfig,
+    ids: IdGen,
+    pins: Mutex<Pins>,
+    cleanup: CleanupReport,
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.fmt(f)
+    }
+}
+
+impl fmt::Debug for Inner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store")
+            .field("root", &self.root)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+/// Metadata layout version, in [`META`]: bumped when tables change incompatibly.
+const LAYOUT_VERSION: u64 = 1;
+
+/// Store-wide settings (`"layout"` → [`LAYOUT_VERSION`]).
+const META: TableDefinition<'_, &str, u64> = TableDefinition::new("meta");
+/// Bucket name → `BucketRecord`.
+const BUCKETS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("buckets");
+/// `bucket ++ \0 ++ key` → `ObjectRecord`. Bucket names hold no NUL, so a bucket's objects are
+/// exactly the keys starting with `bucket\0`, in key byte order.
+const OBJECTS: TableDefinition<'_, &[u8], &[u8]> = TableDefinition::new("objects");
+/// (`bucket ++ \0 ++ key`, upload id) → `UploadRecord`. Upload ids sort by creation time.
+const UPLOADS: TableDefinition<'_, (&[u8], &str), &[u8]> = TableDefinition::new("uploads");
+/// (upload id, part number) → `PartRecord`.
+const PARTS: TableDefinition<'_, (&str, u32), &[u8]> = TableDefinition::new("parts");
+
+impl Store {
+    /// Open (or create) the store in `dir` with default settings.
+    ///
+    /// Cleans up after interrupted writes: deletes every temp file and every data file that
+    /// committed metadata does not reference.
+    pub fn open(dir: impl AsRef<Path>) -> io::Result<Store> {
+        Self::open_with(dir, StoreConfig::default())
+    }
+
+    /// Open (or create) the store in `dir` with `config`.
+    pub fn open_with(dir: impl AsRef<Path>, config: StoreConfig) -> io::Result<Store> {
+        let root = dir.as_ref().to_path_buf();
+        let data = root.join("data");
+        let tmp = root.join("tmp");
+        std::fs::create_dir_all(&tmp)?;
+        for b in 0..=255u8 {
+            std::fs::create_dir_all(data.join(format!("{b:02x}")))?;
+        }
+        let db = Database::create(root.join("meta.redb")).map_err(io::Error::other)?;
+        init_tables(&db)?;
+        let referenced = referenced_files(&db)?;
+        let cleanup = files::cleanup(&tmp, &data, &referenced)?;
+        Ok(Store {
+            inner: Arc::new(Inner {
+                db,
+                root,
+                data,
+                tmp,
+                config,
+                ids: IdGen::new()?,
+                pins: Mutex::new(Pins::default()),
+                cleanup,
+            }),
+        })
+    }
+
+    /// The settings this store was opened with.
+    pub fn config(&self) -> StoreConfig {
+        self.inner.config
+    }
+
+    /// The directory this store lives in.
+    pub fn dir(&self) -> &Path {
+        &self.inner.root
+    }
+
+    /// What the cleanup at open removed.
+    pub fn cleanup_report(&self) -> CleanupReport {
+        self.inner.cleanup
+    }
+
+    /// Run `f` in a write transaction and commit it.
+    ///
+    /// `staged` is the data file the transaction will reference: if `f` refuses (an `Err`), the
+    /// transaction is aborted and the file deleted; once the commit is attempted the file is kept
+    /// (should the commit fail, its fate is unknown until open-time cleanup looks).
+    fn update<T>(
+        &self,
+        staged: Option<files::Staged>,
+        f: impl FnOnce(&WriteTransaction) -> S3Result<T>,
+    ) -> S3Result<T> {
+        let mut txn = self.inner.db.begin_write().map_err(db_err)?;
+        if !self.inner.config.fsync {
+            txn.set_durability(Durability::None).map_err(db_err)?;
+        }
+        let out = match f(&txn) {
+            Ok(out) => out,
+            Err(e) => {
+                let _ = txn.abort();
+                return Err(e);
+            }
+        };
+        if let Some(s) = staged {
+            s.keep();
+        }
+        txn.commit().map_err(db_err)?;
+        Ok(out)
+    }
+
+    fn read_txn(&self) -> S3Result<ReadTransaction> {
+        self.inner.db.begin_read().map_err(db_err)
+    }
+}
+
+fn init_tables(db: &Database) -> io::Result<()> {
+    let txn = db.begin_write().map_err(io::Error::other)?;
+    {
+        let mut meta = txn.open_table(META).map_err(io::Error::other)?;
+        let layout = meta
+            .get("layout")
+            .map_err(io::Error::other)?
+            .map(|v| v.value());
+        match layout {
+            None => {
+                meta.insert("layout", LAYOUT_VERSION)
+                    .map_err(io::Error::other)?;
+            }
+            Some(LAYOUT_VERSION) => {}
+            Some(v) => {
+                return Err(io::Error::other(format!(
+                    "store layout {v} is not supported (this build reads {LAYOUT_VERSION})"
+                )));
+            }
+        }
+        txn.open_table(BUCKETS).map_err(io::Error::other)?;
+        txn.open_table(OBJECTS).map_err(io::Error::other)?;
+        txn.open_table(UPLOADS).map_err(io::Error::other)?;
+        txn.open_table(PARTS).map_err(io::Error::other)?;
+    }
+    txn.commit().map_err(io::Error::other)
+}
+
+/// Every data file committed metadata references: objects' files and uploaded parts.
+fn referenced_files(db: &Database) -> io::Result<HashSet<FileId>> {
+    let to_io = |e: S3Error| io::Error::other(e.to_string());
+    let txn = db.begin_read().map_err(io::Error::other)?;
+    let mut set = HashSet::new();
+    let objects = txn.open_table(OBJECTS).map_err(io::Error::other)?;
+    for item in objects.iter().map_err(io::Error::other)? {
+        let (_, v) = item.map_err(io::Error::other)?;
+        let rec: ObjectRecord = codec::decode(v.value()).map_err(to_io)?;
+        match rec.data {
+            DataLayout::Single(f) => {
+                set.insert(f);
+            }
+            DataLayout::Parts(parts) => set.extend(parts.iter().map(|p| p.file)),
+        }
+    }
+    let parts = txn.open_table(PARTS).map_err(io::Error::other)?;
+    for item in parts.iter().map_err(io::Error::other)? {
+        let (_, v) = item.map_err(io::Error::other)?;
+        let rec: PartRecord = codec::decode(v.value()).map_err(to_io)?;
+        set.insert(rec.file);
+    }
+    Ok(set)
+}
+
+/// A metadata-store failure: the client sees `InternalError`.
+fn db_err(e: impl Into<redb::Error>) -> S3Error {
+    S3Error::with_message(S3ErrorCode::InternalError, e.into().to_string())
+}
+
+/// A data-file failure: the client sees `InternalError`.
+fn io_err(e: io::Error) -> S3Error {
+    S3Error::with_message(S3ErrorCode::InternalError, e.to_string())
+}
+
+/// Now, Unix seconds.
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// Bucket names must not contain NUL (it separates bucket and key in [`OBJECTS`]); S3's naming
+/// rules are the HTTP layer's to enforce.
+fn check_bucket_name(name: &str) -> S3Result<()> {
+    if name.is_empty() || name.len() > 255 || name.contains('\0') {
+        return Err(S3Error::new(S3ErrorCode::InvalidBucketName));
+    }
+    Ok(())
+}
+
+fn check_key(key: &str) -> S3Result<()> {
+    if key.is_empty() {
+        return Err(S3Error::with_message(
+            S3ErrorCode::InvalidArgument,
+            "object keys must not be empty",
+        ));
+    }
+    if key.len() > MAX_KEY_LEN {
+        return Err(S3Error::new(S3ErrorCode::KeyTooLongError));
+    }
+    Ok(())
+}
+
+/// `bucket ++ \0`: the prefix of every [`OBJECTS`] / [`UPLOADS`] key of a bucket.
+fn bucket_prefix(bucket: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(bucket.len() + 1);
+    k.extend_from_slice(bucket.as_bytes());
+    k.push(0);
+    k
+}
+
+/// `bucket ++ \0 ++ key`. Checks the bucket name: one with a NUL would alias another bucket's
+/// keys (`"a\0x"`, `"y"` and `"a"`, `"x\0y"`).
+fn object_key(bucket: &str, key: &str) -> S3Result<Vec<u8>> {
+    check_bucket_name(bucket)?;
+    let mut k = Vec::with_capacity(bucket.len() + 1 + key.len());
+    k.extend_from_slice(bucket.as_bytes());
+    k.push(0);
+    k.extend_from_slice(key.as_bytes());
+    Ok(k)
+}
+
+/// Whether `bucket` exists, in `txn`'s view.
+fn bucket_exists(
+    table: &impl ReadableTable<&'static str, &'static [u8]>,
+    bucket: &str,
+) -> S3Result<bool> {
+    Ok(table.get(bucket).map_err(db_err)?.is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn object_keys_of_a_bucket_share_its_prefix_and_no_other() {
+        let p = bucket_prefix("a");
+        let k = |b, k| object_key(b, k).unwrap();
+        assert!(k("a", "x").starts_with(&p));
+        assert!(!k("ab", "x").starts_with(&p));
+        assert!(!k("a-", "\0").starts_with(&p));
+        // Bucket order then key order.
+        assert!(k("a", "\u{10ffff}") < k("a-", ""));
+        // A NUL in a bucket name would alias another bucket's keys.
+        assert_eq!(
+            object_key("a\0x", "y").unwrap_err().code,
+            S3ErrorCode::InvalidBucketName
+        );
+    }
+
+    #[test]
+    fn names_and_keys_are_checked() {
+        assert!(check_bucket_name("a\0b").is_err());
+        assert!(check_bucket_name("").is_err());
+        assert!(check_bucket_name("ok").is_ok());
+        assert_eq!(
+            check_key(&"k".repeat(1025)).unwrap_err().code,
+            S3ErrorCode::KeyTooLongError
+        );
+        assert!(check_key(&"k".repeat(1024)).is_ok());
+        assert!(check_key("").is_err());
+    }
+}

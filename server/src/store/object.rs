@@ -1,0 +1,464 @@
+//! Objects: streaming writes, snapshot reads, delete, server-side copy.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+
+use ferry_core::md5::{ETag, Md5Digest};
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+use ferry_core::time::DateTime;
+use redb::WriteTransaction;
+
+use super::codec::{self, DataLayout, ObjectRecord, stored_etag};
+use super::files::{self, FileId, PinGuard, Pins, Spool};
+use super::types::{
+    CopySource, MetadataDirective, ObjectInfo, ObjectMeta, PutResult, ReadRange, WriteConditions,
+};
+use super::{
+    BUCKETS, OBJECTS, Store, bucket_exists, check_bucket_name, check_key, db_err, io_err, now,
+    object_key,
+};
+
+/// A PUT in progress: bytes stream into a temp file (hashed as they go) until
+/// [`commit`](Self::commit). Dropped without commit, it deletes its temp file and changes nothing.
+#[derive(Debug)]
+pub struct ObjectWriter {
+    store: Store,
+    bucket: String,
+    key: String,
+    spool: Spool,
+}
+
+impl ObjectWriter {
+    /// Append a chunk of the body.
+    pub fn write(&mut self, data: &[u8]) -> S3Result<()> {
+        self.spool.write(data).map_err(io_err)
+    }
+
+    /// Append everything `r` yields until its end, reading straight into the write buffer.
+    /// Returns the bytes read.
+    pub fn write_from(&mut self, r: &mut dyn Read) -> S3Result<u64> {
+        self.spool.write_from(r).map_err(io_err)
+    }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> u64 {
+        self.spool.len()
+    }
+
+    /// Whether nothing was written yet.
+    pub fn is_empty(&self) -> bool {
+        self.spool.len() == 0
+    }
+
+    /// MD5 of the bytes written so far (to check `Content-MD5` before committing).
+    pub fn digest(&self) -> Md5Digest {
+        self.spool.digest()
+    }
+
+    /// Make the object durable and visible, replacing any object under its key.
+    ///
+    /// Fails with `NoSuchBucket` if the bucket was deleted meanwhile, `PreconditionFailed` or
+    /// `NoSuchKey` if `conditions` do not hold at commit time; the written bytes are then dropped.
+    pub fn commit(self, meta: ObjectMeta, conditions: WriteConditions) -> S3Result<PutResult> {
+        let ObjectWriter {
+            store,
+            bucket,
+            key,
+            spool,
+        } = self;
+        let staged = spool.finish().map_err(io_err)?;
+        let rec = ObjectRecord {
+            size: staged.size,
+            etag: ETag::single(&staged.md5).as_str().to_owned(),
+            last_modified: now(),
+            meta,
+            data: DataLayout::Single(staged.id),
+        };
+        store.commit_object(&bucket, &key, Some(staged), rec, conditions)
+    }
+}
+
+impl Write for ObjectWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.spool.write(buf)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Streams a byte range of one version of an object (`std::io::Read`).
+///
+/// The version's data files are pinned: overwriting or deleting the key meanwhile does not
+/// disturb the reader, and the old files are deleted when it is dropped.
+#[derive(Debug)]
+pub struct ObjectReader {
+    info: ObjectInfo,
+    pins: PinGuard,
+    range: Option<(u64, u64)>,
+    /// Index of the current data file in `pins.ids`.
+    idx: usize,
+    /// Offset in the current data file.
+    offset: u64,
+    remaining: u64,
+    file: Option<File>,
+}
+
+impl ObjectReader {
+    fn new(info: ObjectInfo, pins: PinGuard, range: Option<(u64, u64)>) -> S3Result<Self> {
+        let (start, len) = match range {
+            Some((first, last)) => (first, last - first + 1),
+            None => (0, info.size),
+        };
+        let mut r = ObjectReader {
+            info,
+            pins,
+            range,
+            idx: 0,
+            offset: start,
+            remaining: len,
+            file: None,
+        };
+        // Find the file holding `start` (zero-size parts are skipped on the way).
+        while r.idx < r.pins.ids.len() && r.offset >= r.file_size(r.idx) {
+            r.offset -= r.file_size(r.idx);
+            r.idx += 1;
+        }
+        if r.remaining > 0 {
+            // Open now, so a missing file is an error of the GET, not of the body.
+            r.open_current().map_err(io_err)?;
+        }
+        Ok(r)
+    }
+
+    fn file_size(&self, i: usize) -> u64 {
+        if self.info.part_sizes.is_empty() {
+            self.info.size
+        } else {
+            self.info.part_sizes.get(i).copied().unwrap_or(0)
+        }
+    }
+
+    fn open_current(&mut self) -> io::Result<&mut File> {
+        if self.file.is_none() {
+            let id: FileId = *self
+                .pins
+                .ids
+                .get(self.idx)
+                .ok_or_else(|| io::Error::other("read past the object's data files"))?;
+            let mut f = File::open(files::data_path(&self.pins.inner.data, id))?;
+            if self.offset > 0 {
+                f.seek(SeekFrom::Start(self.offset))?;
+            }
+            self.file = Some(f);
+        }
+        self.file
+            .as_mut()
+            .ok_or_else(|| io::Error::other("data file not open"))
+    }
+
+    /// The object's metadata (of the version being read).
+    pub fn info(&self) -> &ObjectInfo {
+        &self.info
+    }
+
+    /// The metadata, dropping the reader.
+    pub fn into_info(self) -> ObjectInfo {
+        self.info
+    }
+
+    /// The inclusive byte range being read (for `Content-Range`); `None` for a whole-object read.
+    pub fn range(&self) -> Option<(u64, u64)> {
+        self.range
+    }
+
+    /// Bytes not read yet (the `Content-Length` before the first read).
+    pub fn remaining(&self) -> u64 {
+        self.remaining
+    }
+}
+
+impl Read for ObjectReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.remaining == 0 || buf.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            let left_in_file = self.file_size(self.idx).saturating_sub(self.offset);
+            if left_in_file == 0 {
+                self.idx += 1;
+                self.offset = 0;
+                self.file = None;
+                if self.idx >= self.pins.ids.len() {
+                    return Err(io::Error::other("object shorter than its metadata"));
+                }
+                continue;
+            }
+            let want = (buf.len() as u64).min(left_in_file).min(self.remaining) as usize;
+            let n = self.open_current()?.read(&mut buf[..want])?;
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "data file shorter than its metadata",
+                ));
+            }
+            self.offset += n as u64;
+            self.remaining -= n as u64;
+            return Ok(n);
+        }
+    }
+}
+
+/// The public view of a record, and the files holding its bytes.
+pub(crate) fn info_of(rec: ObjectRecord) -> S3Result<(ObjectInfo, Vec<FileId>)> {
+    let files = rec.data.files();
+    let part_sizes = match &rec.data {
+        DataLayout::Single(_) => Vec::new(),
+        DataLayout::Parts(parts) => parts.iter().map(|p| p.size).collect(),
+    };
+    let info = ObjectInfo {
+        size: rec.size,
+        etag: stored_etag(&rec.etag)?,
+        last_modified: DateTime::from_unix(rec.last_modified),
+        meta: rec.meta,
+        part_sizes,
+    };
+    Ok((info, files))
+}
+
+/// In `txn`: store `rec` under `bucket`/`key` if the bucket exists and `conditions` hold against
+/// the object it replaces. Returns the replaced object's files, to retire after the commit.
+pub(crate) fn put_record(
+    txn: &WriteTransaction,
+    bucket: &str,
+    key: &str,
+    rec: &[u8],
+    conditions: WriteConditions,
+) -> S3Result<Vec<FileId>> {
+    let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
+    if !bucket_exists(&buckets, bucket)? {
+        return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
+    }
+    let mut objects = txn.open_table(OBJECTS).map_err(db_err)?;
+    // Insert first and judge the replaced record: a refusal aborts the transaction anyway.
+    let old = match objects
+        .insert(object_key(bucket, key)?.as_slice(), rec)
+        .map_err(db_err)?
+    {
+        Some(v) => Some(codec::decode::<ObjectRecord>(v.value())?),
+        None => None,
+    };
+    if conditions.if_none_match_star && old.is_some() {
+        return Err(S3Error::new(S3ErrorCode::PreconditionFailed));
+    }
+    if let Some(want) = conditions.if_match {
+        match &old {
+            None => return Err(S3Error::new(S3ErrorCode::NoSuchKey)),
+            Some(o) if stored_etag(&o.etag)? != want => {
+                return Err(S3Error::new(S3ErrorCode::PreconditionFailed));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(old.map(|o| o.data.files()).unwrap_or_default())
+}
+
+impl Store {
+    /// Start a PUT of `bucket`/`key`: `NoSuchBucket` if the bucket does not exist (checked again
+    /// at commit).
+    pub fn object_writer(&self, bucket: &str, key: &str) -> S3Result<ObjectWriter> {
+        check_bucket_name(bucket)?;
+        check_key(key)?;
+        if !self.bucket_exists(bucket)? {
+            return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
+        }
+        Ok(ObjectWriter {
+            store: self.clone(),
+            bucket: bucket.to_owned(),
+            key: key.to_owned(),
+            spool: Spool::create(&self.inner).map_err(io_err)?,
+        })
+    }
+
+    /// Commit `rec` (whose data file is `staged`, if new) and retire what it replaced.
+    pub(crate) fn commit_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        staged: Option<files::Staged>,
+        rec: ObjectRecord,
+        conditions: WriteConditions,
+    ) -> S3Result<PutResult> {
+        let result = PutResult {
+            etag: stored_etag(&rec.etag)?,
+            size: rec.size,
+            last_modified: DateTime::from_unix(rec.last_modified),
+        };
+        let bytes = codec::encode(&rec)?;
+        let old = self.update(staged, |txn| {
+            put_record(txn, bucket, key, &bytes, conditions)
+        })?;
+        self.inner.retire(&old);
+        Ok(result)
+    }
+
+    /// The record of `bucket`/`key` in a fresh snapshot: `NoSuchKey`, or `NoSuchBucket` if the
+    /// bucket does not exist. With `pin`, its files are pinned in the same snapshot.
+    fn object_record(
+        &self,
+        bucket: &str,
+        key: &str,
+        pin: bool,
+    ) -> S3Result<(ObjectRecord, Option<PinGuard>)> {
+        let k = object_key(bucket, key)?;
+        let mut pins = pin.then(|| Pins::lock(&self.inner.pins));
+        let txn = self.read_txn()?;
+        let objects = txn.open_table(OBJECTS).map_err(db_err)?;
+        let found = match objects.get(k.as_slice()).map_err(db_err)? {
+            Some(v) => Some(codec::decode::<ObjectRecord>(v.value())?),
+            None => None,
+        };
+        let Some(rec) = found else {
+            drop(pins);
+            let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
+            return Err(if bucket_exists(&buckets, bucket)? {
+                S3Error::new(S3ErrorCode::NoSuchKey)
+            } else {
+                S3Error::new(S3ErrorCode::NoSuchBucket)
+            });
+        };
+        let guard = match pins.as_mut() {
+            Some(p) => {
+                let ids = rec.data.files();
+                p.pin(&ids);
+                Some(PinGuard::new(self.inner.clone(), ids))
+            }
+            None => None,
+        };
+        Ok((rec, guard))
+    }
+
+    /// HEAD: the metadata of `bucket`/`key`.
+    pub fn head_object(&self, bucket: &str, key: &str) -> S3Result<ObjectInfo> {
+        let (rec, _) = self.object_record(bucket, key, false)?;
+        Ok(info_of(rec)?.0)
+    }
+
+    /// GET: the metadata of `bucket`/`key` and a reader of `range` of its bytes.
+    ///
+    /// The data file is opened before this returns; the reader streams this version to its end
+    /// whatever happens to the key meanwhile. Check GET conditions (`If-Match`, ...) against
+    /// [`ObjectReader::info`] and drop the reader if they fail.
+    pub fn get_object(&self, bucket: &str, key: &str, range: ReadRange) -> S3Result<ObjectReader> {
+        let (rec, pins) = self.object_record(bucket, key, true)?;
+        let pins = pins.ok_or_else(|| S3Error::new(S3ErrorCode::InternalError))?;
+        let (info, _) = info_of(rec)?;
+        let range = range.resolve(&info)?;
+        ObjectReader::new(info, pins, range)
+    }
+
+    /// DELETE: remove `bucket`/`key` if it exists (deleting a missing key succeeds, as in S3);
+    /// `NoSuchBucket` if the bucket does not exist.
+    pub fn delete_object(&self, bucket: &str, key: &str) -> S3Result<()> {
+        let k = object_key(bucket, key)?;
+        {
+            // Most deletes of missing keys need no write transaction (and no fsync).
+            let txn = self.read_txn()?;
+            let objects = txn.open_table(OBJECTS).map_err(db_err)?;
+            if objects.get(k.as_slice()).map_err(db_err)?.is_none() {
+                let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
+                return if bucket_exists(&buckets, bucket)? {
+                    Ok(())
+                } else {
+                    Err(S3Error::new(S3ErrorCode::NoSuchBucket))
+                };
+            }
+        }
+        let old = self.update(None, |txn| {
+            let mut objects = txn.open_table(OBJECTS).map_err(db_err)?;
+            let old = match objects.remove(k.as_slice()).map_err(db_err)? {
+                Some(v) => codec::decode::<ObjectRecord>(v.value())?.data.files(),
+                None => Vec::new(),
+            };
+            Ok(old)
+        })?;
+        self.inner.retire(&old);
+        Ok(())
+    }
+
+    /// CopyObject: copy `src` to `bucket`/`key`, streaming through one pooled buffer.
+    ///
+    /// `check_source` sees the source's metadata (the version being copied) first: evaluate the
+    /// `x-amz-copy-source-if-*` conditions there. `directive` picks the new object's metadata;
+    /// `conditions` are checked against the destination at commit. Copying an object onto itself
+    /// needs [`MetadataDirective::Replace`] (`InvalidRequest` otherwise, as in S3).
+    pub fn copy_object(
+        &self,
+        src: CopySource<'_>,
+        bucket: &str,
+        key: &str,
+        directive: MetadataDirective,
+        conditions: WriteConditions,
+        check_source: impl FnOnce(&ObjectInfo) -> S3Result<()>,
+    ) -> S3Result<PutResult> {
+        if src.bucket == bucket && src.key == key && directive == MetadataDirective::Copy {
+            return Err(S3Error::with_message(
+                S3ErrorCode::InvalidRequest,
+                "This copy request is illegal because it is trying to copy an object to itself \
+                 without changing the object's metadata, storage class, website redirect location \
+                 or encryption attributes.",
+            ));
+        }
+        if src.range.is_some() {
+            return Err(S3Error::with_message(
+                S3ErrorCode::InvalidArgument,
+                "x-amz-copy-source-range is only allowed in UploadPartCopy",
+            ));
+        }
+        let mut reader = self.copy_reader(src, check_source)?;
+        let mut writer = self.object_writer(bucket, key)?;
+        let n = writer.write_from(&mut reader)?;
+        let info = reader.into_info();
+        if n != info.size {
+            return Err(S3Error::with_message(
+                S3ErrorCode::InternalError,
+                "copy source ended early",
+            ));
+        }
+        let meta = match directive {
+            MetadataDirective::Copy => info.meta,
+            MetadataDirective::Replace(m) => m,
+        };
+        writer.commit(meta, conditions)
+    }
+
+    /// Open a reader of `src` (its `range`, or all of it) after `check_source` accepted its
+    /// metadata.
+    pub(crate) fn copy_reader(
+        &self,
+        src: CopySource<'_>,
+        check_source: impl FnOnce(&ObjectInfo) -> S3Result<()>,
+    ) -> S3Result<ObjectReader> {
+        let (rec, pins) = self.object_record(src.bucket, src.key, true)?;
+        let pins = pins.ok_or_else(|| S3Error::new(S3ErrorCode::InternalError))?;
+        let (info, _) = info_of(rec)?;
+        check_source(&info)?;
+        let range = match src.range {
+            None if info.size == 0 => None,
+            None => Some((0, info.size - 1)),
+            Some((first, last)) if first <= last && last < info.size => Some((first, last)),
+            Some(_) => {
+                return Err(S3Error::with_message(
+                    S3ErrorCode::InvalidArgument,
+                    format!(
+                        "Range specified is not valid for source object of size: {}",
+                        info.size
+                    ),
+                ));
+            }
+        };
+        ObjectReader::new(info, pins, range)
+    }
+}

@@ -1,0 +1,374 @@
+//! The storage engine's public inputs and outputs.
+
+use ferry_core::md5::ETag;
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+use ferry_core::time::DateTime;
+use serde::{Deserialize, Serialize};
+
+use super::MAX_PARTS;
+
+/// A checksum computed by the caller: algorithm name (`CRC32`, `CRC32C`, `SHA1`, `SHA256`,
+/// `CRC64NVME`) and its base64 value, stored and returned as given.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Checksum {
+    /// The algorithm, as in `x-amz-checksum-<algorithm>` (case kept as given).
+    pub algorithm: String,
+    /// The base64 value.
+    pub value: String,
+}
+
+/// What a client says about an object besides its bytes: content headers, user metadata,
+/// checksums. Stored with the object (or the multipart upload) and returned by GET/HEAD.
+///
+/// Serialized as is into metadata records: changing its fields needs a new record format.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ObjectMeta {
+    /// `Content-Type`.
+    pub content_type: Option<String>,
+    /// `Content-Encoding`.
+    pub content_encoding: Option<String>,
+    /// `Content-Disposition`.
+    pub content_disposition: Option<String>,
+    /// `Content-Language`.
+    pub content_language: Option<String>,
+    /// `Cache-Control`.
+    pub cache_control: Option<String>,
+    /// `Expires`, as sent.
+    pub expires: Option<String>,
+    /// `x-amz-meta-*` pairs (name without the prefix), in the order given.
+    pub user_metadata: Vec<(String, String)>,
+    /// Checksums the caller computed over the body.
+    pub checksums: Vec<Checksum>,
+}
+
+/// Conditions of a conditional write, checked atomically with the write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteConditions {
+    /// `If-None-Match: *`: fail with `PreconditionFailed` if the key exists.
+    pub if_none_match_star: bool,
+    /// `If-Match: <etag>`: fail with `PreconditionFailed` if the current ETag differs, and with
+    /// `NoSuchKey` if there is no object (as S3 does).
+    pub if_match: Option<ETag>,
+}
+
+/// The result of a committed write (PUT, copy, complete multipart upload).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PutResult {
+    /// The new object's ETag.
+    pub etag: ETag,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its modification time.
+    pub last_modified: DateTime,
+}
+
+/// An object's metadata as GET/HEAD return it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectInfo {
+    /// Size in bytes.
+    pub size: u64,
+    /// ETag (`"<md5>"`, or `"<hex>-N"` for a multipart object).
+    pub etag: ETag,
+    /// Modification time.
+    pub last_modified: DateTime,
+    /// Content headers, user metadata and checksums.
+    pub meta: ObjectMeta,
+    /// Sizes of the parts of a multipart object, in order; empty for a single-part object.
+    pub part_sizes: Vec<u64>,
+}
+
+impl ObjectInfo {
+    /// The `x-amz-mp-parts-count` of a multipart object; `None` for a single-part object.
+    pub fn parts_count(&self) -> Option<u32> {
+        if self.part_sizes.is_empty() {
+            None
+        } else {
+            u32::try_from(self.part_sizes.len()).ok()
+        }
+    }
+
+    /// The inclusive byte range of part `n` (1-based) of a multipart object; `None` if the
+    /// object has no such part (or is single-part) or the part is empty.
+    pub fn part_range(&self, n: u32) -> Option<(u64, u64)> {
+        let idx = usize::try_from(n).ok()?.checked_sub(1)?;
+        let size = *self.part_sizes.get(idx)?;
+        let start: u64 = self.part_sizes.get(..idx)?.iter().sum();
+        (size > 0).then(|| (start, start + size - 1))
+    }
+}
+
+/// Which bytes of an object a GET reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadRange {
+    /// The whole object (HTTP 200).
+    #[default]
+    All,
+    /// `bytes=first-` (to the end).
+    From(u64),
+    /// `bytes=first-last`, both inclusive; `last` past the end is clamped to the last byte.
+    Inclusive(u64, u64),
+    /// `bytes=-n`: the last `n` bytes (the whole object if it is shorter).
+    Suffix(u64),
+    /// `partNumber=n`: part `n` of a multipart object (part 1 of a single-part object is all of it).
+    Part(u32),
+}
+
+impl ReadRange {
+    /// The inclusive range this selects in `info`'s bytes: `Ok(None)` for a whole-object read,
+    /// `InvalidRange` (416) when it selects nothing. A syntactically invalid range
+    /// (`first > last`) is also `InvalidRange`: the HTTP layer drops such headers before calling.
+    pub fn resolve(self, info: &ObjectInfo) -> S3Result<Option<(u64, u64)>> {
+        let size = info.size;
+        let invalid = || S3Error::new(S3ErrorCode::InvalidRange);
+        match self {
+            ReadRange::All => Ok(None),
+            ReadRange::From(first) if first < size => Ok(Some((first, size - 1))),
+            ReadRange::Inclusive(first, last) if first <= last && first < size => {
+                Ok(Some((first, last.min(size - 1))))
+            }
+            ReadRange::Suffix(n) if n > 0 && size > 0 => Ok(Some((size - n.min(size), size - 1))),
+            ReadRange::From(_) | ReadRange::Inclusive(..) | ReadRange::Suffix(_) => Err(invalid()),
+            ReadRange::Part(n) => {
+                if n == 0 || n > MAX_PARTS {
+                    return Err(S3Error::with_message(
+                        S3ErrorCode::InvalidArgument,
+                        "Part number must be an integer between 1 and 10000, inclusive",
+                    ));
+                }
+                let not_satisfiable = || {
+                    S3Error::with_message(
+                        S3ErrorCode::InvalidRange,
+                        "The requested partnumber is not satisfiable",
+                    )
+                };
+                if info.part_sizes.is_empty() {
+                    // A single-part object is its own part 1.
+                    return match (n, size) {
+                        (1, 0) => Ok(None),
+                        (1, _) => Ok(Some((0, size - 1))),
+                        _ => Err(not_satisfiable()),
+                    };
+                }
+                if n as usize > info.part_sizes.len() {
+                    return Err(not_satisfiable());
+                }
+                // An empty (last) part selects no bytes.
+                info.part_range(n).map(Some).ok_or_else(not_satisfiable)
+            }
+        }
+    }
+}
+
+/// One bucket in a bucket listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BucketInfo {
+    /// The bucket's name.
+    pub name: String,
+    /// When it was created.
+    pub created: DateTime,
+}
+
+/// A page of [`Store::list_buckets`](super::Store::list_buckets).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BucketsPage {
+    /// Buckets sorted by name.
+    pub buckets: Vec<BucketInfo>,
+    /// Whether more buckets follow the last one.
+    pub is_truncated: bool,
+}
+
+/// A ListObjects (v1 or v2) request as the store serves it.
+///
+/// v1 `marker` and v2 `start-after` / continuation token all map to `start_after`; feed
+/// [`ObjectsPage::next_start_after`] back in to continue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ListQuery<'a> {
+    /// Only keys starting with this.
+    pub prefix: &'a str,
+    /// Roll keys up to the first occurrence of this after the prefix (`None` or empty: no roll-up).
+    pub delimiter: Option<&'a str>,
+    /// Only keys (and common prefixes) after this. A value that is itself a rolled-up common
+    /// prefix skips every key under it, so a page ending on a common prefix continues past it.
+    pub start_after: Option<&'a str>,
+    /// At most this many keys plus common prefixes (clamped to 1000; 0 returns an empty page).
+    pub max_keys: usize,
+}
+
+/// One object in a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectEntry {
+    /// The key.
+    pub key: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// ETag.
+    pub etag: ETag,
+    /// Modification time.
+    pub last_modified: DateTime,
+    /// Always `"STANDARD"`.
+    pub storage_class: &'static str,
+}
+
+/// A page of [`Store::list_objects`](super::Store::list_objects).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ObjectsPage {
+    /// Objects, sorted by key.
+    pub objects: Vec<ObjectEntry>,
+    /// Common prefixes (each counted once toward `max_keys`), sorted.
+    pub common_prefixes: Vec<String>,
+    /// Whether more keys or prefixes follow.
+    pub is_truncated: bool,
+    /// When truncated: the last key or common prefix of this page, to pass as `start_after`
+    /// (v1 `NextMarker`, v2 continuation token).
+    pub next_start_after: Option<String>,
+}
+
+/// A ListMultipartUploads request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UploadsQuery<'a> {
+    /// Only keys starting with this.
+    pub prefix: &'a str,
+    /// Roll keys up to the first occurrence of this after the prefix.
+    pub delimiter: Option<&'a str>,
+    /// Only uploads of keys after this one (or of this key, after `upload_id_marker`).
+    pub key_marker: Option<&'a str>,
+    /// With `key_marker`: uploads of that key started after this upload; ignored without it.
+    pub upload_id_marker: Option<&'a str>,
+    /// At most this many uploads plus common prefixes (clamped to 1000).
+    pub max_uploads: usize,
+}
+
+/// One in-progress multipart upload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UploadEntry {
+    /// The key it will create.
+    pub key: String,
+    /// Its upload id.
+    pub upload_id: String,
+    /// When it was created.
+    pub initiated: DateTime,
+}
+
+/// A page of [`Store::list_uploads`](super::Store::list_uploads).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct UploadsPage {
+    /// Uploads sorted by key, then by initiation.
+    pub uploads: Vec<UploadEntry>,
+    /// Common prefixes, sorted.
+    pub common_prefixes: Vec<String>,
+    /// Whether more follow.
+    pub is_truncated: bool,
+    /// When truncated: `NextKeyMarker`.
+    pub next_key_marker: Option<String>,
+    /// When truncated on an upload (not a common prefix): `NextUploadIdMarker`.
+    pub next_upload_id_marker: Option<String>,
+}
+
+/// One uploaded part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartEntry {
+    /// Its part number (1..=10000).
+    pub part_number: u32,
+    /// Its ETag (MD5 of its bytes).
+    pub etag: ETag,
+    /// Its size in bytes.
+    pub size: u64,
+    /// When it was uploaded.
+    pub last_modified: DateTime,
+}
+
+/// A page of [`Store::list_parts`](super::Store::list_parts).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PartsPage {
+    /// Parts sorted by number.
+    pub parts: Vec<PartEntry>,
+    /// Whether more parts follow.
+    pub is_truncated: bool,
+    /// When truncated: the last part number of this page (`NextPartNumberMarker`).
+    pub next_part_number_marker: Option<u32>,
+}
+
+/// A part named in CompleteMultipartUpload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompletedPart {
+    /// Part number.
+    pub part_number: u32,
+    /// The ETag the client got when it uploaded the part.
+    pub etag: ETag,
+}
+
+/// Where a server-side copy reads from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopySource<'a> {
+    /// Source bucket.
+    pub bucket: &'a str,
+    /// Source key.
+    pub key: &'a str,
+    /// `x-amz-copy-source-range` (inclusive), for UploadPartCopy only; CopyObject rejects it.
+    pub range: Option<(u64, u64)>,
+}
+
+/// `x-amz-metadata-directive` of CopyObject.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum MetadataDirective {
+    /// Keep the source's content headers, user metadata and checksums.
+    #[default]
+    Copy,
+    /// Take these instead.
+    Replace(ObjectMeta),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(size: u64, part_sizes: &[u64]) -> ObjectInfo {
+        ObjectInfo {
+            size,
+            etag: ETag::single(&[0; 16]),
+            last_modified: DateTime::from_unix(0),
+            meta: ObjectMeta::default(),
+            part_sizes: part_sizes.to_vec(),
+        }
+    }
+
+    #[test]
+    fn part_ranges_follow_part_sizes() {
+        let i = info(10, &[4, 5, 1]);
+        assert_eq!(i.parts_count(), Some(3));
+        assert_eq!(i.part_range(1), Some((0, 3)));
+        assert_eq!(i.part_range(2), Some((4, 8)));
+        assert_eq!(i.part_range(3), Some((9, 9)));
+        assert_eq!(i.part_range(0), None);
+        assert_eq!(i.part_range(4), None);
+        assert_eq!(info(10, &[]).parts_count(), None);
+    }
+
+    #[test]
+    fn ranges_resolve_as_http_says() {
+        let i = info(100, &[]);
+        let r = |range: ReadRange| range.resolve(&i).map_err(|e| e.code);
+        assert_eq!(r(ReadRange::All), Ok(None));
+        assert_eq!(r(ReadRange::From(99)), Ok(Some((99, 99))));
+        assert_eq!(r(ReadRange::Inclusive(0, u64::MAX)), Ok(Some((0, 99))));
+        assert_eq!(r(ReadRange::Suffix(u64::MAX)), Ok(Some((0, 99))));
+        assert_eq!(r(ReadRange::Suffix(1)), Ok(Some((99, 99))));
+        assert_eq!(r(ReadRange::From(100)), Err(S3ErrorCode::InvalidRange));
+        assert_eq!(
+            r(ReadRange::Inclusive(3, 2)),
+            Err(S3ErrorCode::InvalidRange)
+        );
+        assert_eq!(r(ReadRange::Suffix(0)), Err(S3ErrorCode::InvalidRange));
+        assert_eq!(r(ReadRange::Part(1)), Ok(Some((0, 99))));
+        assert_eq!(r(ReadRange::Part(2)), Err(S3ErrorCode::InvalidRange));
+        assert_eq!(
+            r(ReadRange::Part(10_001)),
+            Err(S3ErrorCode::InvalidArgument)
+        );
+        let mp = info(10, &[9, 1, 0]);
+        assert_eq!(ReadRange::Part(2).resolve(&mp), Ok(Some((9, 9))));
+        // An empty last part selects nothing.
+        assert!(ReadRange::Part(3).resolve(&mp).is_err());
+        assert_eq!(ReadRange::Part(1).resolve(&info(0, &[])), Ok(None));
+    }
+}
