@@ -173,7 +173,7 @@ fn three_parts_complete_and_read_across_boundaries() {
     }
     assert_eq!(
         code(s.get_object("b", "big", ReadRange::Part(4))),
-        S3ErrorCode::InvalidRange
+        S3ErrorCode::InvalidPartNumber
     );
     // Listings show the multipart ETag.
     let page = s

@@ -135,12 +135,7 @@ impl ReadRange {
                         "Part number must be an integer between 1 and 10000, inclusive",
                     ));
                 }
-                let not_satisfiable = || {
-                    S3Error::with_message(
-                        S3ErrorCode::InvalidRange,
-                        "The requested partnumber is not satisfiable",
-                    )
-                };
+                let not_satisfiable = || S3Error::new(S3ErrorCode::InvalidPartNumber);
                 if info.part_sizes.is_empty() {
                     // A single-part object is its own part 1.
                     return match (n, size) {
@@ -360,7 +355,7 @@ mod tests {
         );
         assert_eq!(r(ReadRange::Suffix(0)), Err(S3ErrorCode::InvalidRange));
         assert_eq!(r(ReadRange::Part(1)), Ok(Some((0, 99))));
-        assert_eq!(r(ReadRange::Part(2)), Err(S3ErrorCode::InvalidRange));
+        assert_eq!(r(ReadRange::Part(2)), Err(S3ErrorCode::InvalidPartNumber));
         assert_eq!(
             r(ReadRange::Part(10_001)),
             Err(S3ErrorCode::InvalidArgument)
