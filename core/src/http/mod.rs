@@ -5,7 +5,10 @@
 
 pub mod body;
 pub mod chunked;
+pub mod client;
 pub mod head;
+pub mod io;
+pub mod server;
 pub mod write;
 
 pub use httparse::Header;

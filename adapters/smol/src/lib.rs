@@ -1,0 +1,1 @@
+//! Ferry on smol (work in progress).

@@ -1,0 +1,1 @@
+//! Ferry on tokio (work in progress).
