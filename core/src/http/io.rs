@@ -446,6 +446,8 @@ pub(crate) mod tests {
         pub shut: bool,
         /// Reads past the input: `Pending` forever instead of EOF (a silent peer).
         pub hang: bool,
+        /// Each write appends the next of these to the input (a peer that answers requests).
+        pub replies: VecDeque<Vec<u8>>,
     }
 
     /// One side of an in-memory connection (a pair of buffers); clones share the wire, so a
@@ -460,6 +462,13 @@ pub(crate) mod tests {
                 read_size,
                 ..Wire::default()
             })))
+        }
+
+        /// A peer that sends `replies[i]` after the i-th write.
+        pub(crate) fn replying(replies: &[&[u8]], read_size: usize) -> Self {
+            let d = Self::new(b"", read_size);
+            d.0.lock().replies = replies.iter().map(|r| r.to_vec()).collect();
+            d
         }
 
         pub(crate) fn written(&self) -> Vec<u8> {
@@ -503,6 +512,9 @@ pub(crate) mod tests {
                 return Err(ErrorKind::BrokenPipe);
             }
             w.writes.push(buf.to_vec());
+            if let Some(reply) = w.replies.pop_front() {
+                w.input.extend(reply);
+            }
             Ok(buf.len())
         }
 

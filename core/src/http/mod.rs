@@ -11,7 +11,7 @@ pub mod io;
 pub mod server;
 pub mod write;
 
-pub use httparse::Header;
+pub use httparse::{EMPTY_HEADER, Header};
 
 /// The value of the first header called `name` (ASCII case-insensitive), if any.
 pub fn find_header<'a>(headers: &[Header<'a>], name: &str) -> Option<&'a [u8]> {
