@@ -348,7 +348,7 @@ impl<'c> BodyState<'c> {
                 }
                 let r = self.pos..self.pos + n;
                 self.pos += n;
-                self.total += n as u64;
+                self.total = self.total.saturating_add(n as u64);
                 Ok(Some(r))
             }
             BodyKind::Chunked => {
@@ -364,7 +364,7 @@ impl<'c> BodyState<'c> {
                     self.pos += d.consumed;
                     self.framing_done = d.done;
                     if len > 0 {
-                        self.total += len as u64;
+                        self.total = self.total.saturating_add(len as u64);
                         if self.total > self.limit {
                             return Err(too_large(self.limit));
                         }

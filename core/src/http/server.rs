@@ -285,6 +285,10 @@ impl<S: Stream> BodyReader<'_, S> {
         if r.is_err() {
             self.shared.body_failed.store(true, Ordering::Relaxed);
         }
+        if self.state.total() > 0 {
+            // The client is sending without waiting: no 100 is due any more.
+            self.shared.continue_sent.store(true, Ordering::Relaxed);
+        }
         self.shared.publish(&self.state);
         r
     }
@@ -1336,6 +1340,15 @@ mod tests {
         let rs = responses(&out[CONTINUE.len()..], &[]);
         assert_eq!(rs[0].body, b"hello");
         assert!(!rs[0].closes());
+        // Body bytes that came without waiting (all, or the first two): no 100 at all.
+        for read_size in [0, head.len() + 2] {
+            let (_, rs, io) = serve_bytes(&input, read_size, &config(), &[]);
+            assert!(
+                io.written().starts_with(b"HTTP/1.1 200 OK\r\n"),
+                "{read_size}"
+            );
+            assert_eq!(rs[0].body, b"hello");
+        }
     }
 
     #[test]
