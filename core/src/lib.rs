@@ -16,6 +16,8 @@ pub mod fill;
 pub mod md5;
 #[cfg(feature = "alloc")]
 pub mod pool;
+#[cfg(feature = "alloc")]
+pub mod rt;
 pub mod time;
 
 #[cfg(feature = "alloc")]

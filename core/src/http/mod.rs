@@ -6,10 +6,13 @@
 pub mod aws_chunked;
 pub mod body;
 pub mod chunked;
+pub mod client;
 pub mod head;
+pub mod io;
+pub mod server;
 pub mod write;
 
-pub use httparse::Header;
+pub use httparse::{EMPTY_HEADER, Header};
 
 /// The value of the first header called `name` (ASCII case-insensitive), if any.
 pub fn find_header<'a>(headers: &[Header<'a>], name: &str) -> Option<&'a [u8]> {

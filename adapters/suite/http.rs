@@ -1,0 +1,560 @@
+//! The HTTP engine suite over real TCP on 127.0.0.1, run on every runtime adapter: each
+//! adapter's `tests/http.rs` includes this file and calls `run_suite!(its block_on)`.
+//!
+//! Every test is generic over `Runtime` and bounded by an overall timeout, so a hang fails
+//! instead of blocking the run.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use ferry_core::http::body::{BodyKind, response_framing};
+use ferry_core::http::chunked::ChunkedDecoder;
+use ferry_core::http::client::{ClientConfig, ClientPool, Continue, connect};
+use ferry_core::http::head::{HeadParser, RequestHead, Status};
+use ferry_core::http::io::Timed;
+use ferry_core::http::server::{
+    BodyReader, Handler, ResponseWriter, ServerConfig, ServerHandle, serve,
+};
+use ferry_core::http::{EMPTY_HEADER, Header};
+use ferry_core::rt::{Runtime, Signal, Stream, timeout};
+use ferry_core::s3::S3Error;
+
+/// Generates one `#[test]` per suite function, each run with `$block_on`.
+macro_rules! run_suite {
+    ($block_on:path) => {
+        run_suite!(@tests $block_on,
+            keep_alive_serves_several_requests_on_one_connection,
+            pipelined_requests_are_answered_in_order,
+            continue_is_sent_only_when_the_handler_reads,
+            rejecting_before_reading_sends_no_continue,
+            client_waits_for_continue,
+            chunked_request_bodies_with_trailers,
+            large_bodies_stream_through,
+            silent_connections_time_out,
+            malformed_and_smuggling_requests_get_400_and_close,
+            oversized_heads_get_431,
+            client_pool_reuses_connections,
+            unblock_runs_off_the_reactor,
+            graceful_stop_finishes_requests,
+        );
+    };
+    (@tests $block_on:path, $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                $block_on(|rt| suite::bounded(rt, suite::$name)).expect("runtime");
+            }
+        )*
+    };
+}
+
+/// Run one test with a deadline.
+pub async fn bounded<R, F, Fut>(rt: R, test: F)
+where
+    R: Runtime,
+    F: FnOnce(R) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let clock = rt.clone();
+    timeout(&clock, Duration::from_secs(120), test(rt))
+        .await
+        .expect("test timed out");
+}
+
+/// A handler with one route per behaviour under test.
+#[derive(Debug, Default)]
+pub struct Suite {
+    /// `/gated`: the handler waits for this before reading the body.
+    gate: Signal,
+    /// `/slow`: requests in progress.
+    in_flight: AtomicU64,
+}
+
+impl Handler for Suite {
+    async fn handle<S: Stream>(
+        &self,
+        req: &RequestHead<'_, '_>,
+        body: &mut BodyReader<'_, S>,
+        res: &mut ResponseWriter<'_, S>,
+    ) -> Result<(), S3Error> {
+        let path = req.target.split('?').next().unwrap_or_default();
+        match path {
+            "/echo" | "/gated" => {
+                if path == "/gated" {
+                    self.gate.wait().await;
+                }
+                let mut got = Vec::new();
+                while let Some(chunk) = body.next_chunk().await? {
+                    got.extend_from_slice(chunk);
+                }
+                let mut hs = [EMPTY_HEADER; 8];
+                let trailer = body.trailers(&mut hs)?.first().map(|h| h.value.to_vec());
+                let trailer = trailer.unwrap_or_default();
+                let hs = [Header {
+                    name: "X-Trailer",
+                    value: &trailer,
+                }];
+                res.send(200, &hs, &got).await?;
+            }
+            "/count" => {
+                let mut n = 0u64;
+                while let Some(chunk) = body.next_chunk().await? {
+                    n += chunk.len() as u64;
+                }
+                res.send(200, &[], n.to_string().as_bytes()).await?;
+            }
+            "/reject" => res.send(403, &[], b"denied").await?,
+            "/slow" => {
+                self.in_flight.fetch_add(1, Ordering::SeqCst);
+                self.gate.wait().await;
+                res.send(200, &[], b"done").await?;
+            }
+            _ => res.send(404, &[], b"").await?,
+        }
+        Ok(())
+    }
+}
+
+async fn start<R: Runtime>(rt: &R, config: ServerConfig) -> (ServerHandle, Arc<Suite>) {
+    let handler = Arc::new(Suite::default());
+    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let server = serve(rt, addr, config, handler.clone())
+        .await
+        .expect("bind 127.0.0.1");
+    (server, handler)
+}
+
+/// A raw connection to the server, for byte-exact requests.
+struct Raw<R: Runtime> {
+    io: Timed<R, R::Stream>,
+    buf: Vec<u8>,
+}
+
+#[derive(Debug)]
+struct Resp {
+    status: u16,
+    headers: Vec<(String, Vec<u8>)>,
+    body: Vec<u8>,
+}
+
+impl Resp {
+    fn header(&self, name: &str) -> Option<&[u8]> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_slice())
+    }
+
+    fn closes(&self) -> bool {
+        self.header("connection") == Some(b"close")
+    }
+}
+
+impl<R: Runtime> Raw<R> {
+    async fn connect(rt: &R, addr: SocketAddr) -> Self {
+        let s = rt.connect(addr).await.expect("connect");
+        let t = Duration::from_secs(20);
+        Self {
+            io: Timed::new(rt.clone(), s, t, t),
+            buf: Vec::new(),
+        }
+    }
+
+    async fn send(&mut self, bytes: &[u8]) {
+        self.io.write_all(bytes).await.expect("write");
+    }
+
+    /// Read once more; `false` at EOF.
+    async fn fill(&mut self) -> bool {
+        let mut tmp = vec![0u8; 64 * 1024];
+        let n = Stream::read_send(&mut self.io, &mut tmp).await.unwrap_or(0);
+        self.buf.extend_from_slice(&tmp[..n]);
+        n > 0
+    }
+
+    /// Read with a short deadline; whether anything arrived.
+    async fn anything_within(&mut self, d: Duration) -> bool {
+        let clock = self.io.clock().clone();
+        let mut tmp = [0u8; 1024];
+        let got = timeout(&clock, d, Stream::read_send(&mut self.io, &mut tmp)).await;
+        match got {
+            Ok(Ok(n)) => {
+                self.buf.extend_from_slice(&tmp[..n]);
+                n > 0
+            }
+            _ => false,
+        }
+    }
+
+    /// Read one response (to a request with `method`).
+    async fn response(&mut self, method: &str) -> Resp {
+        loop {
+            let mut hs = [EMPTY_HEADER; 32];
+            let parsed = HeadParser::default()
+                .parse_response(&self.buf, &mut hs)
+                .expect("valid response head");
+            if let Status::Complete(h) = parsed {
+                let framing = response_framing(&h, method).expect("valid framing");
+                let headers = h
+                    .headers
+                    .iter()
+                    .map(|x| (x.name.to_string(), x.value.to_vec()))
+                    .collect();
+                let (status, len) = (h.status, h.len);
+                self.buf.drain(..len);
+                let body = self.body(framing.body).await;
+                return Resp {
+                    status,
+                    headers,
+                    body,
+                };
+            }
+            assert!(self.fill().await, "EOF before a response head");
+        }
+    }
+
+    async fn body(&mut self, kind: BodyKind) -> Vec<u8> {
+        match kind {
+            BodyKind::None => Vec::new(),
+            BodyKind::Length(n) => {
+                while (self.buf.len() as u64) < n {
+                    assert!(self.fill().await, "EOF in body");
+                }
+                self.buf.drain(..n as usize).collect()
+            }
+            BodyKind::Chunked => {
+                let mut d = ChunkedDecoder::default();
+                let mut body = Vec::new();
+                loop {
+                    let s = d.decode_borrowed(&self.buf).expect("valid chunks");
+                    body.extend_from_slice(s.data);
+                    let used = s.consumed;
+                    let done = s.done;
+                    self.buf.drain(..used);
+                    if done {
+                        return body;
+                    }
+                    if used == 0 {
+                        assert!(self.fill().await, "EOF in chunked body");
+                    }
+                }
+            }
+            BodyKind::CloseDelimited => {
+                while self.fill().await {}
+                std::mem::take(&mut self.buf)
+            }
+        }
+    }
+
+    /// Whether the server closed the connection (EOF with nothing more buffered).
+    async fn closed(&mut self) -> bool {
+        self.buf.is_empty() && !self.fill().await
+    }
+}
+
+pub async fn keep_alive_serves_several_requests_on_one_connection<R: Runtime>(rt: R) {
+    let (server, _) = start(&rt, ServerConfig::default()).await;
+    let mut c = Raw::connect(&rt, server.local_addr()).await;
+    for i in 0..3 {
+        let body = format!("request {i}");
+        let req = format!(
+            "PUT /echo HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        c.send(req.as_bytes()).await;
+        let r = c.response("PUT").await;
+        assert_eq!((r.status, r.body.as_slice()), (200, body.as_bytes()));
+        assert!(!r.closes());
+        assert!(r.header("date").is_some());
+    }
+    assert_eq!(server.accepted(), 1);
+    server.stop(&rt, Duration::from_secs(5)).await;
+}
+
+pub async fn pipelined_requests_are_answered_in_order<R: Runtime>(rt: R) {
+    let (server, _) = start(&rt, ServerConfig::default()).await;
+    let mut c = Raw::connect(&rt, server.local_addr()).await;
+    c.send(b"PUT /echo HTTP/1.1\r\nContent-Length: 5\r\n\r\nfirstGET /missing HTTP/1.1\r\n\r\nPUT /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nsecond\r\n0\r\n\r\n")
+        .await;
+    let a = c.response("PUT").await;
+    let b = c.response("GET").await;
+    let d = c.response("PUT").await;
+    assert_eq!((a.status, a.body.as_slice()), (200, &b"first"[..]));
+    assert_eq!(b.status, 404);
+    assert_eq!((d.status, d.body.as_slice()), (200, &b"second"[..]));
+    server.stop(&rt, Duration::from_secs(5)).await;
+}
+
+pub async fn continue_is_sent_only_when_the_handler_reads<R: Runtime>(rt: R) {
+    let (server, handler) = start(&rt, ServerConfig::default()).await;
+    let mut c = Raw::connect(&rt, server.local_addr()).await;
+    c.send(b"PUT /gated HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n")
+        .await;
+    // The handler has not read yet: no 100 (a negative check, bounded by a short wait).
+    assert!(!c.anything_within(Duration::from_millis(300)).await);
+    handler.gate.set();
+    let interim = c.response("PUT").await;
+    assert_eq!(interim.status, 100);
+    c.send(b"body").await;
+    let r = c.response("PUT").await;
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"body"[..]));
+    assert!(!r.closes());
+    server.stop(&rt, Duration::from_secs(5)).await;
+}
+
+pub async fn rejecting_before_reading_sends_no_continue<R: Runtime>(rt: R) {
+    let (server, _) = start(&rt, ServerConfig::default()).await;
+    let mut c = Raw::connect(&rt, server.local_addr()).await;
+    c.send(b"PUT /reject HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1000000\r\n\r\n")
+        .await;
+    let r = c.response("PUT").await;
+    assert_eq!((r.status, r.body.as_slice()), (403, &b"denied"[..]));
+    // The body was never asked for, so the connection cannot be kept in sync: closed.
+    assert!(r.closes());
+    assert!(c.closed().await);
+    server.stop(&rt, Duration::from_secs(5)).await;
+}
+
+pub async fn client_waits_for_continue<R: Runtime>(rt: R) {
+    let (server, handler) = start(&rt, ServerConfig::default()).await;
+    handler.gate.set();
+    let mut conn = connect(&rt, server.local_addr(), ClientConfig::default())
+        .await
+        .unwrap();
+    let mut w = conn
+        .request("PUT", "/echo", &[], BodyKind::Length(5), true)
+        .unwrap();
+    assert_eq!(w.wait_continue().await.unwrap(), Continue::Proceed);
+    w.write(b"hello").await.unwrap();
+    w.finish().await.unwrap();
+    let mut hs = [EMPTY_HEADER; 16];
+    let mut r = conn.response(&mut hs).await.unwrap();
+    assert_eq!(r.head.status, 200);
+    assert_eq!(r.body.next_chunk().await.unwrap(), Some(&b"hello"[..]));
+    assert_eq!(r.body.next_chunk().await.unwrap(), None);
+    assert!(conn.is_reusable());
+    // A rejecting handler answers at once: the client sends no body.
+    let mut w = conn
+        .request("PUT", "/reject", &[], BodyKind::Length(5), true)
+        .unwrap();
+    assert_eq!(w.wait_continue().await.unwrap(), Continue::Final);
+    w.finish().await.unwrap();
+    let mut hs = [EMPTY_HEADER; 16];
+    let mut r = conn.response(&mut hs).await.unwrap();
+    assert_eq!(r.head.status, 403);
+    assert_eq!(r.body.discard().await.unwrap(), 6);
+    assert!(!conn.is_reusable());
+    server.stop(&rt, Duration::from_secs(5)).await;
+}
+
+pub async fn chunked_request_bodies_with_trailers<R: Runtime>(rt: R) {
+    let (server, _) = start(&rt, ServerConfig::default()).await;
+    let mut c = Raw::connect(&rt, server.local_addr()).await;
+    c.send(b"PUT /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n4;ext=1\r\nWiki\r\n")
+        .await;
+    c.send(b"5\r\npedia\r\n0\r\nX-Checksum: abc\r\n\r\n").await;
+    let r = c.response("PUT").await;
+    assert_eq!(r.body, b"Wikipedia");
+    assert_eq!(r.header("x-trailer"), Some(&b"abc"[..]));
+    // The same through the client's chunked writer.
+    let mut conn = connect(&rt, server.local_addr(), ClientConfig::default())
+        .await
+        .unwrap();
+    let mut w = conn
+        .request("PUT", "/echo", &[], BodyKind::Chunked, false)
+        .unwrap();
+    for part in [&b"one "[..], b"two ", b"three"] {
+        w.write(part).await.unwrap();
+    }
+    let t = [Header {
+        name: "X-Checksum",
+        value: b"xyz",
+    }];
+    w.finish_with_trailers(&t).await.unwrap();
+    let mut hs = [EMPTY_HEADER; 16];
+    let mut r = conn.response(&mut hs).await.unwrap();
+    let trailer = ferry_core::http::find_header(r.head.headers, "x-trailer").map(<[u8]>::to_vec);
+    let mut body = Vec::new();
+    while let Some(c) = r.body.next_chunk().await.unwrap() {
+        body.extend_from_slice(c);
+    }
+    assert_eq!(body, b"one two three");
+    assert_eq!(trailer.as_deref(), Some(&b"xyz"[..]));
+    server.stop(&rt, Duration::from_secs(5)).await;
+}
+
+pub async fn large_bodies_stream_through<R: Runtime>(rt: R) {
+    let (server, _) = start(&rt, ServerConfig::default()).await;
+    let mut conn = connect(&rt, server.local_addr(), ClientConfig::default())
+        .await
+        .unwrap();
+    let block = vec![0xA5u8; 256 * 1024];
+    for (kind, total) in [
+        (BodyKind::Length(64 << 20), 64u64 << 20),
+        (BodyKind::Chunked, 16 << 20),
+    ] {
+        let mut w = conn.request("PUT", "/count", &[], kind, false).unwrap();
+        let mut sent = 0;
+        while sent < total {
+            w.write(&block).await.unwrap();
+            sent += block.len() as u64;
+        }
+        w.finish().await.unwrap();
+        let mut hs = [EMPTY_HEADER; 16];
+        let mut r = conn.response(&mut hs).await.unwrap();
+        assert_eq!(r.head.status, 200);
+        let mut body = [0u8; 32];
+        let n = r.body.read(&mut body).await.unwrap();
+        assert_eq!(&body[..n], total.to_string().as_bytes());
+        assert_eq!(r.body.read(&mut body).await.unwrap(), 0);
+    }
+    assert!(conn.is_reusable());
+    assert_eq!(server.accepted(), 1);
+    server.stop(&rt, Duration::from_secs(5)).await;
+}
+
+pub async fn silent_connections_time_out<R: Runtime>(rt: R) {
+    let config = ServerConfig {
+        header_timeout: Duration::from_millis(300),
+        linger: Duration::from_millis(300),
+        ..ServerConfig::default()
+    };
+    let (server, _) = start(&rt, config).await;
+    // Nothing sent: closed without a response.
+    let mut c = Raw::connect(&rt, server.local_addr()).await;
+    assert!(c.closed().await);
+    // Half a head: 400 RequestTimeout, then closed.
+    let mut c = Raw::connect(&rt, server.local_addr()).await;
+    c.send(b"GET / HTTP/1.1\r\nHost: slow").await;
+    let r = c.response("GET").await;
+    assert_eq!(r.status, 400);
+    assert!(r.closes());
+    assert!(c.closed().await);
+    server.stop(&rt, Duration::from_secs(5)).await;
+}
+
+pub async fn malformed_and_smuggling_requests_get_400_and_close<R: Runtime>(rt: R) {
+    let (server, _) = start(&rt, ServerConfig::default()).await;
+    let cases: &[&[u8]] = &[
+        b"GET / HTTP/1.1\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        b"GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n",
+        b"POST /echo HTTP/1.1\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nhello",
+        b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked, identity\r\n\r\n",
+        b"POST /echo HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n",
+        b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n-5\r\nhello\r\n0\r\n\r\n",
+        b"GET / HTTP/1.1\nHost: a\n\n",
+        b"GET /a b HTTP/1.1\r\n\r\n",
+        b"GET / HTTP/1.1\r\nBad Header: x\r\n\r\n",
+        b"GET / HTTP/1.1\r\nX: a\r\n folded\r\n\r\n",
+        b"GET / HTTP/3.0\r\n\r\n",
+    ];
+    for case in cases {
+        let mut c = Raw::connect(&rt, server.local_addr()).await;
+        c.send(case).await;
+        c.send(b"GET /echo HTTP/1.1\r\n\r\n").await;
+        let r = c.response("GET").await;
+        let shown = String::from_utf8_lossy(case);
+        assert_eq!(r.status, 400, "{shown}");
+        assert!(r.closes(), "{shown}");
+        assert!(
+            c.closed().await,
+            "the smuggled request must not be answered: {shown}"
+        );
+    }
+    server.stop(&rt, Duration::from_secs(5)).await;
+}
+
+pub async fn oversized_heads_get_431<R: Runtime>(rt: R) {
+    let (server, _) = start(&rt, ServerConfig::default()).await;
+    let mut c = Raw::connect(&rt, server.local_addr()).await;
+    let mut req = b"GET / HTTP/1.1\r\n".to_vec();
+    while req.len() < 80 * 1024 {
+        req.extend_from_slice(b"X-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n");
+    }
+    req.extend_from_slice(b"\r\n");
+    c.send(&req).await;
+    let r = c.response("GET").await;
+    assert_eq!(r.status, 431);
+    assert!(r.closes());
+    assert!(c.closed().await);
+    server.stop(&rt, Duration::from_secs(5)).await;
+}
+
+pub async fn client_pool_reuses_connections<R: Runtime>(rt: R) {
+    let (server, _) = start(&rt, ServerConfig::default()).await;
+    let addr = server.local_addr();
+    let pool = ClientPool::new(rt.clone(), ClientConfig::default());
+    for i in 0..5 {
+        let mut conn = pool.get(addr).await.unwrap();
+        let body = format!("n{i}");
+        conn.send_request("PUT", "/echo", &[], body.as_bytes())
+            .await
+            .unwrap();
+        let mut hs = [EMPTY_HEADER; 16];
+        let mut r = conn.response(&mut hs).await.unwrap();
+        assert_eq!(r.body.next_chunk().await.unwrap(), Some(body.as_bytes()));
+        assert_eq!(r.body.next_chunk().await.unwrap(), None);
+        pool.put(conn);
+    }
+    assert_eq!(server.accepted(), 1);
+    assert_eq!(pool.idle_count(), 1);
+    // A response left unread does not go back: the next request needs a new connection.
+    let mut conn = pool.get(addr).await.unwrap();
+    conn.send_request("PUT", "/echo", &[], b"unread")
+        .await
+        .unwrap();
+    {
+        let mut hs = [EMPTY_HEADER; 16];
+        let r = conn.response(&mut hs).await.unwrap();
+        assert_eq!(r.head.status, 200);
+    }
+    pool.put(conn);
+    assert_eq!(pool.idle_count(), 0);
+    let mut conn = pool.get(addr).await.unwrap();
+    conn.send_request("GET", "/missing", &[], b"")
+        .await
+        .unwrap();
+    let mut hs = [EMPTY_HEADER; 16];
+    assert_eq!(conn.response(&mut hs).await.unwrap().head.status, 404);
+    assert_eq!(server.accepted(), 2);
+    server.stop(&rt, Duration::from_secs(5)).await;
+}
+
+pub async fn unblock_runs_off_the_reactor<R: Runtime>(rt: R) {
+    let here = std::thread::current().id();
+    let (there, value) = rt
+        .unblock(|| {
+            std::thread::sleep(Duration::from_millis(10));
+            (std::thread::current().id(), 6 * 7)
+        })
+        .await;
+    assert_eq!(value, 42);
+    assert_ne!(there, here);
+    // Spawned tasks run to completion and hand back their output.
+    let task = rt.spawn(async { 5 + 5 });
+    assert_eq!(task.await, 10);
+}
+
+pub async fn graceful_stop_finishes_requests<R: Runtime>(rt: R) {
+    let (server, handler) = start(&rt, ServerConfig::default()).await;
+    let addr = server.local_addr();
+    // One idle connection, one with a request in progress.
+    let mut idle = Raw::connect(&rt, addr).await;
+    let mut busy = Raw::connect(&rt, addr).await;
+    busy.send(b"GET /slow HTTP/1.1\r\n\r\n").await;
+    while handler.in_flight.load(Ordering::SeqCst) == 0 {
+        rt.sleep(Duration::from_millis(5)).await;
+    }
+    server.shutdown();
+    assert!(idle.closed().await, "idle connections close at once");
+    handler.gate.set();
+    let r = busy.response("GET").await;
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"done"[..]));
+    assert!(r.closes());
+    assert!(server.stop(&rt, Duration::from_secs(5)).await);
+    assert_eq!(server.active(), 0);
+    assert!(rt.connect(addr).await.is_err(), "the listener is closed");
+}

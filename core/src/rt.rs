@@ -1,0 +1,337 @@
+//! The runtime traits the adapters implement, and runtime-generic helpers built on them.
+//!
+//! Core never picks a runtime: `ferry-tokio` and `ferry-smol` implement [`Runtime`] (sockets,
+//! timers, spawn, blocking work) and a binary picks one at run time. Everything generic — the
+//! HTTP server and client engines, the accept loop, timeouts — is written once, here and in
+//! [`crate::http`], over these traits.
+//!
+//! Every future a trait method returns is declared `Send`, and so is [`Stream`]'s I/O: plain
+//! `embedded-io-async` futures are opaque and cannot be proven `Send` in generic code, which
+//! would forbid spawning anything generic over a stream (a connection, a load-test worker).
+
+use core::fmt;
+use core::future::{Future, poll_fn};
+use core::net::SocketAddr;
+use core::pin::pin;
+use core::sync::atomic::{AtomicBool, Ordering};
+use core::task::Poll;
+use core::time::Duration;
+
+use embedded_io::ErrorKind;
+use embedded_io_async::{Read, Write};
+
+/// A connected byte stream (TCP): `embedded-io-async` `Read + Write` whose futures are `Send`.
+///
+/// The `*_send` methods do what `read`, `write` and `flush` do; implementations forward to
+/// them (for a concrete type the compiler sees that those futures are `Send`). Generic code in
+/// core calls the `*_send` forms so that what it builds can be spawned.
+pub trait Stream: Read + Write + Send {
+    /// [`Read::read`], with a `Send` future.
+    fn read_send(
+        &mut self,
+        buf: &mut [u8],
+    ) -> impl Future<Output = Result<usize, Self::Error>> + Send;
+
+    /// [`Write::write`], with a `Send` future.
+    fn write_send(&mut self, buf: &[u8])
+    -> impl Future<Output = Result<usize, Self::Error>> + Send;
+
+    /// [`Write::flush`], with a `Send` future.
+    fn flush_send(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Close the sending half (TCP FIN) while still reading, for a clean close.
+    fn shutdown_write(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send;
+}
+
+/// A source of time: monotonic for timeouts, wall clock for `Date` headers and SigV4.
+pub trait Clock: Clone + Send + Sync + 'static {
+    /// Monotonic time since an arbitrary origin fixed for the process.
+    fn now(&self) -> Duration;
+
+    /// Wall-clock time in Unix seconds.
+    fn unix_time(&self) -> i64;
+
+    /// A future that completes after `duration`.
+    fn sleep(&self, duration: Duration) -> impl Future<Output = ()> + Send + 'static;
+}
+
+/// A listening TCP socket.
+pub trait Listener: Send + Sync + 'static {
+    /// The streams it accepts.
+    type Stream: Stream + 'static;
+
+    /// Wait for the next connection (with `TCP_NODELAY` set) and its peer address.
+    fn accept(&self) -> impl Future<Output = Result<(Self::Stream, SocketAddr), ErrorKind>> + Send;
+
+    /// The address it listens on (with the port the OS picked for port 0).
+    fn local_addr(&self) -> Result<SocketAddr, ErrorKind>;
+}
+
+/// An async runtime: a [`Clock`], TCP sockets, blocking work and task spawning.
+pub trait Runtime: Clock {
+    /// A TCP connection.
+    type Stream: Stream + 'static;
+    /// A listening socket producing [`Runtime::Stream`]s.
+    type Listener: Listener<Stream = Self::Stream>;
+
+    /// Connect to `addr` (with `TCP_NODELAY` set).
+    fn connect(
+        &self,
+        addr: SocketAddr,
+    ) -> impl Future<Output = Result<Self::Stream, ErrorKind>> + Send;
+
+    /// Listen on `addr` (port 0 picks a free port).
+    fn bind(
+        &self,
+        addr: SocketAddr,
+    ) -> impl Future<Output = Result<Self::Listener, ErrorKind>> + Send;
+
+    /// Run a blocking closure (file I/O, hashing a big buffer) off the reactor threads.
+    fn unblock<T, F>(&self, f: F) -> impl Future<Output = T> + Send + 'static
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static;
+
+    /// Start `future` as a task of its own; it runs to completion whether or not the returned
+    /// handle is awaited (dropping the handle detaches it). Awaiting the handle gives the
+    /// output; a panic in the task is resumed in the awaiting task.
+    fn spawn<T, F>(&self, future: F) -> impl Future<Output = T> + Send + 'static
+    where
+        F: Future<Output = T> + Send + 'static,
+        T: Send + 'static;
+}
+
+/// The wall clock in Unix seconds, from `std` (what the adapters' [`Clock::unix_time`] uses).
+#[cfg(feature = "std")]
+pub fn system_unix_time() -> i64 {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    match SystemTime::now().duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        Err(e) => i64::try_from(e.duration().as_secs()).map_or(i64::MIN, |s| -s),
+    }
+}
+
+/// A future did not complete before its deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TimedOut;
+
+impl fmt::Display for TimedOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("timed out")
+    }
+}
+
+/// Run `future` for at most `duration`.
+///
+/// The future is polled first and the timer is only created if it is pending, so an operation
+/// that completes at once (data already buffered) costs no timer. No allocation: both futures
+/// are pinned in this one.
+pub async fn timeout<C: Clock, F: Future>(
+    clock: &C,
+    duration: Duration,
+    future: F,
+) -> Result<F::Output, TimedOut> {
+    let mut future = pin!(future);
+    let mut timer = pin!(None);
+    poll_fn(|cx| {
+        if let Poll::Ready(v) = future.as_mut().poll(cx) {
+            return Poll::Ready(Ok(v));
+        }
+        if timer.is_none() {
+            timer.set(Some(clock.sleep(duration)));
+        }
+        match timer.as_mut().as_pin_mut().map(|t| t.poll(cx)) {
+            Some(Poll::Ready(())) => Poll::Ready(Err(TimedOut)),
+            _ => Poll::Pending,
+        }
+    })
+    .await
+}
+
+/// Run `future` until `deadline` (a [`Clock::now`] value); immediately [`TimedOut`] if it is
+/// not ready and the deadline has passed.
+pub async fn timeout_at<C: Clock, F: Future>(
+    clock: &C,
+    deadline: Duration,
+    future: F,
+) -> Result<F::Output, TimedOut> {
+    let left = deadline.saturating_sub(clock.now());
+    timeout(clock, left, future).await
+}
+
+/// One of two outcomes, from [`race`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Either<A, B> {
+    /// The first future finished first.
+    Left(A),
+    /// The second future finished first.
+    Right(B),
+}
+
+/// Poll two futures until one is done (`a` first on every wake); the other is dropped.
+pub async fn race<A: Future, B: Future>(a: A, b: B) -> Either<A::Output, B::Output> {
+    let mut a = pin!(a);
+    let mut b = pin!(b);
+    poll_fn(|cx| {
+        if let Poll::Ready(v) = a.as_mut().poll(cx) {
+            return Poll::Ready(Either::Left(v));
+        }
+        b.as_mut().poll(cx).map(Either::Right)
+    })
+    .await
+}
+
+/// A one-way flag that tasks can wait on: set once, wakes every waiter.
+///
+/// Used for server shutdown: the accept loop and idle connections wait on it without a `Box`
+/// per wait (stack listeners).
+#[derive(Debug, Default)]
+pub struct Signal {
+    set: AtomicBool,
+    event: event_listener::Event,
+}
+
+impl Signal {
+    /// An unset signal.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Set the flag and wake every waiter; later waits return at once.
+    pub fn set(&self) {
+        self.set.store(true, Ordering::SeqCst);
+        self.event.notify(usize::MAX);
+    }
+
+    /// Whether [`Signal::set`] has been called.
+    pub fn is_set(&self) -> bool {
+        self.set.load(Ordering::SeqCst)
+    }
+
+    /// Wait until the flag is set.
+    pub async fn wait(&self) {
+        while !self.is_set() {
+            event_listener::listener!(self.event => listener);
+            // Checked again after registering, so a `set` in between is not missed.
+            if self.is_set() {
+                break;
+            }
+            listener.await;
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use alloc::sync::Arc;
+    use core::sync::atomic::AtomicU64;
+    use core::task::{Context, Waker};
+
+    /// Drive a future to completion on this thread; panics if it stalls (nothing in the unit
+    /// tests waits on real I/O, so a future pending many times in a row is a bug).
+    pub(crate) fn block_on<F: Future>(f: F) -> F::Output {
+        let mut f = pin!(f);
+        let mut cx = Context::from_waker(Waker::noop());
+        for _ in 0..1_000_000 {
+            if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+                return v;
+            }
+        }
+        panic!("future stalled");
+    }
+
+    /// A clock the test moves by hand; `sleep` completes once the clock has passed its end.
+    /// An `auto` clock jumps to the end of any sleep that is polled (time passes only while
+    /// everything else waits), so timeouts fire without real waiting.
+    #[derive(Debug, Clone, Default)]
+    pub(crate) struct TestClock {
+        nanos: Arc<AtomicU64>,
+        auto: bool,
+    }
+
+    impl TestClock {
+        pub(crate) fn auto() -> Self {
+            Self {
+                auto: true,
+                ..Self::default()
+            }
+        }
+
+        pub(crate) fn advance(&self, d: Duration) {
+            self.nanos.fetch_add(d.as_nanos() as u64, Ordering::SeqCst);
+        }
+    }
+
+    impl Clock for TestClock {
+        fn now(&self) -> Duration {
+            Duration::from_nanos(self.nanos.load(Ordering::SeqCst))
+        }
+        fn unix_time(&self) -> i64 {
+            784_111_777 + self.now().as_secs() as i64
+        }
+        fn sleep(&self, duration: Duration) -> impl Future<Output = ()> + Send + 'static {
+            let end = self.now() + duration;
+            let clock = self.clone();
+            poll_fn(move |_| {
+                if clock.auto && clock.now() < end {
+                    clock.nanos.store(end.as_nanos() as u64, Ordering::SeqCst);
+                }
+                if clock.now() >= end {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            })
+        }
+    }
+
+    #[test]
+    fn timeout_passes_ready_futures_through() {
+        let clock = TestClock::default();
+        assert_eq!(
+            block_on(timeout(&clock, Duration::ZERO, async { 7 })),
+            Ok(7)
+        );
+    }
+
+    #[test]
+    fn timeout_fires_when_the_clock_passes() {
+        let clock = TestClock::default();
+        let c = clock.clone();
+        let got = block_on(async move {
+            let never = core::future::pending::<()>();
+            let mut t = pin!(timeout(&c, Duration::from_secs(5), never));
+            // Pending until the clock moves past the deadline.
+            let first = poll_fn(|cx| Poll::Ready(t.as_mut().poll(cx))).await;
+            assert!(first.is_pending());
+            c.advance(Duration::from_secs(5));
+            t.await
+        });
+        assert_eq!(got, Err(TimedOut));
+        let d = clock.now() + Duration::from_secs(1);
+        clock.advance(Duration::from_secs(2));
+        let late = block_on(timeout_at(&clock, d, core::future::pending::<()>()));
+        assert_eq!(late, Err(TimedOut));
+    }
+
+    #[test]
+    fn race_prefers_the_first_and_drops_the_other() {
+        let got = block_on(race(async { 1 }, async { 2 }));
+        assert_eq!(got, Either::Left(1));
+        let got = block_on(race(core::future::pending::<u8>(), async { 2 }));
+        assert_eq!(got, Either::Right(2));
+    }
+
+    #[test]
+    fn signal_wakes_waiters_set_before_and_after() {
+        let s = Signal::new();
+        let mut w = pin!(s.wait());
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(w.as_mut().poll(&mut cx).is_pending());
+        s.set();
+        assert!(w.as_mut().poll(&mut cx).is_ready());
+        assert!(s.is_set());
+        block_on(s.wait());
+    }
+}
