@@ -250,7 +250,8 @@ impl HeadParser {
         if let Some(start) = self.start {
             let from = self.searched.max(start);
             let window = buf.get(from..limit).unwrap_or_default();
-            for (off, _) in window.iter().enumerate().filter(|&(_, &b)| b == b'\n') {
+            // Only the line feeds need looking at: `memchr` finds them a vector at a time.
+            for off in memchr::memchr_iter(b'\n', window) {
                 let i = from + off;
                 if i == 0 || buf.get(i - 1) != Some(&b'\r') {
                     return Err(malformed("bare LF in head"));
