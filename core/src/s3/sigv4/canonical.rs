@@ -118,8 +118,14 @@ fn requery<'a>(raw: &'a str, decoded: Cow<'_, [u8]>) -> Cow<'a, str> {
     }
 }
 
+/// Query pairs sorted on the stack; more go to the heap (requests carry a few at most).
+const INLINE_PAIRS: usize = 8;
+
 fn write_query(raw_query: &str, skip_signature: bool, out: &mut impl Sink) -> S3Result<()> {
-    let mut pairs: Vec<(Cow<'_, str>, Cow<'_, str>)> = Vec::new();
+    type Pair<'a> = (Cow<'a, str>, Cow<'a, str>);
+    let mut inline: [Pair<'_>; INLINE_PAIRS] = Default::default();
+    let mut len = 0;
+    let mut heap: Vec<Pair<'_>> = Vec::new();
     for piece in split_ascii(raw_query, b'&').filter(|p| !p.is_empty()) {
         let (name, value) = split_once_ascii(piece, b'=').unwrap_or((piece, ""));
         let name_dec = decode_bytes(name.as_bytes(), true)?;
@@ -127,8 +133,25 @@ fn write_query(raw_query: &str, skip_signature: bool, out: &mut impl Sink) -> S3
             continue;
         }
         let value_dec = decode_bytes(value.as_bytes(), true)?;
-        pairs.push((requery(name, name_dec), requery(value, value_dec)));
+        let pair = (requery(name, name_dec), requery(value, value_dec));
+        match inline.get_mut(len) {
+            Some(slot) if heap.is_empty() => {
+                *slot = pair;
+                len += 1;
+            }
+            _ => {
+                if heap.is_empty() {
+                    heap.extend(inline.iter_mut().map(core::mem::take));
+                }
+                heap.push(pair);
+            }
+        }
     }
+    let pairs = if heap.is_empty() {
+        inline.get_mut(..len).unwrap_or_default()
+    } else {
+        &mut heap[..]
+    };
     pairs.sort_unstable();
     for (i, (n, v)) in pairs.iter().enumerate() {
         if i > 0 {
@@ -187,6 +210,14 @@ impl<'l, 'h, 'b> SignedHeaders<'l, 'h, 'b> {
     /// The list as sent.
     pub(crate) fn list(&self) -> &'l str {
         self.list
+    }
+
+    /// Whether the list holds exactly `name`.
+    pub(crate) fn lists(&self, name: &str) -> bool {
+        match &self.inline {
+            Some(m) => m.names.get(..m.len).unwrap_or_default().contains(&name),
+            None => split_ascii(self.list, b';').any(|n| n == name),
+        }
     }
 
     /// Whether request header `i` is named in the list (ASCII case-insensitive).
@@ -252,7 +283,7 @@ impl<'l> Matched<'l> {
         for (o, h) in owner.iter_mut().zip(headers) {
             if let Some(k) = listed
                 .iter()
-                .position(|n| n.len() == h.name.len() && n.eq_ignore_ascii_case(h.name))
+                .position(|n| n.len() == h.name.len() && same_name(n, h.name))
             {
                 // `k` < INLINE_NAMES < NOT_SIGNED.
                 *o = k as u8;
@@ -265,6 +296,11 @@ impl<'l> Matched<'l> {
             has_upper: list.bytes().fold(false, |u, b| u | b.is_ascii_uppercase()),
         })
     }
+}
+
+/// ASCII case-insensitive equality, trying the exact match SDKs (lower-case names) give first.
+fn same_name(a: &str, b: &str) -> bool {
+    a == b || a.eq_ignore_ascii_case(b)
 }
 
 fn put_lowercase(name: &str, out: &mut impl Sink) {
@@ -458,6 +494,17 @@ mod tests {
             query("X-Amz-Signature=abc&X-Amz-Date=1", false),
             "X-Amz-Date=1&X-Amz-Signature=abc"
         );
+        // More pairs than are sorted on the stack.
+        let many: Vec<String> = (0..2 * INLINE_PAIRS)
+            .rev()
+            .map(|i| alloc::format!("k{i:02}=v+{i}"))
+            .collect();
+        let many = many.join("&");
+        assert_eq!(
+            query(&many, false),
+            reference::query(&many, false).expect("valid")
+        );
+        assert!(query(&many, false).starts_with("k00=v%200&k01=v%201&"));
         // Sorted by encoded name: `%` (0x25) sorts before letters.
         assert_eq!(query("b=1&%21=2", false), "%21=2&b=1");
         let mut out = Vec::new();
@@ -611,6 +658,9 @@ mod tests {
                 prop_assert_eq!(signed.is_signed(i), listed);
             }
             prop_assert!(!signed.is_signed(hs.len()));
+            for name in names.iter().map(String::as_str).chain(["host", "a-x", "zz", ""]) {
+                prop_assert_eq!(signed.lists(name), list.split(';').any(|n| n == name));
+            }
         }
 
         /// Borrowing unchanged components gives the same canonical query as re-encoding all.

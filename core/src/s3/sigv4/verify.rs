@@ -7,6 +7,7 @@ use alloc::string::String;
 use core::fmt;
 
 use hmac::Mac as _;
+use subtle::ConstantTimeEq as _;
 
 use super::canonical::{
     SignedHeaders, amz_bytes, canonical_request_sha256, split_ascii, split_once_ascii,
@@ -186,10 +187,6 @@ fn valid_signed_headers(list: &str) -> bool {
         .zip(next)
         .fold(false, |e, (&x, &y)| e | ((x == b';') & (y == b';')));
     allowed && first != b';' && last != b';' && !empty_name
-}
-
-fn signs_host(list: &str) -> bool {
-    split_ascii(list, b';').any(|n| n == header::HOST)
 }
 
 /// Parse the value of an `Authorization` header.
@@ -445,10 +442,27 @@ fn lookup_secret<'s>(store: &'s impl CredentialStore, id: &str) -> S3Result<Cow<
         .ok_or_else(|| S3Error::new(S3ErrorCode::InvalidAccessKeyId))
 }
 
+/// Whether `provided` is the hex (either case) of `computed`, compared in constant time.
+///
+/// Compares against the lower-case hex of `computed` with `A`-`F` folded to `a`-`f` (any other
+/// byte is left as is, so it cannot match a hex digit): cheaper than decoding `provided`.
 fn check_signature(provided: &str, computed: Signature) -> S3Result<()> {
-    match Signature::from_hex(provided) {
-        Some(p) if p == computed => Ok(()),
-        _ => Err(S3Error::new(S3ErrorCode::SignatureDoesNotMatch)),
+    let provided = provided.as_bytes();
+    let expected = computed.to_hex();
+    let same = provided.len() == expected.as_bytes().len() && {
+        let diff = provided
+            .iter()
+            .zip(expected.as_bytes())
+            .fold(0u8, |acc, (&p, &e)| {
+                let upper_hex = u8::from(p.wrapping_sub(b'A') < 6);
+                acc | ((p | (upper_hex << 5)) ^ e)
+            });
+        bool::from(diff.ct_eq(&0))
+    };
+    if same {
+        Ok(())
+    } else {
+        Err(S3Error::new(S3ErrorCode::SignatureDoesNotMatch))
     }
 }
 
@@ -465,7 +479,8 @@ pub fn verify_header_auth(
         .map_err(|_| malformed("The authorization header is malformed; it is not UTF-8."))?;
     let auth = parse_authorization(value)?;
     check_scope(auth.service, auth.region, region, malformed)?;
-    if !signs_host(auth.signed_headers) {
+    let signed = SignedHeaders::new(auth.signed_headers, req.headers);
+    if !signed.lists(header::HOST) {
         return Err(malformed(
             "'Host' must be a 'SignedHeader' in the AWS Authorization.",
         ));
@@ -496,13 +511,12 @@ pub fn verify_header_auth(
     let payload = PayloadHash::parse(content_sha256)?;
 
     // S3 refuses x-amz-* headers that are sent but not signed.
-    let signed = SignedHeaders::new(auth.signed_headers, req.headers);
     let unsigned = req.headers.iter().enumerate().any(|(i, h)| {
-        h.name
-            .as_bytes()
-            .get(..header::X_AMZ_PREFIX.len())
-            .is_some_and(|p| p.eq_ignore_ascii_case(header::X_AMZ_PREFIX.as_bytes()))
-            && !signed.is_signed(i)
+        !signed.is_signed(i)
+            && h.name
+                .as_bytes()
+                .get(..header::X_AMZ_PREFIX.len())
+                .is_some_and(|p| p.eq_ignore_ascii_case(header::X_AMZ_PREFIX.as_bytes()))
     });
     if unsigned {
         return Err(S3Error::with_message(
@@ -550,9 +564,26 @@ fn request_signature(
     canonical_sha256: &[u8; 32],
 ) -> Signature {
     let mut mac = key.mac();
+    // Gathered on the stack and fed in one piece, unless the scope is unusually long.
+    let mut buf = [0u8; 192];
+    let mut len = 0usize;
+    let mut fits = true;
     write_string_to_sign(time, scope, canonical_sha256, |piece| {
-        mac.update(piece.as_bytes());
+        match buf.get_mut(len..len.saturating_add(piece.len())) {
+            Some(dst) => {
+                dst.copy_from_slice(piece.as_bytes());
+                len += piece.len();
+            }
+            None => fits = false,
+        }
     });
+    if fits {
+        mac.update(buf.get(..len).unwrap_or_default());
+    } else {
+        write_string_to_sign(time, scope, canonical_sha256, |piece| {
+            mac.update(piece.as_bytes());
+        });
+    }
     Signature(mac.finalize().into_bytes().into())
 }
 
@@ -588,7 +619,8 @@ pub fn verify_presigned(
         query_error("Error parsing the X-Amz-Credential parameter; the Credential is mal-formed.")
     })?;
     check_scope(c.service, c.region, region, query_error)?;
-    if !signs_host(&params.signed_headers) {
+    let signed = SignedHeaders::new(&params.signed_headers, req.headers);
+    if !signed.lists(header::HOST) {
         return Err(query_error(
             "'host' must be a signed header (X-Amz-SignedHeaders)",
         ));
@@ -622,7 +654,6 @@ pub fn verify_presigned(
         service: c.service.into(),
     };
     let key = cache.signing_key(c.access_key_id, &secret, &scope);
-    let signed = SignedHeaders::new(&params.signed_headers, req.headers);
     let creq_sha256 = canonical_request_sha256(req, &signed, payload_str, true)?;
     let computed = request_signature(&key, params.time, &scope, &creq_sha256);
     check_signature(&params.signature, computed)?;
@@ -730,13 +761,105 @@ mod tests {
         );
     }
 
+    /// A scope too long for the string to sign's stack buffer takes the piecewise path.
+    #[test]
+    fn long_scopes_verify() {
+        use super::super::{Credentials, NoKeyCache, sign_request};
+        use crate::http::Header;
+        let now = 1_369_353_600;
+        let host = [Header {
+            name: "Host",
+            value: b"b.example",
+        }];
+        let unsigned = RequestParts {
+            method: "GET",
+            path: "/k",
+            query: "",
+            headers: &host,
+        };
+        let creds = Credentials::new("AK", "secret");
+        let store = MemoryCredentials::new().with("AK", "secret");
+        for region in ["us-east-1".into(), "r".repeat(300)] {
+            let sig = sign_request(
+                &unsigned,
+                UNSIGNED_PAYLOAD,
+                &creds,
+                &region,
+                now,
+                &mut NoKeyCache,
+            )
+            .expect("signable");
+            let mut bad = sig.authorization.clone();
+            let last = if bad.ends_with('0') { "1" } else { "0" };
+            bad.replace_range(bad.len() - 1.., last);
+            for (auth, ok) in [(&sig.authorization, true), (&bad, false)] {
+                let sent = [
+                    host[0],
+                    Header {
+                        name: "x-amz-date",
+                        value: sig.x_amz_date.as_bytes(),
+                    },
+                    Header {
+                        name: "x-amz-content-sha256",
+                        value: sig.x_amz_content_sha256.as_bytes(),
+                    },
+                    Header {
+                        name: "Authorization",
+                        value: auth.as_bytes(),
+                    },
+                ];
+                let req = RequestParts {
+                    headers: &sent,
+                    ..unsigned
+                };
+                let got = verify_request(&req, now, Some(&region), &store, &mut NoKeyCache);
+                match got {
+                    Ok(Some(v)) => assert!(ok && v.signing.scope.region == region),
+                    Err(e) => assert!(!ok && e.code == S3ErrorCode::SignatureDoesNotMatch),
+                    Ok(None) => panic!("signed request seen as anonymous"),
+                }
+            }
+        }
+    }
+
     use proptest::prelude::*;
 
     proptest! {
+        /// The hex comparison accepts exactly what decoding with `Signature::from_hex` accepts.
+        #[test]
+        fn signature_check_agrees_with_decoding(
+            bytes in any::<[u8; 32]>(),
+            upper in any::<u64>(),
+            // Bytes one bit away from hex digits, or anything.
+            edit in proptest::option::of((0usize..66, prop_oneof![
+                proptest::sample::select(&['\u{10}', '\u{19}', '@', 'G', '`', 'g', 'P', 'p', '/', ':'][..]),
+                any::<char>(),
+            ])),
+        ) {
+            let computed = Signature(bytes);
+            let mut provided: alloc::vec::Vec<char> = computed
+                .to_hex()
+                .as_str()
+                .chars()
+                .enumerate()
+                .map(|(i, c)| if (upper >> (i % 64)) & 1 == 1 { c.to_ascii_uppercase() } else { c })
+                .collect();
+            if let Some((at, c)) = edit {
+                if at < provided.len() {
+                    provided[at] = c;
+                } else {
+                    provided.push(c);
+                }
+            }
+            let provided: String = provided.into_iter().collect();
+            let decoded = Signature::from_hex(&provided) == Some(computed);
+            prop_assert_eq!(check_signature(&provided, computed).is_ok(), decoded, "{}", provided);
+        }
+
         /// The one-pass checks agree with the plain `split` forms they replace.
         #[test]
         fn list_and_credential_checks_agree_with_split(
-            list in "(host|[a-z0-9_-]{1,3}|;|;|A| ){0,6}",
+            list in "(host|[a-z0-9_-]{1,3}|;|;|A| |[!-~\u{80}]){0,6}",
             credential in "[ab/]{0,4}(/[0-9]{7,9}){0,1}(/[a-z-]{0,3}){0,2}(/aws4_request)?",
         ) {
             let reference = !list.is_empty()
@@ -749,7 +872,6 @@ mod tests {
                         })
                 });
             prop_assert_eq!(valid_signed_headers(&list), reference);
-            prop_assert_eq!(signs_host(&list), list.split(';').any(|n| n == "host"));
 
             let mut it = credential.rsplitn(5, '/');
             let parts: alloc::vec::Vec<&str> = (&mut it).take(5).collect();
