@@ -4,7 +4,9 @@
 //! (or [`HeadParser::parse_response`]) after each read. Until the blank line that ends the head
 //! has arrived the answer is [`Status::Partial`]; the parser remembers how far it has searched,
 //! so each byte is scanned for the end of head once, and `httparse` runs once on the complete
-//! head. The result borrows the caller's buffer and header storage (zero copy).
+//! head. The first read of a message usually holds the whole head, so `httparse` is tried on it
+//! directly (the scan then only checks for bare LFs); if that read was partial, it has been
+//! parsed twice. The result borrows the caller's buffer and header storage (zero copy).
 //!
 //! Every error from this module means the byte stream can no longer be trusted: answer with the
 //! error's status, send `Connection: close` and close the connection.
@@ -160,6 +162,50 @@ impl HeadParser {
         buf: &'b [u8],
         headers: &'h mut [Header<'b>],
     ) -> S3Result<Status<RequestHead<'b, 'h>>> {
+        if self.searched == 0 && self.start.is_none() {
+            // First look at this message: the whole head usually came in one read, so let
+            // `httparse` find its end, and check on top only what it lets through (bare LF).
+            // Anything else (partial, error, limits) takes the scanning path below, which
+            // gives the exact answer; a slow sender's first read is thus parsed twice at most.
+            let limit = buf.len().min(self.limits.max_head_len);
+            let n = headers.len().min(self.limits.max_headers);
+            let parsed = {
+                let mut req = httparse::Request::new(headers.get_mut(..n).unwrap_or_default());
+                match req.parse(buf.get(..limit).unwrap_or_default()) {
+                    Ok(Status::Complete(end)) => match (req.method, req.path, req.version) {
+                        (Some(m), Some(t), Some(v)) => Some((m, t, v, req.headers.len(), end)),
+                        _ => None,
+                    },
+                    _ => None,
+                }
+            };
+            if let Some((method, target, minor, count, end)) = parsed {
+                if let (false, true, Ok(version)) = (
+                    has_bare_lf(buf, 0, end),
+                    target.len() <= self.limits.max_target_len,
+                    Version::from_minor(minor),
+                ) {
+                    let headers: &'h [Header<'b>] = headers;
+                    return Ok(Status::Complete(RequestHead {
+                        method,
+                        target,
+                        version,
+                        // `httparse` fills the storage from its start.
+                        headers: headers.get(..count).unwrap_or_default(),
+                        len: end,
+                    }));
+                }
+            }
+        }
+        self.parse_request_scanned(buf, headers)
+    }
+
+    /// [`Self::parse_request`] by scanning for the end of head first, then `httparse`.
+    fn parse_request_scanned<'b, 'h>(
+        &mut self,
+        buf: &'b [u8],
+        headers: &'h mut [Header<'b>],
+    ) -> S3Result<Status<RequestHead<'b, 'h>>> {
         let Some(end) = self.head_end(buf, true)? else {
             return Ok(Status::Partial);
         };
@@ -194,6 +240,46 @@ impl HeadParser {
     /// `RequestHeaderSectionTooLarge` (head or field count over the limit) and 400
     /// `InvalidRequest` (malformed); all of them must close.
     pub fn parse_response<'b, 'h>(
+        &mut self,
+        buf: &'b [u8],
+        headers: &'h mut [Header<'b>],
+    ) -> S3Result<Status<ResponseHead<'b, 'h>>> {
+        if self.searched == 0 && self.start.is_none() {
+            // As in `parse_request`: `httparse` first on a message's first read.
+            let limit = buf.len().min(self.limits.max_head_len);
+            let n = headers.len().min(self.limits.max_headers);
+            let parsed = {
+                let mut res = httparse::Response::new(headers.get_mut(..n).unwrap_or_default());
+                match res.parse(buf.get(..limit).unwrap_or_default()) {
+                    Ok(Status::Complete(end)) => match (res.version, res.code, res.reason) {
+                        (Some(v), Some(c), Some(r)) => Some((v, c, r, res.headers.len(), end)),
+                        _ => None,
+                    },
+                    _ => None,
+                }
+            };
+            if let Some((minor, status, reason, count, end)) = parsed {
+                if let (false, true, Ok(version)) = (
+                    has_bare_lf(buf, 0, end),
+                    status >= 100,
+                    Version::from_minor(minor),
+                ) {
+                    let headers: &'h [Header<'b>] = headers;
+                    return Ok(Status::Complete(ResponseHead {
+                        version,
+                        status,
+                        reason,
+                        headers: headers.get(..count).unwrap_or_default(),
+                        len: end,
+                    }));
+                }
+            }
+        }
+        self.parse_response_scanned(buf, headers)
+    }
+
+    /// [`Self::parse_response`] by scanning for the end of head first, then `httparse`.
+    fn parse_response_scanned<'b, 'h>(
         &mut self,
         buf: &'b [u8],
         headers: &'h mut [Header<'b>],
@@ -250,7 +336,8 @@ impl HeadParser {
         if let Some(start) = self.start {
             let from = self.searched.max(start);
             let window = buf.get(from..limit).unwrap_or_default();
-            for (off, _) in window.iter().enumerate().filter(|&(_, &b)| b == b'\n') {
+            // Only the line feeds need looking at: `memchr` finds them a vector at a time.
+            for off in memchr::memchr_iter(b'\n', window) {
                 let i = from + off;
                 if i == 0 || buf.get(i - 1) != Some(&b'\r') {
                     return Err(malformed("bare LF in head"));
@@ -276,6 +363,21 @@ impl HeadParser {
         }
         Ok(Status::Partial)
     }
+}
+
+/// Whether `buf[from..to]` holds a `\n` that does not follow a `\r` (looking back before `from`).
+fn has_bare_lf(buf: &[u8], from: usize, to: usize) -> bool {
+    if from == 0 && buf.first() == Some(&b'\n') {
+        return true;
+    }
+    let lo = from.max(1);
+    let (Some(prev), Some(cur)) = (buf.get(lo - 1..to.saturating_sub(1)), buf.get(lo..to)) else {
+        return false;
+    };
+    // Branch-free, so that it runs a vector at a time.
+    prev.iter()
+        .zip(cur)
+        .fold(false, |bare, (&p, &c)| bare | ((c == b'\n') & (p != b'\r')))
 }
 
 fn malformed(what: &'static str) -> S3Error {
@@ -554,6 +656,84 @@ mod tests {
             }
         };
         len.map_err(|e| e.code)
+    }
+
+    /// Full answer of the `httparse`-first path and of the scanning path, on fresh parsers.
+    fn both_paths(buf: &[u8], limits: HeadLimits, response: bool) -> [alloc::string::String; 2] {
+        let mut out = [0, 1].map(|_| alloc::string::String::new());
+        for (scanned, o) in out.iter_mut().enumerate() {
+            let mut p = HeadParser::new(limits);
+            let mut hs = [EMPTY_HEADER; 8];
+            *o = match (response, scanned == 1) {
+                (false, false) => alloc::format!("{:?}", p.parse_request(buf, &mut hs)),
+                (false, true) => alloc::format!("{:?}", p.parse_request_scanned(buf, &mut hs)),
+                (true, false) => alloc::format!("{:?}", p.parse_response(buf, &mut hs)),
+                (true, true) => alloc::format!("{:?}", p.parse_response_scanned(buf, &mut hs)),
+            };
+        }
+        out
+    }
+
+    #[test]
+    fn bare_lf_check_looks_back() {
+        assert!(has_bare_lf(b"\n", 0, 1));
+        assert!(has_bare_lf(b"a\r\n\n", 0, 4));
+        assert!(!has_bare_lf(b"a\r\n\n", 0, 3));
+        assert!(
+            has_bare_lf(b"a\r\n\n", 3, 4),
+            "the byte before `from` counts"
+        );
+        assert!(!has_bare_lf(b"\r\n", 1, 2));
+        assert!(!has_bare_lf(b"\n", 1, 1));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        /// The `httparse`-first path answers exactly as scanning first does.
+        #[test]
+        fn fast_path_agrees_with_scanning(
+            lines in proptest::collection::vec(
+                prop_oneof![
+                    6 => Just(&b"Host: a\r\n"[..]),
+                    2 => Just(&b"X-A:  v  a \r\n"[..]),
+                    2 => Just(&b"a:\r\n"[..]),
+                    2 => Just(&b"\r\n"[..]),
+                    1 => Just(&b"\n"[..]),
+                    1 => Just(&b"\r"[..]),
+                    1 => Just(&b" b\r\n"[..]),
+                    1 => Just(&b"Bad Name: x\r\n"[..]),
+                    1 => Just(&b"x"[..]),
+                ],
+                0..12,
+            ),
+            start in prop_oneof![
+                Just(&b"GET /a HTTP/1.1\r\n"[..]),
+                Just(&b"\r\nPUT /0123456789 HTTP/1.0\r\n"[..]),
+                Just(&b"GET / HTTP/1.2\r\n"[..]),
+                Just(&b"HTTP/1.1 200 OK\r\n"[..]),
+                Just(&b"HTTP/1.0 404 \r\n"[..]),
+                Just(&b"HTTP/1.1 099 X\r\n"[..]),
+                Just(&b"\nGET / HTTP/1.1\r\n"[..]),
+            ],
+            end in prop_oneof![Just(&b"\r\n"[..]), Just(&b""[..])],
+            limits in (16usize..120, 1usize..10, 1usize..12),
+        ) {
+            let mut buf = start.to_vec();
+            for l in &lines {
+                buf.extend_from_slice(l);
+            }
+            buf.extend_from_slice(end);
+            let limits = HeadLimits {
+                max_head_len: limits.0,
+                max_headers: limits.1,
+                max_target_len: limits.2,
+            };
+            for response in [false, true] {
+                let [fast, scanned] = both_paths(&buf, limits, response);
+                prop_assert_eq!(fast, scanned, "{:?}", alloc::string::String::from_utf8_lossy(&buf));
+            }
+        }
     }
 
     proptest! {

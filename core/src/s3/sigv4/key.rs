@@ -145,7 +145,7 @@ impl SigningKeyCache {
             .find(|e| {
                 e.access_key_id == id
                     && e.scope == *scope
-                    && bool::from(e.secret.as_bytes().ct_eq(secret.as_bytes()))
+                    && same_secret(e.secret.as_bytes(), secret.as_bytes())
             })
             .map(|e| e.key)
     }
@@ -171,6 +171,18 @@ impl SigningKeyCache {
             self.next = (self.next + 1) % self.capacity;
         }
     }
+}
+
+/// Constant-time equality of two secrets (only their lengths may leak).
+///
+/// The byte differences are OR-ed together and only the result goes through `subtle`:
+/// `subtle`'s slice comparison puts an optimisation barrier on every byte.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    diff.ct_eq(&0).into()
 }
 
 impl KeyCache for SigningKeyCache {

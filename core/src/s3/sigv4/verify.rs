@@ -6,10 +6,17 @@ use alloc::format;
 use alloc::string::String;
 use core::fmt;
 
+use hmac::Mac as _;
+use subtle::ConstantTimeEq as _;
+
+use super::canonical::{
+    SignedHeaders, amz_bytes, canonical_request_sha256, split_ascii, split_once_ascii,
+    write_string_to_sign,
+};
 use super::{
     ALGORITHM, CredentialScope, KeyCache, MAX_CLOCK_SKEW, MAX_PRESIGNED_EXPIRES, PayloadHash,
-    RequestParts, SCOPE_TERMINATOR, SERVICE, Signature, SigningContext, UNSIGNED_PAYLOAD,
-    canonical_request, header, query, sign, string_to_sign,
+    RequestParts, SCOPE_TERMINATOR, SERVICE, Signature, SigningContext, SigningKey,
+    UNSIGNED_PAYLOAD, header, query,
 };
 use crate::http::find_header;
 use crate::s3::uri::decode;
@@ -116,14 +123,20 @@ struct Credential<'a> {
     service: &'a str,
 }
 
-/// Split `<key id>/<yyyymmdd>/<region>/<service>/aws4_request`.
+/// Split `<key id>/<yyyymmdd>/<region>/<service>/aws4_request` (the key id may hold `/`).
 fn parse_credential(s: &str) -> Option<Credential<'_>> {
-    let mut it = s.rsplitn(5, '/');
-    let terminator = it.next()?;
-    let service = it.next()?;
-    let region = it.next()?;
-    let date = it.next()?;
-    let access_key_id = it.next()?;
+    let mut slashes = memchr::memrchr_iter(b'/', s.as_bytes());
+    let (t, v, r, d) = (
+        slashes.next()?,
+        slashes.next()?,
+        slashes.next()?,
+        slashes.next()?,
+    );
+    let terminator = s.get(t + 1..)?;
+    let service = s.get(v + 1..t)?;
+    let region = s.get(r + 1..v)?;
+    let date = s.get(d + 1..r)?;
+    let access_key_id = s.get(..d)?;
     let ok = terminator == SCOPE_TERMINATOR
         && !service.is_empty()
         && !region.is_empty()
@@ -146,19 +159,34 @@ fn query_error(msg: impl Into<Cow<'static, str>>) -> S3Error {
     S3Error::with_message(S3ErrorCode::AuthorizationQueryParametersError, msg)
 }
 
+/// Bytes of a signed header list: lower-case `tchar`s and the `;` between names.
+const SIGNED_LIST_BYTE: [bool; 256] = {
+    let allowed = b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz;";
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < allowed.len() {
+        t[allowed[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
 /// Signed header lists are lower-case header names joined by `;`.
 fn valid_signed_headers(list: &str) -> bool {
-    !list.is_empty()
-        && list.split(';').all(|n| {
-            !n.is_empty()
-                && n.bytes().all(|b| {
-                    b.is_ascii_lowercase() || b.is_ascii_digit() || b"!#$%&'*+-.^_`|~".contains(&b)
-                })
-        })
-}
-
-fn signs_host(list: &str) -> bool {
-    list.split(';').any(|n| n == header::HOST)
+    let b = list.as_bytes();
+    let (Some(&first), Some(&last)) = (b.first(), b.last()) else {
+        return false;
+    };
+    // Folds without early exit run a vector at a time on these ~100-byte lists.
+    let allowed = b
+        .iter()
+        .fold(true, |ok, &c| ok & SIGNED_LIST_BYTE[usize::from(c)]);
+    let next = b.get(1..).unwrap_or_default();
+    let empty_name = b
+        .iter()
+        .zip(next)
+        .fold(false, |e, (&x, &y)| e | ((x == b';') & (y == b';')));
+    allowed && first != b';' && last != b';' && !empty_name
 }
 
 /// Parse the value of an `Authorization` header.
@@ -167,8 +195,7 @@ fn signs_host(list: &str) -> bool {
 /// have exactly `Credential=`, `SignedHeaders=` and `Signature=` is `AuthorizationHeaderMalformed`.
 pub fn parse_authorization(value: &str) -> S3Result<AuthorizationHeader<'_>> {
     let value = value.trim();
-    let (algorithm, rest) = value
-        .split_once(' ')
+    let (algorithm, rest) = split_once_ascii(value, b' ')
         .ok_or_else(|| malformed("The authorization header is malformed."))?;
     if algorithm != ALGORITHM {
         return Err(S3Error::with_message(
@@ -177,9 +204,9 @@ pub fn parse_authorization(value: &str) -> S3Result<AuthorizationHeader<'_>> {
         ));
     }
     let (mut credential, mut signed_headers, mut signature) = (None, None, None);
-    for part in rest.split(',') {
+    for part in split_ascii(rest, b',') {
         let part = part.trim();
-        let (k, v) = part.split_once('=').ok_or_else(|| {
+        let (k, v) = split_once_ascii(part, b'=').ok_or_else(|| {
             malformed("The authorization header is malformed; each component must be key=value.")
         })?;
         let slot = match k {
@@ -260,9 +287,8 @@ pub fn parse_presigned(raw_query: &str) -> S3Result<Option<PresignedQuery<'_>>> 
         query::X_AMZ_SIGNATURE,
         query::X_AMZ_CONTENT_SHA256,
     ];
-    for piece in raw_query.split('&').filter(|p| !p.is_empty()) {
-        let (name, value) = piece.split_once('=').unwrap_or((piece, ""));
-        // Parameter names of interest never need decoding; compare raw first to skip others cheaply.
+    for piece in split_ascii(raw_query, b'&').filter(|p| !p.is_empty()) {
+        let (name, value) = split_once_ascii(piece, b'=').unwrap_or((piece, ""));
         let name = decode(name, true)?;
         let Some(i) = NAMES.iter().position(|n| *n == name) else {
             continue;
@@ -416,10 +442,27 @@ fn lookup_secret<'s>(store: &'s impl CredentialStore, id: &str) -> S3Result<Cow<
         .ok_or_else(|| S3Error::new(S3ErrorCode::InvalidAccessKeyId))
 }
 
+/// Whether `provided` is the hex (either case) of `computed`, compared in constant time.
+///
+/// Compares against the lower-case hex of `computed` with `A`-`F` folded to `a`-`f` (any other
+/// byte is left as is, so it cannot match a hex digit): cheaper than decoding `provided`.
 fn check_signature(provided: &str, computed: Signature) -> S3Result<()> {
-    match Signature::from_hex(provided) {
-        Some(p) if p == computed => Ok(()),
-        _ => Err(S3Error::new(S3ErrorCode::SignatureDoesNotMatch)),
+    let provided = provided.as_bytes();
+    let expected = computed.to_hex();
+    let same = provided.len() == expected.as_bytes().len() && {
+        let diff = provided
+            .iter()
+            .zip(expected.as_bytes())
+            .fold(0u8, |acc, (&p, &e)| {
+                let upper_hex = u8::from(p.wrapping_sub(b'A') < 6);
+                acc | ((p | (upper_hex << 5)) ^ e)
+            });
+        bool::from(diff.ct_eq(&0))
+    };
+    if same {
+        Ok(())
+    } else {
+        Err(S3Error::new(S3ErrorCode::SignatureDoesNotMatch))
     }
 }
 
@@ -436,14 +479,15 @@ pub fn verify_header_auth(
         .map_err(|_| malformed("The authorization header is malformed; it is not UTF-8."))?;
     let auth = parse_authorization(value)?;
     check_scope(auth.service, auth.region, region, malformed)?;
-    if !signs_host(auth.signed_headers) {
+    let signed = SignedHeaders::new(auth.signed_headers, req.headers);
+    if !signed.lists(header::HOST) {
         return Err(malformed(
             "'Host' must be a 'SignedHeader' in the AWS Authorization.",
         ));
     }
 
     let time = request_time(req)?;
-    if auth.date.as_bytes() != alloc::string::ToString::to_string(&time.date_stamp()).as_bytes() {
+    if !is_date_stamp_of(auth.date, time) {
         return Err(malformed(format!(
             "Invalid credential date \"{}\". This date is not the same as X-Amz-Date: \"{}\".",
             auth.date,
@@ -467,15 +511,12 @@ pub fn verify_header_auth(
     let payload = PayloadHash::parse(content_sha256)?;
 
     // S3 refuses x-amz-* headers that are sent but not signed.
-    let unsigned = req.headers.iter().any(|h| {
-        h.name
-            .as_bytes()
-            .get(..header::X_AMZ_PREFIX.len())
-            .is_some_and(|p| p.eq_ignore_ascii_case(header::X_AMZ_PREFIX.as_bytes()))
-            && !auth
-                .signed_headers
-                .split(';')
-                .any(|n| n.eq_ignore_ascii_case(h.name))
+    let unsigned = req.headers.iter().enumerate().any(|(i, h)| {
+        !signed.is_signed(i)
+            && h.name
+                .as_bytes()
+                .get(..header::X_AMZ_PREFIX.len())
+                .is_some_and(|p| p.eq_ignore_ascii_case(header::X_AMZ_PREFIX.as_bytes()))
     });
     if unsigned {
         return Err(S3Error::with_message(
@@ -491,8 +532,8 @@ pub fn verify_header_auth(
         service: auth.service.into(),
     };
     let key = cache.signing_key(auth.access_key_id, &secret, &scope);
-    let creq = canonical_request(req, auth.signed_headers, content_sha256, false)?;
-    let computed = sign(&key, string_to_sign(time, &scope, &creq).as_bytes());
+    let creq_sha256 = canonical_request_sha256(req, &signed, content_sha256, false)?;
+    let computed = request_signature(&key, time, &scope, &creq_sha256);
     check_signature(auth.signature, computed)?;
     Ok(VerifiedRequest {
         access_key_id: auth.access_key_id.into(),
@@ -505,6 +546,45 @@ pub fn verify_header_auth(
             seed_signature: computed,
         },
     })
+}
+
+/// Whether `date` is the `yyyymmdd` date stamp of `time`.
+fn is_date_stamp_of(date: &str, time: DateTime) -> bool {
+    match amz_bytes(time) {
+        Some(b) => b.get(..8) == Some(date.as_bytes()),
+        None => date == alloc::string::ToString::to_string(&time.date_stamp()),
+    }
+}
+
+/// `sign(key, string_to_sign(..))`, with the string to sign fed straight into the HMAC.
+fn request_signature(
+    key: &SigningKey,
+    time: DateTime,
+    scope: &CredentialScope,
+    canonical_sha256: &[u8; 32],
+) -> Signature {
+    let mut mac = key.mac();
+    // Gathered on the stack and fed in one piece, unless the scope is unusually long.
+    let mut buf = [0u8; 192];
+    let mut len = 0usize;
+    let mut fits = true;
+    write_string_to_sign(time, scope, canonical_sha256, |piece| {
+        match buf.get_mut(len..len.saturating_add(piece.len())) {
+            Some(dst) => {
+                dst.copy_from_slice(piece.as_bytes());
+                len += piece.len();
+            }
+            None => fits = false,
+        }
+    });
+    if fits {
+        mac.update(buf.get(..len).unwrap_or_default());
+    } else {
+        write_string_to_sign(time, scope, canonical_sha256, |piece| {
+            mac.update(piece.as_bytes());
+        });
+    }
+    Signature(mac.finalize().into_bytes().into())
 }
 
 /// The request time of header auth: `x-amz-date`, else `Date`.
@@ -539,16 +619,17 @@ pub fn verify_presigned(
         query_error("Error parsing the X-Amz-Credential parameter; the Credential is mal-formed.")
     })?;
     check_scope(c.service, c.region, region, query_error)?;
-    if !signs_host(&params.signed_headers) {
+    let signed = SignedHeaders::new(&params.signed_headers, req.headers);
+    if !signed.lists(header::HOST) {
         return Err(query_error(
             "'host' must be a signed header (X-Amz-SignedHeaders)",
         ));
     }
-    let stamp = alloc::string::ToString::to_string(&params.time.date_stamp());
-    if c.date != stamp {
+    if !is_date_stamp_of(c.date, params.time) {
         return Err(query_error(format!(
-            "Invalid credential date \"{}\". This date is not the same as X-Amz-Date: \"{stamp}\".",
-            c.date
+            "Invalid credential date \"{}\". This date is not the same as X-Amz-Date: \"{}\".",
+            c.date,
+            params.time.date_stamp()
         )));
     }
     let signed_at = params.time.to_unix();
@@ -573,8 +654,8 @@ pub fn verify_presigned(
         service: c.service.into(),
     };
     let key = cache.signing_key(c.access_key_id, &secret, &scope);
-    let creq = canonical_request(req, &params.signed_headers, payload_str, true)?;
-    let computed = sign(&key, string_to_sign(params.time, &scope, &creq).as_bytes());
+    let creq_sha256 = canonical_request_sha256(req, &signed, payload_str, true)?;
+    let computed = request_signature(&key, params.time, &scope, &creq_sha256);
     check_signature(&params.signature, computed)?;
     Ok(VerifiedRequest {
         access_key_id: c.access_key_id.into(),
@@ -678,5 +759,134 @@ mod tests {
                 .expires,
             604_800
         );
+    }
+
+    /// A scope too long for the string to sign's stack buffer takes the piecewise path.
+    #[test]
+    fn long_scopes_verify() {
+        use super::super::{Credentials, NoKeyCache, sign_request};
+        use crate::http::Header;
+        let now = 1_369_353_600;
+        let host = [Header {
+            name: "Host",
+            value: b"b.example",
+        }];
+        let unsigned = RequestParts {
+            method: "GET",
+            path: "/k",
+            query: "",
+            headers: &host,
+        };
+        let creds = Credentials::new("AK", "secret");
+        let store = MemoryCredentials::new().with("AK", "secret");
+        for region in ["us-east-1".into(), "r".repeat(300)] {
+            let sig = sign_request(
+                &unsigned,
+                UNSIGNED_PAYLOAD,
+                &creds,
+                &region,
+                now,
+                &mut NoKeyCache,
+            )
+            .expect("signable");
+            let mut bad = sig.authorization.clone();
+            let last = if bad.ends_with('0') { "1" } else { "0" };
+            bad.replace_range(bad.len() - 1.., last);
+            for (auth, ok) in [(&sig.authorization, true), (&bad, false)] {
+                let sent = [
+                    host[0],
+                    Header {
+                        name: "x-amz-date",
+                        value: sig.x_amz_date.as_bytes(),
+                    },
+                    Header {
+                        name: "x-amz-content-sha256",
+                        value: sig.x_amz_content_sha256.as_bytes(),
+                    },
+                    Header {
+                        name: "Authorization",
+                        value: auth.as_bytes(),
+                    },
+                ];
+                let req = RequestParts {
+                    headers: &sent,
+                    ..unsigned
+                };
+                let got = verify_request(&req, now, Some(&region), &store, &mut NoKeyCache);
+                match got {
+                    Ok(Some(v)) => assert!(ok && v.signing.scope.region == region),
+                    Err(e) => assert!(!ok && e.code == S3ErrorCode::SignatureDoesNotMatch),
+                    Ok(None) => panic!("signed request seen as anonymous"),
+                }
+            }
+        }
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The hex comparison accepts exactly what decoding with `Signature::from_hex` accepts.
+        #[test]
+        fn signature_check_agrees_with_decoding(
+            bytes in any::<[u8; 32]>(),
+            upper in any::<u64>(),
+            // Bytes one bit away from hex digits, or anything.
+            edit in proptest::option::of((0usize..66, prop_oneof![
+                proptest::sample::select(&['\u{10}', '\u{19}', '@', 'G', '`', 'g', 'P', 'p', '/', ':'][..]),
+                any::<char>(),
+            ])),
+        ) {
+            let computed = Signature(bytes);
+            let mut provided: alloc::vec::Vec<char> = computed
+                .to_hex()
+                .as_str()
+                .chars()
+                .enumerate()
+                .map(|(i, c)| if (upper >> (i % 64)) & 1 == 1 { c.to_ascii_uppercase() } else { c })
+                .collect();
+            if let Some((at, c)) = edit {
+                if at < provided.len() {
+                    provided[at] = c;
+                } else {
+                    provided.push(c);
+                }
+            }
+            let provided: String = provided.into_iter().collect();
+            let decoded = Signature::from_hex(&provided) == Some(computed);
+            prop_assert_eq!(check_signature(&provided, computed).is_ok(), decoded, "{}", provided);
+        }
+
+        /// The one-pass checks agree with the plain `split` forms they replace.
+        #[test]
+        fn list_and_credential_checks_agree_with_split(
+            list in "(host|[a-z0-9_-]{1,3}|;|;|A| |[!-~\u{80}]){0,6}",
+            credential in "[ab/]{0,4}(/[0-9]{7,9}){0,1}(/[a-z-]{0,3}){0,2}(/aws4_request)?",
+        ) {
+            let reference = !list.is_empty()
+                && list.split(';').all(|n| {
+                    !n.is_empty()
+                        && n.bytes().all(|b| {
+                            b.is_ascii_lowercase()
+                                || b.is_ascii_digit()
+                                || b"!#$%&'*+-.^_`|~".contains(&b)
+                        })
+                });
+            prop_assert_eq!(valid_signed_headers(&list), reference);
+
+            let mut it = credential.rsplitn(5, '/');
+            let parts: alloc::vec::Vec<&str> = (&mut it).take(5).collect();
+            let got = parse_credential(&credential)
+                .map(|c| (c.access_key_id, c.date, c.region, c.service));
+            let want = match parts.as_slice() {
+                [t, s, r, d, id] if *t == SCOPE_TERMINATOR
+                    && !s.is_empty() && !r.is_empty() && !id.is_empty()
+                    && d.len() == 8 && d.bytes().all(|b| b.is_ascii_digit()) =>
+                {
+                    Some((*id, *d, *r, *s))
+                }
+                _ => None,
+            };
+            prop_assert_eq!(got, want);
+        }
     }
 }
