@@ -84,7 +84,7 @@ impl fmt::Display for OpKind {
 
 /// An HDR histogram of durations in microseconds (1 µs to 1 h, 3 significant digits).
 #[derive(Clone, Serialize, Deserialize)]
-#[serde(try_from = "HistoRepr", into = "HistoRepr")]
+#[serde(try_from = "HistoSummary", into = "HistoSummary")]
 pub struct Histo(Histogram<u64>);
 
 impl fmt::Debug for Histo {
@@ -193,31 +193,47 @@ impl Histo {
     }
 }
 
-/// How a [`Histo`] appears in JSON: the summary for readers, the encoded histogram for merging.
-#[derive(Debug, Serialize, Deserialize)]
-struct HistoRepr {
+/// A histogram as stored and serialised: summary figures for readers, the encoded histogram
+/// (a few hundred bytes) for merging. The per-second series keeps these, not live histograms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoSummary {
+    /// Values recorded.
     #[serde(default)]
-    count: u64,
+    pub count: u64,
+    /// Smallest, µs.
     #[serde(default)]
-    min_us: u64,
+    pub min_us: u64,
+    /// Mean, µs.
     #[serde(default)]
-    mean_us: f64,
+    pub mean_us: f64,
+    /// Median, µs.
     #[serde(default)]
-    p50_us: u64,
+    pub p50_us: u64,
+    /// 90th percentile, µs.
     #[serde(default)]
-    p90_us: u64,
+    pub p90_us: u64,
+    /// 99th percentile, µs.
     #[serde(default)]
-    p99_us: u64,
+    pub p99_us: u64,
+    /// 99.9th percentile, µs.
     #[serde(default)]
-    p999_us: u64,
+    pub p999_us: u64,
+    /// Largest, µs.
     #[serde(default)]
-    max_us: u64,
+    pub max_us: u64,
     /// HDR histogram V2 log format, deflated, base64.
-    hdr: String,
+    pub hdr: String,
 }
 
-impl From<Histo> for HistoRepr {
-    fn from(h: Histo) -> Self {
+impl HistoSummary {
+    /// The histogram back, for merging.
+    pub fn histo(&self) -> Result<Histo, String> {
+        Histo::decode(&self.hdr)
+    }
+}
+
+impl From<&Histo> for HistoSummary {
+    fn from(h: &Histo) -> Self {
         Self {
             count: h.count(),
             min_us: h.min_us(),
@@ -232,9 +248,15 @@ impl From<Histo> for HistoRepr {
     }
 }
 
-impl TryFrom<HistoRepr> for Histo {
+impl From<Histo> for HistoSummary {
+    fn from(h: Histo) -> Self {
+        Self::from(&h)
+    }
+}
+
+impl TryFrom<HistoSummary> for Histo {
     type Error = String;
-    fn try_from(r: HistoRepr) -> Result<Self, String> {
+    fn try_from(r: HistoSummary) -> Result<Self, String> {
         Self::decode(&r.hdr)
     }
 }
