@@ -610,9 +610,12 @@ mod tests {
         assert_eq!(m.endpoints, ["http://a", "http://b"]);
         let get = m.op(OpKind::Get).unwrap();
         assert_eq!(get.ops, 400);
-        // Latencies 1..=100 and 1..=300 ms: 400 values, the median is the 200th = 150 ms.
+        // Latencies 1..=100 and 1..=300 ms: 1..=100 twice make the lowest 200 of the 400
+        // values, so the median (the 200th) is 100 ms, and the 99th percentile (the 396th) 296.
         let p50 = get.latency.quantile_us(0.5);
-        assert!(p50.abs_diff(150_000) < 200, "{p50}");
+        assert!(p50.abs_diff(100_000) < 200, "{p50}");
+        let p99 = get.latency.quantile_us(0.99);
+        assert!(p99.abs_diff(296_000) < 600, "{p99}");
         assert_eq!(m.endpoint_totals()[1].ops, 300);
         assert_eq!(m.series[0].ops[0].ops, 50 + 150);
         assert_eq!(m.cpu.total_s(), 4.0);
