@@ -1,0 +1,5 @@
+//! `ferry`: the command line; everything it does lives in the library.
+
+fn main() -> std::process::ExitCode {
+    ferry_server::cli::main()
+}

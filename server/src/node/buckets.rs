@@ -1,0 +1,321 @@
+//! Bucket operations and object listings.
+
+use std::borrow::Cow;
+
+use base64::Engine as _;
+use ferry_core::http::server::ResponseWriter;
+use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::request::Endpoint;
+use ferry_core::s3::xml::{
+    BucketEntry, ListAllMyBucketsResult, ListBucketResult, ListVersion, ObjectEntry, Owner,
+    write_location_constraint, write_versioning_configuration,
+};
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+
+use super::handler::Cx;
+use super::headers::Headers;
+use crate::store::{BucketInfo, ListQuery, MAX_LIST};
+
+/// Continuation tokens are the key (or bucket name) to continue after, base64url-encoded:
+/// opaque to clients, and any key fits.
+const TOKEN: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+pub(crate) fn encode_token(after: &str) -> String {
+    TOKEN.encode(after)
+}
+
+pub(crate) fn decode_token(token: &str) -> S3Result<String> {
+    TOKEN
+        .decode(token)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or_else(|| {
+            S3Error::with_message(
+                S3ErrorCode::InvalidArgument,
+                "The continuation token provided is incorrect",
+            )
+        })
+}
+
+/// The owner of everything on this node (one access key).
+pub(crate) fn owner<R: Runtime>(cx: &Cx<'_, R>) -> Owner<'static> {
+    Owner {
+        id: Cow::Owned(cx.owner_id().to_owned()),
+        display_name: Some(Cow::Borrowed("ferry")),
+    }
+}
+
+/// ListBuckets: all buckets, or pages of `max_buckets` with a continuation token; `prefix`
+/// filters names.
+pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    prefix: Option<&str>,
+    token: Option<&str>,
+    max_buckets: Option<u32>,
+) -> S3Result<()> {
+    let after = token.map(decode_token).transpose()?;
+    let prefix_owned = prefix.unwrap_or_default().to_owned();
+    let limit = max_buckets.map_or(usize::MAX, |n| n as usize);
+    let (buckets, truncated) = cx
+        .unblock(move |store| -> S3Result<(Vec<BucketInfo>, bool)> {
+            let mut out = Vec::new();
+            let mut start = after;
+            loop {
+                let page = store.list_buckets(start.as_deref(), MAX_LIST)?;
+                start = page.buckets.last().map(|b| b.name.clone());
+                for b in page.buckets {
+                    if !b.name.starts_with(&prefix_owned) {
+                        // Names are sorted: past the prefix, nothing else matches.
+                        if b.name > prefix_owned {
+                            return Ok((out, false));
+                        }
+                        continue;
+                    }
+                    if out.len() == limit {
+                        return Ok((out, true));
+                    }
+                    out.push(b);
+                }
+                if !page.is_truncated {
+                    return Ok((out, false));
+                }
+            }
+        })
+        .await?;
+    let next = if truncated {
+        buckets.last().map(|b| Cow::Owned(encode_token(&b.name)))
+    } else {
+        None
+    };
+    let doc = ListAllMyBucketsResult {
+        owner: Some(owner(cx)),
+        buckets: buckets
+            .iter()
+            .map(|b| BucketEntry {
+                name: Cow::Borrowed(&b.name),
+                creation_date_unix: b.created.to_unix(),
+                region: Some(Cow::Borrowed(cx.region())),
+            })
+            .collect(),
+        continuation_token: next,
+        prefix: prefix.map(Cow::Borrowed),
+    };
+    let mut xml = Vec::new();
+    doc.write_xml(&mut xml);
+    cx.send_xml(res, Headers::new(), &xml).await
+}
+
+/// CreateBucket: `BucketAlreadyOwnedByYou` if it exists. A `CreateBucketConfiguration` body
+/// is not needed (one region) and is left to the engine to discard.
+pub(crate) async fn create<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+) -> S3Result<()> {
+    let b = bucket.to_owned();
+    cx.unblock(move |store| store.create_bucket(&b)).await?;
+    let mut h = Headers::new();
+    h.push("Location", format!("/{bucket}"));
+    cx.send(res, 200, h, &[]).await
+}
+
+/// DeleteBucket: `BucketNotEmpty` while it holds objects or uploads.
+pub(crate) async fn delete<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+) -> S3Result<()> {
+    let b = bucket.to_owned();
+    cx.unblock(move |store| store.delete_bucket(&b)).await?;
+    cx.send(res, 204, Headers::new(), &[]).await
+}
+
+fn region_header<R: Runtime>(cx: &Cx<'_, R>) -> Headers {
+    let mut h = Headers::new();
+    h.push("x-amz-bucket-region", cx.region().to_owned());
+    h
+}
+
+async fn require_bucket<R: Runtime>(cx: &Cx<'_, R>, bucket: &str) -> S3Result<()> {
+    let b = bucket.to_owned();
+    cx.unblock(move |store| store.head_bucket(&b)).await?;
+    Ok(())
+}
+
+/// HeadBucket.
+pub(crate) async fn head<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+) -> S3Result<()> {
+    require_bucket(cx, bucket).await?;
+    cx.send(res, 200, region_header(cx), &[]).await
+}
+
+/// GetBucketLocation: the node's region (empty for us-east-1, as S3 answers).
+pub(crate) async fn location<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+) -> S3Result<()> {
+    require_bucket(cx, bucket).await?;
+    let mut xml = Vec::new();
+    write_location_constraint(&mut xml, cx.region());
+    cx.send_xml(res, Headers::new(), &xml).await
+}
+
+/// GetBucketVersioning: buckets are never versioned, so the configuration is empty.
+pub(crate) async fn versioning<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+) -> S3Result<()> {
+    require_bucket(cx, bucket).await?;
+    let mut xml = Vec::new();
+    write_versioning_configuration(&mut xml, None);
+    cx.send_xml(res, Headers::new(), &xml).await
+}
+
+/// ListObjects (v1) and ListObjectsV2.
+pub(crate) async fn list_objects<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+    endpoint: &Endpoint<'_>,
+) -> S3Result<()> {
+    // (prefix, delimiter, start after, max keys, url encoding, v2 token, with owner)
+    let (prefix, delimiter, start_after, max_keys, url, v2, fetch_owner) = match endpoint {
+        Endpoint::ListObjects {
+            prefix,
+            delimiter,
+            marker,
+            max_keys,
+            encoding_type_url,
+        } => (
+            prefix,
+            delimiter,
+            marker.as_deref().map(str::to_owned),
+            *max_keys,
+            *encoding_type_url,
+            None,
+            true,
+        ),
+        Endpoint::ListObjectsV2 {
+            prefix,
+            delimiter,
+            max_keys,
+            continuation_token,
+            start_after,
+            encoding_type_url,
+            fetch_owner,
+        } => {
+            let after = match continuation_token {
+                Some(t) => Some(decode_token(t)?),
+                None => start_after.as_deref().map(str::to_owned),
+            };
+            (
+                prefix,
+                delimiter,
+                after,
+                *max_keys,
+                *encoding_type_url,
+                Some((continuation_token, start_after)),
+                *fetch_owner,
+            )
+        }
+        _ => return Err(S3Error::new(S3ErrorCode::InternalError)),
+    };
+    let (b, p, d) = (
+        bucket.to_owned(),
+        prefix.to_string(),
+        delimiter.as_deref().map(str::to_owned),
+    );
+    let page = cx
+        .unblock(move |store| {
+            let q = ListQuery {
+                prefix: &p,
+                delimiter: d.as_deref(),
+                start_after: start_after.as_deref(),
+                max_keys: max_keys as usize,
+            };
+            store.list_objects(&b, &q)
+        })
+        .await?;
+    let owner = fetch_owner.then(|| owner(cx));
+    let version = match v2 {
+        None => ListVersion::V1 {
+            marker: match endpoint {
+                Endpoint::ListObjects {
+                    marker: Some(m), ..
+                } => Cow::Borrowed(m.as_ref()),
+                _ => Cow::Borrowed(""),
+            },
+            // S3 sends NextMarker only with a delimiter (without one, the last key is it).
+            next_marker: delimiter
+                .as_ref()
+                .and(page.next_start_after.as_deref())
+                .map(Cow::Borrowed),
+        },
+        Some((token, start_after)) => ListVersion::V2 {
+            continuation_token: token.as_deref().map(Cow::Borrowed),
+            next_continuation_token: page
+                .next_start_after
+                .as_deref()
+                .map(|k| Cow::Owned(encode_token(k))),
+            start_after: start_after.as_deref().map(Cow::Borrowed),
+        },
+    };
+    let doc = ListBucketResult {
+        name: Cow::Borrowed(bucket),
+        prefix: Cow::Borrowed(prefix),
+        delimiter: delimiter.as_deref().map(Cow::Borrowed),
+        max_keys,
+        is_truncated: page.is_truncated,
+        encoding_type_url: url,
+        contents: page
+            .objects
+            .iter()
+            .map(|o| ObjectEntry {
+                key: Cow::Borrowed(&o.key),
+                last_modified_unix: o.last_modified.to_unix(),
+                etag: Cow::Borrowed(o.etag.as_str()),
+                size: o.size,
+                storage_class: Cow::Borrowed(o.storage_class),
+                owner: owner.clone(),
+            })
+            .collect(),
+        common_prefixes: page
+            .common_prefixes
+            .iter()
+            .map(|p| Cow::Borrowed(p.as_str()))
+            .collect(),
+        version,
+    };
+    let mut xml = Vec::new();
+    doc.write_xml(&mut xml);
+    cx.send_xml(res, Headers::new(), &xml).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_round_trip_any_key() {
+        for key in ["", "a", "dir/sub/ü €", "x\u{1}y", &"k".repeat(1024)] {
+            let t = encode_token(key);
+            assert!(
+                t.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            );
+            assert_eq!(decode_token(&t).unwrap(), key);
+        }
+        assert_eq!(
+            decode_token("not base64!").unwrap_err().code,
+            S3ErrorCode::InvalidArgument
+        );
+        // Valid base64 that is not UTF-8.
+        assert!(decode_token(&TOKEN.encode([0xff, 0xfe])).is_err());
+    }
+}

@@ -1,0 +1,335 @@
+//! Response header lists, and the object metadata that requests carry in and responses carry out.
+
+use std::borrow::Cow;
+
+use base64::Engine as _;
+use ferry_core::http::{Header, find_header, find_header_str};
+use ferry_core::md5::ETag;
+use ferry_core::s3::checksum::ChecksumAlgorithm;
+use ferry_core::s3::validate::{self, ContentHeaders};
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+use ferry_core::time::DateTime;
+
+use crate::store::{Checksum, ObjectInfo, ObjectMeta, WriteConditions};
+
+/// The `Content-Type` S3 gives objects stored without one.
+pub(crate) const DEFAULT_CONTENT_TYPE: &str = "binary/octet-stream";
+
+/// The headers of one response, owned (names of user metadata are not static).
+#[derive(Debug, Default)]
+pub(crate) struct Headers {
+    items: Vec<(Cow<'static, str>, Cow<'static, str>)>,
+}
+
+impl Headers {
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    pub(crate) fn push(
+        &mut self,
+        name: impl Into<Cow<'static, str>>,
+        value: impl Into<Cow<'static, str>>,
+    ) {
+        self.items.push((name.into(), value.into()));
+    }
+
+    /// Views for the response writer.
+    pub(crate) fn as_slice(&self) -> Vec<Header<'_>> {
+        self.items
+            .iter()
+            .map(|(n, v)| Header {
+                name: n,
+                value: v.as_bytes(),
+            })
+            .collect()
+    }
+
+    /// Replace the value of `name` (ASCII case-insensitive), or add it.
+    pub(crate) fn set(&mut self, name: &'static str, value: impl Into<Cow<'static, str>>) {
+        let value = value.into();
+        match self
+            .items
+            .iter_mut()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        {
+            Some(slot) => slot.1 = value,
+            None => self.items.push((name.into(), value)),
+        }
+    }
+}
+
+/// What a write request says about its object: content headers and user metadata.
+///
+/// Non-ASCII metadata values are RFC 2047-decoded before they are stored, as S3 does; the
+/// `aws-chunked` coding is removed from `Content-Encoding` (it describes the request only).
+pub(crate) fn object_meta(headers: &[Header<'_>]) -> S3Result<ObjectMeta> {
+    let content = ContentHeaders::from_headers(headers)?;
+    let user = validate::user_metadata(headers)?;
+    let own = |v: Option<Cow<'_, str>>| v.map(Cow::into_owned);
+    Ok(ObjectMeta {
+        content_type: own(content.content_type),
+        content_encoding: content
+            .content_encoding
+            .as_deref()
+            .and_then(without_aws_chunked),
+        content_disposition: own(content.content_disposition),
+        content_language: own(content.content_language),
+        cache_control: own(content.cache_control),
+        expires: own(content.expires),
+        user_metadata: user
+            .iter()
+            .map(|m| (m.name.to_ascii_lowercase(), rfc2047_decode(m.value)))
+            .collect(),
+        checksums: Vec::new(),
+    })
+}
+
+/// `Content-Encoding` without its `aws-chunked` coding; `None` if nothing else is left.
+fn without_aws_chunked(value: &str) -> Option<String> {
+    let kept: Vec<&str> = value
+        .split(',')
+        .map(str::trim)
+        .filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("aws-chunked"))
+        .collect();
+    (!kept.is_empty()).then(|| kept.join(","))
+}
+
+/// `If-None-Match: *` and `If-Match` of a PutObject, CopyObject or CompleteMultipartUpload.
+///
+/// S3 only implements `*` for `If-None-Match` on writes; any other value is `NotImplemented`.
+pub(crate) fn write_conditions(headers: &[Header<'_>]) -> S3Result<WriteConditions> {
+    let if_none_match_star = match find_header(headers, "if-none-match") {
+        None => false,
+        Some(v) if v.trim_ascii() == b"*" => true,
+        Some(_) => {
+            return Err(S3Error::with_message(
+                S3ErrorCode::NotImplemented,
+                "If-None-Match on writes only supports *",
+            ));
+        }
+    };
+    let if_match = match find_header_str(headers, "if-match").map(str::trim) {
+        None => None,
+        Some(v) => Some(ETag::parse(v).ok_or_else(|| {
+            // An ETag we never issue matches no object.
+            S3Error::new(S3ErrorCode::PreconditionFailed)
+        })?),
+    };
+    Ok(WriteConditions {
+        if_none_match_star,
+        if_match,
+    })
+}
+
+/// Whether the request asks for checksums in the response (`x-amz-checksum-mode: ENABLED`).
+pub(crate) fn checksum_mode(headers: &[Header<'_>]) -> bool {
+    find_header(headers, "x-amz-checksum-mode").is_some_and(|v| v.eq_ignore_ascii_case(b"ENABLED"))
+}
+
+/// The `x-amz-checksum-*` header of a stored checksum.
+pub(crate) fn push_checksum(h: &mut Headers, c: &Checksum) {
+    if let Some(alg) = ChecksumAlgorithm::parse(&c.algorithm) {
+        h.push(alg.header_name(), c.value.clone());
+    }
+}
+
+/// `ETag` and `Last-Modified`: what 304 responses carry too.
+pub(crate) fn push_validators(h: &mut Headers, etag: &ETag, last_modified: DateTime) {
+    h.push("ETag", etag.as_str().to_owned());
+    h.push("Last-Modified", last_modified.http().to_string());
+}
+
+/// The headers GET and HEAD return for an object: validators, content headers (with the
+/// request's `response-*` overrides), user metadata and, when asked for and they describe the
+/// bytes sent, checksums.
+pub(crate) fn object_headers(
+    info: &ObjectInfo,
+    overrides: Option<&ContentHeaders<'_>>,
+    with_checksums: bool,
+) -> Headers {
+    let mut h = Headers::new();
+    push_validators(&mut h, &info.etag, info.last_modified);
+    h.push("Accept-Ranges", "bytes");
+    let m = &info.meta;
+    let stored = [
+        ("Content-Type", &m.content_type),
+        ("Content-Encoding", &m.content_encoding),
+        ("Content-Disposition", &m.content_disposition),
+        ("Content-Language", &m.content_language),
+        ("Cache-Control", &m.cache_control),
+        ("Expires", &m.expires),
+    ];
+    for (name, value) in stored {
+        if let Some(v) = value {
+            h.push(name, header_safe(v));
+        }
+    }
+    if m.content_type.is_none() {
+        h.push("Content-Type", DEFAULT_CONTENT_TYPE);
+    }
+    if let Some(o) = overrides {
+        for (name, v) in o.iter() {
+            h.set(name, header_safe(v));
+        }
+    }
+    for (name, value) in &m.user_metadata {
+        h.push(format!("x-amz-meta-{name}"), header_safe(value));
+    }
+    if with_checksums {
+        for c in &m.checksums {
+            push_checksum(&mut h, c);
+        }
+        if !m.checksums.is_empty() {
+            h.push("x-amz-checksum-type", "FULL_OBJECT");
+        }
+    }
+    h
+}
+
+/// A stored value as a header value: as is when printable ASCII, else RFC 2047 `B`-encoded
+/// UTF-8 (what S3 returns for non-ASCII metadata).
+pub(crate) fn header_safe(value: &str) -> String {
+    if value
+        .bytes()
+        .all(|b| b == b'\t' || (0x20..0x7f).contains(&b))
+    {
+        value.to_owned()
+    } else {
+        format!(
+            "=?UTF-8?B?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(value)
+        )
+    }
+}
+
+/// Decode a value made of RFC 2047 encoded words (`=?UTF-8?B?...?=`, `=?UTF-8?Q?...?=`); any
+/// other value, or one that does not decode to UTF-8, is returned unchanged.
+///
+/// Hand-written: the crates for this pull in charset tables for encodings S3 clients never use.
+pub(crate) fn rfc2047_decode(value: &str) -> String {
+    let trimmed = value.trim();
+    if !trimmed.starts_with("=?") || !trimmed.ends_with("?=") {
+        return value.to_owned();
+    }
+    let mut out = Vec::new();
+    // Encoded words separated by whitespace concatenate (RFC 2047 section 6.2).
+    for word in trimmed.split_ascii_whitespace() {
+        match decode_word(word) {
+            Some(bytes) => out.extend_from_slice(&bytes),
+            None => return value.to_owned(),
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| value.to_owned())
+}
+
+/// One encoded word: `=?charset?encoding?text?=` with a UTF-8 or US-ASCII charset.
+fn decode_word(word: &str) -> Option<Vec<u8>> {
+    let inner = word.strip_prefix("=?")?.strip_suffix("?=")?;
+    let mut parts = inner.splitn(3, '?');
+    let charset = parts.next()?;
+    let encoding = parts.next()?;
+    let text = parts.next()?;
+    // `charset*language` (RFC 2231) keeps the charset before the star.
+    let charset = charset.split('*').next()?;
+    if !charset.eq_ignore_ascii_case("utf-8") && !charset.eq_ignore_ascii_case("us-ascii") {
+        return None;
+    }
+    if encoding.eq_ignore_ascii_case("b") {
+        base64::engine::general_purpose::STANDARD.decode(text).ok()
+    } else if encoding.eq_ignore_ascii_case("q") {
+        let mut out = Vec::with_capacity(text.len());
+        let mut bytes = text.bytes();
+        while let Some(b) = bytes.next() {
+            match b {
+                b'_' => out.push(b' '),
+                b'=' => {
+                    let hi = hex_digit(bytes.next()?)?;
+                    let lo = hex_digit(bytes.next()?)?;
+                    out.push(hi << 4 | lo);
+                }
+                b => out.push(b),
+            }
+        }
+        Some(out)
+    } else {
+        None
+    }
+}
+
+fn hex_digit(b: u8) -> Option<u8> {
+    char::from(b)
+        .to_digit(16)
+        .and_then(|d| u8::try_from(d).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h<'a>(name: &'a str, value: &'a str) -> Header<'a> {
+        Header {
+            name,
+            value: value.as_bytes(),
+        }
+    }
+
+    #[test]
+    fn metadata_is_lowercased_decoded_and_stripped_of_aws_chunked() {
+        let hs = [
+            h("X-Amz-Meta-Name", "=?UTF-8?B?Y2Fmw6k=?="),
+            h("x-amz-meta-q", "=?utf-8?Q?a_b=C3=A9?="),
+            h("x-amz-meta-plain", "=?not encoded"),
+            h("Content-Encoding", "aws-chunked, gzip"),
+            h("Content-Type", "text/plain"),
+        ];
+        let m = object_meta(&hs).unwrap();
+        assert_eq!(
+            m.user_metadata,
+            [
+                ("name".to_owned(), "café".to_owned()),
+                ("q".to_owned(), "a bé".to_owned()),
+                ("plain".to_owned(), "=?not encoded".to_owned()),
+            ]
+        );
+        assert_eq!(m.content_encoding.as_deref(), Some("gzip"));
+        assert_eq!(m.content_type.as_deref(), Some("text/plain"));
+        let only = object_meta(&[h("content-encoding", "aws-chunked")]).unwrap();
+        assert_eq!(only.content_encoding, None);
+    }
+
+    #[test]
+    fn non_ascii_values_go_out_rfc2047_encoded() {
+        assert_eq!(header_safe("plain value"), "plain value");
+        let out = header_safe("café");
+        assert_eq!(out, "=?UTF-8?B?Y2Fmw6k=?=");
+        // And what goes out comes back in as the same value.
+        assert_eq!(rfc2047_decode(&out), "café");
+        assert_eq!(header_safe("a\r\nb"), "=?UTF-8?B?YQ0KYg==?=");
+    }
+
+    #[test]
+    fn bad_encoded_words_are_kept_as_sent() {
+        for v in [
+            "=?UTF-8?B?###?=",
+            "=?latin1?B?Y2Fm?=",
+            "=?UTF-8?Q?=ZZ?=",
+            "=?UTF-8?B?/w==?=",
+        ] {
+            assert_eq!(rfc2047_decode(v), v);
+        }
+    }
+
+    #[test]
+    fn write_conditions_from_headers() {
+        let c = write_conditions(&[h("If-None-Match", "*")]).unwrap();
+        assert!(c.if_none_match_star);
+        let etag = "\"0123456789abcdef0123456789abcdef\"";
+        let c = write_conditions(&[h("if-match", etag)]).unwrap();
+        assert_eq!(c.if_match.map(|e| e.as_str().to_owned()), Some(etag.into()));
+        let e = write_conditions(&[h("if-none-match", etag)]).unwrap_err();
+        assert_eq!(e.code, S3ErrorCode::NotImplemented);
+        let e = write_conditions(&[h("if-match", "nonsense")]).unwrap_err();
+        assert_eq!(e.code, S3ErrorCode::PreconditionFailed);
+    }
+}

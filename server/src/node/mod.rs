@@ -1,0 +1,243 @@
+//! The storage node (`ferry node`): an S3 server over the local [`store`](crate::store).
+//!
+//! [`start_node`] opens the store, starts the chosen runtime on threads of its own and serves
+//! the S3 API there until [`NodeHandle::stop`]. The request handling ([`handler`]) is written
+//! once, generic over [`Runtime`]: tokio and smol are both compiled in and picked at run time.
+//!
+//! Every store call is blocking and runs through [`Runtime::unblock`]; bodies stream through
+//! pooled 256 KiB buffers in both directions, so a request holds at most two of them.
+
+mod body;
+mod buckets;
+mod handler;
+mod headers;
+mod multipart;
+mod objects;
+
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use ferry_core::http::server::{ServerConfig, serve};
+use ferry_core::rt::{Runtime, Signal};
+
+use crate::store::{DEFAULT_MIN_PART_SIZE, Store, StoreConfig};
+
+pub use handler::NodeHandler;
+
+/// How long a graceful stop lets requests in progress finish before dropping them.
+const STOP_GRACE: Duration = Duration::from_secs(30);
+
+/// Which async runtime runs a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RuntimeKind {
+    /// tokio, multi-threaded.
+    #[default]
+    Tokio,
+    /// smol: an `async-executor` run by one thread per worker.
+    Smol,
+}
+
+impl RuntimeKind {
+    /// The name `--runtime` takes.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Tokio => "tokio",
+            Self::Smol => "smol",
+        }
+    }
+}
+
+impl FromStr for RuntimeKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "tokio" => Ok(Self::Tokio),
+            "smol" => Ok(Self::Smol),
+            other => Err(format!(
+                "unknown runtime {other:?} (expected tokio or smol)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for RuntimeKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Everything `ferry node` needs.
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    /// Where the store lives (created if missing).
+    pub data_dir: PathBuf,
+    /// Address to listen on; port 0 picks a free one.
+    pub listen: SocketAddr,
+    /// The one access key id requests must be signed with.
+    pub access_key: String,
+    /// Its secret.
+    pub secret_key: String,
+    /// The region signatures are scoped to (default `us-east-1`).
+    pub region: String,
+    /// The runtime to serve on (default tokio).
+    pub runtime: RuntimeKind,
+    /// Smallest size of every part but the last of a multipart upload (default 5 MiB).
+    pub min_part_size: u64,
+    /// fsync data and metadata before acknowledging writes (default `true`).
+    pub fsync: bool,
+    /// Runtime worker threads; 0 means one per CPU.
+    pub threads: usize,
+}
+
+impl NodeConfig {
+    /// A configuration with the defaults for everything but the store, address and key.
+    pub fn new(
+        data_dir: impl Into<PathBuf>,
+        listen: SocketAddr,
+        access_key: impl Into<String>,
+        secret_key: impl Into<String>,
+    ) -> Self {
+        Self {
+            data_dir: data_dir.into(),
+            listen,
+            access_key: access_key.into(),
+            secret_key: secret_key.into(),
+            region: "us-east-1".into(),
+            runtime: RuntimeKind::Tokio,
+            min_part_size: DEFAULT_MIN_PART_SIZE,
+            fsync: true,
+            threads: 0,
+        }
+    }
+}
+
+/// A running node; its runtime runs on threads of its own. Dropping it stops the node.
+#[derive(Debug)]
+pub struct NodeHandle {
+    local_addr: SocketAddr,
+    stop: Arc<Signal>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl NodeHandle {
+    /// The address the node listens on (with the real port when port 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Graceful stop: stop accepting, let requests in progress finish (up to 30 s), close idle
+    /// connections, and join the runtime's threads.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        self.stop.set();
+        if let Some(t) = self.thread.take() {
+            // A panic on the node thread has been reported already; nothing is left to stop.
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for NodeHandle {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Open the store in `cfg.data_dir`, start `cfg.runtime` and serve the S3 API on `cfg.listen`.
+///
+/// Returns once the node accepts connections; errors opening the store or binding the address
+/// are returned here.
+pub fn start_node(cfg: NodeConfig) -> io::Result<NodeHandle> {
+    let store = Store::open_with(
+        &cfg.data_dir,
+        StoreConfig {
+            min_part_size: cfg.min_part_size,
+            fsync: cfg.fsync,
+        },
+    )?;
+    let stop = Arc::new(Signal::new());
+    let (ready_tx, ready_rx) = mpsc::channel::<io::Result<SocketAddr>>();
+    let node_stop = stop.clone();
+    let thread = std::thread::Builder::new()
+        .name("ferry-node".into())
+        .spawn(move || {
+            let threads = cfg.threads;
+            let ready = ready_tx.clone();
+            let ran = match cfg.runtime {
+                RuntimeKind::Tokio => ferry_tokio::block_on_threads(threads, |rt| {
+                    run(rt, cfg, store, ready, node_stop)
+                }),
+                RuntimeKind::Smol => ferry_smol::block_on_threads(threads, |rt| {
+                    run(rt, cfg, store, ready, node_stop)
+                }),
+            };
+            if let Err(e) = ran {
+                // The runtime could not start: nothing was reported yet.
+                let _ = ready_tx.send(Err(e));
+            }
+        })?;
+    let ready = ready_rx.recv();
+    match ready {
+        Ok(Ok(local_addr)) => Ok(NodeHandle {
+            local_addr,
+            stop,
+            thread: Some(thread),
+        }),
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            Err(e)
+        }
+        Err(_) => {
+            let _ = thread.join();
+            Err(io::Error::other(
+                "the node thread ended before it was ready",
+            ))
+        }
+    }
+}
+
+/// The node's life on runtime `rt`: serve until `stop` is set, then stop gracefully.
+async fn run<R: Runtime>(
+    rt: R,
+    cfg: NodeConfig,
+    store: Store,
+    ready: mpsc::Sender<io::Result<SocketAddr>>,
+    stop: Arc<Signal>,
+) {
+    let handler = Arc::new(NodeHandler::new(rt.clone(), store, &cfg));
+    let config = ServerConfig {
+        // aws-chunked framing makes a 5 GiB object's body a little longer than 5 GiB; the
+        // handler enforces the object size limit on the decoded length.
+        max_body_len: body::MAX_OBJECT_SIZE + (64 << 20),
+        ..ServerConfig::default()
+    };
+    let server = match serve(&rt, cfg.listen, config, handler).await {
+        Ok(s) => s,
+        Err(kind) => {
+            let kind = io::ErrorKind::from(kind);
+            let _ = ready.send(Err(io::Error::new(
+                kind,
+                format!("cannot listen on {}: {kind}", cfg.listen),
+            )));
+            return;
+        }
+    };
+    if ready.send(Ok(server.local_addr())).is_err() {
+        // Nobody waits for the node any more.
+        server.abort();
+        return;
+    }
+    stop.wait().await;
+    server.stop(&rt, STOP_GRACE).await;
+}

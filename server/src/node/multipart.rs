@@ -1,0 +1,318 @@
+//! Multipart uploads: create, upload part (and part copy), complete, abort, list parts and
+//! uploads.
+
+use std::borrow::Cow;
+
+use ferry_core::http::server::{BodyReader, ResponseWriter};
+use ferry_core::md5::{ETag, Md5Digest};
+use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::conditions::Conditions;
+use ferry_core::s3::range::CopySourceRange;
+use ferry_core::s3::request::{CopySource, Endpoint};
+use ferry_core::s3::xml::{
+    CompleteMultipartUpload, CompleteMultipartUploadResult, CopyKind, CopyResult,
+    InitiateMultipartUploadResult, ListMultipartUploadsResult, ListPartsResult, MAX_COMPLETE_BODY,
+    PartEntry, UploadEntry,
+};
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result, uri};
+
+use super::body::{BodyPlan, read_small, require_length, stream_into};
+use super::buckets::owner;
+use super::handler::Cx;
+use super::headers::{Headers, object_meta, push_checksum, write_conditions};
+use super::objects::{OwnedConditions, check_md5, stored_checksum};
+use crate::store::{self, CompletedPart, UploadsQuery};
+
+/// The storage class of every upload.
+const STANDARD: &str = "STANDARD";
+
+/// CreateMultipartUpload: the object's metadata is taken now.
+pub(crate) async fn create<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+    key: &str,
+) -> S3Result<()> {
+    let meta = object_meta(cx.headers)?;
+    let (b, k) = (bucket.to_owned(), key.to_owned());
+    let upload_id = cx
+        .unblock(move |store| store.create_multipart_upload(&b, &k, meta))
+        .await?;
+    let doc = InitiateMultipartUploadResult {
+        bucket: Cow::Borrowed(bucket),
+        key: Cow::Borrowed(key),
+        upload_id: Cow::Borrowed(&upload_id),
+    };
+    let mut xml = Vec::new();
+    doc.write_xml(&mut xml);
+    cx.send_xml(res, Headers::new(), &xml).await
+}
+
+/// UploadPart: streamed like PutObject, into the upload's part.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn upload_part<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+    key: &str,
+    upload_id: &str,
+    part_number: u16,
+    content_md5: Option<Md5Digest>,
+) -> S3Result<()> {
+    require_length(body)?;
+    let plan = BodyPlan::new(cx.headers, cx.verified)?;
+    let (b, k, u) = (bucket.to_owned(), key.to_owned(), upload_id.to_owned());
+    let writer = cx
+        .unblock(move |store| store.part_writer(&b, &k, &u, u32::from(part_number)))
+        .await?;
+    let (writer, done) = stream_into(cx.rt(), body, plan, writer).await?;
+    let part = cx
+        .unblock(move |_| {
+            check_md5(content_md5, &writer.digest())?;
+            writer.commit()
+        })
+        .await?;
+    let mut h = Headers::new();
+    h.push("ETag", part.etag.as_str().to_owned());
+    if let Some(c) = &done.checksum {
+        push_checksum(&mut h, &stored_checksum(c));
+    }
+    cx.send(res, 200, h, &[]).await
+}
+
+/// What UploadPartCopy asks for.
+#[derive(Debug)]
+pub(crate) struct PartCopy<'a> {
+    pub upload_id: &'a str,
+    pub part_number: u16,
+    pub source: &'a CopySource<'a>,
+    pub range: Option<CopySourceRange>,
+    pub conditions: &'a Conditions<'a>,
+}
+
+/// UploadPartCopy: the part is (a range of) another object.
+pub(crate) async fn upload_part_copy<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+    key: &str,
+    copy: PartCopy<'_>,
+) -> S3Result<()> {
+    let source_conditions = OwnedConditions::new(copy.conditions);
+    let (sb, sk) = (copy.source.bucket.to_string(), copy.source.key.to_string());
+    let (b, k, u) = (bucket.to_owned(), key.to_owned(), copy.upload_id.to_owned());
+    let range = copy.range.map(|r| (r.first, r.last));
+    let part_number = u32::from(copy.part_number);
+    let part = cx
+        .unblock(move |store| {
+            let src = store::CopySource {
+                bucket: &sb,
+                key: &sk,
+                range,
+            };
+            store.upload_part_copy(&b, &k, &u, part_number, src, |info| {
+                source_conditions.check_copy_source(info)
+            })
+        })
+        .await?;
+    let doc = CopyResult {
+        kind: CopyKind::Part,
+        etag: Cow::Borrowed(part.etag.as_str()),
+        last_modified_unix: part.last_modified.to_unix(),
+    };
+    let mut xml = Vec::new();
+    doc.write_xml(&mut xml);
+    cx.send_xml(res, Headers::new(), &xml).await
+}
+
+/// CompleteMultipartUpload, with `If-None-Match: *` / `If-Match` as for PutObject.
+pub(crate) async fn complete<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+    key: &str,
+    upload_id: &str,
+) -> S3Result<()> {
+    let conditions = write_conditions(cx.headers)?;
+    let plan = BodyPlan::new(cx.headers, cx.verified)?;
+    let too_large =
+        S3Error::with_message(S3ErrorCode::MalformedXML, "The request body is too large");
+    let (xml, _) = read_small(body, plan, MAX_COMPLETE_BODY, too_large).await?;
+    let request = CompleteMultipartUpload::parse_xml(&xml)?;
+    let parts = request
+        .parts
+        .iter()
+        .map(|p| {
+            let etag = ETag::parse(&p.etag).ok_or_else(|| {
+                S3Error::with_message(
+                    S3ErrorCode::InvalidPart,
+                    format!("Part {} has an invalid ETag", p.part_number),
+                )
+            })?;
+            Ok(CompletedPart {
+                part_number: u32::from(p.part_number),
+                etag,
+            })
+        })
+        .collect::<S3Result<Vec<_>>>()?;
+    let (b, k, u) = (bucket.to_owned(), key.to_owned(), upload_id.to_owned());
+    let put = cx
+        .unblock(move |store| store.complete_multipart_upload(&b, &k, &u, &parts, conditions))
+        .await?;
+    let location = format!(
+        "http://{}/{}/{}",
+        cx.host(),
+        uri::encode(bucket),
+        uri::encode_path(key)
+    );
+    let doc = CompleteMultipartUploadResult {
+        location: Cow::Owned(location),
+        bucket: Cow::Borrowed(bucket),
+        key: Cow::Borrowed(key),
+        etag: Cow::Borrowed(put.etag.as_str()),
+    };
+    let mut out = Vec::new();
+    doc.write_xml(&mut out);
+    cx.send_xml(res, Headers::new(), &out).await
+}
+
+/// AbortMultipartUpload: 204; `NoSuchUpload` if it is not in progress.
+pub(crate) async fn abort<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+    key: &str,
+    upload_id: &str,
+) -> S3Result<()> {
+    let (b, k, u) = (bucket.to_owned(), key.to_owned(), upload_id.to_owned());
+    cx.unblock(move |store| store.abort_multipart_upload(&b, &k, &u))
+        .await?;
+    cx.send(res, 204, Headers::new(), &[]).await
+}
+
+/// ListParts.
+pub(crate) async fn list_parts<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+    key: &str,
+    endpoint: &Endpoint<'_>,
+) -> S3Result<()> {
+    let Endpoint::ListParts {
+        upload_id,
+        max_parts,
+        part_number_marker,
+        encoding_type_url,
+    } = endpoint
+    else {
+        return Err(S3Error::new(S3ErrorCode::InternalError));
+    };
+    let marker = part_number_marker.unwrap_or(0);
+    let max = *max_parts;
+    let (b, k, u) = (bucket.to_owned(), key.to_owned(), upload_id.to_string());
+    let page = cx
+        .unblock(move |store| store.list_parts(&b, &k, &u, marker, max as usize))
+        .await?;
+    let doc = ListPartsResult {
+        bucket: Cow::Borrowed(bucket),
+        key: Cow::Borrowed(key),
+        upload_id: Cow::Borrowed(upload_id),
+        initiator: Some(owner(cx)),
+        owner: Some(owner(cx)),
+        storage_class: Cow::Borrowed(STANDARD),
+        part_number_marker: marker,
+        next_part_number_marker: page.next_part_number_marker,
+        max_parts: max,
+        is_truncated: page.is_truncated,
+        encoding_type_url: *encoding_type_url,
+        parts: page
+            .parts
+            .iter()
+            .map(|p| PartEntry {
+                // Part numbers are 1..=10000 by construction.
+                part_number: u16::try_from(p.part_number).unwrap_or(u16::MAX),
+                last_modified_unix: p.last_modified.to_unix(),
+                etag: Cow::Borrowed(p.etag.as_str()),
+                size: p.size,
+            })
+            .collect(),
+    };
+    let mut xml = Vec::new();
+    doc.write_xml(&mut xml);
+    cx.send_xml(res, Headers::new(), &xml).await
+}
+
+/// ListMultipartUploads.
+pub(crate) async fn list_uploads<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+    endpoint: &Endpoint<'_>,
+) -> S3Result<()> {
+    let Endpoint::ListMultipartUploads {
+        prefix,
+        delimiter,
+        key_marker,
+        upload_id_marker,
+        max_uploads,
+        encoding_type_url,
+    } = endpoint
+    else {
+        return Err(S3Error::new(S3ErrorCode::InternalError));
+    };
+    let owned = |v: &Option<Cow<'_, str>>| v.as_deref().map(str::to_owned);
+    let (b, p, d, km, um) = (
+        bucket.to_owned(),
+        prefix.to_string(),
+        owned(delimiter),
+        owned(key_marker),
+        owned(upload_id_marker),
+    );
+    let max = *max_uploads;
+    let page = cx
+        .unblock(move |store| {
+            let q = UploadsQuery {
+                prefix: &p,
+                delimiter: d.as_deref(),
+                key_marker: km.as_deref(),
+                upload_id_marker: um.as_deref(),
+                max_uploads: max as usize,
+            };
+            store.list_uploads(&b, &q)
+        })
+        .await?;
+    let doc = ListMultipartUploadsResult {
+        bucket: Cow::Borrowed(bucket),
+        key_marker: Cow::Borrowed(key_marker.as_deref().unwrap_or_default()),
+        upload_id_marker: Cow::Borrowed(upload_id_marker.as_deref().unwrap_or_default()),
+        next_key_marker: page.next_key_marker.as_deref().map(Cow::Borrowed),
+        next_upload_id_marker: page.next_upload_id_marker.as_deref().map(Cow::Borrowed),
+        prefix: Cow::Borrowed(prefix),
+        delimiter: delimiter.as_deref().map(Cow::Borrowed),
+        max_uploads: max,
+        is_truncated: page.is_truncated,
+        encoding_type_url: *encoding_type_url,
+        uploads: page
+            .uploads
+            .iter()
+            .map(|u| UploadEntry {
+                key: Cow::Borrowed(&u.key),
+                upload_id: Cow::Borrowed(&u.upload_id),
+                initiator: Some(owner(cx)),
+                owner: Some(owner(cx)),
+                storage_class: Cow::Borrowed(STANDARD),
+                initiated_unix: u.initiated.to_unix(),
+            })
+            .collect(),
+        common_prefixes: page
+            .common_prefixes
+            .iter()
+            .map(|p| Cow::Borrowed(p.as_str()))
+            .collect(),
+    };
+    let mut xml = Vec::new();
+    doc.write_xml(&mut xml);
+    cx.send_xml(res, Headers::new(), &xml).await
+}

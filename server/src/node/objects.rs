@@ -1,0 +1,476 @@
+//! Object operations: GET/HEAD (ranges, parts, conditions), PUT, DELETE, copy, DeleteObjects.
+
+use std::borrow::Cow;
+use std::io::Read as _;
+
+use ferry_core::http::body::BodyKind;
+use ferry_core::http::server::{BodyReader, ResponseWriter};
+use ferry_core::md5::{Md5Digest, md5};
+use ferry_core::pool::{BufferPool, PooledBuf};
+use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::checksum::{self, checksum_header};
+use ferry_core::s3::conditions::Conditions;
+use ferry_core::s3::range::ByteRange;
+use ferry_core::s3::request::{CopySource, MetadataDirective};
+use ferry_core::s3::validate::{self, ContentHeaders};
+use ferry_core::s3::xml::{
+    CopyKind, CopyResult, Delete, DeleteError, DeleteResult, DeletedEntry, MAX_DELETE_BODY,
+};
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+
+use super::body::{BodyDone, BodyPlan, read_small, require_length, stream_into};
+use super::handler::Cx;
+use super::headers::{
+    Headers, checksum_mode, object_headers, object_meta, push_checksum, push_validators,
+    write_conditions,
+};
+use crate::store::{self, COPY_BUF_SIZE, Checksum, ObjectInfo, ObjectReader, ReadRange, Store};
+
+/// `If-*` conditions owned, so they can be checked on a blocking thread.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct OwnedConditions {
+    if_match: Option<String>,
+    if_none_match: Option<String>,
+    if_modified_since: Option<i64>,
+    if_unmodified_since: Option<i64>,
+}
+
+impl OwnedConditions {
+    pub(crate) fn new(c: &Conditions<'_>) -> Self {
+        Self {
+            if_match: c.if_match.map(str::to_owned),
+            if_none_match: c.if_none_match.map(str::to_owned),
+            if_modified_since: c.if_modified_since,
+            if_unmodified_since: c.if_unmodified_since,
+        }
+    }
+
+    fn get(&self) -> Conditions<'_> {
+        Conditions {
+            if_match: self.if_match.as_deref(),
+            if_none_match: self.if_none_match.as_deref(),
+            if_modified_since: self.if_modified_since,
+            if_unmodified_since: self.if_unmodified_since,
+        }
+    }
+
+    /// GET/HEAD conditions: `NotModified` (304) or `PreconditionFailed` (412).
+    fn check(&self, info: &ObjectInfo) -> S3Result<()> {
+        self.get()
+            .check(info.etag.as_str(), info.last_modified.to_unix())
+    }
+
+    /// `x-amz-copy-source-if-*`: any failure is 412.
+    pub(crate) fn check_copy_source(&self, info: &ObjectInfo) -> S3Result<()> {
+        self.get()
+            .check_copy_source(info.etag.as_str(), info.last_modified.to_unix())
+    }
+}
+
+/// The stored form of a checksum.
+pub(crate) fn stored_checksum(c: &checksum::Checksum) -> Checksum {
+    Checksum {
+        algorithm: c.algorithm().as_str().to_owned(),
+        value: c.to_base64().as_str().to_owned(),
+    }
+}
+
+/// What a GET or HEAD asks for.
+#[derive(Debug)]
+pub(crate) struct Read<'a> {
+    pub range: Option<ByteRange>,
+    pub conditions: &'a Conditions<'a>,
+    pub part_number: Option<u16>,
+    pub overrides: Option<&'a ContentHeaders<'a>>,
+    pub head: bool,
+}
+
+/// A read that was refused: the error, and the object's metadata when the response needs it
+/// (validators of a 304, the length in a 416's `Content-Range`).
+struct Refused {
+    error: S3Error,
+    info: Option<Box<ObjectInfo>>,
+}
+
+impl From<S3Error> for Refused {
+    fn from(error: S3Error) -> Self {
+        Self { error, info: None }
+    }
+}
+
+/// An object opened for a response: its metadata, the range the response describes, and for
+/// GET the body's first block.
+struct Opened {
+    info: ObjectInfo,
+    range: Option<(u64, u64)>,
+    body: Option<FirstBlock>,
+}
+
+/// The first block of a GET body, and the reader of the rest (`None` once drained).
+struct FirstBlock {
+    reader: Option<ObjectReader>,
+    buf: PooledBuf<'static>,
+    len: usize,
+}
+
+fn refuse(error: S3Error, info: ObjectInfo) -> Refused {
+    Refused {
+        error,
+        info: Some(Box::new(info)),
+    }
+}
+
+/// Fill `buf` from `reader` (until full or the range ends); drop the reader when it is done,
+/// here on the blocking thread, since that may delete files it pinned.
+fn read_block(mut reader: ObjectReader, buf: &mut [u8]) -> S3Result<(Option<ObjectReader>, usize)> {
+    let mut filled = 0;
+    while filled < buf.len() && reader.remaining() > 0 {
+        let dst = buf.get_mut(filled..).unwrap_or_default();
+        let n = reader.read(dst).map_err(|e| {
+            S3Error::with_message(S3ErrorCode::InternalError, format!("read failed: {e}"))
+        })?;
+        if n == 0 {
+            return Err(S3Error::with_message(
+                S3ErrorCode::InternalError,
+                "object data ended early",
+            ));
+        }
+        filled += n;
+    }
+    let reader = (reader.remaining() > 0).then_some(reader);
+    Ok((reader, filled))
+}
+
+/// On a blocking thread: find the object, check conditions, and for GET read the first block.
+fn open(
+    store: &Store,
+    bucket: &str,
+    key: &str,
+    range: ReadRange,
+    conditions: &OwnedConditions,
+    head: bool,
+) -> Result<Opened, Refused> {
+    if head {
+        let info = store.head_object(bucket, key)?;
+        if let Err(e) = conditions.check(&info) {
+            return Err(refuse(e, info));
+        }
+        return match range.resolve(&info) {
+            Ok(range) => Ok(Opened {
+                info,
+                range,
+                body: None,
+            }),
+            Err(e) => Err(refuse(e, info)),
+        };
+    }
+    match store.get_object(bucket, key, range) {
+        Ok(reader) => {
+            if let Err(e) = conditions.check(reader.info()) {
+                return Err(refuse(e, reader.into_info()));
+            }
+            let info = reader.info().clone();
+            let range = reader.range();
+            let mut buf = BufferPool::global().get(COPY_BUF_SIZE);
+            let (reader, len) = read_block(reader, &mut buf)?;
+            Ok(Opened {
+                info,
+                range,
+                body: Some(FirstBlock { reader, buf, len }),
+            })
+        }
+        Err(e)
+            if matches!(
+                e.code,
+                S3ErrorCode::InvalidRange | S3ErrorCode::InvalidPartNumber
+            ) =>
+        {
+            // Conditions come before the range (RFC 9110 section 13.2.2), and a 416 names
+            // the object's length.
+            let info = store.head_object(bucket, key)?;
+            conditions
+                .check(&info)
+                .map_err(|c| refuse(c, info.clone()))?;
+            Err(refuse(e, info))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn read_range(range: Option<ByteRange>, part_number: Option<u16>) -> ReadRange {
+    match (part_number, range) {
+        (Some(n), _) => ReadRange::Part(u32::from(n)),
+        (None, Some(ByteRange::FromTo(a, b))) => ReadRange::Inclusive(a, b),
+        (None, Some(ByteRange::From(a))) => ReadRange::From(a),
+        (None, Some(ByteRange::Suffix(n))) => ReadRange::Suffix(n),
+        (None, None) => ReadRange::All,
+    }
+}
+
+/// GetObject and HeadObject.
+pub(crate) async fn get<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+    key: &str,
+    read: Read<'_>,
+) -> S3Result<()> {
+    let conditions = OwnedConditions::new(read.conditions);
+    let range = read_range(read.range, read.part_number);
+    let (b, k, head) = (bucket.to_owned(), key.to_owned(), read.head);
+    let opened = cx
+        .unblock(move |store| open(&store, &b, &k, range, &conditions, head))
+        .await;
+    let opened = match opened {
+        Ok(o) => o,
+        Err(Refused { error, info }) => {
+            let mut extra = Headers::new();
+            match (&info, error.code) {
+                (Some(i), S3ErrorCode::NotModified) => {
+                    push_validators(&mut extra, &i.etag, i.last_modified);
+                }
+                (Some(i), S3ErrorCode::InvalidRange) => {
+                    extra.push("Content-Range", format!("bytes */{}", i.size));
+                }
+                _ => {}
+            }
+            return cx.send_error(res, &error, extra).await;
+        }
+    };
+    let Opened { info, range, body } = opened;
+    let whole = range.is_none();
+    let mut h = object_headers(&info, read.overrides, whole && checksum_mode(cx.headers));
+    let (status, len) = match range {
+        Some((first, last)) => {
+            h.push(
+                "Content-Range",
+                format!("bytes {first}-{last}/{}", info.size),
+            );
+            (206, last - first + 1)
+        }
+        None => (200, info.size),
+    };
+    if read.part_number.is_some()
+        && let Some(n) = info.parts_count()
+    {
+        h.push("x-amz-mp-parts-count", n.to_string());
+    }
+    h.push("x-amz-request-id", cx.id.to_owned());
+    res.start(status, &h.as_slice(), BodyKind::Length(len))?;
+    drop(h);
+    if let Some(first) = body {
+        stream_out(cx.rt(), res, first.reader, first.buf, first.len).await?;
+    }
+    res.finish().await?;
+    Ok(())
+}
+
+/// Send the rest of an object: the next block is read on a blocking thread while the current
+/// one is written to the client.
+async fn stream_out<R: Runtime, S: Stream>(
+    rt: &R,
+    res: &mut ResponseWriter<'_, S>,
+    mut reader: Option<ObjectReader>,
+    mut buf: PooledBuf<'static>,
+    mut len: usize,
+) -> S3Result<()> {
+    let mut spare: Option<PooledBuf<'static>> = None;
+    loop {
+        let next = reader.take().map(|r| {
+            let mut b = spare
+                .take()
+                .unwrap_or_else(|| BufferPool::global().get(COPY_BUF_SIZE));
+            rt.unblock(move || {
+                let got = read_block(r, &mut b);
+                (got, b)
+            })
+        });
+        res.write(buf.get(..len).unwrap_or_default()).await?;
+        let Some(job) = next else {
+            return Ok(());
+        };
+        let (got, b) = job.await;
+        let (r, n) = got?;
+        spare = Some(std::mem::replace(&mut buf, b));
+        reader = r;
+        len = n;
+    }
+}
+
+/// PutObject.
+pub(crate) async fn put<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+    key: &str,
+    content_md5: Option<Md5Digest>,
+) -> S3Result<()> {
+    require_length(body)?;
+    let plan = BodyPlan::new(cx.headers, cx.verified)?;
+    let mut meta = object_meta(cx.headers)?;
+    let conditions = write_conditions(cx.headers)?;
+    let (b, k) = (bucket.to_owned(), key.to_owned());
+    let writer = cx.unblock(move |store| store.object_writer(&b, &k)).await?;
+    let (writer, done) = stream_into(cx.rt(), body, plan, writer).await?;
+    let stored = done.checksum.as_ref().map(stored_checksum);
+    meta.checksums.extend(stored.clone());
+    let put = cx
+        .unblock(move |_| {
+            check_md5(content_md5, &writer.digest())?;
+            writer.commit(meta, conditions)
+        })
+        .await?;
+    let mut h = Headers::new();
+    h.push("ETag", put.etag.as_str().to_owned());
+    if let Some(c) = &stored {
+        push_checksum(&mut h, c);
+    }
+    cx.send(res, 200, h, &[]).await
+}
+
+/// `BadDigest` unless the body's MD5 is the `Content-MD5` sent.
+pub(crate) fn check_md5(want: Option<Md5Digest>, got: &Md5Digest) -> S3Result<()> {
+    match want {
+        Some(w) if w != *got => Err(S3Error::with_message(
+            S3ErrorCode::BadDigest,
+            "The Content-MD5 you specified did not match what we received.",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// DeleteObject: 204 whether or not the key existed.
+pub(crate) async fn delete<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+    key: &str,
+) -> S3Result<()> {
+    let (b, k) = (bucket.to_owned(), key.to_owned());
+    cx.unblock(move |store| store.delete_object(&b, &k)).await?;
+    cx.send(res, 204, Headers::new(), &[]).await
+}
+
+/// CopyObject: `COPY` keeps the source's metadata, `REPLACE` takes this request's.
+pub(crate) async fn copy<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+    key: &str,
+    source: &CopySource<'_>,
+    directive: MetadataDirective,
+    source_conditions: &Conditions<'_>,
+) -> S3Result<()> {
+    let directive = match directive {
+        MetadataDirective::Copy => store::MetadataDirective::Copy,
+        MetadataDirective::Replace => store::MetadataDirective::Replace(object_meta(cx.headers)?),
+    };
+    let conditions = write_conditions(cx.headers)?;
+    let source_conditions = OwnedConditions::new(source_conditions);
+    let (sb, sk) = (source.bucket.to_string(), source.key.to_string());
+    let (b, k) = (bucket.to_owned(), key.to_owned());
+    let put = cx
+        .unblock(move |store| {
+            let src = store::CopySource {
+                bucket: &sb,
+                key: &sk,
+                range: None,
+            };
+            store.copy_object(src, &b, &k, directive, conditions, |info| {
+                source_conditions.check_copy_source(info)
+            })
+        })
+        .await?;
+    let doc = CopyResult {
+        kind: CopyKind::Object,
+        etag: Cow::Borrowed(put.etag.as_str()),
+        last_modified_unix: put.last_modified.to_unix(),
+    };
+    let mut xml = Vec::new();
+    doc.write_xml(&mut xml);
+    cx.send_xml(res, Headers::new(), &xml).await
+}
+
+/// DeleteObjects: up to 1000 keys; errors per key; `Quiet` reports errors only.
+///
+/// S3 requires an integrity check on this request: `Content-MD5` or an `x-amz-checksum-*`
+/// header or trailer.
+pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+    content_md5: Option<Md5Digest>,
+) -> S3Result<()> {
+    let plan = BodyPlan::new(cx.headers, cx.verified)?;
+    let too_large =
+        S3Error::with_message(S3ErrorCode::MalformedXML, "The request body is too large");
+    let (xml, done): (Vec<u8>, BodyDone) =
+        read_small(body, plan, MAX_DELETE_BODY, too_large).await?;
+    if content_md5.is_none() && done.checksum.is_none() && checksum_header(cx.headers)?.is_none() {
+        return Err(S3Error::with_message(
+            S3ErrorCode::InvalidRequest,
+            "Missing required header for this request: Content-MD5 or x-amz-checksum-*",
+        ));
+    }
+    check_md5(content_md5, &md5(&xml))?;
+    let request = Delete::parse_xml(&xml)?;
+    let keys: Vec<(String, Option<String>)> = request
+        .objects
+        .iter()
+        .map(|o| {
+            (
+                o.key.to_string(),
+                o.version_id.as_deref().map(str::to_owned),
+            )
+        })
+        .collect();
+    let b = bucket.to_owned();
+    let outcomes = cx
+        .unblock(move |store| -> S3Result<Vec<Result<(), S3Error>>> {
+            store.head_bucket(&b)?;
+            Ok(keys
+                .iter()
+                .map(|(key, version)| delete_one(&store, &b, key, version.as_deref()))
+                .collect())
+        })
+        .await?;
+    let mut doc = DeleteResult::default();
+    for (o, outcome) in request.objects.iter().zip(&outcomes) {
+        match outcome {
+            Ok(()) if request.quiet => {}
+            Ok(()) => doc.deleted.push(DeletedEntry {
+                key: o.key.clone(),
+                version_id: o.version_id.clone(),
+            }),
+            Err(e) => doc.errors.push(DeleteError {
+                key: o.key.clone(),
+                version_id: o.version_id.clone(),
+                code: Cow::Borrowed(e.code.as_str()),
+                message: e.message.clone(),
+            }),
+        }
+    }
+    let mut out = Vec::new();
+    doc.write_xml(&mut out);
+    cx.send_xml(res, Headers::new(), &out).await
+}
+
+/// One key of a DeleteObjects request.
+fn delete_one(store: &Store, bucket: &str, key: &str, version: Option<&str>) -> S3Result<()> {
+    if key.is_empty() {
+        return Err(S3Error::with_message(
+            S3ErrorCode::InvalidArgument,
+            "The key must not be empty",
+        ));
+    }
+    validate::object_key(key)?;
+    match version {
+        None | Some("null") => store.delete_object(bucket, key),
+        Some(_) => Err(S3Error::with_message(
+            S3ErrorCode::InvalidArgument,
+            "Invalid version id specified",
+        )),
+    }
+}
