@@ -1,6 +1,7 @@
 //! ferry-load: an exact S3 load tester.
 pub mod client;
 pub mod config;
+pub mod embedded;
 pub mod keys;
 pub mod report;
 pub mod run;

@@ -636,10 +636,10 @@ pub async fn run_load<R: Runtime>(
             sh.cfg.objects
         ));
     }
-    if sh.cfg.cleanup {
-        if let Some(note) = cleanup(&sh).await {
-            report.notes.push(note);
-        }
+    if sh.cfg.cleanup
+        && let Some(note) = cleanup(&sh).await
+    {
+        report.notes.push(note);
     }
     Ok(report)
 }

@@ -39,7 +39,7 @@ pub fn format_bytes(n: u64) -> String {
     const UNITS: [(&str, u32); 4] = [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)];
     for (unit, shift) in UNITS {
         let scale = 1u64 << shift;
-        if n >= scale && n % scale == 0 {
+        if n >= scale && n.is_multiple_of(scale) {
             return format!("{}{unit}", n >> shift);
         }
     }
