@@ -1,1 +1,5 @@
-fn main() {}
+//! `ferry-load`: see `ferry-load --help`.
+
+fn main() -> std::process::ExitCode {
+    ferry_loadtest::cli::main()
+}

@@ -404,6 +404,9 @@ async fn reporter<R: Runtime>(
     let endpoints = sh.client.endpoints().len();
     let mut totals = Recorder::new(endpoints);
     let mut interval = Recorder::new(endpoints);
+    // The interval before, kept to fold a short last interval into it.
+    let mut previous = Recorder::new(endpoints);
+    let mut prev_start = sh.t0;
     let mut series = Vec::new();
     let mut spare: Vec<Sample> = Vec::new();
     let progress = Progress::new(sh.cfg.progress);
@@ -424,12 +427,23 @@ async fn reporter<R: Runtime>(
         }
         totals.merge(&interval);
         let now = sh.rt().now();
+        let mut dt = now.saturating_sub(last);
+        // The operations still in flight at the deadline end a moment later: a sliver of an
+        // interval would show as a spike, so it joins the second before it.
+        if finished && dt < Duration::from_millis(500) && series.pop().is_some() {
+            dt += last.saturating_sub(prev_start);
+            std::mem::swap(&mut interval, &mut previous);
+            interval.merge(&previous);
+            last = prev_start;
+        }
         let point = SeriesPoint::from_interval(
             now.saturating_sub(sh.t0).as_secs_f64(),
-            now.saturating_sub(last).as_secs_f64(),
+            dt.as_secs_f64(),
             &interval,
         );
+        prev_start = last;
         last = now;
+        std::mem::swap(&mut interval, &mut previous);
         let mut all = Histo::new();
         let (mut ops, mut errors) = (0, 0);
         for op in OpKind::ALL.into_iter().filter(|o| o.counts_in_total()) {
