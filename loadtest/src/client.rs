@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use ferry_core::fill::{Object, ShardedFill};
+use ferry_core::fill::ShardedFill;
 use ferry_core::http::body::BodyKind;
 use ferry_core::http::client::{ClientConfig, ClientConn, ClientPool, Continue, ResponseBody};
 use ferry_core::http::io::HttpError;
@@ -30,6 +30,7 @@ use ferry_core::s3::xml::{
 use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 
+use crate::payload::Payload;
 use crate::stats::{Costs, MismatchReport};
 
 /// Request bodies are generated and sent in pieces of at most this size.
@@ -138,7 +139,7 @@ pub struct ClientOptions {
     pub verify: bool,
     /// Bodies of at least this many bytes are sent with `Expect: 100-continue`.
     pub expect_continue_from: Option<u64>,
-    /// The fill seed: object `id` holds `ShardedFill::new(seed).object(id)`.
+    /// The fill seed: object `id` holds `Payload::new(&ShardedFill::new(seed), id)`.
     pub seed: u64,
 }
 
@@ -279,7 +280,7 @@ enum Body<'a> {
     Bytes(&'a [u8]),
     /// `len` bytes of a generated object from `offset`.
     Object {
-        obj: Object<'a>,
+        obj: Payload<'a>,
         offset: u64,
         len: u64,
     },
@@ -389,9 +390,9 @@ impl<R: Runtime> S3Client<R> {
         &self.rt
     }
 
-    /// The fill objects are generated from.
-    pub fn fill(&self) -> &ShardedFill {
-        &self.fill
+    /// The content of object `id`.
+    pub fn payload(&self, id: u64) -> Payload<'_> {
+        Payload::new(&self.fill, id)
     }
 
     /// The options.
@@ -619,7 +620,7 @@ impl<R: Runtime> S3Client<R> {
         let ep = self.pick();
         let path = object_path(bucket, key);
         let out = on_conn!(self, ep, res, |conn| -> () {
-            let obj = self.fill.object(id);
+            let obj = Payload::new(&self.fill, id);
             let body = Body::Object {
                 obj,
                 offset: 0,
@@ -700,7 +701,7 @@ impl<R: Runtime> S3Client<R> {
         body: &mut ResponseBody<'_, T>,
         costs: &mut Costs,
     ) -> Result<u64, OpError> {
-        let mut cursor = self.fill.object(id).cursor(0);
+        let mut cursor = Payload::new(&self.fill, id).cursor(0);
         let mut md5 = self.opts.md5.then(Md5Sink::new);
         let mut mismatch = None;
         let mut got = 0u64;
@@ -783,7 +784,7 @@ impl<R: Runtime> S3Client<R> {
             }
             if let Some(etag) = etag.filter(|e| self.opts.md5 && !e.unquoted().contains('-')) {
                 let t = Instant::now();
-                let want = ETag::single(&self.fill.object(id).md5(size));
+                let want = ETag::single(&Payload::new(&self.fill, id).md5(size));
                 res.costs.hash_ns += elapsed_ns(t);
                 check_etag(key, &want, Some(etag.as_str()))?;
             }
@@ -1009,7 +1010,7 @@ impl<R: Runtime> S3Client<R> {
             res,
             |conn| -> (Option<String>, Option<Md5Digest>) {
                 let body = Body::Object {
-                    obj: self.fill.object(id),
+                    obj: Payload::new(&self.fill, id),
                     offset,
                     len,
                 };

@@ -1,5 +1,7 @@
-//! Against a misbehaving fake server: verification catches a flipped byte (with its key and
-//! offset), and open-loop mode reports the queueing delay of a server stall.
+//! Against the fake server (which stores what it is sent and can misbehave): PUT bodies are
+//! exactly the generated objects, verification catches a flipped byte (with its key and
+//! offset), open-loop mode reports the queueing delay of a server stall, and operations are
+//! spread over endpoints and reported per endpoint.
 
 mod common;
 
@@ -9,9 +11,10 @@ use common::{Faults, start_fake};
 use ferry_core::fill::ShardedFill;
 use ferry_core::rt::Runtime;
 use ferry_core::s3::sigv4::Credentials;
-use ferry_loadtest::client::Endpoint;
+use ferry_loadtest::client::{Endpoint, EndpointPolicy};
 use ferry_loadtest::config::{LoadConfig, ProgressMode, Workload};
 use ferry_loadtest::keys::parse_object_key;
+use ferry_loadtest::payload::Payload;
 use ferry_loadtest::report::RunReport;
 use ferry_loadtest::run::run_load;
 use ferry_loadtest::size::SizeSpec;
@@ -64,7 +67,7 @@ async fn corruption_is_reported<R: Runtime>(rt: R) {
         let (id, size) = parse_object_key(&m.key).expect("a ferry-load key");
         assert!(id < 3 && size == 64 << 10, "{}", m.key);
         assert_eq!(m.offset, FLIPPED);
-        let want = fill.object(id).generate(size as usize)[FLIPPED as usize];
+        let want = Payload::new(&fill, id).generate(size as usize)[FLIPPED as usize];
         assert_eq!((m.expected, m.found), (want, want ^ 1));
     }
     let summary = report.summary();
@@ -148,4 +151,90 @@ fn open_loop_reports_queueing_delay_tokio() {
 #[test]
 fn open_loop_reports_queueing_delay_smol() {
     ferry_smol::block_on_threads(2, open_loop_reports_queueing_delay).unwrap();
+}
+
+/// What a put run sends is the generated object, byte for byte, under a key naming it.
+async fn put_bodies_are_the_generated_objects<R: Runtime>(rt: R) {
+    let (server, fake) = start_fake(&rt, Faults::default()).await;
+    let addr = server.local_addr();
+    let mut cfg = config(Workload::Put, addr);
+    cfg.size = "1..100KiB".parse().unwrap();
+    cfg.ops = Some(20);
+    cfg.cleanup = false;
+    cfg.seed = 77;
+    let report = run(&rt, cfg.clone(), addr).await;
+    assert_eq!(report.op(OpKind::Put).unwrap().error_count(), 0);
+    let fill = ShardedFill::new(77);
+    let keys = fake.keys(&cfg.bucket);
+    assert_eq!(keys.len(), 20);
+    let mut total = 0;
+    for key in keys {
+        let (id, size) = parse_object_key(&key).unwrap();
+        assert_eq!(size, cfg.size.size_for(77, id));
+        let stored = fake.object(&cfg.bucket, &key).unwrap();
+        assert!(
+            stored == Payload::new(&fill, id).generate(size as usize),
+            "{key}"
+        );
+        total += size;
+    }
+    assert_eq!(report.op(OpKind::Put).unwrap().bytes, total);
+    server.shutdown();
+}
+
+#[test]
+fn put_bodies_are_the_generated_objects_tokio() {
+    ferry_tokio::block_on_threads(2, put_bodies_are_the_generated_objects).unwrap();
+}
+
+#[test]
+fn put_bodies_are_the_generated_objects_smol() {
+    ferry_smol::block_on_threads(2, put_bodies_are_the_generated_objects).unwrap();
+}
+
+/// Two endpoints: round-robin alternates, least-busy uses both, and the report breaks the
+/// operations down per endpoint.
+async fn operations_spread_over_endpoints<R: Runtime>(rt: R) {
+    let (s1, f1) = start_fake(&rt, Faults::default()).await;
+    let (s2, f2) = start_fake(&rt, Faults::default()).await;
+    let (a1, a2) = (s1.local_addr(), s2.local_addr());
+    for policy in [EndpointPolicy::RoundRobin, EndpointPolicy::LeastBusy] {
+        let mut cfg = config(Workload::Put, a1);
+        cfg.endpoints.push(format!("http://{a2}"));
+        cfg.endpoint_policy = policy;
+        cfg.size = SizeSpec::Fixed(1000);
+        cfg.ops = Some(20);
+        cfg.cleanup = false;
+        cfg.prefix = format!("{policy:?}/");
+        let eps = vec![Endpoint::from_addr(a1), Endpoint::from_addr(a2)];
+        let report = run_load(rt.clone(), cfg.clone(), eps, false).await.unwrap();
+        let per = report.endpoint_totals();
+        assert_eq!(per.len(), 2);
+        assert_eq!(per[0].ops + per[1].ops, 20);
+        let stored = |f: &common::FakeS3<R>| {
+            f.keys(&cfg.bucket)
+                .iter()
+                .filter(|k| k.starts_with(&cfg.prefix))
+                .count() as u64
+        };
+        assert_eq!((stored(&f1), stored(&f2)), (per[0].ops, per[1].ops));
+        match policy {
+            EndpointPolicy::RoundRobin => assert_eq!((per[0].ops, per[1].ops), (10, 10)),
+            EndpointPolicy::LeastBusy => assert!(per[0].ops > 0 && per[1].ops > 0),
+        }
+        let summary = report.summary();
+        assert!(summary.contains("per endpoint"), "{summary}");
+    }
+    s1.shutdown();
+    s2.shutdown();
+}
+
+#[test]
+fn operations_spread_over_endpoints_tokio() {
+    ferry_tokio::block_on_threads(2, operations_spread_over_endpoints).unwrap();
+}
+
+#[test]
+fn operations_spread_over_endpoints_smol() {
+    ferry_smol::block_on_threads(2, operations_spread_over_endpoints).unwrap();
 }
