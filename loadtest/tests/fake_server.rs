@@ -238,3 +238,34 @@ fn operations_spread_over_endpoints_tokio() {
 fn operations_spread_over_endpoints_smol() {
     ferry_smol::block_on_threads(2, operations_spread_over_endpoints).unwrap();
 }
+
+/// With `--md5`, a GET whose ETag is not the MD5 of the content is an error; without, the
+/// ETag is not looked at.
+async fn wrong_etags_are_caught_with_md5<R: Runtime>(rt: R) {
+    let faults = Faults {
+        wrong_etag: true,
+        ..Faults::default()
+    };
+    let (server, _fake) = start_fake(&rt, faults).await;
+    let addr = server.local_addr();
+    let mut cfg = config(Workload::Get, addr);
+    cfg.ops = Some(5);
+    cfg.md5 = true;
+    let report = run(&rt, cfg.clone(), addr).await;
+    let get = report.op(OpKind::Get).unwrap();
+    assert_eq!(get.errors.get("verify etag"), Some(&5), "{:?}", get.errors);
+    cfg.md5 = false;
+    let report = run(&rt, cfg, addr).await;
+    assert_eq!(report.op(OpKind::Get).unwrap().error_count(), 0);
+    server.shutdown();
+}
+
+#[test]
+fn wrong_etags_are_caught_with_md5_tokio() {
+    ferry_tokio::block_on_threads(2, wrong_etags_are_caught_with_md5).unwrap();
+}
+
+#[test]
+fn wrong_etags_are_caught_with_md5_smol() {
+    ferry_smol::block_on_threads(2, wrong_etags_are_caught_with_md5).unwrap();
+}

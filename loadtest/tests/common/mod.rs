@@ -34,6 +34,8 @@ pub struct Faults {
     /// When the n-th GET (counting from 0) arrives, stall the whole server for this long:
     /// every request that arrives before the stall ends waits for its end.
     pub stall: Option<(u64, Duration)>,
+    /// Answer GETs with the ETag of an empty object.
+    pub wrong_etag: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -263,9 +265,15 @@ impl<C: Clock> Handler for FakeS3<C> {
                 {
                     *b ^= 1;
                 }
+                let empty = ETag::single(&md5(b""));
+                let etag = if self.faults.wrong_etag {
+                    empty.as_str()
+                } else {
+                    stored.etag.as_str()
+                };
                 let hs = [Header {
                     name: "ETag",
-                    value: stored.etag.as_bytes(),
+                    value: etag.as_bytes(),
                 }];
                 res.send(200, &hs, &data).await?;
             }
