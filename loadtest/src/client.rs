@@ -19,7 +19,7 @@ use ferry_core::md5::{ETag, Md5Digest, Md5Sink, MultipartETag, content_md5};
 use ferry_core::pool::BufferPool;
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::sigv4::{
-    Credentials, RequestParts, SharedSigningKeyCache, UNSIGNED_PAYLOAD, header, presign,
+    Credentials, Hex64, RequestParts, SharedSigningKeyCache, UNSIGNED_PAYLOAD, header, presign,
     sign_request,
 };
 use ferry_core::s3::uri::{encode, encode_path};
@@ -458,7 +458,7 @@ impl<R: Runtime> S3Client<R> {
             }
         }
         (
-            sha.map(|s| hex_lower(&s.finalize())),
+            sha.map(|s| Hex64::of(&s.finalize().into()).as_str().to_string()),
             md5.map(Md5Sink::finalize),
         )
     }
@@ -1128,14 +1128,6 @@ impl<R: Runtime> S3Client<R> {
 /// `/bucket/key`, percent-encoded for the request line.
 pub fn object_path(bucket: &str, key: &str) -> String {
     format!("/{}/{}", encode_path(bucket), encode_path(key))
-}
-
-fn hex_lower(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push_str(&format!("{b:02x}"));
-    }
-    s
 }
 
 fn check_etag(key: &str, want: &ETag, got: Option<&str>) -> Result<(), OpError> {

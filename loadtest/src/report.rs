@@ -413,9 +413,7 @@ impl RunReport {
                 share(costs.verify_ns),
                 self.mismatches.len()
             );
-        } else if self.run.verify {
-            let _ = writeln!(out, "verification on, no body bytes received");
-        } else {
+        } else if !self.run.verify {
             let _ = writeln!(out, "verification off");
         }
         if costs.fill_ns > 0 {
