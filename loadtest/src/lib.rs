@@ -1,0 +1,24 @@
+//! ferry-load: an exact S3 load tester.
+//!
+//! - [`client`]: the S3 operations over ferry-core's HTTP client and SigV4, with request
+//!   bodies generated as they are sent and response bodies verified as they stream;
+//!   [`payload`] is what object `id` holds, [`keys`] how its key names it.
+//! - [`run`]: the engine (buckets, preparation, closed/open-loop workers, the per-second
+//!   reporter, cleanup); [`config`] says what a run does.
+//! - [`stats`], [`report`]: HDR histograms and the report (summary, JSON, CSV, merging);
+//!   [`compare`] and [`plot`] read reports back.
+//! - [`embedded`]: an in-process cluster to load (`--embedded`); [`cli`]: the command line.
+
+pub mod cli;
+pub mod client;
+pub mod compare;
+pub mod config;
+pub mod embedded;
+pub mod keys;
+pub mod payload;
+pub mod plot;
+pub mod report;
+pub mod run;
+pub mod rusage;
+pub mod size;
+pub mod stats;

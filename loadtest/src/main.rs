@@ -1,0 +1,5 @@
+//! `ferry-load`: see `ferry-load --help`.
+
+fn main() -> std::process::ExitCode {
+    ferry_loadtest::cli::main()
+}

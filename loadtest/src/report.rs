@@ -1,0 +1,621 @@
+//! A run's results: the JSON document (`--json`), the summary table, the CSV time series
+//! (`--csv`), and merging runs.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use crate::rusage::CpuUsage;
+use crate::stats::{Costs, Histo, HistoSummary, MismatchReport, OpKind, OpStats, Recorder};
+
+/// How a run was set up (what the report needs to say what it measured).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// Workload name.
+    pub workload: String,
+    /// Workers.
+    pub concurrency: usize,
+    /// Size spec (`1MiB`, `4KiB..64MiB`, ...).
+    pub size: String,
+    /// Open-loop rate, operations per second.
+    pub rate: Option<f64>,
+    /// Duration limit, seconds.
+    pub duration_s: Option<f64>,
+    /// Operation limit.
+    pub ops_limit: Option<u64>,
+    /// Prepared objects.
+    pub objects: u64,
+    /// Runtime.
+    pub runtime: String,
+    /// Fill seed.
+    pub seed: u64,
+    /// Bodies verified.
+    pub verify: bool,
+    /// Content-MD5 sent and ETags checked.
+    pub md5: bool,
+    /// Payload SHA-256 signed.
+    pub payload_sha256: bool,
+    /// Buckets used.
+    pub buckets: Vec<String>,
+    /// Key prefix.
+    pub prefix: String,
+    /// Mixed workload weights.
+    pub mix: Option<String>,
+    /// Multipart: parts, part size, parts in flight.
+    pub multipart: Option<(u32, u64, usize)>,
+    /// Against an in-process cluster (its CPU time is in `cpu`).
+    pub embedded: bool,
+}
+
+/// The totals of one operation type on one endpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatsEntry {
+    /// Operation type.
+    pub op: OpKind,
+    /// Index into [`RunReport::endpoints`].
+    pub endpoint: usize,
+    /// What was measured.
+    #[serde(flatten)]
+    pub stats: OpStats,
+}
+
+/// One operation type in one second of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeriesOp {
+    /// Operation type.
+    pub op: OpKind,
+    /// Operations completed in the interval.
+    pub ops: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Failed operations.
+    pub errors: u64,
+    /// Latency of the interval's operations.
+    pub latency: HistoSummary,
+}
+
+/// One interval (a second, the last one shorter) of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeriesPoint {
+    /// End of the interval, seconds since the start.
+    pub t_s: f64,
+    /// Length of the interval, seconds.
+    pub dt_s: f64,
+    /// Per operation type.
+    pub ops: Vec<SeriesOp>,
+}
+
+impl SeriesPoint {
+    /// The interval's stats from a recorder holding just that interval.
+    pub fn from_interval(t_s: f64, dt_s: f64, interval: &Recorder) -> Self {
+        let ops = OpKind::ALL
+            .into_iter()
+            .filter_map(|op| {
+                let s = interval.op_total(op)?;
+                Some(SeriesOp {
+                    op,
+                    ops: s.ops,
+                    bytes: s.bytes,
+                    errors: s.error_count(),
+                    latency: HistoSummary::from(&s.latency),
+                })
+            })
+            .collect();
+        Self { t_s, dt_s, ops }
+    }
+
+    /// Operations (counting in totals) per second in this interval.
+    pub fn ops_per_s(&self) -> f64 {
+        let n: u64 = self
+            .ops
+            .iter()
+            .filter(|o| o.op.counts_in_total())
+            .map(|o| o.ops)
+            .sum();
+        rate(n as f64, self.dt_s)
+    }
+
+    /// MB (10^6 bytes) per second in this interval.
+    pub fn mb_per_s(&self) -> f64 {
+        let n: u64 = self
+            .ops
+            .iter()
+            .filter(|o| o.op.counts_in_total())
+            .map(|o| o.bytes)
+            .sum();
+        rate(n as f64 / 1e6, self.dt_s)
+    }
+}
+
+/// The preparation phase (objects put before the measured phase).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Prepared {
+    /// Objects put.
+    pub objects: u64,
+    /// Bytes put.
+    pub bytes: u64,
+    /// How long it took.
+    pub seconds: f64,
+}
+
+/// Everything a run measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// `ferry-load`.
+    pub tool: String,
+    /// Its version.
+    pub version: String,
+    /// How the run was set up.
+    pub run: RunInfo,
+    /// Start, Unix seconds.
+    pub started_unix: i64,
+    /// Measured phase, seconds.
+    pub elapsed_s: f64,
+    /// Endpoint URLs.
+    pub endpoints: Vec<String>,
+    /// Totals per operation type and endpoint.
+    pub stats: Vec<StatsEntry>,
+    /// Per-second series.
+    pub series: Vec<SeriesPoint>,
+    /// The client's CPU time during the measured phase.
+    pub cpu: CpuUsage,
+    /// Verification failures with key and offset (capped).
+    pub mismatches: Vec<MismatchReport>,
+    /// The preparation phase, if any.
+    pub prepared: Option<Prepared>,
+    /// Anything the reader should know (ran out of objects, cleanup failures, ...).
+    pub notes: Vec<String>,
+    /// How many runs this report merges (1 for a plain run).
+    #[serde(default = "one")]
+    pub merged_runs: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn rate(n: f64, secs: f64) -> f64 {
+    if secs > 0.0 { n / secs } else { 0.0 }
+}
+
+/// A duration in µs as people read it: `850µs`, `12.3ms`, `1.25s`.
+pub fn fmt_us(us: u64) -> String {
+    if us < 1_000 {
+        format!("{us}µs")
+    } else if us < 1_000_000 {
+        format!("{:.2}ms", us as f64 / 1e3)
+    } else {
+        format!("{:.2}s", us as f64 / 1e6)
+    }
+}
+
+impl RunReport {
+    /// A report from the measured totals.
+    pub fn new(run: RunInfo, endpoints: Vec<String>, totals: &Recorder) -> Self {
+        let stats = totals
+            .entries()
+            .map(|(op, endpoint, s)| StatsEntry {
+                op,
+                endpoint,
+                stats: s.clone(),
+            })
+            .collect();
+        Self {
+            tool: "ferry-load".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            run,
+            started_unix: 0,
+            elapsed_s: 0.0,
+            endpoints,
+            stats,
+            series: Vec::new(),
+            cpu: CpuUsage::default(),
+            mismatches: totals.mismatches.clone(),
+            prepared: None,
+            notes: Vec::new(),
+            merged_runs: 1,
+        }
+    }
+
+    /// Each operation type summed over endpoints, in report order.
+    pub fn op_totals(&self) -> Vec<(OpKind, OpStats)> {
+        let mut by_op: BTreeMap<OpKind, OpStats> = BTreeMap::new();
+        for e in &self.stats {
+            by_op.entry(e.op).or_default().merge(&e.stats);
+        }
+        by_op.into_iter().collect()
+    }
+
+    /// The stats of one operation type, summed over endpoints.
+    pub fn op(&self, op: OpKind) -> Option<OpStats> {
+        self.op_totals()
+            .into_iter()
+            .find_map(|(o, s)| (o == op).then_some(s))
+    }
+
+    /// Each endpoint's operations summed (parts left out: their uploads count).
+    pub fn endpoint_totals(&self) -> Vec<OpStats> {
+        let mut out = vec![OpStats::default(); self.endpoints.len()];
+        for e in self.stats.iter().filter(|e| e.op.counts_in_total()) {
+            if let Some(t) = out.get_mut(e.endpoint) {
+                t.merge(&e.stats);
+            }
+        }
+        out
+    }
+
+    /// Every operation summed (parts left out: their uploads count).
+    pub fn total(&self) -> OpStats {
+        let mut t = OpStats::default();
+        for e in self.stats.iter().filter(|e| e.op.counts_in_total()) {
+            t.merge(&e.stats);
+        }
+        t
+    }
+
+    /// Client costs over every operation (parts included: uploads do not repeat them).
+    pub fn costs(&self) -> Costs {
+        let mut c = Costs::default();
+        for e in &self.stats {
+            c.add(&e.stats.costs);
+        }
+        c
+    }
+
+    /// Failed operations of every kind.
+    pub fn error_count(&self) -> u64 {
+        self.total().error_count()
+    }
+
+    /// Merge another run (e.g. from another client machine) into this one: counts and
+    /// histograms add up, series line up by interval, CPU adds, elapsed is the longer one.
+    pub fn merge(&mut self, other: &RunReport) -> Result<(), String> {
+        for url in &other.endpoints {
+            if !self.endpoints.contains(url) {
+                self.endpoints.push(url.clone());
+            }
+        }
+        for e in &other.stats {
+            let url = other
+                .endpoints
+                .get(e.endpoint)
+                .ok_or("a stats entry names an endpoint the report does not list")?;
+            let endpoint = self
+                .endpoints
+                .iter()
+                .position(|u| u == url)
+                .unwrap_or_default();
+            match self
+                .stats
+                .iter_mut()
+                .find(|s| s.op == e.op && s.endpoint == endpoint)
+            {
+                Some(s) => s.stats.merge(&e.stats),
+                None => self.stats.push(StatsEntry {
+                    op: e.op,
+                    endpoint,
+                    stats: e.stats.clone(),
+                }),
+            }
+        }
+        self.stats.sort_by_key(|e| (e.op, e.endpoint));
+        for (i, p) in other.series.iter().enumerate() {
+            match self.series.get_mut(i) {
+                Some(mine) => merge_point(mine, p)?,
+                None => self.series.push(p.clone()),
+            }
+        }
+        self.cpu.add(&other.cpu);
+        self.elapsed_s = self.elapsed_s.max(other.elapsed_s);
+        self.started_unix = self.started_unix.min(other.started_unix);
+        for m in &other.mismatches {
+            if self.mismatches.len() < crate::stats::MAX_MISMATCHES {
+                self.mismatches.push(m.clone());
+            }
+        }
+        self.notes.extend(other.notes.iter().cloned());
+        self.merged_runs += other.merged_runs;
+        Ok(())
+    }
+
+    /// The summary table people read at the end of a run.
+    pub fn summary(&self) -> String {
+        let mut out = String::new();
+        let el = self.elapsed_s;
+        let _ = writeln!(
+            out,
+            "{} on {} for {el:.2}s, concurrency {}{}, size {}, runtime {}",
+            self.run.workload,
+            self.endpoints.join(" "),
+            self.run.concurrency,
+            self.run
+                .rate
+                .map(|r| format!(", open loop at {r} ops/s"))
+                .unwrap_or_default(),
+            self.run.size,
+            self.run.runtime,
+        );
+        if let Some(p) = &self.prepared {
+            let _ = writeln!(
+                out,
+                "prepared {} objects ({:.1} MB) in {:.2}s",
+                p.objects,
+                p.bytes as f64 / 1e6,
+                p.seconds
+            );
+        }
+        let _ = writeln!(
+            out,
+            "{:<10} {:>9} {:>10} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "op",
+            "ops",
+            "ops/s",
+            "MB/s",
+            "errors",
+            "p50",
+            "p90",
+            "p99",
+            "p99.9",
+            "max",
+            "ttfb p50",
+            "ttfb p99"
+        );
+        let rows = self.op_totals();
+        for (op, s) in &rows {
+            out.push_str(&row(op.name(), s, el));
+        }
+        if rows.iter().filter(|(op, _)| op.counts_in_total()).count() > 1 {
+            out.push_str(&row("total", &self.total(), el));
+        }
+        let eps = self.endpoint_totals();
+        if eps.len() > 1 {
+            let _ = writeln!(out, "per endpoint:");
+            for (url, s) in self.endpoints.iter().zip(&eps) {
+                out.push_str(&row(url, s, el));
+            }
+        }
+        let errors: Vec<(OpKind, String, u64)> = self
+            .op_totals()
+            .into_iter()
+            .flat_map(|(op, s)| s.errors.into_iter().map(move |(k, n)| (op, k, n)))
+            .collect();
+        if !errors.is_empty() {
+            let _ = writeln!(out, "errors:");
+            for (op, kind, n) in errors {
+                let _ = writeln!(out, "  {:<10} {kind:<40} {n:>9}", op.name());
+            }
+        }
+        for m in self.mismatches.iter().take(10) {
+            let _ = writeln!(
+                out,
+                "  mismatch: {} at offset {}: expected {:#04x}, found {:#04x}",
+                m.key, m.offset, m.expected, m.found
+            );
+        }
+        let costs = self.costs();
+        let total = self.total();
+        let cpu = self.cpu.total_s();
+        let share = |ns: u64| {
+            if cpu > 0.0 {
+                format!(" ({:.1}% of client CPU)", ns as f64 / 1e9 / cpu * 100.0)
+            } else {
+                String::new()
+            }
+        };
+        if costs.verified_bytes > 0 {
+            let secs = costs.verify_ns as f64 / 1e9;
+            let _ = writeln!(
+                out,
+                "verified {:.1} MB in {secs:.3}s: {:.2} GB/s{}, {} mismatches",
+                costs.verified_bytes as f64 / 1e6,
+                rate(costs.verified_bytes as f64 / 1e9, secs),
+                share(costs.verify_ns),
+                self.mismatches.len()
+            );
+        } else if !self.run.verify {
+            let _ = writeln!(out, "verification off");
+        }
+        if costs.fill_ns > 0 {
+            let _ = writeln!(
+                out,
+                "generated bodies in {:.3}s{}",
+                costs.fill_ns as f64 / 1e9,
+                share(costs.fill_ns)
+            );
+        }
+        if costs.hash_ns > 0 {
+            let _ = writeln!(
+                out,
+                "hashed (MD5/SHA-256) in {:.3}s{}",
+                costs.hash_ns as f64 / 1e9,
+                share(costs.hash_ns)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "client CPU: user {:.2}s + system {:.2}s = {cpu:.2}s{}{}",
+            self.cpu.user_s,
+            self.cpu.system_s,
+            self.cpu
+                .per_gb(total.bytes)
+                .map(|g| format!(", {g:.3} CPU-s per GB moved"))
+                .unwrap_or_default(),
+            if self.run.embedded {
+                " (includes the embedded cluster)"
+            } else {
+                ""
+            }
+        );
+        for n in &self.notes {
+            let _ = writeln!(out, "note: {n}");
+        }
+        out
+    }
+
+    /// The time series as CSV: one line per interval and operation type.
+    pub fn series_csv(&self) -> String {
+        let mut out = String::from(
+            "t_s,dt_s,op,ops,bytes,errors,ops_per_s,mb_per_s,p50_us,p90_us,p99_us,p999_us,max_us\n",
+        );
+        for p in &self.series {
+            for o in &p.ops {
+                let l = &o.latency;
+                let _ = writeln!(
+                    out,
+                    "{:.3},{:.3},{},{},{},{},{:.2},{:.3},{},{},{},{},{}",
+                    p.t_s,
+                    p.dt_s,
+                    o.op.name(),
+                    o.ops,
+                    o.bytes,
+                    o.errors,
+                    rate(o.ops as f64, p.dt_s),
+                    rate(o.bytes as f64 / 1e6, p.dt_s),
+                    l.p50_us,
+                    l.p90_us,
+                    l.p99_us,
+                    l.p999_us,
+                    l.max_us
+                );
+            }
+        }
+        out
+    }
+}
+
+fn merge_point(mine: &mut SeriesPoint, other: &SeriesPoint) -> Result<(), String> {
+    mine.dt_s = mine.dt_s.max(other.dt_s);
+    mine.t_s = mine.t_s.max(other.t_s);
+    for o in &other.ops {
+        match mine.ops.iter_mut().find(|m| m.op == o.op) {
+            Some(m) => {
+                m.ops += o.ops;
+                m.bytes += o.bytes;
+                m.errors += o.errors;
+                let mut h: Histo = m.latency.histo()?;
+                h.merge(&o.latency.histo()?);
+                m.latency = HistoSummary::from(&h);
+            }
+            None => mine.ops.push(o.clone()),
+        }
+    }
+    mine.ops.sort_by_key(|o| o.op);
+    Ok(())
+}
+
+fn row(name: &str, s: &OpStats, elapsed: f64) -> String {
+    let l = &s.latency;
+    let ttfb = |q| {
+        if s.ttfb.is_empty() {
+            "-".to_string()
+        } else {
+            fmt_us(s.ttfb.quantile_us(q))
+        }
+    };
+    format!(
+        "{:<10} {:>9} {:>10.1} {:>9.1} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+        name,
+        s.ops,
+        rate(s.ops as f64, elapsed),
+        rate(s.bytes as f64 / 1e6, elapsed),
+        s.error_count(),
+        fmt_us(l.quantile_us(0.5)),
+        fmt_us(l.quantile_us(0.9)),
+        fmt_us(l.quantile_us(0.99)),
+        fmt_us(l.quantile_us(0.999)),
+        fmt_us(l.max_us()),
+        ttfb(0.5),
+        ttfb(0.99),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A report with `n` GETs of 1 MB taking 1..=n ms on endpoint 0, over 2 seconds.
+    fn report(n: u64, url: &str) -> RunReport {
+        let mut rec = Recorder::new(1);
+        let mut second = [Recorder::new(1), Recorder::new(1)];
+        for i in 1..=n {
+            for r in [&mut rec, &mut second[(i % 2) as usize]] {
+                let c = r.cell(OpKind::Get, 0);
+                c.ops += 1;
+                c.bytes += 1_000_000;
+                c.latency.record(Duration::from_millis(i));
+            }
+        }
+        *rec.cell(OpKind::Get, 0)
+            .errors
+            .entry("http 503".into())
+            .or_default() += 1;
+        let mut r = RunReport::new(
+            RunInfo {
+                workload: "get".into(),
+                ..RunInfo::default()
+            },
+            vec![url.into()],
+            &rec,
+        );
+        r.elapsed_s = 2.0;
+        r.series = second
+            .iter()
+            .enumerate()
+            .map(|(i, s)| SeriesPoint::from_interval(i as f64 + 1.0, 1.0, s))
+            .collect();
+        r.cpu = CpuUsage {
+            user_s: 1.0,
+            system_s: 1.0,
+        };
+        r
+    }
+
+    #[test]
+    fn totals_and_summary() {
+        let r = report(100, "http://a");
+        let get = r.op(OpKind::Get).unwrap();
+        assert_eq!(
+            (get.ops, get.bytes, get.error_count()),
+            (100, 100_000_000, 1)
+        );
+        let s = r.summary();
+        assert!(s.contains("get"), "{s}");
+        assert!(s.contains("50.0"), "ops/s: {s}");
+        assert!(s.contains("http 503"), "{s}");
+        // 2 CPU-s for 0.1 GB.
+        assert!(s.contains("20.000 CPU-s per GB"), "{s}");
+        let csv = r.series_csv();
+        assert_eq!(csv.lines().count(), 3);
+        assert!(
+            csv.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("1.000,1.000,get,50,50000000,0,50.00,50.000,")
+        );
+    }
+
+    #[test]
+    fn json_round_trip_then_merge() {
+        let a = report(100, "http://a");
+        let json = serde_json::to_string(&a).unwrap();
+        let back: RunReport = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, a);
+        let mut m = back;
+        m.merge(&report(300, "http://b")).unwrap();
+        assert_eq!(m.merged_runs, 2);
+        assert_eq!(m.endpoints, ["http://a", "http://b"]);
+        let get = m.op(OpKind::Get).unwrap();
+        assert_eq!(get.ops, 400);
+        // Latencies 1..=100 and 1..=300 ms: 1..=100 twice make the lowest 200 of the 400
+        // values, so the median (the 200th) is 100 ms, and the 99th percentile (the 396th) 296.
+        let p50 = get.latency.quantile_us(0.5);
+        assert!(p50.abs_diff(100_000) < 200, "{p50}");
+        let p99 = get.latency.quantile_us(0.99);
+        assert!(p99.abs_diff(296_000) < 600, "{p99}");
+        assert_eq!(m.endpoint_totals()[1].ops, 300);
+        assert_eq!(m.series[0].ops[0].ops, 50 + 150);
+        assert_eq!(m.cpu.total_s(), 4.0);
+    }
+}

@@ -1,0 +1,724 @@
+//! The engine: create buckets, prepare objects, run the workers (closed or open loop) while a
+//! reporter collects their samples each second, then clean up.
+//!
+//! Workers push one small [`Sample`] per operation into their own queue; the reporter drains
+//! the queues once a second into HDR histograms. Workers never touch a histogram, so the
+//! memory of a run does not grow with its concurrency.
+
+use std::io::{IsTerminal as _, Write as _};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use ferry_core::rt::{Either, Runtime, Signal, race};
+use rand_core::{Rng, SeedableRng};
+use rand_pcg::Pcg64;
+
+use crate::client::{ClientOptions, Endpoint, OpError, OpResult, S3Client, VerifyError};
+use crate::config::{LoadConfig, ProgressMode, RuntimeKind, Workload};
+use crate::keys::{object_key, parse_object_key};
+use crate::report::{Prepared, RunInfo, RunReport, SeriesPoint, fmt_us};
+use crate::rusage::CpuTimes;
+use crate::stats::{Costs, Histo, OpKind, Recorder};
+
+/// One finished operation, as a worker hands it to the reporter.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    /// Operation type.
+    pub op: OpKind,
+    /// Endpoint index.
+    pub endpoint: usize,
+    /// From the intended start (open loop) or the actual start to the end.
+    pub latency: Duration,
+    /// Open loop: from the actual start to the end.
+    pub service: Option<Duration>,
+    /// To the response head (GET), from the same origin as `latency`.
+    pub ttfb: Option<Duration>,
+    /// Payload bytes moved (successful operations).
+    pub bytes: u64,
+    /// Why it failed.
+    pub error: Option<OpError>,
+    /// Client-side work.
+    pub costs: Costs,
+}
+
+impl Sample {
+    /// Add the sample to `rec`.
+    pub fn record(&self, rec: &mut Recorder) {
+        let cell = rec.cell(self.op, self.endpoint);
+        cell.ops += 1;
+        cell.latency.record(self.latency);
+        if let Some(s) = self.service {
+            cell.service.record(s);
+        }
+        if let Some(t) = self.ttfb {
+            cell.ttfb.record(t);
+        }
+        cell.costs.add(&self.costs);
+        match &self.error {
+            None => cell.bytes += self.bytes,
+            Some(e) => {
+                *cell.errors.entry(e.kind()).or_default() += 1;
+                if let OpError::Verify(VerifyError::Mismatch(m)) = e {
+                    rec.mismatch(m.clone());
+                }
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Nothing panics while holding these locks; a poisoned one still holds valid data.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+// splitmix64's finaliser, to derive per-worker random streams from the seed.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// State shared by the workers and the reporter.
+struct Shared<R: Runtime> {
+    cfg: LoadConfig,
+    client: Arc<S3Client<R>>,
+    buckets: Vec<String>,
+    /// Start of the measured phase (runtime clock).
+    t0: Duration,
+    deadline: Option<Duration>,
+    /// Operation tickets: bound `--ops` and give each open-loop operation its slot.
+    next_op: AtomicU64,
+    /// Ids of new objects (after the prepared ones).
+    next_id: AtomicU64,
+    /// Delete workload: the next prepared object to delete.
+    next_delete: AtomicU64,
+    /// Mixed workload: existing objects not in use by an operation now.
+    live: Mutex<Vec<u64>>,
+    /// The delete workload ran out of objects.
+    exhausted: AtomicBool,
+    /// One sample queue per worker.
+    queues: Vec<Mutex<Vec<Sample>>>,
+}
+
+impl<R: Runtime> Shared<R> {
+    fn rt(&self) -> &R {
+        self.client.runtime()
+    }
+
+    fn bucket(&self, id: u64) -> &str {
+        &self.buckets[(id % self.buckets.len() as u64) as usize]
+    }
+
+    fn size(&self, id: u64) -> u64 {
+        self.cfg.size.size_for(self.cfg.seed, id)
+    }
+
+    fn key(&self, id: u64, size: u64) -> String {
+        object_key(&self.cfg.prefix, id, size)
+    }
+
+    /// The next operation's intended start (`None` in closed loop), or `None` at the end.
+    fn ticket(&self) -> Option<Option<Duration>> {
+        if self.exhausted.load(Ordering::Relaxed) {
+            return None;
+        }
+        let k = self.next_op.fetch_add(1, Ordering::Relaxed);
+        if self.cfg.ops.is_some_and(|max| k >= max) {
+            return None;
+        }
+        let intended = self
+            .cfg
+            .rate
+            .map(|r| self.t0 + Duration::from_secs_f64(k as f64 / r));
+        let when = intended.unwrap_or_else(|| self.rt().now());
+        if self.deadline.is_some_and(|d| when >= d) {
+            return None;
+        }
+        Some(intended)
+    }
+
+    fn sample(&self, op: OpKind, res: OpResult, origin: Duration, started: Duration) -> Sample {
+        let ended = self.rt().now();
+        Sample {
+            op,
+            endpoint: res.endpoint,
+            latency: ended.saturating_sub(origin),
+            service: self.cfg.rate.map(|_| ended.saturating_sub(started)),
+            ttfb: res
+                .head_at
+                .filter(|_| op == OpKind::Get)
+                .map(|h| h.saturating_sub(origin)),
+            bytes: res.bytes,
+            error: res.error,
+            costs: res.costs,
+        }
+    }
+
+    async fn put(&self, id: u64, origin: Duration, started: Duration) -> Sample {
+        let size = self.size(id);
+        let key = self.key(id, size);
+        let res = self
+            .client
+            .put_object(self.bucket(id), &key, id, size)
+            .await;
+        self.sample(OpKind::Put, res, origin, started)
+    }
+
+    async fn get(&self, id: u64, origin: Duration, started: Duration) -> Sample {
+        let size = self.size(id);
+        let key = self.key(id, size);
+        let res = self
+            .client
+            .get_object(self.bucket(id), &key, id, size)
+            .await;
+        self.sample(OpKind::Get, res, origin, started)
+    }
+
+    async fn stat(&self, id: u64, origin: Duration, started: Duration) -> Sample {
+        let size = self.size(id);
+        let key = self.key(id, size);
+        let res = self
+            .client
+            .stat_object(self.bucket(id), &key, id, size)
+            .await;
+        self.sample(OpKind::Stat, res, origin, started)
+    }
+
+    async fn delete(&self, id: u64, origin: Duration, started: Duration) -> Sample {
+        let key = self.key(id, self.size(id));
+        let res = self.client.delete_object(self.bucket(id), &key).await;
+        self.sample(OpKind::Delete, res, origin, started)
+    }
+
+    /// Take a live object for exclusive use (mixed workload).
+    fn take_live(&self, rng: &mut Pcg64) -> Option<u64> {
+        let mut live = lock(&self.live);
+        if live.is_empty() {
+            return None;
+        }
+        let i = (rng.next_u64() % live.len() as u64) as usize;
+        Some(live.swap_remove(i))
+    }
+
+    fn give_live(&self, id: u64) {
+        lock(&self.live).push(id);
+    }
+
+    /// One operation of the workload into `out`; `false` when there is nothing left to do.
+    async fn one_op(
+        &self,
+        worker: &mut WorkerState,
+        origin: Duration,
+        started: Duration,
+        out: &mut Vec<Sample>,
+    ) -> bool {
+        let cfg = &self.cfg;
+        match cfg.workload {
+            Workload::Put => {
+                let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+                out.push(self.put(id, origin, started).await);
+            }
+            Workload::Get => {
+                let id = worker.rng.next_u64() % cfg.objects;
+                out.push(self.get(id, origin, started).await);
+            }
+            Workload::Stat => {
+                let id = worker.rng.next_u64() % cfg.objects;
+                out.push(self.stat(id, origin, started).await);
+            }
+            Workload::Delete => {
+                let id = self.next_delete.fetch_add(1, Ordering::Relaxed);
+                if id >= cfg.objects {
+                    self.exhausted.store(true, Ordering::Relaxed);
+                    return false;
+                }
+                out.push(self.delete(id, origin, started).await);
+            }
+            Workload::List => {
+                let bucket = &self.buckets[worker.index % self.buckets.len()];
+                let (res, page) = self
+                    .client
+                    .list_page(
+                        bucket,
+                        &cfg.prefix,
+                        worker.list_token.as_deref(),
+                        cfg.list_max_keys,
+                    )
+                    .await;
+                worker.list_token = page.next;
+                out.push(self.sample(OpKind::List, res, origin, started));
+            }
+            Workload::Multipart => {
+                let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+                let size = cfg.part_size * u64::from(cfg.parts);
+                let key = self.key(id, size);
+                let (res, parts) = self
+                    .client
+                    .multipart_upload(
+                        self.bucket(id),
+                        &key,
+                        id,
+                        cfg.part_size,
+                        cfg.parts,
+                        cfg.parts_in_flight,
+                    )
+                    .await;
+                for p in parts {
+                    let mut s = self.sample(OpKind::Part, p.result, p.started, p.started);
+                    s.latency = p.ended.saturating_sub(p.started);
+                    s.service = None;
+                    out.push(s);
+                }
+                out.push(self.sample(OpKind::Multipart, res, origin, started));
+            }
+            Workload::Mixed => {
+                let m = cfg.mix;
+                let mut pick = worker.rng.next_u64() % m.total();
+                let choose = |w: u32, pick: &mut u64| {
+                    if *pick < u64::from(w) {
+                        true
+                    } else {
+                        *pick -= u64::from(w);
+                        false
+                    }
+                };
+                let op = if choose(m.get, &mut pick) {
+                    OpKind::Get
+                } else if choose(m.stat, &mut pick) {
+                    OpKind::Stat
+                } else if choose(m.put, &mut pick) {
+                    OpKind::Put
+                } else {
+                    OpKind::Delete
+                };
+                // Reads and deletes need an existing object; with none free, put one.
+                let leased = match op {
+                    OpKind::Put => None,
+                    _ => self.take_live(&mut worker.rng),
+                };
+                let sample = match (op, leased) {
+                    (OpKind::Get, Some(id)) => self.get(id, origin, started).await,
+                    (OpKind::Stat, Some(id)) => self.stat(id, origin, started).await,
+                    (OpKind::Delete, Some(id)) => self.delete(id, origin, started).await,
+                    _ => {
+                        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+                        let s = self.put(id, origin, started).await;
+                        if s.error.is_none() {
+                            self.give_live(id);
+                        }
+                        s
+                    }
+                };
+                if let Some(id) = leased {
+                    // A deleted object leaves the set; a failed delete keeps it.
+                    if sample.op != OpKind::Delete || sample.error.is_some() {
+                        self.give_live(id);
+                    }
+                }
+                out.push(sample);
+            }
+        }
+        true
+    }
+}
+
+/// What a worker keeps between operations.
+struct WorkerState {
+    index: usize,
+    rng: Pcg64,
+    list_token: Option<String>,
+}
+
+async fn worker<R: Runtime>(sh: Arc<Shared<R>>, index: usize) {
+    let mut state = WorkerState {
+        index,
+        rng: Pcg64::seed_from_u64(mix(sh.cfg.seed ^ mix(index as u64 + 1))),
+        list_token: None,
+    };
+    let mut local = Vec::with_capacity(8);
+    while let Some(intended) = sh.ticket() {
+        if let Some(at) = intended {
+            let now = sh.rt().now();
+            if at > now {
+                sh.rt().sleep(at - now).await;
+            }
+        }
+        let started = sh.rt().now();
+        let origin = intended.unwrap_or(started);
+        local.clear();
+        let more = sh.one_op(&mut state, origin, started, &mut local).await;
+        lock(&sh.queues[index]).append(&mut local);
+        if !more {
+            break;
+        }
+    }
+}
+
+/// The live progress display.
+struct Progress {
+    mode: ProgressMode,
+    tty: bool,
+}
+
+impl Progress {
+    fn new(mode: ProgressMode) -> Self {
+        Self {
+            mode,
+            tty: mode == ProgressMode::Auto && std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn show(&self, point: &SeriesPoint, total_ops: u64, total_errors: u64, p99_us: u64) {
+        if self.mode == ProgressMode::Off {
+            return;
+        }
+        let line = format!(
+            "[{:>6.1}s] {:>9.1} ops/s {:>9.1} MB/s  ops {total_ops}  errors {total_errors}  p99 {}",
+            point.t_s,
+            point.ops_per_s(),
+            point.mb_per_s(),
+            fmt_us(p99_us)
+        );
+        let mut err = std::io::stderr().lock();
+        let _ = if self.tty {
+            write!(err, "\r\x1b[2K{line}")
+        } else {
+            writeln!(err, "{line}")
+        };
+        let _ = err.flush();
+    }
+
+    fn finish(&self) {
+        if self.tty {
+            let _ = writeln!(std::io::stderr());
+        }
+    }
+}
+
+/// Collect the workers' samples once a second until `done`; the totals and the series.
+async fn reporter<R: Runtime>(
+    sh: Arc<Shared<R>>,
+    done: Arc<Signal>,
+) -> (Recorder, Vec<SeriesPoint>) {
+    let endpoints = sh.client.endpoints().len();
+    let mut totals = Recorder::new(endpoints);
+    let mut interval = Recorder::new(endpoints);
+    // The interval before, kept to fold a short last interval into it.
+    let mut previous = Recorder::new(endpoints);
+    let mut prev_start = sh.t0;
+    let mut series = Vec::new();
+    let mut spare: Vec<Sample> = Vec::new();
+    let progress = Progress::new(sh.cfg.progress);
+    let mut last = sh.t0;
+    for tick in 1u64.. {
+        let at = sh.t0 + Duration::from_secs(tick);
+        let wait = at.saturating_sub(sh.rt().now());
+        let finished = matches!(
+            race(done.wait(), sh.rt().sleep(wait)).await,
+            Either::Left(())
+        );
+        interval.reset();
+        for q in &sh.queues {
+            std::mem::swap(&mut *lock(q), &mut spare);
+            for s in spare.drain(..) {
+                s.record(&mut interval);
+            }
+        }
+        totals.merge(&interval);
+        let now = sh.rt().now();
+        let mut dt = now.saturating_sub(last);
+        // The operations still in flight at the deadline end a moment later: a sliver of an
+        // interval would show as a spike, so it joins the second before it.
+        if finished && dt < Duration::from_millis(500) && series.pop().is_some() {
+            dt += last.saturating_sub(prev_start);
+            std::mem::swap(&mut interval, &mut previous);
+            interval.merge(&previous);
+            last = prev_start;
+        }
+        let point = SeriesPoint::from_interval(
+            now.saturating_sub(sh.t0).as_secs_f64(),
+            dt.as_secs_f64(),
+            &interval,
+        );
+        prev_start = last;
+        last = now;
+        std::mem::swap(&mut interval, &mut previous);
+        let mut all = Histo::new();
+        let (mut ops, mut errors) = (0, 0);
+        for op in OpKind::ALL.into_iter().filter(|o| o.counts_in_total()) {
+            if let Some(s) = totals.op_total(op) {
+                all.merge(&s.latency);
+                ops += s.ops;
+                errors += s.error_count();
+            }
+        }
+        progress.show(&point, ops, errors, all.quantile_us(0.99));
+        if !point.ops.is_empty() || !finished {
+            series.push(point);
+        }
+        if finished {
+            break;
+        }
+    }
+    progress.finish();
+    (totals, series)
+}
+
+/// Put objects `0..objects` before the measured phase.
+async fn prepare<R: Runtime>(sh: &Arc<Shared<R>>) -> Result<Prepared, String> {
+    let start = sh.rt().now();
+    let next = Arc::new(AtomicU64::new(0));
+    let failure: Arc<Mutex<Option<String>>> = Arc::default();
+    let bytes = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..sh.cfg.concurrency.min(sh.cfg.objects as usize).max(1) {
+        let (sh, next, failure, bytes) = (sh.clone(), next.clone(), failure.clone(), bytes.clone());
+        tasks.push(sh.rt().clone().spawn(async move {
+            loop {
+                let id = next.fetch_add(1, Ordering::Relaxed);
+                if id >= sh.cfg.objects || lock(&failure).is_some() {
+                    break;
+                }
+                let now = sh.rt().now();
+                let s = sh.put(id, now, now).await;
+                match s.error {
+                    None => bytes.fetch_add(s.bytes, Ordering::Relaxed),
+                    Some(e) => {
+                        let key = sh.key(id, sh.size(id));
+                        lock(&failure).get_or_insert(format!("preparing {key}: {e}"));
+                        break;
+                    }
+                };
+            }
+        }));
+    }
+    for t in tasks {
+        t.await;
+    }
+    if let Some(e) = lock(&failure).take() {
+        return Err(e);
+    }
+    Ok(Prepared {
+        objects: sh.cfg.objects,
+        bytes: bytes.load(Ordering::Relaxed),
+        seconds: sh.rt().now().saturating_sub(start).as_secs_f64(),
+    })
+}
+
+/// Delete every object of ours (keys [`object_key`] made) under the prefix; a note on failure.
+async fn cleanup<R: Runtime>(sh: &Arc<Shared<R>>) -> Option<String> {
+    let mut keys = Vec::new();
+    for bucket in &sh.buckets {
+        let mut token: Option<String> = None;
+        loop {
+            let (res, page) = sh
+                .client
+                .list_page(bucket, &sh.cfg.prefix, token.as_deref(), 1000)
+                .await;
+            if let Some(e) = res.error {
+                return Some(format!("cleanup: listing {bucket} failed: {e}"));
+            }
+            keys.extend(
+                page.keys
+                    .into_iter()
+                    .filter(|k| parse_object_key(k).is_some())
+                    .map(|k| (bucket.clone(), k)),
+            );
+            token = page.next;
+            if token.is_none() {
+                break;
+            }
+        }
+    }
+    let keys = Arc::new(keys);
+    let next = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..sh.cfg.concurrency.min(keys.len()).max(1) {
+        let (sh, keys, next, failed) = (sh.clone(), keys.clone(), next.clone(), failed.clone());
+        tasks.push(sh.rt().clone().spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                let Some((bucket, key)) = keys.get(i) else {
+                    break;
+                };
+                if sh.client.delete_object(bucket, key).await.error.is_some() {
+                    failed.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await;
+    }
+    match failed.load(Ordering::Relaxed) {
+        0 => None,
+        n => Some(format!("cleanup: {n} of {} deletes failed", keys.len())),
+    }
+}
+
+/// Run a load test on `rt` against `endpoints`.
+pub async fn run_load<R: Runtime>(
+    rt: R,
+    cfg: LoadConfig,
+    endpoints: Vec<Endpoint>,
+    embedded: bool,
+) -> Result<RunReport, String> {
+    cfg.validate()?;
+    let urls: Vec<String> = endpoints.iter().map(|e| e.url.clone()).collect();
+    let client = Arc::new(S3Client::new(
+        rt.clone(),
+        endpoints,
+        cfg.endpoint_policy,
+        ClientOptions {
+            credentials: cfg.credentials.clone(),
+            region: cfg.region.clone(),
+            payload_sha256: cfg.payload_sha256,
+            md5: cfg.md5,
+            verify: cfg.verify,
+            expect_continue_from: cfg.expect_continue_from,
+            seed: cfg.seed,
+        },
+    ));
+    let buckets = cfg.bucket_names();
+    for b in &buckets {
+        client
+            .create_bucket(b)
+            .await
+            .map_err(|e| format!("creating bucket {b}: {e}"))?;
+    }
+    let info = run_info(&cfg, &buckets, embedded);
+    let mut sh = Shared {
+        client,
+        buckets,
+        t0: Duration::ZERO,
+        deadline: None,
+        next_op: AtomicU64::new(0),
+        next_id: AtomicU64::new(if cfg.workload.prepares() {
+            cfg.objects
+        } else {
+            0
+        }),
+        next_delete: AtomicU64::new(0),
+        live: Mutex::new(Vec::new()),
+        exhausted: AtomicBool::new(false),
+        queues: (0..cfg.concurrency).map(|_| Mutex::default()).collect(),
+        cfg,
+    };
+    let prepared = if sh.cfg.workload.prepares() {
+        let shared = Arc::new(sh);
+        let p = prepare(&shared).await;
+        sh = Arc::into_inner(shared).ok_or("preparation tasks outlived their run")?;
+        Some(p?)
+    } else {
+        None
+    };
+    if sh.cfg.workload == Workload::Mixed {
+        *lock(&sh.live) = (0..sh.cfg.objects).collect();
+    }
+    let duration = match (sh.cfg.duration, sh.cfg.ops) {
+        (None, None) => Some(LoadConfig::DEFAULT_DURATION),
+        (d, _) => d,
+    };
+    let started_unix = rt.unix_time();
+    let cpu_before = CpuTimes::now();
+    sh.t0 = rt.now();
+    sh.deadline = duration.map(|d| sh.t0 + d);
+    let sh = Arc::new(sh);
+    let done = Arc::new(Signal::new());
+    let report_task = rt.spawn(reporter(sh.clone(), done.clone()));
+    let workers: Vec<_> = (0..sh.cfg.concurrency)
+        .map(|i| rt.spawn(worker(sh.clone(), i)))
+        .collect();
+    for w in workers {
+        w.await;
+    }
+    let elapsed = rt.now().saturating_sub(sh.t0);
+    let cpu = CpuTimes::now().since(cpu_before);
+    done.set();
+    let (totals, series) = report_task.await;
+    let mut report = RunReport::new(info, urls, &totals);
+    report.started_unix = started_unix;
+    report.elapsed_s = elapsed.as_secs_f64();
+    report.series = series;
+    report.cpu = cpu;
+    report.prepared = prepared;
+    if sh.exhausted.load(Ordering::Relaxed) {
+        report.notes.push(format!(
+            "the delete workload ran out of objects after {}: raise --objects for longer runs",
+            sh.cfg.objects
+        ));
+    }
+    if sh.cfg.cleanup
+        && let Some(note) = cleanup(&sh).await
+    {
+        report.notes.push(note);
+    }
+    Ok(report)
+}
+
+fn run_info(cfg: &LoadConfig, buckets: &[String], embedded: bool) -> RunInfo {
+    RunInfo {
+        workload: cfg.workload.name().into(),
+        concurrency: cfg.concurrency,
+        size: match cfg.workload {
+            Workload::Multipart => format!(
+                "{} x {}",
+                cfg.parts,
+                crate::size::format_bytes(cfg.part_size)
+            ),
+            Workload::Delete | Workload::List | Workload::Stat => {
+                format!("{} (prepared)", cfg.size)
+            }
+            _ => cfg.size.to_string(),
+        },
+        rate: cfg.rate,
+        duration_s: cfg.duration.map(|d| d.as_secs_f64()),
+        ops_limit: cfg.ops,
+        objects: if cfg.workload.prepares() {
+            cfg.objects
+        } else {
+            0
+        },
+        runtime: cfg.runtime.to_string(),
+        seed: cfg.seed,
+        verify: cfg.verify,
+        md5: cfg.md5,
+        payload_sha256: cfg.payload_sha256,
+        buckets: buckets.to_vec(),
+        prefix: cfg.prefix.clone(),
+        mix: (cfg.workload == Workload::Mixed).then(|| cfg.mix.to_string()),
+        multipart: (cfg.workload == Workload::Multipart).then_some((
+            cfg.parts,
+            cfg.part_size,
+            cfg.parts_in_flight,
+        )),
+        embedded,
+    }
+}
+
+/// Resolve the endpoints and run on the configured runtime (blocking).
+pub fn run(cfg: LoadConfig) -> Result<RunReport, String> {
+    run_with(cfg, false)
+}
+
+/// [`run`], saying whether the endpoints are an in-process cluster.
+pub fn run_with(cfg: LoadConfig, embedded: bool) -> Result<RunReport, String> {
+    cfg.validate()?;
+    let endpoints = cfg
+        .endpoints
+        .iter()
+        .map(|u| Endpoint::parse(u))
+        .collect::<Result<Vec<_>, _>>()?;
+    let threads = cfg.threads;
+    let out = match cfg.runtime {
+        RuntimeKind::Tokio => {
+            ferry_tokio::block_on_threads(threads, |rt| run_load(rt, cfg, endpoints, embedded))
+        }
+        RuntimeKind::Smol => {
+            ferry_smol::block_on_threads(threads, |rt| run_load(rt, cfg, endpoints, embedded))
+        }
+    };
+    out.map_err(|e| format!("cannot start the runtime: {e}"))?
+}
