@@ -21,6 +21,7 @@ on_both_runtimes!(
     upload_part_copy,
     complete_if_none_match,
     real_five_mib_minimum,
+    multipart_object_ranges_and_copies,
 );
 
 /// The minimum part size of the small-part nodes.
@@ -783,4 +784,151 @@ async fn real_five_mib_minimum(kind: RuntimeKind) {
         400,
         "EntityTooSmall",
     );
+}
+
+async fn multipart_object_ranges_and_copies(kind: RuntimeKind) {
+    use aws_sdk_s3::types::MetadataDirective;
+    let n = small_parts(kind);
+    n.bucket("mpu").await;
+    let c = &n.client;
+    let parts = [
+        pattern(MIN as usize + 5, 40),
+        pattern(MIN as usize, 41),
+        pattern(999, 42),
+    ];
+    let id = create(c, "mpu", "src").await;
+    let mut pairs = Vec::new();
+    for (i, p) in parts.iter().enumerate() {
+        pairs.push((
+            i as i32 + 1,
+            upload(c, "mpu", "src", &id, i as i32 + 1, p).await,
+        ));
+    }
+    let refs: Vec<(i32, &str)> = pairs.iter().map(|(n, e)| (*n, e.as_str())).collect();
+    c.complete_multipart_upload()
+        .bucket("mpu")
+        .key("src")
+        .upload_id(&id)
+        .multipart_upload(completed(&refs))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("complete: {}", show(&e)));
+    let whole = parts.concat();
+    let total = whole.len();
+
+    // Ranges that cross part boundaries.
+    let b1 = parts[0].len();
+    let b2 = b1 + parts[1].len();
+    for (first, last) in [
+        (b1 - 10, b1 + 10),
+        (b1 - 1, b2),
+        (0, total - 1),
+        (b2 - 3, total - 1),
+    ] {
+        let out = c
+            .get_object()
+            .bucket("mpu")
+            .key("src")
+            .range(format!("bytes={first}-{last}"))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("range {first}-{last}: {}", show(&e)));
+        assert_eq!(
+            out.content_range(),
+            Some(format!("bytes {first}-{last}/{total}").as_str())
+        );
+        assert_eq!(body_bytes(out.body).await, &whole[first..=last]);
+    }
+    // partNumber and Range together are refused.
+    assert_code(
+        c.get_object()
+            .bucket("mpu")
+            .key("src")
+            .part_number(1)
+            .range("bytes=0-9")
+            .send()
+            .await,
+        400,
+        "InvalidRequest",
+    );
+
+    // CopyObject makes a new single-part object: its ETag is the MD5 of the data and it has
+    // no parts.
+    let out = c
+        .copy_object()
+        .bucket("mpu")
+        .key("copy")
+        .copy_source("mpu/src")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("copy a multipart object: {}", show(&e)));
+    assert_eq!(
+        out.copy_object_result().and_then(|r| r.e_tag()),
+        Some(etag_of(&whole).as_str())
+    );
+    assert_eq!(n.get("mpu", "copy").await, whole);
+    let one = c
+        .get_object()
+        .bucket("mpu")
+        .key("copy")
+        .part_number(1)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("part 1 of the copy: {}", show(&e)));
+    assert_eq!(one.parts_count(), None);
+    assert_eq!(body_bytes(one.body).await, whole);
+    // Rewriting a multipart object's metadata in place keeps its data.
+    c.copy_object()
+        .bucket("mpu")
+        .key("src")
+        .copy_source("mpu/src")
+        .metadata_directive(MetadataDirective::Replace)
+        .metadata("touched", "yes")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("self copy: {}", show(&e)));
+    assert_eq!(n.get("mpu", "src").await, whole);
+
+    // UploadPartCopy with a range across the source's part boundaries.
+    let id = create(c, "mpu", "assembled").await;
+    let range = (b1 - 100, b2 + 100);
+    let p1 = c
+        .upload_part_copy()
+        .bucket("mpu")
+        .key("assembled")
+        .upload_id(&id)
+        .part_number(1)
+        .copy_source("mpu/copy")
+        .copy_source_range(format!("bytes={}-{}", range.0, range.1))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("part copy across parts: {}", show(&e)));
+    let e1 = p1
+        .copy_part_result()
+        .and_then(|r| r.e_tag())
+        .expect("ETag")
+        .to_owned();
+    assert_eq!(e1, etag_of(&whole[range.0..=range.1]));
+    // A source range past the end of the source is refused.
+    let e = c
+        .upload_part_copy()
+        .bucket("mpu")
+        .key("assembled")
+        .upload_id(&id)
+        .part_number(2)
+        .copy_source("mpu/copy")
+        .copy_source_range(format!("bytes={}-{}", total - 10, total + 10))
+        .send()
+        .await
+        .expect_err("range past the end");
+    assert_eq!(common::status_of(&e), Some(400), "{}", show(&e));
+    c.complete_multipart_upload()
+        .bucket("mpu")
+        .key("assembled")
+        .upload_id(&id)
+        .multipart_upload(completed(&[(1, &e1)]))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("complete: {}", show(&e)));
+    assert_eq!(n.get("mpu", "assembled").await, &whole[range.0..=range.1]);
 }

@@ -29,6 +29,8 @@ on_both_runtimes!(
     delete_objects_verbose_and_quiet,
     awkward_keys,
     content_md5_checked,
+    metadata_size_limit,
+    delete_objects_limit,
 );
 
 async fn put_get_head_with_headers_and_metadata(kind: RuntimeKind) {
@@ -1037,4 +1039,86 @@ async fn content_md5_checked(kind: RuntimeKind) {
         "NoSuchKey",
     );
     assert_eq!(n.get("md5", "ok").await, data);
+}
+
+async fn metadata_size_limit(kind: RuntimeKind) {
+    let n = TestNode::start(kind);
+    n.bucket("meta").await;
+    // S3 counts the UTF-8 bytes of names (without `x-amz-meta-`) and values: 2 KB at most.
+    let fits = "v".repeat(2048 - "name".len());
+    n.client
+        .put_object()
+        .bucket("meta")
+        .key("fits")
+        .metadata("name", &fits)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("2 KB of metadata: {}", show(&e)));
+    let head = n
+        .client
+        .head_object()
+        .bucket("meta")
+        .key("fits")
+        .send()
+        .await
+        .expect("head");
+    assert_eq!(head.metadata().and_then(|m| m.get("name")), Some(&fits));
+    assert_code(
+        n.client
+            .put_object()
+            .bucket("meta")
+            .key("too-big")
+            .metadata("name", format!("{fits}x"))
+            .send()
+            .await,
+        400,
+        "MetadataTooLarge",
+    );
+    assert_code(
+        n.client
+            .head_object()
+            .bucket("meta")
+            .key("too-big")
+            .send()
+            .await,
+        404,
+        "NotFound",
+    );
+}
+
+async fn delete_objects_limit(kind: RuntimeKind) {
+    let n = TestNode::start(kind);
+    n.bucket("many").await;
+    let keys: Vec<String> = (0..1001).map(|i| format!("k{i}")).collect();
+    let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+    // At most 1000 keys per request.
+    assert_code(
+        n.client
+            .delete_objects()
+            .bucket("many")
+            .delete(
+                Delete::builder()
+                    .set_objects(Some(ids(&refs)))
+                    .build()
+                    .expect("delete"),
+            )
+            .send()
+            .await,
+        400,
+        "MalformedXML",
+    );
+    let out = n
+        .client
+        .delete_objects()
+        .bucket("many")
+        .delete(
+            Delete::builder()
+                .set_objects(Some(ids(&refs[..1000])))
+                .build()
+                .expect("delete"),
+        )
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("delete 1000: {}", show(&e)));
+    assert_eq!(out.deleted().len(), 1000);
 }

@@ -64,6 +64,8 @@ pub struct Options {
     pub min_part_size: u64,
     /// fsync before acknowledging (off by default here: the crash test covers durability).
     pub fsync: bool,
+    /// The node's region (the client signs for the same one).
+    pub region: &'static str,
 }
 
 impl Default for Options {
@@ -71,6 +73,7 @@ impl Default for Options {
         Self {
             min_part_size: MIB5,
             fsync: false,
+            region: REGION,
         }
     }
 }
@@ -101,7 +104,7 @@ impl TestNode {
         let handle = spawn_node(dir.path(), runtime, options);
         let addr = handle.local_addr();
         Self {
-            client: client(addr),
+            client: client_in(addr, options.region),
             addr,
             runtime,
             options,
@@ -117,7 +120,7 @@ impl TestNode {
         }
         let handle = spawn_node(self.dir.path(), self.runtime, self.options);
         self.addr = handle.local_addr();
-        self.client = client(self.addr);
+        self.client = client_in(self.addr, self.options.region);
         self.handle = Some(handle);
     }
 
@@ -182,6 +185,7 @@ fn spawn_node(dir: &Path, runtime: RuntimeKind, options: Options) -> NodeHandle 
     cfg.runtime = runtime;
     cfg.min_part_size = options.min_part_size;
     cfg.fsync = options.fsync;
+    cfg.region = options.region.to_owned();
     // Many tests run at once on few cores: two workers each is plenty.
     cfg.threads = 2;
     start_node(cfg).expect("start node")
@@ -191,6 +195,11 @@ fn spawn_node(dir: &Path, runtime: RuntimeKind, options: Options) -> NodeHandle 
 /// retried request would hide the first answer), generous timeouts so nothing hangs forever.
 pub fn client(addr: SocketAddr) -> Client {
     Client::from_conf(config(addr).build())
+}
+
+/// [`client`], signing for `region`.
+pub fn client_in(addr: SocketAddr, region: &'static str) -> Client {
+    Client::from_conf(config(addr).region(Region::new(region)).build())
 }
 
 /// The SDK configuration [`client`] uses, to adjust before building.
@@ -523,4 +532,150 @@ pub fn recording_client(addr: SocketAddr) -> (Client, RequestRecorder) {
     let rec = RequestRecorder::default();
     let client = Client::from_conf(config(addr).interceptor(rec.clone()).build());
     (client, rec)
+}
+
+/// A raw HTTP/1.1 connection for wire-level tests: write any bytes, read responses one by one.
+#[derive(Debug)]
+pub struct RawConn {
+    tcp: tokio::net::TcpStream,
+    buf: Vec<u8>,
+}
+
+impl RawConn {
+    /// Connect to `addr`.
+    pub async fn connect(addr: SocketAddr) -> Self {
+        let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        tcp.set_nodelay(true).expect("nodelay");
+        Self {
+            tcp,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Write `bytes`.
+    pub async fn send(&mut self, bytes: &[u8]) {
+        use tokio::io::AsyncWriteExt;
+        self.tcp.write_all(bytes).await.expect("write");
+    }
+
+    /// Close the writing half (the server sees end of input).
+    pub async fn shutdown_write(&mut self) {
+        use tokio::io::AsyncWriteExt;
+        self.tcp.shutdown().await.expect("shutdown");
+    }
+
+    /// Read more bytes; `false` at end of input.
+    async fn fill(&mut self) -> bool {
+        use tokio::io::AsyncReadExt;
+        let mut chunk = [0u8; 64 * 1024];
+        let n = tokio::time::timeout(Duration::from_secs(30), self.tcp.read(&mut chunk))
+            .await
+            .expect("read timed out")
+            .unwrap_or(0);
+        self.buf.extend_from_slice(&chunk[..n]);
+        n > 0
+    }
+
+    /// Read until the peer closes; what came in.
+    pub async fn read_to_end(&mut self) -> Vec<u8> {
+        while self.fill().await {}
+        std::mem::take(&mut self.buf)
+    }
+
+    /// Whether the peer has closed the connection (after reading anything still buffered).
+    pub async fn is_closed(&mut self) -> bool {
+        self.buf.is_empty() && !self.fill().await
+    }
+
+    /// Read one response (a 1xx too). `head_request`: the response to a HEAD has no body.
+    /// `None` when the connection ends before a response head.
+    pub async fn response(&mut self, head_request: bool) -> Option<RawResponse> {
+        loop {
+            let mut headers = [httparse::EMPTY_HEADER; 64];
+            let mut res = httparse::Response::new(&mut headers);
+            if let httparse::Status::Complete(len) = res.parse(&self.buf).expect("response head") {
+                let status = res.code.expect("status");
+                let headers: Vec<(String, String)> = res
+                    .headers
+                    .iter()
+                    .map(|h| {
+                        (
+                            h.name.to_ascii_lowercase(),
+                            String::from_utf8_lossy(h.value).into_owned(),
+                        )
+                    })
+                    .collect();
+                self.buf.drain(..len);
+                let mut r = RawResponse {
+                    status,
+                    headers,
+                    body: Vec::new(),
+                };
+                if head_request || status < 200 || status == 204 || status == 304 {
+                    return Some(r);
+                }
+                if r.header("transfer-encoding").is_some() {
+                    r.body = self.chunked_body().await;
+                } else if let Some(cl) = r.header("content-length") {
+                    let cl: usize = cl.parse().expect("content-length");
+                    while self.buf.len() < cl {
+                        assert!(self.fill().await, "connection closed inside a body");
+                    }
+                    r.body = self.buf.drain(..cl).collect();
+                } else {
+                    r.body = self.read_to_end().await;
+                }
+                return Some(r);
+            }
+            if !self.fill().await {
+                assert!(self.buf.is_empty(), "partial response head: {:?}", self.buf);
+                return None;
+            }
+        }
+    }
+
+    async fn line(&mut self) -> String {
+        loop {
+            if let Some(i) = self.buf.windows(2).position(|w| w == b"\r\n") {
+                let line = String::from_utf8(self.buf[..i].to_vec()).expect("chunk line");
+                self.buf.drain(..i + 2);
+                return line;
+            }
+            assert!(self.fill().await, "connection closed inside a chunked body");
+        }
+    }
+
+    async fn chunked_body(&mut self) -> Vec<u8> {
+        let mut body = Vec::new();
+        loop {
+            let size_line = self.line().await;
+            let size = usize::from_str_radix(size_line.split(';').next().unwrap_or("").trim(), 16)
+                .expect("chunk size");
+            if size == 0 {
+                // Trailers, then the empty line.
+                while !self.line().await.is_empty() {}
+                return body;
+            }
+            while self.buf.len() < size + 2 {
+                assert!(self.fill().await, "connection closed inside a chunk");
+            }
+            body.extend(self.buf.drain(..size));
+            self.buf.drain(..2);
+        }
+    }
+}
+
+/// A request head (`Host` added; `Connection` as given in `headers`), with `\r\n\r\n`.
+pub fn request_head(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+) -> Vec<u8> {
+    let mut req = format!("{method} {target} HTTP/1.1\r\nHost: {addr}\r\n");
+    for (n, v) in headers {
+        req.push_str(&format!("{n}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.into_bytes()
 }
