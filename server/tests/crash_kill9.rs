@@ -3,6 +3,7 @@
 //! - every acknowledged PUT is there with exactly its bytes (and its ETag),
 //! - an unacknowledged PUT is either absent or there complete and correct (never partial),
 //! - an overwritten key holds one whole version: the last acknowledged one or a later one,
+//! - the same for multipart uploads (one write in four): a completion is all or nothing,
 //! - the listing agrees (keys and sizes) with what GET returns,
 //! - readers running during the PUTs never see a partial or foreign object.
 //!
@@ -23,6 +24,7 @@ use std::time::{Duration, Instant};
 use aws_sdk_s3::Client;
 use aws_sdk_s3::config::timeout::TimeoutConfig;
 use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use common::{ACCESS_KEY, SECRET_KEY, show};
 use ferry_core::fill::ShardedFill;
 use md5::{Digest, Md5};
@@ -39,11 +41,48 @@ const READERS: usize = 2;
 const MAX_SIZE: u64 = 4 << 20;
 const BUCKET: &str = "crash";
 
-/// One version of a key: the fill id its bytes come from, and its length.
+/// One version of a key: the fill id its bytes come from, its length, and how it was written
+/// (0: one PUT; else a multipart upload of that many parts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Version {
     id: u64,
     len: u64,
+    parts: u64,
+}
+
+/// The node's minimum part size in this test (`--min-part-size`), so uploads stay small.
+const MIN_PART: u64 = 64 * 1024;
+
+impl Version {
+    /// Byte ranges of the parts: equal thirds, the last one taking the remainder.
+    fn part_ranges(&self) -> Vec<(u64, u64)> {
+        let size = self.len / self.parts;
+        (0..self.parts)
+            .map(|i| {
+                let end = if i + 1 == self.parts {
+                    self.len
+                } else {
+                    (i + 1) * size
+                };
+                (i * size, end)
+            })
+            .collect()
+    }
+
+    /// The ETag S3 gives this version.
+    fn etag(&self, fill: &ShardedFill) -> String {
+        let obj = fill.object(self.id);
+        if self.parts == 0 {
+            return format!("\"{}\"", common::hex(&obj.md5(self.len)));
+        }
+        let mut all = Md5::new();
+        for (start, end) in self.part_ranges() {
+            let mut part = vec![0u8; (end - start) as usize];
+            obj.fill_at(start, &mut part);
+            all.update(Md5::digest(&part));
+        }
+        format!("\"{}-{}\"", common::hex(&all.finalize()), self.parts)
+    }
 }
 
 /// What a key may hold: `settled` is known to be there (acknowledged, or seen after a restart);
@@ -71,6 +110,7 @@ struct Ledger {
     acked: u64,
     unacked: u64,
     overwrites: u64,
+    multipart_acked: u64,
 }
 
 /// A `ferry node` child process.
@@ -87,6 +127,7 @@ impl Node {
             .arg("--data")
             .arg(dir)
             .args(["--listen", "127.0.0.1:0", "--runtime", runtime])
+            .args(["--min-part-size", &MIN_PART.to_string()])
             .env("FERRY_ACCESS_KEY", ACCESS_KEY)
             .env("FERRY_SECRET_KEY", SECRET_KEY)
             .stdin(Stdio::null())
@@ -224,7 +265,17 @@ async fn writer(r: Arc<Round>, round: usize, task: usize, seed: u64) {
         } else {
             rng.next_u64() % MAX_SIZE
         };
-        let version = Version { id, len };
+        // One in four writes is a three-part multipart upload.
+        let multipart = rng.next_u64() % 4 == 0;
+        let version = if multipart {
+            Version {
+                id,
+                len: 3 * MIN_PART + rng.next_u64() % (MAX_SIZE - 3 * MIN_PART),
+                parts: 3,
+            }
+        } else {
+            Version { id, len, parts: 0 }
+        };
         // One in four PUTs overwrites a key written in an earlier round (one writer per key).
         let overwrite = if rng.next_u64() % 4 == 0 {
             r.overwrite_pool.lock().expect("pool").pop()
@@ -243,36 +294,97 @@ async fn writer(r: Arc<Round>, round: usize, task: usize, seed: u64) {
                 l.overwrites += 1;
             }
         }
-        let data = r.fill.object(id).generate(len as usize);
-        let sent = r
-            .client
-            .put_object()
-            .bucket(BUCKET)
-            .key(&key)
-            .body(ByteStream::from(data))
-            .send()
-            .await;
+        let sent = if multipart {
+            multipart_upload(&r, &key, version).await
+        } else {
+            let data = r.fill.object(id).generate(len as usize);
+            r.client
+                .put_object()
+                .bucket(BUCKET)
+                .key(&key)
+                .body(ByteStream::from(data))
+                .send()
+                .await
+                .map(|out| out.e_tag().map(str::to_owned))
+                .map_err(|e| show(&e))
+        };
         match sent {
-            Ok(out) => {
-                let etag = format!("\"{}\"", common::hex(&r.fill.object(id).md5(len)));
-                assert_eq!(out.e_tag(), Some(etag.as_str()), "{key}");
+            Ok(etag) => {
+                assert_eq!(etag, Some(version.etag(&r.fill)), "{key}");
                 let mut l = r.ledger.lock().expect("ledger");
                 let state = l.keys.get_mut(&key).expect("registered");
                 state.settled = Some(version);
                 state.pending.clear();
                 l.acked += 1;
+                if multipart {
+                    l.multipart_acked += 1;
+                }
                 r.acks.fetch_add(1, Ordering::Relaxed);
             }
             Err(e) => {
                 // The node is gone (or going): this PUT is unacknowledged.
                 if !r.stop.load(Ordering::Relaxed) {
-                    eprintln!("PUT {key} failed before the kill: {}", show(&e));
+                    eprintln!("PUT {key} failed before the kill: {e}");
                 }
                 r.ledger.lock().expect("ledger").unacked += 1;
                 return;
             }
         }
     }
+}
+
+/// Create, upload the parts of and complete `version` at `key`; the final ETag.
+async fn multipart_upload(
+    r: &Round,
+    key: &str,
+    version: Version,
+) -> Result<Option<String>, String> {
+    let c = &r.client;
+    let created = c
+        .create_multipart_upload()
+        .bucket(BUCKET)
+        .key(key)
+        .send()
+        .await
+        .map_err(|e| show(&e))?;
+    let upload_id = created.upload_id().ok_or("no UploadId")?.to_owned();
+    let obj = r.fill.object(version.id);
+    let mut done = Vec::new();
+    for (i, (start, end)) in version.part_ranges().into_iter().enumerate() {
+        let mut part = vec![0u8; (end - start) as usize];
+        obj.fill_at(start, &mut part);
+        let n = i as i32 + 1;
+        let out = c
+            .upload_part()
+            .bucket(BUCKET)
+            .key(key)
+            .upload_id(&upload_id)
+            .part_number(n)
+            .body(ByteStream::from(part))
+            .send()
+            .await
+            .map_err(|e| show(&e))?;
+        done.push(
+            CompletedPart::builder()
+                .part_number(n)
+                .e_tag(out.e_tag().ok_or("no part ETag")?)
+                .build(),
+        );
+    }
+    let out = c
+        .complete_multipart_upload()
+        .bucket(BUCKET)
+        .key(key)
+        .upload_id(&upload_id)
+        .multipart_upload(
+            CompletedMultipartUpload::builder()
+                .set_parts(Some(done))
+                .build(),
+        )
+        .send()
+        .await
+        .map_err(|e| show(&e))?;
+    Ok(out.e_tag().map(str::to_owned))
 }
 
 /// GET keys that are being written; anything readable must be one whole version.
@@ -374,11 +486,7 @@ async fn verify(
                 let v = identify(fill, state.candidates(), len, &digest).unwrap_or_else(|| {
                     panic!("{key} holds {len} bytes that are none of its versions {state:?}")
                 });
-                assert_eq!(
-                    etag,
-                    Some(format!("\"{}\"", common::hex(&digest))),
-                    "{key} ETag"
-                );
+                assert_eq!(etag, Some(v.etag(fill)), "{key} ETag");
                 present += 1;
                 Some(v)
             }
@@ -538,9 +646,10 @@ async fn run(rounds: usize, seed: u64) {
         let (present, absent) = verify(&client, &fill, &ledger, &touched, last).await;
         let l = ledger.lock().expect("ledger");
         eprintln!(
-            "round {round}: {} acked, {} unacked so far ({} overwrites); checked {} keys \
+            "round {round}: {} acked ({} multipart), {} unacked so far ({} overwrites); checked {} keys \
              ({present} present, {absent} absent), {read_checks} concurrent reads; restarted on {runtime}; {:.1?}",
             l.acked,
+            l.multipart_acked,
             l.unacked,
             l.overwrites,
             present + absent,

@@ -22,6 +22,7 @@ on_both_runtimes!(
     healthz_without_auth,
     state_survives_restart,
     another_region,
+    clock_skew,
 );
 
 async fn create_head_and_recreate(kind: RuntimeKind) {
@@ -499,4 +500,41 @@ async fn another_region(kind: RuntimeKind) {
         "{}",
         show(&e)
     );
+}
+
+async fn clock_skew(kind: RuntimeKind) {
+    use std::time::{Duration, SystemTime};
+    let n = TestNode::start(kind);
+    n.bucket("skew").await;
+    let url = format!("{}/skew?list-type=2", n.endpoint());
+    let at = |offset: i64| {
+        let now = SystemTime::now();
+        let t = if offset < 0 {
+            now - Duration::from_secs(offset.unsigned_abs())
+        } else {
+            now + Duration::from_secs(offset as u64)
+        };
+        common::sign_headers_at("GET", &url, t)
+    };
+    let get = |headers: Vec<(String, String)>| async move {
+        let h: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        http_request(n.addr, "GET", "/skew?list-type=2", &h, b"").await
+    };
+    // Within S3's 15 minutes either way: accepted.
+    for offset in [0, -600, 600] {
+        let r = get(at(offset)).await;
+        assert_eq!(r.status, 200, "offset {offset}: {r:?}");
+    }
+    // Beyond them: RequestTimeTooSkewed.
+    for offset in [-1200, 1200] {
+        let r = get(at(offset)).await;
+        assert_eq!(r.status, 403, "offset {offset}: {r:?}");
+        assert!(
+            String::from_utf8_lossy(&r.body).contains("<Code>RequestTimeTooSkewed</Code>"),
+            "offset {offset}: {r:?}"
+        );
+    }
 }

@@ -247,6 +247,7 @@ async fn v2_pages_match_the_model(kind: RuntimeKind) {
         ("dir1", Some("/"), 2),
         ("dir", Some("sub1"), 4),
         ("a", Some("/"), 1),
+        ("a/", Some("/"), 1),
         ("nothing-here/", Some("/"), 5),
         ("ünïcode/", None, 1),
     ] {

@@ -602,6 +602,36 @@ async fn complete_errors(kind: RuntimeKind) {
         400,
         "InvalidPartOrder",
     );
+    // A part whose Content-MD5 does not match its body is refused and not stored.
+    use base64::Engine;
+    let wrong_md5 = base64::engine::general_purpose::STANDARD.encode(Md5::digest(b"other"));
+    assert_code(
+        c.upload_part()
+            .bucket("mpu")
+            .key("k")
+            .upload_id(&id)
+            .part_number(4)
+            .content_md5(wrong_md5)
+            .body(ByteStream::from(small.clone()))
+            .send()
+            .await,
+        400,
+        "BadDigest",
+    );
+    let listed = c
+        .list_parts()
+        .bucket("mpu")
+        .key("k")
+        .upload_id(&id)
+        .send()
+        .await
+        .expect("list parts");
+    let numbers: Vec<i32> = listed
+        .parts()
+        .iter()
+        .filter_map(|p| p.part_number())
+        .collect();
+    assert_eq!(numbers, [1, 2, 3]);
     // No parts at all.
     assert_code(
         complete(CompletedMultipartUpload::builder().build()).await,

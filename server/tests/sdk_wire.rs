@@ -20,6 +20,7 @@ on_both_runtimes!(
     connection_close_honoured,
     truncated_body_stores_nothing,
     put_without_length_refused,
+    too_large_refused_before_the_body,
 );
 
 fn config() -> PresigningConfig {
@@ -266,4 +267,29 @@ async fn put_without_length_refused(kind: RuntimeKind) {
         ),
         _ => panic!("{r:?}"),
     }
+}
+
+async fn too_large_refused_before_the_body(kind: RuntimeKind) {
+    let n = TestNode::start(kind);
+    n.bucket("wire").await;
+    let target = presigned_put(&n.client, "wire", "huge").await;
+    let mut conn = RawConn::connect(n.addr).await;
+    // One byte over S3's 5 GiB single-PUT limit; only the head is sent.
+    let len = ((5u64 << 30) + 1).to_string();
+    conn.send(&request_head(
+        n.addr,
+        "PUT",
+        &target,
+        &[("Content-Length", &len)],
+    ))
+    .await;
+    let r = conn
+        .response(false)
+        .await
+        .expect("response before the body");
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(
+        String::from_utf8_lossy(&r.body).contains("<Code>EntityTooLarge</Code>"),
+        "{r:?}"
+    );
 }

@@ -679,3 +679,39 @@ pub fn request_head(
     req.push_str("\r\n");
     req.into_bytes()
 }
+
+/// Sign a body-less request in headers with `aws-sigv4` at `time` (the SDK always signs with
+/// the current time): the headers to add (`authorization`, `x-amz-date`, `x-amz-content-sha256`).
+pub fn sign_headers_at(
+    method: &str,
+    url: &str,
+    time: std::time::SystemTime,
+) -> Vec<(String, String)> {
+    use aws_sigv4::http_request::{
+        PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest, SigningSettings,
+        UriPathNormalizationMode, sign,
+    };
+    use aws_sigv4::sign::v4;
+    let identity = Credentials::new(ACCESS_KEY, SECRET_KEY, None, None, "sigv4").into();
+    let mut settings = SigningSettings::default();
+    settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
+    settings.percent_encoding_mode = PercentEncodingMode::Single;
+    settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
+    let params = v4::SigningParams::builder()
+        .identity(&identity)
+        .region(REGION)
+        .name("s3")
+        .time(time)
+        .settings(settings)
+        .build()
+        .expect("signing params")
+        .into();
+    let request = SignableRequest::new(method, url, std::iter::empty(), SignableBody::Bytes(&[]))
+        .expect("signable request");
+    let (instructions, _) = sign(request, &params).expect("sign").into_parts();
+    let (headers, _) = instructions.into_parts();
+    headers
+        .iter()
+        .map(|h| (h.name().to_owned(), h.value().to_owned()))
+        .collect()
+}
