@@ -49,6 +49,7 @@ s3_error_codes! {
     EntityTooLarge => 400, "Your proposed upload exceeds the maximum allowed object size.";
     EntityTooSmall => 400, "Your proposed upload is smaller than the minimum allowed object size.";
     ExpiredToken => 400, "The provided token has expired.";
+    IllegalLocationConstraintException => 400, "The location constraint you specified is not the region this endpoint serves.";
     IncompleteBody => 400, "You did not provide the number of bytes specified by the Content-Length HTTP header.";
     InternalError => 500, "We encountered an internal error. Please try again.";
     InvalidAccessKeyId => 403, "The AWS access key ID you provided does not exist in our records.";

@@ -3,15 +3,17 @@
 use std::borrow::Cow;
 
 use base64::Engine as _;
-use ferry_core::http::server::ResponseWriter;
+use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::request::Endpoint;
 use ferry_core::s3::xml::{
-    BucketEntry, ListAllMyBucketsResult, ListBucketResult, ListVersion, ObjectEntry, Owner,
-    write_location_constraint, write_versioning_configuration,
+    BucketEntry, CreateBucketConfiguration, ListAllMyBucketsResult, ListBucketResult, ListVersion,
+    MAX_CREATE_BUCKET_BODY, ObjectEntry, Owner, write_location_constraint,
+    write_versioning_configuration,
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
+use super::body::{BodyPlan, read_small};
 use super::handler::Cx;
 use super::headers::Headers;
 use crate::store::{BucketInfo, ListQuery, MAX_LIST};
@@ -107,12 +109,32 @@ pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
 }
 
 /// CreateBucket: `BucketAlreadyOwnedByYou` if it exists. A `CreateBucketConfiguration` body
-/// is not needed (one region) and is left to the engine to discard.
+/// must name this node's region (an empty constraint means us-east-1), as S3 requires:
+/// anything else is `IllegalLocationConstraintException`.
 pub(crate) async fn create<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
+    body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
 ) -> S3Result<()> {
+    let plan = BodyPlan::new(cx.headers, cx.verified)?;
+    let too_large =
+        S3Error::with_message(S3ErrorCode::MalformedXML, "The request body is too large");
+    let (xml, _) = read_small(body, plan, MAX_CREATE_BUCKET_BODY, too_large).await?;
+    if !xml.iter().all(u8::is_ascii_whitespace) {
+        let config = CreateBucketConfiguration::parse_xml(&xml)?;
+        let asked = config.location_constraint.as_deref().unwrap_or("");
+        let asked = if asked.is_empty() { "us-east-1" } else { asked };
+        if asked != cx.region() {
+            return Err(S3Error::with_message(
+                S3ErrorCode::IllegalLocationConstraintException,
+                format!(
+                    "The {asked} location constraint is incompatible for the region specific endpoint this request was sent to ({}).",
+                    cx.region()
+                ),
+            ));
+        }
+    }
     let b = bucket.to_owned();
     cx.unblock(move |store| store.create_bucket(&b)).await?;
     let mut h = Headers::new();

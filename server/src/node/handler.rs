@@ -313,7 +313,7 @@ async fn dispatch<R: Runtime, S: Stream>(
             )
             .await
         }
-        Endpoint::CreateBucket => buckets::create(cx, res, bucket).await,
+        Endpoint::CreateBucket => buckets::create(cx, body, res, bucket).await,
         Endpoint::DeleteBucket => buckets::delete(cx, res, bucket).await,
         Endpoint::HeadBucket => buckets::head(cx, res, bucket).await,
         Endpoint::GetBucketLocation => buckets::location(cx, res, bucket).await,

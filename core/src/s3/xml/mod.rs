@@ -71,6 +71,16 @@ pub struct ObjectIdentifier<'a> {
     pub version_id: Option<Cow<'a, str>>,
 }
 
+/// Largest CreateBucketConfiguration body accepted (S3's own documents are a few hundred bytes).
+pub const MAX_CREATE_BUCKET_BODY: usize = 64 << 10;
+
+/// The `<CreateBucketConfiguration>` request body of CreateBucket.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CreateBucketConfiguration<'a> {
+    /// The region asked for; `None` or empty means us-east-1.
+    pub location_constraint: Option<Cow<'a, str>>,
+}
+
 /// The `<Delete>` request body of DeleteObjects.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Delete<'a> {
@@ -384,6 +394,21 @@ mod tests {
 
     fn s(v: &str) -> Cow<'_, str> {
         Cow::Borrowed(v)
+    }
+
+    #[test]
+    fn create_bucket_configuration() {
+        // The AWS API reference example, then an empty constraint, then junk.
+        let body = br#"<CreateBucketConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">
+            <LocationConstraint>eu-west-1</LocationConstraint>
+        </CreateBucketConfiguration>"#;
+        let c = CreateBucketConfiguration::parse_xml(body).expect("valid");
+        assert_eq!(c.location_constraint.as_deref(), Some("eu-west-1"));
+        let c =
+            CreateBucketConfiguration::parse_xml(b"<CreateBucketConfiguration/>").expect("valid");
+        assert_eq!(c.location_constraint, None);
+        let e = CreateBucketConfiguration::parse_xml(b"<Other/>").expect_err("wrong root");
+        assert_eq!(e.code, S3ErrorCode::MalformedXML);
     }
 
     #[test]

@@ -354,6 +354,17 @@ impl<'a> CompleteMultipartUpload<'a> {
     }
 }
 
+impl<'a> CreateBucketConfiguration<'a> {
+    /// Parse the CreateBucket body (at most [`MAX_CREATE_BUCKET_BODY`] bytes).
+    pub fn parse_xml(body: &'a [u8]) -> S3Result<Self> {
+        let doc = Doc::parse(body, MAX_CREATE_BUCKET_BODY)?;
+        let root = doc.root("CreateBucketConfiguration")?;
+        Ok(Self {
+            location_constraint: root.opt("LocationConstraint").map(trimmed),
+        })
+    }
+}
+
 impl<'a> Delete<'a> {
     /// Parse the DeleteObjects body (at most [`MAX_DELETE_BODY`] bytes, 1..=1000 objects).
     pub fn parse_xml(body: &'a [u8]) -> S3Result<Self> {

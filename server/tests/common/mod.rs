@@ -1,0 +1,717 @@
+//! Shared helpers of the integration tests: a storage node on a temporary directory, an AWS SDK
+//! client pointed at it, error checks, and a plain HTTP/1.1 client for presigned URLs.
+//!
+//! Each test binary uses a different part of these helpers.
+#![allow(dead_code)]
+
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::time::Duration;
+
+use aws_credential_types::Credentials;
+use aws_sdk_s3::Client;
+use aws_sdk_s3::config::retry::RetryConfig;
+use aws_sdk_s3::config::timeout::TimeoutConfig;
+use aws_sdk_s3::config::{BehaviorVersion, Region};
+use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::primitives::ByteStream;
+use ferry_server::{NodeConfig, NodeHandle, RuntimeKind, start_node};
+use md5::{Digest, Md5};
+use tempfile::TempDir;
+
+/// The access key every test node accepts.
+pub const ACCESS_KEY: &str = "AKIAFERRYTESTKEY0001";
+/// Its secret.
+pub const SECRET_KEY: &str = "ferry+test/secret+key/0123456789abcdefghij";
+/// The region the nodes sign for.
+pub const REGION: &str = "us-east-1";
+/// S3's smallest part size (every part but the last).
+pub const MIB5: u64 = 5 << 20;
+
+/// Generate one `#[test]` per runtime for each `async fn case(kind: RuntimeKind)` named:
+/// `case::tokio` and `case::smol` run the same code against a node on each runtime.
+#[allow(unused_macros)]
+macro_rules! on_both_runtimes {
+    ($($case:ident),* $(,)?) => {$(
+        mod $case {
+            #[test]
+            fn tokio() {
+                $crate::common::block_on(super::$case(::ferry_server::RuntimeKind::Tokio));
+            }
+
+            #[test]
+            fn smol() {
+                $crate::common::block_on(super::$case(::ferry_server::RuntimeKind::Smol));
+            }
+        }
+    )*};
+}
+
+/// Run a test's future on a fresh single-threaded tokio runtime (the SDK's runtime; the node
+/// runs on threads of its own).
+pub fn block_on<F: Future<Output = ()>>(f: F) {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+        .block_on(f);
+}
+
+/// How to start a test node.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Smallest non-last part of a multipart upload.
+    pub min_part_size: u64,
+    /// fsync before acknowledging (off by default here: the crash test covers durability).
+    pub fsync: bool,
+    /// The node's region (the client signs for the same one).
+    pub region: &'static str,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            min_part_size: MIB5,
+            fsync: false,
+            region: REGION,
+        }
+    }
+}
+
+/// A storage node serving a temporary directory, and an SDK client for it.
+#[derive(Debug)]
+pub struct TestNode {
+    /// The SDK client (path-style, SigV4 with the test key, no retries).
+    pub client: Client,
+    /// Where the node listens.
+    pub addr: SocketAddr,
+    /// The runtime the node runs on.
+    pub runtime: RuntimeKind,
+    options: Options,
+    handle: Option<NodeHandle>,
+    dir: TempDir,
+}
+
+impl TestNode {
+    /// A node with the default options.
+    pub fn start(runtime: RuntimeKind) -> Self {
+        Self::start_with(runtime, Options::default())
+    }
+
+    /// A node with `options`.
+    pub fn start_with(runtime: RuntimeKind, options: Options) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let handle = spawn_node(dir.path(), runtime, options);
+        let addr = handle.local_addr();
+        Self {
+            client: client_in(addr, options.region),
+            addr,
+            runtime,
+            options,
+            handle: Some(handle),
+            dir,
+        }
+    }
+
+    /// Stop the node gracefully and start a new one on the same directory (a new port).
+    pub fn restart(&mut self) {
+        if let Some(h) = self.handle.take() {
+            h.stop();
+        }
+        let handle = spawn_node(self.dir.path(), self.runtime, self.options);
+        self.addr = handle.local_addr();
+        self.client = client_in(self.addr, self.options.region);
+        self.handle = Some(handle);
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Create `bucket`, panicking on failure.
+    pub async fn bucket(&self, bucket: &str) {
+        self.client
+            .create_bucket()
+            .bucket(bucket)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("create bucket {bucket}: {}", show(&e)));
+    }
+
+    /// PUT `body` at `bucket/key`, returning the ETag.
+    pub async fn put(&self, bucket: &str, key: &str, body: impl Into<Vec<u8>>) -> String {
+        let out = self
+            .client
+            .put_object()
+            .bucket(bucket)
+            .key(key)
+            .body(ByteStream::from(body.into()))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("put {bucket}/{key}: {}", show(&e)));
+        out.e_tag().expect("PutObject ETag").to_owned()
+    }
+
+    /// GET `bucket/key` whole.
+    pub async fn get(&self, bucket: &str, key: &str) -> Vec<u8> {
+        let out = self
+            .client
+            .get_object()
+            .bucket(bucket)
+            .key(key)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("get {bucket}/{key}: {}", show(&e)));
+        body_bytes(out.body).await
+    }
+}
+
+impl Drop for TestNode {
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            h.stop();
+        }
+    }
+}
+
+fn spawn_node(dir: &Path, runtime: RuntimeKind, options: Options) -> NodeHandle {
+    let mut cfg = NodeConfig::new(
+        dir,
+        "127.0.0.1:0".parse().expect("address"),
+        ACCESS_KEY,
+        SECRET_KEY,
+    );
+    cfg.runtime = runtime;
+    cfg.min_part_size = options.min_part_size;
+    cfg.fsync = options.fsync;
+    cfg.region = options.region.to_owned();
+    // Many tests run at once on few cores: two workers each is plenty.
+    cfg.threads = 2;
+    start_node(cfg).expect("start node")
+}
+
+/// An SDK client for a node at `addr`: path-style, plain HTTP, the test key, no retries (a
+/// retried request would hide the first answer), generous timeouts so nothing hangs forever.
+pub fn client(addr: SocketAddr) -> Client {
+    Client::from_conf(config(addr).build())
+}
+
+/// [`client`], signing for `region`.
+pub fn client_in(addr: SocketAddr, region: &'static str) -> Client {
+    Client::from_conf(config(addr).region(Region::new(region)).build())
+}
+
+/// The SDK configuration [`client`] uses, to adjust before building.
+pub fn config(addr: SocketAddr) -> aws_sdk_s3::config::Builder {
+    let creds = Credentials::new(ACCESS_KEY, SECRET_KEY, None, None, "ferry-tests");
+    aws_sdk_s3::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new(REGION))
+        .endpoint_url(format!("http://{addr}"))
+        .force_path_style(true)
+        .credentials_provider(creds)
+        .http_client(aws_smithy_http_client::Builder::new().build_http())
+        .retry_config(RetryConfig::disabled())
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(Duration::from_secs(10))
+                .operation_attempt_timeout(Duration::from_secs(120))
+                .build(),
+        )
+}
+
+/// Read a response body to the end.
+pub async fn body_bytes(body: ByteStream) -> Vec<u8> {
+    body.collect()
+        .await
+        .expect("read body")
+        .into_bytes()
+        .to_vec()
+}
+
+/// Hex MD5 of `data`.
+pub fn md5_hex(data: &[u8]) -> String {
+    hex(&Md5::digest(data))
+}
+
+/// The ETag S3 gives a single-part object: its quoted hex MD5.
+pub fn etag_of(data: &[u8]) -> String {
+    format!("\"{}\"", md5_hex(data))
+}
+
+/// Lower-case hex.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A short description of an SDK error: status, code, message.
+pub fn show<E: ProvideErrorMetadata + std::fmt::Debug, R: std::fmt::Debug>(
+    e: &SdkError<E, R>,
+) -> String {
+    match e {
+        SdkError::ServiceError(s) => format!(
+            "service error {:?}: {:?} {:?}",
+            s.raw(),
+            e.code(),
+            e.message()
+        ),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The HTTP status of a failed request, if a response came back.
+pub fn status_of<E>(e: &SdkError<E, aws_sdk_s3::config::http::HttpResponse>) -> Option<u16> {
+    e.raw_response().map(|r| r.status().as_u16())
+}
+
+/// Check that a request failed with this HTTP status and (for responses with a body) this S3
+/// error code, via `ProvideErrorMetadata::code()`. `code: None` is for HEAD errors and 304s,
+/// which have no body to carry a code.
+#[track_caller]
+pub fn assert_error<T: std::fmt::Debug, E: ProvideErrorMetadata + std::fmt::Debug>(
+    result: Result<T, SdkError<E, aws_sdk_s3::config::http::HttpResponse>>,
+    status: u16,
+    code: Option<&str>,
+) {
+    match result {
+        Ok(v) => panic!("expected {status} {code:?}, got success: {v:?}"),
+        Err(e) => {
+            assert_eq!(
+                status_of(&e),
+                Some(status),
+                "wrong status for {code:?}: {}",
+                show(&e)
+            );
+            if let Some(code) = code {
+                assert_eq!(e.code(), Some(code), "wrong code: {}", show(&e));
+            }
+        }
+    }
+}
+
+/// Check an S3 error code and status (the common case of [`assert_error`]).
+#[track_caller]
+pub fn assert_code<T: std::fmt::Debug, E: ProvideErrorMetadata + std::fmt::Debug>(
+    result: Result<T, SdkError<E, aws_sdk_s3::config::http::HttpResponse>>,
+    status: u16,
+    code: &str,
+) {
+    assert_error(result, status, Some(code));
+}
+
+/// A response read by [`http_request`].
+#[derive(Debug)]
+pub struct RawResponse {
+    /// Status code.
+    pub status: u16,
+    /// Headers, names lower-cased.
+    pub headers: Vec<(String, String)>,
+    /// The whole body.
+    pub body: Vec<u8>,
+}
+
+impl RawResponse {
+    /// The first header named `name` (lower case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One HTTP/1.1 request on a fresh connection (`Connection: close`), written by hand so that
+/// presigned URLs are fetched by something that is not the SDK. `target` is the origin-form
+/// path and query; `Content-Length` is added for a body.
+pub async fn http_request(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> RawResponse {
+    let mut req = format!("{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (n, v) in headers {
+        req.push_str(&format!("{n}: {v}\r\n"));
+    }
+    if !body.is_empty() || method == "PUT" || method == "POST" {
+        req.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    req.push_str("\r\n");
+    let mut bytes = req.into_bytes();
+    bytes.extend_from_slice(body);
+    let head_only = method == "HEAD";
+    tokio::task::spawn_blocking(move || raw_exchange(addr, &bytes, head_only))
+        .await
+        .expect("raw HTTP task")
+}
+
+fn raw_exchange(addr: SocketAddr, request: &[u8], head_only: bool) -> RawResponse {
+    use std::io::{Read, Write};
+    let mut tcp = TcpStream::connect(addr).expect("connect");
+    tcp.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("read timeout");
+    tcp.write_all(request).expect("write request");
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 64 * 1024];
+    loop {
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut res = httparse::Response::new(&mut headers);
+        if let httparse::Status::Complete(len) = res.parse(&buf).expect("response head") {
+            let status = res.code.expect("status");
+            let headers: Vec<(String, String)> = res
+                .headers
+                .iter()
+                .map(|h| {
+                    (
+                        h.name.to_ascii_lowercase(),
+                        String::from_utf8_lossy(h.value).into_owned(),
+                    )
+                })
+                .collect();
+            let content_length = headers
+                .iter()
+                .find(|(n, _)| n == "content-length")
+                .map(|(_, v)| v.parse::<usize>().expect("content-length"));
+            let mut body = buf.split_off(len);
+            if head_only || status == 304 || status == 204 {
+                body.clear();
+            } else if let Some(cl) = content_length {
+                while body.len() < cl {
+                    let n = tcp.read(&mut chunk).expect("read body");
+                    assert!(n > 0, "connection closed inside a body");
+                    body.extend_from_slice(&chunk[..n]);
+                }
+                body.truncate(cl);
+            } else {
+                tcp.read_to_end(&mut body).expect("read body");
+            }
+            return RawResponse {
+                status,
+                headers,
+                body,
+            };
+        }
+        let n = tcp.read(&mut chunk).expect("read head");
+        assert!(n > 0, "connection closed before a response");
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// Split an absolute presigned URL into its origin-form target (`/path?query`).
+pub fn target_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.find('/').map_or("/", |i| &rest[i..])
+}
+
+/// `n` bytes of a simple, position-dependent pattern (so misplaced bytes show).
+pub fn pattern(n: usize, salt: u8) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(salt) ^ ((i >> 8) as u8))
+        .collect()
+}
+
+/// Percent-encode a key for `x-amz-copy-source` (everything but unreserved characters and `/`).
+pub fn encode_key(key: &str) -> String {
+    const SET: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_')
+        .remove(b'~')
+        .remove(b'/');
+    percent_encoding::utf8_percent_encode(key, SET).to_string()
+}
+
+/// Decode a value S3 returned with `encoding-type=url`: form encoding, where `+` is a space
+/// (as botocore's `unquote_plus` reads it; a literal `+` comes as `%2B`).
+pub fn decode_url(value: &str) -> String {
+    percent_encoding::percent_decode_str(&value.replace('+', " "))
+        .decode_utf8()
+        .expect("UTF-8 after decoding")
+        .into_owned()
+}
+
+/// Decode a metadata value S3 returned: as is, or RFC 2047 encoded words
+/// (`=?UTF-8?B?...?=` / `=?UTF-8?Q?...?=`), which is how S3 returns non-ASCII values.
+pub fn decode_rfc2047(value: &str) -> String {
+    use base64::Engine;
+    let mut out = String::new();
+    for word in value.split_whitespace() {
+        let inner = word
+            .strip_prefix("=?")
+            .and_then(|w| w.strip_suffix("?="))
+            .and_then(|w| {
+                let mut it = w.splitn(3, '?');
+                Some((it.next()?, it.next()?, it.next()?))
+            });
+        let Some((charset, enc, text)) = inner else {
+            return value.to_owned();
+        };
+        assert!(charset.eq_ignore_ascii_case("UTF-8"), "charset {charset}");
+        let bytes = if enc.eq_ignore_ascii_case("B") {
+            base64::engine::general_purpose::STANDARD
+                .decode(text)
+                .expect("base64 encoded word")
+        } else {
+            assert!(enc.eq_ignore_ascii_case("Q"), "encoding {enc}");
+            let t = text.replace('_', " ").replace('=', "%");
+            percent_encoding::percent_decode_str(&t).collect()
+        };
+        out.push_str(&String::from_utf8(bytes).expect("UTF-8 encoded word"));
+    }
+    out
+}
+
+/// Base64 of a big-endian checksum as S3 writes it in `x-amz-checksum-*`.
+pub fn b64(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// `x-amz-checksum-crc32` of `data`.
+pub fn crc32_b64(data: &[u8]) -> String {
+    let v = crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32IsoHdlc, data) as u32;
+    b64(&v.to_be_bytes())
+}
+
+/// `x-amz-checksum-crc32c` of `data`.
+pub fn crc32c_b64(data: &[u8]) -> String {
+    let v = crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, data) as u32;
+    b64(&v.to_be_bytes())
+}
+
+/// `x-amz-checksum-sha256` of `data`.
+pub fn sha256_b64(data: &[u8]) -> String {
+    use sha2::Digest as _;
+    b64(&sha2::Sha256::digest(data))
+}
+
+/// An SDK interceptor that keeps the headers of the last request sent, to check what the SDK
+/// put on the wire (aws-chunked encoding, trailers, checksum headers).
+#[derive(Debug, Clone, Default)]
+pub struct RequestRecorder(std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>);
+
+impl RequestRecorder {
+    /// The last request's header `name` (lower case); several fields are joined with `,`.
+    pub fn header(&self, name: &str) -> Option<String> {
+        let headers = self.0.lock().expect("recorder lock");
+        let values: Vec<&str> = headers
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+            .collect();
+        (!values.is_empty()).then(|| values.join(","))
+    }
+}
+
+impl aws_sdk_s3::config::Intercept for RequestRecorder {
+    fn name(&self) -> &'static str {
+        "RequestRecorder"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &aws_sdk_s3::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
+        _components: &aws_sdk_s3::config::RuntimeComponents,
+        _cfg: &mut aws_sdk_s3::config::ConfigBag,
+    ) -> Result<(), aws_sdk_s3::error::BoxError> {
+        let headers = context
+            .request()
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.to_ascii_lowercase(), v.to_owned()))
+            .collect();
+        *self.0.lock().expect("recorder lock") = headers;
+        Ok(())
+    }
+}
+
+/// A client for `addr` that records its requests' headers.
+pub fn recording_client(addr: SocketAddr) -> (Client, RequestRecorder) {
+    let rec = RequestRecorder::default();
+    let client = Client::from_conf(config(addr).interceptor(rec.clone()).build());
+    (client, rec)
+}
+
+/// A raw HTTP/1.1 connection for wire-level tests: write any bytes, read responses one by one.
+#[derive(Debug)]
+pub struct RawConn {
+    tcp: tokio::net::TcpStream,
+    buf: Vec<u8>,
+}
+
+impl RawConn {
+    /// Connect to `addr`.
+    pub async fn connect(addr: SocketAddr) -> Self {
+        let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        tcp.set_nodelay(true).expect("nodelay");
+        Self {
+            tcp,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Write `bytes`.
+    pub async fn send(&mut self, bytes: &[u8]) {
+        use tokio::io::AsyncWriteExt;
+        self.tcp.write_all(bytes).await.expect("write");
+    }
+
+    /// Close the writing half (the server sees end of input).
+    pub async fn shutdown_write(&mut self) {
+        use tokio::io::AsyncWriteExt;
+        self.tcp.shutdown().await.expect("shutdown");
+    }
+
+    /// Read more bytes; `false` at end of input.
+    async fn fill(&mut self) -> bool {
+        use tokio::io::AsyncReadExt;
+        let mut chunk = [0u8; 64 * 1024];
+        let n = tokio::time::timeout(Duration::from_secs(30), self.tcp.read(&mut chunk))
+            .await
+            .expect("read timed out")
+            .unwrap_or(0);
+        self.buf.extend_from_slice(&chunk[..n]);
+        n > 0
+    }
+
+    /// Read until the peer closes; what came in.
+    pub async fn read_to_end(&mut self) -> Vec<u8> {
+        while self.fill().await {}
+        std::mem::take(&mut self.buf)
+    }
+
+    /// Whether the peer has closed the connection (after reading anything still buffered).
+    pub async fn is_closed(&mut self) -> bool {
+        self.buf.is_empty() && !self.fill().await
+    }
+
+    /// Read one response (a 1xx too). `head_request`: the response to a HEAD has no body.
+    /// `None` when the connection ends before a response head.
+    pub async fn response(&mut self, head_request: bool) -> Option<RawResponse> {
+        loop {
+            let mut headers = [httparse::EMPTY_HEADER; 64];
+            let mut res = httparse::Response::new(&mut headers);
+            if let httparse::Status::Complete(len) = res.parse(&self.buf).expect("response head") {
+                let status = res.code.expect("status");
+                let headers: Vec<(String, String)> = res
+                    .headers
+                    .iter()
+                    .map(|h| {
+                        (
+                            h.name.to_ascii_lowercase(),
+                            String::from_utf8_lossy(h.value).into_owned(),
+                        )
+                    })
+                    .collect();
+                self.buf.drain(..len);
+                let mut r = RawResponse {
+                    status,
+                    headers,
+                    body: Vec::new(),
+                };
+                if head_request || status < 200 || status == 204 || status == 304 {
+                    return Some(r);
+                }
+                if r.header("transfer-encoding").is_some() {
+                    r.body = self.chunked_body().await;
+                } else if let Some(cl) = r.header("content-length") {
+                    let cl: usize = cl.parse().expect("content-length");
+                    while self.buf.len() < cl {
+                        assert!(self.fill().await, "connection closed inside a body");
+                    }
+                    r.body = self.buf.drain(..cl).collect();
+                } else {
+                    r.body = self.read_to_end().await;
+                }
+                return Some(r);
+            }
+            if !self.fill().await {
+                assert!(self.buf.is_empty(), "partial response head: {:?}", self.buf);
+                return None;
+            }
+        }
+    }
+
+    async fn line(&mut self) -> String {
+        loop {
+            if let Some(i) = self.buf.windows(2).position(|w| w == b"\r\n") {
+                let line = String::from_utf8(self.buf[..i].to_vec()).expect("chunk line");
+                self.buf.drain(..i + 2);
+                return line;
+            }
+            assert!(self.fill().await, "connection closed inside a chunked body");
+        }
+    }
+
+    async fn chunked_body(&mut self) -> Vec<u8> {
+        let mut body = Vec::new();
+        loop {
+            let size_line = self.line().await;
+            let size = usize::from_str_radix(size_line.split(';').next().unwrap_or("").trim(), 16)
+                .expect("chunk size");
+            if size == 0 {
+                // Trailers, then the empty line.
+                while !self.line().await.is_empty() {}
+                return body;
+            }
+            while self.buf.len() < size + 2 {
+                assert!(self.fill().await, "connection closed inside a chunk");
+            }
+            body.extend(self.buf.drain(..size));
+            self.buf.drain(..2);
+        }
+    }
+}
+
+/// A request head (`Host` added; `Connection` as given in `headers`), with `\r\n\r\n`.
+pub fn request_head(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+) -> Vec<u8> {
+    let mut req = format!("{method} {target} HTTP/1.1\r\nHost: {addr}\r\n");
+    for (n, v) in headers {
+        req.push_str(&format!("{n}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.into_bytes()
+}
+
+/// Sign a body-less request in headers with `aws-sigv4` at `time` (the SDK always signs with
+/// the current time): the headers to add (`authorization`, `x-amz-date`, `x-amz-content-sha256`).
+pub fn sign_headers_at(
+    method: &str,
+    url: &str,
+    time: std::time::SystemTime,
+) -> Vec<(String, String)> {
+    use aws_sigv4::http_request::{
+        PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest, SigningSettings,
+        UriPathNormalizationMode, sign,
+    };
+    use aws_sigv4::sign::v4;
+    let identity = Credentials::new(ACCESS_KEY, SECRET_KEY, None, None, "sigv4").into();
+    let mut settings = SigningSettings::default();
+    settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
+    settings.percent_encoding_mode = PercentEncodingMode::Single;
+    settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
+    let params = v4::SigningParams::builder()
+        .identity(&identity)
+        .region(REGION)
+        .name("s3")
+        .time(time)
+        .settings(settings)
+        .build()
+        .expect("signing params")
+        .into();
+    let request = SignableRequest::new(method, url, std::iter::empty(), SignableBody::Bytes(&[]))
+        .expect("signable request");
+    let (instructions, _) = sign(request, &params).expect("sign").into_parts();
+    let (headers, _) = instructions.into_parts();
+    headers
+        .iter()
+        .map(|h| (h.name().to_owned(), h.value().to_owned()))
+        .collect()
+}

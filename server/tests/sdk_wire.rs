@@ -1,0 +1,295 @@
+//! HTTP/1.1 on the wire, with requests authorised by SDK-presigned URLs and written by hand, on
+//! both runtimes: `Expect: 100-continue` (accepted and refused), pipelining, keep-alive after
+//! errors, `Connection: close`, a body cut short, and a PUT without a length.
+
+#[macro_use]
+mod common;
+
+use std::time::Duration;
+
+use aws_sdk_s3::Client;
+use aws_sdk_s3::presigning::PresigningConfig;
+use common::{RawConn, TestNode, assert_code, pattern, request_head, target_of};
+use ferry_server::RuntimeKind;
+
+on_both_runtimes!(
+    expect_continue_accepted,
+    expect_continue_refused_without_body,
+    pipelined_requests_answered_in_order,
+    keep_alive_after_errors,
+    connection_close_honoured,
+    truncated_body_stores_nothing,
+    put_without_length_refused,
+    too_large_refused_before_the_body,
+);
+
+fn config() -> PresigningConfig {
+    PresigningConfig::expires_in(Duration::from_secs(600)).expect("presigning config")
+}
+
+async fn presigned_get(c: &Client, bucket: &str, key: &str) -> String {
+    let req = c
+        .get_object()
+        .bucket(bucket)
+        .key(key)
+        .presigned(config())
+        .await
+        .expect("presign GET");
+    target_of(req.uri()).to_owned()
+}
+
+async fn presigned_put(c: &Client, bucket: &str, key: &str) -> String {
+    let req = c
+        .put_object()
+        .bucket(bucket)
+        .key(key)
+        .presigned(config())
+        .await
+        .expect("presign PUT");
+    assert_eq!(req.headers().count(), 0, "nothing but the URL is signed");
+    target_of(req.uri()).to_owned()
+}
+
+async fn expect_continue_accepted(kind: RuntimeKind) {
+    let n = TestNode::start(kind);
+    n.bucket("wire").await;
+    let target = presigned_put(&n.client, "wire", "continued").await;
+    let data = pattern(300_000, 50);
+    let len = data.len().to_string();
+    let mut conn = RawConn::connect(n.addr).await;
+    conn.send(&request_head(
+        n.addr,
+        "PUT",
+        &target,
+        &[("Content-Length", &len), ("Expect", "100-continue")],
+    ))
+    .await;
+    // The server asks for the body before it is sent.
+    let interim = conn.response(false).await.expect("interim response");
+    assert_eq!(interim.status, 100, "{interim:?}");
+    conn.send(&data).await;
+    let done = conn.response(false).await.expect("final response");
+    assert_eq!(done.status, 200, "{done:?}");
+    assert_eq!(done.header("etag"), Some(common::etag_of(&data).as_str()));
+    assert_eq!(n.get("wire", "continued").await, data);
+}
+
+async fn expect_continue_refused_without_body(kind: RuntimeKind) {
+    let n = TestNode::start(kind);
+    n.bucket("wire").await;
+    let target = presigned_put(&n.client, "wire", "refused").await;
+    // Break the signature: the server must answer at once, without asking for the body.
+    let bad = target.replace("X-Amz-Signature=", "X-Amz-Signature=0");
+    let mut conn = RawConn::connect(n.addr).await;
+    conn.send(&request_head(
+        n.addr,
+        "PUT",
+        &bad,
+        &[("Content-Length", "1000000"), ("Expect", "100-continue")],
+    ))
+    .await;
+    let r = conn.response(false).await.expect("response");
+    assert_eq!(r.status, 403, "{r:?}");
+    assert!(
+        String::from_utf8_lossy(&r.body).contains("<Code>SignatureDoesNotMatch</Code>"),
+        "{r:?}"
+    );
+    assert_code(
+        n.client
+            .head_object()
+            .bucket("wire")
+            .key("refused")
+            .send()
+            .await,
+        404,
+        "NotFound",
+    );
+}
+
+async fn pipelined_requests_answered_in_order(kind: RuntimeKind) {
+    let n = TestNode::start(kind);
+    n.bucket("wire").await;
+    let bodies: Vec<Vec<u8>> = (0..4).map(|i| pattern(10_000 * i + 1, i as u8)).collect();
+    let mut batch = Vec::new();
+    for (i, b) in bodies.iter().enumerate() {
+        let key = format!("p{i}");
+        n.put("wire", &key, b.clone()).await;
+        let target = presigned_get(&n.client, "wire", &key).await;
+        batch.extend(request_head(n.addr, "GET", &target, &[]));
+    }
+    // A presigned HEAD in the middle of the pipeline, and a missing key.
+    let head = n
+        .client
+        .head_object()
+        .bucket("wire")
+        .key("p1")
+        .presigned(config())
+        .await
+        .expect("presign HEAD");
+    batch.extend(request_head(n.addr, "HEAD", target_of(head.uri()), &[]));
+    let missing = presigned_get(&n.client, "wire", "missing").await;
+    batch.extend(request_head(n.addr, "GET", &missing, &[]));
+    let mut conn = RawConn::connect(n.addr).await;
+    conn.send(&batch).await;
+    for (i, b) in bodies.iter().enumerate() {
+        let r = conn.response(false).await.expect("response");
+        assert_eq!(r.status, 200, "request {i}: {r:?}");
+        assert_eq!(&r.body, b, "request {i}");
+    }
+    let r = conn.response(true).await.expect("HEAD response");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-length"), Some("10001"));
+    let r = conn.response(false).await.expect("404 response");
+    assert_eq!(r.status, 404);
+    assert!(String::from_utf8_lossy(&r.body).contains("<Code>NoSuchKey</Code>"));
+}
+
+async fn keep_alive_after_errors(kind: RuntimeKind) {
+    let n = TestNode::start(kind);
+    n.bucket("wire").await;
+    n.put("wire", "there", b"here I am".to_vec()).await;
+    let mut conn = RawConn::connect(n.addr).await;
+    // Unsigned: 403 with a body; the connection stays usable.
+    conn.send(&request_head(n.addr, "GET", "/wire/there", &[]))
+        .await;
+    let r = conn.response(false).await.expect("403");
+    assert_eq!(r.status, 403);
+    let missing = presigned_get(&n.client, "wire", "not-there").await;
+    conn.send(&request_head(n.addr, "GET", &missing, &[])).await;
+    let r = conn.response(false).await.expect("404");
+    assert_eq!(r.status, 404);
+    let there = presigned_get(&n.client, "wire", "there").await;
+    conn.send(&request_head(n.addr, "GET", &there, &[])).await;
+    let r = conn.response(false).await.expect("200");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, b"here I am");
+}
+
+async fn connection_close_honoured(kind: RuntimeKind) {
+    let n = TestNode::start(kind);
+    n.bucket("wire").await;
+    n.put("wire", "k", b"v".to_vec()).await;
+    let target = presigned_get(&n.client, "wire", "k").await;
+    let mut conn = RawConn::connect(n.addr).await;
+    conn.send(&request_head(
+        n.addr,
+        "GET",
+        &target,
+        &[("Connection", "close")],
+    ))
+    .await;
+    let r = conn.response(false).await.expect("response");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, b"v");
+    assert!(
+        conn.is_closed().await,
+        "the server closes after Connection: close"
+    );
+}
+
+async fn truncated_body_stores_nothing(kind: RuntimeKind) {
+    let n = TestNode::start(kind);
+    n.bucket("wire").await;
+    let target = presigned_put(&n.client, "wire", "cut").await;
+    let data = pattern(200_000, 51);
+    let mut conn = RawConn::connect(n.addr).await;
+    conn.send(&request_head(
+        n.addr,
+        "PUT",
+        &target,
+        &[("Content-Length", "400000")],
+    ))
+    .await;
+    conn.send(&data).await;
+    conn.shutdown_write().await;
+    // Whatever the server says (an error, or nothing), it must not store the half body.
+    if let Some(r) = conn.response(false).await {
+        assert!(r.status >= 400, "{r:?}");
+    }
+    assert_code(
+        n.client.get_object().bucket("wire").key("cut").send().await,
+        404,
+        "NoSuchKey",
+    );
+    let listed = n
+        .client
+        .list_objects_v2()
+        .bucket("wire")
+        .send()
+        .await
+        .expect("list");
+    assert_eq!(listed.key_count(), Some(0));
+}
+
+async fn put_without_length_refused(kind: RuntimeKind) {
+    let n = TestNode::start(kind);
+    n.bucket("wire").await;
+    // Neither Content-Length nor Transfer-Encoding: S3 documents 411 MissingContentLength.
+    let target = presigned_put(&n.client, "wire", "unframed").await;
+    let mut conn = RawConn::connect(n.addr).await;
+    conn.send(&request_head(n.addr, "PUT", &target, &[])).await;
+    let r = conn.response(false).await.expect("response");
+    assert_eq!(r.status, 411, "{r:?}");
+    assert!(
+        String::from_utf8_lossy(&r.body).contains("<Code>MissingContentLength</Code>"),
+        "{r:?}"
+    );
+    assert_code(
+        n.client
+            .get_object()
+            .bucket("wire")
+            .key("unframed")
+            .send()
+            .await,
+        404,
+        "NoSuchKey",
+    );
+
+    // A chunked body: S3 refuses it (411, or 501 for the Transfer-Encoding); a server that
+    // takes it must store exactly the decoded bytes.
+    let target = presigned_put(&n.client, "wire", "chunked").await;
+    let mut conn = RawConn::connect(n.addr).await;
+    let mut req = request_head(n.addr, "PUT", &target, &[("Transfer-Encoding", "chunked")]);
+    req.extend_from_slice(b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n");
+    conn.send(&req).await;
+    let r = conn.response(false).await.expect("response");
+    match r.status {
+        200 => assert_eq!(n.get("wire", "chunked").await, b"hello world"),
+        411 | 501 => assert_code(
+            n.client
+                .get_object()
+                .bucket("wire")
+                .key("chunked")
+                .send()
+                .await,
+            404,
+            "NoSuchKey",
+        ),
+        _ => panic!("{r:?}"),
+    }
+}
+
+async fn too_large_refused_before_the_body(kind: RuntimeKind) {
+    let n = TestNode::start(kind);
+    n.bucket("wire").await;
+    let target = presigned_put(&n.client, "wire", "huge").await;
+    let mut conn = RawConn::connect(n.addr).await;
+    // One byte over S3's 5 GiB single-PUT limit; only the head is sent.
+    let len = ((5u64 << 30) + 1).to_string();
+    conn.send(&request_head(
+        n.addr,
+        "PUT",
+        &target,
+        &[("Content-Length", &len)],
+    ))
+    .await;
+    let r = conn
+        .response(false)
+        .await
+        .expect("response before the body");
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(
+        String::from_utf8_lossy(&r.body).contains("<Code>EntityTooLarge</Code>"),
+        "{r:?}"
+    );
+}
