@@ -1,7 +1,7 @@
 //! Shared by the proxy tests: storage nodes (restartable on their port) behind a proxy, and
 //! the node tests' signing client.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 #[path = "../node_support/mod.rs"]
 pub mod node_support;
