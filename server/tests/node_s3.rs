@@ -4,7 +4,7 @@ mod node_support;
 
 use ferry_core::md5::{ETag, content_md5, md5};
 use ferry_server::RuntimeKind;
-use node_support::{Node, Payload, xml_values};
+use node_support::{Node, Payload};
 
 on_both_runtimes!(
     healthz_needs_no_auth,
@@ -13,6 +13,8 @@ on_both_runtimes!(
     put_get_head_delete,
     put_with_every_payload_framing,
     list_objects_v1_and_v2,
+    large_objects_stream_both_ways,
+    concurrent_clients,
 );
 
 fn healthz_needs_no_auth(rt: RuntimeKind) {
@@ -220,7 +222,55 @@ fn list_objects_v1_and_v2(rt: RuntimeKind) {
     let r = c.get("/lst?list-type=2&encoding-type=url&prefix=c%20");
     assert_eq!(r.xml_values("Key"), ["c%20d"]);
     assert_eq!(r.xml_value("EncodingType").as_deref(), Some("url"));
-    let _ = xml_values;
     c.get("/nolist?list-type=2")
         .expect_error(404, "NoSuchBucket");
+}
+
+fn large_objects_stream_both_ways(rt: RuntimeKind) {
+    let node = Node::start(rt);
+    let mut c = node.client();
+    assert_eq!(c.put("/large", b"").status, 200);
+    // 12 MiB + 1: many pooled buffers each way, and a last partial one.
+    let body: Vec<u8> = (0..(12u32 << 20) + 1)
+        .map(|i| (i ^ (i >> 9)) as u8)
+        .collect();
+    for (key, payload) in [
+        ("/large/signed-chunks", Payload::ChunkedSigned),
+        ("/large/plain", Payload::Signed),
+    ] {
+        let r = c.send("PUT", key, &[], &body, payload);
+        assert_eq!(r.status, 200, "{}", r.text());
+        let etag = ETag::single(&md5(&body));
+        assert_eq!(r.header("etag"), Some(etag.as_str()));
+        let r = c.get(key);
+        assert_eq!(r.body.len(), body.len());
+        assert!(r.body == body, "{key}: bytes differ");
+    }
+}
+
+fn concurrent_clients(rt: RuntimeKind) {
+    let node = Node::start(rt);
+    assert_eq!(node.client().put("/conc", b"").status, 200);
+    let addr = node.addr;
+    let workers: Vec<_> = (0..8u8)
+        .map(|w| {
+            std::thread::spawn(move || {
+                let mut c = node_support::Client::connect(addr);
+                for i in 0..10u32 {
+                    let key = format!("/conc/w{w}/o{i}");
+                    let body = vec![w; 1000 + i as usize * 5000];
+                    let r = c.send("PUT", &key, &[], &body, Payload::ChunkedUnsignedCrc32);
+                    assert_eq!(r.status, 200, "{}", r.text());
+                    assert_eq!(c.get(&key).body, body);
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("worker");
+    }
+    let r = node.client().get("/conc?list-type=2&delimiter=/");
+    assert_eq!(r.xml_values("Prefix").len(), 1 + 8);
+    let r = node.client().get("/conc?list-type=2&prefix=w3/");
+    assert_eq!(r.xml_value("KeyCount").as_deref(), Some("10"));
 }

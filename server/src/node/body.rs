@@ -66,6 +66,13 @@ struct Digests {
 }
 
 impl Digests {
+    fn empty() -> Self {
+        Self {
+            sha256: None,
+            checksum: None,
+        }
+    }
+
     fn update(&mut self, data: &[u8]) {
         if let Some((h, _)) = &mut self.sha256 {
             h.update(data);
@@ -203,6 +210,9 @@ pub(crate) async fn stream_into<R: Runtime, S: Stream, W: Sink>(
     mut plan: BodyPlan,
     sink: W,
 ) -> S3Result<(W, BodyDone)> {
+    if plan.decoder.is_none() && body.content_length().is_some_and(|n| n > MAX_OBJECT_SIZE) {
+        return Err(S3Error::new(S3ErrorCode::EntityTooLarge));
+    }
     let pool = BufferPool::global();
     let mut cur = pool.get(COPY_BUF_SIZE);
     let mut filled = 0usize;
@@ -260,6 +270,10 @@ pub(crate) async fn stream_into<R: Runtime, S: Stream, W: Sink>(
                     (step.data, step.consumed)
                 }
             };
+            if used == 0 && data.is_empty() {
+                // The decoder always consumes non-empty input; never spin if it did not.
+                return Err(internal("aws-chunked decoding made no progress"));
+            }
             let dst = cur
                 .get_mut(filled..filled + data.len())
                 .ok_or_else(|| internal("decoded chunk larger than the buffer"))?;
@@ -289,15 +303,6 @@ pub(crate) async fn stream_into<R: Runtime, S: Stream, W: Sink>(
     plan.decoder = decoder;
     let done = plan.finish(digests)?;
     Ok((sink, done))
-}
-
-impl Digests {
-    fn empty() -> Self {
-        Self {
-            sha256: None,
-            checksum: None,
-        }
-    }
 }
 
 /// Read a small body (an XML document) whole, decoded and checked, refusing more than `max`
