@@ -15,7 +15,7 @@ use ferry_server::{
     BackendConfig, NodeConfig, NodeHandle, ProxyConfig, ProxyHandle, RuntimeKind, start_node,
     start_proxy,
 };
-pub use node_support::{ACCESS_KEY, Client, MIN_PART, Payload, SECRET_KEY};
+pub use node_support::{ACCESS_KEY, Client, MIN_PART, Payload, Response, SECRET_KEY};
 
 /// One storage node that can be stopped and started again on the same port and data.
 pub struct TestNode {
