@@ -113,6 +113,10 @@ fn object_round_trips(s: &Setup) {
     wrong
         .get("/objs/obj-0")
         .expect_error(403, "SignatureDoesNotMatch");
+    // An empty object keeps its Content-Length: 0 on the way.
+    assert_eq!(c.put("/objs/empty", b"").status, 200);
+    let r = c.get("/objs/empty");
+    assert_eq!((r.status, r.body.len()), (200, 0));
     // Presigned URLs (SigV4), both ways.
     let r = presigned(&mut c, "PUT", "/objs/pre", b"presigned body");
     assert_eq!(r.status, 200, "{}", r.text());

@@ -131,11 +131,10 @@ impl<R: Runtime> Backend<R> {
             return Err(self.unavailable());
         }
         self.stats.requests.fetch_add(1, Ordering::Relaxed);
-        let pool = self.pool();
-        let before = pool.idle_count();
-        match pool.get(self.addr).await {
+        match self.pool().get(self.addr).await {
             Ok(c) => {
-                if c.requests() == 0 && before == 0 {
+                // A pooled connection has served requests before.
+                if c.requests() == 0 {
                     self.stats.connects.fetch_add(1, Ordering::Relaxed);
                 }
                 Ok(c)

@@ -99,6 +99,11 @@ fn without_aws_chunked(value: &[u8]) -> Option<Vec<u8>> {
     (!kept.is_empty()).then(|| kept.join(",").into_bytes())
 }
 
+/// Whether a body has bytes to send.
+fn has_content(kind: BodyKind) -> bool {
+    matches!(kind, BodyKind::Chunked) || matches!(kind, BodyKind::Length(n) if n > 0)
+}
+
 fn expects_continue(headers: &[Header<'_>]) -> bool {
     headers
         .iter()
@@ -113,11 +118,9 @@ fn prepare<'a, R: Runtime, S: Stream>(
     body: &BodyReader<'_, S>,
 ) -> S3Result<Outbound<'a>> {
     let req = cx.req;
-    let client_kind = match body.kind() {
-        BodyKind::Length(0) => BodyKind::None,
-        k => k,
-    };
-    let has_body = client_kind != BodyKind::None;
+    // An empty body keeps its `Content-Length: 0` (S3 wants a length on writes).
+    let client_kind = body.kind();
+    let has_body = has_content(client_kind);
     let expect = has_body && expects_continue(req.headers);
     let streaming = cx.verified.payload.streaming().filter(|_| has_body);
     let origin = origin_form(req.target);
@@ -189,11 +192,7 @@ fn prepare<'a, R: Runtime, S: Stream>(
                         decoder,
                         encoder: None,
                     };
-                    let kind = if decoded == 0 {
-                        BodyKind::None
-                    } else {
-                        BodyKind::Length(decoded)
-                    };
+                    let kind = BodyKind::Length(decoded);
                     (pump, kind, UNSIGNED_PAYLOAD.to_owned(), true)
                 }
             }
@@ -266,7 +265,7 @@ fn prepare<'a, R: Runtime, S: Stream>(
         target,
         headers,
         body: kind,
-        expect: expect && kind != BodyKind::None,
+        expect: expect && has_content(kind),
         pump,
     })
 }
@@ -326,7 +325,7 @@ pub(crate) async fn forward<R: Runtime, S: Stream>(
                 Err(e) => return Err(backend_failed(b, &e)),
             }
         }
-        let body_sent = kind != BodyKind::None && !early;
+        let body_sent = has_content(kind) && !early;
         if early {
             drop(w);
         } else {

@@ -288,8 +288,21 @@ async fn dispatch<R: Runtime, S: Stream>(
         Endpoint::CreateBucket => buckets::create(cx, res, bucket).await,
         Endpoint::DeleteBucket => buckets::delete(cx, res, bucket).await,
         Endpoint::HeadBucket | Endpoint::GetBucketLocation | Endpoint::GetBucketVersioning => {
-            let idx = cx.p.any_healthy(bucket)?;
-            forward::forward(cx, idx, body, res).await
+            // Any backend knows its buckets: on to the next healthy one if one fails to answer.
+            let mut tries = cx.p.backends.len();
+            loop {
+                let idx = cx.p.any_healthy(bucket)?;
+                match forward::forward(cx, idx, body, res).await {
+                    Err(e)
+                        if e.code == S3ErrorCode::ServiceUnavailable
+                            && !res.is_started()
+                            && tries > 1 =>
+                    {
+                        tries -= 1;
+                    }
+                    other => return other,
+                }
+            }
         }
         Endpoint::ListObjects { .. } | Endpoint::ListObjectsV2 { .. } => {
             list::list_objects(cx, res, bucket, &s3.endpoint).await
