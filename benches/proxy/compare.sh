@@ -92,8 +92,7 @@ sleep 0.5
 NGINX_PIDS=$(pgrep -P "$(cat "$WORK/nginx/nginx.pid")" | tr '\n' ' ')
 NGINX_ALL="$(cat "$WORK/nginx/nginx.pid") $NGINX_PIDS"
 
-curl -sf -X PUT --aws-sigv4 "aws:amz:us-east-1:s3" --user "$FERRY_ACCESS_KEY:$FERRY_SECRET_KEY" \
-  "http://$NODE/bench" -o /dev/null
+python3 $HERE/presign.py CREATE "http://$NODE" bench
 head -c 1048576 /dev/urandom >"$WORK/1mib"
 curl -sf -T "$WORK/1mib" "$(python3 $HERE/presign.py PUT "http://$NODE" bench obj-1mib)" -o /dev/null
 

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Print a SigV4 presigned URL: presign.py METHOD ENDPOINT BUCKET KEY (keys from FERRY_*)."""
+"""Print a SigV4 presigned URL: presign.py GET|PUT ENDPOINT BUCKET KEY (keys from FERRY_*);
+presign.py CREATE ENDPOINT BUCKET creates the bucket instead."""
 import os
 import sys
 
 import botocore.session
 from botocore.config import Config
 
-method, endpoint, bucket, key = sys.argv[1:5]
+method, endpoint, bucket = sys.argv[1:4]
 session = botocore.session.get_session()
 client = session.create_client(
     "s3",
@@ -16,5 +17,9 @@ client = session.create_client(
     aws_secret_access_key=os.environ["FERRY_SECRET_KEY"],
     config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
 )
-op = {"GET": "get_object", "PUT": "put_object"}[method]
-print(client.generate_presigned_url(op, Params={"Bucket": bucket, "Key": key}, ExpiresIn=86400))
+if method == "CREATE":
+    client.create_bucket(Bucket=bucket)
+else:
+    op = {"GET": "get_object", "PUT": "put_object"}[method]
+    params = {"Bucket": bucket, "Key": sys.argv[4]}
+    print(client.generate_presigned_url(op, Params=params, ExpiresIn=86400))

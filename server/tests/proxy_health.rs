@@ -109,3 +109,33 @@ fn admin_endpoints() {
     let (status, body) = plain_get(s.addr, "/healthz");
     assert_eq!((status, body.as_str()), (200, "ok"));
 }
+
+/// `start_cluster`: two nodes behind a proxy in one process (what `ferry` alone runs).
+#[test]
+fn local_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = ferry_server::ClusterConfig::new(
+        dir.path(),
+        proxy_support::ACCESS_KEY,
+        proxy_support::SECRET_KEY,
+    );
+    cfg.listen = "127.0.0.1:0".parse().unwrap();
+    cfg.fsync = false;
+    cfg.threads = 1;
+    let cluster = ferry_server::start_cluster(cfg).expect("cluster starts");
+    assert_eq!(cluster.node_addrs().len(), 2);
+    let mut c = proxy_support::Client::connect(cluster.endpoint());
+    assert_eq!(c.put("/local", b"").status, 200);
+    for i in 0..20 {
+        assert_eq!(c.put(&format!("/local/k{i}"), b"v").status, 200);
+    }
+    assert_eq!(c.get("/local?list-type=2").xml_values("Key").len(), 20);
+    // Both nodes got some of the keys.
+    for addr in cluster.node_addrs() {
+        let mut n = proxy_support::Client::connect(addr);
+        let keys = n.get("/local?list-type=2").xml_values("Key").len();
+        assert!(keys > 0 && keys < 20, "{keys} keys on {addr}");
+    }
+    assert!(dir.path().join("node-1").is_dir() && dir.path().join("node-2").is_dir());
+    cluster.stop();
+}
