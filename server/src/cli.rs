@@ -1,4 +1,5 @@
-//! The `ferry` command line: `ferry node ...` runs a storage node until SIGTERM or SIGINT.
+//! The `ferry` command line: `ferry node ...` runs a storage node, `ferry proxy ...` the
+//! frontend proxy, and `ferry` alone a local cluster of both, until SIGTERM or SIGINT.
 
 use std::fs;
 use std::io::{self, Write as _};
@@ -10,16 +11,23 @@ use clap::{Args, Parser, Subcommand};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
+use crate::cluster::{ClusterConfig, start_cluster};
 use crate::node::{NodeConfig, RuntimeKind, start_node};
+use crate::proxy::{BackendConfig, ProxyConfig, start_proxy};
 use crate::store::DEFAULT_MIN_PART_SIZE;
+use ferry_core::s3::sigv4::Credentials;
 
-/// Ferry: S3 storage node.
+/// Ferry: S3 storage nodes and the proxy in front of them. Without a subcommand, runs a local
+/// cluster (a proxy on 127.0.0.1:8078 in front of two nodes with data under ./ferry-data).
 #[derive(Debug, Parser)]
-#[command(name = "ferry", version, about)]
+#[command(name = "ferry", version, about, args_conflicts_with_subcommands = true)]
 pub struct Cli {
-    /// What to run.
+    /// What to run (nothing: a local cluster).
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+    /// Local cluster options (without a subcommand).
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 }
 
 /// The subcommands.
@@ -27,6 +35,70 @@ pub struct Cli {
 pub enum Command {
     /// Run a storage node: the S3 API over a local store.
     Node(NodeArgs),
+    /// Run the frontend proxy: one S3 endpoint in front of many backends.
+    Proxy(ProxyArgs),
+}
+
+/// Options of `ferry` without a subcommand (the local cluster).
+#[derive(Debug, Clone, Args)]
+pub struct ClusterArgs {
+    /// Where the nodes keep their data (and the generated credentials).
+    #[arg(long, value_name = "DIR", default_value = "ferry-data")]
+    pub data: PathBuf,
+    /// The S3 endpoint's address.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8078")]
+    pub listen: SocketAddr,
+    /// Number of storage nodes.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub nodes: usize,
+    /// Async runtime: tokio or smol.
+    #[arg(long, value_name = "NAME", default_value_t = RuntimeKind::Tokio)]
+    pub runtime: RuntimeKind,
+}
+
+/// `ferry proxy` options.
+#[derive(Debug, Clone, Args)]
+pub struct ProxyArgs {
+    /// Address of the S3 listener [default: 127.0.0.1:8078, or the config file's].
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+    /// A backend: ID=URL[,weight=W][,access-key=A,secret-key=S][,kind=ferry|s3]
+    /// [,auth=auto|resign|passthrough][,region=R]. Repeat for each backend.
+    #[arg(long = "backend", value_name = "SPEC")]
+    pub backends: Vec<String>,
+    /// A TOML file with the same settings (listen, admin_listen, region, runtime, threads,
+    /// buffer_size, connect_timeout_ms, io_timeout_ms, health_interval_ms, token_secret,
+    /// [[credentials]] access_key/secret_key, [[backend]] id/url/weight/access_key/secret_key/
+    /// kind/auth/region); command-line options win.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Address of the admin listener (/healthz, /readyz, /metrics); "none" for none
+    /// [default: 127.0.0.1:8079].
+    #[arg(long, value_name = "ADDR")]
+    pub admin_listen: Option<String>,
+    /// Async runtime: tokio or smol.
+    #[arg(long, value_name = "NAME")]
+    pub runtime: Option<RuntimeKind>,
+    /// Region that client signatures are scoped to.
+    #[arg(long, value_name = "REGION")]
+    pub region: Option<String>,
+    /// Runtime worker threads (0: one per CPU).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Size of the pooled buffers bodies stream through.
+    #[arg(long, value_name = "BYTES")]
+    pub buffer_size: Option<usize>,
+    /// Backend connect timeout, in milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub connect_timeout_ms: Option<u64>,
+    /// Interval of backend health probes, in milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub health_interval_ms: Option<u64>,
+    /// File with the access key and the secret key clients sign with, one per line (when the
+    /// environment has neither FERRY_ACCESS_KEY/FERRY_SECRET_KEY nor
+    /// AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY).
+    #[arg(long, value_name = "FILE")]
+    pub credentials: Option<PathBuf>,
 }
 
 /// `ferry node` options.
@@ -231,11 +303,160 @@ pub fn run_node(args: NodeArgs) -> io::Result<()> {
     Ok(())
 }
 
+/// The proxy's configuration from its options, the config file and the environment.
+pub fn proxy_config(
+    args: &ProxyArgs,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> io::Result<ProxyConfig> {
+    let invalid = |e: String| io::Error::new(io::ErrorKind::InvalidInput, e);
+    let mut cfg = match &args.config {
+        Some(path) => ProxyConfig::from_toml(&fs::read_to_string(path)?)
+            .map_err(|e| invalid(format!("{}: {e}", path.display())))?,
+        None => {
+            let mut c =
+                ProxyConfig::new(SocketAddr::from(([127, 0, 0, 1], 8078)), Vec::new(), "", "");
+            c.credentials.clear();
+            c.admin_listen = Some(SocketAddr::from(([127, 0, 0, 1], 8079)));
+            c
+        }
+    };
+    if let Some(l) = args.listen {
+        cfg.listen = l;
+    }
+    for spec in &args.backends {
+        cfg.backends
+            .push(BackendConfig::parse_spec(spec).map_err(invalid)?);
+    }
+    if let Some(a) = &args.admin_listen {
+        cfg.admin_listen = match a.as_str() {
+            "none" | "" => None,
+            a => Some(
+                a.parse()
+                    .map_err(|_| invalid(format!("--admin-listen {a:?} is not IP:PORT")))?,
+            ),
+        };
+    }
+    if let Some(r) = args.runtime {
+        cfg.runtime = r;
+    }
+    if let Some(r) = &args.region {
+        cfg.region.clone_from(r);
+    }
+    if let Some(t) = args.threads {
+        cfg.threads = t;
+    }
+    if let Some(b) = args.buffer_size {
+        cfg.buffer_size = b;
+    }
+    if let Some(ms) = args.connect_timeout_ms {
+        cfg.connect_timeout = std::time::Duration::from_millis(ms);
+    }
+    if let Some(ms) = args.health_interval_ms {
+        cfg.health_interval = std::time::Duration::from_millis(ms);
+    }
+    // The environment's (or --credentials') key comes first; the file's keys are kept too.
+    let has_env = |a: &str, s: &str| {
+        env(a).is_some_and(|v| !v.is_empty()) && env(s).is_some_and(|v| !v.is_empty())
+    };
+    if has_env("FERRY_ACCESS_KEY", "FERRY_SECRET_KEY")
+        || has_env("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+        || args.credentials.is_some()
+    {
+        // Never reaches the data directory: a key was found before.
+        let c = resolve_credentials(env, args.credentials.as_deref(), Path::new("/nonexistent"))?;
+        cfg.credentials
+            .insert(0, Credentials::new(c.access_key, c.secret_key));
+    }
+    if cfg.credentials.is_empty() {
+        return Err(invalid(
+            "no client key: set FERRY_ACCESS_KEY and FERRY_SECRET_KEY, or pass --credentials \
+             FILE, or list [[credentials]] in the config file"
+                .into(),
+        ));
+    }
+    cfg.validate().map_err(invalid)?;
+    Ok(cfg)
+}
+
+/// `ferry proxy`: start the proxy, print the ready line, wait for SIGTERM or SIGINT, stop
+/// gracefully.
+pub fn run_proxy(args: ProxyArgs) -> io::Result<()> {
+    let mut signals = Signals::new([SIGTERM, SIGINT])?;
+    let cfg = proxy_config(&args, &|name| std::env::var(name).ok())?;
+    let proxy = start_proxy(cfg)?;
+    if let Some(a) = proxy.admin_addr() {
+        eprintln!("admin (healthz, readyz, metrics) on http://{a}");
+    }
+    {
+        let mut out = io::stdout().lock();
+        writeln!(
+            out,
+            "ferry proxy listening on http://{}",
+            proxy.local_addr()
+        )?;
+        out.flush()?;
+    }
+    let _ = signals.forever().next();
+    proxy.stop();
+    Ok(())
+}
+
+/// `ferry` alone: a local cluster (two nodes behind a proxy) until SIGTERM or SIGINT.
+pub fn run_cluster(args: ClusterArgs) -> io::Result<()> {
+    let mut signals = Signals::new([SIGTERM, SIGINT])?;
+    fs::create_dir_all(&args.data)?;
+    let creds = resolve_credentials(&|name| std::env::var(name).ok(), None, &args.data)?;
+    let mut cfg = ClusterConfig::new(&args.data, &creds.access_key, &creds.secret_key);
+    cfg.listen = args.listen;
+    cfg.nodes = args.nodes;
+    cfg.runtime = args.runtime;
+    let cluster = start_cluster(cfg)?;
+    let endpoint = format!("http://{}", cluster.endpoint());
+    {
+        let mut out = io::stdout().lock();
+        writeln!(
+            out,
+            "Ferry is running: S3 endpoint {endpoint} ({} storage nodes, data in {})",
+            args.nodes,
+            args.data.display()
+        )?;
+        match &creds.source {
+            CredentialSource::Generated(p) | CredentialSource::Stored(p) => {
+                writeln!(out, "credentials (stored in {}):", p.display())?;
+            }
+            _ => writeln!(out, "credentials (from the environment):")?,
+        }
+        writeln!(out, "  access key: {}", creds.access_key)?;
+        writeln!(out, "  secret key: {}", creds.secret_key)?;
+        if let Some(a) = cluster.admin_addr() {
+            writeln!(out, "metrics: http://{a}/metrics")?;
+        }
+        writeln!(out, "try:")?;
+        writeln!(
+            out,
+            "  export AWS_ACCESS_KEY_ID={} AWS_SECRET_ACCESS_KEY={} AWS_DEFAULT_REGION=us-east-1",
+            creds.access_key, creds.secret_key
+        )?;
+        writeln!(out, "  aws --endpoint-url {endpoint} s3 mb s3://demo")?;
+        writeln!(
+            out,
+            "  aws --endpoint-url {endpoint} s3 cp ./some-file s3://demo/"
+        )?;
+        writeln!(out, "  aws --endpoint-url {endpoint} s3 ls s3://demo/")?;
+        out.flush()?;
+    }
+    let _ = signals.forever().next();
+    cluster.stop();
+    Ok(())
+}
+
 /// The `ferry` program.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Node(args) => run_node(args),
+        Some(Command::Node(args)) => run_node(args),
+        Some(Command::Proxy(args)) => run_proxy(args),
+        None => run_cluster(cli.cluster),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -335,7 +556,9 @@ mod tests {
             "1024",
         ])
         .unwrap();
-        let Command::Node(a) = cli.command;
+        let Some(Command::Node(a)) = cli.command else {
+            panic!("not a node command");
+        };
         assert_eq!(a.runtime, RuntimeKind::Smol);
         assert_eq!(a.min_part_size, 1024);
         assert_eq!(a.region, "us-east-1");
@@ -354,5 +577,44 @@ mod tests {
             ])
             .is_err()
         );
+    }
+
+    #[test]
+    fn proxy_command_line_and_credentials() {
+        let cli = Cli::try_parse_from([
+            "ferry",
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--backend",
+            "a=http://127.0.0.1:9001",
+            "--backend",
+            "b=http://127.0.0.1:9002,weight=2",
+            "--admin-listen",
+            "none",
+        ])
+        .unwrap();
+        let Some(Command::Proxy(args)) = cli.command else {
+            panic!("not a proxy command");
+        };
+        let keys = env(&[("FERRY_ACCESS_KEY", "fa"), ("FERRY_SECRET_KEY", "fs")]);
+        let cfg = proxy_config(&args, &keys).unwrap();
+        assert_eq!(cfg.backends.len(), 2);
+        assert_eq!(cfg.backends[1].weight, 2);
+        assert_eq!(cfg.admin_listen, None);
+        assert_eq!(cfg.credentials, [Credentials::new("fa", "fs")]);
+        // No key anywhere: refused.
+        assert!(proxy_config(&args, &env(&[])).is_err());
+        // No backend: refused.
+        let cli = Cli::try_parse_from(["ferry", "proxy"]).unwrap();
+        let Some(Command::Proxy(args)) = cli.command else {
+            panic!("not a proxy command");
+        };
+        assert!(proxy_config(&args, &keys).is_err());
+        // No subcommand: the local cluster, with its defaults.
+        let cli = Cli::try_parse_from(["ferry"]).unwrap();
+        assert!(cli.command.is_none());
+        assert_eq!(cli.cluster.listen, "127.0.0.1:8078".parse().unwrap());
+        assert_eq!(cli.cluster.nodes, 2);
     }
 }

@@ -1,8 +1,13 @@
-//! Ferry's server: the storage node ([`node`]) over its storage engine ([`store`]), and the
-//! `ferry` command line ([`cli`]).
+//! Ferry's server: the storage node ([`node`]) over its storage engine ([`store`]), the
+//! frontend proxy ([`proxy`]), a local cluster of both ([`cluster`]), and the `ferry` command
+//! line ([`cli`]).
 
 pub mod cli;
+pub mod cluster;
 pub mod node;
+pub mod proxy;
 pub mod store;
 
+pub use cluster::{Cluster, ClusterConfig, start_cluster};
 pub use node::{NodeConfig, NodeHandle, RuntimeKind, start_node};
+pub use proxy::{BackendConfig, ProxyConfig, ProxyHandle, start_proxy};

@@ -47,20 +47,20 @@ impl<R> std::fmt::Debug for NodeHandler<R> {
 /// Request ids: unique in the process (a counter, scrambled by a bijection so ids do not look
 /// sequential), different across restarts (a random seed).
 #[derive(Debug)]
-struct RequestIds {
+pub(crate) struct RequestIds {
     seed: u64,
     next: AtomicU64,
 }
 
 impl RequestIds {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             seed: getrandom::u64().unwrap_or(0x5eed_f00d_cafe_d00d),
             next: AtomicU64::new(1),
         }
     }
 
-    fn next(&self) -> String {
+    pub(crate) fn next(&self) -> String {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         // Multiplying by an odd constant is a bijection on u64: distinct counters, distinct ids.
         format!("{:016X}", self.seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15))
@@ -192,7 +192,7 @@ impl<R: Runtime> Handler for NodeHandler<R> {
 }
 
 /// The target without `scheme://authority` (absolute-form targets).
-fn origin_form(target: &str) -> &str {
+pub(crate) fn origin_form(target: &str) -> &str {
     if target.starts_with('/') {
         return target;
     }
@@ -204,7 +204,7 @@ fn origin_form(target: &str) -> &str {
 }
 
 /// `Resource` of an error: the decoded path (as sent if it does not decode).
-fn resource(target: &str) -> String {
+pub(crate) fn resource(target: &str) -> String {
     let origin = origin_form(target);
     let path = origin.split_once('?').map_or(origin, |(p, _)| p);
     uri::decode(path, false).map_or_else(|_| path.to_owned(), |p| p.into_owned())

@@ -9,8 +9,8 @@
 
 mod body;
 mod buckets;
-mod handler;
-mod headers;
+pub(crate) mod handler;
+pub(crate) mod headers;
 mod multipart;
 mod objects;
 

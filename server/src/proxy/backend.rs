@@ -1,0 +1,188 @@
+//! One backend at run time: its address, keys, health and keep-alive connection pool.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use ferry_core::http::client::{ClientConfig, ClientConn, ClientPool};
+use ferry_core::http::io::HttpError;
+use ferry_core::rt::Runtime;
+use ferry_core::s3::sigv4::Credentials;
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+
+use super::config::{BackendConfig, BackendKind};
+
+/// A connection to a backend.
+pub(crate) type Conn<R> = ClientConn<R, <R as Runtime>::Stream>;
+
+/// Counters of one backend, for `/metrics`.
+#[derive(Debug, Default)]
+pub(crate) struct BackendStats {
+    /// Requests sent.
+    pub requests: AtomicU64,
+    /// Connections that could not be made or failed mid-exchange.
+    pub failures: AtomicU64,
+    /// New connections made (the rest reused a pooled one).
+    pub connects: AtomicU64,
+    /// Times it was marked down.
+    pub marked_down: AtomicU64,
+}
+
+/// A backend: placement id, address, how to authenticate, health and pooled connections.
+pub(crate) struct Backend<R: Runtime> {
+    pub id: String,
+    pub addr: SocketAddr,
+    /// `Host` header value (`host:port` of its URL).
+    pub host: String,
+    pub kind: BackendKind,
+    /// Forward client signatures unchanged.
+    pub passthrough: bool,
+    /// Its own key; `None`: it accepts the clients' keys.
+    pub credentials: Option<Credentials>,
+    /// Region to sign for.
+    pub region: String,
+    up: AtomicBool,
+    /// Replaced (emptied) whenever health changes: pooled connections to a process that died
+    /// are useless, and failing on each of them would delay recovery.
+    pool: Mutex<Arc<ClientPool<R>>>,
+    rt: R,
+    client: ClientConfig,
+    pub stats: BackendStats,
+}
+
+impl<R: Runtime> std::fmt::Debug for Backend<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Backend")
+            .field("id", &self.id)
+            .field("addr", &self.addr)
+            .field("up", &self.is_up())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: Runtime> Backend<R> {
+    /// A backend from its configuration (already resolved), assumed up until a probe or a
+    /// connection says otherwise.
+    pub fn new(
+        rt: R,
+        cfg: &BackendConfig,
+        host: String,
+        addr: SocketAddr,
+        region: &str,
+        client: ClientConfig,
+    ) -> Self {
+        Self {
+            id: cfg.id.clone(),
+            addr,
+            host,
+            kind: cfg.kind,
+            passthrough: cfg.passthrough(),
+            credentials: cfg.credentials.clone(),
+            region: cfg.region.clone().unwrap_or_else(|| region.to_owned()),
+            up: AtomicBool::new(true),
+            pool: Mutex::new(Arc::new(ClientPool::new(rt.clone(), client))),
+            rt,
+            client,
+            stats: BackendStats::default(),
+        }
+    }
+
+    /// Whether it is considered healthy.
+    pub fn is_up(&self) -> bool {
+        self.up.load(Ordering::Relaxed)
+    }
+
+    fn pool(&self) -> Arc<ClientPool<R>> {
+        self.pool
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn flush_pool(&self) {
+        let fresh = Arc::new(ClientPool::new(self.rt.clone(), self.client));
+        let old = std::mem::replace(
+            &mut *self.pool.lock().unwrap_or_else(PoisonError::into_inner),
+            fresh,
+        );
+        // Sockets close outside the lock.
+        drop(old);
+    }
+
+    /// Mark it down (a probe failed or it refused a connection); its idle connections go.
+    pub fn mark_down(&self) {
+        if self.up.swap(false, Ordering::SeqCst) {
+            self.stats.marked_down.fetch_add(1, Ordering::Relaxed);
+            self.flush_pool();
+        }
+    }
+
+    /// Mark it up (a probe succeeded); connections pooled before are dropped.
+    pub fn mark_up(&self) {
+        if !self.up.swap(true, Ordering::SeqCst) {
+            self.flush_pool();
+        }
+    }
+
+    /// A connection: a pooled one, or a new one within the connect timeout. A backend marked
+    /// down is `ServiceUnavailable` at once; a failed connect marks it down.
+    pub async fn conn(&self) -> S3Result<Conn<R>> {
+        if !self.is_up() {
+            return Err(self.unavailable());
+        }
+        self.stats.requests.fetch_add(1, Ordering::Relaxed);
+        match self.pool().get(self.addr).await {
+            Ok(c) => {
+                // A pooled connection has served requests before.
+                if c.requests() == 0 {
+                    self.stats.connects.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(c)
+            }
+            Err(_) => {
+                self.stats.failures.fetch_add(1, Ordering::Relaxed);
+                self.mark_down();
+                Err(self.unavailable())
+            }
+        }
+    }
+
+    /// A new connection (not from the pool): for a retry after a pooled one turned out stale.
+    pub async fn fresh_conn(&self) -> S3Result<Conn<R>> {
+        let pool = self.pool();
+        match ferry_core::http::client::connect(pool.runtime(), self.addr, self.client).await {
+            Ok(c) => {
+                self.stats.connects.fetch_add(1, Ordering::Relaxed);
+                Ok(c)
+            }
+            Err(_) => {
+                self.stats.failures.fetch_add(1, Ordering::Relaxed);
+                self.mark_down();
+                Err(self.unavailable())
+            }
+        }
+    }
+
+    /// Give a connection back (kept only if reusable).
+    pub fn put(&self, conn: Conn<R>) {
+        self.pool().put(conn);
+    }
+
+    /// Count a failed exchange (the connection is dropped by the caller).
+    pub fn failed(&self, _e: &HttpError) {
+        self.stats.failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The error for requests it cannot serve now.
+    pub fn unavailable(&self) -> S3Error {
+        S3Error::with_message(
+            S3ErrorCode::ServiceUnavailable,
+            format!("Backend {} is unavailable; please retry.", self.id),
+        )
+    }
+
+    /// The client configuration its connections use.
+    pub fn client_config(&self) -> ClientConfig {
+        self.client
+    }
+}

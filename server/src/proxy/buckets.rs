@@ -1,0 +1,425 @@
+//! Operations that span backends: buckets exist on every backend, so creating and deleting
+//! them fans out, ListBuckets is the union, and DeleteObjects is split by placement.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use ferry_core::http::aws_chunked::AwsChunkedDecoder;
+use ferry_core::http::server::{BodyReader, ResponseWriter};
+use ferry_core::md5::{content_md5, md5};
+use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::checksum::checksum_header;
+use ferry_core::s3::sigv4::PayloadHash;
+use ferry_core::s3::uri;
+use ferry_core::s3::xml::{
+    BucketEntry, Delete, DeleteError, DeleteResult, DeletedEntry, ListAllMyBucketsResult,
+    ListBucketResult, ListMultipartUploadsResult, MAX_DELETE_BODY, ObjectIdentifier, Owner, S3_NS,
+};
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+use sha2::Digest as _;
+
+use super::forward::{Call, Reply, spawn_call};
+use super::handler::Cx;
+use super::list::{bucket_token, read_bucket_token};
+
+fn bucket_path(bucket: &str) -> String {
+    format!("/{}", uri::encode_path(bucket))
+}
+
+/// Every backend must be up for an operation that changes all of them.
+fn require_all_up<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<()> {
+    match cx.p.backends.iter().find(|b| !b.is_up()) {
+        Some(b) => Err(b.unavailable()),
+        None => Ok(()),
+    }
+}
+
+/// Send `call` to every backend in parallel; the replies in backend order.
+async fn everywhere<R: Runtime>(cx: &Cx<'_, R>, call: &Call) -> S3Result<Vec<Reply>> {
+    let handles: Vec<_> = (0..cx.p.backends.len())
+        .map(|i| spawn_call(cx.p, i, cx.client_key(), call.clone()))
+        .collect();
+    let mut out = Vec::with_capacity(handles.len());
+    for h in handles {
+        out.push(h.await?);
+    }
+    Ok(out)
+}
+
+/// CreateBucket on every backend. Created anywhere (a retry completes a partial create):
+/// 200; already owned everywhere: `BucketAlreadyOwnedByYou`; any other error wins.
+pub(crate) async fn create<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+) -> S3Result<()> {
+    require_all_up(cx)?;
+    let replies = everywhere(cx, &Call::new("PUT", bucket_path(bucket), String::new())).await?;
+    if let Some(bad) = replies
+        .iter()
+        .find(|r| !r.ok() && r.error_code().as_deref() != Some("BucketAlreadyOwnedByYou"))
+    {
+        return Err(bad.to_error());
+    }
+    if let Some(owned) = replies
+        .iter()
+        .find(|r| !r.ok())
+        .filter(|_| !replies.iter().any(Reply::ok))
+    {
+        return Err(owned.to_error());
+    }
+    let location = format!("/{bucket}");
+    cx.send(res, 200, &[("Location", &location)], &[]).await
+}
+
+/// DeleteBucket: only when it is empty on every backend (objects and uploads), then on all.
+pub(crate) async fn delete<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+) -> S3Result<()> {
+    require_all_up(cx)?;
+    let path = bucket_path(bucket);
+    let first_object = Call::new("GET", path.clone(), "list-type=2&max-keys=1".into());
+    let first_upload = Call::new("GET", path.clone(), "uploads&max-uploads=1".into());
+    let objects = everywhere(cx, &first_object).await?;
+    let uploads = everywhere(cx, &first_upload).await?;
+    let mut found = false;
+    for r in objects.iter().chain(&uploads) {
+        if r.ok() {
+            found = true;
+        } else if r.error_code().as_deref() != Some("NoSuchBucket") {
+            return Err(r.to_error());
+        }
+    }
+    if !found {
+        return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
+    }
+    for r in &objects {
+        if r.ok() && !ListBucketResult::parse_xml(&r.body)?.contents.is_empty() {
+            return Err(S3Error::new(S3ErrorCode::BucketNotEmpty));
+        }
+    }
+    for r in &uploads {
+        if r.ok()
+            && !ListMultipartUploadsResult::parse_xml(&r.body)?
+                .uploads
+                .is_empty()
+        {
+            return Err(S3Error::new(S3ErrorCode::BucketNotEmpty));
+        }
+    }
+    let replies = everywhere(cx, &Call::new("DELETE", path, String::new())).await?;
+    if let Some(bad) = replies
+        .iter()
+        .find(|r| !r.ok() && r.error_code().as_deref() != Some("NoSuchBucket"))
+    {
+        return Err(bad.to_error());
+    }
+    cx.send(res, 204, &[], &[]).await
+}
+
+/// ListBuckets: the union over the healthy backends (buckets live on all of them), paged
+/// with the proxy's own tokens.
+pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    prefix: Option<&str>,
+    token: Option<&str>,
+    max_buckets: Option<u32>,
+) -> S3Result<()> {
+    let after = token
+        .map(|t| read_bucket_token(&cx.p.token_key, t))
+        .transpose()?;
+    let up: Vec<usize> = (0..cx.p.backends.len())
+        .filter(|&i| cx.p.backends.get(i).is_some_and(|b| b.is_up()))
+        .collect();
+    if up.is_empty() {
+        return Err(S3Error::with_message(
+            S3ErrorCode::ServiceUnavailable,
+            "No backend is available.",
+        ));
+    }
+    let handles: Vec<_> = up
+        .iter()
+        .map(|&i| {
+            spawn_call(
+                cx.p,
+                i,
+                cx.client_key(),
+                Call::new("GET", "/".into(), String::new()),
+            )
+        })
+        .collect();
+    let mut names: BTreeMap<String, i64> = BTreeMap::new();
+    let mut owner: Option<Owner<'static>> = None;
+    for h in handles {
+        let reply = h.await?;
+        if !reply.ok() {
+            return Err(reply.to_error());
+        }
+        let doc = ListAllMyBucketsResult::parse_xml(&reply.body)?;
+        if owner.is_none() {
+            owner = doc.owner.map(|o| Owner {
+                id: Cow::Owned(o.id.into_owned()),
+                display_name: o.display_name.map(|d| Cow::Owned(d.into_owned())),
+            });
+        }
+        for b in doc.buckets {
+            let created = names
+                .entry(b.name.into_owned())
+                .or_insert(b.creation_date_unix);
+            *created = (*created).min(b.creation_date_unix);
+        }
+    }
+    let limit = max_buckets.map_or(usize::MAX, |n| n as usize);
+    let mut buckets = Vec::new();
+    let mut truncated = false;
+    for (name, created) in &names {
+        if prefix.is_some_and(|p| !name.starts_with(p)) {
+            continue;
+        }
+        if after.as_deref().is_some_and(|a| name.as_str() <= a) {
+            continue;
+        }
+        if buckets.len() == limit {
+            truncated = true;
+            break;
+        }
+        buckets.push(BucketEntry {
+            name: Cow::Borrowed(name.as_str()),
+            creation_date_unix: *created,
+            region: Some(Cow::Borrowed(cx.p.region.as_str())),
+        });
+    }
+    let next = buckets
+        .last()
+        .filter(|_| truncated)
+        .map(|b| Cow::Owned(bucket_token(&cx.p.token_key, &b.name)));
+    let doc = ListAllMyBucketsResult {
+        owner,
+        buckets,
+        continuation_token: next,
+        prefix: prefix.map(Cow::Borrowed),
+    };
+    let mut xml = Vec::new();
+    doc.write_xml(&mut xml);
+    cx.send_xml(res, &xml).await
+}
+
+/// Read a small request body whole: aws-chunked decoded and every signature, hash and
+/// checksum checked.
+async fn read_small<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    body: &mut BodyReader<'_, S>,
+    max: usize,
+) -> S3Result<Vec<u8>> {
+    let too_large =
+        || S3Error::with_message(S3ErrorCode::MalformedXML, "The request body is too large");
+    let mut decoder = match cx.verified.payload {
+        PayloadHash::Streaming(_) => Some(AwsChunkedDecoder::from_request(
+            cx.req.headers,
+            Some(cx.verified),
+        )?),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    while let Some(chunk) = body.next_chunk().await? {
+        match decoder.as_mut() {
+            None => out.extend_from_slice(chunk),
+            Some(d) => {
+                let used = d.decode_into(chunk, &mut out)?;
+                if used < chunk.len() {
+                    return Err(S3Error::with_message(
+                        S3ErrorCode::InvalidRequest,
+                        "data after the end of the aws-chunked body",
+                    ));
+                }
+            }
+        }
+        if out.len() > max {
+            return Err(too_large());
+        }
+    }
+    if let Some(d) = decoder.as_mut()
+        && !d.is_done()
+    {
+        d.finish()?;
+    }
+    if let PayloadHash::Sha256(want) = cx.verified.payload {
+        let got: [u8; 32] = sha2::Sha256::digest(&out).into();
+        if got != want {
+            return Err(S3Error::new(S3ErrorCode::XAmzContentSHA256Mismatch));
+        }
+    }
+    if let Some(want) = checksum_header(cx.req.headers)?
+        && want.algorithm().checksum(&out) != want
+    {
+        return Err(S3Error::new(S3ErrorCode::BadDigest));
+    }
+    Ok(out)
+}
+
+/// XML text with `& < > " '` and control characters escaped (what core's writers do; its
+/// escaper is private to the response writers and `<Delete>` is a request body).
+fn escape_into(out: &mut String, s: &str) {
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if c < ' ' || c == '\u{FFFE}' || c == '\u{FFFF}' => {
+                let _ = write!(out, "&#x{:X};", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+}
+
+/// The `<Delete>` body for some of the objects.
+fn delete_body(quiet: bool, objects: &[&ObjectIdentifier<'_>]) -> Vec<u8> {
+    let mut s = format!(r#"<?xml version="1.0" encoding="UTF-8"?><Delete xmlns="{S3_NS}">"#);
+    if quiet {
+        s.push_str("<Quiet>true</Quiet>");
+    }
+    for o in objects {
+        s.push_str("<Object><Key>");
+        escape_into(&mut s, &o.key);
+        s.push_str("</Key>");
+        if let Some(v) = &o.version_id {
+            s.push_str("<VersionId>");
+            escape_into(&mut s, v);
+            s.push_str("</VersionId>");
+        }
+        s.push_str("</Object>");
+    }
+    s.push_str("</Delete>");
+    s.into_bytes()
+}
+
+/// One `ServiceUnavailable` error entry per object of a backend that is down.
+fn unavailable(doc: &mut DeleteResult<'static>, group: &[&ObjectIdentifier<'_>], message: &str) {
+    for o in group {
+        doc.errors.push(DeleteError {
+            key: Cow::Owned(o.key.to_string()),
+            version_id: o.version_id.as_deref().map(|v| Cow::Owned(v.to_owned())),
+            code: Cow::Borrowed(S3ErrorCode::ServiceUnavailable.as_str()),
+            message: Cow::Owned(message.to_owned()),
+        });
+    }
+}
+
+/// DeleteObjects: each backend deletes the keys placed on it; the results are merged. Keys
+/// of a backend that is down get a `ServiceUnavailable` error entry each.
+pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+    content_md5_header: Option<[u8; 16]>,
+) -> S3Result<()> {
+    let has_trailer = cx.verified.payload.streaming().is_some()
+        && super::handler::header_str(cx.req.headers, "x-amz-trailer").is_some();
+    let xml = read_small(cx, body, MAX_DELETE_BODY).await?;
+    if content_md5_header.is_none() && !has_trailer && checksum_header(cx.req.headers)?.is_none() {
+        return Err(S3Error::with_message(
+            S3ErrorCode::InvalidRequest,
+            "Missing required header for this request: Content-MD5 or x-amz-checksum-*",
+        ));
+    }
+    if let Some(want) = content_md5_header
+        && md5(&xml) != want
+    {
+        return Err(S3Error::new(S3ErrorCode::BadDigest));
+    }
+    let request = Delete::parse_xml(&xml)?;
+    let n = cx.p.backends.len();
+    let mut groups: Vec<Vec<&ObjectIdentifier<'_>>> = vec![Vec::new(); n];
+    for o in &request.objects {
+        if let Some(g) = groups.get_mut(cx.p.pick(bucket, &o.key)) {
+            g.push(o);
+        }
+    }
+    let mut handles = Vec::with_capacity(n);
+    for (i, group) in groups.iter().enumerate() {
+        let up = cx.p.backends.get(i).is_some_and(|b| b.is_up());
+        if group.is_empty() || !up {
+            handles.push(None);
+            continue;
+        }
+        let xml = delete_body(request.quiet, group);
+        let mut call = Call::new("POST", bucket_path(bucket), "delete".into());
+        call.headers
+            .push(("Content-MD5", content_md5(&md5(&xml)).as_str().to_owned()));
+        call.headers
+            .push(("Content-Type", "application/xml".into()));
+        call.body = xml;
+        handles.push(Some(spawn_call(cx.p, i, cx.client_key(), call)));
+    }
+    let mut doc: DeleteResult<'static> = DeleteResult::default();
+    for ((i, group), handle) in groups.iter().enumerate().zip(handles) {
+        let Some(handle) = handle else {
+            if let Some(b) =
+                cx.p.backends
+                    .get(i)
+                    .filter(|b| !group.is_empty() && !b.is_up())
+            {
+                unavailable(&mut doc, group, &b.unavailable().message);
+            }
+            continue;
+        };
+        let reply = match handle.await {
+            Ok(r) => r,
+            Err(e) if e.code == S3ErrorCode::ServiceUnavailable => {
+                unavailable(&mut doc, group, &e.message);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        if !reply.ok() {
+            return Err(reply.to_error());
+        }
+        let part = DeleteResult::parse_xml(&reply.body)?;
+        doc.deleted
+            .extend(part.deleted.into_iter().map(|d| DeletedEntry {
+                key: Cow::Owned(d.key.into_owned()),
+                version_id: d.version_id.map(|v| Cow::Owned(v.into_owned())),
+            }));
+        doc.errors
+            .extend(part.errors.into_iter().map(|e| DeleteError {
+                key: Cow::Owned(e.key.into_owned()),
+                version_id: e.version_id.map(|v| Cow::Owned(v.into_owned())),
+                code: Cow::Owned(e.code.into_owned()),
+                message: Cow::Owned(e.message.into_owned()),
+            }));
+    }
+    let mut out = Vec::new();
+    doc.write_xml(&mut out);
+    cx.send_xml(res, &out).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delete_body_round_trips_through_the_parser() {
+        let keys = ["plain", "a&b<c>\"d'", "ctl\u{1}x", "ü/€ space"];
+        let ids: Vec<ObjectIdentifier<'_>> = keys
+            .iter()
+            .map(|k| ObjectIdentifier {
+                key: Cow::Borrowed(k),
+                version_id: None,
+            })
+            .collect();
+        let refs: Vec<&ObjectIdentifier<'_>> = ids.iter().collect();
+        let xml = delete_body(true, &refs);
+        let parsed = Delete::parse_xml(&xml).unwrap();
+        assert!(parsed.quiet);
+        let got: Vec<&str> = parsed.objects.iter().map(|o| o.key.as_ref()).collect();
+        assert_eq!(got, keys);
+    }
+}

@@ -1,0 +1,451 @@
+//! What `ferry proxy` needs: the library struct, `--backend` specs and the TOML file.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::str::FromStr;
+use std::time::Duration;
+
+use ferry_core::s3::sigv4::Credentials;
+use serde::Deserialize;
+
+use crate::node::RuntimeKind;
+
+/// Default size of the proxy's pooled I/O buffers (connection buffers, re-framed chunks).
+pub const DEFAULT_BUFFER_SIZE: usize = 256 * 1024;
+
+/// What a backend speaks, which decides how it is probed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BackendKind {
+    /// A Ferry storage node: probed with `GET /healthz`.
+    #[default]
+    Ferry,
+    /// Any other S3 server: probed with `HEAD /` (any HTTP answer means it is up).
+    S3,
+}
+
+impl FromStr for BackendKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "ferry" => Ok(Self::Ferry),
+            "s3" => Ok(Self::S3),
+            other => Err(format!("unknown backend kind {other:?} (ferry or s3)")),
+        }
+    }
+}
+
+/// How requests are authenticated towards a backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AuthMode {
+    /// Passthrough when the backend has no credentials of its own (it shares the proxy's),
+    /// re-sign otherwise.
+    #[default]
+    Auto,
+    /// Always re-sign with the backend's credentials (or the client's key when it has none).
+    Resign,
+    /// Forward client-signed requests unchanged (the backend must share the proxy's keys and
+    /// accept the client's `Host`, as a Ferry node with path-style addressing does).
+    Passthrough,
+}
+
+impl FromStr for AuthMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "resign" => Ok(Self::Resign),
+            "passthrough" => Ok(Self::Passthrough),
+            other => Err(format!(
+                "unknown auth mode {other:?} (auto, resign or passthrough)"
+            )),
+        }
+    }
+}
+
+/// One backend: where it is, its placement weight and how to talk to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendConfig {
+    /// Stable name: placement depends on it (not on the address), so keep it across restarts.
+    pub id: String,
+    /// `http://host:port`.
+    pub url: String,
+    /// Placement weight (0 drains it: no new keys, still a listing source).
+    pub weight: u32,
+    /// The backend's own key; `None` means it accepts the proxy's (clients') keys.
+    pub credentials: Option<Credentials>,
+    /// Ferry node or other S3 server.
+    pub kind: BackendKind,
+    /// Passthrough or re-sign.
+    pub auth: AuthMode,
+    /// Region to sign for (default: the proxy's).
+    pub region: Option<String>,
+}
+
+impl BackendConfig {
+    /// A Ferry node at `url` with weight 1, sharing the proxy's credentials.
+    pub fn new(id: impl Into<String>, url: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            url: url.into(),
+            weight: 1,
+            credentials: None,
+            kind: BackendKind::Ferry,
+            auth: AuthMode::Auto,
+            region: None,
+        }
+    }
+
+    /// Parse `ID=URL[,weight=W][,access-key=A,secret-key=S][,kind=ferry|s3]`
+    /// `[,auth=auto|resign|passthrough][,region=R]`.
+    pub fn parse_spec(spec: &str) -> Result<Self, String> {
+        let (id, rest) = spec
+            .split_once('=')
+            .ok_or_else(|| format!("backend {spec:?}: expected ID=URL[,option=value...]"))?;
+        let mut parts = rest.split(',');
+        let url = parts.next().unwrap_or_default();
+        let mut b = Self::new(id.trim(), url.trim());
+        let (mut access, mut secret) = (None, None);
+        for opt in parts {
+            let (name, value) = opt
+                .split_once('=')
+                .ok_or_else(|| format!("backend {id:?}: option {opt:?} is not name=value"))?;
+            let value = value.trim();
+            match name.trim() {
+                "weight" => {
+                    b.weight = value
+                        .parse()
+                        .map_err(|_| format!("backend {id:?}: weight {value:?} is not a number"))?;
+                }
+                "access-key" => access = Some(value.to_owned()),
+                "secret-key" => secret = Some(value.to_owned()),
+                "kind" => b.kind = value.parse()?,
+                "auth" => b.auth = value.parse()?,
+                "region" => b.region = Some(value.to_owned()),
+                other => return Err(format!("backend {id:?}: unknown option {other:?}")),
+            }
+        }
+        b.credentials = pair(id, access, secret)?;
+        b.validate()?;
+        Ok(b)
+    }
+
+    /// Check what can be checked without the network.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.id.is_empty() {
+            return Err("a backend needs a non-empty id".into());
+        }
+        split_url(&self.url).map_err(|e| format!("backend {:?}: {e}", self.id))?;
+        if self.auth == AuthMode::Passthrough && self.credentials.is_some() {
+            return Err(format!(
+                "backend {:?}: passthrough forwards the client's signature, so it cannot have \
+                 credentials of its own",
+                self.id
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether client-signed requests are forwarded unchanged.
+    pub fn passthrough(&self) -> bool {
+        match self.auth {
+            AuthMode::Auto => self.credentials.is_none() && self.kind == BackendKind::Ferry,
+            AuthMode::Resign => false,
+            AuthMode::Passthrough => true,
+        }
+    }
+
+    /// The `Host` value and the socket address of the URL (resolves names).
+    pub fn resolve(&self) -> std::io::Result<(String, SocketAddr)> {
+        let authority = split_url(&self.url)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        let addr = authority.to_socket_addrs()?.next().ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("backend {:?}: {authority} has no address", self.id),
+            )
+        })?;
+        Ok((authority.to_owned(), addr))
+    }
+}
+
+fn pair(
+    id: &str,
+    access: Option<String>,
+    secret: Option<String>,
+) -> Result<Option<Credentials>, String> {
+    match (access, secret) {
+        (None, None) => Ok(None),
+        (Some(a), Some(s)) if !a.is_empty() && !s.is_empty() => Ok(Some(Credentials::new(a, s))),
+        _ => Err(format!(
+            "backend {id:?}: access-key and secret-key go together"
+        )),
+    }
+}
+
+/// `http://host:port[/]` → `host:port`.
+fn split_url(url: &str) -> Result<&str, String> {
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("{url:?}: only http:// URLs are supported"))?;
+    let authority = rest.strip_suffix('/').unwrap_or(rest);
+    if authority.is_empty() || authority.contains(['/', '?', '#', '@']) {
+        return Err(format!("{url:?}: expected http://host:port"));
+    }
+    if !authority.rsplit_once(':').is_some_and(|(h, p)| {
+        !h.is_empty() && !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())
+    }) {
+        return Err(format!("{url:?}: the port is required"));
+    }
+    Ok(authority)
+}
+
+/// Everything `ferry proxy` needs.
+#[derive(Debug, Clone)]
+pub struct ProxyConfig {
+    /// The S3 listener (port 0 picks a free one).
+    pub listen: SocketAddr,
+    /// The admin listener (`/healthz`, `/readyz`, `/metrics`); `None` for none.
+    pub admin_listen: Option<SocketAddr>,
+    /// The backends, in any order (placement uses their ids).
+    pub backends: Vec<BackendConfig>,
+    /// The keys clients sign with.
+    pub credentials: Vec<Credentials>,
+    /// The region client signatures are scoped to (default `us-east-1`).
+    pub region: String,
+    /// The runtime to serve on.
+    pub runtime: RuntimeKind,
+    /// Runtime worker threads; 0 means one per CPU.
+    pub threads: usize,
+    /// Size of the pooled buffers bodies stream through (default 256 KiB).
+    pub buffer_size: usize,
+    /// Connecting to a backend must succeed within this (default 500 ms): a dead backend
+    /// answers 503 quickly.
+    pub connect_timeout: Duration,
+    /// Each backend read or write must complete within this (default 30 s).
+    pub io_timeout: Duration,
+    /// Interval of active health probes (default 2 s).
+    pub health_interval: Duration,
+    /// Key of the continuation-token HMAC; by default derived from the credentials, so that
+    /// proxies configured alike accept each other's tokens.
+    pub token_secret: Option<Vec<u8>>,
+}
+
+impl ProxyConfig {
+    /// Defaults for everything but the listener, the backends and one client key.
+    pub fn new(
+        listen: SocketAddr,
+        backends: Vec<BackendConfig>,
+        access_key: impl Into<String>,
+        secret_key: impl Into<String>,
+    ) -> Self {
+        Self {
+            listen,
+            admin_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+            backends,
+            credentials: vec![Credentials::new(access_key, secret_key)],
+            region: "us-east-1".into(),
+            runtime: RuntimeKind::Tokio,
+            threads: 0,
+            buffer_size: DEFAULT_BUFFER_SIZE,
+            connect_timeout: Duration::from_millis(500),
+            io_timeout: Duration::from_secs(30),
+            health_interval: Duration::from_secs(2),
+            token_secret: None,
+        }
+    }
+
+    /// A configuration from a TOML document (see `ferry proxy --help`); keys it omits keep
+    /// their defaults, and `credentials` may be empty (the caller adds the environment's).
+    pub fn from_toml(text: &str) -> Result<Self, String> {
+        let f: FileConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        let parse_addr = |what: &str, v: &str| {
+            v.parse::<SocketAddr>()
+                .map_err(|_| format!("{what} {v:?} is not IP:PORT"))
+        };
+        let listen = match &f.listen {
+            Some(v) => parse_addr("listen", v)?,
+            None => SocketAddr::from(([127, 0, 0, 1], 8078)),
+        };
+        let mut cfg = Self::new(listen, Vec::new(), "", "");
+        cfg.credentials.clear();
+        if let Some(v) = &f.admin_listen {
+            cfg.admin_listen = if v.is_empty() {
+                None
+            } else {
+                Some(parse_addr("admin_listen", v)?)
+            };
+        }
+        if let Some(r) = f.region {
+            cfg.region = r;
+        }
+        if let Some(r) = &f.runtime {
+            cfg.runtime = r.parse()?;
+        }
+        if let Some(t) = f.threads {
+            cfg.threads = t;
+        }
+        if let Some(b) = f.buffer_size {
+            cfg.buffer_size = b;
+        }
+        if let Some(ms) = f.connect_timeout_ms {
+            cfg.connect_timeout = Duration::from_millis(ms);
+        }
+        if let Some(ms) = f.io_timeout_ms {
+            cfg.io_timeout = Duration::from_millis(ms);
+        }
+        if let Some(ms) = f.health_interval_ms {
+            cfg.health_interval = Duration::from_millis(ms);
+        }
+        cfg.token_secret = f.token_secret.map(String::into_bytes);
+        for c in f.credentials {
+            cfg.credentials
+                .push(Credentials::new(c.access_key, c.secret_key));
+        }
+        for b in f.backend {
+            let mut out = BackendConfig::new(b.id, b.url);
+            out.weight = b.weight.unwrap_or(1);
+            out.credentials = pair(&out.id, b.access_key, b.secret_key)?;
+            if let Some(k) = &b.kind {
+                out.kind = k.parse()?;
+            }
+            if let Some(a) = &b.auth {
+                out.auth = a.parse()?;
+            }
+            out.region = b.region;
+            out.validate()?;
+            cfg.backends.push(out);
+        }
+        Ok(cfg)
+    }
+
+    /// Check the whole configuration (the proxy refuses to start otherwise).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.backends.is_empty() {
+            return Err("the proxy needs at least one backend".into());
+        }
+        for b in &self.backends {
+            b.validate()?;
+        }
+        if self.credentials.is_empty() {
+            return Err("the proxy needs at least one client key".into());
+        }
+        if self.buffer_size < 16 * 1024 || self.buffer_size > 16 << 20 {
+            return Err("buffer_size must be between 16 KiB and 16 MiB".into());
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    listen: Option<String>,
+    admin_listen: Option<String>,
+    region: Option<String>,
+    runtime: Option<String>,
+    threads: Option<usize>,
+    buffer_size: Option<usize>,
+    connect_timeout_ms: Option<u64>,
+    io_timeout_ms: Option<u64>,
+    health_interval_ms: Option<u64>,
+    token_secret: Option<String>,
+    #[serde(default)]
+    credentials: Vec<FileCredentials>,
+    #[serde(default)]
+    backend: Vec<FileBackend>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileCredentials {
+    access_key: String,
+    secret_key: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileBackend {
+    id: String,
+    url: String,
+    weight: Option<u32>,
+    access_key: Option<String>,
+    secret_key: Option<String>,
+    kind: Option<String>,
+    auth: Option<String>,
+    region: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backend_specs() {
+        let b = BackendConfig::parse_spec("n1=http://127.0.0.1:9001").unwrap();
+        assert_eq!((b.id.as_str(), b.weight), ("n1", 1));
+        assert!(b.passthrough());
+        assert_eq!(b.resolve().unwrap().0, "127.0.0.1:9001");
+        let b = BackendConfig::parse_spec(
+            "m=http://localhost:5000/,weight=3,access-key=A,secret-key=S,kind=s3,region=eu-west-1",
+        )
+        .unwrap();
+        assert_eq!(b.weight, 3);
+        assert_eq!(b.kind, BackendKind::S3);
+        assert_eq!(b.credentials, Some(Credentials::new("A", "S")));
+        assert_eq!(b.region.as_deref(), Some("eu-west-1"));
+        assert!(!b.passthrough());
+        for bad in [
+            "nourl",
+            "x=https://h:1",
+            "x=http://h",
+            "x=http://h:1/path",
+            "x=http://h:1,weight=heavy",
+            "x=http://h:1,access-key=A",
+            "x=http://h:1,colour=red",
+            "x=http://h:1,auth=passthrough,access-key=A,secret-key=S",
+            "=http://h:1",
+        ] {
+            assert!(BackendConfig::parse_spec(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn toml_file() {
+        let cfg = ProxyConfig::from_toml(
+            r#"
+            listen = "0.0.0.0:9000"
+            admin_listen = ""
+            runtime = "smol"
+            buffer_size = 131072
+            health_interval_ms = 500
+            [[credentials]]
+            access_key = "AK"
+            secret_key = "SK"
+            [[backend]]
+            id = "a"
+            url = "http://127.0.0.1:1"
+            [[backend]]
+            id = "b"
+            url = "http://127.0.0.1:2"
+            weight = 2
+            auth = "resign"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(cfg.listen.port(), 9000);
+        assert_eq!(cfg.admin_listen, None);
+        assert_eq!(cfg.runtime, RuntimeKind::Smol);
+        assert_eq!(cfg.buffer_size, 131_072);
+        assert_eq!(cfg.health_interval, Duration::from_millis(500));
+        assert_eq!(cfg.credentials, [Credentials::new("AK", "SK")]);
+        assert_eq!(cfg.backends.len(), 2);
+        assert_eq!(cfg.backends[1].weight, 2);
+        assert!(!cfg.backends[1].passthrough());
+        cfg.validate().unwrap();
+        assert!(ProxyConfig::from_toml("colour = 1").is_err());
+        assert!(ProxyConfig::from_toml("[[backend]]\nid = \"x\"\nurl = \"ftp://h:1\"").is_err());
+        let empty = ProxyConfig::from_toml("").unwrap();
+        assert!(empty.validate().is_err());
+    }
+}

@@ -1,0 +1,273 @@
+//! CopyObject and UploadPartCopy between two backends: the proxy GETs the source from one and
+//! streams it into a PUT to the other, one connection buffer at a time (bounded memory).
+
+use std::borrow::Cow;
+use std::sync::atomic::Ordering;
+
+use ferry_core::http::body::BodyKind;
+use ferry_core::http::server::ResponseWriter;
+use ferry_core::http::{EMPTY_HEADER, Header, find_header_str};
+use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::request::{Endpoint, MetadataDirective, S3Request};
+use ferry_core::s3::sigv4::{EMPTY_SHA256, UNSIGNED_PAYLOAD};
+use ferry_core::s3::uri;
+use ferry_core::s3::xml::{CopyKind, CopyResult};
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+
+use super::forward::Reply;
+use super::handler::Cx;
+use super::sign::{OutHeaders, owned, sign_into, strip_presign, views};
+use crate::node::handler::origin_form;
+
+/// Response header fields read per backend response.
+const MAX_HEADERS: usize = 128;
+
+/// Object headers that travel with an object (CopyObject with the COPY directive keeps the
+/// source's, REPLACE takes the request's).
+const CONTENT_HEADERS: [&str; 6] = [
+    "content-type",
+    "content-encoding",
+    "content-disposition",
+    "content-language",
+    "cache-control",
+    "expires",
+];
+
+fn is_object_header(name: &str) -> bool {
+    CONTENT_HEADERS.iter().any(|n| n.eq_ignore_ascii_case(name))
+        || name
+            .get(..11)
+            .is_some_and(|p| p.eq_ignore_ascii_case("x-amz-meta-"))
+}
+
+fn failed(backend: &str) -> S3Error {
+    S3Error::with_message(
+        S3ErrorCode::ServiceUnavailable,
+        format!("Backend {backend} failed during the copy; please retry."),
+    )
+}
+
+/// `Content-Range: bytes a-b/total` → total.
+fn range_total(value: &str) -> Option<u64> {
+    value.rsplit_once('/')?.1.trim().parse().ok()
+}
+
+/// Copy from backend `src` to backend `dst` (they differ).
+pub(crate) async fn copy_across<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    s3: &S3Request<'_>,
+    src: usize,
+    dst: usize,
+) -> S3Result<()> {
+    let (source, directive, range, kind) = match &s3.endpoint {
+        Endpoint::CopyObject {
+            source,
+            metadata_directive,
+            ..
+        } => (source, *metadata_directive, None, CopyKind::Object),
+        Endpoint::UploadPartCopy {
+            source,
+            source_range,
+            ..
+        } => (
+            source,
+            MetadataDirective::Replace,
+            *source_range,
+            CopyKind::Part,
+        ),
+        _ => return Err(S3Error::new(S3ErrorCode::InternalError)),
+    };
+    let (sb, db) = (cx.backend(src)?, cx.backend(dst)?);
+    let client_headers = cx.req.headers;
+
+    // The source: a GET with the copy-source conditions as ordinary ones.
+    let src_path = format!(
+        "/{}/{}",
+        uri::encode_path(&source.bucket),
+        uri::encode_path(&source.key)
+    );
+    let mut get: OutHeaders<'_> = Vec::new();
+    for (from, to) in [
+        ("x-amz-copy-source-if-match", "If-Match"),
+        ("x-amz-copy-source-if-none-match", "If-None-Match"),
+        ("x-amz-copy-source-if-modified-since", "If-Modified-Since"),
+        (
+            "x-amz-copy-source-if-unmodified-since",
+            "If-Unmodified-Since",
+        ),
+    ] {
+        if let Some(v) = find_header_str(client_headers, from) {
+            get.push(owned(to, v));
+        }
+    }
+    if let Some(r) = range {
+        get.push(owned("Range", format!("bytes={}-{}", r.first, r.last)));
+    }
+    let creds = cx.p.credentials_for(sb, cx.client_key())?;
+    sign_into(
+        cx.p,
+        sb,
+        &creds,
+        "GET",
+        &src_path,
+        "",
+        &mut get,
+        EMPTY_SHA256,
+    )?;
+    let get_views = views(&get);
+    let mut src_conn = sb.conn().await?;
+    src_conn
+        .send_request("GET", &src_path, &get_views, &[])
+        .await
+        .map_err(|_| failed(&sb.id))?;
+    let mut src_storage = [EMPTY_HEADER; MAX_HEADERS];
+    let mut src_resp = src_conn
+        .response(&mut src_storage)
+        .await
+        .map_err(|_| failed(&sb.id))?;
+    let status = src_resp.head.status;
+    if !matches!(status, 200 | 206) {
+        if matches!(status, 304 | 412) {
+            return Err(S3Error::new(S3ErrorCode::PreconditionFailed));
+        }
+        if status == 416 {
+            return Err(S3Error::with_message(
+                S3ErrorCode::InvalidArgument,
+                "The x-amz-copy-source-range is not valid for the source object",
+            ));
+        }
+        let mut body = Vec::new();
+        while let Some(c) = src_resp
+            .body
+            .next_chunk()
+            .await
+            .map_err(|_| failed(&sb.id))?
+        {
+            if body.len() < 64 * 1024 {
+                body.extend_from_slice(c);
+            }
+        }
+        return Err(Reply { status, body }.to_error());
+    }
+    if let (Some(r), Some(total)) = (
+        range,
+        find_header_str(src_resp.head.headers, "content-range").and_then(range_total),
+    ) {
+        r.resolve(total)?;
+    }
+    let Some(len) = src_resp.body.content_length() else {
+        return Err(S3Error::with_message(
+            S3ErrorCode::InternalError,
+            "the source backend sent no Content-Length",
+        ));
+    };
+
+    // The destination: a PUT (object or part) with the chosen metadata.
+    let origin = origin_form(cx.req.target);
+    let (dst_path, raw_query) = origin.split_once('?').unwrap_or((origin, ""));
+    let query = strip_presign(raw_query);
+    let mut put: OutHeaders<'_> = Vec::new();
+    if kind == CopyKind::Object {
+        let from: &[Header<'_>] = match directive {
+            MetadataDirective::Copy => src_resp.head.headers,
+            MetadataDirective::Replace => client_headers,
+        };
+        for h in from.iter().filter(|h| is_object_header(h.name)) {
+            put.push((Cow::Owned(h.name.to_owned()), Cow::Owned(h.value.to_vec())));
+        }
+        for name in ["x-amz-storage-class", "if-match", "if-none-match"] {
+            if let Some(v) = find_header_str(client_headers, name) {
+                put.push((
+                    Cow::Owned(name.to_owned()),
+                    Cow::Owned(v.as_bytes().to_vec()),
+                ));
+            }
+        }
+    }
+    let creds = cx.p.credentials_for(db, cx.client_key())?;
+    sign_into(
+        cx.p,
+        db,
+        &creds,
+        "PUT",
+        dst_path,
+        &query,
+        &mut put,
+        UNSIGNED_PAYLOAD,
+    )?;
+    let put_views = views(&put);
+    let target = if query.is_empty() {
+        dst_path.to_owned()
+    } else {
+        format!("{dst_path}?{query}")
+    };
+    let mut dst_conn = db.conn().await?;
+    let body_kind = if len == 0 {
+        BodyKind::None
+    } else {
+        BodyKind::Length(len)
+    };
+    {
+        let mut w = dst_conn
+            .request("PUT", &target, &put_views, body_kind, false)
+            .map_err(|e| S3Error::with_message(S3ErrorCode::InternalError, e.to_string()))?;
+        while let Some(chunk) = src_resp
+            .body
+            .next_chunk()
+            .await
+            .map_err(|_| failed(&sb.id))?
+        {
+            w.write(chunk).await.map_err(|_| failed(&db.id))?;
+        }
+        w.finish().await.map_err(|_| failed(&db.id))?;
+    }
+    sb.put(src_conn);
+    let mut dst_storage = [EMPTY_HEADER; MAX_HEADERS];
+    let mut dst_resp = dst_conn
+        .response(&mut dst_storage)
+        .await
+        .map_err(|_| failed(&db.id))?;
+    let status = dst_resp.head.status;
+    let etag = find_header_str(dst_resp.head.headers, "etag").map(str::to_owned);
+    let mut body = Vec::new();
+    while let Some(c) = dst_resp
+        .body
+        .next_chunk()
+        .await
+        .map_err(|_| failed(&db.id))?
+    {
+        if body.len() < 64 * 1024 {
+            body.extend_from_slice(c);
+        }
+    }
+    db.put(dst_conn);
+    if !(200..300).contains(&status) {
+        return Err(Reply { status, body }.to_error());
+    }
+    cx.p.metrics.copied.fetch_add(len, Ordering::Relaxed);
+    let doc = CopyResult {
+        kind,
+        etag: Cow::Owned(etag.unwrap_or_default()),
+        last_modified_unix: cx.p.rt.unix_time(),
+    };
+    let mut xml = Vec::new();
+    doc.write_xml(&mut xml);
+    cx.send_xml(res, &xml).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn object_headers_and_ranges() {
+        assert!(is_object_header("Content-Type"));
+        assert!(is_object_header("X-Amz-Meta-Colour"));
+        assert!(!is_object_header("x-amz-request-id"));
+        assert!(!is_object_header("content-length"));
+        assert_eq!(range_total("bytes 0-9/100"), Some(100));
+        assert_eq!(range_total("bytes */100"), Some(100));
+        assert_eq!(range_total("nonsense"), None);
+    }
+}

@@ -1,0 +1,79 @@
+//! Active health probes: every backend, every interval. A failed probe marks it down, a
+//! successful one up again; failed connections mark it down in between (see
+//! [`Backend::conn`](super::backend::Backend::conn)).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferry_core::http::client::connect;
+use ferry_core::http::{EMPTY_HEADER, Header};
+use ferry_core::rt::{Either, Runtime, Signal, race, timeout};
+
+use super::Proxy;
+use super::backend::Backend;
+use super::config::BackendKind;
+
+/// Probe every backend now and then every `interval` until `stop` is set.
+pub(crate) async fn probe_loop<R: Runtime>(
+    p: Arc<Proxy<R>>,
+    stop: Arc<Signal>,
+    interval: Duration,
+) {
+    while !stop.is_set() {
+        for i in 0..p.backends.len() {
+            let p2 = p.clone();
+            // Detached: a slow backend does not delay the others' probes.
+            drop(p.rt.spawn(async move {
+                if let Some(b) = p2.backends.get(i) {
+                    probe(&p2.rt, b).await;
+                }
+            }));
+        }
+        if let Either::Right(()) = race(p.rt.sleep(interval), stop.wait()).await {
+            break;
+        }
+    }
+}
+
+/// One probe of `b`, bounded in time; its verdict is applied.
+pub(crate) async fn probe<R: Runtime>(rt: &R, b: &Backend<R>) {
+    let limit = b
+        .client_config()
+        .connect_timeout
+        .max(Duration::from_secs(1))
+        * 2;
+    match timeout(rt, limit, check(rt, b)).await {
+        Ok(true) => b.mark_up(),
+        _ => b.mark_down(),
+    }
+}
+
+/// A Ferry node must answer `GET /healthz` with 200; another S3 server any answer to `HEAD /`.
+async fn check<R: Runtime>(rt: &R, b: &Backend<R>) -> bool {
+    let Ok(mut conn) = connect(rt, b.addr, b.client_config()).await else {
+        return false;
+    };
+    let host = [Header {
+        name: "Host",
+        value: b.host.as_bytes(),
+    }];
+    let (method, target) = match b.kind {
+        BackendKind::Ferry => ("GET", "/healthz"),
+        BackendKind::S3 => ("HEAD", "/"),
+    };
+    if conn.send_request(method, target, &host, &[]).await.is_err() {
+        return false;
+    }
+    let mut storage = [EMPTY_HEADER; 64];
+    let Ok(mut resp) = conn.response(&mut storage).await else {
+        return false;
+    };
+    let status = resp.head.status;
+    if resp.body.discard().await.is_err() {
+        return false;
+    }
+    match b.kind {
+        BackendKind::Ferry => status == 200,
+        BackendKind::S3 => true,
+    }
+}

@@ -1,0 +1,693 @@
+//! Listings across backends: ListObjects (v1, v2) and ListMultipartUploads, fanned out and
+//! k-way merged.
+//!
+//! Every backend lists the same range (prefix, delimiter, "after" position) with the client's
+//! page size; the pages are merged in key order, common prefixes reported by several backends
+//! are kept once, and a backend whose page runs out while it still has more is asked for its
+//! next page before the merge goes past it. The page ends after `max-keys` entries; it is
+//! truncated only if some backend still has an entry after the last one returned, so
+//! `IsTruncated` is exact.
+//!
+//! Where to continue is one position for all backends: the last key (or common prefix)
+//! returned. ListObjectsV2 continuation tokens carry it, authenticated with an HMAC under the
+//! proxy's token key (opaque to clients, tampering detected, and valid on any proxy with the
+//! same key). Continuing after a common prefix asks backends to start after the prefix
+//! followed by U+10FFFF characters, which sorts after every key under it; this works with any
+//! S3 server, not only Ferry nodes.
+
+use std::borrow::Cow;
+use std::collections::VecDeque;
+
+use base64::Engine as _;
+use ferry_core::http::server::ResponseWriter;
+use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::request::Endpoint;
+use ferry_core::s3::uri;
+use ferry_core::s3::xml::{
+    ListBucketResult, ListMultipartUploadsResult, ListVersion, ObjectEntry, Owner, UploadEntry,
+};
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+use hmac::{KeyInit as _, Mac as _};
+
+use super::forward::{Call, Reply, spawn_call};
+use super::handler::Cx;
+
+type HmacSha256 = hmac::Hmac<sha2::Sha256>;
+
+/// Bytes of HMAC tag in a continuation token.
+const TAG_LEN: usize = 16;
+/// Longest key S3 accepts, in bytes.
+const MAX_KEY_LEN: usize = 1024;
+
+const TOKEN_B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+/// One entry of a listing page.
+#[derive(Debug, Clone)]
+enum Item {
+    Object(ObjectEntry<'static>),
+    Upload(UploadEntry<'static>),
+    Prefix(String),
+}
+
+impl Item {
+    fn name(&self) -> &str {
+        match self {
+            Self::Object(o) => &o.key,
+            Self::Upload(u) => &u.key,
+            Self::Prefix(p) => p,
+        }
+    }
+
+    fn is_prefix(&self) -> bool {
+        matches!(self, Self::Prefix(_))
+    }
+
+    /// Where a backend continues after this entry.
+    fn resume(&self) -> Resume {
+        Resume {
+            name: self.name().to_owned(),
+            upload_id: match self {
+                Self::Upload(u) => Some(u.upload_id.to_string()),
+                _ => None,
+            },
+            is_prefix: self.is_prefix(),
+        }
+    }
+}
+
+/// A position to list after.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Resume {
+    name: String,
+    /// ListMultipartUploads: the upload of `name` to continue after.
+    upload_id: Option<String>,
+    /// `name` is a common prefix: continue after everything under it.
+    is_prefix: bool,
+}
+
+/// Which listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Objects,
+    Uploads,
+}
+
+/// The listing's parameters, the same for every backend.
+#[derive(Debug, Clone)]
+struct Params {
+    kind: Kind,
+    bucket: String,
+    prefix: String,
+    delimiter: Option<String>,
+    fetch_owner: bool,
+}
+
+/// A string after every key that starts with `prefix` (see the module documentation).
+fn past_prefix(prefix: &str) -> String {
+    let mut s = prefix.to_owned();
+    loop {
+        s.push('\u{10FFFF}');
+        if s.len() + 4 > MAX_KEY_LEN {
+            return s;
+        }
+    }
+}
+
+/// Whether `marker` is exactly a common prefix of this listing (what `NextMarker` and
+/// `NextKeyMarker` hold after a page that ended on one).
+fn is_common_prefix(marker: &str, prefix: &str, delimiter: Option<&str>) -> bool {
+    let Some(d) = delimiter.filter(|d| !d.is_empty()) else {
+        return false;
+    };
+    let Some(rest) = marker.strip_prefix(prefix) else {
+        return false;
+    };
+    rest.find(d).is_some_and(|i| i + d.len() == rest.len())
+}
+
+fn push_param(q: &mut String, name: &str, value: &str) {
+    use std::fmt::Write as _;
+    if !q.is_empty() {
+        q.push('&');
+    }
+    let _ = write!(q, "{name}={}", uri::encode(value));
+}
+
+/// The backend request for one page.
+fn page_call(params: &Params, resume: Option<&Resume>, max: u32) -> Call {
+    let mut q = String::new();
+    match params.kind {
+        Kind::Objects => {
+            q.push_str("list-type=2&encoding-type=url");
+            push_param(&mut q, "max-keys", &max.to_string());
+            if params.fetch_owner {
+                q.push_str("&fetch-owner=true");
+            }
+        }
+        Kind::Uploads => {
+            q.push_str("uploads&encoding-type=url");
+            push_param(&mut q, "max-uploads", &max.to_string());
+        }
+    }
+    if !params.prefix.is_empty() {
+        push_param(&mut q, "prefix", &params.prefix);
+    }
+    if let Some(d) = &params.delimiter {
+        push_param(&mut q, "delimiter", d);
+    }
+    if let Some(r) = resume {
+        let after = if r.is_prefix {
+            past_prefix(&r.name)
+        } else {
+            r.name.clone()
+        };
+        match params.kind {
+            Kind::Objects => push_param(&mut q, "start-after", &after),
+            Kind::Uploads => {
+                push_param(&mut q, "key-marker", &after);
+                if let Some(u) = r.upload_id.as_deref().filter(|_| !r.is_prefix) {
+                    push_param(&mut q, "upload-id-marker", u);
+                }
+            }
+        }
+    }
+    Call::new("GET", format!("/{}", uri::encode_path(&params.bucket)), q)
+}
+
+fn own(c: Cow<'_, str>) -> Cow<'static, str> {
+    Cow::Owned(c.into_owned())
+}
+
+fn own_owner(o: Option<Owner<'_>>) -> Option<Owner<'static>> {
+    o.map(|o| Owner {
+        id: own(o.id),
+        display_name: o.display_name.map(own),
+    })
+}
+
+/// Merge two sorted runs (entries, prefixes) into one sorted run.
+fn interleave(entries: Vec<Item>, prefixes: Vec<String>) -> Vec<Item> {
+    let mut out = Vec::with_capacity(entries.len() + prefixes.len());
+    let mut e = entries.into_iter().peekable();
+    let mut p = prefixes.into_iter().peekable();
+    loop {
+        let take_entry = match (e.peek(), p.peek()) {
+            (Some(a), Some(b)) => a.name() <= b.as_str(),
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => return out,
+        };
+        if take_entry {
+            out.extend(e.next());
+        } else {
+            out.extend(p.next().map(Item::Prefix));
+        }
+    }
+}
+
+/// Parse one backend page into sorted items and whether it was truncated.
+fn parse_page(kind: Kind, reply: &Reply) -> S3Result<(Vec<Item>, bool)> {
+    if !reply.ok() {
+        return Err(reply.to_error());
+    }
+    match kind {
+        Kind::Objects => {
+            let doc = ListBucketResult::parse_xml(&reply.body)?;
+            let entries = doc
+                .contents
+                .into_iter()
+                .map(|o| {
+                    Item::Object(ObjectEntry {
+                        key: own(o.key),
+                        last_modified_unix: o.last_modified_unix,
+                        etag: own(o.etag),
+                        size: o.size,
+                        storage_class: own(o.storage_class),
+                        owner: own_owner(o.owner),
+                    })
+                })
+                .collect();
+            let prefixes = doc
+                .common_prefixes
+                .into_iter()
+                .map(Cow::into_owned)
+                .collect();
+            Ok((interleave(entries, prefixes), doc.is_truncated))
+        }
+        Kind::Uploads => {
+            let doc = ListMultipartUploadsResult::parse_xml(&reply.body)?;
+            let entries = doc
+                .uploads
+                .into_iter()
+                .map(|u| {
+                    Item::Upload(UploadEntry {
+                        key: own(u.key),
+                        upload_id: own(u.upload_id),
+                        initiator: own_owner(u.initiator),
+                        owner: own_owner(u.owner),
+                        storage_class: own(u.storage_class),
+                        initiated_unix: u.initiated_unix,
+                    })
+                })
+                .collect();
+            let prefixes = doc
+                .common_prefixes
+                .into_iter()
+                .map(Cow::into_owned)
+                .collect();
+            Ok((interleave(entries, prefixes), doc.is_truncated))
+        }
+    }
+}
+
+/// One backend's part of the merge.
+#[derive(Debug)]
+struct Source {
+    items: VecDeque<Item>,
+    truncated: bool,
+    /// Where its next page starts.
+    resume: Option<Resume>,
+}
+
+/// Whether `item` was returned already (or sorts before what was): it is skipped.
+fn seen(kind: Kind, item: &Item, last: Option<&(String, bool)>) -> bool {
+    let Some((name, was_prefix)) = last else {
+        return false;
+    };
+    match item.name().cmp(name.as_str()) {
+        std::cmp::Ordering::Less => true,
+        std::cmp::Ordering::Greater => false,
+        // Several uploads of one key are distinct entries; anything else equal is a duplicate.
+        std::cmp::Ordering::Equal => kind == Kind::Objects || item.is_prefix() || *was_prefix,
+    }
+}
+
+/// The merged page: at most `max` items after `after`, and whether more follow.
+async fn merged<R: Runtime>(
+    cx: &Cx<'_, R>,
+    params: &Params,
+    after: Option<Resume>,
+    upload_owner: Option<usize>,
+    max: u32,
+) -> S3Result<(Vec<Item>, bool)> {
+    let p = cx.p;
+    if let Some(b) = p.backends.iter().find(|b| !b.is_up()) {
+        // A listing without one backend's keys would be silently wrong.
+        return Err(b.unavailable());
+    }
+    if max == 0 {
+        return Ok((Vec::new(), false));
+    }
+    let key = cx.client_key();
+    let mut starts = Vec::with_capacity(p.backends.len());
+    let mut calls = Vec::with_capacity(p.backends.len());
+    for i in 0..p.backends.len() {
+        let mut r = after.clone();
+        if let Some(r) = r.as_mut().filter(|_| upload_owner != Some(i)) {
+            // Only the backend holding the marker key knows its upload ids.
+            r.upload_id = None;
+        }
+        calls.push(spawn_call(p, i, key, page_call(params, r.as_ref(), max)));
+        starts.push(r);
+    }
+    let mut sources = Vec::with_capacity(calls.len());
+    for (call, start) in calls.into_iter().zip(starts) {
+        let (items, truncated) = parse_page(params.kind, &call.await?)?;
+        let resume = items.last().map(Item::resume).or(start);
+        sources.push(Source {
+            items: items.into(),
+            truncated,
+            resume,
+        });
+    }
+    let mut out: Vec<Item> = Vec::new();
+    let mut last: Option<(String, bool)> = after.map(|r| (r.name, r.is_prefix));
+    loop {
+        for (i, s) in sources.iter_mut().enumerate() {
+            loop {
+                while s
+                    .items
+                    .front()
+                    .is_some_and(|it| seen(params.kind, it, last.as_ref()))
+                {
+                    s.items.pop_front();
+                }
+                if !s.items.is_empty() || !s.truncated {
+                    break;
+                }
+                let reply =
+                    super::forward::call(p, i, key, &page_call(params, s.resume.as_ref(), max))
+                        .await?;
+                let (items, truncated) = parse_page(params.kind, &reply)?;
+                // A truncated page with nothing in it would loop forever.
+                s.truncated = truncated && !items.is_empty();
+                if let Some(r) = items.last().map(Item::resume) {
+                    s.resume = Some(r);
+                }
+                s.items = items.into();
+            }
+        }
+        let best = sources
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.items.front().map(|it| (i, it.name())))
+            .min_by(|a, b| a.1.cmp(b.1).then(a.0.cmp(&b.0)))
+            .map(|(i, _)| i);
+        let Some(i) = best else {
+            return Ok((out, false));
+        };
+        if out.len() >= max as usize {
+            return Ok((out, true));
+        }
+        let Some(item) = sources.get_mut(i).and_then(|s| s.items.pop_front()) else {
+            return Ok((out, false));
+        };
+        last = Some((item.name().to_owned(), item.is_prefix()));
+        out.push(item);
+    }
+}
+
+fn tag(key: &[u8; 32], bucket: &str, kind: u8, name: &str) -> HmacSha256 {
+    let Ok(mut mac) = HmacSha256::new_from_slice(key) else {
+        unreachable!("HMAC takes keys of any length")
+    };
+    mac.update(bucket.as_bytes());
+    mac.update(&[0, kind]);
+    mac.update(name.as_bytes());
+    mac
+}
+
+/// A continuation token for continuing after `name` (a key, or a common prefix) in `bucket`.
+fn make_token(key: &[u8; 32], bucket: &str, name: &str, is_prefix: bool) -> String {
+    let kind = u8::from(is_prefix);
+    let mac = tag(key, bucket, kind, name).finalize().into_bytes();
+    let mut raw = Vec::with_capacity(TAG_LEN + 1 + name.len());
+    raw.extend_from_slice(mac.get(..TAG_LEN).unwrap_or_default());
+    raw.push(kind);
+    raw.extend_from_slice(name.as_bytes());
+    TOKEN_B64.encode(raw)
+}
+
+/// The position a token continues after; `InvalidArgument` if it was not made by a proxy with
+/// this key for this bucket.
+fn read_token(key: &[u8; 32], bucket: &str, token: &str) -> S3Result<(String, bool)> {
+    let bad = || {
+        S3Error::with_message(
+            S3ErrorCode::InvalidArgument,
+            "The continuation token provided is incorrect",
+        )
+    };
+    let raw = TOKEN_B64.decode(token).map_err(|_| bad())?;
+    if raw.len() < TAG_LEN + 1 {
+        return Err(bad());
+    }
+    let (mac, rest) = raw.split_at(TAG_LEN);
+    let (kind, name) = rest.split_first().ok_or_else(bad)?;
+    if *kind > 1 {
+        return Err(bad());
+    }
+    let name = std::str::from_utf8(name).map_err(|_| bad())?;
+    tag(key, bucket, *kind, name)
+        .verify_truncated_left(mac)
+        .map_err(|_| bad())?;
+    Ok((name.to_owned(), *kind == 1))
+}
+
+/// ListObjects (v1) and ListObjectsV2 over every backend.
+pub(crate) async fn list_objects<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+    endpoint: &Endpoint<'_>,
+) -> S3Result<()> {
+    let (prefix, delimiter, max_keys, url, v1) = match endpoint {
+        Endpoint::ListObjects {
+            prefix,
+            delimiter,
+            max_keys,
+            encoding_type_url,
+            ..
+        } => (prefix, delimiter, *max_keys, *encoding_type_url, true),
+        Endpoint::ListObjectsV2 {
+            prefix,
+            delimiter,
+            max_keys,
+            encoding_type_url,
+            ..
+        } => (prefix, delimiter, *max_keys, *encoding_type_url, false),
+        _ => return Err(S3Error::new(S3ErrorCode::InternalError)),
+    };
+    let delimiter = delimiter.as_deref();
+    let after = match endpoint {
+        Endpoint::ListObjects {
+            marker: Some(m), ..
+        } => Some(Resume {
+            name: m.to_string(),
+            upload_id: None,
+            is_prefix: is_common_prefix(m, prefix, delimiter),
+        }),
+        Endpoint::ListObjectsV2 {
+            continuation_token: Some(t),
+            ..
+        } => {
+            let (name, is_prefix) = read_token(&cx.p.token_key, bucket, t)?;
+            Some(Resume {
+                name,
+                upload_id: None,
+                is_prefix,
+            })
+        }
+        Endpoint::ListObjectsV2 {
+            start_after: Some(s),
+            ..
+        } => Some(Resume {
+            name: s.to_string(),
+            upload_id: None,
+            is_prefix: false,
+        }),
+        _ => None,
+    };
+    let fetch_owner = match endpoint {
+        Endpoint::ListObjectsV2 { fetch_owner, .. } => *fetch_owner,
+        _ => true,
+    };
+    let params = Params {
+        kind: Kind::Objects,
+        bucket: bucket.to_owned(),
+        prefix: prefix.to_string(),
+        delimiter: delimiter.map(str::to_owned),
+        fetch_owner,
+    };
+    let (items, truncated) = merged(cx, &params, after, None, max_keys).await?;
+    let last = items.last().map(|i| (i.name().to_owned(), i.is_prefix()));
+    let mut contents = Vec::new();
+    let mut common_prefixes = Vec::new();
+    for it in items {
+        match it {
+            Item::Object(mut o) => {
+                if !fetch_owner {
+                    o.owner = None;
+                }
+                contents.push(o);
+            }
+            Item::Prefix(p) => common_prefixes.push(Cow::Owned(p)),
+            Item::Upload(_) => {}
+        }
+    }
+    let last = last.filter(|_| truncated);
+    let version = match endpoint {
+        Endpoint::ListObjectsV2 {
+            continuation_token,
+            start_after,
+            ..
+        } => ListVersion::V2 {
+            continuation_token: continuation_token.as_deref().map(Cow::Borrowed),
+            next_continuation_token: last
+                .as_ref()
+                .map(|(n, p)| Cow::Owned(make_token(&cx.p.token_key, bucket, n, *p))),
+            start_after: start_after.as_deref().map(Cow::Borrowed),
+        },
+        Endpoint::ListObjects { marker, .. } => ListVersion::V1 {
+            marker: Cow::Borrowed(marker.as_deref().unwrap_or_default()),
+            // S3 sends NextMarker only with a delimiter (without one, the last key is it).
+            next_marker: last
+                .filter(|_| delimiter.is_some())
+                .map(|(n, _)| Cow::Owned(n)),
+        },
+        _ => return Err(S3Error::new(S3ErrorCode::InternalError)),
+    };
+    let _ = v1;
+    let doc = ListBucketResult {
+        name: Cow::Borrowed(bucket),
+        prefix: Cow::Borrowed(prefix),
+        delimiter: delimiter.map(Cow::Borrowed),
+        max_keys,
+        is_truncated: truncated,
+        encoding_type_url: url,
+        contents,
+        common_prefixes,
+        version,
+    };
+    let mut xml = Vec::new();
+    doc.write_xml(&mut xml);
+    cx.send_xml(res, &xml).await
+}
+
+/// ListMultipartUploads over every backend.
+pub(crate) async fn list_uploads<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+    endpoint: &Endpoint<'_>,
+) -> S3Result<()> {
+    let Endpoint::ListMultipartUploads {
+        prefix,
+        delimiter,
+        key_marker,
+        upload_id_marker,
+        max_uploads,
+        encoding_type_url,
+    } = endpoint
+    else {
+        return Err(S3Error::new(S3ErrorCode::InternalError));
+    };
+    let delimiter = delimiter.as_deref();
+    let after = key_marker.as_deref().map(|k| {
+        let is_prefix = is_common_prefix(k, prefix, delimiter);
+        Resume {
+            name: k.to_owned(),
+            // S3 ignores upload-id-marker without key-marker.
+            upload_id: upload_id_marker
+                .as_deref()
+                .filter(|_| !is_prefix)
+                .map(str::to_owned),
+            is_prefix,
+        }
+    });
+    let owner = key_marker.as_deref().map(|k| cx.p.pick(bucket, k));
+    let params = Params {
+        kind: Kind::Uploads,
+        bucket: bucket.to_owned(),
+        prefix: prefix.to_string(),
+        delimiter: delimiter.map(str::to_owned),
+        fetch_owner: false,
+    };
+    let (items, truncated) = merged(cx, &params, after, owner, *max_uploads).await?;
+    let (next_key, next_upload) = match items.last().filter(|_| truncated) {
+        Some(Item::Upload(u)) => (
+            Some(Cow::Owned(u.key.to_string())),
+            Some(Cow::Owned(u.upload_id.to_string())),
+        ),
+        Some(it) => (Some(Cow::Owned(it.name().to_owned())), None),
+        None => (None, None),
+    };
+    let mut uploads = Vec::new();
+    let mut common_prefixes = Vec::new();
+    for it in items {
+        match it {
+            Item::Upload(u) => uploads.push(u),
+            Item::Prefix(p) => common_prefixes.push(Cow::Owned(p)),
+            Item::Object(_) => {}
+        }
+    }
+    let doc = ListMultipartUploadsResult {
+        bucket: Cow::Borrowed(bucket),
+        key_marker: Cow::Borrowed(key_marker.as_deref().unwrap_or_default()),
+        upload_id_marker: Cow::Borrowed(upload_id_marker.as_deref().unwrap_or_default()),
+        next_key_marker: next_key,
+        next_upload_id_marker: next_upload,
+        prefix: Cow::Borrowed(prefix),
+        delimiter: delimiter.map(Cow::Borrowed),
+        max_uploads: *max_uploads,
+        is_truncated: truncated,
+        encoding_type_url: *encoding_type_url,
+        uploads,
+        common_prefixes,
+    };
+    let mut xml = Vec::new();
+    doc.write_xml(&mut xml);
+    cx.send_xml(res, &xml).await
+}
+
+/// A token for the ListBuckets union (continuing after a bucket name).
+pub(crate) fn bucket_token(key: &[u8; 32], after: &str) -> String {
+    make_token(key, "", after, false)
+}
+
+/// The bucket name a ListBuckets token continues after.
+pub(crate) fn read_bucket_token(key: &[u8; 32], token: &str) -> S3Result<String> {
+    read_token(key, "", token).map(|(n, _)| n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_round_trip_and_detect_tampering() {
+        let key = [7u8; 32];
+        for (name, p) in [("", false), ("a/b", true), ("ü x\u{1}", false)] {
+            let t = make_token(&key, "bkt", name, p);
+            assert_eq!(read_token(&key, "bkt", &t).unwrap(), (name.to_owned(), p));
+            // Another bucket, another key: refused.
+            assert!(read_token(&key, "other", &t).is_err());
+            assert!(read_token(&[8u8; 32], "bkt", &t).is_err());
+        }
+        let t = make_token(&key, "bkt", "key-1", false);
+        let mut raw = TOKEN_B64.decode(&t).unwrap();
+        *raw.last_mut().unwrap() = b'2';
+        let forged = TOKEN_B64.encode(&raw);
+        let e = read_token(&key, "bkt", &forged).unwrap_err();
+        assert_eq!(e.code, S3ErrorCode::InvalidArgument);
+        for junk in ["", "!!", "AAAA", &TOKEN_B64.encode([0u8; 40])] {
+            assert!(read_token(&key, "bkt", junk).is_err(), "{junk}");
+        }
+    }
+
+    #[test]
+    fn past_prefix_sorts_after_every_key_under_it() {
+        let p = "photos/";
+        let after = past_prefix(p);
+        assert!(after.len() <= MAX_KEY_LEN && after.len() > MAX_KEY_LEN - 4);
+        for k in [
+            "photos/",
+            "photos/a",
+            "photos/\u{FFFF}\u{FFFF}",
+            "photos/zzzz/x",
+        ] {
+            assert!(k < after.as_str(), "{k}");
+        }
+        assert!(after.as_str() < "photos0");
+        assert!(after.as_str() < "photosa");
+    }
+
+    #[test]
+    fn common_prefix_markers() {
+        assert!(is_common_prefix("b/", "", Some("/")));
+        assert!(is_common_prefix("p/x/", "p/", Some("/")));
+        assert!(!is_common_prefix("b/1", "", Some("/")));
+        assert!(!is_common_prefix("b/", "", None));
+        assert!(!is_common_prefix("a/b/", "", Some("/")));
+        assert!(!is_common_prefix("q/", "p/", Some("/")));
+    }
+
+    #[test]
+    fn interleave_keeps_order() {
+        let obj = |k: &str| {
+            Item::Object(ObjectEntry {
+                key: Cow::Owned(k.to_owned()),
+                last_modified_unix: 0,
+                etag: Cow::Borrowed(""),
+                size: 0,
+                storage_class: Cow::Borrowed("STANDARD"),
+                owner: None,
+            })
+        };
+        let out = interleave(
+            vec![obj("a"), obj("c"), obj("e")],
+            vec!["b/".into(), "d/".into()],
+        );
+        let names: Vec<&str> = out.iter().map(Item::name).collect();
+        assert_eq!(names, ["a", "b/", "c", "d/", "e"]);
+    }
+}
