@@ -1,13 +1,12 @@
 //! `--embedded`: an in-process cluster in a temporary directory to load.
 //!
-//! Today this is one storage node (`ferry_server::start_node`) that the load goes to directly.
-//! When the proxy lands, [`embedded_cluster`] becomes a proxy in front of two nodes and returns
-//! the proxy's address; nothing else changes.
+//! The cluster is Ferry's own local cluster (`ferry_server::start_cluster`): a proxy in front
+//! of two storage nodes, all in this process; the load goes to the proxy.
 
 use std::io;
 use std::net::SocketAddr;
 
-use ferry_server::{NodeConfig, NodeHandle};
+use ferry_server::{Cluster, ClusterConfig};
 use tempfile::TempDir;
 
 use crate::config::RuntimeKind;
@@ -53,8 +52,8 @@ impl Default for EmbeddedOptions {
 /// A running in-process cluster; stops (and deletes its data) when dropped.
 #[derive(Debug)]
 pub struct EmbeddedCluster {
-    // Declared before the directory so the nodes stop before their data is deleted.
-    nodes: Vec<NodeHandle>,
+    // Declared before the directory so the cluster stops before its data is deleted.
+    cluster: Cluster,
     endpoints: Vec<String>,
     dir: TempDir,
 }
@@ -70,36 +69,35 @@ impl EmbeddedCluster {
         self.dir.path()
     }
 
-    /// Stop the nodes and delete the data.
+    /// Stop the proxy and the nodes, and delete the data.
     pub fn stop(self) {
-        for n in self.nodes {
-            n.stop();
-        }
+        self.cluster.stop();
     }
 }
 
-/// Start an in-process cluster in a fresh temporary directory.
+/// Start an in-process cluster (a proxy in front of two nodes) in a fresh temporary directory.
 pub fn embedded_cluster(opts: &EmbeddedOptions) -> io::Result<EmbeddedCluster> {
+    if opts.region != "us-east-1" {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the embedded cluster serves region us-east-1",
+        ));
+    }
     let dir = tempfile::Builder::new().prefix("ferry-load-").tempdir()?;
-    let listen: SocketAddr = ([127, 0, 0, 1], 0).into();
-    let mut cfg = NodeConfig::new(
-        dir.path().join("node-0"),
-        listen,
-        &opts.access_key,
-        &opts.secret_key,
-    );
-    cfg.region = opts.region.clone();
+    let mut cfg = ClusterConfig::new(dir.path(), &opts.access_key, &opts.secret_key);
+    cfg.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+    cfg.admin_listen = None;
     cfg.runtime = match opts.runtime {
         RuntimeKind::Tokio => ferry_server::RuntimeKind::Tokio,
         RuntimeKind::Smol => ferry_server::RuntimeKind::Smol,
     };
     cfg.threads = opts.threads;
     cfg.fsync = opts.fsync;
-    cfg.min_part_size = opts.min_part_size;
-    let node = ferry_server::start_node(cfg)?;
-    let endpoints = vec![format!("http://{}", node.local_addr())];
+    cfg.min_part_size = Some(opts.min_part_size);
+    let cluster = ferry_server::start_cluster(cfg)?;
+    let endpoints = vec![format!("http://{}", cluster.endpoint())];
     Ok(EmbeddedCluster {
-        nodes: vec![node],
+        cluster,
         endpoints,
         dir,
     })

@@ -1,4 +1,5 @@
-//! Every workload against an in-process storage node, on both runtimes: operations happen,
+//! Every workload against the embedded cluster (a proxy in front of two storage nodes, in
+//! process), on both runtimes: operations happen,
 //! none fails, bodies verify, and cleanup leaves the bucket empty.
 
 use ferry_core::s3::sigv4::Credentials;
@@ -16,7 +17,10 @@ fn cluster(runtime: RuntimeKind) -> (EmbeddedCluster, EmbeddedOptions) {
         threads: 2,
         ..EmbeddedOptions::default()
     };
-    (embedded_cluster(&opts).expect("start a node"), opts)
+    (
+        embedded_cluster(&opts).expect("start the embedded cluster"),
+        opts,
+    )
 }
 
 /// A small run of `workload`; `tweak` adjusts the defaults.
