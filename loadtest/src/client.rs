@@ -614,6 +614,29 @@ impl<R: Runtime> S3Client<R> {
         }
     }
 
+    /// Read a write's response: the S3 error of a non-2xx status, else its ETag, checked
+    /// against `md5` (the body's digest, when `--md5` computed one).
+    async fn write_response(
+        &self,
+        conn: &mut ClientConn<R, R::Stream>,
+        res: &mut OpResult,
+        key: &str,
+        md5: Option<Md5Digest>,
+    ) -> Result<Option<String>, OpError> {
+        let mut hs = [EMPTY_HEADER; 32];
+        let mut resp = conn.response(&mut hs).await?;
+        res.head_at = Some(self.rt.now());
+        if !(200..300).contains(&resp.head.status) {
+            return Err(error_response(resp.head.status, &mut resp.body).await);
+        }
+        let etag = find_header_str(resp.head.headers, "etag").map(str::to_string);
+        resp.body.discard().await?;
+        if let Some(d) = md5 {
+            check_etag(key, &ETag::single(&d), etag.as_deref())?;
+        }
+        Ok(etag)
+    }
+
     /// PUT object `id` of `size` bytes as `key`.
     pub async fn put_object(&self, bucket: &str, key: &str, id: u64, size: u64) -> OpResult {
         let mut res = OpResult::default();
@@ -637,17 +660,7 @@ impl<R: Runtime> S3Client<R> {
                     &mut res.costs,
                 )
                 .await?;
-            let mut hs = [EMPTY_HEADER; 32];
-            let mut resp = conn.response(&mut hs).await?;
-            res.head_at = Some(self.rt.now());
-            if !(200..300).contains(&resp.head.status) {
-                return Err(error_response(resp.head.status, &mut resp.body).await);
-            }
-            let etag = find_header_str(resp.head.headers, "etag").map(str::to_string);
-            resp.body.discard().await?;
-            if let Some(d) = md5 {
-                check_etag(key, &ETag::single(&d), etag.as_deref())?;
-            }
+            self.write_response(conn, &mut res, key, md5).await?;
             Ok(())
         });
         match out {
@@ -1025,17 +1038,7 @@ impl<R: Runtime> S3Client<R> {
                         &mut res.costs,
                     )
                     .await?;
-                let mut hs = [EMPTY_HEADER; 32];
-                let mut resp = conn.response(&mut hs).await?;
-                res.head_at = Some(self.rt.now());
-                if !(200..300).contains(&resp.head.status) {
-                    return Err(error_response(resp.head.status, &mut resp.body).await);
-                }
-                let etag = find_header_str(resp.head.headers, "etag").map(str::to_string);
-                resp.body.discard().await?;
-                if let Some(d) = md5 {
-                    check_etag(path, &ETag::single(&d), etag.as_deref())?;
-                }
+                let etag = self.write_response(conn, &mut res, path, md5).await?;
                 Ok((etag, md5))
             }
         );

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod cluster;
 pub mod node;
 pub mod proxy;
+mod service;
 pub mod store;
 
 pub use cluster::{Cluster, ClusterConfig, start_cluster};

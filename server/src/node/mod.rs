@@ -21,12 +21,12 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::mpsc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use ferry_core::http::server::{ServerConfig, serve};
 use ferry_core::rt::{Runtime, Signal};
 
+use crate::service::{ServiceThread, spawn_service};
 use crate::store::{DEFAULT_MIN_PART_SIZE, Store, StoreConfig};
 
 pub use handler::NodeHandler;
@@ -123,8 +123,7 @@ impl NodeConfig {
 #[derive(Debug)]
 pub struct NodeHandle {
     local_addr: SocketAddr,
-    stop: Arc<Signal>,
-    thread: Option<JoinHandle<()>>,
+    service: ServiceThread,
 }
 
 impl NodeHandle {
@@ -136,21 +135,7 @@ impl NodeHandle {
     /// Graceful stop: stop accepting, let requests in progress finish (up to 30 s), close idle
     /// connections, and join the runtime's threads.
     pub fn stop(mut self) {
-        self.shutdown();
-    }
-
-    fn shutdown(&mut self) {
-        self.stop.set();
-        if let Some(t) = self.thread.take() {
-            // A panic on the node thread has been reported already; nothing is left to stop.
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for NodeHandle {
-    fn drop(&mut self) {
-        self.shutdown();
+        self.service.shutdown();
     }
 }
 
@@ -166,45 +151,21 @@ pub fn start_node(cfg: NodeConfig) -> io::Result<NodeHandle> {
             fsync: cfg.fsync,
         },
     )?;
-    let stop = Arc::new(Signal::new());
-    let (ready_tx, ready_rx) = mpsc::channel::<io::Result<SocketAddr>>();
-    let node_stop = stop.clone();
-    let thread = std::thread::Builder::new()
-        .name("ferry-node".into())
-        .spawn(move || {
-            let threads = cfg.threads;
-            let ready = ready_tx.clone();
-            let ran = match cfg.runtime {
-                RuntimeKind::Tokio => ferry_tokio::block_on_threads(threads, |rt| {
-                    run(rt, cfg, store, ready, node_stop)
-                }),
-                RuntimeKind::Smol => ferry_smol::block_on_threads(threads, |rt| {
-                    run(rt, cfg, store, ready, node_stop)
-                }),
-            };
-            if let Err(e) = ran {
-                // The runtime could not start: nothing was reported yet.
-                let _ = ready_tx.send(Err(e));
+    let (local_addr, service) = spawn_service("ferry-node", move |ready, stop| {
+        let threads = cfg.threads;
+        match cfg.runtime {
+            RuntimeKind::Tokio => {
+                ferry_tokio::block_on_threads(threads, |rt| run(rt, cfg, store, ready, stop))
             }
-        })?;
-    let ready = ready_rx.recv();
-    match ready {
-        Ok(Ok(local_addr)) => Ok(NodeHandle {
-            local_addr,
-            stop,
-            thread: Some(thread),
-        }),
-        Ok(Err(e)) => {
-            let _ = thread.join();
-            Err(e)
+            RuntimeKind::Smol => {
+                ferry_smol::block_on_threads(threads, |rt| run(rt, cfg, store, ready, stop))
+            }
         }
-        Err(_) => {
-            let _ = thread.join();
-            Err(io::Error::other(
-                "the node thread ended before it was ready",
-            ))
-        }
-    }
+    })?;
+    Ok(NodeHandle {
+        local_addr,
+        service,
+    })
 }
 
 /// The node's life on runtime `rt`: serve until `stop` is set, then stop gracefully.

@@ -133,7 +133,7 @@ impl<R: Runtime> ProxyHandler<R> {
     ) -> S3Result<()> {
         let verified = self.authenticate(req)?;
         let s3 = Endpoint::parse(req.method, req.target, req.headers, &self.p.addressing)?;
-        *op = operation(&s3.endpoint);
+        *op = s3.endpoint.name();
         let cx = Cx {
             p: &self.p,
             req,
@@ -231,33 +231,6 @@ impl<R: Runtime> Handler for ProxyHandler<R> {
         let id = self.p.ids.next();
         self.send_error(req.map(|r| r.target), error, &id, res)
             .await
-    }
-}
-
-/// The operation's name in metrics.
-fn operation(e: &Endpoint<'_>) -> &'static str {
-    match e {
-        Endpoint::ListBuckets { .. } => "ListBuckets",
-        Endpoint::CreateBucket => "CreateBucket",
-        Endpoint::DeleteBucket => "DeleteBucket",
-        Endpoint::HeadBucket => "HeadBucket",
-        Endpoint::GetBucketLocation => "GetBucketLocation",
-        Endpoint::GetBucketVersioning => "GetBucketVersioning",
-        Endpoint::ListObjects { .. } => "ListObjects",
-        Endpoint::ListObjectsV2 { .. } => "ListObjectsV2",
-        Endpoint::ListMultipartUploads { .. } => "ListMultipartUploads",
-        Endpoint::DeleteObjects { .. } => "DeleteObjects",
-        Endpoint::GetObject { .. } => "GetObject",
-        Endpoint::HeadObject { .. } => "HeadObject",
-        Endpoint::PutObject { .. } => "PutObject",
-        Endpoint::CopyObject { .. } => "CopyObject",
-        Endpoint::DeleteObject => "DeleteObject",
-        Endpoint::CreateMultipartUpload => "CreateMultipartUpload",
-        Endpoint::UploadPart { .. } => "UploadPart",
-        Endpoint::UploadPartCopy { .. } => "UploadPartCopy",
-        Endpoint::CompleteMultipartUpload { .. } => "CompleteMultipartUpload",
-        Endpoint::AbortMultipartUpload { .. } => "AbortMultipartUpload",
-        Endpoint::ListParts { .. } => "ListParts",
     }
 }
 

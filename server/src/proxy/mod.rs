@@ -28,7 +28,6 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::mpsc;
 use std::sync::{Arc, OnceLock};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use ferry_core::http::client::ClientConfig;
@@ -43,6 +42,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use crate::node::RuntimeKind;
 use crate::node::handler::RequestIds;
+use crate::service::{ServiceThread, spawn_service};
 
 pub use config::{AuthMode, BackendConfig, BackendKind, DEFAULT_BUFFER_SIZE, ProxyConfig};
 pub use handler::ProxyHandler;
@@ -125,8 +125,7 @@ impl<R: Runtime> Proxy<R> {
 pub struct ProxyHandle {
     local_addr: SocketAddr,
     admin_addr: Option<SocketAddr>,
-    stop: Arc<Signal>,
-    thread: Option<JoinHandle<()>>,
+    service: ServiceThread,
 }
 
 impl ProxyHandle {
@@ -143,20 +142,7 @@ impl ProxyHandle {
     /// Graceful stop: stop accepting, let requests in progress finish (up to 30 s), join the
     /// runtime's threads.
     pub fn stop(mut self) {
-        self.shutdown();
-    }
-
-    fn shutdown(&mut self) {
-        self.stop.set();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for ProxyHandle {
-    fn drop(&mut self) {
-        self.shutdown();
+        self.service.shutdown();
     }
 }
 
@@ -172,44 +158,22 @@ pub fn start_proxy(cfg: ProxyConfig) -> io::Result<ProxyHandle> {
         let (host, addr) = b.resolve()?;
         resolved.push((b.clone(), host, addr));
     }
-    let stop = Arc::new(Signal::new());
-    let (ready_tx, ready_rx) = mpsc::channel::<io::Result<(SocketAddr, Option<SocketAddr>)>>();
-    let proxy_stop = stop.clone();
-    let thread = std::thread::Builder::new()
-        .name("ferry-proxy".into())
-        .spawn(move || {
-            let threads = cfg.threads;
-            let ready = ready_tx.clone();
-            let ran = match cfg.runtime {
-                RuntimeKind::Tokio => ferry_tokio::block_on_threads(threads, |rt| {
-                    run(rt, cfg, resolved, ready, proxy_stop)
-                }),
-                RuntimeKind::Smol => ferry_smol::block_on_threads(threads, |rt| {
-                    run(rt, cfg, resolved, ready, proxy_stop)
-                }),
-            };
-            if let Err(e) = ran {
-                let _ = ready_tx.send(Err(e));
+    let ((local_addr, admin_addr), service) = spawn_service("ferry-proxy", move |ready, stop| {
+        let threads = cfg.threads;
+        match cfg.runtime {
+            RuntimeKind::Tokio => {
+                ferry_tokio::block_on_threads(threads, |rt| run(rt, cfg, resolved, ready, stop))
             }
-        })?;
-    match ready_rx.recv() {
-        Ok(Ok((local_addr, admin_addr))) => Ok(ProxyHandle {
-            local_addr,
-            admin_addr,
-            stop,
-            thread: Some(thread),
-        }),
-        Ok(Err(e)) => {
-            let _ = thread.join();
-            Err(e)
+            RuntimeKind::Smol => {
+                ferry_smol::block_on_threads(threads, |rt| run(rt, cfg, resolved, ready, stop))
+            }
         }
-        Err(_) => {
-            let _ = thread.join();
-            Err(io::Error::other(
-                "the proxy thread ended before it was ready",
-            ))
-        }
-    }
+    })?;
+    Ok(ProxyHandle {
+        local_addr,
+        admin_addr,
+        service,
+    })
 }
 
 /// Head limits that make the engines' pooled connection buffers (`2 * max_head_len`) the
