@@ -12,6 +12,7 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use crate::cluster::{ClusterConfig, start_cluster};
+use crate::logging::{self, LogArgs};
 use crate::node::{NodeConfig, RuntimeKind, start_node};
 use crate::proxy::{BackendConfig, ProxyConfig, start_proxy};
 use crate::store::DEFAULT_MIN_PART_SIZE;
@@ -28,6 +29,9 @@ pub struct Cli {
     /// Local cluster options (without a subcommand).
     #[command(flatten)]
     pub cluster: ClusterArgs,
+    /// Logging options (every command).
+    #[command(flatten)]
+    pub log: LogArgs,
 }
 
 /// The subcommands.
@@ -280,7 +284,8 @@ pub fn run_node(args: NodeArgs) -> io::Result<()> {
         &args.data,
     )?;
     if let CredentialSource::Generated(path) = &creds.source {
-        // Shown once, on stderr: stdout carries only the ready line.
+        // Shown once to the person who started the node, on stderr (stdout carries only the
+        // ready line); not a log event, so that no secret ends up in collected logs.
         eprintln!("generated credentials in {}", path.display());
         eprintln!("access key: {}", creds.access_key);
         eprintln!("secret key: {}", creds.secret_key);
@@ -297,10 +302,17 @@ pub fn run_node(args: NodeArgs) -> io::Result<()> {
         writeln!(out, "ferry node listening on http://{}", node.local_addr())?;
         out.flush()?;
     }
-    // Blocks until SIGTERM or SIGINT arrives.
-    let _ = signals.forever().next();
+    wait_for_stop(&mut signals);
     node.stop();
     Ok(())
+}
+
+/// Block until SIGTERM or SIGINT arrives, and log which.
+fn wait_for_stop(signals: &mut Signals) {
+    if let Some(sig) = signals.forever().next() {
+        let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
+        tracing::info!(signal = name, "stopping gracefully");
+    }
 }
 
 /// The proxy's configuration from its options, the config file and the environment.
@@ -383,10 +395,8 @@ pub fn proxy_config(
 pub fn run_proxy(args: ProxyArgs) -> io::Result<()> {
     let mut signals = Signals::new([SIGTERM, SIGINT])?;
     let cfg = proxy_config(&args, &|name| std::env::var(name).ok())?;
+    // The proxy logs its listeners (the admin one too) as it starts.
     let proxy = start_proxy(cfg)?;
-    if let Some(a) = proxy.admin_addr() {
-        eprintln!("admin (healthz, readyz, metrics) on http://{a}");
-    }
     {
         let mut out = io::stdout().lock();
         writeln!(
@@ -396,7 +406,7 @@ pub fn run_proxy(args: ProxyArgs) -> io::Result<()> {
         )?;
         out.flush()?;
     }
-    let _ = signals.forever().next();
+    wait_for_stop(&mut signals);
     proxy.stop();
     Ok(())
 }
@@ -445,7 +455,7 @@ pub fn run_cluster(args: ClusterArgs) -> io::Result<()> {
         writeln!(out, "  aws --endpoint-url {endpoint} s3 ls s3://demo/")?;
         out.flush()?;
     }
-    let _ = signals.forever().next();
+    wait_for_stop(&mut signals);
     cluster.stop();
     Ok(())
 }
@@ -453,6 +463,10 @@ pub fn run_cluster(args: ClusterArgs) -> io::Result<()> {
 /// The `ferry` program.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(e) = logging::init(&cli.log) {
+        eprintln!("ferry: {e}");
+        return ExitCode::FAILURE;
+    }
     let result = match cli.command {
         Some(Command::Node(args)) => run_node(args),
         Some(Command::Proxy(args)) => run_proxy(args),
@@ -461,7 +475,7 @@ pub fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("ferry: {e}");
+            tracing::error!(error = %e, "ferry stopped on an error");
             ExitCode::FAILURE
         }
     }
@@ -577,6 +591,36 @@ mod tests {
             ])
             .is_err()
         );
+    }
+
+    #[test]
+    fn log_options_go_with_every_command() {
+        use crate::logging::LogFormat;
+        let cli = Cli::try_parse_from(["ferry", "--log-format", "json", "--access-log"]).unwrap();
+        assert!(cli.command.is_none());
+        assert_eq!(cli.log.log_format, LogFormat::Json);
+        assert!(cli.log.access_log);
+        let cli = Cli::try_parse_from([
+            "ferry",
+            "node",
+            "--data",
+            "d",
+            "--listen",
+            "127.0.0.1:0",
+            "--log-level",
+            "debug",
+        ])
+        .unwrap();
+        assert!(matches!(cli.command, Some(Command::Node(_))));
+        assert_eq!(cli.log.log_level.as_deref(), Some("debug"));
+        assert_eq!(cli.log.log_format, LogFormat::Text);
+        assert!(!cli.log.access_log);
+        // After the subcommand (before it they would be the local cluster's).
+        let cli = Cli::try_parse_from(["ferry", "proxy", "--log-format", "json", "--access-log"])
+            .unwrap();
+        assert!(matches!(cli.command, Some(Command::Proxy(_))));
+        assert!(cli.log.access_log && cli.log.log_format == LogFormat::Json);
+        assert!(Cli::try_parse_from(["ferry", "--log-format", "xml"]).is_err());
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! Ferry's server: the storage node ([`node`]) over its storage engine ([`store`]), the
-//! frontend proxy ([`proxy`]), a local cluster of both ([`cluster`]), and the `ferry` command
-//! line ([`cli`]).
+//! frontend proxy ([`proxy`]), a local cluster of both ([`cluster`]), the `ferry` command
+//! line ([`cli`]) and its logs ([`logging`]).
 
 pub mod cli;
 pub mod cluster;
+pub mod logging;
 pub mod node;
+mod profile;
 pub mod proxy;
 mod service;
 pub mod store;

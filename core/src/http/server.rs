@@ -386,6 +386,12 @@ pub struct ResponseWriter<'c, S> {
     /// Keep the connection after this response (decided when it starts).
     persist: bool,
     close_requested: bool,
+    /// The client's address, when the accept loop knows it.
+    peer: Option<SocketAddr>,
+    /// The status once started (0 before).
+    status: u16,
+    /// Body bytes handed to [`ResponseWriter::write`] and sent (not counted for `HEAD`).
+    body_sent: u64,
 }
 
 impl<'c, S: Stream> ResponseWriter<'c, S> {
@@ -408,7 +414,26 @@ impl<'c, S: Stream> ResponseWriter<'c, S> {
             state: RespState::Idle,
             persist: false,
             close_requested: false,
+            peer: None,
+            status: 0,
+            body_sent: 0,
         }
+    }
+
+    /// The client's address, if known (connections served by [`serve`] know it).
+    pub fn peer(&self) -> Option<SocketAddr> {
+        self.peer
+    }
+
+    /// The status of the response once started; 0 before.
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    /// Body bytes sent so far (framing excluded; none for responses to `HEAD`), for access
+    /// logs.
+    pub fn body_bytes(&self) -> u64 {
+        self.body_sent
     }
 
     /// Whether the head has been written (or buffered).
@@ -508,6 +533,7 @@ impl<'c, S: Stream> ResponseWriter<'c, S> {
         }
         write::end_head(self.out);
         self.persist = persist;
+        self.status = status;
         self.shared.response_started.store(true, Ordering::Relaxed);
         self.state = match kind {
             _ if self.req.head_only || bodiless => RespState::Done,
@@ -531,6 +557,7 @@ impl<'c, S: Stream> ResponseWriter<'c, S> {
                 return Err(HttpError::Usage("body written after the response ended"));
             }
         };
+        self.body_sent += data.len() as u64;
         match kind {
             BodyKind::Length(_) => {
                 let Some(left) = remaining.checked_sub(data.len() as u64) else {
@@ -687,6 +714,7 @@ struct ConnCx<'a, C, H: ?Sized> {
     config: &'a ServerConfig,
     handler: &'a H,
     stop: Option<&'a Signal>,
+    peer: Option<SocketAddr>,
 }
 
 /// Serve one connection until it closes; returns the number of requests answered.
@@ -705,11 +733,29 @@ where
     S: Stream,
     H: Handler + ?Sized,
 {
+    serve_connection_from(clock, stream, None, config, handler, stop).await
+}
+
+/// [`serve_connection`] for a client at `peer` (what [`ResponseWriter::peer`] tells handlers).
+pub async fn serve_connection_from<C, S, H>(
+    clock: C,
+    stream: S,
+    peer: Option<SocketAddr>,
+    config: &ServerConfig,
+    handler: &H,
+    stop: Option<&Signal>,
+) -> u64
+where
+    C: Clock,
+    S: Stream,
+    H: Handler + ?Sized,
+{
     let cx = ConnCx {
         clock: &clock,
         config,
         handler,
         stop,
+        peer,
     };
     let mut buf = config.pool.get(config.read_buffer_len());
     let head_window = config.head_limits.max_head_len.clamp(1, buf.len());
@@ -859,6 +905,7 @@ where
             // The body cannot be delimited: answer, then close.
             shared.reset(false);
             let mut res = ResponseWriter::new(shared, out, info, cx.stop, 0, cx.clock.unix_time());
+            res.peer = cx.peer;
             render(cx.handler, Some(head), &e, &mut res).await;
             return if res.state == RespState::Failed {
                 Next::Drop
@@ -880,6 +927,7 @@ where
         config.drain_limit,
         cx.clock.unix_time(),
     );
+    res.peer = cx.peer;
     let result = cx.handler.handle(head, &mut body, &mut res).await;
     match result {
         Ok(()) if res.is_started() => res.settle().await,
@@ -1072,14 +1120,21 @@ async fn accept_loop<R: Runtime, H: Handler + 'static>(
     let config = Arc::new(config);
     while !shared.stop.is_set() {
         match race(listener.accept(), shared.stop.wait()).await {
-            Either::Left(Ok((stream, _peer))) => {
+            Either::Left(Ok((stream, peer))) => {
                 shared.accepted.fetch_add(1, Ordering::SeqCst);
                 shared.active.fetch_add(1, Ordering::SeqCst);
                 let guard = ActiveGuard(shared.clone());
                 let (clock, config, handler) = (rt.clone(), config.clone(), handler.clone());
                 drop(rt.spawn(async move {
                     let stop = &guard.0.stop;
-                    let conn = serve_connection(clock, stream, &config, &*handler, Some(stop));
+                    let conn = serve_connection_from(
+                        clock,
+                        stream,
+                        Some(peer),
+                        &config,
+                        &*handler,
+                        Some(stop),
+                    );
                     race(conn, guard.0.abort.wait()).await;
                     drop(guard);
                 }));
@@ -1122,6 +1177,8 @@ mod tests {
     #[derive(Default)]
     struct TestHandler {
         stop: Option<Arc<Signal>>,
+        /// What `/counted` saw after its response: peer, status, body bytes.
+        counted: spin::Mutex<Vec<(Option<SocketAddr>, u16, u64)>>,
     }
 
     impl Handler for TestHandler {
@@ -1176,6 +1233,14 @@ mod tests {
                     for _ in 0..4 {
                         res.write(&[b'x'; 10_000]).await?;
                     }
+                }
+                "/counted" => {
+                    res.start(201, &[], BodyKind::Chunked)?;
+                    res.write(b"hello").await?;
+                    res.write(b" world").await?;
+                    res.finish().await?;
+                    let seen = (res.peer(), res.status(), res.body_bytes());
+                    self.counted.lock().push(seen);
                 }
                 "/err" => return Err(S3Error::new(S3ErrorCode::NoSuchKey)),
                 "/silent" => {}
@@ -1316,6 +1381,39 @@ mod tests {
             );
             assert!(rs.iter().all(|r| !r.closes() && r.header("date").is_some()));
         }
+    }
+
+    #[test]
+    fn response_writer_reports_peer_status_and_body_bytes() {
+        let input = b"GET /counted HTTP/1.1\r\n\r\nHEAD /counted HTTP/1.1\r\n\r\n";
+        let peer: SocketAddr = "192.0.2.7:4242".parse().unwrap();
+        let h = TestHandler::default();
+        let cfg = config();
+        let io = Duplex::new(input, 0);
+        let served = block_on(serve_connection_from(
+            TestClock::auto(),
+            io.clone(),
+            Some(peer),
+            &cfg,
+            &h,
+            None,
+        ));
+        assert_eq!(served, 2);
+        let rs = responses(&io.written(), &["GET", "HEAD"]);
+        assert_eq!(rs[0].body, b"hello world");
+        // Framing (chunk sizes) is not counted; nothing is sent for HEAD.
+        let seen = h.counted.lock().clone();
+        assert_eq!(seen, vec![(Some(peer), 201, 11), (Some(peer), 201, 0)]);
+        // Without a peer (plain serve_connection), none is reported.
+        let h = TestHandler::default();
+        block_on(serve_connection(
+            TestClock::auto(),
+            Duplex::new(b"GET /counted HTTP/1.1\r\n\r\n", 0),
+            &cfg,
+            &h,
+            None,
+        ));
+        assert_eq!(h.counted.lock()[0].0, None);
     }
 
     #[test]
@@ -1550,6 +1648,7 @@ mod tests {
         let stop = Arc::new(Signal::new());
         let handler = TestHandler {
             stop: Some(stop.clone()),
+            ..TestHandler::default()
         };
         let io = Duplex::new(
             b"GET /stopping HTTP/1.1\r\n\r\nGET /ignore HTTP/1.1\r\n\r\n",

@@ -1,6 +1,7 @@
 //! The S3 [`Handler`] of the node: authentication, routing, error responses.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use ferry_core::http::head::RequestHead;
 use ferry_core::http::io::HttpError;
@@ -18,6 +19,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::headers::Headers;
 use super::{NodeConfig, buckets, multipart, objects};
+use crate::logging::{self, Access, RequestLog};
 use crate::store::Store;
 
 /// Signing keys cached (one per access key, region and day).
@@ -111,9 +113,11 @@ impl<R: Runtime> NodeHandler<R> {
         body: &mut BodyReader<'_, S>,
         res: &mut ResponseWriter<'_, S>,
         id: &str,
+        log: &mut RequestLog,
     ) -> S3Result<()> {
         let verified = self.authenticate(req)?;
         let s3 = Endpoint::parse(req.method, req.target, req.headers, &self.addressing)?;
+        log.parsed(&s3);
         let cx = Cx {
             node: self,
             target: req.target,
@@ -154,6 +158,7 @@ impl<R: Runtime> Handler for NodeHandler<R> {
         body: &mut BodyReader<'_, S>,
         res: &mut ResponseWriter<'_, S>,
     ) -> Result<(), S3Error> {
+        let started = Instant::now();
         let id = self.ids.next();
         if req.method == "GET" && req.target == "/healthz" {
             let h = [
@@ -169,14 +174,44 @@ impl<R: Runtime> Handler for NodeHandler<R> {
             res.send(200, &h, b"ok").await?;
             return Ok(());
         }
-        match self.serve(req, body, res, &id).await {
+        let mut log = RequestLog::new(logging::access_enabled());
+        let result = match self.serve(req, body, res, &id, &mut log).await {
             Err(e) if !res.is_started() => {
+                if e.status() >= 500 {
+                    tracing::warn!(
+                        op = %log.op, status = e.status(), request_id = %id, error = %e,
+                        "request failed"
+                    );
+                }
                 self.send_error(Some(req.target), &e, &id, Headers::new(), res)
-                    .await?;
-                Ok(())
+                    .await
+                    .map_err(S3Error::from)
             }
-            other => other,
+            Err(e) => {
+                // The response had started: the connection closes mid-response.
+                tracing::debug!(op = %log.op, request_id = %id, error = %e, "response cut short");
+                Err(e)
+            }
+            Ok(()) => Ok(()),
+        };
+        if log.access() {
+            let status = match res.status() {
+                0 => 500,
+                s => s,
+            };
+            logging::access(&Access {
+                server: "node",
+                log: &log,
+                status,
+                bytes_in: body.received(),
+                bytes_out: res.body_bytes(),
+                duration: started.elapsed(),
+                backend: "-",
+                peer: res.peer(),
+                request_id: &id,
+            });
         }
+        result
     }
 
     async fn render_error<S: Stream>(

@@ -199,6 +199,21 @@ async fn run<R: Runtime>(
         server.abort();
         return;
     }
+    tracing::info!(
+        listen = %server.local_addr(), data = %cfg.data_dir.display(),
+        runtime = %cfg.runtime, fsync = cfg.fsync, "node listening"
+    );
     stop.wait().await;
-    server.stop(&rt, STOP_GRACE).await;
+    tracing::info!(
+        listen = %server.local_addr(), open_connections = server.active(),
+        "node draining: no new connections, requests in flight may finish"
+    );
+    if server.stop(&rt, STOP_GRACE).await {
+        tracing::info!(listen = %server.local_addr(), "node stopped");
+    } else {
+        tracing::warn!(
+            listen = %server.local_addr(), grace = ?STOP_GRACE,
+            "node stopped: requests still running after the grace period were dropped"
+        );
+    }
 }

@@ -1,7 +1,9 @@
-//! The admin listener: `/healthz` (the process runs), `/readyz` (a backend is up), and
-//! Prometheus `/metrics`. No authentication: it listens on 127.0.0.1 by default.
+//! The admin listener: `/healthz` (the process runs), `/readyz` (a backend is up),
+//! Prometheus `/metrics`, and CPU profiles (`/debug/pprof/profile`, see [`crate::profile`]).
+//! No authentication: it listens on 127.0.0.1 by default.
 
-use std::sync::Arc;
+use std::sync::{Arc, mpsc};
+use std::time::Duration;
 
 use ferry_core::http::Header;
 use ferry_core::http::head::RequestHead;
@@ -10,6 +12,7 @@ use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::S3Error;
 
 use super::Proxy;
+use crate::profile::{self, ProfileError, ProfileRequest, Running};
 
 /// Serves the admin endpoints of one proxy.
 pub(crate) struct AdminHandler<R: Runtime> {
@@ -40,7 +43,7 @@ impl<R: Runtime> Handler for AdminHandler<R> {
         _body: &mut BodyReader<'_, S>,
         res: &mut ResponseWriter<'_, S>,
     ) -> Result<(), S3Error> {
-        let path = req.target.split_once('?').map_or(req.target, |(p, _)| p);
+        let (path, query) = req.target.split_once('?').unwrap_or((req.target, ""));
         if req.method != "GET" && req.method != "HEAD" {
             res.send(405, &[TEXT], b"method not allowed\n").await?;
             return Ok(());
@@ -65,8 +68,80 @@ impl<R: Runtime> Handler for AdminHandler<R> {
                 };
                 res.send(200, &[h], body.as_bytes()).await?;
             }
+            "/debug/pprof/profile" => self.profile(query, res).await?,
+            "/debug/pprof" | "/debug/pprof/" => {
+                let state = if Running::is_running() {
+                    "a profile is being taken now"
+                } else {
+                    "no profile is being taken now"
+                };
+                let body = format!(
+                    "CPU profiles of this process (one at a time; {state}):\n\
+                     /debug/pprof/profile?seconds=N           gzipped pprof protobuf (N: 1 to {}, default {})\n\
+                     /debug/pprof/profile?seconds=N&format=svg  flamegraph\n",
+                    profile::MAX_SECONDS,
+                    profile::DEFAULT_SECONDS,
+                );
+                res.send(200, &[TEXT], body.as_bytes()).await?;
+            }
             _ => res.send(404, &[TEXT], b"not found\n").await?,
         }
         Ok(())
+    }
+}
+
+impl<R: Runtime> AdminHandler<R> {
+    /// `GET /debug/pprof/profile`: sample for the seconds asked, off the reactor, then answer.
+    async fn profile<S: Stream>(
+        &self,
+        query: &str,
+        res: &mut ResponseWriter<'_, S>,
+    ) -> Result<(), ferry_core::http::io::HttpError> {
+        let req = match ProfileRequest::from_query(query) {
+            Ok(r) => r,
+            Err(msg) => return res.send(400, &[TEXT], format!("{msg}\n").as_bytes()).await,
+        };
+        let Some(running) = Running::try_start() else {
+            let msg = b"a CPU profile is already being taken; retry when it is done\n";
+            return res.send(409, &[TEXT], msg).await;
+        };
+        tracing::info!(seconds = req.seconds, format = %req.format.as_str(), "CPU profile started");
+        // Dropping the sender (this request going away) ends the profile early.
+        let (cancel, cancelled) = mpsc::channel::<()>();
+        let duration = Duration::from_secs(req.seconds);
+        let taken = self
+            .p
+            .rt
+            .unblock(move || {
+                let r = profile::take(duration, req.format, &cancelled);
+                drop(running);
+                r
+            })
+            .await;
+        drop(cancel);
+        match taken {
+            Ok(body) => {
+                tracing::info!(bytes = body.len(), "CPU profile done");
+                let h = Header {
+                    name: "Content-Type",
+                    value: req.format.content_type().as_bytes(),
+                };
+                let disposition = Header {
+                    name: "Content-Disposition",
+                    value: match req.format {
+                        profile::Format::Pprof => b"attachment; filename=\"profile\"",
+                        profile::Format::Svg => b"inline; filename=\"profile.svg\"",
+                    },
+                };
+                res.send(200, &[h, disposition], &body).await
+            }
+            Err(ProfileError::Cancelled) => {
+                res.send(503, &[TEXT], b"the profile was cancelled\n").await
+            }
+            Err(ProfileError::Failed(msg)) => {
+                tracing::warn!(error = %msg, "CPU profile failed");
+                res.send(500, &[TEXT], format!("{msg}\n").as_bytes()).await
+            }
+        }
     }
 }

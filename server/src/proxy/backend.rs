@@ -109,10 +109,12 @@ impl<R: Runtime> Backend<R> {
         drop(old);
     }
 
-    /// Mark it down (a probe failed or it refused a connection); its idle connections go.
-    pub fn mark_down(&self) {
+    /// Mark it down (a probe failed or it refused a connection: `reason`); its idle
+    /// connections go. Only the transition is logged.
+    pub fn mark_down(&self, reason: &dyn std::fmt::Display) {
         if self.up.swap(false, Ordering::SeqCst) {
             self.stats.marked_down.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(backend = %self.id, addr = %self.addr, reason = %reason, "backend down");
             self.flush_pool();
         }
     }
@@ -120,8 +122,16 @@ impl<R: Runtime> Backend<R> {
     /// Mark it up (a probe succeeded); connections pooled before are dropped.
     pub fn mark_up(&self) {
         if !self.up.swap(true, Ordering::SeqCst) {
+            tracing::info!(backend = %self.id, addr = %self.addr, "backend up");
             self.flush_pool();
         }
+    }
+
+    /// Count a failed connect and mark the backend down.
+    fn connect_failed(&self, e: &HttpError) {
+        self.stats.failures.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(backend = %self.id, addr = %self.addr, error = %e, "backend connect failed");
+        self.mark_down(&format_args!("connect failed: {e}"));
     }
 
     /// A connection: a pooled one, or a new one within the connect timeout. A backend marked
@@ -139,9 +149,8 @@ impl<R: Runtime> Backend<R> {
                 }
                 Ok(c)
             }
-            Err(_) => {
-                self.stats.failures.fetch_add(1, Ordering::Relaxed);
-                self.mark_down();
+            Err(e) => {
+                self.connect_failed(&e);
                 Err(self.unavailable())
             }
         }
@@ -155,9 +164,8 @@ impl<R: Runtime> Backend<R> {
                 self.stats.connects.fetch_add(1, Ordering::Relaxed);
                 Ok(c)
             }
-            Err(_) => {
-                self.stats.failures.fetch_add(1, Ordering::Relaxed);
-                self.mark_down();
+            Err(e) => {
+                self.connect_failed(&e);
                 Err(self.unavailable())
             }
         }

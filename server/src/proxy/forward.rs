@@ -272,6 +272,7 @@ fn prepare<'a, R: Runtime, S: Stream>(
 
 fn backend_failed<R: Runtime>(b: &Backend<R>, e: &HttpError) -> S3Error {
     b.failed(e);
+    tracing::warn!(backend = %b.id, addr = %b.addr, error = %e, "backend failed during a request");
     S3Error::with_message(
         S3ErrorCode::ServiceUnavailable,
         format!("Backend {} failed during the request; please retry.", b.id),
@@ -292,6 +293,7 @@ pub(crate) async fn forward<R: Runtime, S: Stream>(
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
     let b = cx.backend(idx)?;
+    cx.set_backend(idx);
     let out = prepare(cx, b, body)?;
     let Outbound {
         target,

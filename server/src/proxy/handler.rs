@@ -1,7 +1,7 @@
 //! The proxy's S3 [`Handler`]: authentication, routing to backends, error responses.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use ferry_core::http::head::RequestHead;
@@ -17,7 +17,13 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use super::Proxy;
 use super::backend::Backend;
 use super::{buckets, copy, forward, list};
+use crate::logging::{self, Access, RequestLog};
 use crate::node::handler::{origin_form, resource};
+
+/// [`Cx::backend`] value: no backend was asked.
+const NO_BACKEND: usize = usize::MAX;
+/// [`Cx::backend`] value: every backend was asked (fan-out).
+const ALL_BACKENDS: usize = usize::MAX - 1;
 
 /// The proxy's request handler, written once over any [`Runtime`].
 pub struct ProxyHandler<R: Runtime> {
@@ -40,6 +46,8 @@ pub(crate) struct Cx<'a, R: Runtime> {
     pub id: &'a str,
     /// The status sent, for metrics (0 until a response starts).
     status: AtomicU16,
+    /// The backend the request went to, for the access log ([`NO_BACKEND`], [`ALL_BACKENDS`]).
+    backend: AtomicUsize,
 }
 
 impl<R: Runtime> Cx<'_, R> {
@@ -54,6 +62,11 @@ impl<R: Runtime> Cx<'_, R> {
     /// Remember the status of the response being sent.
     pub fn set_status(&self, status: u16) {
         self.status.store(status, Ordering::Relaxed);
+    }
+
+    /// Remember the backend the request goes to.
+    pub fn set_backend(&self, idx: usize) {
+        self.backend.store(idx, Ordering::Relaxed);
     }
 
     /// The access key the client signed with.
@@ -128,22 +141,51 @@ impl<R: Runtime> ProxyHandler<R> {
         body: &mut BodyReader<'_, S>,
         res: &mut ResponseWriter<'_, S>,
         id: &str,
-        op: &mut &'static str,
-        status: &mut u16,
+        out: &mut Outcome,
     ) -> S3Result<()> {
         let verified = self.authenticate(req)?;
         let s3 = Endpoint::parse(req.method, req.target, req.headers, &self.p.addressing)?;
-        *op = s3.endpoint.name();
+        out.log.parsed(&s3);
         let cx = Cx {
             p: &self.p,
             req,
             verified: &verified,
             id,
             status: AtomicU16::new(0),
+            backend: AtomicUsize::new(NO_BACKEND),
         };
         let r = dispatch(&cx, &s3, body, res).await;
-        *status = cx.status.load(Ordering::Relaxed);
+        out.status = cx.status.load(Ordering::Relaxed);
+        out.backend = cx.backend.load(Ordering::Relaxed);
         r
+    }
+
+    /// The id of backend `idx` for logs (`*` for all, `-` for none).
+    fn backend_name(&self, idx: usize) -> &str {
+        match idx {
+            ALL_BACKENDS => "*",
+            i => self.p.backends.get(i).map_or("-", |b| b.id.as_str()),
+        }
+    }
+
+    /// Log a 5xx answer: at `warn`, but at `debug` for the proxy's own 503s, whose cause (a
+    /// backend down or failing) is logged once where it happens rather than per request.
+    fn log_server_error(&self, out: &Outcome, id: &str, error: Option<&S3Error>) {
+        let backend = self.backend_name(out.backend);
+        match error {
+            Some(e) if e.code == S3ErrorCode::ServiceUnavailable => tracing::debug!(
+                op = %out.log.op, status = out.status, backend, request_id = %id, error = %e,
+                "request answered 503"
+            ),
+            Some(e) => tracing::warn!(
+                op = %out.log.op, status = out.status, backend, request_id = %id, error = %e,
+                "request failed"
+            ),
+            None => tracing::warn!(
+                op = %out.log.op, status = out.status, backend, request_id = %id,
+                "backend answered with a server error"
+            ),
+        }
     }
 
     /// Write `error` as S3 does: the XML document (no body for HEAD), `Resource`, request id.
@@ -201,24 +243,57 @@ impl<R: Runtime> Handler for ProxyHandler<R> {
             res.send(200, &h, b"ok").await?;
             return Ok(());
         }
-        let mut op = "unknown";
-        let mut status = 0;
-        let result = match self.serve(req, body, res, &id, &mut op, &mut status).await {
+        let mut out = Outcome {
+            log: RequestLog::new(logging::access_enabled()),
+            status: 0,
+            backend: NO_BACKEND,
+        };
+        let result = match self.serve(req, body, res, &id, &mut out).await {
             Err(e) if !res.is_started() => {
-                status = if e.code == S3ErrorCode::NotModified {
+                out.status = if e.code == S3ErrorCode::NotModified {
                     304
                 } else {
                     e.status()
                 };
-                self.send_error(Some(req.target), &e, &id, res).await?;
+                if out.status >= 500 {
+                    self.log_server_error(&out, &id, Some(&e));
+                }
+                self.send_error(Some(req.target), &e, &id, res)
+                    .await
+                    .map_err(S3Error::from)
+            }
+            Err(e) => {
+                // The response had started: the connection closes mid-response.
+                tracing::debug!(
+                    op = %out.log.op, request_id = %id, error = %e, "response cut short"
+                );
+                Err(e)
+            }
+            Ok(()) => {
+                if out.status >= 500 {
+                    self.log_server_error(&out, &id, None);
+                }
                 Ok(())
             }
-            other => other,
         };
-        if result.is_err() && status == 0 {
-            status = 500;
+        if result.is_err() && out.status == 0 {
+            out.status = 500;
         }
-        self.p.metrics.record(op, status, started.elapsed());
+        let elapsed = started.elapsed();
+        self.p.metrics.record(out.log.op, out.status, elapsed);
+        if out.log.access() {
+            logging::access(&Access {
+                server: "proxy",
+                log: &out.log,
+                status: out.status,
+                bytes_in: body.received(),
+                bytes_out: res.body_bytes(),
+                duration: elapsed,
+                backend: self.backend_name(out.backend),
+                peer: res.peer(),
+                request_id: &id,
+            });
+        }
         result
     }
 
@@ -229,9 +304,22 @@ impl<R: Runtime> Handler for ProxyHandler<R> {
         res: &mut ResponseWriter<'_, S>,
     ) -> Result<(), HttpError> {
         let id = self.p.ids.next();
+        tracing::debug!(
+            peer = %res.peer().map_or_else(|| "-".to_owned(), |a| a.to_string()),
+            request_id = %id, error = %error, "bad request"
+        );
         self.send_error(req.map(|r| r.target), error, &id, res)
             .await
     }
+}
+
+/// What [`ProxyHandler::handle`] learns about a request while serving it.
+struct Outcome {
+    log: RequestLog,
+    /// The status sent (0 if none).
+    status: u16,
+    /// The backend asked (or [`NO_BACKEND`], [`ALL_BACKENDS`]).
+    backend: usize,
 }
 
 /// Run the operation `s3` names: forwarded to the key's backend, fanned out, or merged.
@@ -243,6 +331,18 @@ async fn dispatch<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     let bucket = s3.bucket_str();
     let key = s3.key_str();
+    if matches!(
+        s3.endpoint,
+        Endpoint::ListBuckets { .. }
+            | Endpoint::CreateBucket
+            | Endpoint::DeleteBucket
+            | Endpoint::ListObjects { .. }
+            | Endpoint::ListObjectsV2 { .. }
+            | Endpoint::ListMultipartUploads { .. }
+            | Endpoint::DeleteObjects { .. }
+    ) {
+        cx.set_backend(ALL_BACKENDS);
+    }
     match &s3.endpoint {
         Endpoint::ListBuckets {
             prefix,
@@ -292,6 +392,7 @@ async fn dispatch<R: Runtime, S: Stream>(
             if src == dst {
                 forward::forward(cx, dst, body, res).await
             } else {
+                cx.set_backend(dst);
                 copy::copy_across(cx, res, s3, src, dst).await
             }
         }

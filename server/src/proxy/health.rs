@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferry_core::http::client::connect;
+use ferry_core::http::io::HttpError;
 use ferry_core::http::{EMPTY_HEADER, Header};
 use ferry_core::rt::{Either, Runtime, Signal, race, timeout};
 
@@ -43,16 +44,19 @@ pub(crate) async fn probe<R: Runtime>(rt: &R, b: &Backend<R>) {
         .max(Duration::from_secs(1))
         * 2;
     match timeout(rt, limit, check(rt, b)).await {
-        Ok(true) => b.mark_up(),
-        _ => b.mark_down(),
+        Ok(Ok(())) => b.mark_up(),
+        Ok(Err(why)) => b.mark_down(&format_args!("health probe: {why}")),
+        Err(_) => b.mark_down(&format_args!("health probe: no answer within {limit:?}")),
     }
 }
 
 /// A Ferry node must answer `GET /healthz` with 200; another S3 server any answer to `HEAD /`.
-async fn check<R: Runtime>(rt: &R, b: &Backend<R>) -> bool {
-    let Ok(mut conn) = connect(rt, b.addr, b.client_config()).await else {
-        return false;
-    };
+/// The error says what went wrong (it is logged when the backend goes down).
+async fn check<R: Runtime>(rt: &R, b: &Backend<R>) -> Result<(), String> {
+    let failed = |what: &str, e: HttpError| format!("{what}: {e}");
+    let mut conn = connect(rt, b.addr, b.client_config())
+        .await
+        .map_err(|e| failed("connect", e))?;
     let host = [Header {
         name: "Host",
         value: b.host.as_bytes(),
@@ -61,19 +65,21 @@ async fn check<R: Runtime>(rt: &R, b: &Backend<R>) -> bool {
         BackendKind::Ferry => ("GET", "/healthz"),
         BackendKind::S3 => ("HEAD", "/"),
     };
-    if conn.send_request(method, target, &host, &[]).await.is_err() {
-        return false;
-    }
+    conn.send_request(method, target, &host, &[])
+        .await
+        .map_err(|e| failed("send", e))?;
     let mut storage = [EMPTY_HEADER; 64];
-    let Ok(mut resp) = conn.response(&mut storage).await else {
-        return false;
-    };
+    let mut resp = conn
+        .response(&mut storage)
+        .await
+        .map_err(|e| failed("response", e))?;
     let status = resp.head.status;
-    if resp.body.discard().await.is_err() {
-        return false;
-    }
+    resp.body
+        .discard()
+        .await
+        .map_err(|e| failed("response body", e))?;
     match b.kind {
-        BackendKind::Ferry => status == 200,
-        BackendKind::S3 => true,
+        BackendKind::Ferry if status != 200 => Err(format!("{method} {target} answered {status}")),
+        _ => Ok(()),
     }
 }

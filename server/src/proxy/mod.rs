@@ -319,10 +319,32 @@ async fn run<R: Runtime>(
         health.await;
         return;
     }
+    let admin_addr = addrs.1.map_or_else(|| "none".to_owned(), |a| a.to_string());
+    tracing::info!(
+        listen = %addrs.0, admin = %admin_addr, runtime = %cfg.runtime,
+        backends = proxy.backends.len(), "proxy listening"
+    );
+    for b in &proxy.backends {
+        let auth = if b.passthrough {
+            "passthrough"
+        } else {
+            "resign"
+        };
+        tracing::info!(backend = %b.id, addr = %b.addr, auth = %auth, "backend configured");
+    }
     stop.wait().await;
-    server.stop(&rt, STOP_GRACE).await;
+    tracing::info!(
+        open_connections = server.active(),
+        "proxy draining: no new connections, requests in flight may finish"
+    );
+    let drained = server.stop(&rt, STOP_GRACE).await;
     if let Some(a) = &admin {
         a.stop(&rt, Duration::from_secs(1)).await;
     }
     health.await;
+    if drained {
+        tracing::info!("proxy stopped");
+    } else {
+        tracing::warn!(grace = ?STOP_GRACE, "proxy stopped: requests still running after the grace period were dropped");
+    }
 }

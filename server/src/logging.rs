@@ -1,0 +1,206 @@
+//! Logs: the events the servers emit with `tracing`, and the subscriber `ferry` installs.
+//!
+//! The library only emits events (without a subscriber each costs a cached check) and never
+//! installs a subscriber: only the `ferry` program does, through [`init`], writing text or
+//! JSON lines to stderr. Access events (one per S3 request) go to the target
+//! [`ACCESS_TARGET`] at `INFO` and are off unless `--access-log` (or a `RUST_LOG` directive for
+//! that target) turns them on, so a server under load does not format a line per request.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use ferry_core::s3::request::S3Request;
+
+/// The target of access events (one per S3 request).
+pub const ACCESS_TARGET: &str = "ferry::access";
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines: time, level, target, message, `field=value` pairs.
+    #[default]
+    Text,
+    /// One JSON object per line, fields at the top level.
+    Json,
+}
+
+/// The logging options of every `ferry` command.
+#[derive(Debug, Clone, Default, Args)]
+pub struct LogArgs {
+    /// Format of the log lines on stderr.
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    pub log_format: LogFormat,
+    /// Lowest level logged (error, warn, info, debug, trace), or filter directives as in
+    /// RUST_LOG (e.g. "info,ferry_server::proxy=debug"); RUST_LOG wins when set [default: info].
+    #[arg(long, value_name = "LEVEL", global = true)]
+    pub log_level: Option<String>,
+    /// Log one line per S3 request (target ferry::access, level info).
+    #[arg(long, global = true)]
+    pub access_log: bool,
+}
+
+/// The filter directives for `args`, given `RUST_LOG`'s value: `RUST_LOG` (when set and not
+/// empty), else `--log-level`, else `info`; then access events on or off as `--access-log`
+/// says, unless the directives name the access target themselves.
+pub fn filter_directives(args: &LogArgs, rust_log: Option<&str>) -> String {
+    let base = rust_log
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .or(args.log_level.as_deref())
+        .unwrap_or("info");
+    if base.contains(ACCESS_TARGET) {
+        return base.to_owned();
+    }
+    let access = if args.access_log { "info" } else { "off" };
+    format!("{base},{ACCESS_TARGET}={access}")
+}
+
+/// Install the process's subscriber: lines on stderr, as `args` (and `RUST_LOG`) say.
+///
+/// Fails if the filter does not parse or a subscriber is installed already.
+pub fn init(args: &LogArgs) -> Result<(), String> {
+    use tracing_subscriber::EnvFilter;
+
+    let rust_log = std::env::var("RUST_LOG").ok();
+    let directives = filter_directives(args, rust_log.as_deref());
+    let filter = EnvFilter::builder()
+        .parse(&directives)
+        .map_err(|e| format!("bad log filter {directives:?}: {e}"))?;
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter);
+    let installed = match args.log_format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+    installed.map_err(|e| format!("cannot install the logger: {e}"))
+}
+
+/// Whether access events are logged (checked before collecting what only they need).
+pub(crate) fn access_enabled() -> bool {
+    tracing::enabled!(target: ACCESS_TARGET, tracing::Level::INFO)
+}
+
+/// What the access event of a request needs from its parsed form.
+#[derive(Debug)]
+pub(crate) struct RequestLog {
+    /// The S3 operation (`Endpoint::name`), `unknown` until the request is parsed.
+    pub op: &'static str,
+    /// Bucket and key (empty when absent), kept only when access events are on.
+    pub names: Option<(String, String)>,
+    /// Keep `names`.
+    access: bool,
+}
+
+impl RequestLog {
+    /// Nothing known yet; `access`: whether the access event will be logged.
+    pub fn new(access: bool) -> Self {
+        Self {
+            op: "unknown",
+            names: None,
+            access,
+        }
+    }
+
+    /// Whether the access event will be logged.
+    pub fn access(&self) -> bool {
+        self.access
+    }
+
+    /// Take the operation (and, for the access event, the names) of `s3`.
+    pub fn parsed(&mut self, s3: &S3Request<'_>) {
+        self.op = s3.endpoint.name();
+        if self.access {
+            self.names = Some((s3.bucket_str().to_owned(), s3.key_str().to_owned()));
+        }
+    }
+
+    /// The bucket, or `""`.
+    pub fn bucket(&self) -> &str {
+        self.names.as_ref().map_or("", |(b, _)| b)
+    }
+
+    /// The key, or `""`.
+    pub fn key(&self) -> &str {
+        self.names.as_ref().map_or("", |(_, k)| k)
+    }
+}
+
+/// One finished S3 request.
+#[derive(Debug)]
+pub(crate) struct Access<'a> {
+    /// `proxy` or `node` (a local cluster runs both in one process).
+    pub server: &'static str,
+    pub log: &'a RequestLog,
+    pub status: u16,
+    /// Request body bytes received.
+    pub bytes_in: u64,
+    /// Response body bytes sent.
+    pub bytes_out: u64,
+    pub duration: Duration,
+    /// Backend id (proxy), `*` for fan-outs, `-` for none.
+    pub backend: &'a str,
+    pub peer: Option<SocketAddr>,
+    pub request_id: &'a str,
+}
+
+/// An address or `-`.
+struct Peer(Option<SocketAddr>);
+
+impl fmt::Display for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(a) => a.fmt(f),
+            None => f.write_str("-"),
+        }
+    }
+}
+
+/// Emit the access event of `a`.
+pub(crate) fn access(a: &Access<'_>) {
+    tracing::info!(
+        target: ACCESS_TARGET,
+        server = %a.server,
+        op = %a.log.op,
+        bucket = a.log.bucket(),
+        key = a.log.key(),
+        status = a.status,
+        bytes_in = a.bytes_in,
+        bytes_out = a.bytes_out,
+        duration_us = u64::try_from(a.duration.as_micros()).unwrap_or(u64::MAX),
+        backend = %a.backend,
+        peer = %Peer(a.peer),
+        request_id = %a.request_id,
+        "request"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directives_follow_rust_log_then_options() {
+        let mut args = LogArgs::default();
+        assert_eq!(filter_directives(&args, None), "info,ferry::access=off");
+        args.log_level = Some("warn".into());
+        args.access_log = true;
+        assert_eq!(filter_directives(&args, None), "warn,ferry::access=info");
+        assert_eq!(
+            filter_directives(&args, Some("debug")),
+            "debug,ferry::access=info"
+        );
+        // An empty RUST_LOG counts as unset.
+        assert_eq!(
+            filter_directives(&args, Some(" ")),
+            "warn,ferry::access=info"
+        );
+        // RUST_LOG naming the access target decides alone.
+        assert_eq!(
+            filter_directives(&args, Some("error,ferry::access=info")),
+            "error,ferry::access=info"
+        );
+    }
+}
