@@ -41,20 +41,33 @@ pub struct LogArgs {
     pub access_log: bool,
 }
 
+/// Level names `--log-level` takes alone.
+const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+
 /// The filter directives for `args`, given `RUST_LOG`'s value: `RUST_LOG` (when set and not
 /// empty), else `--log-level`, else `info`; then access events on or off as `--access-log`
 /// says, unless the directives name the access target themselves.
-pub fn filter_directives(args: &LogArgs, rust_log: Option<&str>) -> String {
+///
+/// A single word must be a level name: the filter would take any other word for a target and
+/// silently log (almost) nothing.
+pub fn filter_directives(args: &LogArgs, rust_log: Option<&str>) -> Result<String, String> {
     let base = rust_log
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .or(args.log_level.as_deref())
+        .or(args.log_level.as_deref().map(str::trim))
         .unwrap_or("info");
+    let single = !base.contains([',', '=']);
+    if single && !LEVELS.iter().any(|l| l.eq_ignore_ascii_case(base)) {
+        return Err(format!(
+            "unknown log level {base:?} (expected one of {}, or filter directives)",
+            LEVELS.join(", ")
+        ));
+    }
     if base.contains(ACCESS_TARGET) {
-        return base.to_owned();
+        return Ok(base.to_owned());
     }
     let access = if args.access_log { "info" } else { "off" };
-    format!("{base},{ACCESS_TARGET}={access}")
+    Ok(format!("{base},{ACCESS_TARGET}={access}"))
 }
 
 /// Install the process's subscriber: lines on stderr, as `args` (and `RUST_LOG`) say.
@@ -64,7 +77,7 @@ pub fn init(args: &LogArgs) -> Result<(), String> {
     use tracing_subscriber::EnvFilter;
 
     let rust_log = std::env::var("RUST_LOG").ok();
-    let directives = filter_directives(args, rust_log.as_deref());
+    let directives = filter_directives(args, rust_log.as_deref())?;
     let filter = EnvFilter::builder()
         .parse(&directives)
         .map_err(|e| format!("bad log filter {directives:?}: {e}"))?;
@@ -183,6 +196,7 @@ mod tests {
 
     #[test]
     fn directives_follow_rust_log_then_options() {
+        let filter_directives = |a: &LogArgs, r: Option<&str>| filter_directives(a, r).unwrap();
         let mut args = LogArgs::default();
         assert_eq!(filter_directives(&args, None), "info,ferry::access=off");
         args.log_level = Some("warn".into());
@@ -201,6 +215,14 @@ mod tests {
         assert_eq!(
             filter_directives(&args, Some("error,ferry::access=info")),
             "error,ferry::access=info"
+        );
+        // A lone word that is no level is refused; directives pass through.
+        args.log_level = Some("verbose".into());
+        assert!(super::filter_directives(&args, None).is_err());
+        args.log_level = Some("ferry_server=debug".into());
+        assert_eq!(
+            filter_directives(&args, None),
+            "ferry_server=debug,ferry::access=info"
         );
     }
 }
