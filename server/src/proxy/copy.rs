@@ -203,14 +203,10 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
         format!("{dst_path}?{query}")
     };
     let mut dst_conn = db.conn().await?;
-    let body_kind = if len == 0 {
-        BodyKind::None
-    } else {
-        BodyKind::Length(len)
-    };
     {
+        // Even an empty body has its length: a write without one is `MissingContentLength`.
         let mut w = dst_conn
-            .request("PUT", &target, &put_views, body_kind, false)
+            .request("PUT", &target, &put_views, BodyKind::Length(len), false)
             .map_err(|e| S3Error::with_message(S3ErrorCode::InternalError, e.to_string()))?;
         while let Some(chunk) = src_resp
             .body
