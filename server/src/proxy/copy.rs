@@ -138,10 +138,16 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
             return Err(S3Error::new(S3ErrorCode::PreconditionFailed));
         }
         if status == 416 {
-            return Err(S3Error::with_message(
-                S3ErrorCode::InvalidArgument,
-                "The x-amz-copy-source-range is not valid for the source object",
-            ));
+            // Worded as a node words it (the 416 names the source's size).
+            let message = match find_header_str(src_resp.head.headers, "content-range")
+                .and_then(range_total)
+            {
+                Some(total) => {
+                    format!("Range specified is not valid for source object of size: {total}")
+                }
+                None => "The x-amz-copy-source-range is not valid for the source object".into(),
+            };
+            return Err(S3Error::with_message(S3ErrorCode::InvalidArgument, message));
         }
         let mut body = Vec::new();
         while let Some(c) = src_resp
