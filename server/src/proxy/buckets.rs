@@ -2,7 +2,7 @@
 //! them fans out, ListBuckets is the union, and DeleteObjects is split by placement.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use ferry_core::http::aws_chunked::AwsChunkedDecoder;
@@ -346,8 +346,8 @@ fn unavailable(doc: &mut DeleteResult<'static>, group: &[&ObjectIdentifier<'_>],
     }
 }
 
-/// DeleteObjects: each backend deletes the keys placed on it; the results are merged. Keys
-/// of a backend that is down get a `ServiceUnavailable` error entry each.
+/// DeleteObjects: each backend deletes the keys placed on it; the results are merged in the
+/// request's order. Keys of a backend that is down get a `ServiceUnavailable` error entry each.
 pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     body: &mut BodyReader<'_, S>,
@@ -430,6 +430,14 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
                 message: Cow::Owned(e.message.into_owned()),
             }));
     }
+    // In the order of the request, as one node answers.
+    let mut position: HashMap<&str, usize> = HashMap::with_capacity(request.objects.len());
+    for (i, o) in request.objects.iter().enumerate() {
+        position.entry(o.key.as_ref()).or_insert(i);
+    }
+    let at = |key: &str| position.get(key).copied().unwrap_or(usize::MAX);
+    doc.deleted.sort_by_key(|d| at(&d.key));
+    doc.errors.sort_by_key(|e| at(&e.key));
     let mut out = Vec::new();
     doc.write_xml(&mut out);
     cx.send_xml(res, &out).await
