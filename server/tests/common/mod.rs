@@ -16,6 +16,7 @@ use aws_sdk_s3::config::timeout::TimeoutConfig;
 use aws_sdk_s3::config::{BehaviorVersion, Region};
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::operation::copy_object::CopyObjectOutput;
+use aws_sdk_s3::operation::head_object::HeadObjectOutput;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::ChecksumMode;
 use ferry_core::place::Placement;
@@ -277,6 +278,17 @@ impl TestNode {
             .send()
             .await
             .unwrap_or_else(|e| panic!("copy {source} to {bucket}/{key}: {}", show(&e)))
+    }
+
+    /// HEAD `bucket/key`.
+    pub async fn head(&self, bucket: &str, key: &str) -> HeadObjectOutput {
+        self.client
+            .head_object()
+            .bucket(bucket)
+            .key(key)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("head {bucket}/{key}: {}", show(&e)))
     }
 
     /// The CRC32 stored with `bucket/key` (HEAD with checksum mode).
