@@ -31,6 +31,8 @@ pub struct ClusterConfig {
     pub fsync: bool,
     /// Smallest multipart part but the last (default the node's, 5 MiB).
     pub min_part_size: Option<u64>,
+    /// The region the proxy and the nodes serve (default `us-east-1`).
+    pub region: String,
 }
 
 impl ClusterConfig {
@@ -51,6 +53,7 @@ impl ClusterConfig {
             threads: 0,
             fsync: true,
             min_part_size: None,
+            region: "us-east-1".into(),
         }
     }
 }
@@ -122,6 +125,7 @@ pub fn start_cluster(cfg: ClusterConfig) -> io::Result<Cluster> {
         n.runtime = cfg.runtime;
         n.threads = cfg.threads;
         n.fsync = cfg.fsync;
+        n.region.clone_from(&cfg.region);
         if let Some(m) = cfg.min_part_size {
             n.min_part_size = m;
         }
@@ -137,6 +141,7 @@ pub fn start_cluster(cfg: ClusterConfig) -> io::Result<Cluster> {
     p.admin_listen = cfg.admin_listen;
     p.runtime = cfg.runtime;
     p.threads = cfg.threads;
+    p.region = cfg.region;
     let proxy = start_proxy(p)?;
     Ok(Cluster {
         proxy: Some(proxy),

@@ -1,16 +1,16 @@
-//! Buckets through the AWS SDK for Rust, on both runtimes: create, head, list (with
-//! pagination), location, versioning, delete, and their errors; authentication failures, error
-//! documents, `/healthz`, and persistence across a restart.
+//! Buckets through the AWS SDK for Rust, on a node and through the proxy, on both runtimes: create,
+//! head, list (with pagination), location, versioning, delete, and their errors; authentication
+//! failures, error documents, `/healthz`, and persistence across a restart.
 
 #[macro_use]
 mod common;
 
 use aws_credential_types::Credentials;
 use aws_sdk_s3::Client;
+use common::Target;
 use common::{TestNode, assert_code, assert_error, http_request, show, status_of};
-use ferry_server::RuntimeKind;
 
-on_both_runtimes!(
+on_every_target!(
     create_head_and_recreate,
     invalid_bucket_names,
     list_buckets_paginated,
@@ -25,8 +25,8 @@ on_both_runtimes!(
     clock_skew,
 );
 
-async fn create_head_and_recreate(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn create_head_and_recreate(target: Target) {
+    let n = TestNode::start(target);
     let out = n
         .client
         .create_bucket()
@@ -55,8 +55,8 @@ async fn create_head_and_recreate(kind: RuntimeKind) {
     );
 }
 
-async fn invalid_bucket_names(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn invalid_bucket_names(target: Target) {
+    let n = TestNode::start(target);
     for name in [
         "ab",
         "Upper",
@@ -76,8 +76,8 @@ async fn invalid_bucket_names(kind: RuntimeKind) {
     n.bucket("a.b-c.9").await;
 }
 
-async fn list_buckets_paginated(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn list_buckets_paginated(target: Target) {
+    let n = TestNode::start(target);
     let names = [
         "bkt-07", "bkt-01", "zeta", "bkt-03", "alpha", "bkt-10", "bkt-02",
     ];
@@ -162,8 +162,8 @@ async fn list_buckets_paginated(kind: RuntimeKind) {
     assert_eq!(p.prefix(), Some("bkt-0"));
 }
 
-async fn location_and_versioning(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn location_and_versioning(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("loc").await;
     let loc = n
         .client
@@ -201,8 +201,8 @@ async fn location_and_versioning(kind: RuntimeKind) {
     );
 }
 
-async fn delete_bucket_and_errors(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn delete_bucket_and_errors(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("full").await;
     n.put("full", "k", b"x".to_vec()).await;
     assert_code(
@@ -253,8 +253,8 @@ async fn delete_bucket_and_errors(kind: RuntimeKind) {
     assert!(objects.contents().is_empty());
 }
 
-async fn operations_on_missing_bucket(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn operations_on_missing_bucket(target: Target) {
+    let n = TestNode::start(target);
     let c = &n.client;
     assert_code(
         c.put_object().bucket("ghost").key("k").send().await,
@@ -302,8 +302,8 @@ async fn operations_on_missing_bucket(kind: RuntimeKind) {
     );
 }
 
-async fn bad_credentials(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn bad_credentials(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("auth").await;
     let with = |ak: &str, sk: &str| {
         let conf = common::config(n.addr)
@@ -352,8 +352,8 @@ async fn bad_credentials(kind: RuntimeKind) {
     );
 }
 
-async fn error_documents_and_request_ids(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn error_documents_and_request_ids(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("docs").await;
     // Anonymous requests are refused with an S3 error document.
     let r = http_request(n.addr, "GET", "/docs?list-type=2", &[], b"").await;
@@ -410,16 +410,16 @@ async fn error_documents_and_request_ids(kind: RuntimeKind) {
     assert_ne!(ia, ib);
 }
 
-async fn healthz_without_auth(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn healthz_without_auth(target: Target) {
+    let n = TestNode::start(target);
     let r = http_request(n.addr, "GET", "/healthz", &[], b"").await;
     assert_eq!(r.status, 200);
     assert_eq!(r.body, b"ok");
     assert!(r.header("x-amz-request-id").is_some());
 }
 
-async fn state_survives_restart(kind: RuntimeKind) {
-    let mut n = TestNode::start(kind);
+async fn state_survives_restart(target: Target) {
+    let mut n = TestNode::start(target);
     n.bucket("durable").await;
     n.bucket("second").await;
     let data = common::pattern(300_000, 7);
@@ -431,10 +431,10 @@ async fn state_survives_restart(kind: RuntimeKind) {
     assert_eq!(n.get("durable", "dir/obj").await, data);
 }
 
-async fn another_region(kind: RuntimeKind) {
+async fn another_region(target: Target) {
     use aws_sdk_s3::types::{BucketLocationConstraint, CreateBucketConfiguration};
     let n = TestNode::start_with(
-        kind,
+        target,
         common::Options {
             region: "eu-west-1",
             ..common::Options::default()
@@ -502,9 +502,9 @@ async fn another_region(kind: RuntimeKind) {
     );
 }
 
-async fn clock_skew(kind: RuntimeKind) {
+async fn clock_skew(target: Target) {
     use std::time::{Duration, SystemTime};
-    let n = TestNode::start(kind);
+    let n = TestNode::start(target);
     n.bucket("skew").await;
     let url = format!("{}/skew?list-type=2", n.endpoint());
     let at = |offset: i64| {

@@ -1,19 +1,19 @@
-//! The SDK's checksum behaviour against the node, on both runtimes: its default CRC32 (as a
-//! header for in-memory bodies, as an aws-chunked trailer for streamed ones), explicit SHA-256
-//! and CRC32C, checksum mode on GET/HEAD, and mismatches refused.
+//! The SDK's checksum behaviour against a node and through the proxy, on both runtimes: its default
+//! CRC32 (as a header for in-memory bodies, as an aws-chunked trailer for streamed ones), explicit
+//! SHA-256 and CRC32C, checksum mode on GET/HEAD, and mismatches refused.
 
 #[macro_use]
 mod common;
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{ChecksumAlgorithm, ChecksumMode};
+use common::Target;
 use common::{
     TestNode, assert_code, body_bytes, crc32_b64, crc32c_b64, pattern, recording_client,
     sha256_b64, show,
 };
-use ferry_server::RuntimeKind;
 
-on_both_runtimes!(
+on_every_target!(
     default_crc32_streamed_as_aws_chunked_trailer,
     default_crc32_in_memory_as_header,
     explicit_sha256_and_crc32c,
@@ -29,8 +29,8 @@ async fn file_body(dir: &tempfile::TempDir, name: &str, data: &[u8]) -> ByteStre
     ByteStream::from_path(&path).await.expect("file body")
 }
 
-async fn default_crc32_streamed_as_aws_chunked_trailer(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn default_crc32_streamed_as_aws_chunked_trailer(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("sums").await;
     let (client, rec) = recording_client(n.addr);
     let tmp = tempfile::tempdir().expect("temp dir");
@@ -91,8 +91,8 @@ async fn default_crc32_streamed_as_aws_chunked_trailer(kind: RuntimeKind) {
     assert_eq!(head.checksum_crc32(), Some(crc.as_str()));
 }
 
-async fn default_crc32_in_memory_as_header(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn default_crc32_in_memory_as_header(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("sums").await;
     let (client, rec) = recording_client(n.addr);
     let data = pattern(70_000, 21);
@@ -119,8 +119,8 @@ async fn default_crc32_in_memory_as_header(kind: RuntimeKind) {
     assert_eq!(body_bytes(get.body).await, data);
 }
 
-async fn explicit_sha256_and_crc32c(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn explicit_sha256_and_crc32c(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("sums").await;
     let (client, rec) = recording_client(n.addr);
     let tmp = tempfile::tempdir().expect("temp dir");
@@ -180,8 +180,8 @@ async fn explicit_sha256_and_crc32c(kind: RuntimeKind) {
     }
 }
 
-async fn wrong_checksums_refused(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn wrong_checksums_refused(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("sums").await;
     let data = pattern(10_000, 22);
     // A CRC32 of other bytes, given explicitly: the SDK sends it as is.
@@ -220,8 +220,8 @@ async fn wrong_checksums_refused(kind: RuntimeKind) {
     }
 }
 
-async fn ranged_get_with_checksum_mode(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn ranged_get_with_checksum_mode(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("sums").await;
     let data = pattern(200_000, 23);
     n.put("sums", "r", data.clone()).await;

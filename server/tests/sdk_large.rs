@@ -1,6 +1,6 @@
-//! Large and concurrent transfers through the AWS SDK for Rust, on both runtimes: a 64 MiB
-//! object streamed up from a file (aws-chunked, CRC32 trailer) and down chunk by chunk with its
-//! MD5 checked, and concurrent PUT/GET of generated objects.
+//! Large and concurrent transfers through the AWS SDK for Rust, on a node and through the proxy, on
+//! both runtimes: a 64 MiB object streamed up from a file (aws-chunked, CRC32 trailer) and down
+//! chunk by chunk with its MD5 checked, and concurrent PUT/GET of generated objects.
 
 #[macro_use]
 mod common;
@@ -9,17 +9,17 @@ use std::io::Write;
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::ChecksumMode;
+use common::Target;
 use common::{TestNode, recording_client, show};
 use ferry_core::fill::ShardedFill;
-use ferry_server::RuntimeKind;
 use md5::{Digest, Md5};
 
-on_both_runtimes!(sixty_four_mib_streamed, concurrent_puts_and_gets);
+on_every_target!(sixty_four_mib_streamed, concurrent_puts_and_gets);
 
 const LEN: u64 = 64 << 20;
 
-async fn sixty_four_mib_streamed(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn sixty_four_mib_streamed(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("large").await;
     let fill = ShardedFill::new(0x646d_6962);
     let obj = fill.object(64);
@@ -95,8 +95,8 @@ async fn sixty_four_mib_streamed(kind: RuntimeKind) {
     obj.verify_at(LEN - (1 << 20), &bytes).expect("tail bytes");
 }
 
-async fn concurrent_puts_and_gets(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn concurrent_puts_and_gets(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("many").await;
     let fill = std::sync::Arc::new(ShardedFill::new(42));
     // Sizes across block and buffer boundaries, up to 3 MiB.

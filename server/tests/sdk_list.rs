@@ -1,6 +1,7 @@
-//! ListObjects (v1) and ListObjectsV2 through the AWS SDK for Rust, on both runtimes, checked
-//! against a naive model of S3's listing: prefix, delimiter, common prefixes, pagination with
-//! small page sizes across a few hundred keys, start-after, encoding-type=url, fetch-owner.
+//! ListObjects (v1) and ListObjectsV2 through the AWS SDK for Rust, on a node and through the
+//! proxy, on both runtimes, checked against a naive model of S3's listing: prefix, delimiter,
+//! common prefixes, pagination with small page sizes across a few hundred keys, start-after,
+//! encoding-type=url, fetch-owner.
 
 #[macro_use]
 mod common;
@@ -8,10 +9,10 @@ mod common;
 use aws_sdk_s3::Client;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::EncodingType;
+use common::Target;
 use common::{TestNode, assert_code, decode_url, etag_of, show};
-use ferry_server::RuntimeKind;
 
-on_both_runtimes!(
+on_every_target!(
     v2_pages_match_the_model,
     v1_pages_match_the_model,
     start_after_and_prefix,
@@ -231,8 +232,8 @@ fn entry_name(e: &Entry) -> &str {
     }
 }
 
-async fn v2_pages_match_the_model(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn v2_pages_match_the_model(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("tree").await;
     let keys = tree_keys();
     put_all(&n.client, "tree", &keys).await;
@@ -319,8 +320,8 @@ async fn v2_pages_match_the_model(kind: RuntimeKind) {
     );
 }
 
-async fn v1_pages_match_the_model(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn v1_pages_match_the_model(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("tree").await;
     let keys = tree_keys();
     put_all(&n.client, "tree", &keys).await;
@@ -354,8 +355,8 @@ async fn v1_pages_match_the_model(kind: RuntimeKind) {
     assert_eq!(page.is_truncated(), Some(false));
 }
 
-async fn start_after_and_prefix(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn start_after_and_prefix(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("tree").await;
     let keys = tree_keys();
     put_all(&n.client, "tree", &keys).await;
@@ -401,8 +402,8 @@ async fn start_after_and_prefix(kind: RuntimeKind) {
     }
 }
 
-async fn object_fields_and_owner(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn object_fields_and_owner(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("fields").await;
     let bodies = [("one", 1usize), ("two", 2000), ("three", 0)];
     for (k, len) in bodies {
@@ -486,8 +487,8 @@ async fn object_fields_and_owner(kind: RuntimeKind) {
     assert_eq!(empty.is_truncated(), Some(false));
 }
 
-async fn encoding_type_url(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn encoding_type_url(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("enc").await;
     // Keys XML 1.0 cannot carry (control characters) and keys with characters that mean
     // something in URLs or XML.

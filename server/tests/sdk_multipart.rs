@@ -1,6 +1,7 @@
-//! Multipart uploads through the AWS SDK for Rust, on both runtimes: create, upload (and
-//! replace) parts, list parts and uploads with pagination, complete (ETag, GET by part number),
-//! abort, upload part copy, conditional complete, and every error S3 documents for them.
+//! Multipart uploads through the AWS SDK for Rust, on a node and through the proxy, on both
+//! runtimes: create, upload (and replace) parts, list parts and uploads with pagination, complete
+//! (ETag, GET by part number), abort, upload part copy, conditional complete, and every error S3
+//! documents for them.
 
 #[macro_use]
 mod common;
@@ -8,11 +9,11 @@ mod common;
 use aws_sdk_s3::Client;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+use common::Target;
 use common::{MIB5, Options, TestNode, assert_code, body_bytes, etag_of, pattern, show};
-use ferry_server::RuntimeKind;
 use md5::{Digest, Md5};
 
-on_both_runtimes!(
+on_every_target!(
     three_parts_roundtrip,
     parts_replaced_and_listed_in_pages,
     list_uploads_paginated,
@@ -27,9 +28,9 @@ on_both_runtimes!(
 /// The minimum part size of the small-part nodes.
 const MIN: u64 = 64 * 1024;
 
-fn small_parts(kind: RuntimeKind) -> TestNode {
+fn small_parts(target: Target) -> TestNode {
     TestNode::start_with(
-        kind,
+        target,
         Options {
             min_part_size: MIN,
             ..Options::default()
@@ -85,8 +86,8 @@ fn completed(parts: &[(i32, &str)]) -> CompletedMultipartUpload {
         .build()
 }
 
-async fn three_parts_roundtrip(kind: RuntimeKind) {
-    let n = small_parts(kind);
+async fn three_parts_roundtrip(target: Target) {
+    let n = small_parts(target);
     n.bucket("mpu").await;
     let c = &n.client;
     let id = c
@@ -286,8 +287,8 @@ async fn three_parts_roundtrip(kind: RuntimeKind) {
     assert_eq!(body_bytes(one.body).await, data);
 }
 
-async fn parts_replaced_and_listed_in_pages(kind: RuntimeKind) {
-    let n = small_parts(kind);
+async fn parts_replaced_and_listed_in_pages(target: Target) {
+    let n = small_parts(target);
     n.bucket("mpu").await;
     let c = &n.client;
     let id = create(c, "mpu", "k").await;
@@ -369,8 +370,8 @@ async fn parts_replaced_and_listed_in_pages(kind: RuntimeKind) {
     assert_eq!(body_bytes(part2.body).await, pattern(MIN as usize + 99, 33));
 }
 
-async fn list_uploads_paginated(kind: RuntimeKind) {
-    let n = small_parts(kind);
+async fn list_uploads_paginated(target: Target) {
+    let n = small_parts(target);
     n.bucket("mpu").await;
     let c = &n.client;
     let mut all = Vec::new();
@@ -456,8 +457,8 @@ async fn list_uploads_paginated(kind: RuntimeKind) {
     assert_eq!(keys, ["w"]);
 }
 
-async fn abort_and_no_such_upload(kind: RuntimeKind) {
-    let n = small_parts(kind);
+async fn abort_and_no_such_upload(target: Target) {
+    let n = small_parts(target);
     n.bucket("mpu").await;
     let c = &n.client;
     let id = create(c, "mpu", "aborted").await;
@@ -556,8 +557,8 @@ async fn abort_and_no_such_upload(kind: RuntimeKind) {
     }
 }
 
-async fn complete_errors(kind: RuntimeKind) {
-    let n = small_parts(kind);
+async fn complete_errors(target: Target) {
+    let n = small_parts(target);
     n.bucket("mpu").await;
     let c = &n.client;
     let id = create(c, "mpu", "k").await;
@@ -646,18 +647,23 @@ async fn complete_errors(kind: RuntimeKind) {
     assert_eq!(n.get("mpu", "k").await, [big, small].concat());
 }
 
-async fn upload_part_copy(kind: RuntimeKind) {
-    let n = small_parts(kind);
+async fn upload_part_copy(target: Target) {
+    let n = small_parts(target);
     n.bucket("mpu").await;
     let c = &n.client;
     let src = pattern(250_000, 8);
     let src_etag = n.put("mpu", "source object", src.clone()).await;
-    let id = create(c, "mpu", "assembled").await;
+    // Behind the proxy, the parts are copied from another node.
+    assert_ne!(
+        n.apart(("mpu", "source object"), ("mpu", "from copies")),
+        Some(false)
+    );
+    let id = create(c, "mpu", "from copies").await;
     let source = format!("mpu/{}", common::encode_key("source object"));
     let copy = |part: i32, range: Option<&str>| {
         c.upload_part_copy()
             .bucket("mpu")
-            .key("assembled")
+            .key("from copies")
             .upload_id(&id)
             .part_number(part)
             .copy_source(&source)
@@ -697,8 +703,13 @@ async fn upload_part_copy(kind: RuntimeKind) {
     assert_eq!(e3, src_etag);
     // A normal part after the copies.
     let tail = pattern(77, 9);
-    let e4 = upload(c, "mpu", "assembled", &id, 4, &tail).await;
+    let e4 = upload(c, "mpu", "from copies", &id, 4, &tail).await;
     // Source conditions and a missing source.
+    assert_code(
+        copy(5, Some("bytes=250000-250009")).send().await,
+        400,
+        "InvalidArgument",
+    );
     assert_code(
         copy(5, None)
             .copy_source_if_match("\"0123456789abcdef0123456789abcdef\"")
@@ -710,7 +721,7 @@ async fn upload_part_copy(kind: RuntimeKind) {
     assert_code(
         c.upload_part_copy()
             .bucket("mpu")
-            .key("assembled")
+            .key("from copies")
             .upload_id(&id)
             .part_number(5)
             .copy_source("mpu/missing")
@@ -721,18 +732,18 @@ async fn upload_part_copy(kind: RuntimeKind) {
     );
     c.complete_multipart_upload()
         .bucket("mpu")
-        .key("assembled")
+        .key("from copies")
         .upload_id(&id)
         .multipart_upload(completed(&[(1, &e1), (2, &e2), (3, &e3), (4, &e4)]))
         .send()
         .await
         .unwrap_or_else(|e| panic!("complete: {}", show(&e)));
     let want = [&src[..200_000], &src[..], &tail[..]].concat();
-    assert_eq!(n.get("mpu", "assembled").await, want);
+    assert_eq!(n.get("mpu", "from copies").await, want);
 }
 
-async fn complete_if_none_match(kind: RuntimeKind) {
-    let n = small_parts(kind);
+async fn complete_if_none_match(target: Target) {
+    let n = small_parts(target);
     n.bucket("mpu").await;
     let c = &n.client;
     let existing = pattern(10, 10);
@@ -768,9 +779,9 @@ async fn complete_if_none_match(kind: RuntimeKind) {
     assert_eq!(n.get("mpu", "free").await, part);
 }
 
-async fn real_five_mib_minimum(kind: RuntimeKind) {
+async fn real_five_mib_minimum(target: Target) {
     // The default node: S3's own 5 MiB minimum.
-    let n = TestNode::start(kind);
+    let n = TestNode::start(target);
     n.bucket("mpu").await;
     let c = &n.client;
     let five = MIB5 as usize;
@@ -816,9 +827,9 @@ async fn real_five_mib_minimum(kind: RuntimeKind) {
     );
 }
 
-async fn multipart_object_ranges_and_copies(kind: RuntimeKind) {
+async fn multipart_object_ranges_and_copies(target: Target) {
     use aws_sdk_s3::types::MetadataDirective;
-    let n = small_parts(kind);
+    let n = small_parts(target);
     n.bucket("mpu").await;
     let c = &n.client;
     let parts = [
@@ -884,14 +895,7 @@ async fn multipart_object_ranges_and_copies(kind: RuntimeKind) {
 
     // CopyObject makes a new single-part object: its ETag is the MD5 of the data and it has
     // no parts.
-    let out = c
-        .copy_object()
-        .bucket("mpu")
-        .key("copy")
-        .copy_source("mpu/src")
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("copy a multipart object: {}", show(&e)));
+    let out = n.copy("mpu", "copy", "mpu/src").await;
     assert_eq!(
         out.copy_object_result().and_then(|r| r.e_tag()),
         Some(etag_of(&whole).as_str())

@@ -1,6 +1,6 @@
-//! Objects through the AWS SDK for Rust, on both runtimes: PUT/GET/HEAD/DELETE with content
-//! headers and user metadata, ranges, conditional reads and writes, response overrides, copy,
-//! DeleteObjects, awkward keys, Content-MD5.
+//! Objects through the AWS SDK for Rust, on a node and through the proxy, on both runtimes:
+//! PUT/GET/HEAD/DELETE with content headers and user metadata, ranges, conditional reads and
+//! writes, response overrides, copy, DeleteObjects, awkward keys, Content-MD5.
 
 #[macro_use]
 mod common;
@@ -9,13 +9,13 @@ use std::collections::HashMap;
 
 use aws_sdk_s3::primitives::{ByteStream, DateTime};
 use aws_sdk_s3::types::{Delete, MetadataDirective, ObjectIdentifier};
+use common::Target;
 use common::{
     TestNode, assert_code, assert_error, body_bytes, decode_rfc2047, encode_key, etag_of, pattern,
     show,
 };
-use ferry_server::RuntimeKind;
 
-on_both_runtimes!(
+on_every_target!(
     put_get_head_with_headers_and_metadata,
     empty_object,
     overwrite_replaces_everything,
@@ -33,8 +33,8 @@ on_both_runtimes!(
     delete_objects_limit,
 );
 
-async fn put_get_head_with_headers_and_metadata(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn put_get_head_with_headers_and_metadata(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("objs").await;
     let data = pattern(10_000, 1);
     let expires = DateTime::from_secs(2_000_000_000);
@@ -169,8 +169,8 @@ async fn put_get_head_with_headers_and_metadata(kind: RuntimeKind) {
     );
 }
 
-async fn empty_object(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn empty_object(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("empty").await;
     let etag = n.put("empty", "zero", Vec::new()).await;
     assert_eq!(etag, "\"d41d8cd98f00b204e9800998ecf8427e\"");
@@ -196,10 +196,19 @@ async fn empty_object(kind: RuntimeKind) {
         416,
         "InvalidRange",
     );
+    // Copied (behind the proxy, to another node): still an empty object.
+    assert_ne!(
+        n.apart(("empty", "zero"), ("empty", "zero copy")),
+        Some(false)
+    );
+    let out = n.copy("empty", "zero copy", "empty/zero").await;
+    let copied = out.copy_object_result().and_then(|r| r.e_tag());
+    assert_eq!(copied, Some(etag.as_str()));
+    assert_eq!(n.get("empty", "zero copy").await, b"");
 }
 
-async fn overwrite_replaces_everything(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn overwrite_replaces_everything(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("over").await;
     n.client
         .put_object()
@@ -237,8 +246,8 @@ async fn overwrite_replaces_everything(kind: RuntimeKind) {
     assert_eq!(body_bytes(get.body).await, second);
 }
 
-async fn range_gets(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn range_gets(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("ranges").await;
     let data = pattern(1000, 4);
     n.put("ranges", "r", data.clone()).await;
@@ -314,8 +323,8 @@ async fn range_gets(kind: RuntimeKind) {
     assert_eq!(head.content_range(), Some("bytes 10-19/1000"));
 }
 
-async fn conditional_get_and_head(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn conditional_get_and_head(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("cond").await;
     let data = pattern(777, 5);
     let etag = n.put("cond", "c", data.clone()).await;
@@ -417,8 +426,8 @@ async fn conditional_get_and_head(kind: RuntimeKind) {
     assert_eq!(etag_header.as_deref(), Some(etag.as_str()));
 }
 
-async fn conditional_put(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn conditional_put(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("cput").await;
     let first = pattern(100, 6);
     // If-None-Match: * creates only when absent.
@@ -494,8 +503,8 @@ async fn conditional_put(kind: RuntimeKind) {
     );
 }
 
-async fn response_overrides(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn response_overrides(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("ovr").await;
     let data = pattern(64, 10);
     n.client
@@ -561,8 +570,8 @@ async fn response_overrides(kind: RuntimeKind) {
     assert_eq!(head.cache_control(), Some("no-cache"));
 }
 
-async fn copy_with_copy_and_replace(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn copy_with_copy_and_replace(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("src").await;
     n.bucket("dst").await;
     let data = pattern(40_000, 11);
@@ -579,33 +588,39 @@ async fn copy_with_copy_and_replace(kind: RuntimeKind) {
         .expect("put source");
     let source = format!("src/{}", encode_key(src_key));
 
-    // COPY (the default): data, content type and metadata come along.
-    let out = n
-        .client
-        .copy_object()
-        .bucket("dst")
-        .key("copied")
-        .copy_source(&source)
-        .metadata("ignored", "yes")
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("copy: {}", show(&e)));
-    let res = out.copy_object_result().expect("CopyObjectResult");
-    assert_eq!(res.e_tag(), Some(etag_of(&data).as_str()));
-    assert!(res.last_modified().is_some());
-    let got = n
-        .client
-        .get_object()
-        .bucket("dst")
-        .key("copied")
-        .send()
-        .await
-        .expect("get copy");
-    assert_eq!(got.content_type(), Some("application/x-src"));
-    let meta = got.metadata().cloned().unwrap_or_default();
-    assert_eq!(meta.get("origin").map(String::as_str), Some("source"));
-    assert!(!meta.contains_key("ignored"), "{meta:?}");
-    assert_eq!(body_bytes(got.body).await, data);
+    let src_crc = n.crc32_of("src", src_key).await;
+    // The SDK's default CRC32 was stored with the source.
+    assert!(src_crc.is_some());
+
+    // COPY (the default): data, content type, metadata and checksum come along. Behind the
+    // proxy, "copied" is on the source's node and "copied elsewhere" is not.
+    assert_ne!(n.apart(("src", src_key), ("dst", "copied")), Some(true));
+    assert_ne!(
+        n.apart(("src", src_key), ("dst", "copied elsewhere")),
+        Some(false)
+    );
+    for key in ["copied", "copied elsewhere"] {
+        let out = n
+            .client
+            .copy_object()
+            .bucket("dst")
+            .key(key)
+            .copy_source(&source)
+            .metadata("ignored", "yes")
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("copy to {key}: {}", show(&e)));
+        let res = out.copy_object_result().expect("CopyObjectResult");
+        assert_eq!(res.e_tag(), Some(etag_of(&data).as_str()));
+        assert!(res.last_modified().is_some());
+        assert_eq!(n.crc32_of("dst", key).await, src_crc, "{key}");
+        let head = n.head("dst", key).await;
+        assert_eq!(head.content_type(), Some("application/x-src"));
+        let meta = head.metadata().cloned().unwrap_or_default();
+        assert_eq!(meta.get("origin").map(String::as_str), Some("source"));
+        assert!(!meta.contains_key("ignored"), "{meta:?}");
+        assert_eq!(n.get("dst", key).await, data);
+    }
 
     // REPLACE: metadata and content headers from the request.
     n.client
@@ -619,14 +634,7 @@ async fn copy_with_copy_and_replace(kind: RuntimeKind) {
         .send()
         .await
         .unwrap_or_else(|e| panic!("copy replace: {}", show(&e)));
-    let head = n
-        .client
-        .head_object()
-        .bucket("dst")
-        .key("replaced")
-        .send()
-        .await
-        .expect("head replaced");
+    let head = n.head("dst", "replaced").await;
     assert_eq!(head.content_type(), Some("text/x-new"));
     let meta = head.metadata().cloned().unwrap_or_default();
     assert_eq!(meta.get("fresh").map(String::as_str), Some("1"));
@@ -687,8 +695,8 @@ async fn copy_with_copy_and_replace(kind: RuntimeKind) {
     assert_eq!(n.get("dst", "slash").await, data);
 }
 
-async fn copy_source_conditions_and_errors(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn copy_source_conditions_and_errors(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("ccond").await;
     let data = pattern(500, 12);
     let etag = n.put("ccond", "s", data.clone()).await;
@@ -794,8 +802,8 @@ async fn copy_source_conditions_and_errors(kind: RuntimeKind) {
     );
 }
 
-async fn delete_object_and_missing_keys(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn delete_object_and_missing_keys(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("del").await;
     n.put("del", "gone", b"bye".to_vec()).await;
     n.client
@@ -833,8 +841,8 @@ fn ids(keys: &[&str]) -> Vec<ObjectIdentifier> {
         .collect()
 }
 
-async fn delete_objects_verbose_and_quiet(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn delete_objects_verbose_and_quiet(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("multi").await;
     for k in ["a", "b", "c", "d/e", "f g&<h>", "keep"] {
         n.put("multi", k, k.as_bytes().to_vec()).await;
@@ -852,10 +860,10 @@ async fn delete_objects_verbose_and_quiet(kind: RuntimeKind) {
         .send()
         .await
         .unwrap_or_else(|e| panic!("delete objects: {}", show(&e)));
-    let mut deleted: Vec<&str> = out.deleted().iter().filter_map(|d| d.key()).collect();
-    deleted.sort_unstable();
-    // A key that does not exist is reported deleted too.
-    assert_eq!(deleted, ["a", "b", "d/e", "f g&<h>", "missing"]);
+    let deleted: Vec<&str> = out.deleted().iter().filter_map(|d| d.key()).collect();
+    // A key that does not exist is reported deleted too; all in the request's order (behind
+    // the proxy too, whose nodes each delete some of them).
+    assert_eq!(deleted, ["a", "b", "d/e", "missing", "f g&<h>"]);
     assert!(out.errors().is_empty(), "{:?}", out.errors());
 
     let quiet = n
@@ -902,8 +910,8 @@ async fn delete_objects_verbose_and_quiet(kind: RuntimeKind) {
     );
 }
 
-async fn awkward_keys(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn awkward_keys(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("keys").await;
     let keys = [
         "a",
@@ -991,10 +999,10 @@ async fn awkward_keys(kind: RuntimeKind) {
     n.put("keys", &"k".repeat(1024), b"max".to_vec()).await;
 }
 
-async fn content_md5_checked(kind: RuntimeKind) {
+async fn content_md5_checked(target: Target) {
     use base64::Engine;
     use md5::{Digest, Md5};
-    let n = TestNode::start(kind);
+    let n = TestNode::start(target);
     n.bucket("md5").await;
     let data = pattern(4096, 13);
     let good = base64::engine::general_purpose::STANDARD.encode(Md5::digest(&data));
@@ -1041,8 +1049,8 @@ async fn content_md5_checked(kind: RuntimeKind) {
     assert_eq!(n.get("md5", "ok").await, data);
 }
 
-async fn metadata_size_limit(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn metadata_size_limit(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("meta").await;
     // S3 counts the UTF-8 bytes of names (without `x-amz-meta-`) and values: 2 KB at most.
     let fits = "v".repeat(2048 - "name".len());
@@ -1086,8 +1094,8 @@ async fn metadata_size_limit(kind: RuntimeKind) {
     );
 }
 
-async fn delete_objects_limit(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn delete_objects_limit(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("many").await;
     let keys: Vec<String> = (0..1001).map(|i| format!("k{i}")).collect();
     let refs: Vec<&str> = keys.iter().map(String::as_str).collect();

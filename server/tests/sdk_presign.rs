@@ -1,6 +1,7 @@
 //! Presigned URLs made by the AWS SDK for Rust (`presigned(PresigningConfig)`) and fetched by a
-//! plain HTTP/1.1 client written in the test, on both runtimes: GET and PUT, expiry honoured,
-//! tampering refused, and the seven-day limit enforced by the SDK and by the node.
+//! plain HTTP/1.1 client written in the test, on a node and through the proxy, on both runtimes:
+//! GET and PUT, expiry honoured, tampering refused, and the seven-day limit enforced by the SDK and
+//! by the server.
 
 #[macro_use]
 mod common;
@@ -8,10 +9,10 @@ mod common;
 use std::time::{Duration, SystemTime};
 
 use aws_sdk_s3::presigning::{PresignedRequest, PresigningConfig};
+use common::Target;
 use common::{RawResponse, TestNode, etag_of, http_request, pattern, show, target_of};
-use ferry_server::RuntimeKind;
 
-on_both_runtimes!(
+on_every_target!(
     presigned_get,
     presigned_put,
     presigned_expiry,
@@ -35,8 +36,8 @@ fn xml_code(r: &RawResponse) -> String {
         .unwrap_or_else(|| panic!("no <Code> in {body}"))
 }
 
-async fn presigned_get(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn presigned_get(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("pre").await;
     let key = "dir/some key ü+.bin";
     let data = pattern(123_456, 30);
@@ -110,8 +111,8 @@ async fn presigned_get(kind: RuntimeKind) {
     assert_eq!(r.header("content-length"), Some("123456"));
 }
 
-async fn presigned_put(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn presigned_put(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("pre").await;
     let data = pattern(65_537, 31);
     let req = n
@@ -188,8 +189,8 @@ async fn presigned_put(kind: RuntimeKind) {
     assert_eq!(head.content_type(), Some("binary/octet-stream"));
 }
 
-async fn presigned_expiry(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn presigned_expiry(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("pre").await;
     n.put("pre", "k", b"value".to_vec()).await;
     let presign = |start: SystemTime, secs: u64| {
@@ -278,8 +279,8 @@ fn presign_with_sigv4(endpoint: &str, path: &str, expires: Duration) -> String {
     format!("{path}?{}", query.join("&"))
 }
 
-async fn seven_day_limit(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn seven_day_limit(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("pre").await;
     n.put("pre", "k", b"week".to_vec()).await;
     // The SDK refuses to presign for more than seven days.
@@ -308,8 +309,8 @@ async fn seven_day_limit(kind: RuntimeKind) {
     assert_eq!(xml_code(&r), "AuthorizationQueryParametersError");
 }
 
-async fn tampered_urls_refused(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn tampered_urls_refused(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("pre").await;
     n.put("pre", "secret", b"s".to_vec()).await;
     n.put("pre", "other", b"o".to_vec()).await;

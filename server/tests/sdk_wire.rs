@@ -1,6 +1,7 @@
-//! HTTP/1.1 on the wire, with requests authorised by SDK-presigned URLs and written by hand, on
-//! both runtimes: `Expect: 100-continue` (accepted and refused), pipelining, keep-alive after
-//! errors, `Connection: close`, a body cut short, and a PUT without a length.
+//! HTTP/1.1 on the wire, with requests authorised by SDK-presigned URLs and written by hand, on a
+//! node and through the proxy, on both runtimes: `Expect: 100-continue` (accepted and refused),
+//! pipelining, keep-alive after errors, `Connection: close`, a body cut short, and a PUT without a
+//! length.
 
 #[macro_use]
 mod common;
@@ -9,10 +10,10 @@ use std::time::Duration;
 
 use aws_sdk_s3::Client;
 use aws_sdk_s3::presigning::PresigningConfig;
+use common::Target;
 use common::{RawConn, TestNode, assert_code, pattern, request_head, target_of};
-use ferry_server::RuntimeKind;
 
-on_both_runtimes!(
+on_every_target!(
     expect_continue_accepted,
     expect_continue_refused_without_body,
     pipelined_requests_answered_in_order,
@@ -50,8 +51,8 @@ async fn presigned_put(c: &Client, bucket: &str, key: &str) -> String {
     target_of(req.uri()).to_owned()
 }
 
-async fn expect_continue_accepted(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn expect_continue_accepted(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("wire").await;
     let target = presigned_put(&n.client, "wire", "continued").await;
     let data = pattern(300_000, 50);
@@ -74,8 +75,8 @@ async fn expect_continue_accepted(kind: RuntimeKind) {
     assert_eq!(n.get("wire", "continued").await, data);
 }
 
-async fn expect_continue_refused_without_body(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn expect_continue_refused_without_body(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("wire").await;
     let target = presigned_put(&n.client, "wire", "refused").await;
     // Break the signature: the server must answer at once, without asking for the body.
@@ -106,8 +107,8 @@ async fn expect_continue_refused_without_body(kind: RuntimeKind) {
     );
 }
 
-async fn pipelined_requests_answered_in_order(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn pipelined_requests_answered_in_order(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("wire").await;
     let bodies: Vec<Vec<u8>> = (0..4).map(|i| pattern(10_000 * i + 1, i as u8)).collect();
     let mut batch = Vec::new();
@@ -144,8 +145,8 @@ async fn pipelined_requests_answered_in_order(kind: RuntimeKind) {
     assert!(String::from_utf8_lossy(&r.body).contains("<Code>NoSuchKey</Code>"));
 }
 
-async fn keep_alive_after_errors(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn keep_alive_after_errors(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("wire").await;
     n.put("wire", "there", b"here I am".to_vec()).await;
     let mut conn = RawConn::connect(n.addr).await;
@@ -165,8 +166,8 @@ async fn keep_alive_after_errors(kind: RuntimeKind) {
     assert_eq!(r.body, b"here I am");
 }
 
-async fn connection_close_honoured(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn connection_close_honoured(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("wire").await;
     n.put("wire", "k", b"v".to_vec()).await;
     let target = presigned_get(&n.client, "wire", "k").await;
@@ -187,8 +188,8 @@ async fn connection_close_honoured(kind: RuntimeKind) {
     );
 }
 
-async fn truncated_body_stores_nothing(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn truncated_body_stores_nothing(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("wire").await;
     let target = presigned_put(&n.client, "wire", "cut").await;
     let data = pattern(200_000, 51);
@@ -221,8 +222,8 @@ async fn truncated_body_stores_nothing(kind: RuntimeKind) {
     assert_eq!(listed.key_count(), Some(0));
 }
 
-async fn put_without_length_refused(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn put_without_length_refused(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("wire").await;
     // Neither Content-Length nor Transfer-Encoding: S3 documents 411 MissingContentLength.
     let target = presigned_put(&n.client, "wire", "unframed").await;
@@ -269,8 +270,8 @@ async fn put_without_length_refused(kind: RuntimeKind) {
     }
 }
 
-async fn too_large_refused_before_the_body(kind: RuntimeKind) {
-    let n = TestNode::start(kind);
+async fn too_large_refused_before_the_body(target: Target) {
+    let n = TestNode::start(target);
     n.bucket("wire").await;
     let target = presigned_put(&n.client, "wire", "huge").await;
     let mut conn = RawConn::connect(n.addr).await;

@@ -713,6 +713,7 @@ fn open_cleans_up_interrupted_writes() {
     fs::write(&lost_tmp, b"partial").unwrap();
     // A data file renamed into place whose metadata commit never happened.
     let orphan = dir.path().join("data/ab/000000000000000000000000000000ab");
+    fs::create_dir_all(orphan.parent().unwrap()).unwrap();
     fs::write(&orphan, b"orphan").unwrap();
     let stray_tmp = dir.path().join("tmp/whatever.tmp");
     fs::write(&stray_tmp, b"tmp").unwrap();
@@ -728,4 +729,45 @@ fn open_cleans_up_interrupted_writes() {
     assert_eq!(tmp_files(dir.path()), 0);
     assert_eq!(data_files(dir.path()), 1);
     assert_eq!(get(&s, "b", "k", ReadRange::All), b"kept");
+}
+
+/// Fan-out directories are made on a file's first use of them, with and without fsync, and
+/// the ones there are at open are used again.
+#[test]
+fn fan_out_directories_made_on_first_use() {
+    let fans = |dir: &Path| fs::read_dir(dir.join("data")).unwrap().count();
+    for fsync in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let open = || {
+            Store::open_with(
+                dir.path(),
+                StoreConfig {
+                    fsync,
+                    ..StoreConfig::default()
+                },
+            )
+            .unwrap()
+        };
+        let s = open();
+        s.create_bucket("b").unwrap();
+        assert_eq!(fans(dir.path()), 0, "fsync {fsync}");
+        put(&s, "b", "k0", b"zero");
+        assert_eq!(fans(dir.path()), 1);
+        drop(s);
+        let s = open();
+        // File ids cycle through the low byte: 8 writes use 8 directories.
+        for i in 1..=8 {
+            put(&s, "b", &format!("k{i}"), &pattern(i, 100));
+        }
+        let n = fans(dir.path());
+        assert!((8..=9).contains(&n), "{n} directories");
+        assert_eq!(data_files(dir.path()), 9);
+        assert_eq!(get(&s, "b", "k0", ReadRange::All), b"zero");
+        for i in 1..=8 {
+            assert_eq!(
+                get(&s, "b", &format!("k{i}"), ReadRange::All),
+                pattern(i, 100)
+            );
+        }
+    }
 }

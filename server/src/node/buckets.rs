@@ -108,9 +108,29 @@ pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
     cx.send_xml(res, Headers::new(), &xml).await
 }
 
-/// CreateBucket: `BucketAlreadyOwnedByYou` if it exists. A `CreateBucketConfiguration` body
-/// must name this node's region (an empty constraint means us-east-1), as S3 requires:
-/// anything else is `IllegalLocationConstraintException`.
+/// Check a CreateBucket body: none, or a `CreateBucketConfiguration` naming `region` (an empty
+/// constraint means us-east-1), as S3 requires; another region is
+/// `IllegalLocationConstraintException`.
+pub(crate) fn check_location_constraint(xml: &[u8], region: &str) -> S3Result<()> {
+    if xml.iter().all(u8::is_ascii_whitespace) {
+        return Ok(());
+    }
+    let config = CreateBucketConfiguration::parse_xml(xml)?;
+    let asked = config.location_constraint.as_deref().unwrap_or("");
+    let asked = if asked.is_empty() { "us-east-1" } else { asked };
+    if asked != region {
+        return Err(S3Error::with_message(
+            S3ErrorCode::IllegalLocationConstraintException,
+            format!(
+                "The {asked} location constraint is incompatible for the region specific endpoint this request was sent to ({region})."
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// CreateBucket: `BucketAlreadyOwnedByYou` if it exists; the body is checked by
+/// [`check_location_constraint`].
 pub(crate) async fn create<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     body: &mut BodyReader<'_, S>,
@@ -121,20 +141,7 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     let too_large =
         S3Error::with_message(S3ErrorCode::MalformedXML, "The request body is too large");
     let (xml, _) = read_small(body, plan, MAX_CREATE_BUCKET_BODY, too_large).await?;
-    if !xml.iter().all(u8::is_ascii_whitespace) {
-        let config = CreateBucketConfiguration::parse_xml(&xml)?;
-        let asked = config.location_constraint.as_deref().unwrap_or("");
-        let asked = if asked.is_empty() { "us-east-1" } else { asked };
-        if asked != cx.region() {
-            return Err(S3Error::with_message(
-                S3ErrorCode::IllegalLocationConstraintException,
-                format!(
-                    "The {asked} location constraint is incompatible for the region specific endpoint this request was sent to ({}).",
-                    cx.region()
-                ),
-            ));
-        }
-    }
+    check_location_constraint(&xml, cx.region())?;
     let b = bucket.to_owned();
     cx.unblock(move |store| store.create_bucket(&b)).await?;
     let mut h = Headers::new();

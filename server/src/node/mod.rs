@@ -7,8 +7,8 @@
 //! Every store call is blocking and runs through [`Runtime::unblock`]; bodies stream through
 //! pooled 256 KiB buffers in both directions, so a request holds at most two of them.
 
-mod body;
-mod buckets;
+pub(crate) mod body;
+pub(crate) mod buckets;
 pub(crate) mod handler;
 pub(crate) mod headers;
 mod multipart;

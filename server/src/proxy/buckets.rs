@@ -2,7 +2,7 @@
 //! them fans out, ListBuckets is the union, and DeleteObjects is split by placement.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use ferry_core::http::aws_chunked::AwsChunkedDecoder;
@@ -14,7 +14,8 @@ use ferry_core::s3::sigv4::PayloadHash;
 use ferry_core::s3::uri;
 use ferry_core::s3::xml::{
     BucketEntry, Delete, DeleteError, DeleteResult, DeletedEntry, ListAllMyBucketsResult,
-    ListBucketResult, ListMultipartUploadsResult, MAX_DELETE_BODY, ObjectIdentifier, Owner, S3_NS,
+    ListBucketResult, ListMultipartUploadsResult, MAX_CREATE_BUCKET_BODY, MAX_DELETE_BODY,
+    ObjectIdentifier, Owner, S3_NS,
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use sha2::Digest as _;
@@ -22,6 +23,7 @@ use sha2::Digest as _;
 use super::forward::{Call, Reply, spawn_call};
 use super::handler::Cx;
 use super::list::{bucket_token, read_bucket_token};
+use crate::node::buckets::check_location_constraint;
 
 fn bucket_path(bucket: &str) -> String {
     format!("/{}", uri::encode_path(bucket))
@@ -40,6 +42,11 @@ async fn everywhere<R: Runtime>(cx: &Cx<'_, R>, call: &Call) -> S3Result<Vec<Rep
     let handles: Vec<_> = (0..cx.p.backends.len())
         .map(|i| spawn_call(cx.p, i, cx.client_key(), call.clone()))
         .collect();
+    join_all(handles).await
+}
+
+/// The results of spawned calls, in order.
+async fn join_all(handles: Vec<impl Future<Output = S3Result<Reply>>>) -> S3Result<Vec<Reply>> {
     let mut out = Vec::with_capacity(handles.len());
     for h in handles {
         out.push(h.await?);
@@ -47,15 +54,42 @@ async fn everywhere<R: Runtime>(cx: &Cx<'_, R>, call: &Call) -> S3Result<Vec<Rep
     Ok(out)
 }
 
-/// CreateBucket on every backend. Created anywhere (a retry completes a partial create):
-/// 200; already owned everywhere: `BucketAlreadyOwnedByYou`; any other error wins.
+/// The CreateBucket body for a backend in `region` (none for us-east-1, S3's default).
+fn create_bucket_body(region: &str) -> Vec<u8> {
+    if region == "us-east-1" {
+        return Vec::new();
+    }
+    let mut s = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?><CreateBucketConfiguration xmlns="{S3_NS}"><LocationConstraint>"#
+    );
+    escape_into(&mut s, region);
+    s.push_str("</LocationConstraint></CreateBucketConfiguration>");
+    s.into_bytes()
+}
+
+/// CreateBucket on every backend. The client's location constraint must name the proxy's
+/// region; each backend is asked for its own. Created anywhere (a retry completes a partial
+/// create): 200; already owned everywhere: `BucketAlreadyOwnedByYou`; any other error wins.
 pub(crate) async fn create<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
+    body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
 ) -> S3Result<()> {
+    let xml = read_small(cx, body, MAX_CREATE_BUCKET_BODY).await?;
+    check_location_constraint(&xml, &cx.p.region)?;
     require_all_up(cx)?;
-    let replies = everywhere(cx, &Call::new("PUT", bucket_path(bucket), String::new())).await?;
+    let handles: Vec<_> =
+        cx.p.backends
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                let mut call = Call::new("PUT", bucket_path(bucket), String::new());
+                call.body = create_bucket_body(&b.region);
+                spawn_call(cx.p, i, cx.client_key(), call)
+            })
+            .collect();
+    let replies = join_all(handles).await?;
     if let Some(bad) = replies
         .iter()
         .find(|r| !r.ok() && r.error_code().as_deref() != Some("BucketAlreadyOwnedByYou"))
@@ -312,8 +346,8 @@ fn unavailable(doc: &mut DeleteResult<'static>, group: &[&ObjectIdentifier<'_>],
     }
 }
 
-/// DeleteObjects: each backend deletes the keys placed on it; the results are merged. Keys
-/// of a backend that is down get a `ServiceUnavailable` error entry each.
+/// DeleteObjects: each backend deletes the keys placed on it; the results are merged in the
+/// request's order. Keys of a backend that is down get a `ServiceUnavailable` error entry each.
 pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     body: &mut BodyReader<'_, S>,
@@ -396,6 +430,14 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
                 message: Cow::Owned(e.message.into_owned()),
             }));
     }
+    // In the order of the request, as one node answers.
+    let mut position: HashMap<&str, usize> = HashMap::with_capacity(request.objects.len());
+    for (i, o) in request.objects.iter().enumerate() {
+        position.entry(o.key.as_ref()).or_insert(i);
+    }
+    let at = |key: &str| position.get(key).copied().unwrap_or(usize::MAX);
+    doc.deleted.sort_by_key(|d| at(&d.key));
+    doc.errors.sort_by_key(|e| at(&e.key));
     let mut out = Vec::new();
     doc.write_xml(&mut out);
     cx.send_xml(res, &out).await

@@ -8,6 +8,7 @@ use ferry_core::http::body::BodyKind;
 use ferry_core::http::server::ResponseWriter;
 use ferry_core::http::{EMPTY_HEADER, Header, find_header_str};
 use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::checksum::ChecksumAlgorithm;
 use ferry_core::s3::request::{Endpoint, MetadataDirective, S3Request};
 use ferry_core::s3::sigv4::{EMPTY_SHA256, UNSIGNED_PAYLOAD};
 use ferry_core::s3::uri;
@@ -104,6 +105,11 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     if let Some(r) = range {
         get.push(owned("Range", format!("bytes={}-{}", r.first, r.last)));
     }
+    // A copy with the COPY directive keeps the source's checksum, as on one node.
+    let keep_checksum = kind == CopyKind::Object && directive == MetadataDirective::Copy;
+    if keep_checksum {
+        get.push(owned("x-amz-checksum-mode", "ENABLED"));
+    }
     let creds = cx.p.credentials_for(sb, cx.client_key())?;
     sign_into(
         cx.p,
@@ -132,10 +138,16 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
             return Err(S3Error::new(S3ErrorCode::PreconditionFailed));
         }
         if status == 416 {
-            return Err(S3Error::with_message(
-                S3ErrorCode::InvalidArgument,
-                "The x-amz-copy-source-range is not valid for the source object",
-            ));
+            // Worded as a node words it (the 416 names the source's size).
+            let message = match find_header_str(src_resp.head.headers, "content-range")
+                .and_then(range_total)
+            {
+                Some(total) => {
+                    format!("Range specified is not valid for source object of size: {total}")
+                }
+                None => "The x-amz-copy-source-range is not valid for the source object".into(),
+            };
+            return Err(S3Error::with_message(S3ErrorCode::InvalidArgument, message));
         }
         let mut body = Vec::new();
         while let Some(c) = src_resp
@@ -176,6 +188,17 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
         for h in from.iter().filter(|h| is_object_header(h.name)) {
             put.push((Cow::Owned(h.name.to_owned()), Cow::Owned(h.value.to_vec())));
         }
+        // The destination checks the copied bytes against it, and stores it.
+        if keep_checksum {
+            let checksums = src_resp
+                .head
+                .headers
+                .iter()
+                .filter(|h| ChecksumAlgorithm::from_header_name(h.name).is_some());
+            for h in checksums {
+                put.push((Cow::Owned(h.name.to_owned()), Cow::Owned(h.value.to_vec())));
+            }
+        }
         for name in ["x-amz-storage-class", "if-match", "if-none-match"] {
             if let Some(v) = find_header_str(client_headers, name) {
                 put.push((
@@ -203,14 +226,10 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
         format!("{dst_path}?{query}")
     };
     let mut dst_conn = db.conn().await?;
-    let body_kind = if len == 0 {
-        BodyKind::None
-    } else {
-        BodyKind::Length(len)
-    };
     {
+        // Even an empty body has its length: a write without one is `MissingContentLength`.
         let mut w = dst_conn
-            .request("PUT", &target, &put_views, body_kind, false)
+            .request("PUT", &target, &put_views, BodyKind::Length(len), false)
             .map_err(|e| S3Error::with_message(S3ErrorCode::InternalError, e.to_string()))?;
         while let Some(chunk) = src_resp
             .body

@@ -44,6 +44,7 @@ use super::Proxy;
 use super::backend::Backend;
 use super::handler::Cx;
 use super::sign::{OutHeaders, is_auth_header, is_hop_by_hop, sign_into, strip_presign, views};
+use crate::node::body::MAX_OBJECT_SIZE;
 use crate::node::handler::origin_form;
 
 /// Response header fields read per backend response.
@@ -123,6 +124,15 @@ fn prepare<'a, R: Runtime, S: Stream>(
     let has_body = has_content(client_kind);
     let expect = has_body && expects_continue(req.headers);
     let streaming = cx.verified.payload.streaming().filter(|_| has_body);
+    // Refused before the body, as a node does: the backend's early answer would wait behind a
+    // body the client may never send.
+    let object_len = match streaming {
+        Some(_) => decoded_length(req.headers).ok(),
+        None => body.content_length(),
+    };
+    if object_len.is_some_and(|n| n > MAX_OBJECT_SIZE) {
+        return Err(S3Error::new(S3ErrorCode::EntityTooLarge));
+    }
     let origin = origin_form(req.target);
     if b.passthrough {
         let pump = match (streaming, cx.verified.payload) {

@@ -358,7 +358,7 @@ async fn dispatch<R: Runtime, S: Stream>(
             )
             .await
         }
-        Endpoint::CreateBucket => buckets::create(cx, res, bucket).await,
+        Endpoint::CreateBucket => buckets::create(cx, body, res, bucket).await,
         Endpoint::DeleteBucket => buckets::delete(cx, res, bucket).await,
         Endpoint::HeadBucket | Endpoint::GetBucketLocation | Endpoint::GetBucketVersioning => {
             // Any backend knows its buckets: on to the next healthy one if one fails to answer.

@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use ferry_core::md5::{Md5Digest, Md5Sink};
@@ -39,6 +39,51 @@ impl IdGen {
 /// The fan-out directory (`data/XY`) of a file id.
 pub(crate) fn fan_dir(data: &Path, id: FileId) -> PathBuf {
     data.join(format!("{:02x}", id as u8))
+}
+
+/// Which fan-out directories exist, their entries in `data/` durable. They are made on first
+/// use, so a store of few files has few directories (256 empty ones cost a node start and a
+/// deletion of its data noticeable time on some file systems).
+#[derive(Debug)]
+pub(crate) struct FanDirs([AtomicBool; 256]);
+
+impl FanDirs {
+    /// None known yet.
+    pub fn new() -> Self {
+        Self(std::array::from_fn(|_| AtomicBool::new(false)))
+    }
+
+    /// Record `data/XY`, found at open (its entry was synced there).
+    fn mark(&self, name: &str) {
+        if name.len() == 2
+            && let Ok(b) = u8::from_str_radix(name, 16)
+            && let Some(slot) = self.0.get(usize::from(b))
+        {
+            slot.store(true, Ordering::Release);
+        }
+    }
+
+    /// Make the fan-out directory of `id` exist, with `fsync` durably (its entry in `data/`
+    /// synced), before a file is renamed into it.
+    fn ensure(&self, data: &Path, id: FileId, fsync: bool) -> io::Result<()> {
+        let Some(slot) = self.0.get(usize::from(id as u8)) else {
+            return Ok(());
+        };
+        if slot.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        match fs::create_dir(fan_dir(data, id)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+        // Another writer may have just created it without syncing yet: sync whoever made it.
+        if fsync {
+            sync_dir(data)?;
+        }
+        slot.store(true, Ordering::Release);
+        Ok(())
+    }
 }
 
 /// Where a committed data file lives.
@@ -176,6 +221,9 @@ impl Spool {
             }
             drop(file);
             let dir = fan_dir(&self.inner.data, self.id);
+            self.inner
+                .fans
+                .ensure(&self.inner.data, self.id, self.inner.config.fsync)?;
             fs::rename(&tmp, data_path(&self.inner.data, self.id))?;
             if self.inner.config.fsync {
                 sync_dir(&dir)?;
@@ -346,11 +394,13 @@ pub struct CleanupReport {
     pub orphan_files: u64,
 }
 
-/// Delete every temp file and every data file not in `referenced`.
+/// Delete every temp file and every data file not in `referenced`; record the fan-out
+/// directories there are in `fans`.
 pub(crate) fn cleanup(
     tmp: &Path,
     data: &Path,
     referenced: &HashSet<FileId>,
+    fans: &FanDirs,
 ) -> io::Result<CleanupReport> {
     let mut report = CleanupReport::default();
     for entry in fs::read_dir(tmp)? {
@@ -364,6 +414,9 @@ pub(crate) fn cleanup(
         let fan = fan?;
         if !fan.file_type()?.is_dir() {
             continue;
+        }
+        if let Some(name) = fan.file_name().to_str() {
+            fans.mark(name);
         }
         for entry in fs::read_dir(fan.path())? {
             let entry = entry?;

@@ -10,6 +10,7 @@
 //! ```text
 //! DIR/meta.redb          metadata (redb, ACID): buckets, objects, uploads, parts
 //! DIR/data/XY/<id>       immutable data files; <id> is 32 hex digits, XY its last two
+//!                        (each XY made, and data/ fsynced, on its first file)
 //! DIR/tmp/<id>.tmp       files being written
 //! ```
 //!
@@ -69,7 +70,7 @@ pub use types::{
 };
 
 use codec::{DataLayout, ObjectRecord, PartRecord};
-use files::{FileId, IdGen, Pins};
+use files::{FanDirs, FileId, IdGen, Pins};
 
 /// Smallest size of every part but the last in CompleteMultipartUpload, as in S3 (5 MiB).
 pub const DEFAULT_MIN_PART_SIZE: u64 = 5 << 20;
@@ -117,6 +118,7 @@ pub(crate) struct Inner {
     ids: IdGen,
     pins: Mutex<Pins>,
     cleanup: CleanupReport,
+    fans: FanDirs,
 }
 
 impl fmt::Debug for Store {
@@ -164,13 +166,17 @@ impl Store {
         let data = root.join("data");
         let tmp = root.join("tmp");
         std::fs::create_dir_all(&tmp)?;
-        for b in 0..=255u8 {
-            std::fs::create_dir_all(data.join(format!("{b:02x}")))?;
+        std::fs::create_dir_all(&data)?;
+        if config.fsync {
+            // Whatever directories there are (from an earlier run too) are durable from here.
+            files::sync_dir(&root)?;
+            files::sync_dir(&data)?;
         }
         let db = Database::create(root.join("meta.redb")).map_err(io::Error::other)?;
         init_tables(&db)?;
         let referenced = referenced_files(&db)?;
-        let cleanup = files::cleanup(&tmp, &data, &referenced)?;
+        let fans = FanDirs::new();
+        let cleanup = files::cleanup(&tmp, &data, &referenced, &fans)?;
         Ok(Store {
             inner: Arc::new(Inner {
                 db,
@@ -181,6 +187,7 @@ impl Store {
                 ids: IdGen::new()?,
                 pins: Mutex::new(Pins::default()),
                 cleanup,
+                fans,
             }),
         })
     }

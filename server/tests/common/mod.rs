@@ -1,5 +1,6 @@
-//! Shared helpers of the integration tests: a storage node on a temporary directory, an AWS SDK
-//! client pointed at it, error checks, and a plain HTTP/1.1 client for presigned URLs.
+//! Shared helpers of the SDK integration tests: a storage node on a temporary directory (or the
+//! proxy in front of several), an AWS SDK client pointed at it, error checks, and a plain
+//! HTTP/1.1 client for presigned URLs.
 //!
 //! Each test binary uses a different part of these helpers.
 #![allow(dead_code)]
@@ -14,8 +15,14 @@ use aws_sdk_s3::config::retry::RetryConfig;
 use aws_sdk_s3::config::timeout::TimeoutConfig;
 use aws_sdk_s3::config::{BehaviorVersion, Region};
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::operation::copy_object::CopyObjectOutput;
+use aws_sdk_s3::operation::head_object::HeadObjectOutput;
 use aws_sdk_s3::primitives::ByteStream;
-use ferry_server::{NodeConfig, NodeHandle, RuntimeKind, start_node};
+use aws_sdk_s3::types::ChecksumMode;
+use ferry_core::place::Placement;
+use ferry_server::{
+    Cluster, ClusterConfig, NodeConfig, NodeHandle, RuntimeKind, start_cluster, start_node,
+};
 use md5::{Digest, Md5};
 use tempfile::TempDir;
 
@@ -28,23 +35,64 @@ pub const REGION: &str = "us-east-1";
 /// S3's smallest part size (every part but the last).
 pub const MIB5: u64 = 5 << 20;
 
-/// Generate one `#[test]` per runtime for each `async fn case(kind: RuntimeKind)` named:
-/// `case::tokio` and `case::smol` run the same code against a node on each runtime.
+/// Generate four `#[test]`s for each `async fn case(target: Target)` named: `case::tokio` and
+/// `case::smol` run it against one node on each runtime, `case::proxy_tokio` and
+/// `case::proxy_smol` through `ferry proxy` in front of [`PROXY_NODES`] nodes.
 #[allow(unused_macros)]
-macro_rules! on_both_runtimes {
+macro_rules! on_every_target {
     ($($case:ident),* $(,)?) => {$(
-        mod $case {
-            #[test]
-            fn tokio() {
-                $crate::common::block_on(super::$case(::ferry_server::RuntimeKind::Tokio));
-            }
-
-            #[test]
-            fn smol() {
-                $crate::common::block_on(super::$case(::ferry_server::RuntimeKind::Smol));
-            }
-        }
+        on_every_target!(@case $case:
+            tokio NODE_TOKIO, smol NODE_SMOL, proxy_tokio PROXY_TOKIO, proxy_smol PROXY_SMOL);
     )*};
+    (@case $case:ident: $($name:ident $target:ident),+) => {
+        mod $case {
+            $(
+                #[test]
+                fn $name() {
+                    $crate::common::block_on(super::$case($crate::common::Target::$target));
+                }
+            )+
+        }
+    };
+}
+
+/// Storage nodes behind the proxy of a proxy target.
+pub const PROXY_NODES: usize = 3;
+
+/// What a case talks to: one node, or the proxy in front of [`PROXY_NODES`] nodes (the local
+/// cluster's setup: the nodes share the proxy's key and requests pass through), all on one
+/// runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target {
+    /// The runtime of the node, or of the proxy and its nodes.
+    pub runtime: RuntimeKind,
+    /// Through `ferry proxy`.
+    pub proxy: bool,
+}
+
+impl Target {
+    /// One node on tokio.
+    pub const NODE_TOKIO: Self = Self::node(RuntimeKind::Tokio);
+    /// One node on smol.
+    pub const NODE_SMOL: Self = Self::node(RuntimeKind::Smol);
+    /// The proxy and its nodes on tokio.
+    pub const PROXY_TOKIO: Self = Self::proxy(RuntimeKind::Tokio);
+    /// The proxy and its nodes on smol.
+    pub const PROXY_SMOL: Self = Self::proxy(RuntimeKind::Smol);
+
+    const fn node(runtime: RuntimeKind) -> Self {
+        Self {
+            runtime,
+            proxy: false,
+        }
+    }
+
+    const fn proxy(runtime: RuntimeKind) -> Self {
+        Self {
+            runtime,
+            proxy: true,
+        }
+    }
 }
 
 /// Run a test's future on a fresh single-threaded tokio runtime (the SDK's runtime; the node
@@ -78,50 +126,117 @@ impl Default for Options {
     }
 }
 
-/// A storage node serving a temporary directory, and an SDK client for it.
+/// What a [`TestNode`] runs: a node, or a local cluster (proxy and nodes).
+#[derive(Debug)]
+enum Server {
+    Node(NodeHandle),
+    Cluster(Cluster),
+}
+
+impl Server {
+    fn start(dir: &Path, target: Target, options: Options) -> Self {
+        if target.proxy {
+            let mut cfg = ClusterConfig::new(dir, ACCESS_KEY, SECRET_KEY);
+            cfg.listen = "127.0.0.1:0".parse().expect("address");
+            cfg.admin_listen = None;
+            cfg.nodes = PROXY_NODES;
+            cfg.runtime = target.runtime;
+            cfg.threads = 2;
+            cfg.fsync = options.fsync;
+            cfg.min_part_size = Some(options.min_part_size);
+            cfg.region = options.region.to_owned();
+            return Self::Cluster(start_cluster(cfg).expect("start cluster"));
+        }
+        let mut cfg = NodeConfig::new(
+            dir,
+            "127.0.0.1:0".parse().expect("address"),
+            ACCESS_KEY,
+            SECRET_KEY,
+        );
+        cfg.runtime = target.runtime;
+        cfg.min_part_size = options.min_part_size;
+        cfg.fsync = options.fsync;
+        cfg.region = options.region.to_owned();
+        // Many tests run at once on few cores: two workers each is plenty.
+        cfg.threads = 2;
+        Self::Node(start_node(cfg).expect("start node"))
+    }
+
+    /// The S3 endpoint: the node, or the proxy.
+    fn addr(&self) -> SocketAddr {
+        match self {
+            Self::Node(h) => h.local_addr(),
+            Self::Cluster(c) => c.endpoint(),
+        }
+    }
+
+    fn stop(self) {
+        match self {
+            Self::Node(h) => h.stop(),
+            Self::Cluster(c) => c.stop(),
+        }
+    }
+}
+
+/// A storage node serving a temporary directory (or the proxy in front of several, each on a
+/// directory of its own below it), and an SDK client for it.
 #[derive(Debug)]
 pub struct TestNode {
     /// The SDK client (path-style, SigV4 with the test key, no retries).
     pub client: Client,
-    /// Where the node listens.
+    /// Where the node (or the proxy) listens.
     pub addr: SocketAddr,
-    /// The runtime the node runs on.
-    pub runtime: RuntimeKind,
+    /// What runs.
+    pub target: Target,
     options: Options,
-    handle: Option<NodeHandle>,
+    server: Option<Server>,
     dir: TempDir,
 }
 
 impl TestNode {
-    /// A node with the default options.
-    pub fn start(runtime: RuntimeKind) -> Self {
-        Self::start_with(runtime, Options::default())
+    /// A node (or proxy) with the default options.
+    pub fn start(target: Target) -> Self {
+        Self::start_with(target, Options::default())
     }
 
-    /// A node with `options`.
-    pub fn start_with(runtime: RuntimeKind, options: Options) -> Self {
+    /// A node (or proxy) with `options` (for every node behind a proxy).
+    pub fn start_with(target: Target, options: Options) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let handle = spawn_node(dir.path(), runtime, options);
-        let addr = handle.local_addr();
+        let server = Server::start(dir.path(), target, options);
+        let addr = server.addr();
         Self {
             client: client_in(addr, options.region),
             addr,
-            runtime,
+            target,
             options,
-            handle: Some(handle),
+            server: Some(server),
             dir,
         }
     }
 
-    /// Stop the node gracefully and start a new one on the same directory (a new port).
+    /// Stop gracefully and start again on the same directories (new ports; a proxy is
+    /// restarted with its nodes, so it knows their new addresses).
     pub fn restart(&mut self) {
-        if let Some(h) = self.handle.take() {
-            h.stop();
+        if let Some(s) = self.server.take() {
+            s.stop();
         }
-        let handle = spawn_node(self.dir.path(), self.runtime, self.options);
-        self.addr = handle.local_addr();
+        let server = Server::start(self.dir.path(), self.target, self.options);
+        self.addr = server.addr();
         self.client = client_in(self.addr, self.options.region);
-        self.handle = Some(handle);
+        self.server = Some(server);
+    }
+
+    /// Behind a proxy, whether objects `a` and `b` (bucket, key) live on different nodes, so
+    /// that a copy between them goes through the proxy; `None` on a single node.
+    pub fn apart(&self, a: (&str, &str), b: (&str, &str)) -> Option<bool> {
+        if !self.target.proxy {
+            return None;
+        }
+        // The local cluster's backend ids, which placement hashes.
+        let ids: Vec<String> = (1..=PROXY_NODES).map(|i| format!("node-{i}")).collect();
+        let weighted: Vec<(&str, u32)> = ids.iter().map(|id| (id.as_str(), 1)).collect();
+        let placement = Placement::new(&weighted).expect("placement");
+        Some(placement.pick(a.0, a.1) != placement.pick(b.0, b.1))
     }
 
     /// `http://127.0.0.1:PORT`.
@@ -153,6 +268,43 @@ impl TestNode {
         out.e_tag().expect("PutObject ETag").to_owned()
     }
 
+    /// CopyObject `source` (`bucket/key`, encoded) to `bucket/key`.
+    pub async fn copy(&self, bucket: &str, key: &str, source: &str) -> CopyObjectOutput {
+        self.client
+            .copy_object()
+            .bucket(bucket)
+            .key(key)
+            .copy_source(source)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("copy {source} to {bucket}/{key}: {}", show(&e)))
+    }
+
+    /// HEAD `bucket/key`.
+    pub async fn head(&self, bucket: &str, key: &str) -> HeadObjectOutput {
+        self.client
+            .head_object()
+            .bucket(bucket)
+            .key(key)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("head {bucket}/{key}: {}", show(&e)))
+    }
+
+    /// The CRC32 stored with `bucket/key` (HEAD with checksum mode).
+    pub async fn crc32_of(&self, bucket: &str, key: &str) -> Option<String> {
+        self.client
+            .head_object()
+            .bucket(bucket)
+            .key(key)
+            .checksum_mode(ChecksumMode::Enabled)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("head {bucket}/{key}: {}", show(&e)))
+            .checksum_crc32()
+            .map(str::to_owned)
+    }
+
     /// GET `bucket/key` whole.
     pub async fn get(&self, bucket: &str, key: &str) -> Vec<u8> {
         let out = self
@@ -169,26 +321,10 @@ impl TestNode {
 
 impl Drop for TestNode {
     fn drop(&mut self) {
-        if let Some(h) = self.handle.take() {
-            h.stop();
+        if let Some(s) = self.server.take() {
+            s.stop();
         }
     }
-}
-
-fn spawn_node(dir: &Path, runtime: RuntimeKind, options: Options) -> NodeHandle {
-    let mut cfg = NodeConfig::new(
-        dir,
-        "127.0.0.1:0".parse().expect("address"),
-        ACCESS_KEY,
-        SECRET_KEY,
-    );
-    cfg.runtime = runtime;
-    cfg.min_part_size = options.min_part_size;
-    cfg.fsync = options.fsync;
-    cfg.region = options.region.to_owned();
-    // Many tests run at once on few cores: two workers each is plenty.
-    cfg.threads = 2;
-    start_node(cfg).expect("start node")
 }
 
 /// An SDK client for a node at `addr`: path-style, plain HTTP, the test key, no retries (a
