@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use crate::node::{NodeConfig, NodeHandle, RuntimeKind, start_node};
 use crate::proxy::{BackendConfig, ProxyConfig, ProxyHandle, start_proxy};
+use crate::tls::TlsFiles;
 
 /// Everything a local cluster needs.
 #[derive(Debug, Clone)]
@@ -31,6 +32,9 @@ pub struct ClusterConfig {
     pub fsync: bool,
     /// Smallest multipart part but the last (default the node's, 5 MiB).
     pub min_part_size: Option<u64>,
+    /// Serve HTTPS on the proxy's S3 listener with this certificate and key (default: plain
+    /// HTTP; the nodes behind it stay plain on loopback).
+    pub tls: Option<TlsFiles>,
 }
 
 impl ClusterConfig {
@@ -51,6 +55,7 @@ impl ClusterConfig {
             threads: 0,
             fsync: true,
             min_part_size: None,
+            tls: None,
         }
     }
 }
@@ -137,6 +142,7 @@ pub fn start_cluster(cfg: ClusterConfig) -> io::Result<Cluster> {
     p.admin_listen = cfg.admin_listen;
     p.runtime = cfg.runtime;
     p.threads = cfg.threads;
+    p.tls = cfg.tls;
     let proxy = start_proxy(p)?;
     Ok(Cluster {
         proxy: Some(proxy),

@@ -18,6 +18,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use embedded_io::ErrorKind;
+use ferry_core::http::server::{Handler, ServerConfig as HttpConfig, ServerHandle, serve_listener};
 use ferry_core::rt::{Connector, Runtime};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
@@ -199,6 +200,19 @@ pub async fn bind<R: TlsRuntime>(
         Some(c) => rt.bind_tls(addr, c).await,
         None => rt.bind(addr).await,
     }
+}
+
+/// Serve HTTP on `addr` with `handler`: over TLS if `tls` is given, plain TCP otherwise (see
+/// `ferry_core::http::server::serve_listener`).
+pub async fn serve<R: TlsRuntime, H: Handler + 'static>(
+    rt: &R,
+    addr: SocketAddr,
+    tls: Option<Arc<ServerConfig>>,
+    config: HttpConfig,
+    handler: Arc<H>,
+) -> Result<ServerHandle, ErrorKind> {
+    let listener = bind(rt, addr, tls).await?;
+    serve_listener(rt, listener, config, handler)
 }
 
 /// Opens client connections: TLS to the addresses given a server name, plain TCP to the rest.
