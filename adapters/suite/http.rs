@@ -11,15 +11,16 @@ use std::time::Duration;
 
 use ferry_core::http::body::{BodyKind, response_framing};
 use ferry_core::http::chunked::ChunkedDecoder;
-use ferry_core::http::client::{ClientConfig, ClientPool, Continue, connect};
+use ferry_core::http::client::{ClientConfig, ClientPool, Continue, connect, connect_with};
 use ferry_core::http::head::{HeadParser, RequestHead, Status};
 use ferry_core::http::io::Timed;
 use ferry_core::http::server::{
-    BodyReader, Handler, ResponseWriter, ServerConfig, ServerHandle, serve,
+    BodyReader, Handler, ResponseWriter, ServerConfig, ServerHandle, serve, serve_listener,
 };
 use ferry_core::http::{EMPTY_HEADER, Header};
 use ferry_core::rt::{Runtime, Signal, Stream, timeout};
 use ferry_core::s3::S3Error;
+use ferry_tls::{TlsConnector, TlsRuntime};
 
 /// Generates one `#[test]` per suite function, each run with `$block_on`.
 macro_rules! run_suite {
@@ -38,6 +39,8 @@ macro_rules! run_suite {
             client_pool_reuses_connections,
             unblock_runs_off_the_reactor,
             graceful_stop_finishes_requests,
+            tls_serves_and_survives_failed_handshakes,
+            tls_streams_large_bodies_both_ways,
         );
     };
     (@tests $block_on:path, $($name:ident),* $(,)?) => {
@@ -557,4 +560,141 @@ pub async fn graceful_stop_finishes_requests<R: Runtime>(rt: R) {
     assert!(server.stop(&rt, Duration::from_secs(5)).await);
     assert_eq!(server.active(), 0);
     assert!(rt.connect(addr).await.is_err(), "the listener is closed");
+}
+
+/// A self-signed certificate for `localhost` and 127.0.0.1: (certificate PEM, key PEM).
+fn self_signed() -> (String, String) {
+    let names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+    let ck = rcgen::generate_simple_self_signed(names).expect("certificate");
+    (ck.cert.pem(), ck.signing_key.serialize_pem())
+}
+
+/// A TLS server with the suite handler; the certificate PEM for clients to trust.
+async fn start_tls<R: TlsRuntime>(rt: &R, config: ServerConfig) -> (ServerHandle, String) {
+    let (cert, key) = self_signed();
+    let tls = ferry_tls::server_config(cert.as_bytes(), key.as_bytes()).expect("server config");
+    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let listener = ferry_tls::bind(rt, addr, Some(tls)).await.expect("bind");
+    let server = serve_listener(rt, listener, config, Arc::new(Suite::default())).expect("serve");
+    (server, cert)
+}
+
+/// A connector that speaks TLS to `addr`, trusting `ca` (or anything, if `None`).
+fn tls_connector(addr: SocketAddr, ca: Option<&str>) -> TlsConnector {
+    let config = ferry_tls::client_config(ca.map(str::as_bytes), ca.is_none()).unwrap();
+    let mut c = TlsConnector::new(config);
+    c.add(addr, ferry_tls::server_name("localhost").unwrap());
+    c
+}
+
+/// Read until the peer closes (EOF or reset): everything read, or `None` if it stays open
+/// past the read timeout.
+async fn read_to_close<R: Runtime>(c: &mut Raw<R>) -> Option<Vec<u8>> {
+    let mut tmp = vec![0u8; 4096];
+    loop {
+        match Stream::read_send(&mut c.io, &mut tmp).await {
+            Ok(0) => return Some(std::mem::take(&mut c.buf)),
+            Ok(n) => c.buf.extend_from_slice(&tmp[..n]),
+            Err(embedded_io::ErrorKind::TimedOut) => return None,
+            Err(_) => return Some(std::mem::take(&mut c.buf)),
+        }
+    }
+}
+
+pub async fn tls_serves_and_survives_failed_handshakes<R: TlsRuntime>(rt: R) {
+    let config = ServerConfig {
+        header_timeout: Duration::from_millis(300),
+        ..ServerConfig::default()
+    };
+    let (server, cert) = start_tls(&rt, config).await;
+    let addr = server.local_addr();
+    let pool = ClientPool::with_connector(
+        rt.clone(),
+        tls_connector(addr, Some(&cert)),
+        ClientConfig::default(),
+    );
+    let echo = |body: &'static [u8]| {
+        let pool = &pool;
+        async move {
+            let mut conn = pool.get(addr).await.expect("TLS connection");
+            conn.send_request("PUT", "/echo", &[], body).await.unwrap();
+            let mut hs = [EMPTY_HEADER; 16];
+            let mut r = conn.response(&mut hs).await.unwrap();
+            assert_eq!(r.head.status, 200);
+            let mut got = Vec::new();
+            while let Some(c) = r.body.next_chunk().await.unwrap() {
+                got.extend_from_slice(c);
+            }
+            assert_eq!(got, body);
+            pool.put(conn);
+        }
+    };
+    // Kept alive over TLS: two requests, one connection.
+    echo(b"first").await;
+    echo(b"second").await;
+    assert_eq!((server.accepted(), pool.idle_count()), (1, 1));
+
+    // Plain HTTP to the TLS port: no HTTP answer, the connection closes.
+    let mut plain = Raw::connect(&rt, addr).await;
+    plain.send(b"GET /echo HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    let got = read_to_close(&mut plain).await.expect("closed");
+    assert!(
+        !got.starts_with(b"HTTP/"),
+        "{:?}",
+        String::from_utf8_lossy(&got)
+    );
+    // A peer that never starts its handshake is dropped after the head timeout.
+    let mut silent = Raw::connect(&rt, addr).await;
+    assert_eq!(read_to_close(&mut silent).await, Some(Vec::new()));
+    // A client that does not trust the certificate fails the handshake, saying why.
+    let untrusting = ferry_tls::client_config(None, false).unwrap();
+    let name = ferry_tls::server_name("localhost").unwrap();
+    let Err(err) = rt.connect_tls(addr, untrusting, name).await else {
+        panic!("a client without the CA connected");
+    };
+    assert!(err.to_string().contains("UnknownIssuer"), "{err}");
+    let cfg = ClientConfig::default();
+    let other = connect_with(&rt, &tls_connector(addr, None), addr, cfg).await;
+    assert!(other.is_ok(), "an insecure client connects");
+    // Nothing of that disturbed the server.
+    drop(pool.get(addr).await.unwrap());
+    echo(b"third").await;
+    assert!(server.stop(&rt, Duration::from_secs(5)).await);
+}
+
+pub async fn tls_streams_large_bodies_both_ways<R: TlsRuntime>(rt: R) {
+    let (server, cert) = start_tls(&rt, ServerConfig::default()).await;
+    let addr = server.local_addr();
+    let connector = tls_connector(addr, Some(&cert));
+    let mut conn = connect_with(&rt, &connector, addr, ClientConfig::default())
+        .await
+        .unwrap();
+    // Larger than rustls' buffers and TLS records, with a pattern so order matters.
+    let body: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+    for _ in 0..2 {
+        let mut w = conn
+            .request(
+                "PUT",
+                "/echo",
+                &[],
+                BodyKind::Length(body.len() as u64),
+                false,
+            )
+            .unwrap();
+        for piece in body.chunks(100_000) {
+            w.write(piece).await.unwrap();
+        }
+        w.finish().await.unwrap();
+        let mut hs = [EMPTY_HEADER; 16];
+        let mut r = conn.response(&mut hs).await.unwrap();
+        assert_eq!(r.head.status, 200);
+        let mut got = Vec::new();
+        while let Some(c) = r.body.next_chunk().await.unwrap() {
+            got.extend_from_slice(c);
+        }
+        assert!(got == body, "echoed body differs ({} bytes)", got.len());
+    }
+    assert!(conn.is_reusable());
+    assert_eq!(server.accepted(), 1);
+    server.stop(&rt, Duration::from_secs(5)).await;
 }

@@ -56,12 +56,29 @@ pub trait Clock: Clone + Send + Sync + 'static {
 }
 
 /// A listening TCP socket.
+///
+/// Accepting is split in two so that whatever a connection needs before it can be served (a
+/// TLS handshake) runs in that connection's own task, not in the accept loop: [`accept`]
+/// only takes the socket, [`establish`] makes it a [`Stream`].
+///
+/// [`accept`]: Listener::accept
+/// [`establish`]: Listener::establish
 pub trait Listener: Send + Sync + 'static {
     /// The streams it accepts.
     type Stream: Stream + 'static;
+    /// A connection as accepted, before [`Listener::establish`].
+    type Accepted: Send + 'static;
 
     /// Wait for the next connection (with `TCP_NODELAY` set) and its peer address.
-    fn accept(&self) -> impl Future<Output = Result<(Self::Stream, SocketAddr), ErrorKind>> + Send;
+    fn accept(
+        &self,
+    ) -> impl Future<Output = Result<(Self::Accepted, SocketAddr), ErrorKind>> + Send;
+
+    /// Make an accepted connection a stream: a TLS handshake, or nothing for plain TCP. The
+    /// caller bounds it with a timeout; an error means the connection is dropped.
+    fn establish(
+        accepted: Self::Accepted,
+    ) -> impl Future<Output = Result<Self::Stream, ErrorKind>> + Send + 'static;
 
     /// The address it listens on (with the port the OS picked for port 0).
     fn local_addr(&self) -> Result<SocketAddr, ErrorKind>;
@@ -99,6 +116,31 @@ pub trait Runtime: Clock {
     where
         F: Future<Output = T> + Send + 'static,
         T: Send + 'static;
+}
+
+/// How client connections are opened ([`crate::http::client`]): [`Tcp`] is
+/// [`Runtime::connect`]; an adapter may open other streams of the same type (TLS).
+pub trait Connector<R: Runtime>: Send + Sync + 'static {
+    /// Open a connection to `addr`, ready for HTTP (a TLS handshake included).
+    fn connect(
+        &self,
+        rt: &R,
+        addr: SocketAddr,
+    ) -> impl Future<Output = Result<R::Stream, ErrorKind>> + Send;
+}
+
+/// Plain TCP connections, with [`Runtime::connect`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tcp;
+
+impl<R: Runtime> Connector<R> for Tcp {
+    fn connect(
+        &self,
+        rt: &R,
+        addr: SocketAddr,
+    ) -> impl Future<Output = Result<R::Stream, ErrorKind>> + Send {
+        rt.connect(addr)
+    }
 }
 
 /// The wall clock in Unix seconds, from `std` (what the adapters' [`Clock::unix_time`] uses).

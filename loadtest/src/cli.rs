@@ -80,7 +80,7 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 /// Where to send requests and how to sign them.
 #[derive(Debug, Clone, Args)]
 pub struct TargetArgs {
-    /// S3 endpoint URL, http://host:port (repeat for several).
+    /// S3 endpoint URL, http://host:port or https://host:port (repeat for several).
     #[arg(long = "endpoint", value_name = "URL")]
     pub endpoints: Vec<String>,
     /// How operations are spread over endpoints.
@@ -95,10 +95,13 @@ pub struct TargetArgs {
     /// SigV4 region (else AWS_REGION, else us-east-1).
     #[arg(long)]
     pub region: Option<String>,
-    /// Accept any TLS certificate. TLS is not implemented yet (ferry-core has no TLS client):
-    /// https endpoints are refused either way.
-    #[arg(long)]
+    /// https endpoints: accept any certificate (self-signed test ones).
+    #[arg(long, conflicts_with = "ca_cert")]
     pub insecure: bool,
+    /// https endpoints: also trust the CA certificates of this PEM file (besides the webpki
+    /// roots).
+    #[arg(long, value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
     /// Bucket (created if missing; the base name with --buckets).
     #[arg(long, default_value = "ferry-load")]
     pub bucket: String,
@@ -278,6 +281,8 @@ impl LoadArgs {
         cfg.runtime = self.runtime;
         cfg.threads = self.threads;
         cfg.seed = self.seed;
+        cfg.insecure = t.insecure;
+        cfg.ca_cert.clone_from(&t.ca_cert);
         cfg.progress = if self.quiet {
             ProgressMode::Off
         } else {
@@ -353,9 +358,11 @@ fn presign(args: &PresignArgs) -> Result<String, String> {
         seed: 0,
     };
     let (bucket, key, expires) = (t.bucket.clone(), args.key.clone(), args.expires);
-    // The client needs a runtime for its clock; nothing is sent.
+    // Nothing is sent: the TLS configuration is never used.
+    let tls = ferry_tls::client_config(None, true).map_err(|e| e.to_string())?;
+    // The client needs a runtime for its clock.
     ferry_tokio::block_on_threads(1, |rt| async move {
-        S3Client::new(rt, vec![endpoint], EndpointPolicy::RoundRobin, opts)
+        S3Client::new(rt, vec![endpoint], EndpointPolicy::RoundRobin, opts, tls)
             .presign_get(&bucket, &key, expires)
     })
     .map_err(|e| e.to_string())?

@@ -27,6 +27,9 @@ use ferry_core::s3::xml::{
     CompleteMultipartUploadResult, ErrorResponse, InitiateMultipartUploadResult, ListBucketResult,
     MAX_RESPONSE_BODY,
 };
+use ferry_tls::rustls::ClientConfig as TlsConfig;
+use ferry_tls::rustls::pki_types::ServerName;
+use ferry_tls::{TlsConnector, TlsRuntime};
 use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 
@@ -38,66 +41,81 @@ const WRITE_CHUNK: usize = 256 * 1024;
 /// Error documents are read up to this size.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
-/// One S3 endpoint: where to connect and what to send as `Host`.
+/// One S3 endpoint: where to connect, what to send as `Host`, and whether it speaks TLS.
 #[derive(Debug)]
 pub struct Endpoint {
-    /// The URL as given (`http://127.0.0.1:7001`).
+    /// The URL as given (`http://127.0.0.1:7001`, `https://s3.example:443`).
     pub url: String,
     /// The resolved address.
     pub addr: SocketAddr,
     /// The `Host` header value (`host:port` as given).
     pub host: String,
+    /// For `https://`: the name its certificate must have (and SNI), the URL's host.
+    pub tls: Option<ServerName<'static>>,
     in_flight: AtomicUsize,
 }
 
 impl Endpoint {
-    /// Parse and resolve `http://host[:port]` (the scheme is optional).
-    ///
-    /// `https://` is refused: ferry-core has no TLS client yet.
+    /// Parse and resolve `http://host[:port]` or `https://host[:port]` (the scheme is
+    /// optional: http; the port defaults to 80 or 443).
     pub fn parse(url: &str) -> Result<Self, String> {
-        let rest = if let Some(r) = url.strip_prefix("http://") {
-            r
-        } else if url.starts_with("https://") {
-            return Err(format!(
-                "{url}: https endpoints are not supported yet (ferry-core has no TLS client); \
-                 use http://"
-            ));
+        let (scheme, rest, default_port) = if let Some(r) = url.strip_prefix("http://") {
+            ("http", r, 80)
+        } else if let Some(r) = url.strip_prefix("https://") {
+            ("https", r, 443)
         } else if url.contains("://") {
-            return Err(format!("{url}: only http:// endpoints are supported"));
+            return Err(format!(
+                "{url}: only http:// and https:// endpoints are supported"
+            ));
         } else {
-            url
+            ("http", url, 80)
         };
         let authority = rest.trim_end_matches('/');
         if authority.is_empty() || authority.contains('/') {
             return Err(format!(
-                "{url}: an endpoint is http://host[:port] without a path"
+                "{url}: an endpoint is {scheme}://host[:port] without a path"
             ));
         }
-        let with_port = if authority.rsplit_once(':').is_some_and(|(h, p)| {
-            !h.ends_with(':') && !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())
-        }) {
-            authority.to_string()
-        } else {
-            format!("{authority}:80")
+        let host_only = match authority.rsplit_once(':') {
+            Some((h, p))
+                if !h.ends_with(':') && !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                Some(h)
+            }
+            _ => None,
+        };
+        let with_port = match host_only {
+            Some(_) => authority.to_string(),
+            None => format!("{authority}:{default_port}"),
+        };
+        let tls = match scheme {
+            "https" => Some(
+                ferry_tls::server_name(host_only.unwrap_or(authority))
+                    .map_err(|e| format!("{url}: not a TLS server name: {e}"))?,
+            ),
+            _ => None,
         };
         let addr = with_port
             .to_socket_addrs()
             .map_err(|e| format!("{url}: cannot resolve: {e}"))?
             .next()
             .ok_or_else(|| format!("{url}: no address"))?;
-        Ok(Self::new(
-            format!("http://{authority}"),
+        let mut ep = Self::new(
+            format!("{scheme}://{authority}"),
             addr,
             authority.to_string(),
-        ))
+        );
+        ep.tls = tls;
+        Ok(ep)
     }
 
-    /// An endpoint at `addr` with `host` as its `Host` header.
+    /// A plain-HTTP endpoint at `addr` with `host` as its `Host` header.
     pub fn new(url: String, addr: SocketAddr, host: String) -> Self {
         Self {
             url,
             addr,
             host,
+            tls: None,
             in_flight: AtomicUsize::new(0),
         }
     }
@@ -338,7 +356,7 @@ macro_rules! on_conn {
 /// An S3 client for load: endpoints, a connection pool, credentials and the fill.
 pub struct S3Client<R: Runtime> {
     rt: R,
-    pool: ClientPool<R>,
+    pool: ClientPool<R, TlsConnector>,
     endpoints: Vec<Endpoint>,
     policy: EndpointPolicy,
     next: AtomicUsize,
@@ -357,19 +375,26 @@ impl<R: Runtime> fmt::Debug for S3Client<R> {
     }
 }
 
-impl<R: Runtime> S3Client<R> {
-    /// A client over `endpoints` (at least one).
+impl<R: TlsRuntime> S3Client<R> {
+    /// A client over `endpoints` (at least one); `tls` is used for the `https://` ones.
     pub fn new(
         rt: R,
         endpoints: Vec<Endpoint>,
         policy: EndpointPolicy,
         opts: ClientOptions,
+        tls: Arc<TlsConfig>,
     ) -> Self {
         let mut config = ClientConfig::new(BufferPool::global());
         // One idle connection per worker and endpoint is what a load run needs.
         config.max_idle_per_addr = 4096;
+        let mut connector = TlsConnector::new(tls);
+        for ep in &endpoints {
+            if let Some(name) = &ep.tls {
+                connector.add(ep.addr, name.clone());
+            }
+        }
         Self {
-            pool: ClientPool::new(rt.clone(), config),
+            pool: ClientPool::with_connector(rt.clone(), connector, config),
             rt,
             endpoints,
             policy,
@@ -903,7 +928,7 @@ impl<R: Runtime> S3Client<R> {
     }
 }
 
-impl<R: Runtime> S3Client<R> {
+impl<R: TlsRuntime> S3Client<R> {
     /// Upload object `id` (`parts` parts of `part_size` bytes) as `key` with at most
     /// `in_flight` parts at once; the whole upload's result and each part's.
     pub async fn multipart_upload(
@@ -1178,21 +1203,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn endpoints_parse_and_https_is_refused() {
+    fn endpoints_parse() {
         let e = Endpoint::parse("http://127.0.0.1:7001").unwrap();
         assert_eq!(e.addr, "127.0.0.1:7001".parse().unwrap());
         assert_eq!(
             (e.host.as_str(), e.url.as_str()),
             ("127.0.0.1:7001", "http://127.0.0.1:7001")
         );
+        assert!(e.tls.is_none());
         let e = Endpoint::parse("127.0.0.1").unwrap();
         assert_eq!(e.addr.port(), 80);
         let e = Endpoint::parse("http://[::1]:9000/").unwrap();
         assert_eq!(e.addr, "[::1]:9000".parse().unwrap());
-        let err = Endpoint::parse("https://127.0.0.1:443").unwrap_err();
-        assert!(err.contains("TLS"), "{err}");
+        // https: port 443 by default, the host (without its port) is the TLS name.
+        let e = Endpoint::parse("https://localhost:8443").unwrap();
+        assert_eq!((e.addr.port(), e.host.as_str()), (8443, "localhost:8443"));
+        assert_eq!(e.tls, Some(ServerName::try_from("localhost").unwrap()));
+        let e = Endpoint::parse("https://127.0.0.1").unwrap();
+        assert_eq!((e.addr.port(), e.url.as_str()), (443, "https://127.0.0.1"));
+        assert_eq!(e.tls, Some(ServerName::try_from("127.0.0.1").unwrap()));
+        let e = Endpoint::parse("https://[::1]:9443").unwrap();
+        assert_eq!(e.tls, Some(ServerName::try_from("::1").unwrap()));
         assert!(Endpoint::parse("ftp://x").is_err());
         assert!(Endpoint::parse("http://127.0.0.1:1/bucket").is_err());
+        assert!(Endpoint::parse("https://127.0.0.1:1/bucket").is_err());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! What a run does: the workload and its options, independent of how they were given.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -174,7 +175,7 @@ pub enum ProgressMode {
 pub struct LoadConfig {
     /// What the workers do.
     pub workload: Workload,
-    /// Endpoint URLs (`http://host:port`).
+    /// Endpoint URLs (`http://host:port`, `https://host:port`).
     pub endpoints: Vec<String>,
     /// How operations are spread over endpoints.
     pub endpoint_policy: EndpointPolicy,
@@ -228,6 +229,10 @@ pub struct LoadConfig {
     pub seed: u64,
     /// Progress display.
     pub progress: ProgressMode,
+    /// `https://` endpoints: accept any certificate (self-signed test ones).
+    pub insecure: bool,
+    /// `https://` endpoints: also trust the CA certificates of this PEM file.
+    pub ca_cert: Option<PathBuf>,
 }
 
 impl LoadConfig {
@@ -262,6 +267,8 @@ impl LoadConfig {
             threads: 0,
             seed: 1,
             progress: ProgressMode::Auto,
+            insecure: false,
+            ca_cert: None,
         }
     }
 
@@ -293,6 +300,9 @@ impl LoadConfig {
         }
         if self.list_max_keys == 0 || self.list_max_keys > 1000 {
             return Err("--list-max-keys must be 1..=1000".into());
+        }
+        if self.insecure && self.ca_cert.is_some() {
+            return Err("--insecure accepts any certificate: --ca-cert would be ignored".into());
         }
         Ok(())
     }
@@ -346,6 +356,11 @@ mod tests {
         let mut c = ok.clone();
         c.rate = Some(0.0);
         assert!(c.validate().is_err());
+        let mut c = ok.clone();
+        c.insecure = true;
+        assert_eq!(c.validate(), Ok(()));
+        c.ca_cert = Some("ca.pem".into());
+        assert!(c.validate().unwrap_err().contains("--insecure"));
         let mut c = ok.clone();
         c.buckets = 3;
         assert_eq!(

@@ -5,12 +5,14 @@
 //! the queues once a second into HDR histograms. Workers never touch a histogram, so the
 //! memory of a run does not grow with its concurrency.
 
-use std::io::{IsTerminal as _, Write as _};
+use std::io::{self, IsTerminal as _, Write as _};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use ferry_core::rt::{Either, Runtime, Signal, race};
+use ferry_core::rt::{Either, Signal, Stream as _, TimedOut, race, timeout};
+use ferry_tls::TlsRuntime;
+use ferry_tls::rustls;
 use rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
@@ -80,7 +82,7 @@ fn mix(mut z: u64) -> u64 {
 }
 
 /// State shared by the workers and the reporter.
-struct Shared<R: Runtime> {
+struct Shared<R: TlsRuntime> {
     cfg: LoadConfig,
     client: Arc<S3Client<R>>,
     buckets: Vec<String>,
@@ -101,7 +103,7 @@ struct Shared<R: Runtime> {
     queues: Vec<Mutex<Vec<Sample>>>,
 }
 
-impl<R: Runtime> Shared<R> {
+impl<R: TlsRuntime> Shared<R> {
     fn rt(&self) -> &R {
         self.client.runtime()
     }
@@ -330,7 +332,7 @@ struct WorkerState {
     list_token: Option<String>,
 }
 
-async fn worker<R: Runtime>(sh: Arc<Shared<R>>, index: usize) {
+async fn worker<R: TlsRuntime>(sh: Arc<Shared<R>>, index: usize) {
     let mut state = WorkerState {
         index,
         rng: Pcg64::seed_from_u64(mix(sh.cfg.seed ^ mix(index as u64 + 1))),
@@ -397,7 +399,7 @@ impl Progress {
 }
 
 /// Collect the workers' samples once a second until `done`; the totals and the series.
-async fn reporter<R: Runtime>(
+async fn reporter<R: TlsRuntime>(
     sh: Arc<Shared<R>>,
     done: Arc<Signal>,
 ) -> (Recorder, Vec<SeriesPoint>) {
@@ -466,7 +468,7 @@ async fn reporter<R: Runtime>(
 }
 
 /// Put objects `0..objects` before the measured phase.
-async fn prepare<R: Runtime>(sh: &Arc<Shared<R>>) -> Result<Prepared, String> {
+async fn prepare<R: TlsRuntime>(sh: &Arc<Shared<R>>) -> Result<Prepared, String> {
     let start = sh.rt().now();
     let next = Arc::new(AtomicU64::new(0));
     let failure: Arc<Mutex<Option<String>>> = Arc::default();
@@ -507,7 +509,7 @@ async fn prepare<R: Runtime>(sh: &Arc<Shared<R>>) -> Result<Prepared, String> {
 }
 
 /// Delete every object of ours (keys [`object_key`] made) under the prefix; a note on failure.
-async fn cleanup<R: Runtime>(sh: &Arc<Shared<R>>) -> Option<String> {
+async fn cleanup<R: TlsRuntime>(sh: &Arc<Shared<R>>) -> Option<String> {
     let mut keys = Vec::new();
     for bucket in &sh.buckets {
         let mut token: Option<String> = None;
@@ -558,14 +560,73 @@ async fn cleanup<R: Runtime>(sh: &Arc<Shared<R>>) -> Option<String> {
     }
 }
 
+/// How long the TLS check of each `https://` endpoint may take.
+const TLS_CHECK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The TLS configuration of `cfg`: the webpki roots and `--ca-cert`'s, or `--insecure`.
+pub fn tls_config(cfg: &LoadConfig) -> Result<Arc<rustls::ClientConfig>, String> {
+    let ca = match &cfg.ca_cert {
+        Some(p) => Some(std::fs::read(p).map_err(|e| format!("--ca-cert {}: {e}", p.display()))?),
+        None => None,
+    };
+    ferry_tls::client_config(ca.as_deref(), cfg.insecure).map_err(|e| match &cfg.ca_cert {
+        Some(p) => format!("--ca-cert {}: {e}", p.display()),
+        None => e.to_string(),
+    })
+}
+
+/// Handshake once with each `https://` endpoint, so that a certificate that is not trusted
+/// stops the run at once, saying so, rather than failing every operation.
+async fn check_tls<R: TlsRuntime>(
+    rt: &R,
+    endpoints: &[Endpoint],
+    tls: &Arc<rustls::ClientConfig>,
+) -> Result<(), String> {
+    for ep in endpoints {
+        let Some(name) = &ep.tls else { continue };
+        let handshake = rt.connect_tls(ep.addr, tls.clone(), name.clone());
+        match timeout(rt, TLS_CHECK_TIMEOUT, handshake).await {
+            Ok(Ok(mut stream)) => {
+                let _ = stream.shutdown_write().await;
+            }
+            Ok(Err(e)) => return Err(tls_failure(&ep.url, &e)),
+            Err(TimedOut) => {
+                return Err(format!(
+                    "{}: no TLS handshake within {} s",
+                    ep.url,
+                    TLS_CHECK_TIMEOUT.as_secs()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn tls_failure(url: &str, e: &io::Error) -> String {
+    let rejected = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        .is_some_and(|r| matches!(r, rustls::Error::InvalidCertificate(_)));
+    if rejected {
+        format!(
+            "{url}: TLS certificate not trusted: {e} (trust its CA with --ca-cert FILE, or \
+             accept any certificate with --insecure)"
+        )
+    } else {
+        format!("{url}: TLS handshake failed: {e}")
+    }
+}
+
 /// Run a load test on `rt` against `endpoints`.
-pub async fn run_load<R: Runtime>(
+pub async fn run_load<R: TlsRuntime>(
     rt: R,
     cfg: LoadConfig,
     endpoints: Vec<Endpoint>,
     embedded: bool,
 ) -> Result<RunReport, String> {
     cfg.validate()?;
+    let tls = tls_config(&cfg)?;
+    check_tls(&rt, &endpoints, &tls).await?;
     let urls: Vec<String> = endpoints.iter().map(|e| e.url.clone()).collect();
     let client = Arc::new(S3Client::new(
         rt.clone(),
@@ -580,6 +641,7 @@ pub async fn run_load<R: Runtime>(
             expect_continue_from: cfg.expect_continue_from,
             seed: cfg.seed,
         },
+        tls,
     ));
     let buckets = cfg.bucket_names();
     for b in &buckets {

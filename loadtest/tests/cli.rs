@@ -1,5 +1,5 @@
 //! The `ferry-load` binary end to end: an embedded run writing JSON and CSV, then compare,
-//! plot and merge on its output; https endpoints refused with a clear message.
+//! plot and merge on its output (https endpoints: see `tls.rs`).
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -88,22 +88,6 @@ fn run_then_compare_plot_and_merge() {
     let m: RunReport = serde_json::from_str(&std::fs::read_to_string(merged).unwrap()).unwrap();
     assert_eq!(m.merged_runs, 2);
     assert_eq!(m.total().ops, 60);
-}
-
-#[test]
-fn https_is_refused_clearly() {
-    let out = ferry_load(&[
-        "get",
-        "--endpoint",
-        "https://127.0.0.1:9",
-        "--access-key",
-        "a",
-        "--secret-key",
-        "b",
-    ]);
-    assert_eq!(out.status.code(), Some(1));
-    let err = text(&out.stderr);
-    assert!(err.contains("TLS"), "{err}");
 }
 
 #[test]

@@ -16,6 +16,7 @@ use crate::logging::{self, LogArgs};
 use crate::node::{NodeConfig, RuntimeKind, start_node};
 use crate::proxy::{BackendConfig, ProxyConfig, start_proxy};
 use crate::store::DEFAULT_MIN_PART_SIZE;
+use crate::tls::{TlsFiles, scheme};
 use ferry_core::s3::sigv4::Credentials;
 
 /// Ferry: S3 storage nodes and the proxy in front of them. Without a subcommand, runs a local
@@ -58,6 +59,30 @@ pub struct ClusterArgs {
     /// Async runtime: tokio or smol.
     #[arg(long, value_name = "NAME", default_value_t = RuntimeKind::Tokio)]
     pub runtime: RuntimeKind,
+    /// HTTPS for the S3 endpoint.
+    #[command(flatten)]
+    pub tls: TlsArgs,
+}
+
+/// `--tls-cert` and `--tls-key`: serve HTTPS instead of HTTP.
+#[derive(Debug, Clone, Default, Args)]
+pub struct TlsArgs {
+    /// Serve HTTPS with this PEM certificate chain (leaf first); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+}
+
+impl TlsArgs {
+    /// The files, if given (clap makes sure they come together).
+    pub fn files(&self) -> Option<TlsFiles> {
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(c), Some(k)) => Some(TlsFiles::new(c, k)),
+            _ => None,
+        }
+    }
 }
 
 /// `ferry proxy` options.
@@ -72,7 +97,7 @@ pub struct ProxyArgs {
     pub backends: Vec<String>,
     /// A TOML file with the same settings (listen, admin_listen, region, runtime, threads,
     /// buffer_size, connect_timeout_ms, io_timeout_ms, health_interval_ms, token_secret,
-    /// [[credentials]] access_key/secret_key, [[backend]] id/url/weight/access_key/secret_key/
+    /// tls_cert, tls_key, [[credentials]] access_key/secret_key, [[backend]] id/url/weight/access_key/secret_key/
     /// kind/auth/region); command-line options win.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -103,6 +128,9 @@ pub struct ProxyArgs {
     /// AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY).
     #[arg(long, value_name = "FILE")]
     pub credentials: Option<PathBuf>,
+    /// HTTPS for the S3 listener (the admin listener stays plain HTTP).
+    #[command(flatten)]
+    pub tls: TlsArgs,
 }
 
 /// `ferry node` options.
@@ -133,6 +161,9 @@ pub struct NodeArgs {
     /// Do not fsync writes (tests and benchmarks only: a crash may lose acknowledged writes).
     #[arg(long)]
     pub no_fsync: bool,
+    /// HTTPS for the S3 listener.
+    #[command(flatten)]
+    pub tls: TlsArgs,
 }
 
 /// Where the node's key came from.
@@ -296,10 +327,16 @@ pub fn run_node(args: NodeArgs) -> io::Result<()> {
     cfg.threads = args.threads;
     cfg.min_part_size = args.min_part_size;
     cfg.fsync = !args.no_fsync;
+    cfg.tls = args.tls.files();
+    let scheme = scheme(cfg.tls.as_ref());
     let node = start_node(cfg)?;
     {
         let mut out = io::stdout().lock();
-        writeln!(out, "ferry node listening on http://{}", node.local_addr())?;
+        writeln!(
+            out,
+            "ferry node listening on {scheme}://{}",
+            node.local_addr()
+        )?;
         out.flush()?;
     }
     wait_for_stop(&mut signals);
@@ -366,6 +403,9 @@ pub fn proxy_config(
     if let Some(ms) = args.health_interval_ms {
         cfg.health_interval = std::time::Duration::from_millis(ms);
     }
+    if let Some(tls) = args.tls.files() {
+        cfg.tls = Some(tls);
+    }
     // The environment's (or --credentials') key comes first; the file's keys are kept too.
     let has_env = |a: &str, s: &str| {
         env(a).is_some_and(|v| !v.is_empty()) && env(s).is_some_and(|v| !v.is_empty())
@@ -396,12 +436,13 @@ pub fn run_proxy(args: ProxyArgs) -> io::Result<()> {
     let mut signals = Signals::new([SIGTERM, SIGINT])?;
     let cfg = proxy_config(&args, &|name| std::env::var(name).ok())?;
     // The proxy logs its listeners (the admin one too) as it starts.
+    let scheme = scheme(cfg.tls.as_ref());
     let proxy = start_proxy(cfg)?;
     {
         let mut out = io::stdout().lock();
         writeln!(
             out,
-            "ferry proxy listening on http://{}",
+            "ferry proxy listening on {scheme}://{}",
             proxy.local_addr()
         )?;
         out.flush()?;
@@ -420,8 +461,10 @@ pub fn run_cluster(args: ClusterArgs) -> io::Result<()> {
     cfg.listen = args.listen;
     cfg.nodes = args.nodes;
     cfg.runtime = args.runtime;
+    cfg.tls = args.tls.files();
+    let scheme = scheme(cfg.tls.as_ref());
     let cluster = start_cluster(cfg)?;
-    let endpoint = format!("http://{}", cluster.endpoint());
+    let endpoint = format!("{scheme}://{}", cluster.endpoint());
     {
         let mut out = io::stdout().lock();
         writeln!(
@@ -447,6 +490,10 @@ pub fn run_cluster(args: ClusterArgs) -> io::Result<()> {
             "  export AWS_ACCESS_KEY_ID={} AWS_SECRET_ACCESS_KEY={} AWS_DEFAULT_REGION=us-east-1",
             creds.access_key, creds.secret_key
         )?;
+        if let Some(cert) = &args.tls.tls_cert {
+            // A self-signed certificate is its own CA.
+            writeln!(out, "  export AWS_CA_BUNDLE={}", cert.display())?;
+        }
         writeln!(out, "  aws --endpoint-url {endpoint} s3 mb s3://demo")?;
         writeln!(
             out,
@@ -660,5 +707,34 @@ mod tests {
         assert!(cli.command.is_none());
         assert_eq!(cli.cluster.listen, "127.0.0.1:8078".parse().unwrap());
         assert_eq!(cli.cluster.nodes, 2);
+        assert_eq!(cli.cluster.tls.files(), None);
+    }
+
+    #[test]
+    fn tls_options_come_in_pairs() {
+        let tls = ["--tls-cert", "c.pem", "--tls-key", "k.pem"];
+        let want = Some(TlsFiles::new("c.pem", "k.pem"));
+        let backend = ["--backend", "a=http://127.0.0.1:9001"];
+        let cli =
+            Cli::try_parse_from(["ferry", "proxy"].iter().chain(&backend).chain(&tls)).unwrap();
+        let Some(Command::Proxy(args)) = cli.command else {
+            panic!("not a proxy command");
+        };
+        let keys = env(&[("FERRY_ACCESS_KEY", "fa"), ("FERRY_SECRET_KEY", "fs")]);
+        assert_eq!(proxy_config(&args, &keys).unwrap().tls, want);
+        let node = ["ferry", "node", "--data", "d", "--listen", "127.0.0.1:0"];
+        let cli = Cli::try_parse_from(node.iter().chain(&tls)).unwrap();
+        let Some(Command::Node(args)) = cli.command else {
+            panic!("not a node command");
+        };
+        assert_eq!(args.tls.files(), want);
+        let cli = Cli::try_parse_from(["ferry"].iter().chain(&tls)).unwrap();
+        assert_eq!(cli.cluster.tls.files(), want);
+        // One without the other is refused.
+        for half in [&tls[..2], &tls[2..]] {
+            let args = ["ferry", "proxy"].iter().chain(&backend).chain(half);
+            assert!(Cli::try_parse_from(args).is_err(), "{half:?}");
+            assert!(Cli::try_parse_from(["ferry"].iter().chain(half)).is_err());
+        }
     }
 }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use crate::node::{NodeConfig, NodeHandle, RuntimeKind, start_node};
 use crate::proxy::{BackendConfig, ProxyConfig, ProxyHandle, start_proxy};
+use crate::tls::TlsFiles;
 
 /// Everything a local cluster needs.
 #[derive(Debug, Clone)]
@@ -33,6 +34,9 @@ pub struct ClusterConfig {
     pub min_part_size: Option<u64>,
     /// The region the proxy and the nodes serve (default `us-east-1`).
     pub region: String,
+    /// Serve HTTPS on the proxy's S3 listener with this certificate and key (default: plain
+    /// HTTP; the nodes behind it stay plain on loopback).
+    pub tls: Option<TlsFiles>,
 }
 
 impl ClusterConfig {
@@ -54,6 +58,7 @@ impl ClusterConfig {
             fsync: true,
             min_part_size: None,
             region: "us-east-1".into(),
+            tls: None,
         }
     }
 }
@@ -142,6 +147,7 @@ pub fn start_cluster(cfg: ClusterConfig) -> io::Result<Cluster> {
     p.runtime = cfg.runtime;
     p.threads = cfg.threads;
     p.region = cfg.region;
+    p.tls = cfg.tls;
     let proxy = start_proxy(p)?;
     Ok(Cluster {
         proxy: Some(proxy),

@@ -10,7 +10,9 @@ mod profile;
 pub mod proxy;
 mod service;
 pub mod store;
+pub mod tls;
 
 pub use cluster::{Cluster, ClusterConfig, start_cluster};
 pub use node::{NodeConfig, NodeHandle, RuntimeKind, start_node};
 pub use proxy::{BackendConfig, ProxyConfig, ProxyHandle, start_proxy};
+pub use tls::TlsFiles;

@@ -1,6 +1,7 @@
 //! Ferry on smol: [`Smol`] implements `ferry_core::rt::Runtime` (TCP through `async-io`'s
-//! `Async` and `embedded-io-adapters`' `FromFutures`, timers, an executor, `blocking`), and
-//! [`block_on`] runs a future with that executor on one thread per CPU.
+//! `Async` and `embedded-io-adapters`' `FromFutures`, timers, an executor, `blocking`) and
+//! `ferry_tls::TlsRuntime` (TLS through futures-rustls), and [`block_on`] runs a future with
+//! that executor on one thread per CPU.
 //!
 //! Everything else (the accept loop, the HTTP engines, timeouts) is generic code in
 //! `ferry-core`; a binary picks this runtime or `ferry-tokio` at run time.
@@ -16,6 +17,11 @@ use embedded_io::ErrorType;
 use embedded_io_adapters::futures_03::FromFutures;
 use ferry_core::http::server::{Handler, ServerConfig, ServerHandle};
 use ferry_core::rt::{Clock, Listener, Runtime, Stream};
+use ferry_tls::TlsRuntime;
+use ferry_tls::rustls;
+use futures_rustls::TlsStream;
+use rustls::pki_types::ServerName;
+use smol::io::AsyncWriteExt;
 use smol::{Async, Executor, Task, Timer};
 
 pub use embedded_io::ErrorKind;
@@ -38,12 +44,21 @@ impl Smol {
     }
 }
 
-/// A TCP connection (`TCP_NODELAY` set), as an `embedded-io-async` stream.
-pub struct SmolStream(FromFutures<Async<TcpStream>>);
+/// A TCP connection (`TCP_NODELAY` set), plain or TLS, as an `embedded-io-async` stream.
+pub struct SmolStream(Conn);
+
+enum Conn {
+    Tcp(FromFutures<Async<TcpStream>>),
+    /// Boxed: rustls' state is large, and only TLS connections pay for it.
+    Tls(Box<FromFutures<TlsStream<Async<TcpStream>>>>),
+}
 
 impl std::fmt::Debug for SmolStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("SmolStream").field(self.get_ref()).finish()
+        f.debug_struct("SmolStream")
+            .field("tcp", self.get_ref())
+            .field("tls", &self.is_tls())
+            .finish()
     }
 }
 
@@ -51,12 +66,33 @@ impl SmolStream {
     /// Wrap a connected socket, setting `TCP_NODELAY` (small responses must not wait).
     pub fn new(tcp: Async<TcpStream>) -> std::io::Result<Self> {
         tcp.get_ref().set_nodelay(true)?;
-        Ok(Self(FromFutures::new(tcp)))
+        Ok(Self(Conn::Tcp(FromFutures::new(tcp))))
     }
 
-    /// The socket.
+    fn tls(tls: TlsStream<Async<TcpStream>>) -> Self {
+        Self(Conn::Tls(Box::new(FromFutures::new(tls))))
+    }
+
+    /// The socket (under TLS, if any).
     pub fn get_ref(&self) -> &TcpStream {
-        self.0.inner().get_ref()
+        match &self.0 {
+            Conn::Tcp(s) => s.inner().get_ref(),
+            Conn::Tls(s) => s.inner().get_ref().0.get_ref(),
+        }
+    }
+
+    /// Whether the connection speaks TLS.
+    pub fn is_tls(&self) -> bool {
+        matches!(self.0, Conn::Tls(_))
+    }
+
+    /// The socket of a plain TCP connection, to move bytes without going through user space
+    /// (`None` under TLS).
+    pub fn plain_tcp_mut(&mut self) -> Option<&mut Async<TcpStream>> {
+        match &mut self.0 {
+            Conn::Tcp(s) => Some(s.inner_mut()),
+            Conn::Tls(_) => None,
+        }
     }
 }
 
@@ -66,53 +102,106 @@ impl ErrorType for SmolStream {
 
 impl embedded_io_async::Read for SmolStream {
     async fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.0.read(buf).await
+        match &mut self.0 {
+            Conn::Tcp(s) => s.read(buf).await,
+            Conn::Tls(s) => s.read(buf).await,
+        }
     }
 }
 
 impl embedded_io_async::Write for SmolStream {
     async fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.write(buf).await
+        match &mut self.0 {
+            Conn::Tcp(s) => s.write(buf).await,
+            Conn::Tls(s) => {
+                // The engines never flush (TCP needs no flush): a TLS write is sent before it
+                // returns, so no record waits in rustls' buffer.
+                let n = s.write(buf).await?;
+                s.flush().await?;
+                Ok(n)
+            }
+        }
     }
 
     async fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush().await
+        match &mut self.0 {
+            Conn::Tcp(s) => s.flush().await,
+            Conn::Tls(s) => s.flush().await,
+        }
     }
 }
 
 // The concrete futures are `Send`; saying so here lets generic code spawn them.
 impl Stream for SmolStream {
     async fn read_send(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        embedded_io_async::Read::read(&mut self.0, buf).await
+        embedded_io_async::Read::read(self, buf).await
     }
 
     async fn write_send(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        embedded_io_async::Write::write(&mut self.0, buf).await
+        embedded_io_async::Write::write(self, buf).await
     }
 
     async fn flush_send(&mut self) -> std::io::Result<()> {
-        embedded_io_async::Write::flush(&mut self.0).await
+        embedded_io_async::Write::flush(self).await
     }
 
     async fn shutdown_write(&mut self) -> std::io::Result<()> {
-        self.get_ref().shutdown(Shutdown::Write)
+        match &mut self.0 {
+            Conn::Tcp(s) => s.inner().get_ref().shutdown(Shutdown::Write),
+            // Sends close_notify, then shuts the socket down for writing.
+            Conn::Tls(s) => s.inner_mut().close().await,
+        }
     }
 }
 
-/// A listening socket.
+/// A listening socket, serving plain TCP or TLS.
 #[derive(Debug)]
-pub struct SmolListener(Async<TcpListener>);
+pub struct SmolListener {
+    tcp: Async<TcpListener>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+/// A connection accepted by a [`SmolListener`], before its TLS handshake if it has one.
+#[derive(Debug)]
+pub struct SmolAccepted(Accepted);
+
+#[derive(Debug)]
+enum Accepted {
+    Plain(SmolStream),
+    Tls(Async<TcpStream>, Arc<rustls::ServerConfig>),
+}
 
 impl Listener for SmolListener {
     type Stream = SmolStream;
+    type Accepted = SmolAccepted;
 
-    async fn accept(&self) -> Result<(SmolStream, SocketAddr), ErrorKind> {
-        let (tcp, peer) = self.0.accept().await.map_err(kind)?;
-        Ok((SmolStream::new(tcp).map_err(kind)?, peer))
+    async fn accept(&self) -> Result<(SmolAccepted, SocketAddr), ErrorKind> {
+        let (tcp, peer) = self.tcp.accept().await.map_err(kind)?;
+        let accepted = match &self.tls {
+            None => Accepted::Plain(SmolStream::new(tcp).map_err(kind)?),
+            Some(config) => {
+                tcp.get_ref().set_nodelay(true).map_err(kind)?;
+                Accepted::Tls(tcp, config.clone())
+            }
+        };
+        Ok((SmolAccepted(accepted), peer))
+    }
+
+    async fn establish(accepted: SmolAccepted) -> Result<SmolStream, ErrorKind> {
+        match accepted.0 {
+            Accepted::Plain(stream) => Ok(stream),
+            Accepted::Tls(tcp, config) => {
+                let tls = futures_rustls::TlsAcceptor::from(config)
+                    .accept(tcp)
+                    .await
+                    .map_err(kind)?;
+                Ok(SmolStream::tls(TlsStream::Server(tls)))
+            }
+        }
     }
 
     fn local_addr(&self) -> Result<SocketAddr, ErrorKind> {
-        self.0.get_ref().local_addr().map_err(kind)
+        self.tcp.get_ref().local_addr().map_err(kind)
     }
 }
 
@@ -153,9 +242,10 @@ impl Runtime for Smol {
     }
 
     async fn bind(&self, addr: SocketAddr) -> Result<SmolListener, ErrorKind> {
-        Ok(SmolListener(
-            Async::<TcpListener>::bind(addr).map_err(kind)?,
-        ))
+        Ok(SmolListener {
+            tcp: Async::<TcpListener>::bind(addr).map_err(kind)?,
+            tls: None,
+        })
     }
 
     fn unblock<T, F>(&self, f: F) -> impl Future<Output = T> + Send + 'static
@@ -172,6 +262,33 @@ impl Runtime for Smol {
         T: Send + 'static,
     {
         JoinHandle(Some(self.executor.spawn(future)))
+    }
+}
+
+impl TlsRuntime for Smol {
+    async fn bind_tls(
+        &self,
+        addr: SocketAddr,
+        config: Arc<rustls::ServerConfig>,
+    ) -> Result<SmolListener, ErrorKind> {
+        Ok(SmolListener {
+            tcp: Async::<TcpListener>::bind(addr).map_err(kind)?,
+            tls: Some(config),
+        })
+    }
+
+    async fn connect_tls(
+        &self,
+        addr: SocketAddr,
+        config: Arc<rustls::ClientConfig>,
+        name: ServerName<'static>,
+    ) -> std::io::Result<SmolStream> {
+        let tcp = Async::<TcpStream>::connect(addr).await?;
+        tcp.get_ref().set_nodelay(true)?;
+        let tls = futures_rustls::TlsConnector::from(config)
+            .connect(name, tcp)
+            .await?;
+        Ok(SmolStream::tls(TlsStream::Client(tls)))
     }
 }
 

@@ -1,6 +1,7 @@
 //! Ferry on tokio: [`Tokio`] implements `ferry_core::rt::Runtime` (TCP through
-//! `embedded-io-adapters`' `FromTokio`, timers, `spawn`, `spawn_blocking`), and [`block_on`]
-//! runs a future on a multi-threaded runtime.
+//! `embedded-io-adapters`' `FromTokio`, timers, `spawn`, `spawn_blocking`) and
+//! `ferry_tls::TlsRuntime` (TLS through tokio-rustls), and [`block_on`] runs a future on a
+//! multi-threaded runtime.
 //!
 //! Everything else (the accept loop, the HTTP engines, timeouts) is generic code in
 //! `ferry-core`; a binary picks this runtime or `ferry-smol` at run time.
@@ -14,9 +15,13 @@ use embedded_io::ErrorType;
 use embedded_io_adapters::tokio_1::FromTokio;
 use ferry_core::http::server::{Handler, ServerConfig, ServerHandle};
 use ferry_core::rt::{Clock, Listener, Runtime, Stream};
+use ferry_tls::TlsRuntime;
+use ferry_tls::rustls;
+use rustls::pki_types::ServerName;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Handle;
+use tokio_rustls::TlsStream;
 
 pub use embedded_io::ErrorKind;
 
@@ -43,12 +48,21 @@ impl Tokio {
     }
 }
 
-/// A TCP connection (`TCP_NODELAY` set), as an `embedded-io-async` stream.
-pub struct TokioStream(FromTokio<TcpStream>);
+/// A TCP connection (`TCP_NODELAY` set), plain or TLS, as an `embedded-io-async` stream.
+pub struct TokioStream(Conn);
+
+enum Conn {
+    Tcp(FromTokio<TcpStream>),
+    /// Boxed: rustls' state is large, and only TLS connections pay for it.
+    Tls(Box<FromTokio<TlsStream<TcpStream>>>),
+}
 
 impl std::fmt::Debug for TokioStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("TokioStream").field(self.get_ref()).finish()
+        f.debug_struct("TokioStream")
+            .field("tcp", self.get_ref())
+            .field("tls", &self.is_tls())
+            .finish()
     }
 }
 
@@ -56,12 +70,33 @@ impl TokioStream {
     /// Wrap a connected socket, setting `TCP_NODELAY` (small responses must not wait).
     pub fn new(tcp: TcpStream) -> std::io::Result<Self> {
         tcp.set_nodelay(true)?;
-        Ok(Self(FromTokio::new(tcp)))
+        Ok(Self(Conn::Tcp(FromTokio::new(tcp))))
     }
 
-    /// The socket.
+    fn tls(tls: TlsStream<TcpStream>) -> Self {
+        Self(Conn::Tls(Box::new(FromTokio::new(tls))))
+    }
+
+    /// The socket (under TLS, if any).
     pub fn get_ref(&self) -> &TcpStream {
-        self.0.inner()
+        match &self.0 {
+            Conn::Tcp(s) => s.inner(),
+            Conn::Tls(s) => s.inner().get_ref().0,
+        }
+    }
+
+    /// Whether the connection speaks TLS.
+    pub fn is_tls(&self) -> bool {
+        matches!(self.0, Conn::Tls(_))
+    }
+
+    /// The socket of a plain TCP connection, to move bytes without going through user space
+    /// (`None` under TLS).
+    pub fn plain_tcp_mut(&mut self) -> Option<&mut TcpStream> {
+        match &mut self.0 {
+            Conn::Tcp(s) => Some(s.inner_mut()),
+            Conn::Tls(_) => None,
+        }
     }
 }
 
@@ -71,53 +106,106 @@ impl ErrorType for TokioStream {
 
 impl embedded_io_async::Read for TokioStream {
     async fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.0.read(buf).await
+        match &mut self.0 {
+            Conn::Tcp(s) => s.read(buf).await,
+            Conn::Tls(s) => s.read(buf).await,
+        }
     }
 }
 
 impl embedded_io_async::Write for TokioStream {
     async fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.write(buf).await
+        match &mut self.0 {
+            Conn::Tcp(s) => s.write(buf).await,
+            Conn::Tls(s) => {
+                // The engines never flush (TCP needs no flush): a TLS write is sent before it
+                // returns, so no record waits in rustls' buffer.
+                let n = s.write(buf).await?;
+                s.flush().await?;
+                Ok(n)
+            }
+        }
     }
 
     async fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush().await
+        match &mut self.0 {
+            Conn::Tcp(s) => s.flush().await,
+            Conn::Tls(s) => s.flush().await,
+        }
     }
 }
 
 // The concrete futures are `Send`; saying so here lets generic code spawn them.
 impl Stream for TokioStream {
     async fn read_send(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        embedded_io_async::Read::read(&mut self.0, buf).await
+        embedded_io_async::Read::read(self, buf).await
     }
 
     async fn write_send(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        embedded_io_async::Write::write(&mut self.0, buf).await
+        embedded_io_async::Write::write(self, buf).await
     }
 
     async fn flush_send(&mut self) -> std::io::Result<()> {
-        embedded_io_async::Write::flush(&mut self.0).await
+        embedded_io_async::Write::flush(self).await
     }
 
     async fn shutdown_write(&mut self) -> std::io::Result<()> {
-        self.0.inner_mut().shutdown().await
+        match &mut self.0 {
+            Conn::Tcp(s) => s.inner_mut().shutdown().await,
+            // Sends close_notify, then shuts the socket down for writing.
+            Conn::Tls(s) => s.inner_mut().shutdown().await,
+        }
     }
 }
 
-/// A listening socket.
+/// A listening socket, serving plain TCP or TLS.
 #[derive(Debug)]
-pub struct TokioListener(TcpListener);
+pub struct TokioListener {
+    tcp: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+/// A connection accepted by a [`TokioListener`], before its TLS handshake if it has one.
+#[derive(Debug)]
+pub struct TokioAccepted(Accepted);
+
+#[derive(Debug)]
+enum Accepted {
+    Plain(TokioStream),
+    Tls(TcpStream, Arc<rustls::ServerConfig>),
+}
 
 impl Listener for TokioListener {
     type Stream = TokioStream;
+    type Accepted = TokioAccepted;
 
-    async fn accept(&self) -> Result<(TokioStream, SocketAddr), ErrorKind> {
-        let (tcp, peer) = self.0.accept().await.map_err(kind)?;
-        Ok((TokioStream::new(tcp).map_err(kind)?, peer))
+    async fn accept(&self) -> Result<(TokioAccepted, SocketAddr), ErrorKind> {
+        let (tcp, peer) = self.tcp.accept().await.map_err(kind)?;
+        let accepted = match &self.tls {
+            None => Accepted::Plain(TokioStream::new(tcp).map_err(kind)?),
+            Some(config) => {
+                tcp.set_nodelay(true).map_err(kind)?;
+                Accepted::Tls(tcp, config.clone())
+            }
+        };
+        Ok((TokioAccepted(accepted), peer))
+    }
+
+    async fn establish(accepted: TokioAccepted) -> Result<TokioStream, ErrorKind> {
+        match accepted.0 {
+            Accepted::Plain(stream) => Ok(stream),
+            Accepted::Tls(tcp, config) => {
+                let tls = tokio_rustls::TlsAcceptor::from(config)
+                    .accept(tcp)
+                    .await
+                    .map_err(kind)?;
+                Ok(TokioStream::tls(TlsStream::Server(tls)))
+            }
+        }
     }
 
     fn local_addr(&self) -> Result<SocketAddr, ErrorKind> {
-        self.0.local_addr().map_err(kind)
+        self.tcp.local_addr().map_err(kind)
     }
 }
 
@@ -157,7 +245,10 @@ impl Runtime for Tokio {
     }
 
     async fn bind(&self, addr: SocketAddr) -> Result<TokioListener, ErrorKind> {
-        Ok(TokioListener(TcpListener::bind(addr).await.map_err(kind)?))
+        Ok(TokioListener {
+            tcp: TcpListener::bind(addr).await.map_err(kind)?,
+            tls: None,
+        })
     }
 
     fn unblock<T, F>(&self, f: F) -> impl Future<Output = T> + Send + 'static
@@ -174,6 +265,33 @@ impl Runtime for Tokio {
         T: Send + 'static,
     {
         join(self.handle.spawn(future))
+    }
+}
+
+impl TlsRuntime for Tokio {
+    async fn bind_tls(
+        &self,
+        addr: SocketAddr,
+        config: Arc<rustls::ServerConfig>,
+    ) -> Result<TokioListener, ErrorKind> {
+        Ok(TokioListener {
+            tcp: TcpListener::bind(addr).await.map_err(kind)?,
+            tls: Some(config),
+        })
+    }
+
+    async fn connect_tls(
+        &self,
+        addr: SocketAddr,
+        config: Arc<rustls::ClientConfig>,
+        name: ServerName<'static>,
+    ) -> std::io::Result<TokioStream> {
+        let tcp = TcpStream::connect(addr).await?;
+        tcp.set_nodelay(true)?;
+        let tls = tokio_rustls::TlsConnector::from(config)
+            .connect(name, tcp)
+            .await?;
+        Ok(TokioStream::tls(TlsStream::Client(tls)))
     }
 }
 

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use ferry_core::http::server::{ServerConfig, serve_connection};
 use ferry_core::rt::{Listener, Runtime};
+use ferry_tokio::TokioListener;
 
 /// A concrete handler's connection future is `Send`, so `tokio::spawn` takes it directly.
 #[test]
@@ -19,17 +20,19 @@ fn connection_future_is_send_and_spawns() {
         let listener = rt.bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let client = rt.connect(addr).await.unwrap();
-        let (stream, _) = listener.accept().await.unwrap();
+        let (accepted, _) = listener.accept().await.unwrap();
+        let stream = TokioListener::establish(accepted).await.unwrap();
         let config = Arc::new(ServerConfig::default());
         let handler = Arc::new(suite::Suite::default());
         let conn = serve_connection(rt.clone(), stream, &config, &*handler, None);
         assert_send(&conn);
         drop(conn);
         let (clock, config2, handler2) = (rt.clone(), config.clone(), handler.clone());
-        let (stream, _) = {
+        let (accepted, _) = {
             let _second = rt.connect(addr).await.unwrap();
             listener.accept().await.unwrap()
         };
+        let stream = TokioListener::establish(accepted).await.unwrap();
         let task = tokio::spawn(async move {
             serve_connection(clock, stream, &config2, &*handler2, None).await
         });

@@ -20,7 +20,7 @@ use super::head::{HeadLimits, HeadParser, ResponseHead, Status, Version};
 use super::io::{BodyState, HttpError, Timed, write_all};
 use super::write;
 use crate::pool::{BufferPool, PooledBuf};
-use crate::rt::{Clock, Runtime, Stream, TimedOut, timeout};
+use crate::rt::{Clock, Connector, Runtime, Stream, Tcp, TimedOut, timeout};
 
 /// Header field storage used while looking for the final response head.
 const MAX_HEADERS: usize = 128;
@@ -36,7 +36,7 @@ pub struct ClientConfig {
     pub head_limits: HeadLimits,
     /// Chunk line and trailer limits.
     pub chunked_limits: ChunkedLimits,
-    /// Connecting must complete within this.
+    /// Connecting (with a TLS handshake, if any) must complete within this.
     pub connect_timeout: Duration,
     /// Each read (response head or body) must complete within this.
     pub read_timeout: Duration,
@@ -668,7 +668,17 @@ pub async fn connect<R: Runtime>(
     addr: SocketAddr,
     config: ClientConfig,
 ) -> Result<ClientConn<R, R::Stream>, HttpError> {
-    let stream = match timeout(rt, config.connect_timeout, rt.connect(addr)).await {
+    connect_with(rt, &Tcp, addr, config).await
+}
+
+/// Connect to `addr` with `connector` (TLS, say) within the configured connect timeout.
+pub async fn connect_with<R: Runtime, K: Connector<R>>(
+    rt: &R,
+    connector: &K,
+    addr: SocketAddr,
+    config: ClientConfig,
+) -> Result<ClientConn<R, R::Stream>, HttpError> {
+    let stream = match timeout(rt, config.connect_timeout, connector.connect(rt, addr)).await {
         Ok(r) => r.map_err(HttpError::Io)?,
         Err(TimedOut) => return Err(HttpError::TimedOut),
     };
@@ -681,14 +691,16 @@ type IdleQueue<R> = VecDeque<(Duration, ClientConn<R, <R as Runtime>::Stream>)>;
 /// Idle keep-alive connections per address, bounded and expiring.
 ///
 /// [`ClientPool::get`] reuses the most recently idle connection that has not expired (or
-/// connects); [`ClientPool::put`] keeps a connection only if it is reusable.
-pub struct ClientPool<R: Runtime> {
+/// connects with its [`Connector`], plain TCP by default); [`ClientPool::put`] keeps a
+/// connection only if it is reusable.
+pub struct ClientPool<R: Runtime, K = Tcp> {
     rt: R,
+    connector: K,
     config: ClientConfig,
     idle: spin::Mutex<BTreeMap<SocketAddr, IdleQueue<R>>>,
 }
 
-impl<R: Runtime> core::fmt::Debug for ClientPool<R> {
+impl<R: Runtime, K: Connector<R>> core::fmt::Debug for ClientPool<R, K> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("ClientPool")
             .field("config", &self.config)
@@ -698,10 +710,18 @@ impl<R: Runtime> core::fmt::Debug for ClientPool<R> {
 }
 
 impl<R: Runtime> ClientPool<R> {
-    /// An empty pool connecting with `rt`.
+    /// An empty pool connecting with `rt` over plain TCP.
     pub fn new(rt: R, config: ClientConfig) -> Self {
+        Self::with_connector(rt, Tcp, config)
+    }
+}
+
+impl<R: Runtime, K: Connector<R>> ClientPool<R, K> {
+    /// An empty pool opening connections with `connector`.
+    pub fn with_connector(rt: R, connector: K, config: ClientConfig) -> Self {
         Self {
             rt,
+            connector,
             config,
             idle: spin::Mutex::new(BTreeMap::new()),
         }
@@ -722,7 +742,7 @@ impl<R: Runtime> ClientPool<R> {
         if let Some(conn) = self.take_idle(addr) {
             return Ok(conn);
         }
-        connect(&self.rt, addr, self.config).await
+        connect_with(&self.rt, &self.connector, addr, self.config).await
     }
 
     fn take_idle(&self, addr: SocketAddr) -> Option<ClientConn<R, R::Stream>> {
@@ -1051,8 +1071,12 @@ mod tests {
 
     impl Listener for NoListener {
         type Stream = Duplex;
+        type Accepted = Duplex;
         async fn accept(&self) -> Result<(Duplex, SocketAddr), ErrorKind> {
             Err(ErrorKind::Unsupported)
+        }
+        async fn establish(accepted: Duplex) -> Result<Duplex, ErrorKind> {
+            Ok(accepted)
         }
         fn local_addr(&self) -> Result<SocketAddr, ErrorKind> {
             Err(ErrorKind::Unsupported)

@@ -48,7 +48,8 @@ pub struct ServerConfig {
     /// Chunk line and trailer limits.
     pub chunked_limits: ChunkedLimits,
     /// A whole head must arrive within this, counted from the connection's start (first
-    /// request) or from the head's first byte (later requests).
+    /// request) or from the head's first byte (later requests). A connection's set-up (the
+    /// TLS handshake) must also complete within this.
     pub header_timeout: Duration,
     /// How long a kept-alive connection may wait for the next request's first byte.
     pub idle_timeout: Duration,
@@ -1096,6 +1097,25 @@ where
     H: Handler + 'static,
 {
     let listener = rt.bind(addr).await?;
+    serve_listener(rt, listener, config, handler)
+}
+
+/// Serve every connection `listener` accepts (a TLS listener from an adapter, say) with
+/// `handler` on `rt` until the handle stops it.
+///
+/// Each connection is established ([`Listener::establish`]: the TLS handshake) in its own
+/// task, within [`ServerConfig::header_timeout`]; one that fails or times out is dropped.
+pub fn serve_listener<R, L, H>(
+    rt: &R,
+    listener: L,
+    config: ServerConfig,
+    handler: Arc<H>,
+) -> Result<ServerHandle, ErrorKind>
+where
+    R: Runtime,
+    L: Listener,
+    H: Handler + 'static,
+{
     let local_addr = listener.local_addr()?;
     let shared = Arc::new(ServerShared::default());
     shared.accepting.store(true, Ordering::SeqCst);
@@ -1110,9 +1130,9 @@ where
     Ok(ServerHandle { local_addr, shared })
 }
 
-async fn accept_loop<R: Runtime, H: Handler + 'static>(
+async fn accept_loop<R: Runtime, L: Listener, H: Handler + 'static>(
     rt: R,
-    listener: R::Listener,
+    listener: L,
     config: ServerConfig,
     handler: Arc<H>,
     shared: Arc<ServerShared>,
@@ -1120,21 +1140,30 @@ async fn accept_loop<R: Runtime, H: Handler + 'static>(
     let config = Arc::new(config);
     while !shared.stop.is_set() {
         match race(listener.accept(), shared.stop.wait()).await {
-            Either::Left(Ok((stream, peer))) => {
+            Either::Left(Ok((accepted, peer))) => {
                 shared.accepted.fetch_add(1, Ordering::SeqCst);
                 shared.active.fetch_add(1, Ordering::SeqCst);
                 let guard = ActiveGuard(shared.clone());
                 let (clock, config, handler) = (rt.clone(), config.clone(), handler.clone());
                 drop(rt.spawn(async move {
                     let stop = &guard.0.stop;
-                    let conn = serve_connection_from(
-                        clock,
-                        stream,
-                        Some(peer),
-                        &config,
-                        &*handler,
-                        Some(stop),
-                    );
+                    let conn = async {
+                        // Plain TCP is ready at once (no timer); a connection still in its
+                        // handshake has no request yet, so a stop drops it.
+                        let setup = timeout(&clock, config.header_timeout, L::establish(accepted));
+                        if let Either::Left(Ok(Ok(stream))) = race(setup, stop.wait()).await {
+                            let (config, handler) = (&*config, &*handler);
+                            serve_connection_from(
+                                clock.clone(),
+                                stream,
+                                Some(peer),
+                                config,
+                                handler,
+                                Some(stop),
+                            )
+                            .await;
+                        }
+                    };
                     race(conn, guard.0.abort.wait()).await;
                     drop(guard);
                 }));

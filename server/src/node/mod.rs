@@ -23,11 +23,13 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use ferry_core::http::server::{ServerConfig, serve};
-use ferry_core::rt::{Runtime, Signal};
+use ferry_core::http::server::ServerConfig;
+use ferry_core::rt::Signal;
+use ferry_tls::{TlsRuntime, rustls};
 
 use crate::service::{ServiceThread, spawn_service};
 use crate::store::{DEFAULT_MIN_PART_SIZE, Store, StoreConfig};
+use crate::tls::TlsFiles;
 
 pub use handler::NodeHandler;
 
@@ -95,6 +97,8 @@ pub struct NodeConfig {
     pub fsync: bool,
     /// Runtime worker threads; 0 means one per CPU.
     pub threads: usize,
+    /// Serve HTTPS with this certificate and key (default: plain HTTP).
+    pub tls: Option<TlsFiles>,
 }
 
 impl NodeConfig {
@@ -115,6 +119,7 @@ impl NodeConfig {
             min_part_size: DEFAULT_MIN_PART_SIZE,
             fsync: true,
             threads: 0,
+            tls: None,
         }
     }
 }
@@ -151,14 +156,15 @@ pub fn start_node(cfg: NodeConfig) -> io::Result<NodeHandle> {
             fsync: cfg.fsync,
         },
     )?;
+    let tls = cfg.tls.as_ref().map(TlsFiles::load).transpose()?;
     let (local_addr, service) = spawn_service("ferry-node", move |ready, stop| {
         let threads = cfg.threads;
         match cfg.runtime {
             RuntimeKind::Tokio => {
-                ferry_tokio::block_on_threads(threads, |rt| run(rt, cfg, store, ready, stop))
+                ferry_tokio::block_on_threads(threads, |rt| run(rt, cfg, tls, store, ready, stop))
             }
             RuntimeKind::Smol => {
-                ferry_smol::block_on_threads(threads, |rt| run(rt, cfg, store, ready, stop))
+                ferry_smol::block_on_threads(threads, |rt| run(rt, cfg, tls, store, ready, stop))
             }
         }
     })?;
@@ -169,9 +175,10 @@ pub fn start_node(cfg: NodeConfig) -> io::Result<NodeHandle> {
 }
 
 /// The node's life on runtime `rt`: serve until `stop` is set, then stop gracefully.
-async fn run<R: Runtime>(
+async fn run<R: TlsRuntime>(
     rt: R,
     cfg: NodeConfig,
+    tls: Option<Arc<rustls::ServerConfig>>,
     store: Store,
     ready: mpsc::Sender<io::Result<SocketAddr>>,
     stop: Arc<Signal>,
@@ -183,7 +190,7 @@ async fn run<R: Runtime>(
         max_body_len: body::MAX_OBJECT_SIZE + (64 << 20),
         ..ServerConfig::default()
     };
-    let server = match serve(&rt, cfg.listen, config, handler).await {
+    let server = match ferry_tls::serve(&rt, cfg.listen, tls, config, handler).await {
         Ok(s) => s,
         Err(kind) => {
             let kind = io::ErrorKind::from(kind);

@@ -1,6 +1,7 @@
 //! What `ferry proxy` needs: the library struct, `--backend` specs and the TOML file.
 
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -8,6 +9,7 @@ use ferry_core::s3::sigv4::Credentials;
 use serde::Deserialize;
 
 use crate::node::RuntimeKind;
+use crate::tls::TlsFiles;
 
 /// Default size of the proxy's pooled I/O buffers (connection buffers, re-framed chunks).
 pub const DEFAULT_BUFFER_SIZE: usize = 256 * 1024;
@@ -229,6 +231,8 @@ pub struct ProxyConfig {
     /// Key of the continuation-token HMAC; by default derived from the credentials, so that
     /// proxies configured alike accept each other's tokens.
     pub token_secret: Option<Vec<u8>>,
+    /// Serve HTTPS on the S3 listener with this certificate and key (default: plain HTTP).
+    pub tls: Option<TlsFiles>,
 }
 
 impl ProxyConfig {
@@ -252,6 +256,7 @@ impl ProxyConfig {
             io_timeout: Duration::from_secs(30),
             health_interval: Duration::from_secs(2),
             token_secret: None,
+            tls: None,
         }
     }
 
@@ -298,6 +303,7 @@ impl ProxyConfig {
             cfg.health_interval = Duration::from_millis(ms);
         }
         cfg.token_secret = f.token_secret.map(String::into_bytes);
+        cfg.tls = TlsFiles::pair(f.tls_cert, f.tls_key, "tls_cert and tls_key")?;
         for c in f.credentials {
             cfg.credentials
                 .push(Credentials::new(c.access_key, c.secret_key));
@@ -350,6 +356,8 @@ struct FileConfig {
     io_timeout_ms: Option<u64>,
     health_interval_ms: Option<u64>,
     token_secret: Option<String>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
     #[serde(default)]
     credentials: Vec<FileCredentials>,
     #[serde(default)]
@@ -419,6 +427,8 @@ mod tests {
             runtime = "smol"
             buffer_size = 131072
             health_interval_ms = 500
+            tls_cert = "/etc/ferry/cert.pem"
+            tls_key = "/etc/ferry/key.pem"
             [[credentials]]
             access_key = "AK"
             secret_key = "SK"
@@ -438,6 +448,10 @@ mod tests {
         assert_eq!(cfg.runtime, RuntimeKind::Smol);
         assert_eq!(cfg.buffer_size, 131_072);
         assert_eq!(cfg.health_interval, Duration::from_millis(500));
+        assert_eq!(
+            cfg.tls,
+            Some(TlsFiles::new("/etc/ferry/cert.pem", "/etc/ferry/key.pem"))
+        );
         assert_eq!(cfg.credentials, [Credentials::new("AK", "SK")]);
         assert_eq!(cfg.backends.len(), 2);
         assert_eq!(cfg.backends[1].weight, 2);
@@ -445,7 +459,10 @@ mod tests {
         cfg.validate().unwrap();
         assert!(ProxyConfig::from_toml("colour = 1").is_err());
         assert!(ProxyConfig::from_toml("[[backend]]\nid = \"x\"\nurl = \"ftp://h:1\"").is_err());
+        let err = ProxyConfig::from_toml("tls_cert = \"c.pem\"").unwrap_err();
+        assert!(err.contains("tls_cert and tls_key go together"), "{err}");
         let empty = ProxyConfig::from_toml("").unwrap();
         assert!(empty.validate().is_err());
+        assert_eq!(empty.tls, None);
     }
 }

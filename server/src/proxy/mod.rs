@@ -43,6 +43,8 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use crate::node::RuntimeKind;
 use crate::node::handler::RequestIds;
 use crate::service::{ServiceThread, spawn_service};
+use crate::tls::TlsFiles;
+use ferry_tls::{TlsRuntime, rustls};
 
 pub use config::{AuthMode, BackendConfig, BackendKind, DEFAULT_BUFFER_SIZE, ProxyConfig};
 pub use handler::ProxyHandler;
@@ -158,14 +160,15 @@ pub fn start_proxy(cfg: ProxyConfig) -> io::Result<ProxyHandle> {
         let (host, addr) = b.resolve()?;
         resolved.push((b.clone(), host, addr));
     }
+    let tls = cfg.tls.as_ref().map(TlsFiles::load).transpose()?;
     let ((local_addr, admin_addr), service) = spawn_service("ferry-proxy", move |ready, stop| {
         let threads = cfg.threads;
         match cfg.runtime {
-            RuntimeKind::Tokio => {
-                ferry_tokio::block_on_threads(threads, |rt| run(rt, cfg, resolved, ready, stop))
-            }
+            RuntimeKind::Tokio => ferry_tokio::block_on_threads(threads, |rt| {
+                run(rt, cfg, tls, resolved, ready, stop)
+            }),
             RuntimeKind::Smol => {
-                ferry_smol::block_on_threads(threads, |rt| run(rt, cfg, resolved, ready, stop))
+                ferry_smol::block_on_threads(threads, |rt| run(rt, cfg, tls, resolved, ready, stop))
             }
         }
     })?;
@@ -255,9 +258,10 @@ where
 }
 
 /// The proxy's life on runtime `rt`: serve until `stop` is set, then stop gracefully.
-async fn run<R: Runtime>(
+async fn run<R: TlsRuntime>(
     rt: R,
     cfg: ProxyConfig,
+    tls: Option<Arc<rustls::ServerConfig>>,
     resolved: Resolved,
     ready: Ready,
     stop: Arc<Signal>,
@@ -279,7 +283,8 @@ async fn run<R: Runtime>(
         ..ServerConfig::default()
     };
     let handler = Arc::new(ProxyHandler::new(proxy.clone()));
-    let server = match serve(&rt, cfg.listen, server_config, handler).await {
+    // The S3 listener speaks TLS if configured; the admin one stays plain HTTP.
+    let server = match ferry_tls::serve(&rt, cfg.listen, tls, server_config, handler).await {
         Ok(s) => s,
         Err(kind) => {
             let _ = ready.send(Err(bind_error(cfg.listen, kind)));

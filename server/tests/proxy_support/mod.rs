@@ -115,6 +115,16 @@ pub enum Auth {
 
 impl Setup {
     pub fn start(runtime: RuntimeKind, nodes: usize, auth: Auth) -> Self {
+        Self::start_with(runtime, nodes, auth, |_| {})
+    }
+
+    /// [`Setup::start`], with `tweak` adjusting the proxy's configuration.
+    pub fn start_with(
+        runtime: RuntimeKind,
+        nodes: usize,
+        auth: Auth,
+        tweak: impl FnOnce(&mut ProxyConfig),
+    ) -> Self {
         let nodes: Vec<TestNode> = (1..=nodes)
             .map(|i| {
                 let (a, s) = match auth {
@@ -152,6 +162,7 @@ impl Setup {
         cfg.health_interval = Duration::from_millis(200);
         // Small chunks so re-framed bodies have several.
         cfg.buffer_size = 64 * 1024;
+        tweak(&mut cfg);
         let proxy = start_proxy(cfg).expect("proxy starts");
         let ids: Vec<(&str, u32)> = nodes.iter().map(|n| (n.id.as_str(), 1)).collect();
         let placement = Placement::new(&ids).unwrap();
