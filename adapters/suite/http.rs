@@ -41,6 +41,8 @@ macro_rules! run_suite {
             graceful_stop_finishes_requests,
             tls_serves_and_survives_failed_handshakes,
             tls_streams_large_bodies_both_ways,
+            relay_forwards_backend_bodies,
+            splice_moves_bytes_between_sockets,
         );
     };
     (@tests $block_on:path, $($name:ident),* $(,)?) => {
@@ -109,6 +111,29 @@ impl Handler for Suite {
                 res.send(200, &[], n.to_string().as_bytes()).await?;
             }
             "/reject" => res.send(403, &[], b"denied").await?,
+            // `n` pattern bytes; `short`: the connection ends after half of them.
+            "/blob" => {
+                let q = req
+                    .target
+                    .split_once('?')
+                    .map(|(_, q)| q)
+                    .unwrap_or_default();
+                let short = q.contains("short");
+                let n: usize = q
+                    .split('&')
+                    .find_map(|kv| kv.strip_prefix("n="))
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                res.start(200, &[], BodyKind::Length(n as u64))?;
+                let body = pattern(n);
+                let end = if short { n / 2 } else { n };
+                for chunk in body[..end].chunks(100_000) {
+                    res.write(chunk).await?;
+                }
+                if !short {
+                    res.finish().await?;
+                }
+            }
             "/slow" => {
                 self.in_flight.fetch_add(1, Ordering::SeqCst);
                 self.gate.wait().await;
@@ -116,6 +141,55 @@ impl Handler for Suite {
             }
             _ => res.send(404, &[], b"").await?,
         }
+        Ok(())
+    }
+}
+
+/// Deterministic, position-dependent bytes (a shifted copy would not compare equal).
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i % 251) as u8 ^ (i >> 16) as u8).collect()
+}
+
+/// A proxy in miniature: `GET /x?..` fetches `/blob?..` from `backend` and relays the body
+/// with [`ResponseWriter::relay`] (spliced between the sockets where the adapter can); `PUT`
+/// relays the request body to the backend's `/echo` with `RequestWriter::relay`.
+struct Relay<R: Runtime> {
+    pool: ClientPool<R>,
+    backend: SocketAddr,
+    /// After each relay: whether the backend connection could be reused.
+    reusable: std::sync::Mutex<Vec<bool>>,
+}
+
+impl<R: Runtime> Handler for Relay<R> {
+    async fn handle<S: Stream>(
+        &self,
+        req: &RequestHead<'_, '_>,
+        body: &mut BodyReader<'_, S>,
+        res: &mut ResponseWriter<'_, S>,
+    ) -> Result<(), S3Error> {
+        let q = req
+            .target
+            .split_once('?')
+            .map(|(_, q)| q)
+            .unwrap_or_default();
+        let mut conn = self.pool.get(self.backend).await?;
+        if req.method == "PUT" {
+            // The body goes to the backend's echo, and comes back below.
+            let mut w = conn.request("PUT", "/echo", &[], body.kind(), false)?;
+            w.relay(body).await?;
+            w.finish().await?;
+        } else {
+            conn.send_request("GET", &format!("/blob?{q}"), &[], b"")
+                .await?;
+        }
+        let mut hs = [EMPTY_HEADER; 16];
+        let mut r = conn.response(&mut hs).await?;
+        res.start(r.head.status, &[], r.body.kind())?;
+        let relayed = res.relay(&mut r.body).await;
+        self.reusable.lock().unwrap().push(conn.is_reusable());
+        self.pool.put(conn);
+        relayed?;
+        res.finish().await?;
         Ok(())
     }
 }
@@ -697,4 +771,113 @@ pub async fn tls_streams_large_bodies_both_ways<R: TlsRuntime>(rt: R) {
     assert!(conn.is_reusable());
     assert_eq!(server.accepted(), 1);
     server.stop(&rt, Duration::from_secs(5)).await;
+pub async fn relay_forwards_backend_bodies<R: Runtime>(rt: R) {
+    let (backend, _) = start(&rt, ServerConfig::default()).await;
+    let relay = Arc::new(Relay {
+        pool: ClientPool::new(rt.clone(), ClientConfig::default()),
+        backend: backend.local_addr(),
+        reusable: Default::default(),
+    });
+    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let front = serve(&rt, addr, ServerConfig::default(), relay.clone())
+        .await
+        .expect("bind 127.0.0.1");
+    let mut c = Raw::connect(&rt, front.local_addr()).await;
+    // Empty, smaller than the first read, and many pipe-fulls; twice on one connection.
+    for n in [0usize, 1000, 3 << 20, 3 << 20] {
+        c.send(format!("GET /x?n={n} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
+            .await;
+        let r = c.response("GET").await;
+        assert_eq!(r.status, 200);
+        assert_eq!(r.body.len(), n, "relayed length");
+        assert!(r.body == pattern(n), "relayed bytes differ for n={n}");
+    }
+    // Request bodies the other way, with and without `Expect: 100-continue`.
+    for (n, expect) in [(3usize << 20, false), (3 << 20, true), (10, true)] {
+        let data = pattern(n);
+        let e = if expect {
+            "Expect: 100-continue\r\n"
+        } else {
+            ""
+        };
+        c.send(format!("PUT /x HTTP/1.1\r\nHost: t\r\n{e}Content-Length: {n}\r\n\r\n").as_bytes())
+            .await;
+        if expect {
+            while !c.buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                assert!(c.fill().await, "EOF before 100 Continue");
+            }
+            assert!(c.buf.starts_with(b"HTTP/1.1 100 Continue\r\n\r\n"));
+            c.buf.drain(..25);
+        }
+        c.send(&data).await;
+        let r = c.response("PUT").await;
+        assert_eq!(r.status, 200);
+        assert!(
+            r.body == data,
+            "relayed request body differs (n={n}, expect={expect})"
+        );
+    }
+    assert_eq!(*relay.reusable.lock().unwrap(), [true; 7]);
+    assert_eq!(backend.accepted(), 1, "one kept-alive backend connection");
+
+    // The backend dies half way: the client's connection ends short, nothing hangs.
+    let n = 2 << 20;
+    c.send(format!("GET /x?n={n}&short HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
+        .await;
+    loop {
+        if !c.fill().await {
+            break;
+        }
+    }
+    assert!(
+        c.buf.len() < n,
+        "a short backend body cannot complete the response"
+    );
+    assert_eq!(relay.reusable.lock().unwrap().last(), Some(&false));
+    front.stop(&rt, Duration::from_secs(5)).await;
+    backend.stop(&rt, Duration::from_secs(5)).await;
+}
+
+/// Where the adapter supports it (Linux), `splice_from` moves bytes between two of its sockets.
+pub async fn splice_moves_bytes_between_sockets<R: Runtime>(rt: R) {
+    let listener = rt.bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let addr = ferry_core::rt::Listener::local_addr(&listener).unwrap();
+    let mut a_out = rt.connect(addr).await.unwrap();
+    let (mut a_in, _) = ferry_core::rt::Listener::accept(&listener).await.unwrap();
+    let mut b_out = rt.connect(addr).await.unwrap();
+    let (mut b_in, _) = ferry_core::rt::Listener::accept(&listener).await.unwrap();
+    let n = 4 << 20;
+    let data = pattern(n);
+    let writer = rt.spawn(async move {
+        let mut off = 0;
+        while off < n {
+            off += a_out.write_send(&data[off..]).await.unwrap();
+        }
+        a_out
+    });
+    let reader = rt.spawn(async move {
+        let mut got = Vec::with_capacity(n);
+        let mut buf = vec![0u8; 1 << 16];
+        while got.len() < n {
+            let k = b_in.read_send(&mut buf).await.unwrap();
+            assert!(k > 0, "EOF after {} bytes", got.len());
+            got.extend_from_slice(&buf[..k]);
+        }
+        got
+    });
+    let mut moved = 0u64;
+    let mut rounds = 0;
+    while moved < n as u64 {
+        match b_out.splice_from(&mut a_in, n as u64 - moved).await {
+            Some(r) => moved += r.expect("splice"),
+            None if cfg!(target_os = "linux") => panic!("Linux adapters splice"),
+            None => return,
+        }
+        rounds += 1;
+    }
+    assert_eq!(moved, n as u64);
+    assert!(rounds > 1, "one round moves at most a pipe-full");
+    let got = reader.await;
+    assert!(got == pattern(n), "spliced bytes differ");
+    drop(writer.await);
 }

@@ -9,6 +9,7 @@
 //! `embedded-io-async` futures are opaque and cannot be proven `Send` in generic code, which
 //! would forbid spawning anything generic over a stream (a connection, a load-test worker).
 
+use core::any::Any;
 use core::fmt;
 use core::future::{Future, poll_fn};
 use core::net::SocketAddr;
@@ -41,6 +42,36 @@ pub trait Stream: Read + Write + Send {
 
     /// Close the sending half (TCP FIN) while still reading, for a clean close.
     fn shutdown_write(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// This stream as [`Any`], so that an adapter can recognise a stream of its own type (and
+    /// wrappers can hand out the stream they wrap) in [`Stream::splice_from`]. `None` by
+    /// default.
+    fn as_any_mut(&mut self) -> Option<&mut dyn Any> {
+        None
+    }
+
+    /// Move up to `max` bytes from `src` to this stream inside the kernel (Linux `splice(2)`
+    /// through a pipe), without copying them through user space: at least one byte is read
+    /// (waiting for it) and everything read is written before it returns. `None` when this pair
+    /// of streams cannot (the default; TLS; other systems): the caller copies instead.
+    /// `Some(Ok(0))`: `src` reached its end.
+    fn splice_from<T: Stream>(
+        &mut self,
+        src: &mut T,
+        max: u64,
+    ) -> impl Future<Output = Option<Result<u64, SpliceError<ErrorKind>>>> + Send {
+        let _ = (src, max);
+        async { None }
+    }
+}
+
+/// Which side of a [`Stream::splice_from`] failed (a proxy answers differently for each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpliceError<E> {
+    /// Reading from the source, or waiting for it.
+    Source(E),
+    /// Writing to the destination.
+    Sink(E),
 }
 
 /// A source of time: monotonic for timeouts, wall clock for `Date` headers and SigV4.

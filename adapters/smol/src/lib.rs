@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use embedded_io::ErrorType;
 use embedded_io_adapters::futures_03::FromFutures;
 use ferry_core::http::server::{Handler, ServerConfig, ServerHandle};
-use ferry_core::rt::{Clock, Listener, Runtime, Stream};
+use ferry_core::rt::{Clock, Listener, Runtime, SpliceError, Stream};
 use ferry_tls::TlsRuntime;
 use ferry_tls::rustls;
 use futures_rustls::TlsStream;
@@ -45,7 +45,12 @@ impl Smol {
 }
 
 /// A TCP connection (`TCP_NODELAY` set), plain or TLS, as an `embedded-io-async` stream.
-pub struct SmolStream(Conn);
+pub struct SmolStream {
+    conn: Conn,
+    /// The pipe [`Stream::splice_from`] moves bytes through, made on first use.
+    #[cfg(target_os = "linux")]
+    pipe: Option<ferry_core::pipe::Pipe>,
+}
 
 enum Conn {
     Tcp(FromFutures<Async<TcpStream>>),
@@ -63,19 +68,27 @@ impl std::fmt::Debug for SmolStream {
 }
 
 impl SmolStream {
+    fn from_conn(conn: Conn) -> Self {
+        Self {
+            conn,
+            #[cfg(target_os = "linux")]
+            pipe: None,
+        }
+    }
+
     /// Wrap a connected socket, setting `TCP_NODELAY` (small responses must not wait).
     pub fn new(tcp: Async<TcpStream>) -> std::io::Result<Self> {
         tcp.get_ref().set_nodelay(true)?;
-        Ok(Self(Conn::Tcp(FromFutures::new(tcp))))
+        Ok(Self::from_conn(Conn::Tcp(FromFutures::new(tcp))))
     }
 
     fn tls(tls: TlsStream<Async<TcpStream>>) -> Self {
-        Self(Conn::Tls(Box::new(FromFutures::new(tls))))
+        Self::from_conn(Conn::Tls(Box::new(FromFutures::new(tls))))
     }
 
     /// The socket (under TLS, if any).
     pub fn get_ref(&self) -> &TcpStream {
-        match &self.0 {
+        match &self.conn {
             Conn::Tcp(s) => s.inner().get_ref(),
             Conn::Tls(s) => s.inner().get_ref().0.get_ref(),
         }
@@ -83,16 +96,7 @@ impl SmolStream {
 
     /// Whether the connection speaks TLS.
     pub fn is_tls(&self) -> bool {
-        matches!(self.0, Conn::Tls(_))
-    }
-
-    /// The socket of a plain TCP connection, to move bytes without going through user space
-    /// (`None` under TLS).
-    pub fn plain_tcp_mut(&mut self) -> Option<&mut Async<TcpStream>> {
-        match &mut self.0 {
-            Conn::Tcp(s) => Some(s.inner_mut()),
-            Conn::Tls(_) => None,
-        }
+        matches!(self.conn, Conn::Tls(_))
     }
 }
 
@@ -102,7 +106,7 @@ impl ErrorType for SmolStream {
 
 impl embedded_io_async::Read for SmolStream {
     async fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match &mut self.0 {
+        match &mut self.conn {
             Conn::Tcp(s) => s.read(buf).await,
             Conn::Tls(s) => s.read(buf).await,
         }
@@ -111,7 +115,7 @@ impl embedded_io_async::Read for SmolStream {
 
 impl embedded_io_async::Write for SmolStream {
     async fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match &mut self.0 {
+        match &mut self.conn {
             Conn::Tcp(s) => s.write(buf).await,
             Conn::Tls(s) => {
                 // The engines never flush (TCP needs no flush): a TLS write is sent before it
@@ -124,7 +128,7 @@ impl embedded_io_async::Write for SmolStream {
     }
 
     async fn flush(&mut self) -> std::io::Result<()> {
-        match &mut self.0 {
+        match &mut self.conn {
             Conn::Tcp(s) => s.flush().await,
             Conn::Tls(s) => s.flush().await,
         }
@@ -146,11 +150,53 @@ impl Stream for SmolStream {
     }
 
     async fn shutdown_write(&mut self) -> std::io::Result<()> {
-        match &mut self.0 {
+        match &mut self.conn {
             Conn::Tcp(s) => s.inner().get_ref().shutdown(Shutdown::Write),
             // Sends close_notify, then shuts the socket down for writing.
             Conn::Tls(s) => s.inner_mut().close().await,
         }
+    }
+
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
+    }
+
+    /// Between two plain TCP connections of this adapter only (TLS bytes must be decrypted):
+    /// waits for `src` to have bytes, moves what it has (up to the pipe's size) into the pipe,
+    /// then all of it out to this socket.
+    #[cfg(target_os = "linux")]
+    async fn splice_from<T: Stream>(
+        &mut self,
+        src: &mut T,
+        max: u64,
+    ) -> Option<Result<u64, SpliceError<ErrorKind>>> {
+        let from = src.as_any_mut()?.downcast_mut::<SmolStream>()?;
+        let (Conn::Tcp(from), Conn::Tcp(to)) = (&from.conn, &self.conn) else {
+            return None;
+        };
+        let pipe = match &mut self.pipe {
+            Some(p) => p,
+            empty => empty.insert(ferry_core::pipe::Pipe::new().ok()?),
+        };
+        let (from, to) = (from.inner(), to.inner());
+        let r = async {
+            let n = from
+                .read_with(|s| pipe.fill_from(s, max))
+                .await
+                .map_err(|e| SpliceError::Source(kind(e)))?;
+            while !pipe.is_empty() {
+                to.write_with(|s| pipe.drain_to(s))
+                    .await
+                    .map_err(|e| SpliceError::Sink(kind(e)))?;
+            }
+            Ok(n as u64)
+        }
+        .await;
+        if r.is_err() {
+            // Bytes may be left in it.
+            self.pipe = None;
+        }
+        Some(r)
     }
 }
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 use embedded_io::ErrorType;
 use embedded_io_adapters::tokio_1::FromTokio;
 use ferry_core::http::server::{Handler, ServerConfig, ServerHandle};
-use ferry_core::rt::{Clock, Listener, Runtime, Stream};
+use ferry_core::rt::{Clock, Listener, Runtime, SpliceError, Stream};
 use ferry_tls::TlsRuntime;
 use ferry_tls::rustls;
 use rustls::pki_types::ServerName;
@@ -48,8 +48,16 @@ impl Tokio {
     }
 }
 
+#[cfg(target_os = "linux")]
+mod splice;
+
 /// A TCP connection (`TCP_NODELAY` set), plain or TLS, as an `embedded-io-async` stream.
-pub struct TokioStream(Conn);
+pub struct TokioStream {
+    conn: Conn,
+    /// The pipe [`Stream::splice_from`] moves bytes through, made on first use.
+    #[cfg(target_os = "linux")]
+    pipe: Option<ferry_core::pipe::Pipe>,
+}
 
 enum Conn {
     Tcp(FromTokio<TcpStream>),
@@ -67,19 +75,27 @@ impl std::fmt::Debug for TokioStream {
 }
 
 impl TokioStream {
+    fn from_conn(conn: Conn) -> Self {
+        Self {
+            conn,
+            #[cfg(target_os = "linux")]
+            pipe: None,
+        }
+    }
+
     /// Wrap a connected socket, setting `TCP_NODELAY` (small responses must not wait).
     pub fn new(tcp: TcpStream) -> std::io::Result<Self> {
         tcp.set_nodelay(true)?;
-        Ok(Self(Conn::Tcp(FromTokio::new(tcp))))
+        Ok(Self::from_conn(Conn::Tcp(FromTokio::new(tcp))))
     }
 
     fn tls(tls: TlsStream<TcpStream>) -> Self {
-        Self(Conn::Tls(Box::new(FromTokio::new(tls))))
+        Self::from_conn(Conn::Tls(Box::new(FromTokio::new(tls))))
     }
 
     /// The socket (under TLS, if any).
     pub fn get_ref(&self) -> &TcpStream {
-        match &self.0 {
+        match &self.conn {
             Conn::Tcp(s) => s.inner(),
             Conn::Tls(s) => s.inner().get_ref().0,
         }
@@ -87,16 +103,7 @@ impl TokioStream {
 
     /// Whether the connection speaks TLS.
     pub fn is_tls(&self) -> bool {
-        matches!(self.0, Conn::Tls(_))
-    }
-
-    /// The socket of a plain TCP connection, to move bytes without going through user space
-    /// (`None` under TLS).
-    pub fn plain_tcp_mut(&mut self) -> Option<&mut TcpStream> {
-        match &mut self.0 {
-            Conn::Tcp(s) => Some(s.inner_mut()),
-            Conn::Tls(_) => None,
-        }
+        matches!(self.conn, Conn::Tls(_))
     }
 }
 
@@ -106,7 +113,7 @@ impl ErrorType for TokioStream {
 
 impl embedded_io_async::Read for TokioStream {
     async fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match &mut self.0 {
+        match &mut self.conn {
             Conn::Tcp(s) => s.read(buf).await,
             Conn::Tls(s) => s.read(buf).await,
         }
@@ -115,7 +122,7 @@ impl embedded_io_async::Read for TokioStream {
 
 impl embedded_io_async::Write for TokioStream {
     async fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match &mut self.0 {
+        match &mut self.conn {
             Conn::Tcp(s) => s.write(buf).await,
             Conn::Tls(s) => {
                 // The engines never flush (TCP needs no flush): a TLS write is sent before it
@@ -128,7 +135,7 @@ impl embedded_io_async::Write for TokioStream {
     }
 
     async fn flush(&mut self) -> std::io::Result<()> {
-        match &mut self.0 {
+        match &mut self.conn {
             Conn::Tcp(s) => s.flush().await,
             Conn::Tls(s) => s.flush().await,
         }
@@ -150,11 +157,38 @@ impl Stream for TokioStream {
     }
 
     async fn shutdown_write(&mut self) -> std::io::Result<()> {
-        match &mut self.0 {
+        match &mut self.conn {
             Conn::Tcp(s) => s.inner_mut().shutdown().await,
             // Sends close_notify, then shuts the socket down for writing.
             Conn::Tls(s) => s.inner_mut().shutdown().await,
         }
+    }
+
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
+    }
+
+    /// Between two plain TCP connections of this adapter only (TLS bytes must be decrypted).
+    #[cfg(target_os = "linux")]
+    async fn splice_from<T: Stream>(
+        &mut self,
+        src: &mut T,
+        max: u64,
+    ) -> Option<Result<u64, SpliceError<ErrorKind>>> {
+        let from = src.as_any_mut()?.downcast_mut::<TokioStream>()?;
+        let (Conn::Tcp(from), Conn::Tcp(to)) = (&from.conn, &self.conn) else {
+            return None;
+        };
+        let pipe = match &mut self.pipe {
+            Some(p) => p,
+            empty => empty.insert(ferry_core::pipe::Pipe::new().ok()?),
+        };
+        let r = splice::round(from.inner(), to.inner(), pipe, max).await;
+        if r.is_err() {
+            // Bytes may be left in it.
+            self.pipe = None;
+        }
+        Some(r)
     }
 }
 

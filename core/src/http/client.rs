@@ -17,7 +17,8 @@ use httparse::{EMPTY_HEADER, Header};
 use super::body::{BodyKind, response_framing};
 use super::chunked::{ChunkedDecoder, ChunkedLimits, write_chunk_header, write_last_chunk};
 use super::head::{HeadLimits, HeadParser, ResponseHead, Status, Version};
-use super::io::{BodyState, HttpError, Timed, write_all};
+use super::io::{BodyState, HttpError, RelayError, Timed, write_all};
+use super::server::BodyReader;
 use super::write;
 use crate::pool::{BufferPool, PooledBuf};
 use crate::rt::{Clock, Connector, Runtime, Stream, Tcp, TimedOut, timeout};
@@ -505,6 +506,50 @@ impl<C: Clock, S: Stream> RequestWriter<'_, C, S> {
         }
     }
 
+    /// Send a request body the HTTP server is reading (a client's, in a proxy) as this
+    /// request's body, returning the bytes relayed. Between two `Content-Length` bodies the
+    /// bytes move inside the kernel where the streams allow ([`Stream::splice_from`]);
+    /// otherwise, and for what is already buffered, they are copied as by
+    /// [`RequestWriter::write`]. Does not [`finish`](RequestWriter::finish).
+    pub async fn relay<T: Stream>(
+        &mut self,
+        body: &mut BodyReader<'_, T>,
+    ) -> Result<u64, RelayError> {
+        let start = body.received();
+        let (src, sink) = (RelayError::Source, RelayError::Sink);
+        if matches!(self.kind, BodyKind::Length(_))
+            && matches!(body.kind(), BodyKind::Length(_))
+            && !self.finished
+        {
+            while let Some(chunk) = body.take_buffered().map_err(src)? {
+                self.write(chunk).await.map_err(sink)?;
+            }
+            while let Some(left) = body.splice_ready().await.map_err(src)? {
+                self.conn.flush().await.map_err(sink)?;
+                let max = left.min(self.remaining);
+                if max == 0 {
+                    self.conn.phase = Phase::Broken;
+                    return Err(sink(HttpError::Usage(
+                        "body longer than its Content-Length",
+                    )));
+                }
+                match body.splice_to(&mut self.conn.io, max).await {
+                    // Not for these streams: copy the rest below.
+                    None => break,
+                    Some(Ok(n)) => self.remaining -= n.min(self.remaining),
+                    Some(Err(e)) => {
+                        self.conn.phase = Phase::Broken;
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        while let Some(chunk) = body.next_chunk().await.map_err(src)? {
+            self.write(chunk).await.map_err(sink)?;
+        }
+        Ok(body.received() - start)
+    }
+
     /// End the body and send what is buffered; the response is next.
     pub async fn finish(self) -> Result<(), HttpError> {
         self.finish_with_trailers(&[]).await
@@ -621,6 +666,43 @@ impl<T: Stream> ResponseBody<'_, T> {
         storage: &'h mut [Header<'s>],
     ) -> Result<&'h [Header<'s>], HttpError> {
         self.state.trailers(storage)
+    }
+
+    /// Body bytes already buffered (no I/O); `None` when more must be read or it is done.
+    pub(crate) fn take_buffered(&mut self) -> Result<Option<&[u8]>, HttpError> {
+        let r = self.state.take(usize::MAX);
+        if r.is_err() {
+            *self.phase = Phase::Broken;
+        } else {
+            self.settle();
+        }
+        Ok(r?.map(|r| self.state.slice(r)))
+    }
+
+    /// `Length` bodies with nothing buffered: bytes still to come (to move past this reader
+    /// with [`ResponseBody::skipped`]); `None` otherwise.
+    pub(crate) fn skippable(&self) -> Option<u64> {
+        self.state
+            .can_skip()
+            .then(|| self.state.remaining())
+            .filter(|&n| n > 0)
+    }
+
+    /// The stream the body comes from.
+    pub(crate) fn stream(&mut self) -> &mut T {
+        self.io
+    }
+
+    /// Account for `n` body bytes moved from the stream by someone else, or for the failure
+    /// of that move (`Err`: the connection cannot be reused).
+    pub(crate) fn skipped(&mut self, moved: Result<u64, HttpError>) -> Result<(), HttpError> {
+        let r = moved.and_then(|n| self.state.skip(n));
+        if r.is_err() {
+            *self.phase = Phase::Broken;
+        } else {
+            self.settle();
+        }
+        r
     }
 
     async fn next_range(

@@ -14,7 +14,7 @@ use httparse::Header;
 
 use super::body::BodyKind;
 use super::chunked::ChunkedDecoder;
-use crate::rt::{Clock, Stream, TimedOut, timeout, timeout_at};
+use crate::rt::{Clock, SpliceError, Stream, TimedOut, timeout, timeout_at};
 use crate::s3::{S3Error, S3ErrorCode};
 
 /// Why an HTTP exchange failed; each variant says what the connection can still do.
@@ -89,6 +89,38 @@ impl From<HttpError> for S3Error {
             }
             HttpError::Usage(what) => S3Error::with_message(S3ErrorCode::InternalError, what),
         }
+    }
+}
+
+/// Why relaying a body from one connection to another stopped: which side failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RelayError {
+    /// The body being read (its framing, its peer, its transport).
+    Source(HttpError),
+    /// The message being written.
+    Sink(HttpError),
+}
+
+impl RelayError {
+    /// The error, whichever side it came from.
+    pub fn into_inner(self) -> HttpError {
+        match self {
+            Self::Source(e) | Self::Sink(e) => e,
+        }
+    }
+
+    /// A failed splice, by side.
+    pub(crate) fn spliced(e: SpliceError<ErrorKind>) -> Self {
+        match e {
+            SpliceError::Source(k) => Self::Source(io_error(k)),
+            SpliceError::Sink(k) => Self::Sink(io_error(k)),
+        }
+    }
+}
+
+impl From<RelayError> for S3Error {
+    fn from(e: RelayError) -> Self {
+        e.into_inner().into()
     }
 }
 
@@ -213,6 +245,25 @@ impl<C: Clock, S: Stream> Stream for Timed<C, S> {
     async fn shutdown_write(&mut self) -> Result<(), ErrorKind> {
         Self::bounded(&self.clock, self.write_timeout, self.inner.shutdown_write()).await
     }
+
+    fn as_any_mut(&mut self) -> Option<&mut dyn core::any::Any> {
+        self.inner.as_any_mut()
+    }
+
+    /// One splice round waits for the source and then writes: it is bounded by the longer of
+    /// the two timeouts, and running out of it counts as the source's (a stalled sender is the
+    /// usual case).
+    async fn splice_from<T: Stream>(
+        &mut self,
+        src: &mut T,
+        max: u64,
+    ) -> Option<Result<u64, SpliceError<ErrorKind>>> {
+        let limit = self.read_timeout.max(self.write_timeout);
+        match timeout(&self.clock, limit, self.inner.splice_from(src, max)).await {
+            Ok(r) => r,
+            Err(TimedOut) => Some(Err(SpliceError::Source(ErrorKind::TimedOut))),
+        }
+    }
 }
 
 /// Which part of the connection buffer the read window is in.
@@ -297,6 +348,26 @@ impl<'c> BodyState<'c> {
     /// `Length` bodies: bytes not yet handed out.
     pub(crate) fn remaining(&self) -> u64 {
         self.remaining
+    }
+
+    /// A `Length` body with nothing buffered: the rest can be moved past this reader (see
+    /// [`BodyState::skip`]).
+    pub(crate) fn can_skip(&self) -> bool {
+        matches!(self.kind, BodyKind::Length(_)) && self.pending.is_empty() && self.pos >= self.end
+    }
+
+    /// Account for `n` body bytes moved from the stream by someone else (a splice); only when
+    /// [`BodyState::can_skip`].
+    pub(crate) fn skip(&mut self, n: u64) -> Result<(), HttpError> {
+        if !self.can_skip() || n > self.remaining {
+            return Err(HttpError::Usage(
+                "body bytes moved past a body that cannot skip",
+            ));
+        }
+        self.remaining -= n;
+        self.framing_done = self.remaining == 0;
+        self.total = self.total.saturating_add(n);
+        Ok(())
     }
 
     /// Whether the next call needs input from the stream.

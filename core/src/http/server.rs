@@ -23,8 +23,9 @@ use httparse::{EMPTY_HEADER, Header};
 
 use super::body::{BodyKind, request_framing};
 use super::chunked::{ChunkedDecoder, ChunkedLimits, write_chunk_header, write_last_chunk};
+use super::client::ResponseBody;
 use super::head::{HeadLimits, HeadParser, RequestHead, Status, Version};
-use super::io::{BodyState, HttpError, Src, Timed, write_all};
+use super::io::{BodyState, HttpError, RelayError, Src, Timed, write_all};
 use super::write;
 use crate::pool::BufferPool;
 use crate::rt::{Clock, Either, Listener, Runtime, Signal, Stream, TimedOut, race, timeout};
@@ -329,6 +330,67 @@ impl<S: Stream> BodyReader<'_, S> {
         }
     }
 
+    /// Body bytes already buffered (no I/O); `None` when more must be read or it is done.
+    pub(crate) fn take_buffered(&mut self) -> Result<Option<&[u8]>, HttpError> {
+        let r = self.state.take(usize::MAX);
+        if r.is_err() {
+            self.shared.body_failed.store(true, Ordering::Relaxed);
+        }
+        self.shared.publish(&self.state);
+        Ok(r?.map(|r| self.state.slice(r)))
+    }
+
+    /// `Length` bodies with nothing buffered: send `100 Continue` if it is due and return the
+    /// bytes still to come, to move past this reader with [`BodyReader::splice_to`];
+    /// `None` otherwise.
+    pub(crate) async fn splice_ready(&mut self) -> Result<Option<u64>, HttpError> {
+        if !self.state.can_skip() || self.state.remaining() == 0 {
+            return Ok(None);
+        }
+        if self.shared.continue_pending() {
+            if self.shared.response_started.load(Ordering::Relaxed) {
+                return Err(HttpError::Usage(
+                    "request body read after the response, without 100 Continue",
+                ));
+            }
+            let mut io = self.shared.io.try_lock().ok_or_else(Shared::<S>::busy)?;
+            if let Err(e) = write_all(&mut *io, CONTINUE).await {
+                self.shared.broken.store(true, Ordering::Relaxed);
+                return Err(e);
+            }
+            self.shared.continue_sent.store(true, Ordering::Relaxed);
+        }
+        Ok(Some(self.state.remaining()))
+    }
+
+    /// Splice up to `max` body bytes from the connection into `dst` (see
+    /// [`Stream::splice_from`]) and account for them; `None` if these streams cannot.
+    pub(crate) async fn splice_to<D: Stream>(
+        &mut self,
+        dst: &mut D,
+        max: u64,
+    ) -> Option<Result<u64, RelayError>> {
+        let moved = {
+            let Some(mut io) = self.shared.io.try_lock() else {
+                return Some(Err(RelayError::Source(Shared::<S>::busy())));
+            };
+            dst.splice_from(&mut *io, max).await?
+        };
+        let r = match moved {
+            Ok(0) => Err(RelayError::Source(HttpError::UnexpectedEof)),
+            Ok(n) => self.state.skip(n).map(|()| n).map_err(RelayError::Source),
+            Err(e) => Err(RelayError::spliced(e)),
+        };
+        if r.is_err() {
+            self.shared.body_failed.store(true, Ordering::Relaxed);
+            self.shared.broken.store(true, Ordering::Relaxed);
+        } else {
+            self.shared.continue_sent.store(true, Ordering::Relaxed);
+        }
+        self.shared.publish(&self.state);
+        Some(r)
+    }
+
     /// Discard the rest of the body, up to `limit` bytes; whether it ended within the limit.
     async fn drain(&mut self, limit: u64) -> bool {
         let start = self.state.total();
@@ -583,6 +645,70 @@ impl<'c, S: Stream> ResponseWriter<'c, S> {
             BodyKind::CloseDelimited | BodyKind::None => self.push(data).await?,
         }
         Ok(())
+    }
+
+    /// Send a response the HTTP client is reading (a backend's, in a proxy) as this response's
+    /// body, returning the bytes relayed. Between two `Content-Length` bodies the bytes move
+    /// inside the kernel where the streams allow ([`Stream::splice_from`]); otherwise, and for
+    /// what is already buffered, they are copied as by [`ResponseWriter::write`]. Does not
+    /// [`finish`](ResponseWriter::finish).
+    pub async fn relay<T: Stream>(
+        &mut self,
+        body: &mut ResponseBody<'_, T>,
+    ) -> Result<u64, RelayError> {
+        let start = body.received();
+        let (src, sink) = (RelayError::Source, RelayError::Sink);
+        if matches!(
+            self.state,
+            RespState::Body {
+                kind: BodyKind::Length(_),
+                ..
+            }
+        ) && matches!(body.kind(), BodyKind::Length(_))
+        {
+            while let Some(chunk) = body.take_buffered().map_err(src)? {
+                self.write(chunk).await.map_err(sink)?;
+            }
+            while let Some(left) = body.skippable() {
+                let RespState::Body { kind, remaining } = self.state else {
+                    let e = HttpError::Usage("relayed body longer than the response");
+                    return Err(sink(e));
+                };
+                self.flush().await.map_err(sink)?;
+                let moved = {
+                    let mut io = self.shared.io.try_lock().ok_or_else(Shared::<S>::busy);
+                    let io = io.as_deref_mut().map_err(|e| sink(e.clone()))?;
+                    io.splice_from(body.stream(), left.min(remaining)).await
+                };
+                let moved = match moved {
+                    // Not for these streams: copy the rest below.
+                    None => break,
+                    Some(Ok(0)) => Err(src(HttpError::UnexpectedEof)),
+                    Some(Ok(n)) if n <= remaining => Ok(n),
+                    Some(Ok(_)) => Err(sink(HttpError::Usage("splice moved more than asked"))),
+                    Some(Err(e)) => Err(RelayError::spliced(e)),
+                };
+                let n = match moved {
+                    Ok(n) => n,
+                    Err(e) => {
+                        // Some bytes may have been moved: neither side can continue.
+                        self.state = RespState::Failed;
+                        self.shared.broken.store(true, Ordering::Relaxed);
+                        let _ = body.skipped(Err(e.clone().into_inner()));
+                        return Err(e);
+                    }
+                };
+                body.skipped(Ok(n)).map_err(src)?;
+                self.state = match remaining - n {
+                    0 => RespState::Done,
+                    remaining => RespState::Body { kind, remaining },
+                };
+            }
+        }
+        while let Some(chunk) = body.next_chunk().await.map_err(src)? {
+            self.write(chunk).await.map_err(sink)?;
+        }
+        Ok(body.received() - start)
     }
 
     /// End the body (the last chunk for chunked bodies) and send what is buffered.

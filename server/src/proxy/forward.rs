@@ -27,7 +27,7 @@ use std::sync::atomic::Ordering;
 use ferry_core::http::aws_chunked::{AwsChunkedDecoder, AwsChunkedEncoder};
 use ferry_core::http::body::BodyKind;
 use ferry_core::http::client::{Continue, RequestWriter, Response};
-use ferry_core::http::io::HttpError;
+use ferry_core::http::io::{HttpError, RelayError};
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::http::{EMPTY_HEADER, Header, find_header_str};
 use ferry_core::pool::BufferPool;
@@ -402,17 +402,13 @@ async fn relay<R: Runtime, S: Stream, T: Stream>(
     };
     cx.set_status(status);
     res.start(status, &headers, kind)?;
-    let counter = &cx.p.metrics.bytes_out;
-    loop {
-        let chunk = match body.next_chunk().await {
-            Ok(Some(c)) => c,
-            Ok(None) => break,
-            // The response has started: the client connection closes.
-            Err(e) => return Err(S3Error::from(e)),
-        };
-        counter.fetch_add(chunk.len() as u64, Ordering::Relaxed);
-        res.write(chunk).await?;
-    }
+    // Spliced inside the kernel where both sockets allow it. On failure the response has
+    // started: the client connection closes.
+    let relayed = res.relay(&mut body).await;
+    cx.p.metrics
+        .bytes_out
+        .fetch_add(body.received(), Ordering::Relaxed);
+    relayed?;
     res.finish().await?;
     Ok(())
 }
@@ -460,6 +456,19 @@ async fn run_pump<R: Runtime, S: Stream, C: Clock, T: Stream>(
     let client = PumpError::Client;
     match pump {
         Pump::Empty => Ok(()),
+        // Nothing to verify: spliced inside the kernel where both sockets allow it.
+        Pump::Raw {
+            sha: None,
+            check: None,
+        } => {
+            let relayed = w.relay(body).await;
+            counter.fetch_add(body.received(), Ordering::Relaxed);
+            match relayed {
+                Ok(_) => Ok(()),
+                Err(RelayError::Source(e)) => Err(client(S3Error::from(e))),
+                Err(RelayError::Sink(e)) => Err(PumpError::Backend(e)),
+            }
+        }
         Pump::Raw { sha, check } => {
             let total = body.content_length();
             let mut seen = 0u64;

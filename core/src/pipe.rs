@@ -1,0 +1,69 @@
+//! A kernel pipe for moving bytes between two sockets with `splice(2)` (Linux, `std`): the
+//! bytes go socket -> pipe -> socket as page references and never through user space.
+//!
+//! Only the non-blocking system calls are here; the runtime adapters wait for the sockets'
+//! readiness their own way and call these (see `Stream::splice_from`).
+
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+
+use rustix::pipe::{PipeFlags, SpliceFlags, fcntl_setpipe_size, pipe_with, splice};
+
+/// The pipe size asked for: one of the proxy's default copy buffers (the kernel may refuse
+/// it, above `/proc/sys/fs/pipe-max-size`; the default 64 KiB then stays).
+pub const PIPE_SIZE: usize = 256 * 1024;
+
+/// A non-blocking pipe and the number of bytes in it.
+#[derive(Debug)]
+pub struct Pipe {
+    read: OwnedFd,
+    write: OwnedFd,
+    len: usize,
+    capacity: usize,
+}
+
+impl Pipe {
+    /// A new empty pipe (close-on-exec, non-blocking) of up to [`PIPE_SIZE`] bytes.
+    pub fn new() -> io::Result<Self> {
+        let (read, write) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
+        let capacity = fcntl_setpipe_size(&write, PIPE_SIZE).unwrap_or(64 * 1024);
+        Ok(Self {
+            read,
+            write,
+            len: 0,
+            capacity,
+        })
+    }
+
+    /// Bytes in the pipe, not yet moved out.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the pipe is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Move up to `max` bytes from `src` into the (empty) pipe; `Ok(0)` at the end of `src`,
+    /// `WouldBlock` when it has nothing yet.
+    pub fn fill_from(&mut self, src: impl AsFd, max: u64) -> io::Result<usize> {
+        let room = self.capacity.saturating_sub(self.len);
+        let want = usize::try_from(max).unwrap_or(usize::MAX).min(room);
+        let flags = SpliceFlags::MOVE | SpliceFlags::NONBLOCK;
+        let n = splice(src, None, &self.write, None, want, flags)?;
+        self.len += n;
+        Ok(n)
+    }
+
+    /// Move bytes from the pipe to `dst`; `WouldBlock` when `dst` cannot take any now.
+    pub fn drain_to(&mut self, dst: impl AsFd) -> io::Result<usize> {
+        let flags = SpliceFlags::MOVE | SpliceFlags::NONBLOCK;
+        let n = splice(&self.read, None, dst, None, self.len, flags)?;
+        if n == 0 && self.len > 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        self.len -= n;
+        Ok(n)
+    }
+}
