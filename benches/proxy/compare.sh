@@ -7,7 +7,8 @@
 #
 # Needs: wrk, nginx (nginx-light), curl, python3 with botocore. Requests are authenticated by
 # SigV4 presigned URLs (made per endpoint, so the signed Host matches), which wrk can replay.
-# Environment: DURATION (default 10s), CONNECTIONS (16), BIG_MB (256), BIG_CLIENTS (16).
+# Environment: DURATION (default 10s), CONNECTIONS (16), BIG_MB (256), BIG_CLIENTS (16),
+# ROUNDS (1: how many times the direct/ferry/nginx comparison repeats, to show the spread).
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -15,6 +16,7 @@ DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-16}
 BIG_MB=${BIG_MB:-256}
 BIG_CLIENTS=${BIG_CLIENTS:-16}
+ROUNDS=${ROUNDS:-1}
 HERE=benches/proxy
 for tool in wrk nginx curl python3; do
   command -v "$tool" >/dev/null || { echo "compare.sh: $tool is required" >&2; exit 1; }
@@ -121,11 +123,13 @@ run() { # label endpoint op pids...
   printf '%-8s %-5s %10s %16s%s\n' "$label" "$op" "$mibs" "$cpu" "${non2xx:+  ($non2xx non-2xx!)}"
 }
 NODE_PID=$(cat "$WORK/node.pid")
-for op in GET PUT; do
-  run direct "$NODE" $op "$NODE_PID"
-  run ferry "$PROXY" $op "$PROXY_PID"
-  # shellcheck disable=SC2086
-  run nginx "127.0.0.1:$NGINX_PORT" $op $NGINX_ALL
+for _ in $(seq "$ROUNDS"); do
+  for op in GET PUT; do
+    run direct "$NODE" $op "$NODE_PID"
+    run ferry "$PROXY" $op "$PROXY_PID"
+    # shellcheck disable=SC2086
+    run nginx "127.0.0.1:$NGINX_PORT" $op $NGINX_ALL
+  done
 done
 
 # Memory: a fresh proxy, BIG_CLIENTS concurrent BIG_MB MiB PUTs, its peak RSS.
