@@ -699,6 +699,7 @@ impl<'c, S: Stream> ResponseWriter<'c, S> {
                     }
                 };
                 body.skipped(Ok(n)).map_err(src)?;
+                self.body_sent += n;
                 self.state = match remaining - n {
                     0 => RespState::Done,
                     remaining => RespState::Body { kind, remaining },
