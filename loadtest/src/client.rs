@@ -334,21 +334,36 @@ impl Drop for Lease<'_> {
 ///
 /// A macro rather than a function taking an async closure: such closures' futures cannot be
 /// proven `Send` for every lifetime, and part uploads are spawned.
+///
+/// A kept-alive connection the server closed while it sat idle fails before any answer
+/// arrives: the operation then runs once more on a new connection (S3's object operations are
+/// idempotent), instead of counting a transport error the server did not make.
 macro_rules! on_conn {
     ($self:ident, $ep:expr, $res:ident, |$conn:ident| -> $t:ty $body:block) => {{
         let lease = $self.lease($ep);
         $res.endpoint = lease.index;
-        match $self.pool.get(lease.ep.addr).await {
-            Ok(mut owned) => {
-                let out: Result<$t, OpError> = async {
-                    let $conn = &mut owned;
-                    $body
-                }
-                .await;
-                $self.pool.put(owned);
-                out
+        let mut got = $self.pool.get(lease.ep.addr).await;
+        let mut retried = false;
+        loop {
+            let mut owned = match got {
+                Ok(c) => c,
+                Err(e) => break Err(OpError::from(e)),
+            };
+            let reused = owned.requests() > 0;
+            let out: Result<$t, OpError> = async {
+                let $conn = &mut owned;
+                $body
             }
-            Err(e) => Err(OpError::from(e)),
+            .await;
+            let stale = reused && !owned.answered() && matches!(out, Err(OpError::Transport(_)));
+            $self.pool.put(owned);
+            if stale && !retried {
+                retried = true;
+                $res.costs.reconnects += 1;
+                got = $self.pool.connect(lease.ep.addr).await;
+                continue;
+            }
+            break out;
         }
     }};
 }

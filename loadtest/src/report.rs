@@ -432,6 +432,13 @@ impl RunReport {
                 share(costs.hash_ns)
             );
         }
+        if costs.reconnects > 0 {
+            let _ = writeln!(
+                out,
+                "{} requests sent again on a new connection (the server had closed a kept-alive one)",
+                costs.reconnects
+            );
+        }
         let _ = writeln!(
             out,
             "client CPU: user {:.2}s + system {:.2}s = {cpu:.2}s{}{}",

@@ -272,6 +272,10 @@ pub struct Costs {
     pub verified_bytes: u64,
     /// MD5 / SHA-256 of bodies (`--md5`, `--payload-sha256`).
     pub hash_ns: u64,
+    /// Requests sent again on a new connection because a kept-alive one turned out closed
+    /// by the server (not errors: the server may close idle connections).
+    #[serde(default)]
+    pub reconnects: u64,
 }
 
 impl Costs {
@@ -281,6 +285,7 @@ impl Costs {
         self.verify_ns += other.verify_ns;
         self.verified_bytes += other.verified_bytes;
         self.hash_ns += other.hash_ns;
+        self.reconnects += other.reconnects;
     }
 }
 

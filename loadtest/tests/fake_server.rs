@@ -269,3 +269,38 @@ fn wrong_etags_are_caught_with_md5_tokio() {
 fn wrong_etags_are_caught_with_md5_smol() {
     ferry_smol::block_on_threads(2, wrong_etags_are_caught_with_md5).unwrap();
 }
+
+/// A server that closes idle kept-alive connections: the next request on such a connection
+/// fails before any answer, and goes again on a new connection instead of counting an error.
+async fn closed_idle_connections_are_retried<R: TlsRuntime>(rt: R) {
+    let faults = Faults {
+        idle_close: Some(Duration::from_millis(20)),
+        ..Faults::default()
+    };
+    let (server, _fake) = start_fake(&rt, faults).await;
+    let addr = server.local_addr();
+    let mut cfg = config(Workload::Get, addr);
+    cfg.concurrency = 1;
+    cfg.ops = Some(5);
+    // 10 operations a second: each connection sits idle ~100 ms, past the server's 20 ms.
+    cfg.rate = Some(10.0);
+    let report = run(&rt, cfg, addr).await;
+    let get = report.op(OpKind::Get).unwrap();
+    assert_eq!(get.ops, 5);
+    assert!(get.errors.is_empty(), "{:?}", get.errors);
+    let costs = report.costs();
+    // At least one connection sat idle past the server's close (most do, at this rate).
+    assert!(costs.reconnects >= 1, "reconnects: {}", costs.reconnects);
+    assert!(report.summary().contains("sent again on a new connection"));
+    server.stop(&rt, Duration::from_secs(5)).await;
+}
+
+#[test]
+fn closed_idle_connections_are_retried_tokio() {
+    ferry_tokio::block_on_threads(2, closed_idle_connections_are_retried).unwrap();
+}
+
+#[test]
+fn closed_idle_connections_are_retried_smol() {
+    ferry_smol::block_on_threads(2, closed_idle_connections_are_retried).unwrap();
+}

@@ -129,6 +129,8 @@ pub struct ClientConn<C: Clock, S: Stream> {
     phase: Phase,
     /// The request in flight is a `HEAD` (its response has no body).
     head_request: bool,
+    /// Some byte of an answer to the request in flight has arrived.
+    answered: bool,
     /// The request body was not (fully) sent: the connection cannot be reused.
     body_unsent: bool,
     requests: u64,
@@ -148,6 +150,7 @@ impl<C: Clock, S: Stream> ClientConn<C, S> {
             parser: HeadParser::new(config.head_limits),
             phase: Phase::Ready,
             head_request: false,
+            answered: false,
             body_unsent: false,
             requests: 0,
         }
@@ -162,6 +165,13 @@ impl<C: Clock, S: Stream> ClientConn<C, S> {
     /// connection may just mean the server closed it while idle).
     pub fn requests(&self) -> u64 {
         self.requests
+    }
+
+    /// Whether any byte of an answer to the request in flight has arrived. A request on a
+    /// reused connection that fails before that may only have met a server that closed the
+    /// connection while it was idle: worth once more on a new connection.
+    pub fn answered(&self) -> bool {
+        self.answered
     }
 
     /// Whether a new request may be sent: the last response was read to its end and both
@@ -214,6 +224,7 @@ impl<C: Clock, S: Stream> ClientConn<C, S> {
         }
         self.phase = Phase::Writing;
         self.head_request = method == "HEAD";
+        self.answered = false;
         self.body_unsent = false;
         self.requests += 1;
         let remaining = match body {
@@ -361,6 +372,7 @@ impl<C: Clock, S: Stream> ClientConn<C, S> {
             if n == 0 {
                 return Err(HttpError::UnexpectedEof);
             }
+            self.answered = true;
             self.end += n;
         }
     }
@@ -819,12 +831,18 @@ impl<R: Runtime, K: Connector<R>> ClientPool<R, K> {
         &self.config
     }
 
+    /// A new connection to `addr`, never an idle one (to retry on after a kept-alive connection
+    /// turned out closed).
+    pub async fn connect(&self, addr: SocketAddr) -> Result<ClientConn<R, R::Stream>, HttpError> {
+        connect_with(&self.rt, &self.connector, addr, self.config).await
+    }
+
     /// A connection to `addr`: an idle one if any is fresh enough, else a new one.
     pub async fn get(&self, addr: SocketAddr) -> Result<ClientConn<R, R::Stream>, HttpError> {
         if let Some(conn) = self.take_idle(addr) {
             return Ok(conn);
         }
-        connect_with(&self.rt, &self.connector, addr, self.config).await
+        self.connect(addr).await
     }
 
     fn take_idle(&self, addr: SocketAddr) -> Option<ClientConn<R, R::Stream>> {

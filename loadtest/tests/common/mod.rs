@@ -36,6 +36,8 @@ pub struct Faults {
     pub stall: Option<(u64, Duration)>,
     /// Answer GETs with the ETag of an empty object.
     pub wrong_etag: bool,
+    /// Close kept-alive connections idle this long (as servers do, without telling).
+    pub idle_close: Option<Duration>,
 }
 
 #[derive(Debug, Clone)]
@@ -318,7 +320,11 @@ impl<C: Clock> Handler for FakeS3<C> {
 pub async fn start_fake<R: Runtime>(rt: &R, faults: Faults) -> (ServerHandle, Arc<FakeS3<R>>) {
     let fake = Arc::new(FakeS3::new(rt.clone(), faults));
     let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    let server = ferry_core::http::server::serve(rt, addr, ServerConfig::default(), fake.clone())
+    let mut config = ServerConfig::default();
+    if let Some(idle) = fake.faults.idle_close {
+        config.idle_timeout = idle;
+    }
+    let server = ferry_core::http::server::serve(rt, addr, config, fake.clone())
         .await
         .expect("bind the fake S3 server");
     (server, fake)
