@@ -67,3 +67,25 @@ impl Pipe {
         Ok(n)
     }
 }
+
+/// A connection's pipe: made on first use, kept while rounds succeed, dropped after a failed
+/// one (bytes may be left in it).
+#[derive(Debug, Default)]
+pub struct PipeSlot(Option<Pipe>);
+
+impl PipeSlot {
+    /// The pipe, made now if needed; `None` if the system refuses one (the caller copies).
+    pub fn get(&mut self) -> Option<&mut Pipe> {
+        match &mut self.0 {
+            Some(p) => Some(p),
+            empty => Pipe::new().ok().map(|p| empty.insert(p)),
+        }
+    }
+
+    /// Keep the pipe after a round only if it succeeded.
+    pub fn keep_if<T, E>(&mut self, round: &Result<T, E>) {
+        if round.is_err() {
+            self.0 = None;
+        }
+    }
+}

@@ -4,6 +4,7 @@
 //! the certificate both fail, and the proxy keeps serving. A node serves HTTPS the same
 //! way, and unusable certificate files stop a start with an error naming them.
 
+mod common;
 mod proxy_support;
 
 use std::io::{Read as _, Write as _};
@@ -12,9 +13,6 @@ use std::time::Duration;
 
 use aws_credential_types::Credentials;
 use aws_sdk_s3::Client;
-use aws_sdk_s3::config::retry::RetryConfig;
-use aws_sdk_s3::config::timeout::TimeoutConfig;
-use aws_sdk_s3::config::{BehaviorVersion, Region};
 use aws_sdk_s3::error::SdkError;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
@@ -23,7 +21,6 @@ use aws_smithy_http_client::tls::{Provider, TlsContext, TrustStore};
 use ferry_server::{
     BackendConfig, NodeConfig, ProxyConfig, RuntimeKind, TlsFiles, start_node, start_proxy,
 };
-use proxy_support::node_support::REGION;
 use proxy_support::{ACCESS_KEY, Auth, SECRET_KEY, Setup, plain_get};
 
 /// A self-signed certificate for `localhost` and 127.0.0.1, written to a temporary directory.
@@ -62,21 +59,12 @@ fn https_client(addr: SocketAddr, ca: Option<&str>) -> Client {
         .tls_provider(Provider::Rustls(CryptoMode::Ring))
         .tls_context(tls)
         .build_https();
+    // The proxy here takes proxy_support's key, not common's.
     let creds = Credentials::new(ACCESS_KEY, SECRET_KEY, None, None, "ferry-tests");
-    let config = aws_sdk_s3::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new(REGION))
+    let config = common::config(addr)
         .endpoint_url(format!("https://localhost:{}", addr.port()))
-        .force_path_style(true)
         .credentials_provider(creds)
         .http_client(http)
-        .retry_config(RetryConfig::disabled())
-        .timeout_config(
-            TimeoutConfig::builder()
-                .connect_timeout(Duration::from_secs(10))
-                .operation_attempt_timeout(Duration::from_secs(60))
-                .build(),
-        )
         .build();
     Client::from_conf(config)
 }

@@ -44,12 +44,15 @@ impl Smol {
     }
 }
 
+#[cfg(target_os = "linux")]
+mod splice;
+
 /// A TCP connection (`TCP_NODELAY` set), plain or TLS, as an `embedded-io-async` stream.
 pub struct SmolStream {
     conn: Conn,
     /// The pipe [`Stream::splice_from`] moves bytes through, made on first use.
     #[cfg(target_os = "linux")]
-    pipe: Option<ferry_core::pipe::Pipe>,
+    pipe: ferry_core::pipe::PipeSlot,
 }
 
 enum Conn {
@@ -72,7 +75,7 @@ impl SmolStream {
         Self {
             conn,
             #[cfg(target_os = "linux")]
-            pipe: None,
+            pipe: Default::default(),
         }
     }
 
@@ -161,9 +164,7 @@ impl Stream for SmolStream {
         Some(self)
     }
 
-    /// Between two plain TCP connections of this adapter only (TLS bytes must be decrypted):
-    /// waits for `src` to have bytes, moves what it has (up to the pipe's size) into the pipe,
-    /// then all of it out to this socket.
+    /// Between two plain TCP connections of this adapter only (TLS bytes must be decrypted).
     #[cfg(target_os = "linux")]
     async fn splice_from<T: Stream>(
         &mut self,
@@ -174,28 +175,9 @@ impl Stream for SmolStream {
         let (Conn::Tcp(from), Conn::Tcp(to)) = (&from.conn, &self.conn) else {
             return None;
         };
-        let pipe = match &mut self.pipe {
-            Some(p) => p,
-            empty => empty.insert(ferry_core::pipe::Pipe::new().ok()?),
-        };
-        let (from, to) = (from.inner(), to.inner());
-        let r = async {
-            let n = from
-                .read_with(|s| pipe.fill_from(s, max))
-                .await
-                .map_err(|e| SpliceError::Source(kind(e)))?;
-            while !pipe.is_empty() {
-                to.write_with(|s| pipe.drain_to(s))
-                    .await
-                    .map_err(|e| SpliceError::Sink(kind(e)))?;
-            }
-            Ok(n as u64)
-        }
-        .await;
-        if r.is_err() {
-            // Bytes may be left in it.
-            self.pipe = None;
-        }
+        let pipe = self.pipe.get()?;
+        let r = splice::round(from.inner(), to.inner(), pipe, max).await;
+        self.pipe.keep_if(&r);
         Some(r)
     }
 }

@@ -56,7 +56,7 @@ pub struct TokioStream {
     conn: Conn,
     /// The pipe [`Stream::splice_from`] moves bytes through, made on first use.
     #[cfg(target_os = "linux")]
-    pipe: Option<ferry_core::pipe::Pipe>,
+    pipe: ferry_core::pipe::PipeSlot,
 }
 
 enum Conn {
@@ -79,7 +79,7 @@ impl TokioStream {
         Self {
             conn,
             #[cfg(target_os = "linux")]
-            pipe: None,
+            pipe: Default::default(),
         }
     }
 
@@ -179,15 +179,9 @@ impl Stream for TokioStream {
         let (Conn::Tcp(from), Conn::Tcp(to)) = (&from.conn, &self.conn) else {
             return None;
         };
-        let pipe = match &mut self.pipe {
-            Some(p) => p,
-            empty => empty.insert(ferry_core::pipe::Pipe::new().ok()?),
-        };
+        let pipe = self.pipe.get()?;
         let r = splice::round(from.inner(), to.inner(), pipe, max).await;
-        if r.is_err() {
-            // Bytes may be left in it.
-            self.pipe = None;
-        }
+        self.pipe.keep_if(&r);
         Some(r)
     }
 }
