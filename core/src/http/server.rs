@@ -676,8 +676,8 @@ impl<'c, S: Stream> ResponseWriter<'c, S> {
                 };
                 self.flush().await.map_err(sink)?;
                 let moved = {
-                    let mut io = self.shared.io.try_lock().ok_or_else(Shared::<S>::busy);
-                    let io = io.as_deref_mut().map_err(|e| sink(e.clone()))?;
+                    let busy = || sink(Shared::<S>::busy());
+                    let mut io = self.shared.io.try_lock().ok_or_else(busy)?;
                     io.splice_from(body.stream(), left.min(remaining)).await
                 };
                 let moved = match moved {
