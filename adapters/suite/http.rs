@@ -13,10 +13,10 @@ use ferry_core::http::body::{BodyKind, response_framing};
 use ferry_core::http::chunked::ChunkedDecoder;
 use ferry_core::http::client::{ClientConfig, ClientPool, Continue, connect, connect_with};
 use ferry_core::http::head::{HeadParser, RequestHead, Status};
-use ferry_core::http::io::Timed;
 use ferry_core::http::server::{
     BodyReader, Handler, ResponseWriter, ServerConfig, ServerHandle, serve, serve_listener,
 };
+use ferry_core::http::timed::Timed;
 use ferry_core::http::{EMPTY_HEADER, Header};
 use ferry_core::rt::{Listener, Runtime, Signal, Stream, timeout};
 use ferry_core::s3::S3Error;
@@ -78,6 +78,8 @@ pub struct Suite {
 }
 
 impl Handler for Suite {
+    type Error = S3Error;
+
     async fn handle<S: Stream>(
         &self,
         req: &RequestHead<'_, '_>,
@@ -162,6 +164,8 @@ struct Relay<R: Runtime> {
 }
 
 impl<R: Runtime> Handler for Relay<R> {
+    type Error = S3Error;
+
     async fn handle<S: Stream>(
         &self,
         req: &RequestHead<'_, '_>,

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ferry_core::fill::ShardedFill;
-use ferry_core::http::aws_chunked::{AwsChunkedDecoder, AwsChunkedEncoder};
 use ferry_core::http::chunked::{self, ChunkedDecoder};
 use ferry_core::http::head::{HeadParser, Status, Version};
 use ferry_core::http::{Header, write};
@@ -16,6 +15,7 @@ use ferry_core::md5::Md5Sink;
 use ferry_core::pool::{BufferPool, PoolConfig};
 use ferry_core::s3::checksum::ChecksumAlgorithm;
 use ferry_core::s3::request::{AddressingConfig, Endpoint};
+use ferry_core::s3::sigv4::aws_chunked::{AwsChunkedDecoder, AwsChunkedEncoder};
 use ferry_core::s3::sigv4::{
     Credentials, MemoryCredentials, NoKeyCache, RequestParts, STREAMING_UNSIGNED_PAYLOAD_TRAILER,
     SigningKeyCache, StreamingMode, sign_request, verify_request,

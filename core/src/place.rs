@@ -16,7 +16,17 @@
 use alloc::vec::Vec;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-use crate::s3::{S3Error, S3ErrorCode, S3Result};
+/// A placement that cannot be built: no backend can take objects, or two share an id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlacementError(pub &'static str);
+
+impl core::fmt::Display for PlacementError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl core::error::Error for PlacementError {}
 
 /// Seed for every hash here ("ferryHRW" read as a big-endian u64). Changing it moves every object.
 pub const SEED: u64 = u64::from_be_bytes(*b"ferryHRW");
@@ -41,7 +51,7 @@ impl Placement {
     /// restarts; order does not matter. A weight of 0 keeps the backend out of every answer
     /// (draining). Errors (`InvalidArgument`): no backend with a positive weight, or two
     /// backends with the same id.
-    pub fn new<I: AsRef<[u8]>>(backends: &[(I, u32)]) -> S3Result<Self> {
+    pub fn new<I: AsRef<[u8]>>(backends: &[(I, u32)]) -> Result<Self, PlacementError> {
         let backends: Vec<Backend> = backends
             .iter()
             .map(|(id, weight)| Backend {
@@ -127,8 +137,8 @@ fn score(kh: u64, b: &Backend) -> f64 {
     -b.weight / libm::log(u)
 }
 
-fn invalid(what: &'static str) -> S3Error {
-    S3Error::with_message(S3ErrorCode::InvalidArgument, what)
+fn invalid(what: &'static str) -> PlacementError {
+    PlacementError(what)
 }
 
 #[cfg(test)]
@@ -275,6 +285,6 @@ mod tests {
         assert!(Placement::new(&none).is_err());
         assert!(Placement::new(&[("a", 0)]).is_err());
         let e = Placement::new(&[("a", 1), ("a", 2)]).unwrap_err();
-        assert_eq!(e.code, S3ErrorCode::InvalidArgument);
+        assert_eq!(e, PlacementError("two placement backends share an id"));
     }
 }

@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use ferry_core::fill::ShardedFill;
+use ferry_core::http::HttpError;
 use ferry_core::http::body::BodyKind;
 use ferry_core::http::client::{ClientConfig, ClientConn, ClientPool, Continue, ResponseBody};
-use ferry_core::http::io::HttpError;
 use ferry_core::http::{EMPTY_HEADER, Header, find_header_str};
 use ferry_core::md5::{ETag, Md5Digest, Md5Sink, MultipartETag, content_md5};
 use ferry_core::pool::{BufferPool, PooledBuf};
@@ -245,7 +245,7 @@ impl fmt::Display for OpError {
 impl From<HttpError> for OpError {
     fn from(e: HttpError) -> Self {
         Self::Transport(match e {
-            HttpError::Protocol(e) => format!("protocol {}", e.code.as_str()),
+            HttpError::Protocol(e) => format!("protocol {}", e.kind.as_str()),
             HttpError::UnexpectedEof => "closed early".into(),
             HttpError::TimedOut => "timed out".into(),
             HttpError::Io(kind) => format!("{kind:?}"),

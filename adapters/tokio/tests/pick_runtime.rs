@@ -14,6 +14,8 @@ use ferry_core::s3::S3Error;
 struct Hello;
 
 impl Handler for Hello {
+    type Error = S3Error;
+
     async fn handle<S: Stream>(
         &self,
         _req: &RequestHead<'_, '_>,

@@ -4,7 +4,7 @@
 //!
 //! Input: [mode/trailer byte, length hi, length lo, piece size, body...].
 
-use ferry_core::http::aws_chunked::{AwsChunkedDecoder, AwsChunkedEncoder};
+use ferry_core::s3::sigv4::aws_chunked::{AwsChunkedDecoder, AwsChunkedEncoder};
 use ferry_core::s3::checksum::ChecksumAlgorithm;
 use ferry_core::s3::sigv4::{
     CredentialScope, Signature, SigningContext, StreamingMode, derive_signing_key,

@@ -33,7 +33,7 @@ fn borrowed(input: &[u8], cuts: &[usize], limits: ChunkedLimits) -> Outcome {
         while !d.is_done() && at <= end {
             let s = d
                 .decode_borrowed(&input[at..end])
-                .map_err(|e| e.code.as_str())?;
+                .map_err(|e| e.kind.as_str())?;
             body.extend_from_slice(s.data);
             at += s.consumed;
             if s.consumed == 0 {
@@ -55,7 +55,7 @@ fn copying(input: &[u8], cuts: &[usize], out_len: usize, limits: ChunkedLimits) 
         while !d.is_done() && at <= end {
             let p = d
                 .decode(&input[at..end], &mut out)
-                .map_err(|e| e.code.as_str())?;
+                .map_err(|e| e.kind.as_str())?;
             body.extend_from_slice(&out[..p.produced]);
             at += p.consumed;
             if p.consumed == 0 {

@@ -26,7 +26,7 @@ fn request(p: &mut HeadParser, buf: &[u8]) -> Outcome {
             Ok(Some(h.len))
         }
         Ok(Status::Partial) => Ok(None),
-        Err(e) => Err(e.code.as_str()),
+        Err(e) => Err(e.kind.as_str()),
     }
 }
 
@@ -39,7 +39,7 @@ fn response(p: &mut HeadParser, buf: &[u8]) -> Outcome {
             Ok(Some(h.len))
         }
         Ok(Status::Partial) => Ok(None),
-        Err(e) => Err(e.code.as_str()),
+        Err(e) => Err(e.kind.as_str()),
     }
 }
 

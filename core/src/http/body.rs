@@ -10,8 +10,11 @@
 
 use httparse::Header;
 
+use super::error::ProtocolError;
 use super::head::{RequestHead, ResponseHead, Version};
-use crate::s3::{S3Error, S3ErrorCode, S3Result};
+
+/// A value, or the rule of HTTP the peer broke.
+type ParseResult<T> = Result<T, ProtocolError>;
 
 /// How a message body is delimited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -51,7 +54,7 @@ pub struct ResponseFraming {
 /// Refused with 400: both `Content-Length` and `Transfer-Encoding`; differing or non-numeric
 /// `Content-Length` values; a `Transfer-Encoding` other than a single `chunked`;
 /// `Transfer-Encoding` on HTTP/1.0.
-pub fn request_framing(head: &RequestHead<'_, '_>) -> S3Result<RequestFraming> {
+pub fn request_framing(head: &RequestHead<'_, '_>) -> ParseResult<RequestFraming> {
     let body = match framing_headers(head.version, head.headers)? {
         Framing::Chunked => BodyKind::Chunked,
         Framing::Length(n) => BodyKind::Length(n),
@@ -72,7 +75,7 @@ pub fn request_framing(head: &RequestHead<'_, '_>) -> S3Result<RequestFraming> {
 pub fn response_framing(
     head: &ResponseHead<'_, '_>,
     request_method: &str,
-) -> S3Result<ResponseFraming> {
+) -> ParseResult<ResponseFraming> {
     let no_body = request_method == "HEAD"
         || matches!(head.status, 100..=199 | 204 | 304)
         || (request_method == "CONNECT" && (200..300).contains(&head.status));
@@ -118,7 +121,7 @@ enum Framing {
     Chunked,
 }
 
-fn framing_headers(version: Version, headers: &[Header<'_>]) -> S3Result<Framing> {
+fn framing_headers(version: Version, headers: &[Header<'_>]) -> ParseResult<Framing> {
     let length = content_length(headers)?;
     let chunked = transfer_encoding(headers)?;
     match (chunked, length) {
@@ -131,7 +134,7 @@ fn framing_headers(version: Version, headers: &[Header<'_>]) -> S3Result<Framing
 }
 
 /// The `Content-Length`, if any: every element of every such header must be the same number.
-fn content_length(headers: &[Header<'_>]) -> S3Result<Option<u64>> {
+fn content_length(headers: &[Header<'_>]) -> ParseResult<Option<u64>> {
     let mut found = None;
     for h in headers
         .iter()
@@ -149,7 +152,7 @@ fn content_length(headers: &[Header<'_>]) -> S3Result<Option<u64>> {
 }
 
 /// Whether `Transfer-Encoding` is present; if so it must be exactly one `chunked` coding.
-fn transfer_encoding(headers: &[Header<'_>]) -> S3Result<bool> {
+fn transfer_encoding(headers: &[Header<'_>]) -> ParseResult<bool> {
     let mut present = false;
     let mut codings = 0usize;
     for h in headers
@@ -188,7 +191,7 @@ fn list_elements<'a>(
 }
 
 /// A `1*DIGIT` decimal that fits a `u64`.
-fn parse_decimal(digits: &[u8]) -> S3Result<u64> {
+fn parse_decimal(digits: &[u8]) -> ParseResult<u64> {
     if digits.is_empty() {
         return Err(bad("empty Content-Length"));
     }
@@ -209,18 +212,19 @@ fn trim_ows(s: &[u8]) -> &[u8] {
     s.get(start..end).unwrap_or_default()
 }
 
-fn bad(what: &'static str) -> S3Error {
-    S3Error::with_message(S3ErrorCode::InvalidRequest, what)
+fn bad(what: &'static str) -> ProtocolError {
+    ProtocolError::malformed(what)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::ProtocolErrorKind;
     use crate::http::head::{HeadParser, Status};
     use alloc::vec::Vec;
     use httparse::EMPTY_HEADER;
 
-    fn req(version: &str, fields: &[&str]) -> S3Result<RequestFraming> {
+    fn req(version: &str, fields: &[&str]) -> ParseResult<RequestFraming> {
         let mut buf = Vec::new();
         buf.extend_from_slice(b"PUT /b/k ");
         buf.extend_from_slice(version.as_bytes());
@@ -237,7 +241,7 @@ mod tests {
         request_framing(&h)
     }
 
-    fn res(method: &str, status_line: &str, fields: &[&str]) -> S3Result<ResponseFraming> {
+    fn res(method: &str, status_line: &str, fields: &[&str]) -> ParseResult<ResponseFraming> {
         let mut buf = Vec::new();
         buf.extend_from_slice(status_line.as_bytes());
         buf.extend_from_slice(b"\r\n");
@@ -253,7 +257,7 @@ mod tests {
         response_framing(&h, method)
     }
 
-    fn body(r: S3Result<RequestFraming>) -> BodyKind {
+    fn body(r: ParseResult<RequestFraming>) -> BodyKind {
         r.unwrap().body
     }
 
@@ -320,7 +324,7 @@ mod tests {
         ];
         for fields in cases {
             let e = req("HTTP/1.1", fields).expect_err("must be refused");
-            assert_eq!(e.code, S3ErrorCode::InvalidRequest, "{fields:?}");
+            assert_eq!(e.kind, ProtocolErrorKind::Malformed, "{fields:?}");
             assert_eq!(e.status(), 400);
         }
         let e = req("HTTP/1.0", &["Transfer-Encoding: chunked"]).unwrap_err();

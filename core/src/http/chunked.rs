@@ -14,8 +14,11 @@
 use alloc::vec::Vec;
 use httparse::{EMPTY_HEADER, Header};
 
+use super::error::{HttpError, ProtocolError, ProtocolErrorKind};
 use super::write::{header, is_tchar, push_hex};
-use crate::s3::{S3Error, S3ErrorCode, S3Result};
+
+/// A value, or the rule of HTTP the peer broke.
+type ParseResult<T> = Result<T, ProtocolError>;
 
 /// Most trailer fields accepted in one trailer section.
 pub const MAX_TRAILERS: usize = 32;
@@ -147,7 +150,7 @@ impl ChunkedDecoder {
     ///
     /// Stops when the input is used up, `out` is full or the body is done. Errors are 400
     /// `InvalidRequest` (malformed framing) or 431 `RequestHeaderSectionTooLarge` (trailers).
-    pub fn decode(&mut self, input: &[u8], out: &mut [u8]) -> S3Result<Progress> {
+    pub fn decode(&mut self, input: &[u8], out: &mut [u8]) -> ParseResult<Progress> {
         let (mut consumed, mut produced) = (0, 0);
         loop {
             let rest = input.get(consumed..).unwrap_or_default();
@@ -173,7 +176,7 @@ impl ChunkedDecoder {
     ///
     /// Call again with `&input[consumed..]` until `consumed` is 0 (more input needed) or
     /// `done`. Errors as for [`ChunkedDecoder::decode`].
-    pub fn decode_borrowed<'a>(&mut self, input: &'a [u8]) -> S3Result<DataSlice<'a>> {
+    pub fn decode_borrowed<'a>(&mut self, input: &'a [u8]) -> ParseResult<DataSlice<'a>> {
         let (consumed, data) = self.step(input, usize::MAX)?;
         Ok(DataSlice {
             consumed,
@@ -185,7 +188,10 @@ impl ChunkedDecoder {
     /// The trailer fields, parsed into `headers` (at least [`MAX_TRAILERS`] long to be safe).
     ///
     /// Empty until the decoder is done or if the sender sent none.
-    pub fn trailers<'s, 'h>(&'s self, headers: &'h mut [Header<'s>]) -> S3Result<&'h [Header<'s>]> {
+    pub fn trailers<'s, 'h>(
+        &'s self,
+        headers: &'h mut [Header<'s>],
+    ) -> ParseResult<&'h [Header<'s>]> {
         if !self.is_done() || self.trailer.is_empty() {
             return Ok(&[]);
         }
@@ -199,7 +205,7 @@ impl ChunkedDecoder {
 
     /// Consume framing bytes until body data, the end of input or the end of the body; then
     /// take at most `max_data` data bytes. Returns bytes consumed and the data taken.
-    fn step<'a>(&mut self, input: &'a [u8], max_data: usize) -> S3Result<(usize, &'a [u8])> {
+    fn step<'a>(&mut self, input: &'a [u8], max_data: usize) -> ParseResult<(usize, &'a [u8])> {
         let mut i = 0;
         loop {
             match self.state {
@@ -235,7 +241,7 @@ impl ChunkedDecoder {
     }
 
     /// Advance the framing state machine by one byte (never called in `Data`).
-    fn byte(&mut self, b: u8) -> S3Result<()> {
+    fn byte(&mut self, b: u8) -> ParseResult<()> {
         if matches!(
             self.state,
             State::Size { .. }
@@ -250,8 +256,8 @@ impl ChunkedDecoder {
         {
             self.line_len += 1;
             if self.line_len > self.limits.max_line_len {
-                return Err(S3Error::with_message(
-                    S3ErrorCode::InvalidRequest,
+                return Err(ProtocolError::new(
+                    ProtocolErrorKind::Malformed,
                     alloc::format!("chunk line exceeds {} bytes", self.limits.max_line_len),
                 ));
             }
@@ -339,7 +345,7 @@ impl ChunkedDecoder {
     }
 
     /// Between extensions: whitespace, `;`, or CR ending the line (not after whitespace).
-    fn ext_sep(&mut self, ws: bool, b: u8) -> S3Result<()> {
+    fn ext_sep(&mut self, ws: bool, b: u8) -> ParseResult<()> {
         self.state = match b {
             b' ' | b'\t' => State::ExtSep { ws: true },
             b';' => State::ExtNameStart,
@@ -350,10 +356,10 @@ impl ChunkedDecoder {
         Ok(())
     }
 
-    fn push_trailer(&mut self, b: u8) -> S3Result<()> {
+    fn push_trailer(&mut self, b: u8) -> ParseResult<()> {
         if self.trailer.len() >= self.limits.max_trailer_len {
-            return Err(S3Error::with_message(
-                S3ErrorCode::RequestHeaderSectionTooLarge,
+            return Err(ProtocolError::new(
+                ProtocolErrorKind::HeadTooLarge,
                 alloc::format!(
                     "trailer section exceeds {} bytes",
                     self.limits.max_trailer_len
@@ -365,7 +371,7 @@ impl ChunkedDecoder {
     }
 
     /// Close the trailer section and check it parses, so errors surface while decoding.
-    fn finish_trailers(&mut self) -> S3Result<()> {
+    fn finish_trailers(&mut self) -> ParseResult<()> {
         if self.trailer.is_empty() {
             return Ok(());
         }
@@ -408,7 +414,7 @@ pub fn write_chunk(out: &mut Vec<u8>, data: &[u8]) {
 ///
 /// Trailer names and values are checked as by [`super::write::header`]; on error nothing is
 /// written.
-pub fn write_last_chunk(out: &mut Vec<u8>, trailers: &[Header<'_>]) -> S3Result<()> {
+pub fn write_last_chunk(out: &mut Vec<u8>, trailers: &[Header<'_>]) -> Result<(), HttpError> {
     let start = out.len();
     out.extend_from_slice(b"0\r\n");
     for t in trailers {
@@ -421,13 +427,13 @@ pub fn write_last_chunk(out: &mut Vec<u8>, trailers: &[Header<'_>]) -> S3Result<
     Ok(())
 }
 
-fn bad(what: &'static str) -> S3Error {
-    S3Error::with_message(S3ErrorCode::InvalidRequest, what)
+fn bad(what: &'static str) -> ProtocolError {
+    ProtocolError::malformed(what)
 }
 
-fn too_many_trailers() -> S3Error {
-    S3Error::with_message(
-        S3ErrorCode::RequestHeaderSectionTooLarge,
+fn too_many_trailers() -> ProtocolError {
+    ProtocolError::new(
+        ProtocolErrorKind::HeadTooLarge,
         alloc::format!("more than {MAX_TRAILERS} trailer fields"),
     )
 }
@@ -443,7 +449,7 @@ mod tests {
     type Decoded = (Vec<u8>, Vec<(String, Vec<u8>)>, usize);
 
     /// Decode all of `input` in one go with `decode_borrowed`.
-    fn decode_all(input: &[u8]) -> S3Result<Decoded> {
+    fn decode_all(input: &[u8]) -> ParseResult<Decoded> {
         let mut d = ChunkedDecoder::default();
         let mut body = Vec::new();
         let mut at = 0;
@@ -538,7 +544,7 @@ mod tests {
         ];
         for &input in cases {
             let e = decode_all(input).expect_err(&alloc::format!("{input:?}"));
-            assert_eq!(e.code, S3ErrorCode::InvalidRequest, "{input:?}: {e}");
+            assert_eq!(e.kind, ProtocolErrorKind::Malformed, "{input:?}: {e}");
         }
     }
 
@@ -561,7 +567,7 @@ mod tests {
         assert!(d.decode_borrowed(b"1;abcdef\r\n").is_ok());
         let mut d = ChunkedDecoder::new(limits);
         let e = d.decode_borrowed(b"1;abcdefg\r\n").unwrap_err();
-        assert_eq!(e.code, S3ErrorCode::InvalidRequest);
+        assert_eq!(e.kind, ProtocolErrorKind::Malformed);
         // Leading zeros count too: the line, not the value, is bounded.
         let mut d = ChunkedDecoder::new(limits);
         assert!(d.decode_borrowed(b"000000001\r\n").is_err());

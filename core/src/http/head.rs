@@ -14,7 +14,10 @@
 use httparse::Header;
 pub use httparse::Status;
 
-use crate::s3::{S3Error, S3ErrorCode, S3Result};
+use super::error::{ProtocolError, ProtocolErrorKind};
+
+/// The result of parsing: a value, or the rule the peer broke.
+type ParseResult<T> = Result<T, ProtocolError>;
 
 /// The HTTP version of a message; only HTTP/1.0 and HTTP/1.1 are spoken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -34,7 +37,7 @@ impl Version {
         }
     }
 
-    fn from_minor(minor: u8) -> S3Result<Self> {
+    fn from_minor(minor: u8) -> ParseResult<Self> {
         match minor {
             0 => Ok(Self::Http10),
             1 => Ok(Self::Http11),
@@ -141,7 +144,7 @@ impl HeadParser {
 
     /// Where the head in `buf` ends, once it is complete; the scan state is reset when it is
     /// (or on error), ready for the next message.
-    fn head_end(&mut self, buf: &[u8], request: bool) -> S3Result<Option<usize>> {
+    fn head_end(&mut self, buf: &[u8], request: bool) -> ParseResult<Option<usize>> {
         let end = self.scan(buf, request);
         if !matches!(end, Ok(Status::Partial)) {
             self.reset();
@@ -161,7 +164,7 @@ impl HeadParser {
         &mut self,
         buf: &'b [u8],
         headers: &'h mut [Header<'b>],
-    ) -> S3Result<Status<RequestHead<'b, 'h>>> {
+    ) -> ParseResult<Status<RequestHead<'b, 'h>>> {
         if self.searched == 0 && self.start.is_none() {
             // First look at this message: the whole head usually came in one read, so let
             // `httparse` find its end, and check on top only what it lets through (bare LF).
@@ -205,7 +208,7 @@ impl HeadParser {
         &mut self,
         buf: &'b [u8],
         headers: &'h mut [Header<'b>],
-    ) -> S3Result<Status<RequestHead<'b, 'h>>> {
+    ) -> ParseResult<Status<RequestHead<'b, 'h>>> {
         let Some(end) = self.head_end(buf, true)? else {
             return Ok(Status::Partial);
         };
@@ -243,7 +246,7 @@ impl HeadParser {
         &mut self,
         buf: &'b [u8],
         headers: &'h mut [Header<'b>],
-    ) -> S3Result<Status<ResponseHead<'b, 'h>>> {
+    ) -> ParseResult<Status<ResponseHead<'b, 'h>>> {
         if self.searched == 0 && self.start.is_none() {
             // As in `parse_request`: `httparse` first on a message's first read.
             let limit = buf.len().min(self.limits.max_head_len);
@@ -283,7 +286,7 @@ impl HeadParser {
         &mut self,
         buf: &'b [u8],
         headers: &'h mut [Header<'b>],
-    ) -> S3Result<Status<ResponseHead<'b, 'h>>> {
+    ) -> ParseResult<Status<ResponseHead<'b, 'h>>> {
         let Some(end) = self.head_end(buf, false)? else {
             return Ok(Status::Partial);
         };
@@ -317,7 +320,7 @@ impl HeadParser {
     /// Hand-written rather than left to `httparse` so that a slow sender costs one pass over
     /// its bytes, not one full re-parse per read. Bare LF is rejected here: `httparse`
     /// accepts it, and line-ending disagreements between hops are a smuggling vector.
-    fn scan(&mut self, buf: &[u8], request: bool) -> S3Result<Status<usize>> {
+    fn scan(&mut self, buf: &[u8], request: bool) -> ParseResult<Status<usize>> {
         if buf.len() < self.searched {
             // Not the buffer we were fed before: start over rather than trust stale progress.
             self.reset();
@@ -356,8 +359,8 @@ impl HeadParser {
                 // Still inside the request line: its target is what is too long.
                 return Err(target_too_long(&self.limits));
             }
-            return Err(S3Error::with_message(
-                S3ErrorCode::RequestHeaderSectionTooLarge,
+            return Err(ProtocolError::new(
+                ProtocolErrorKind::HeadTooLarge,
                 alloc::format!("HTTP head exceeds {} bytes", self.limits.max_head_len),
             ));
         }
@@ -380,22 +383,22 @@ fn has_bare_lf(buf: &[u8], from: usize, to: usize) -> bool {
         .fold(false, |bare, (&p, &c)| bare | ((c == b'\n') & (p != b'\r')))
 }
 
-fn malformed(what: &'static str) -> S3Error {
-    S3Error::with_message(S3ErrorCode::InvalidRequest, what)
+fn malformed(what: &'static str) -> ProtocolError {
+    ProtocolError::malformed(what)
 }
 
-fn target_too_long(limits: &HeadLimits) -> S3Error {
-    S3Error::with_message(
-        S3ErrorCode::RequestUriTooLong,
+fn target_too_long(limits: &HeadLimits) -> ProtocolError {
+    ProtocolError::new(
+        ProtocolErrorKind::TargetTooLong,
         alloc::format!("request-target exceeds {} bytes", limits.max_target_len),
     )
 }
 
-fn from_httparse(e: httparse::Error, limits: &HeadLimits) -> S3Error {
+fn from_httparse(e: httparse::Error, limits: &HeadLimits) -> ProtocolError {
     let what = match e {
         httparse::Error::TooManyHeaders => {
-            return S3Error::with_message(
-                S3ErrorCode::RequestHeaderSectionTooLarge,
+            return ProtocolError::new(
+                ProtocolErrorKind::HeadTooLarge,
                 alloc::format!("more than {} header fields", limits.max_headers),
             );
         }
@@ -418,7 +421,7 @@ mod tests {
 
     const REQ: &[u8] = b"PUT /bucket/key?uploads HTTP/1.1\r\nHost: s3.local\r\nContent-Length: 5\r\nX-Amz-Meta-A:  v a \r\n\r\nhello";
 
-    fn req_err(buf: &[u8], limits: HeadLimits) -> S3Error {
+    fn req_err(buf: &[u8], limits: HeadLimits) -> ProtocolError {
         let mut hs = [EMPTY_HEADER; 128];
         HeadParser::new(limits)
             .parse_request(buf, &mut hs)
@@ -503,7 +506,7 @@ mod tests {
             b"\nGET / HTTP/1.1\r\n\r\n",
         ] {
             let e = req_err(buf, HeadLimits::default());
-            assert_eq!(e.code, S3ErrorCode::InvalidRequest, "{buf:?}");
+            assert_eq!(e.kind, ProtocolErrorKind::Malformed, "{buf:?}");
         }
     }
 
@@ -511,15 +514,15 @@ mod tests {
     fn obs_fold_is_rejected() {
         let req = b"GET / HTTP/1.1\r\nX-A: one\r\n two\r\n\r\n";
         assert_eq!(
-            req_err(req, HeadLimits::default()).code,
-            S3ErrorCode::InvalidRequest
+            req_err(req, HeadLimits::default()).kind,
+            ProtocolErrorKind::Malformed
         );
         let res = b"HTTP/1.1 200 OK\r\nX-A: one\r\n\ttwo\r\n\r\n";
         let mut hs = [EMPTY_HEADER; 4];
         let e = HeadParser::default()
             .parse_response(res, &mut hs)
             .unwrap_err();
-        assert_eq!(e.code, S3ErrorCode::InvalidRequest);
+        assert_eq!(e.kind, ProtocolErrorKind::Malformed);
     }
 
     #[test]
@@ -548,7 +551,7 @@ mod tests {
             buf.extend_from_slice(b"X-Pad: aaaa\r\n");
         }
         let e = req_err(&buf, limits);
-        assert_eq!(e.code, S3ErrorCode::RequestHeaderSectionTooLarge);
+        assert_eq!(e.kind, ProtocolErrorKind::HeadTooLarge);
         assert_eq!(e.status(), 431);
         // A head that ends within the limit passes even when body bytes follow it.
         let mut ok = b"GET / HTTP/1.1\r\n\r\n".to_vec();
@@ -597,8 +600,8 @@ mod tests {
             ..HeadLimits::default()
         };
         assert_eq!(
-            req_err(b"GET /0123456789 HTTP/1.1\r\n\r\n", limits).code,
-            S3ErrorCode::RequestUriTooLong
+            req_err(b"GET /0123456789 HTTP/1.1\r\n\r\n", limits).kind,
+            ProtocolErrorKind::TargetTooLong
         );
         let mut hs = [EMPTY_HEADER; 4];
         assert!(matches!(
@@ -640,7 +643,7 @@ mod tests {
         p: &mut HeadParser,
         buf: &[u8],
         response: bool,
-    ) -> Result<Option<usize>, S3ErrorCode> {
+    ) -> Result<Option<usize>, ProtocolErrorKind> {
         let mut hs = [EMPTY_HEADER; 32];
         let len = if response {
             match p.parse_response(buf, &mut hs) {
@@ -655,7 +658,7 @@ mod tests {
                 Err(e) => Err(e),
             }
         };
-        len.map_err(|e| e.code)
+        len.map_err(|e| e.kind)
     }
 
     /// Full answer of the `httparse`-first path and of the scanning path, on fresh parsers.

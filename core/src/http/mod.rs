@@ -1,17 +1,26 @@
-//! HTTP/1.1: head parsing, body framing (length, chunked, aws-chunked), writing.
+//! HTTP/1.1, knowing nothing of S3: head parsing ([`head`]), body framing ([`body`],
+//! [`chunked`]), writing ([`write`]), the server and client engines ([`server`], [`client`])
+//! over a stream with timeouts ([`timed`]) and an incremental body reader ([`incoming`]), and
+//! relaying bodies between the two engines ([`relay`]). Errors are HTTP's own ([`error`]);
+//! the S3 layer maps them to S3 codes.
 //!
 //! Headers are passed around as `httparse::Header` slices everywhere in core, so the S3 model
 //! and SigV4 work over the same zero-copy views the parser produces.
 
-pub mod aws_chunked;
 pub mod body;
 pub mod chunked;
 pub mod client;
+pub mod error;
 pub mod head;
-pub mod io;
+pub(crate) mod incoming;
+mod relay;
 pub mod server;
+#[cfg(test)]
+pub(crate) mod testing;
+pub mod timed;
 pub mod write;
 
+pub use error::{HttpError, ProtocolError, ProtocolErrorKind, RelayError};
 pub use httparse::{EMPTY_HEADER, Header};
 
 /// The value of the first header called `name` (ASCII case-insensitive), if any.

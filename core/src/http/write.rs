@@ -8,20 +8,20 @@
 use alloc::vec::Vec;
 use core::fmt::{self, Write as _};
 
+use super::error::HttpError;
 use super::head::Version;
-use crate::s3::{S3Error, S3ErrorCode, S3Result};
 use crate::time::DateTime;
 
 /// Append `METHOD target HTTP/1.x\r\n`.
 ///
 /// The method must be a token and the target visible ASCII (percent-encode everything else);
-/// otherwise nothing is written and the error is `InternalError`.
+/// otherwise nothing is written and the error is [`HttpError::Usage`].
 pub fn request_line(
     out: &mut Vec<u8>,
     method: &str,
     target: &str,
     version: Version,
-) -> S3Result<()> {
+) -> Result<(), HttpError> {
     if !is_token(method.as_bytes()) {
         return Err(refuse("request method is not a token"));
     }
@@ -40,8 +40,8 @@ pub fn request_line(
 /// Append `HTTP/1.x status Reason\r\n` with the standard reason phrase for `status`.
 ///
 /// `status` must have three digits (100..=999), otherwise nothing is written and the error is
-/// `InternalError`.
-pub fn status_line(out: &mut Vec<u8>, version: Version, status: u16) -> S3Result<()> {
+/// [`HttpError::Usage`].
+pub fn status_line(out: &mut Vec<u8>, version: Version, status: u16) -> Result<(), HttpError> {
     if !(100..=999).contains(&status) {
         return Err(refuse("status code must have three digits"));
     }
@@ -58,8 +58,8 @@ pub fn status_line(out: &mut Vec<u8>, version: Version, status: u16) -> S3Result
 ///
 /// The name must be a token; the value may hold visible ASCII, obs-text, spaces and tabs but no
 /// other control bytes (so no CR or LF). Otherwise nothing is written and the error is
-/// `InternalError`.
-pub fn header(out: &mut Vec<u8>, name: &str, value: &[u8]) -> S3Result<()> {
+/// [`HttpError::Usage`].
+pub fn header(out: &mut Vec<u8>, name: &str, value: &[u8]) -> Result<(), HttpError> {
     if !is_token(name.as_bytes()) {
         return Err(refuse("header name is not a token"));
     }
@@ -188,8 +188,9 @@ pub(crate) const fn is_tchar(b: u8) -> bool {
         | b'|' | b'~' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z')
 }
 
-fn refuse(what: &'static str) -> S3Error {
-    S3Error::with_message(S3ErrorCode::InternalError, what)
+/// The caller asked for a head HTTP cannot carry.
+fn refuse(what: &'static str) -> HttpError {
+    HttpError::Usage(what)
 }
 
 /// `fmt::Write` over a byte vector, for the `Display`-based date formatter.

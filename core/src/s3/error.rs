@@ -1,11 +1,14 @@
 //! One S3 error type: the code, the HTTP status and a message.
 //!
-//! Every layer (HTTP framing, request model, SigV4, XML, storage) reports failures as an
-//! [`S3Error`]; the connection engine turns it into the XML body S3 clients expect.
+//! Every S3 layer (request model, SigV4, XML, storage) reports failures as an [`S3Error`];
+//! HTTP's own errors map to S3 codes here, where an S3 handler answers them.
 
 use alloc::borrow::Cow;
 use alloc::string::String;
 use core::fmt;
+
+use crate::http::server::HandlerError;
+use crate::http::{HttpError, ProtocolError, ProtocolErrorKind, RelayError};
 
 macro_rules! s3_error_codes {
     ($($name:ident => $status:literal, $msg:literal;)*) => {
@@ -128,6 +131,48 @@ impl S3Error {
     }
 }
 
+/// How an HTTP failure is reported to an S3 client: S3's own codes for the limits, for
+/// timeouts and for bodies cut short.
+impl From<HttpError> for S3Error {
+    fn from(e: HttpError) -> Self {
+        match e {
+            HttpError::Protocol(e) => e.into(),
+            HttpError::UnexpectedEof => S3Error::new(S3ErrorCode::IncompleteBody),
+            HttpError::TimedOut => S3Error::new(S3ErrorCode::RequestTimeout),
+            HttpError::Io(_) => {
+                S3Error::with_message(S3ErrorCode::InternalError, "connection failed")
+            }
+            HttpError::Usage(what) => S3Error::with_message(S3ErrorCode::InternalError, what),
+        }
+    }
+}
+
+impl From<ProtocolError> for S3Error {
+    fn from(e: ProtocolError) -> Self {
+        let code = match e.kind {
+            ProtocolErrorKind::Malformed => S3ErrorCode::InvalidRequest,
+            ProtocolErrorKind::HeadTooLarge => S3ErrorCode::RequestHeaderSectionTooLarge,
+            ProtocolErrorKind::TargetTooLong => S3ErrorCode::RequestUriTooLong,
+            // S3 answers an oversized body with 400 EntityTooLarge, not HTTP's 413.
+            ProtocolErrorKind::BodyTooLarge => S3ErrorCode::EntityTooLarge,
+        };
+        S3Error::with_message(code, e.message)
+    }
+}
+
+impl From<RelayError> for S3Error {
+    fn from(e: RelayError) -> Self {
+        e.into_inner().into()
+    }
+}
+
+/// S3 handlers answer in S3 errors; the HTTP engine's own failures become one.
+impl HandlerError for S3Error {
+    fn status(&self) -> u16 {
+        self.code.status()
+    }
+}
+
 impl From<S3ErrorCode> for S3Error {
     fn from(code: S3ErrorCode) -> Self {
         Self::new(code)
@@ -166,6 +211,34 @@ mod tests {
             let s = code.status();
             assert!((300..600).contains(&s), "{code} has status {s}");
             assert!(!code.default_message().is_empty());
+        }
+    }
+
+    #[test]
+    fn http_errors_map_to_s3_codes() {
+        assert_eq!(
+            S3Error::from(HttpError::TimedOut).code,
+            S3ErrorCode::RequestTimeout
+        );
+        assert_eq!(
+            S3Error::from(HttpError::UnexpectedEof).code,
+            S3ErrorCode::IncompleteBody
+        );
+        let cases = [
+            (ProtocolErrorKind::Malformed, S3ErrorCode::InvalidRequest),
+            (
+                ProtocolErrorKind::HeadTooLarge,
+                S3ErrorCode::RequestHeaderSectionTooLarge,
+            ),
+            (
+                ProtocolErrorKind::TargetTooLong,
+                S3ErrorCode::RequestUriTooLong,
+            ),
+            (ProtocolErrorKind::BodyTooLarge, S3ErrorCode::EntityTooLarge),
+        ];
+        for (kind, code) in cases {
+            let e = S3Error::from(HttpError::Protocol(ProtocolError::new(kind, "why")));
+            assert_eq!((e.code, &*e.message), (code, "why"));
         }
     }
 

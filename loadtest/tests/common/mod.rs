@@ -109,6 +109,8 @@ fn not_found() -> S3Error {
 }
 
 impl<C: Clock> Handler for FakeS3<C> {
+    type Error = S3Error;
+
     async fn handle<S: Stream>(
         &self,
         req: &RequestHead<'_, '_>,
@@ -309,7 +311,7 @@ impl<C: Clock> Handler for FakeS3<C> {
         _req: Option<&RequestHead<'_, '_>>,
         error: &S3Error,
         res: &mut ResponseWriter<'_, S>,
-    ) -> Result<(), ferry_core::http::io::HttpError> {
+    ) -> Result<(), ferry_core::http::HttpError> {
         let mut out = Vec::new();
         ferry_core::s3::xml::ErrorResponse::from_error(error, None, None).write_xml(&mut out);
         res.send(error.status(), &[], &out).await

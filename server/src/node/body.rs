@@ -8,7 +8,6 @@
 //! two buffers at most, whatever the object's size.
 
 use ferry_core::http::Header;
-use ferry_core::http::aws_chunked::AwsChunkedDecoder;
 use ferry_core::http::body::BodyKind;
 use ferry_core::http::find_header;
 use ferry_core::http::server::BodyReader;
@@ -17,6 +16,7 @@ use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::checksum::{
     Checksum, ChecksumAlgorithm, Checksummer, checksum_header, requested_algorithm,
 };
+use ferry_core::s3::sigv4::aws_chunked::AwsChunkedDecoder;
 use ferry_core::s3::sigv4::{PayloadHash, VerifiedRequest};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use sha2::Digest as _;

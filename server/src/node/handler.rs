@@ -3,8 +3,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use ferry_core::http::HttpError;
 use ferry_core::http::head::RequestHead;
-use ferry_core::http::io::HttpError;
 use ferry_core::http::server::{BodyReader, Handler, ResponseWriter};
 use ferry_core::http::{Header, find_header_str};
 use ferry_core::rt::{Runtime, Stream};
@@ -152,6 +152,8 @@ impl<R: Runtime> NodeHandler<R> {
 }
 
 impl<R: Runtime> Handler for NodeHandler<R> {
+    type Error = S3Error;
+
     async fn handle<S: Stream>(
         &self,
         req: &RequestHead<'_, '_>,

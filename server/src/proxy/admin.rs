@@ -6,10 +6,10 @@ use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use ferry_core::http::Header;
+use ferry_core::http::HttpError;
 use ferry_core::http::head::RequestHead;
 use ferry_core::http::server::{BodyReader, Handler, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
-use ferry_core::s3::S3Error;
 
 use super::Proxy;
 use crate::profile::{self, ProfileError, ProfileRequest, Running};
@@ -37,12 +37,14 @@ const TEXT: Header<'static> = Header {
 };
 
 impl<R: Runtime> Handler for AdminHandler<R> {
+    type Error = HttpError;
+
     async fn handle<S: Stream>(
         &self,
         req: &RequestHead<'_, '_>,
         _body: &mut BodyReader<'_, S>,
         res: &mut ResponseWriter<'_, S>,
-    ) -> Result<(), S3Error> {
+    ) -> Result<(), HttpError> {
         let (path, query) = req.target.split_once('?').unwrap_or((req.target, ""));
         if req.method != "GET" && req.method != "HEAD" {
             res.send(405, &[TEXT], b"method not allowed\n").await?;
@@ -96,7 +98,7 @@ impl<R: Runtime> AdminHandler<R> {
         &self,
         query: &str,
         res: &mut ResponseWriter<'_, S>,
-    ) -> Result<(), ferry_core::http::io::HttpError> {
+    ) -> Result<(), HttpError> {
         let req = match ProfileRequest::from_query(query) {
             Ok(r) => r,
             Err(msg) => return res.send(400, &[TEXT], format!("{msg}\n").as_bytes()).await,

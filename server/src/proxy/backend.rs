@@ -4,8 +4,8 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use ferry_core::http::HttpError;
 use ferry_core::http::client::{ClientConfig, ClientConn, ClientPool};
-use ferry_core::http::io::HttpError;
 use ferry_core::rt::Runtime;
 use ferry_core::s3::sigv4::Credentials;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};

@@ -5,12 +5,12 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
-use ferry_core::http::aws_chunked::AwsChunkedDecoder;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::md5::{content_md5, md5};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::checksum::checksum_header;
 use ferry_core::s3::sigv4::PayloadHash;
+use ferry_core::s3::sigv4::aws_chunked::AwsChunkedDecoder;
 use ferry_core::s3::uri;
 use ferry_core::s3::xml::{
     BucketEntry, Delete, DeleteError, DeleteResult, DeletedEntry, ListAllMyBucketsResult,

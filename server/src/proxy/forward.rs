@@ -24,15 +24,15 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use ferry_core::http::aws_chunked::{AwsChunkedDecoder, AwsChunkedEncoder};
 use ferry_core::http::body::BodyKind;
 use ferry_core::http::client::{Continue, RequestWriter, Response};
-use ferry_core::http::io::{HttpError, RelayError};
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::http::{EMPTY_HEADER, Header, find_header_str};
+use ferry_core::http::{HttpError, ProtocolError, ProtocolErrorKind, RelayError};
 use ferry_core::pool::BufferPool;
 use ferry_core::rt::{Clock, Runtime, Stream};
 use ferry_core::s3::checksum::ChecksumAlgorithm;
+use ferry_core::s3::sigv4::aws_chunked::{AwsChunkedDecoder, AwsChunkedEncoder};
 use ferry_core::s3::sigv4::{
     Hex64, PayloadHash, STREAMING_UNSIGNED_PAYLOAD_TRAILER, StreamingMode, UNSIGNED_PAYLOAD, sha256,
 };
@@ -689,7 +689,13 @@ pub(crate) async fn call<R: Runtime>(
                 conn = b.fresh_conn().await?;
                 retried = true;
             }
-            Err(HttpError::Protocol(e)) => return Err(e),
+            // The backend broke HTTP (or sent too much): nothing the client did.
+            Err(HttpError::Protocol(e)) => {
+                return Err(S3Error::with_message(
+                    S3ErrorCode::InternalError,
+                    format!("backend response: {}", e.message),
+                ));
+            }
             Err(e) => return Err(backend_failed(b, &e)),
         }
     }
@@ -710,8 +716,8 @@ async fn exchange<C: Clock, T: Stream>(
     while let Some(c) = resp.body.next_chunk().await? {
         out.extend_from_slice(c);
         if out.len() > MAX_RESPONSE_BODY {
-            return Err(HttpError::Protocol(S3Error::with_message(
-                S3ErrorCode::InternalError,
+            return Err(HttpError::Protocol(ProtocolError::new(
+                ProtocolErrorKind::BodyTooLarge,
                 "backend response too large",
             )));
         }

@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
 use std::time::Instant;
 
+use ferry_core::http::HttpError;
 use ferry_core::http::head::RequestHead;
-use ferry_core::http::io::HttpError;
 use ferry_core::http::server::{BodyReader, Handler, ResponseWriter};
 use ferry_core::http::{Header, find_header};
 use ferry_core::rt::{Runtime, Stream};
@@ -221,6 +221,8 @@ impl<R: Runtime> ProxyHandler<R> {
 }
 
 impl<R: Runtime> Handler for ProxyHandler<R> {
+    type Error = S3Error;
+
     async fn handle<S: Stream>(
         &self,
         req: &RequestHead<'_, '_>,

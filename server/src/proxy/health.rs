@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferry_core::http::HttpError;
 use ferry_core::http::client::connect;
-use ferry_core::http::io::HttpError;
 use ferry_core::http::{EMPTY_HEADER, Header};
 use ferry_core::rt::{Either, Runtime, Signal, race, timeout};
 

@@ -220,7 +220,8 @@ fn build<R: Runtime>(rt: R, cfg: &ProxyConfig, resolved: Resolved) -> S3Result<P
         .iter()
         .map(|(b, _, _)| (b.id.as_str(), b.weight))
         .collect();
-    let placement = Placement::new(&ids)?;
+    let placement = Placement::new(&ids)
+        .map_err(|e| S3Error::with_message(S3ErrorCode::InvalidArgument, e.to_string()))?;
     let backends = resolved
         .iter()
         .map(|(b, host, addr)| {

@@ -7,10 +7,10 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ferry_core::http::aws_chunked::AwsChunkedEncoder;
 use ferry_core::http::head::{HeadParser, Status};
 use ferry_core::http::{EMPTY_HEADER, Header};
 use ferry_core::s3::checksum::ChecksumAlgorithm;
+use ferry_core::s3::sigv4::aws_chunked::AwsChunkedEncoder;
 use ferry_core::s3::sigv4::{
     Credentials, Hex64, NoKeyCache, RequestParts, SigningContext, UNSIGNED_PAYLOAD, sha256,
     sign_request,

@@ -6,10 +6,13 @@
 //! - [`verify_request`]: server side, header auth (`Authorization: AWS4-HMAC-SHA256 ...`) and
 //!   presigned URLs (`X-Amz-Signature=...`), against a [`CredentialStore`].
 //! - [`sign_request`], [`presign`], [`ChunkSigner`]: client side (load tester, proxy re-signing).
+//! - [`aws_chunked`]: streaming payloads (`STREAMING-*`), their chained chunk and trailer
+//!   signatures, decoded and encoded.
 //!
 //! Everything is sans-IO: the request comes in as method, raw path, raw query and
 //! `httparse::Header`s; time comes in as Unix seconds.
 
+pub mod aws_chunked;
 mod canonical;
 mod key;
 mod sign;

@@ -28,11 +28,9 @@ use alloc::vec::Vec;
 use core::fmt::Write as _;
 use sha2::Digest as _;
 
+use super::{ChunkSigner, Signature, SigningContext, StreamingMode, VerifiedRequest, header};
 use crate::http::{Header, find_header};
 use crate::s3::checksum::{Checksum, ChecksumAlgorithm, Checksummer, invalid_checksum_value};
-use crate::s3::sigv4::{
-    ChunkSigner, Signature, SigningContext, StreamingMode, VerifiedRequest, header,
-};
 use crate::s3::{S3Error, S3ErrorCode, S3Result};
 
 /// Longest framing line (chunk header or trailer) accepted, without its CRLF.
@@ -176,7 +174,7 @@ impl AwsChunkedDecoder {
             Some(v) => v.payload,
             None => {
                 let v = find_header(headers, header::X_AMZ_CONTENT_SHA256).unwrap_or_default();
-                crate::s3::sigv4::PayloadHash::parse(core::str::from_utf8(v).unwrap_or_default())?
+                super::PayloadHash::parse(core::str::from_utf8(v).unwrap_or_default())?
             }
         };
         let mode = payload
