@@ -359,7 +359,7 @@ fn presign(args: &PresignArgs) -> Result<String, String> {
     };
     let (bucket, key, expires) = (t.bucket.clone(), args.key.clone(), args.expires);
     // Nothing is sent: the TLS configuration is never used.
-    let tls = ferry_tls::client_config(None, true).map_err(|e| e.to_string())?;
+    let tls = ferry_net::client_config(None, true).map_err(|e| e.to_string())?;
     // The client needs a runtime for its clock.
     ferry_tokio::block_on_threads(1, |rt| async move {
         S3Client::new(rt, vec![endpoint], EndpointPolicy::RoundRobin, opts, tls)

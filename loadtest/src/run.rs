@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use ferry_core::rt::{Either, Signal, Stream as _, TimedOut, race, timeout};
-use ferry_tls::TlsRuntime;
-use ferry_tls::rustls;
+use ferry_net::NetRuntime;
+use ferry_net::rustls;
 use rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
@@ -82,7 +82,7 @@ fn mix(mut z: u64) -> u64 {
 }
 
 /// State shared by the workers and the reporter.
-struct Shared<R: TlsRuntime> {
+struct Shared<R: NetRuntime> {
     cfg: LoadConfig,
     client: Arc<S3Client<R>>,
     buckets: Vec<String>,
@@ -103,7 +103,7 @@ struct Shared<R: TlsRuntime> {
     queues: Vec<Mutex<Vec<Sample>>>,
 }
 
-impl<R: TlsRuntime> Shared<R> {
+impl<R: NetRuntime> Shared<R> {
     fn rt(&self) -> &R {
         self.client.runtime()
     }
@@ -332,7 +332,7 @@ struct WorkerState {
     list_token: Option<String>,
 }
 
-async fn worker<R: TlsRuntime>(sh: Arc<Shared<R>>, index: usize) {
+async fn worker<R: NetRuntime>(sh: Arc<Shared<R>>, index: usize) {
     let mut state = WorkerState {
         index,
         rng: Pcg64::seed_from_u64(mix(sh.cfg.seed ^ mix(index as u64 + 1))),
@@ -399,7 +399,7 @@ impl Progress {
 }
 
 /// Collect the workers' samples once a second until `done`; the totals and the series.
-async fn reporter<R: TlsRuntime>(
+async fn reporter<R: NetRuntime>(
     sh: Arc<Shared<R>>,
     done: Arc<Signal>,
 ) -> (Recorder, Vec<SeriesPoint>) {
@@ -468,7 +468,7 @@ async fn reporter<R: TlsRuntime>(
 }
 
 /// Put objects `0..objects` before the measured phase.
-async fn prepare<R: TlsRuntime>(sh: &Arc<Shared<R>>) -> Result<Prepared, String> {
+async fn prepare<R: NetRuntime>(sh: &Arc<Shared<R>>) -> Result<Prepared, String> {
     let start = sh.rt().now();
     let next = Arc::new(AtomicU64::new(0));
     let failure: Arc<Mutex<Option<String>>> = Arc::default();
@@ -509,7 +509,7 @@ async fn prepare<R: TlsRuntime>(sh: &Arc<Shared<R>>) -> Result<Prepared, String>
 }
 
 /// Delete every object of ours (keys [`object_key`] made) under the prefix; a note on failure.
-async fn cleanup<R: TlsRuntime>(sh: &Arc<Shared<R>>) -> Option<String> {
+async fn cleanup<R: NetRuntime>(sh: &Arc<Shared<R>>) -> Option<String> {
     let mut keys = Vec::new();
     for bucket in &sh.buckets {
         let mut token: Option<String> = None;
@@ -569,7 +569,7 @@ pub fn tls_config(cfg: &LoadConfig) -> Result<Arc<rustls::ClientConfig>, String>
         Some(p) => Some(std::fs::read(p).map_err(|e| format!("--ca-cert {}: {e}", p.display()))?),
         None => None,
     };
-    ferry_tls::client_config(ca.as_deref(), cfg.insecure).map_err(|e| match &cfg.ca_cert {
+    ferry_net::client_config(ca.as_deref(), cfg.insecure).map_err(|e| match &cfg.ca_cert {
         Some(p) => format!("--ca-cert {}: {e}", p.display()),
         None => e.to_string(),
     })
@@ -577,7 +577,7 @@ pub fn tls_config(cfg: &LoadConfig) -> Result<Arc<rustls::ClientConfig>, String>
 
 /// Handshake once with each `https://` endpoint, so that a certificate that is not trusted
 /// stops the run at once, saying so, rather than failing every operation.
-async fn check_tls<R: TlsRuntime>(
+async fn check_tls<R: NetRuntime>(
     rt: &R,
     endpoints: &[Endpoint],
     tls: &Arc<rustls::ClientConfig>,
@@ -618,7 +618,7 @@ fn tls_failure(url: &str, e: &io::Error) -> String {
 }
 
 /// Run a load test on `rt` against `endpoints`.
-pub async fn run_load<R: TlsRuntime>(
+pub async fn run_load<R: NetRuntime>(
     rt: R,
     cfg: LoadConfig,
     endpoints: Vec<Endpoint>,

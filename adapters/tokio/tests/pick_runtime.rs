@@ -52,8 +52,8 @@ async fn app<R: Runtime>(rt: R) -> (u16, Vec<u8>) {
 /// What `fn main` does with `--runtime NAME`.
 fn run(runtime: &str) -> std::io::Result<(u16, Vec<u8>)> {
     match runtime {
-        "tokio" => ferry_tokio::block_on(app),
-        "smol" => ferry_smol::block_on(app),
+        "tokio" => ferry_tokio::block_on_threads(0, app),
+        "smol" => ferry_smol::block_on_threads(0, app),
         other => Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             format!("unknown runtime {other:?} (tokio, smol)"),

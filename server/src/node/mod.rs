@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use ferry_core::http::server::ServerConfig;
 use ferry_core::rt::Signal;
-use ferry_tls::{TlsRuntime, rustls};
+use ferry_net::{NetRuntime, rustls};
 
 use crate::service::{ServiceThread, spawn_service};
 use crate::store::{DEFAULT_MIN_PART_SIZE, Store, StoreConfig};
@@ -175,7 +175,7 @@ pub fn start_node(cfg: NodeConfig) -> io::Result<NodeHandle> {
 }
 
 /// The node's life on runtime `rt`: serve until `stop` is set, then stop gracefully.
-async fn run<R: TlsRuntime>(
+async fn run<R: NetRuntime>(
     rt: R,
     cfg: NodeConfig,
     tls: Option<Arc<rustls::ServerConfig>>,
@@ -190,7 +190,7 @@ async fn run<R: TlsRuntime>(
         max_body_len: body::MAX_OBJECT_SIZE + (64 << 20),
         ..ServerConfig::default()
     };
-    let server = match ferry_tls::serve(&rt, cfg.listen, tls, config, handler).await {
+    let server = match ferry_net::serve(&rt, cfg.listen, tls, config, handler).await {
         Ok(s) => s,
         Err(kind) => {
             let kind = io::ErrorKind::from(kind);

@@ -44,7 +44,7 @@ use crate::node::RuntimeKind;
 use crate::node::handler::RequestIds;
 use crate::service::{ServiceThread, spawn_service};
 use crate::tls::TlsFiles;
-use ferry_tls::{TlsRuntime, rustls};
+use ferry_net::{NetRuntime, rustls};
 
 pub use config::{AuthMode, BackendConfig, BackendKind, DEFAULT_BUFFER_SIZE, ProxyConfig};
 pub use handler::ProxyHandler;
@@ -258,7 +258,7 @@ where
 }
 
 /// The proxy's life on runtime `rt`: serve until `stop` is set, then stop gracefully.
-async fn run<R: TlsRuntime>(
+async fn run<R: NetRuntime>(
     rt: R,
     cfg: ProxyConfig,
     tls: Option<Arc<rustls::ServerConfig>>,
@@ -284,7 +284,7 @@ async fn run<R: TlsRuntime>(
     };
     let handler = Arc::new(ProxyHandler::new(proxy.clone()));
     // The S3 listener speaks TLS if configured; the admin one stays plain HTTP.
-    let server = match ferry_tls::serve(&rt, cfg.listen, tls, server_config, handler).await {
+    let server = match ferry_net::serve(&rt, cfg.listen, tls, server_config, handler).await {
         Ok(s) => s,
         Err(kind) => {
             let _ = ready.send(Err(bind_error(cfg.listen, kind)));
