@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use clap::builder::TypedValueParser;
 use clap::{Args, Parser, Subcommand};
 use ferry_core::s3::sigv4::Credentials;
 
@@ -171,7 +172,7 @@ pub struct LoadArgs {
     #[arg(long, default_value = "1MiB")]
     pub expect_continue: String,
     /// Runtime of the client.
-    #[arg(long, value_enum, default_value_t = RuntimeKind::Tokio)]
+    #[arg(long, value_parser = runtime_parser(), default_value_t = RuntimeKind::Tokio)]
     pub runtime: RuntimeKind,
     /// Runtime threads (0: one per CPU).
     #[arg(long, default_value_t = 0)]
@@ -366,6 +367,12 @@ fn presign(args: &PresignArgs) -> Result<String, String> {
             .presign_get(&bucket, &key, expires)
     })
     .map_err(|e| e.to_string())?
+}
+
+/// `--runtime NAME`: a name from [`RuntimeKind::ALL`], listed in the help and in errors.
+fn runtime_parser() -> impl TypedValueParser<Value = RuntimeKind> {
+    clap::builder::PossibleValuesParser::new(RuntimeKind::ALL.map(RuntimeKind::as_str))
+        .try_map(|name| name.parse::<RuntimeKind>())
 }
 
 /// Parse the command line and run; the process exit code (1: could not run, 2: operations

@@ -11,13 +11,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use ferry_core::rt::{Either, Signal, Stream as _, TimedOut, race, timeout};
-use ferry_net::NetRuntime;
-use ferry_net::rustls;
+use ferry_net::{NetRuntime, rustls};
+use ferry_runtime::OnRuntime;
 use rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
 use crate::client::{ClientOptions, Endpoint, OpError, OpResult, S3Client, VerifyError};
-use crate::config::{LoadConfig, ProgressMode, RuntimeKind, Workload};
+use crate::config::{LoadConfig, ProgressMode, Workload};
 use crate::keys::{object_key, parse_object_key};
 use crate::report::{Prepared, RunInfo, RunReport, SeriesPoint, fmt_us};
 use crate::rusage::CpuTimes;
@@ -773,14 +773,27 @@ pub fn run_with(cfg: LoadConfig, embedded: bool) -> Result<RunReport, String> {
         .iter()
         .map(|u| Endpoint::parse(u))
         .collect::<Result<Vec<_>, _>>()?;
-    let threads = cfg.threads;
-    let out = match cfg.runtime {
-        RuntimeKind::Tokio => {
-            ferry_tokio::block_on_threads(threads, |rt| run_load(rt, cfg, endpoints, embedded))
-        }
-        RuntimeKind::Smol => {
-            ferry_smol::block_on_threads(threads, |rt| run_load(rt, cfg, endpoints, embedded))
-        }
+    let (kind, threads) = (cfg.runtime, cfg.threads);
+    let load = Load {
+        cfg,
+        endpoints,
+        embedded,
     };
-    out.map_err(|e| format!("cannot start the runtime: {e}"))?
+    ferry_runtime::block_on(kind, threads, load)
+        .map_err(|e| format!("cannot start the runtime: {e}"))?
+}
+
+/// [`run_load`]'s arguments, to run it on the runtime the configuration names.
+struct Load {
+    cfg: LoadConfig,
+    endpoints: Vec<Endpoint>,
+    embedded: bool,
+}
+
+impl OnRuntime for Load {
+    type Output = Result<RunReport, String>;
+
+    async fn run<R: NetRuntime>(self, rt: R) -> Result<RunReport, String> {
+        run_load(rt, self.cfg, self.endpoints, self.embedded).await
+    }
 }
