@@ -1,5 +1,5 @@
 //! The HTTP engine suite over real TCP on 127.0.0.1, run on every runtime adapter: each
-//! adapter's `tests/http.rs` includes this file and calls `run_suite!(its block_on)`.
+//! adapter's `tests/http.rs` includes this file and calls `run_suite!(its block_on_threads)`.
 //!
 //! Every test is generic over `Runtime` and bounded by an overall timeout, so a hang fails
 //! instead of blocking the run.
@@ -20,7 +20,7 @@ use ferry_core::http::timed::Timed;
 use ferry_core::http::{EMPTY_HEADER, Header};
 use ferry_core::rt::{Listener, Runtime, Signal, Stream, timeout};
 use ferry_core::s3::S3Error;
-use ferry_tls::{TlsConnector, TlsRuntime};
+use ferry_net::{NetRuntime, TlsConnector};
 
 /// Generates one `#[test]` per suite function, each run with `$block_on`.
 macro_rules! run_suite {
@@ -49,7 +49,7 @@ macro_rules! run_suite {
         $(
             #[test]
             fn $name() {
-                $block_on(|rt| suite::bounded(rt, suite::$name)).expect("runtime");
+                $block_on(0, |rt| suite::bounded(rt, suite::$name)).expect("runtime");
             }
         )*
     };
@@ -650,20 +650,20 @@ fn self_signed() -> (String, String) {
 }
 
 /// A TLS server with the suite handler; the certificate PEM for clients to trust.
-async fn start_tls<R: TlsRuntime>(rt: &R, config: ServerConfig) -> (ServerHandle, String) {
+async fn start_tls<R: NetRuntime>(rt: &R, config: ServerConfig) -> (ServerHandle, String) {
     let (cert, key) = self_signed();
-    let tls = ferry_tls::server_config(cert.as_bytes(), key.as_bytes()).expect("server config");
+    let tls = ferry_net::server_config(cert.as_bytes(), key.as_bytes()).expect("server config");
     let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    let listener = ferry_tls::bind(rt, addr, Some(tls)).await.expect("bind");
+    let listener = ferry_net::bind(rt, addr, Some(tls)).await.expect("bind");
     let server = serve_listener(rt, listener, config, Arc::new(Suite::default())).expect("serve");
     (server, cert)
 }
 
 /// A connector that speaks TLS to `addr`, trusting `ca` (or anything, if `None`).
 fn tls_connector(addr: SocketAddr, ca: Option<&str>) -> TlsConnector {
-    let config = ferry_tls::client_config(ca.map(str::as_bytes), ca.is_none()).unwrap();
+    let config = ferry_net::client_config(ca.map(str::as_bytes), ca.is_none()).unwrap();
     let mut c = TlsConnector::new(config);
-    c.add(addr, ferry_tls::server_name("localhost").unwrap());
+    c.add(addr, ferry_net::server_name("localhost").unwrap());
     c
 }
 
@@ -681,7 +681,7 @@ async fn read_to_close<R: Runtime>(c: &mut Raw<R>) -> Option<Vec<u8>> {
     }
 }
 
-pub async fn tls_serves_and_survives_failed_handshakes<R: TlsRuntime>(rt: R) {
+pub async fn tls_serves_and_survives_failed_handshakes<R: NetRuntime>(rt: R) {
     let config = ServerConfig {
         header_timeout: Duration::from_millis(300),
         ..ServerConfig::default()
@@ -727,8 +727,8 @@ pub async fn tls_serves_and_survives_failed_handshakes<R: TlsRuntime>(rt: R) {
     let mut silent = Raw::connect(&rt, addr).await;
     assert_eq!(read_to_close(&mut silent).await, Some(Vec::new()));
     // A client that does not trust the certificate fails the handshake, saying why.
-    let untrusting = ferry_tls::client_config(None, false).unwrap();
-    let name = ferry_tls::server_name("localhost").unwrap();
+    let untrusting = ferry_net::client_config(None, false).unwrap();
+    let name = ferry_net::server_name("localhost").unwrap();
     let Err(err) = rt.connect_tls(addr, untrusting, name).await else {
         panic!("a client without the CA connected");
     };
@@ -742,7 +742,7 @@ pub async fn tls_serves_and_survives_failed_handshakes<R: TlsRuntime>(rt: R) {
     assert!(server.stop(&rt, Duration::from_secs(5)).await);
 }
 
-pub async fn tls_streams_large_bodies_both_ways<R: TlsRuntime>(rt: R) {
+pub async fn tls_streams_large_bodies_both_ways<R: NetRuntime>(rt: R) {
     let (server, cert) = start_tls(&rt, ServerConfig::default()).await;
     let addr = server.local_addr();
     let connector = tls_connector(addr, Some(&cert));

@@ -22,8 +22,6 @@ pub mod time;
 
 #[cfg(feature = "alloc")]
 pub mod http;
-#[cfg(all(feature = "std", target_os = "linux"))]
-pub mod pipe;
 #[cfg(feature = "alloc")]
 pub mod place;
 #[cfg(feature = "alloc")]

@@ -1,7 +1,8 @@
 //! The runtime traits the adapters implement, and runtime-generic helpers built on them.
 //!
-//! Core never picks a runtime: `ferry-tokio` and `ferry-smol` implement [`Runtime`] (sockets,
-//! timers, spawn, blocking work) and a binary picks one at run time. Everything generic — the
+//! Core never picks a runtime: `ferry-net` implements [`Runtime`] (sockets, timers, spawn,
+//! blocking work) over the adapters `ferry-tokio` and `ferry-smol`, and a binary picks one at
+//! run time. Everything generic — the
 //! HTTP server and client engines, the accept loop, timeouts — is written once, here and in
 //! [`crate::http`], over these traits.
 //!

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use clap::builder::TypedValueParser;
 use clap::{Args, Parser, Subcommand};
 use ferry_core::s3::sigv4::Credentials;
 
@@ -171,7 +172,7 @@ pub struct LoadArgs {
     #[arg(long, default_value = "1MiB")]
     pub expect_continue: String,
     /// Runtime of the client.
-    #[arg(long, value_enum, default_value_t = RuntimeKind::Tokio)]
+    #[arg(long, value_parser = runtime_parser(), default_value_t = RuntimeKind::Tokio)]
     pub runtime: RuntimeKind,
     /// Runtime threads (0: one per CPU).
     #[arg(long, default_value_t = 0)]
@@ -359,13 +360,19 @@ fn presign(args: &PresignArgs) -> Result<String, String> {
     };
     let (bucket, key, expires) = (t.bucket.clone(), args.key.clone(), args.expires);
     // Nothing is sent: the TLS configuration is never used.
-    let tls = ferry_tls::client_config(None, true).map_err(|e| e.to_string())?;
+    let tls = ferry_net::client_config(None, true).map_err(|e| e.to_string())?;
     // The client needs a runtime for its clock.
     ferry_tokio::block_on_threads(1, |rt| async move {
         S3Client::new(rt, vec![endpoint], EndpointPolicy::RoundRobin, opts, tls)
             .presign_get(&bucket, &key, expires)
     })
     .map_err(|e| e.to_string())?
+}
+
+/// `--runtime NAME`: a name from [`RuntimeKind::ALL`], listed in the help and in errors.
+fn runtime_parser() -> impl TypedValueParser<Value = RuntimeKind> {
+    clap::builder::PossibleValuesParser::new(RuntimeKind::ALL.map(RuntimeKind::as_str))
+        .try_map(|name| name.parse::<RuntimeKind>())
 }
 
 /// Parse the command line and run; the process exit code (1: could not run, 2: operations

@@ -27,9 +27,9 @@ use ferry_core::s3::xml::{
     CompleteMultipartUploadResult, ErrorResponse, InitiateMultipartUploadResult, ListBucketResult,
     MAX_RESPONSE_BODY,
 };
-use ferry_tls::rustls::ClientConfig as TlsConfig;
-use ferry_tls::rustls::pki_types::ServerName;
-use ferry_tls::{TlsConnector, TlsRuntime};
+use ferry_net::rustls::ClientConfig as TlsConfig;
+use ferry_net::rustls::pki_types::ServerName;
+use ferry_net::{NetRuntime, TlsConnector};
 use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 
@@ -90,7 +90,7 @@ impl Endpoint {
         };
         let tls = match scheme {
             "https" => Some(
-                ferry_tls::server_name(host_only.unwrap_or(authority))
+                ferry_net::server_name(host_only.unwrap_or(authority))
                     .map_err(|e| format!("{url}: not a TLS server name: {e}"))?,
             ),
             _ => None,
@@ -421,7 +421,7 @@ impl<R: Runtime> fmt::Debug for S3Client<R> {
     }
 }
 
-impl<R: TlsRuntime> S3Client<R> {
+impl<R: NetRuntime> S3Client<R> {
     /// A client over `endpoints` (at least one); `tls` is used for the `https://` ones.
     pub fn new(
         rt: R,
@@ -958,7 +958,7 @@ impl<R: TlsRuntime> S3Client<R> {
     }
 }
 
-impl<R: TlsRuntime> S3Client<R> {
+impl<R: NetRuntime> S3Client<R> {
     /// Upload object `id` (`parts` parts of `part_size` bytes) as `key` with at most
     /// `in_flight` parts at once; the whole upload's result and each part's.
     pub async fn multipart_upload(

@@ -11,6 +11,9 @@ use serde::{Deserialize, Serialize};
 use crate::client::EndpointPolicy;
 use crate::size::SizeSpec;
 
+/// The async runtime the client runs on (the server's, so an embedded cluster runs on it too).
+pub use ferry_runtime::RuntimeKind;
+
 /// What the workers do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -57,26 +60,6 @@ impl Workload {
 impl fmt::Display for Workload {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-/// The async runtime the client runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum RuntimeKind {
-    /// tokio, multi-threaded.
-    #[default]
-    Tokio,
-    /// smol, one executor thread per CPU.
-    Smol,
-}
-
-impl fmt::Display for RuntimeKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Tokio => "tokio",
-            Self::Smol => "smol",
-        })
     }
 }
 

@@ -82,10 +82,7 @@ pub fn embedded_cluster(opts: &EmbeddedOptions) -> io::Result<EmbeddedCluster> {
     cfg.listen = SocketAddr::from(([127, 0, 0, 1], 0));
     cfg.admin_listen = None;
     cfg.region.clone_from(&opts.region);
-    cfg.runtime = match opts.runtime {
-        RuntimeKind::Tokio => ferry_server::RuntimeKind::Tokio,
-        RuntimeKind::Smol => ferry_server::RuntimeKind::Smol,
-    };
+    cfg.runtime = opts.runtime;
     cfg.threads = opts.threads;
     cfg.fsync = opts.fsync;
     cfg.min_part_size = Some(opts.min_part_size);

@@ -11,13 +11,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use ferry_core::rt::{Either, Signal, Stream as _, TimedOut, race, timeout};
-use ferry_tls::TlsRuntime;
-use ferry_tls::rustls;
+use ferry_net::{NetRuntime, rustls};
+use ferry_runtime::OnRuntime;
 use rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
 use crate::client::{ClientOptions, Endpoint, OpError, OpResult, S3Client, VerifyError};
-use crate::config::{LoadConfig, ProgressMode, RuntimeKind, Workload};
+use crate::config::{LoadConfig, ProgressMode, Workload};
 use crate::keys::{object_key, parse_object_key};
 use crate::report::{Prepared, RunInfo, RunReport, SeriesPoint, fmt_us};
 use crate::rusage::CpuTimes;
@@ -82,7 +82,7 @@ fn mix(mut z: u64) -> u64 {
 }
 
 /// State shared by the workers and the reporter.
-struct Shared<R: TlsRuntime> {
+struct Shared<R: NetRuntime> {
     cfg: LoadConfig,
     client: Arc<S3Client<R>>,
     buckets: Vec<String>,
@@ -103,7 +103,7 @@ struct Shared<R: TlsRuntime> {
     queues: Vec<Mutex<Vec<Sample>>>,
 }
 
-impl<R: TlsRuntime> Shared<R> {
+impl<R: NetRuntime> Shared<R> {
     fn rt(&self) -> &R {
         self.client.runtime()
     }
@@ -332,7 +332,7 @@ struct WorkerState {
     list_token: Option<String>,
 }
 
-async fn worker<R: TlsRuntime>(sh: Arc<Shared<R>>, index: usize) {
+async fn worker<R: NetRuntime>(sh: Arc<Shared<R>>, index: usize) {
     let mut state = WorkerState {
         index,
         rng: Pcg64::seed_from_u64(mix(sh.cfg.seed ^ mix(index as u64 + 1))),
@@ -399,7 +399,7 @@ impl Progress {
 }
 
 /// Collect the workers' samples once a second until `done`; the totals and the series.
-async fn reporter<R: TlsRuntime>(
+async fn reporter<R: NetRuntime>(
     sh: Arc<Shared<R>>,
     done: Arc<Signal>,
 ) -> (Recorder, Vec<SeriesPoint>) {
@@ -468,7 +468,7 @@ async fn reporter<R: TlsRuntime>(
 }
 
 /// Put objects `0..objects` before the measured phase.
-async fn prepare<R: TlsRuntime>(sh: &Arc<Shared<R>>) -> Result<Prepared, String> {
+async fn prepare<R: NetRuntime>(sh: &Arc<Shared<R>>) -> Result<Prepared, String> {
     let start = sh.rt().now();
     let next = Arc::new(AtomicU64::new(0));
     let failure: Arc<Mutex<Option<String>>> = Arc::default();
@@ -509,7 +509,7 @@ async fn prepare<R: TlsRuntime>(sh: &Arc<Shared<R>>) -> Result<Prepared, String>
 }
 
 /// Delete every object of ours (keys [`object_key`] made) under the prefix; a note on failure.
-async fn cleanup<R: TlsRuntime>(sh: &Arc<Shared<R>>) -> Option<String> {
+async fn cleanup<R: NetRuntime>(sh: &Arc<Shared<R>>) -> Option<String> {
     let mut keys = Vec::new();
     for bucket in &sh.buckets {
         let mut token: Option<String> = None;
@@ -569,7 +569,7 @@ pub fn tls_config(cfg: &LoadConfig) -> Result<Arc<rustls::ClientConfig>, String>
         Some(p) => Some(std::fs::read(p).map_err(|e| format!("--ca-cert {}: {e}", p.display()))?),
         None => None,
     };
-    ferry_tls::client_config(ca.as_deref(), cfg.insecure).map_err(|e| match &cfg.ca_cert {
+    ferry_net::client_config(ca.as_deref(), cfg.insecure).map_err(|e| match &cfg.ca_cert {
         Some(p) => format!("--ca-cert {}: {e}", p.display()),
         None => e.to_string(),
     })
@@ -577,7 +577,7 @@ pub fn tls_config(cfg: &LoadConfig) -> Result<Arc<rustls::ClientConfig>, String>
 
 /// Handshake once with each `https://` endpoint, so that a certificate that is not trusted
 /// stops the run at once, saying so, rather than failing every operation.
-async fn check_tls<R: TlsRuntime>(
+async fn check_tls<R: NetRuntime>(
     rt: &R,
     endpoints: &[Endpoint],
     tls: &Arc<rustls::ClientConfig>,
@@ -618,7 +618,7 @@ fn tls_failure(url: &str, e: &io::Error) -> String {
 }
 
 /// Run a load test on `rt` against `endpoints`.
-pub async fn run_load<R: TlsRuntime>(
+pub async fn run_load<R: NetRuntime>(
     rt: R,
     cfg: LoadConfig,
     endpoints: Vec<Endpoint>,
@@ -773,14 +773,27 @@ pub fn run_with(cfg: LoadConfig, embedded: bool) -> Result<RunReport, String> {
         .iter()
         .map(|u| Endpoint::parse(u))
         .collect::<Result<Vec<_>, _>>()?;
-    let threads = cfg.threads;
-    let out = match cfg.runtime {
-        RuntimeKind::Tokio => {
-            ferry_tokio::block_on_threads(threads, |rt| run_load(rt, cfg, endpoints, embedded))
-        }
-        RuntimeKind::Smol => {
-            ferry_smol::block_on_threads(threads, |rt| run_load(rt, cfg, endpoints, embedded))
-        }
+    let (kind, threads) = (cfg.runtime, cfg.threads);
+    let load = Load {
+        cfg,
+        endpoints,
+        embedded,
     };
-    out.map_err(|e| format!("cannot start the runtime: {e}"))?
+    ferry_runtime::block_on(kind, threads, load)
+        .map_err(|e| format!("cannot start the runtime: {e}"))?
+}
+
+/// [`run_load`]'s arguments, to run it on the runtime the configuration names.
+struct Load {
+    cfg: LoadConfig,
+    endpoints: Vec<Endpoint>,
+    embedded: bool,
+}
+
+impl OnRuntime for Load {
+    type Output = Result<RunReport, String>;
+
+    async fn run<R: NetRuntime>(self, rt: R) -> Result<RunReport, String> {
+        run_load(rt, self.cfg, self.endpoints, self.embedded).await
+    }
 }

@@ -18,7 +18,7 @@ use ferry_loadtest::report::RunReport;
 use ferry_loadtest::run::run_load;
 use ferry_loadtest::size::SizeSpec;
 use ferry_loadtest::stats::OpKind;
-use ferry_tls::TlsRuntime;
+use ferry_net::NetRuntime;
 
 fn config(workload: Workload, addr: std::net::SocketAddr) -> LoadConfig {
     let mut cfg = LoadConfig::new(
@@ -33,7 +33,7 @@ fn config(workload: Workload, addr: std::net::SocketAddr) -> LoadConfig {
     cfg
 }
 
-async fn run<R: TlsRuntime>(rt: &R, cfg: LoadConfig, addr: std::net::SocketAddr) -> RunReport {
+async fn run<R: NetRuntime>(rt: &R, cfg: LoadConfig, addr: std::net::SocketAddr) -> RunReport {
     run_load(rt.clone(), cfg, vec![Endpoint::from_addr(addr)], false)
         .await
         .expect("run")
@@ -41,7 +41,7 @@ async fn run<R: TlsRuntime>(rt: &R, cfg: LoadConfig, addr: std::net::SocketAddr)
 
 const FLIPPED: u64 = 40_000;
 
-async fn corruption_is_reported<R: TlsRuntime>(rt: R) {
+async fn corruption_is_reported<R: NetRuntime>(rt: R) {
     let faults = Faults {
         corrupt_at: Some(FLIPPED),
         ..Faults::default()
@@ -98,7 +98,7 @@ fn corruption_is_reported_smol() {
 /// scheduled start) carries the queueing delay of the ~100 operations scheduled during the
 /// stall into p99; the service time (from the actual start) and a closed-loop run only see the
 /// two requests that were in flight, under 1% of the operations.
-async fn open_loop_reports_queueing_delay<R: TlsRuntime>(rt: R) {
+async fn open_loop_reports_queueing_delay<R: NetRuntime>(rt: R) {
     let stall = Duration::from_millis(500);
     let threshold_us = 300_000;
     let faults = Faults {
@@ -154,7 +154,7 @@ fn open_loop_reports_queueing_delay_smol() {
 }
 
 /// What a put run sends is the generated object, byte for byte, under a key naming it.
-async fn put_bodies_are_the_generated_objects<R: TlsRuntime>(rt: R) {
+async fn put_bodies_are_the_generated_objects<R: NetRuntime>(rt: R) {
     let (server, fake) = start_fake(&rt, Faults::default()).await;
     let addr = server.local_addr();
     let mut cfg = config(Workload::Put, addr);
@@ -194,7 +194,7 @@ fn put_bodies_are_the_generated_objects_smol() {
 
 /// Two endpoints: round-robin alternates, least-busy uses both, and the report breaks the
 /// operations down per endpoint.
-async fn operations_spread_over_endpoints<R: TlsRuntime>(rt: R) {
+async fn operations_spread_over_endpoints<R: NetRuntime>(rt: R) {
     let (s1, f1) = start_fake(&rt, Faults::default()).await;
     let (s2, f2) = start_fake(&rt, Faults::default()).await;
     let (a1, a2) = (s1.local_addr(), s2.local_addr());
@@ -241,7 +241,7 @@ fn operations_spread_over_endpoints_smol() {
 
 /// With `--md5`, a GET whose ETag is not the MD5 of the content is an error; without, the
 /// ETag is not looked at.
-async fn wrong_etags_are_caught_with_md5<R: TlsRuntime>(rt: R) {
+async fn wrong_etags_are_caught_with_md5<R: NetRuntime>(rt: R) {
     let faults = Faults {
         wrong_etag: true,
         ..Faults::default()
@@ -272,7 +272,7 @@ fn wrong_etags_are_caught_with_md5_smol() {
 
 /// A server that closes idle kept-alive connections: the next request on such a connection
 /// fails before any answer, and goes again on a new connection instead of counting an error.
-async fn closed_idle_connections_are_retried<R: TlsRuntime>(rt: R) {
+async fn closed_idle_connections_are_retried<R: NetRuntime>(rt: R) {
     let faults = Faults {
         idle_close: Some(Duration::from_millis(20)),
         ..Faults::default()

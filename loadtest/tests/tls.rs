@@ -34,10 +34,7 @@ fn tls_cluster(runtime: RuntimeKind) -> TlsCluster {
     let mut cfg = ClusterConfig::new(dir.path().join("data"), ACCESS_KEY, SECRET_KEY);
     cfg.listen = "127.0.0.1:0".parse().unwrap();
     cfg.admin_listen = None;
-    cfg.runtime = match runtime {
-        RuntimeKind::Tokio => ferry_server::RuntimeKind::Tokio,
-        RuntimeKind::Smol => ferry_server::RuntimeKind::Smol,
-    };
+    cfg.runtime = runtime;
     cfg.threads = 1;
     cfg.fsync = false;
     cfg.min_part_size = Some(1);

@@ -69,7 +69,7 @@ fn remaining_keys(cfg: &LoadConfig) -> Vec<String> {
     };
     let (bucket, prefix) = (cfg.bucket.clone(), cfg.prefix.clone());
     ferry_tokio::block_on_threads(1, |rt| async move {
-        let tls = ferry_tls::client_config(None, true).unwrap();
+        let tls = ferry_net::client_config(None, true).unwrap();
         let client = S3Client::new(rt, vec![endpoint], EndpointPolicy::RoundRobin, opts, tls);
         let (res, page) = client.list_page(&bucket, &prefix, None, 1000).await;
         assert!(res.error.is_none(), "{:?}", res.error);

@@ -5,7 +5,7 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use ferry_tls::rustls::ServerConfig;
+use ferry_net::rustls::ServerConfig;
 
 /// A PEM certificate chain (leaf first) and the PEM private key of its leaf.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,7 +40,7 @@ impl TlsFiles {
 
     /// Read both files and check that they make a server configuration.
     pub fn load(&self) -> io::Result<Arc<ServerConfig>> {
-        ferry_tls::server_config_from_files(&self.cert, &self.key)
+        ferry_net::server_config_from_files(&self.cert, &self.key)
     }
 }
 

@@ -1,30 +1,27 @@
-//! Ferry on smol: [`Smol`] implements `ferry_core::rt::Runtime` (TCP through `async-io`'s
-//! `Async` and `embedded-io-adapters`' `FromFutures`, timers, an executor, `blocking`) and
-//! `ferry_tls::TlsRuntime` (TLS through futures-rustls), and [`block_on`] runs a future with
-//! that executor on one thread per CPU.
+//! Ferry on smol: [`Smol`] is a `ferry_net::Adapter` (`async-io`'s `Async` TCP sockets and their
+//! readiness, timers, an executor, `blocking`), and [`block_on_threads`] runs a future with that
+//! executor on one thread per CPU, given `Net<Smol>`.
 //!
-//! Everything else (the accept loop, the HTTP engines, timeouts) is generic code in
-//! `ferry-core`; a binary picks this runtime or `ferry-tokio` at run time.
+//! `ferry-net` makes the runtime, streams, listeners, TLS and splice of it, `ferry-core` has the
+//! accept loop, the HTTP engines and timeouts; a binary picks this runtime or `ferry-tokio`.
 
 use std::future::Future;
+use std::io;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+#[cfg(target_os = "linux")]
+use std::os::fd::{AsFd, BorrowedFd};
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use embedded_io::ErrorType;
-use embedded_io_adapters::futures_03::FromFutures;
-use ferry_core::http::server::{Handler, ServerConfig, ServerHandle};
-use ferry_core::rt::{Clock, Listener, Runtime, SpliceError, Stream};
-use ferry_tls::TlsRuntime;
-use ferry_tls::rustls;
-use futures_rustls::TlsStream;
-use rustls::pki_types::ServerName;
-use smol::io::AsyncWriteExt;
+use ferry_net::{Adapter, Net, NetListener, NetStream};
 use smol::{Async, Executor, Task, Timer};
 
-pub use embedded_io::ErrorKind;
+/// A TCP connection on smol, plain or TLS.
+pub type SmolStream = NetStream<Smol>;
+/// A listening socket on smol, plain or TLS.
+pub type SmolListener = NetListener<Smol>;
 
 /// The smol runtime: an executor shared by the threads that run it.
 #[derive(Debug, Clone)]
@@ -33,7 +30,8 @@ pub struct Smol {
 }
 
 impl Smol {
-    /// A runtime spawning onto `executor` (which the caller runs, e.g. with [`block_on`]).
+    /// A runtime spawning onto `executor` (which the caller runs, e.g. with
+    /// [`block_on_threads`]).
     pub fn new(executor: Arc<Executor<'static>>) -> Self {
         Self { executor }
     }
@@ -44,212 +42,56 @@ impl Smol {
     }
 }
 
-#[cfg(target_os = "linux")]
-mod splice;
+impl Adapter for Smol {
+    type Socket = Async<TcpStream>;
+    type TcpListener = Async<TcpListener>;
 
-/// A TCP connection (`TCP_NODELAY` set), plain or TLS, as an `embedded-io-async` stream.
-pub struct SmolStream {
-    conn: Conn,
-    /// The pipe [`Stream::splice_from`] moves bytes through, made on first use.
-    #[cfg(target_os = "linux")]
-    pipe: ferry_core::pipe::PipeSlot,
-}
-
-enum Conn {
-    Tcp(FromFutures<Async<TcpStream>>),
-    /// Boxed: rustls' state is large, and only TLS connections pay for it.
-    Tls(Box<FromFutures<TlsStream<Async<TcpStream>>>>),
-}
-
-impl std::fmt::Debug for SmolStream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SmolStream")
-            .field("tcp", self.get_ref())
-            .field("tls", &self.is_tls())
-            .finish()
-    }
-}
-
-impl SmolStream {
-    fn from_conn(conn: Conn) -> Self {
-        Self {
-            conn,
-            #[cfg(target_os = "linux")]
-            pipe: Default::default(),
-        }
-    }
-
-    /// Wrap a connected socket, setting `TCP_NODELAY` (small responses must not wait).
-    pub fn new(tcp: Async<TcpStream>) -> std::io::Result<Self> {
+    async fn connect_tcp(&self, addr: SocketAddr) -> io::Result<Async<TcpStream>> {
+        let tcp = Async::<TcpStream>::connect(addr).await?;
         tcp.get_ref().set_nodelay(true)?;
-        Ok(Self::from_conn(Conn::Tcp(FromFutures::new(tcp))))
+        Ok(tcp)
     }
 
-    fn tls(tls: TlsStream<Async<TcpStream>>) -> Self {
-        Self::from_conn(Conn::Tls(Box::new(FromFutures::new(tls))))
+    async fn bind_tcp(&self, addr: SocketAddr) -> io::Result<Async<TcpListener>> {
+        Async::<TcpListener>::bind(addr)
     }
 
-    /// The socket (under TLS, if any).
-    pub fn get_ref(&self) -> &TcpStream {
-        match &self.conn {
-            Conn::Tcp(s) => s.inner().get_ref(),
-            Conn::Tls(s) => s.inner().get_ref().0.get_ref(),
-        }
+    async fn accept_tcp(
+        listener: &Async<TcpListener>,
+    ) -> io::Result<(Async<TcpStream>, SocketAddr)> {
+        let (tcp, peer) = listener.accept().await?;
+        tcp.get_ref().set_nodelay(true)?;
+        Ok((tcp, peer))
     }
 
-    /// Whether the connection speaks TLS.
-    pub fn is_tls(&self) -> bool {
-        matches!(self.conn, Conn::Tls(_))
-    }
-}
-
-impl ErrorType for SmolStream {
-    type Error = std::io::Error;
-}
-
-impl embedded_io_async::Read for SmolStream {
-    async fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match &mut self.conn {
-            Conn::Tcp(s) => s.read(buf).await,
-            Conn::Tls(s) => s.read(buf).await,
-        }
-    }
-}
-
-impl embedded_io_async::Write for SmolStream {
-    async fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match &mut self.conn {
-            Conn::Tcp(s) => s.write(buf).await,
-            Conn::Tls(s) => {
-                // The engines never flush (TCP needs no flush): a TLS write is sent before it
-                // returns, so no record waits in rustls' buffer.
-                let n = s.write(buf).await?;
-                s.flush().await?;
-                Ok(n)
-            }
-        }
+    fn listener_addr(listener: &Async<TcpListener>) -> io::Result<SocketAddr> {
+        listener.get_ref().local_addr()
     }
 
-    async fn flush(&mut self) -> std::io::Result<()> {
-        match &mut self.conn {
-            Conn::Tcp(s) => s.flush().await,
-            Conn::Tls(s) => s.flush().await,
-        }
-    }
-}
-
-// The concrete futures are `Send`; saying so here lets generic code spawn them.
-impl Stream for SmolStream {
-    async fn read_send(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        embedded_io_async::Read::read(self, buf).await
+    // `Async`'s futures-io close only flushes.
+    async fn shutdown_write(socket: &mut Async<TcpStream>) -> io::Result<()> {
+        socket.get_ref().shutdown(Shutdown::Write)
     }
 
-    async fn write_send(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        embedded_io_async::Write::write(self, buf).await
-    }
-
-    async fn flush_send(&mut self) -> std::io::Result<()> {
-        embedded_io_async::Write::flush(self).await
-    }
-
-    async fn shutdown_write(&mut self) -> std::io::Result<()> {
-        match &mut self.conn {
-            Conn::Tcp(s) => s.inner().get_ref().shutdown(Shutdown::Write),
-            // Sends close_notify, then shuts the socket down for writing.
-            Conn::Tls(s) => s.inner_mut().close().await,
-        }
-    }
-
-    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
-        Some(self)
-    }
-
-    /// Between two plain TCP connections of this adapter only (TLS bytes must be decrypted).
     #[cfg(target_os = "linux")]
-    async fn splice_from<T: Stream>(
-        &mut self,
-        src: &mut T,
-        max: u64,
-    ) -> Option<Result<u64, SpliceError<ErrorKind>>> {
-        let from = src.as_any_mut()?.downcast_mut::<SmolStream>()?;
-        let (Conn::Tcp(from), Conn::Tcp(to)) = (&from.conn, &self.conn) else {
-            return None;
-        };
-        let pipe = self.pipe.get()?;
-        let r = splice::round(from.inner(), to.inner(), pipe, max).await;
-        self.pipe.keep_if(&r);
-        Some(r)
-    }
-}
-
-/// A listening socket, serving plain TCP or TLS.
-#[derive(Debug)]
-pub struct SmolListener {
-    tcp: Async<TcpListener>,
-    tls: Option<Arc<rustls::ServerConfig>>,
-}
-
-/// A connection accepted by a [`SmolListener`], before its TLS handshake if it has one.
-#[derive(Debug)]
-pub struct SmolAccepted(Accepted);
-
-#[derive(Debug)]
-enum Accepted {
-    Plain(SmolStream),
-    Tls(Async<TcpStream>, Arc<rustls::ServerConfig>),
-}
-
-impl Listener for SmolListener {
-    type Stream = SmolStream;
-    type Accepted = SmolAccepted;
-
-    async fn accept(&self) -> Result<(SmolAccepted, SocketAddr), ErrorKind> {
-        let (tcp, peer) = self.tcp.accept().await.map_err(kind)?;
-        let accepted = match &self.tls {
-            None => Accepted::Plain(SmolStream::new(tcp).map_err(kind)?),
-            Some(config) => {
-                tcp.get_ref().set_nodelay(true).map_err(kind)?;
-                Accepted::Tls(tcp, config.clone())
-            }
-        };
-        Ok((SmolAccepted(accepted), peer))
+    async fn read_with<T: Send>(
+        socket: &Async<TcpStream>,
+        mut op: impl FnMut(BorrowedFd<'_>) -> io::Result<T> + Send,
+    ) -> io::Result<T> {
+        socket.read_with(|tcp| op(tcp.as_fd())).await
     }
 
-    async fn establish(accepted: SmolAccepted) -> Result<SmolStream, ErrorKind> {
-        match accepted.0 {
-            Accepted::Plain(stream) => Ok(stream),
-            Accepted::Tls(tcp, config) => {
-                let tls = futures_rustls::TlsAcceptor::from(config)
-                    .accept(tcp)
-                    .await
-                    .map_err(kind)?;
-                Ok(SmolStream::tls(TlsStream::Server(tls)))
-            }
-        }
+    #[cfg(target_os = "linux")]
+    async fn write_with<T: Send>(
+        socket: &Async<TcpStream>,
+        mut op: impl FnMut(BorrowedFd<'_>) -> io::Result<T> + Send,
+    ) -> io::Result<T> {
+        socket.write_with(|tcp| op(tcp.as_fd())).await
     }
 
-    fn local_addr(&self) -> Result<SocketAddr, ErrorKind> {
-        self.tcp.get_ref().local_addr().map_err(kind)
-    }
-}
-
-fn kind(e: std::io::Error) -> ErrorKind {
-    embedded_io::Error::kind(&e)
-}
-
-/// The start of monotonic time for [`Clock::now`].
-fn origin() -> Instant {
-    static ORIGIN: OnceLock<Instant> = OnceLock::new();
-    *ORIGIN.get_or_init(Instant::now)
-}
-
-impl Clock for Smol {
     fn now(&self) -> Duration {
-        origin().elapsed()
-    }
-
-    fn unix_time(&self) -> i64 {
-        ferry_core::rt::system_unix_time()
+        static ORIGIN: OnceLock<Instant> = OnceLock::new();
+        ORIGIN.get_or_init(Instant::now).elapsed()
     }
 
     fn sleep(&self, duration: Duration) -> impl Future<Output = ()> + Send + 'static {
@@ -258,65 +100,19 @@ impl Clock for Smol {
             timer.await;
         }
     }
-}
 
-impl Runtime for Smol {
-    type Stream = SmolStream;
-    type Listener = SmolListener;
-
-    async fn connect(&self, addr: SocketAddr) -> Result<SmolStream, ErrorKind> {
-        let tcp = Async::<TcpStream>::connect(addr).await.map_err(kind)?;
-        SmolStream::new(tcp).map_err(kind)
-    }
-
-    async fn bind(&self, addr: SocketAddr) -> Result<SmolListener, ErrorKind> {
-        Ok(SmolListener {
-            tcp: Async::<TcpListener>::bind(addr).map_err(kind)?,
-            tls: None,
-        })
-    }
-
-    fn unblock<T, F>(&self, f: F) -> impl Future<Output = T> + Send + 'static
-    where
-        F: FnOnce() -> T + Send + 'static,
-        T: Send + 'static,
-    {
+    fn unblock<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> impl Future<Output = T> + Send + 'static {
         smol::unblock(f)
     }
 
-    fn spawn<T, F>(&self, future: F) -> impl Future<Output = T> + Send + 'static
-    where
-        F: Future<Output = T> + Send + 'static,
-        T: Send + 'static,
-    {
+    fn spawn<T: Send + 'static>(
+        &self,
+        future: impl Future<Output = T> + Send + 'static,
+    ) -> impl Future<Output = T> + Send + 'static {
         JoinHandle(Some(self.executor.spawn(future)))
-    }
-}
-
-impl TlsRuntime for Smol {
-    async fn bind_tls(
-        &self,
-        addr: SocketAddr,
-        config: Arc<rustls::ServerConfig>,
-    ) -> Result<SmolListener, ErrorKind> {
-        Ok(SmolListener {
-            tcp: Async::<TcpListener>::bind(addr).map_err(kind)?,
-            tls: Some(config),
-        })
-    }
-
-    async fn connect_tls(
-        &self,
-        addr: SocketAddr,
-        config: Arc<rustls::ClientConfig>,
-        name: ServerName<'static>,
-    ) -> std::io::Result<SmolStream> {
-        let tcp = Async::<TcpStream>::connect(addr).await?;
-        tcp.get_ref().set_nodelay(true)?;
-        let tls = futures_rustls::TlsConnector::from(config)
-            .connect(name, tcp)
-            .await?;
-        Ok(SmolStream::tls(TlsStream::Client(tls)))
     }
 }
 
@@ -342,22 +138,13 @@ impl<T> Drop for JoinHandle<T> {
     }
 }
 
-/// Run `main` with a new executor driven by one thread per CPU (the calling thread among
-/// them) and return its output; the worker threads stop when `main` returns.
-pub fn block_on<F, Fut>(main: F) -> std::io::Result<Fut::Output>
-where
-    F: FnOnce(Smol) -> Fut,
-    Fut: Future,
-{
-    block_on_threads(0, main)
-}
-
-/// [`block_on`] with `threads` threads in all (0: one per CPU).
-pub fn block_on_threads<F, Fut>(threads: usize, main: F) -> std::io::Result<Fut::Output>
-where
-    F: FnOnce(Smol) -> Fut,
-    Fut: Future,
-{
+/// Run `main` with a new executor driven by `threads` threads in all (0: one per CPU), the
+/// calling thread among them, and return its output; the other threads stop when `main`
+/// returns.
+pub fn block_on_threads<Fut: Future>(
+    threads: usize,
+    main: impl FnOnce(Net<Smol>) -> Fut,
+) -> io::Result<Fut::Output> {
     let threads = match threads {
         0 => std::thread::available_parallelism().map_or(1, usize::from),
         n => n,
@@ -378,26 +165,12 @@ where
             }
         }
     }
-    let out = smol::block_on(executor.run(main(Smol::new(executor.clone()))));
+    let smol = Smol::new(executor.clone());
+    let out = smol::block_on(executor.run(main(Net::new(smol))));
     // Closing the channel ends every worker's `run`.
     drop(stop);
     for w in workers {
         let _ = w.join();
     }
     Ok(out)
-}
-
-/// Serve HTTP on `addr` with `handler` (see `ferry_core::http::server::serve`).
-pub async fn serve<H: Handler + 'static>(
-    rt: &Smol,
-    addr: SocketAddr,
-    config: ServerConfig,
-    handler: Arc<H>,
-) -> Result<ServerHandle, ErrorKind> {
-    ferry_core::http::server::serve(rt, addr, config, handler).await
-}
-
-/// Connect to `addr` (`TCP_NODELAY` set).
-pub async fn connect(rt: &Smol, addr: SocketAddr) -> Result<SmolStream, ErrorKind> {
-    rt.connect(addr).await
 }

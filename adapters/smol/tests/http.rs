@@ -4,4 +4,4 @@
 #[path = "../../suite/http.rs"]
 mod suite;
 
-run_suite!(ferry_smol::block_on);
+run_suite!(ferry_smol::block_on_threads);

@@ -4,7 +4,7 @@
 #[path = "../../suite/http.rs"]
 mod suite;
 
-run_suite!(ferry_tokio::block_on);
+run_suite!(ferry_tokio::block_on_threads);
 
 use std::sync::Arc;
 
@@ -16,7 +16,7 @@ use ferry_tokio::TokioListener;
 #[test]
 fn connection_future_is_send_and_spawns() {
     fn assert_send<T: Send>(_: &T) {}
-    ferry_tokio::block_on(|rt| async move {
+    ferry_tokio::block_on_threads(0, |rt| async move {
         let listener = rt.bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let client = rt.connect(addr).await.unwrap();

@@ -14,67 +14,27 @@ pub(crate) mod headers;
 mod multipart;
 mod objects;
 
-use std::fmt;
 use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
 use ferry_core::http::server::ServerConfig;
 use ferry_core::rt::Signal;
-use ferry_tls::{TlsRuntime, rustls};
+use ferry_net::{NetRuntime, rustls};
+use ferry_runtime::OnRuntime;
 
 use crate::service::{ServiceThread, spawn_service};
 use crate::store::{DEFAULT_MIN_PART_SIZE, Store, StoreConfig};
 use crate::tls::TlsFiles;
 
+pub use ferry_runtime::RuntimeKind;
 pub use handler::NodeHandler;
 
 /// How long a graceful stop lets requests in progress finish before dropping them.
 const STOP_GRACE: Duration = Duration::from_secs(30);
-
-/// Which async runtime runs a server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum RuntimeKind {
-    /// tokio, multi-threaded.
-    #[default]
-    Tokio,
-    /// smol: an `async-executor` run by one thread per worker.
-    Smol,
-}
-
-impl RuntimeKind {
-    /// The name `--runtime` takes.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Tokio => "tokio",
-            Self::Smol => "smol",
-        }
-    }
-}
-
-impl FromStr for RuntimeKind {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "tokio" => Ok(Self::Tokio),
-            "smol" => Ok(Self::Smol),
-            other => Err(format!(
-                "unknown runtime {other:?} (expected tokio or smol)"
-            )),
-        }
-    }
-}
-
-impl fmt::Display for RuntimeKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// Everything `ferry node` needs.
 #[derive(Debug, Clone)]
@@ -158,15 +118,15 @@ pub fn start_node(cfg: NodeConfig) -> io::Result<NodeHandle> {
     )?;
     let tls = cfg.tls.as_ref().map(TlsFiles::load).transpose()?;
     let (local_addr, service) = spawn_service("ferry-node", move |ready, stop| {
-        let threads = cfg.threads;
-        match cfg.runtime {
-            RuntimeKind::Tokio => {
-                ferry_tokio::block_on_threads(threads, |rt| run(rt, cfg, tls, store, ready, stop))
-            }
-            RuntimeKind::Smol => {
-                ferry_smol::block_on_threads(threads, |rt| run(rt, cfg, tls, store, ready, stop))
-            }
-        }
+        let (kind, threads) = (cfg.runtime, cfg.threads);
+        let node = Node {
+            cfg,
+            tls,
+            store,
+            ready,
+            stop,
+        };
+        ferry_runtime::block_on(kind, threads, node)
     })?;
     Ok(NodeHandle {
         local_addr,
@@ -174,8 +134,25 @@ pub fn start_node(cfg: NodeConfig) -> io::Result<NodeHandle> {
     })
 }
 
+/// [`run`]'s arguments, to run it on the runtime the configuration names.
+struct Node {
+    cfg: NodeConfig,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    store: Store,
+    ready: mpsc::Sender<io::Result<SocketAddr>>,
+    stop: Arc<Signal>,
+}
+
+impl OnRuntime for Node {
+    type Output = ();
+
+    async fn run<R: NetRuntime>(self, rt: R) {
+        run(rt, self.cfg, self.tls, self.store, self.ready, self.stop).await
+    }
+}
+
 /// The node's life on runtime `rt`: serve until `stop` is set, then stop gracefully.
-async fn run<R: TlsRuntime>(
+async fn run<R: NetRuntime>(
     rt: R,
     cfg: NodeConfig,
     tls: Option<Arc<rustls::ServerConfig>>,
@@ -190,7 +167,7 @@ async fn run<R: TlsRuntime>(
         max_body_len: body::MAX_OBJECT_SIZE + (64 << 20),
         ..ServerConfig::default()
     };
-    let server = match ferry_tls::serve(&rt, cfg.listen, tls, config, handler).await {
+    let server = match ferry_net::serve(&rt, cfg.listen, tls, config, handler).await {
         Ok(s) => s,
         Err(kind) => {
             let kind = io::ErrorKind::from(kind);

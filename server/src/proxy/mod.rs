@@ -40,11 +40,11 @@ use ferry_core::s3::request::AddressingConfig;
 use ferry_core::s3::sigv4::{Credentials, MemoryCredentials, SharedSigningKeyCache, sha256};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
-use crate::node::RuntimeKind;
 use crate::node::handler::RequestIds;
 use crate::service::{ServiceThread, spawn_service};
 use crate::tls::TlsFiles;
-use ferry_tls::{TlsRuntime, rustls};
+use ferry_net::{NetRuntime, rustls};
+use ferry_runtime::OnRuntime;
 
 pub use config::{AuthMode, BackendConfig, BackendKind, DEFAULT_BUFFER_SIZE, ProxyConfig};
 pub use handler::ProxyHandler;
@@ -162,15 +162,15 @@ pub fn start_proxy(cfg: ProxyConfig) -> io::Result<ProxyHandle> {
     }
     let tls = cfg.tls.as_ref().map(TlsFiles::load).transpose()?;
     let ((local_addr, admin_addr), service) = spawn_service("ferry-proxy", move |ready, stop| {
-        let threads = cfg.threads;
-        match cfg.runtime {
-            RuntimeKind::Tokio => ferry_tokio::block_on_threads(threads, |rt| {
-                run(rt, cfg, tls, resolved, ready, stop)
-            }),
-            RuntimeKind::Smol => {
-                ferry_smol::block_on_threads(threads, |rt| run(rt, cfg, tls, resolved, ready, stop))
-            }
-        }
+        let (kind, threads) = (cfg.runtime, cfg.threads);
+        let proxy = ProxyTask {
+            cfg,
+            tls,
+            resolved,
+            ready,
+            stop,
+        };
+        ferry_runtime::block_on(kind, threads, proxy)
     })?;
     Ok(ProxyHandle {
         local_addr,
@@ -258,8 +258,25 @@ where
     io::Error::new(kind, format!("cannot listen on {addr}: {kind}"))
 }
 
+/// [`run`]'s arguments, to run it on the runtime the configuration names.
+struct ProxyTask {
+    cfg: ProxyConfig,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    resolved: Resolved,
+    ready: Ready,
+    stop: Arc<Signal>,
+}
+
+impl OnRuntime for ProxyTask {
+    type Output = ();
+
+    async fn run<R: NetRuntime>(self, rt: R) {
+        run(rt, self.cfg, self.tls, self.resolved, self.ready, self.stop).await
+    }
+}
+
 /// The proxy's life on runtime `rt`: serve until `stop` is set, then stop gracefully.
-async fn run<R: TlsRuntime>(
+async fn run<R: NetRuntime>(
     rt: R,
     cfg: ProxyConfig,
     tls: Option<Arc<rustls::ServerConfig>>,
@@ -285,7 +302,7 @@ async fn run<R: TlsRuntime>(
     };
     let handler = Arc::new(ProxyHandler::new(proxy.clone()));
     // The S3 listener speaks TLS if configured; the admin one stays plain HTTP.
-    let server = match ferry_tls::serve(&rt, cfg.listen, tls, server_config, handler).await {
+    let server = match ferry_net::serve(&rt, cfg.listen, tls, server_config, handler).await {
         Ok(s) => s,
         Err(kind) => {
             let _ = ready.send(Err(bind_error(cfg.listen, kind)));

@@ -1,13 +1,17 @@
-//! A kernel pipe for moving bytes between two sockets with `splice(2)` (Linux, `std`): the
-//! bytes go socket -> pipe -> socket as page references and never through user space.
+//! A kernel pipe for moving bytes between two sockets with `splice(2)` (Linux): the bytes go
+//! socket -> pipe -> socket as page references and never through user space.
 //!
-//! Only the non-blocking system calls are here; the runtime adapters wait for the sockets'
-//! readiness their own way and call these (see `Stream::splice_from`).
+//! The system calls are non-blocking; one `round` waits for the sockets' readiness through the
+//! [`Adapter`] (see `Stream::splice_from`).
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 
+use embedded_io::ErrorKind;
+use ferry_core::rt::SpliceError;
 use rustix::pipe::{PipeFlags, SpliceFlags, fcntl_setpipe_size, pipe_with, splice};
+
+use crate::{Adapter, kind};
 
 /// The pipe size asked for: one of the proxy's default copy buffers (the kernel may refuse
 /// it, above `/proc/sys/fs/pipe-max-size`; the default 64 KiB then stays).
@@ -88,4 +92,23 @@ impl PipeSlot {
             self.0 = None;
         }
     }
+}
+
+/// Move up to `max` bytes from `src` to `dst`: wait until `src` has some, move what it has (up
+/// to the pipe's size) into the pipe, then all of it out to `dst`.
+pub(crate) async fn round<A: Adapter>(
+    src: &A::Socket,
+    dst: &A::Socket,
+    pipe: &mut Pipe,
+    max: u64,
+) -> Result<u64, SpliceError<ErrorKind>> {
+    let n = A::read_with(src, |fd| pipe.fill_from(fd, max))
+        .await
+        .map_err(|e| SpliceError::Source(kind(e)))?;
+    while !pipe.is_empty() {
+        A::write_with(dst, |fd| pipe.drain_to(fd))
+            .await
+            .map_err(|e| SpliceError::Sink(kind(e)))?;
+    }
+    Ok(n as u64)
 }

@@ -1,5 +1,6 @@
-//! A binary picks its runtime at run time: one generic `app`, and a `run` that dispatches on
-//! the `--runtime` value to either adapter's `block_on` (both are always compiled in).
+//! A binary picks its runtime at run time: one generic `app`, and a `run` that parses the
+//! `--runtime` value and hands the app to `ferry_runtime::block_on` (both adapters are always
+//! compiled in).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,6 +11,8 @@ use ferry_core::http::server::{BodyReader, Handler, ResponseWriter, ServerConfig
 use ferry_core::http::{EMPTY_HEADER, client};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::S3Error;
+use ferry_net::NetRuntime;
+use ferry_runtime::{OnRuntime, RuntimeKind};
 
 struct Hello;
 
@@ -51,16 +54,23 @@ async fn app<R: Runtime>(rt: R) -> (u16, Vec<u8>) {
     (status, body)
 }
 
+/// The app as a task for whichever runtime is picked.
+struct App;
+
+impl OnRuntime for App {
+    type Output = (u16, Vec<u8>);
+
+    async fn run<R: NetRuntime>(self, rt: R) -> (u16, Vec<u8>) {
+        app(rt).await
+    }
+}
+
 /// What `fn main` does with `--runtime NAME`.
 fn run(runtime: &str) -> std::io::Result<(u16, Vec<u8>)> {
-    match runtime {
-        "tokio" => ferry_tokio::block_on(app),
-        "smol" => ferry_smol::block_on(app),
-        other => Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("unknown runtime {other:?} (tokio, smol)"),
-        )),
-    }
+    let kind: RuntimeKind = runtime
+        .parse()
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    ferry_runtime::block_on(kind, 0, App)
 }
 
 #[test]

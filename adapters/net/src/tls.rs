@@ -1,32 +1,24 @@
-//! TLS for Ferry: rustls configurations on the `ring` provider, and [`TlsRuntime`], which the
-//! runtime adapters implement (`ferry-tokio` with tokio-rustls, `ferry-smol` with
-//! futures-rustls) so that code generic over the runtime can listen and connect with TLS.
-//!
-//! `ferry-core` stays I/O-abstract: a TLS stream is just another `rt::Stream` of the adapter,
-//! its handshake runs in `rt::Listener::establish` (in the connection's own task, under the
-//! server's head timeout) or in an `rt::Connector` ([`TlsConnector`], under the client's
-//! connect timeout).
+//! TLS for Ferry: rustls configurations on the `ring` provider, and [`TlsConnector`], which
+//! opens TLS or plain client connections on any [`NetRuntime`].
 //!
 //! Every configuration names its crypto provider (ring): the process-wide default is not used,
 //! since another crate in the same build may enable a second provider (aws-lc-rs), and rustls
 //! then refuses to pick one.
 
-use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
 use embedded_io::ErrorKind;
-use ferry_core::http::server::{Handler, ServerConfig as HttpConfig, ServerHandle, serve_listener};
-use ferry_core::rt::{Connector, Runtime};
+use ferry_core::rt::Connector;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig, SignatureScheme};
 
-pub use rustls;
+use crate::NetRuntime;
 
 /// The one protocol Ferry speaks, offered by ALPN on both sides.
 const HTTP_1_1: &[u8] = b"http/1.1";
@@ -170,51 +162,6 @@ impl ServerCertVerifier for AcceptAnyCertificate {
     }
 }
 
-/// A runtime that can listen and connect with TLS; its streams are plain TCP or TLS.
-pub trait TlsRuntime: Runtime {
-    /// Listen on `addr` and serve TLS with `config`. The handshake is the listener's
-    /// `establish`, which the server runs in each connection's own task.
-    fn bind_tls(
-        &self,
-        addr: SocketAddr,
-        config: Arc<ServerConfig>,
-    ) -> impl Future<Output = Result<Self::Listener, ErrorKind>> + Send;
-
-    /// Connect to `addr` and complete a TLS handshake for `name`; a failed one says why
-    /// (an untrusted certificate, say). The caller bounds it with a timeout.
-    fn connect_tls(
-        &self,
-        addr: SocketAddr,
-        config: Arc<ClientConfig>,
-        name: ServerName<'static>,
-    ) -> impl Future<Output = io::Result<Self::Stream>> + Send;
-}
-
-/// Listen on `addr`: with TLS if `config` is given, plain TCP otherwise.
-pub async fn bind<R: TlsRuntime>(
-    rt: &R,
-    addr: SocketAddr,
-    config: Option<Arc<ServerConfig>>,
-) -> Result<R::Listener, ErrorKind> {
-    match config {
-        Some(c) => rt.bind_tls(addr, c).await,
-        None => rt.bind(addr).await,
-    }
-}
-
-/// Serve HTTP on `addr` with `handler`: over TLS if `tls` is given, plain TCP otherwise (see
-/// `ferry_core::http::server::serve_listener`).
-pub async fn serve<R: TlsRuntime, H: Handler + 'static>(
-    rt: &R,
-    addr: SocketAddr,
-    tls: Option<Arc<ServerConfig>>,
-    config: HttpConfig,
-    handler: Arc<H>,
-) -> Result<ServerHandle, ErrorKind> {
-    let listener = bind(rt, addr, tls).await?;
-    serve_listener(rt, listener, config, handler)
-}
-
 /// Opens client connections: TLS to the addresses given a server name, plain TCP to the rest.
 #[derive(Debug, Clone)]
 pub struct TlsConnector {
@@ -249,7 +196,7 @@ impl TlsConnector {
     }
 }
 
-impl<R: TlsRuntime> Connector<R> for TlsConnector {
+impl<R: NetRuntime> Connector<R> for TlsConnector {
     async fn connect(&self, rt: &R, addr: SocketAddr) -> Result<R::Stream, ErrorKind> {
         match self.name_of(addr) {
             None => rt.connect(addr).await,
