@@ -2,14 +2,15 @@
 //! framing, passthrough and re-signed), multipart, bucket fan-out, DeleteObjects across
 //! backends, copies between backends, 100-continue and aborted uploads.
 
-mod proxy_support;
-
 use std::io::Write as _;
 
 use ferry_core::md5::{ETag, md5};
 use ferry_core::s3::checksum::ChecksumAlgorithm;
 use ferry_server::RuntimeKind;
-use proxy_support::{Auth, Payload, Setup, plain_get};
+
+use crate::support;
+use crate::support::http::{self, Payload, plain_get};
+use crate::support::proxy::{Auth, Setup};
 
 on_both_runtimes!(
     objects_passthrough,
@@ -109,7 +110,7 @@ fn object_round_trips(s: &Setup) {
     // Bad signatures never reach a node.
     let mut wrong = s.client();
     wrong.credentials =
-        ferry_core::s3::sigv4::Credentials::new(proxy_support::ACCESS_KEY, "not-the-secret");
+        ferry_core::s3::sigv4::Credentials::new(support::ACCESS_KEY, "not-the-secret");
     wrong
         .get("/objs/obj-0")
         .expect_error(403, "SignatureDoesNotMatch");
@@ -128,15 +129,11 @@ fn object_round_trips(s: &Setup) {
 }
 
 /// A request authenticated by a presigned URL (no `Authorization` header).
-fn presigned(
-    c: &mut proxy_support::Client,
-    method: &str,
-    path: &str,
-    body: &[u8],
-) -> proxy_support::Response {
+fn presigned(c: &mut http::Client, method: &str, path: &str, body: &[u8]) -> http::Response {
+    use crate::support::REGION;
+    use crate::support::http::now;
     use ferry_core::http::Header;
     use ferry_core::s3::sigv4::{NoKeyCache, RequestParts, presign};
-    use proxy_support::node_support::{REGION, now};
     let host = c.host();
     let hs = [Header {
         name: "host",
@@ -218,7 +215,7 @@ fn objects_with_node_keys(rt: RuntimeKind) {
     let s = Setup::start(rt, 3, Auth::OwnKeys);
     object_round_trips(&s);
     // The nodes do not know the client's key.
-    let mut direct = proxy_support::Client::connect(s.nodes[0].addr);
+    let mut direct = http::Client::connect(s.nodes[0].addr);
     direct
         .get("/objs/obj-1")
         .expect_error(403, "InvalidAccessKeyId");
@@ -462,7 +459,8 @@ fn copy_across_backends(rt: RuntimeKind) {
     );
     assert_eq!(r.status, 200);
     // The proxy counted what it copied.
-    let (status, metrics) = plain_get(s.admin(), "/metrics");
+    let r = plain_get(s.admin(), "/metrics");
+    let (status, metrics) = (r.status, r.text());
     assert_eq!(status, 200);
     assert!(
         metrics.contains("ferry_proxy_copied_bytes_total 1401000"),

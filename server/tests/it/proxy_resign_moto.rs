@@ -4,8 +4,6 @@
 //!
 //! Skipped, with a message, when `moto_server` is not on the PATH.
 
-mod proxy_support;
-
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -14,7 +12,9 @@ use ferry_core::md5::{ETag, content_md5, md5};
 use ferry_core::s3::sigv4::Credentials;
 use ferry_server::proxy::{AuthMode, BackendKind};
 use ferry_server::{BackendConfig, ProxyConfig, RuntimeKind, start_proxy};
-use proxy_support::{ACCESS_KEY, Client, Payload, SECRET_KEY};
+
+use crate::support::http::{Client, Payload};
+use crate::support::{ACCESS_KEY, SECRET_KEY};
 
 struct Moto {
     child: Child,

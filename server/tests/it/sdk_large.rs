@@ -2,17 +2,14 @@
 //! both runtimes: a 64 MiB object streamed up from a file (aws-chunked, CRC32 trailer) and down
 //! chunk by chunk with its MD5 checked, and concurrent PUT/GET of generated objects.
 
-#[macro_use]
-mod common;
-
 use std::io::Write;
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::ChecksumMode;
-use common::Target;
-use common::{TestNode, recording_client, show};
 use ferry_core::fill::ShardedFill;
 use md5::{Digest, Md5};
+
+use crate::support::sdk::{self, Target, TestNode, recording_client, show};
 
 on_every_target!(sixty_four_mib_streamed, concurrent_puts_and_gets);
 
@@ -23,7 +20,7 @@ async fn sixty_four_mib_streamed(target: Target) {
     n.bucket("large").await;
     let fill = ShardedFill::new(0x646d_6962);
     let obj = fill.object(64);
-    let expected = common::hex(&obj.md5(LEN));
+    let expected = sdk::hex(&obj.md5(LEN));
 
     // The body is a file, so the SDK streams it (no 64 MiB buffer on the way up).
     let tmp = tempfile::tempdir().expect("temp dir");
@@ -79,7 +76,7 @@ async fn sixty_four_mib_streamed(target: Target) {
     }
     assert_eq!(offset, LEN);
     assert!(chunks > 1, "the body came in pieces");
-    assert_eq!(common::hex(&md5.finalize()), expected);
+    assert_eq!(sdk::hex(&md5.finalize()), expected);
 
     // The last MiB by range.
     let tail = client
@@ -90,7 +87,7 @@ async fn sixty_four_mib_streamed(target: Target) {
         .send()
         .await
         .expect("range");
-    let bytes = common::body_bytes(tail.body).await;
+    let bytes = sdk::body_bytes(tail.body).await;
     assert_eq!(bytes.len(), 1 << 20);
     obj.verify_at(LEN - (1 << 20), &bytes).expect("tail bytes");
 }
@@ -119,7 +116,7 @@ async fn concurrent_puts_and_gets(target: Target) {
                 .unwrap_or_else(|e| panic!("put {id}: {}", show(&e)));
             assert_eq!(
                 out.e_tag(),
-                Some(format!("\"{}\"", common::hex(&digest)).as_str())
+                Some(format!("\"{}\"", sdk::hex(&digest)).as_str())
             );
         });
     }
@@ -138,7 +135,7 @@ async fn concurrent_puts_and_gets(target: Target) {
                 .send()
                 .await
                 .unwrap_or_else(|e| panic!("get {id}: {}", show(&e)));
-            let body = common::body_bytes(out.body).await;
+            let body = sdk::body_bytes(out.body).await;
             assert_eq!(body.len(), len, "object {id}");
             fill.object(id as u64)
                 .verify_at(0, &body)

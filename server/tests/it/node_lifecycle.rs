@@ -1,15 +1,18 @@
 //! The node's life: the `ferry node` binary (ready line, credentials, SIGTERM), graceful stop
 //! of the library's `NodeHandle`, restart on the same data, bind errors.
 
-mod node_support;
-
-use std::io::{BufRead, BufReader, Read};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use ferry_server::{NodeConfig, RuntimeKind, start_node};
-use node_support::{ACCESS_KEY, Client, Node, Payload, SECRET_KEY};
+use ferry_server::{RuntimeKind, start_node};
+
+use crate::support::http::{Client, Payload};
+use crate::support::node::{Node, node_config};
+use crate::support::process::{KEY_ENV, ready_addr, spawn_ferry, stop};
+
+/// The first line `ferry node` prints.
+const READY: &str = "ferry node listening on http://";
 
 on_both_runtimes!(
     binary_serves_and_stops_on_sigterm,
@@ -17,47 +20,12 @@ on_both_runtimes!(
     data_survives_a_restart,
 );
 
-/// `ferry node` with `args`; the environment has only the variables given.
-fn spawn_ferry(args: &[&str], env: &[(&str, &str)]) -> Child {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferry"));
-    cmd.arg("node").args(args).env_clear();
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ferry")
-}
-
-/// The address from the ready line (the first line on stdout).
-fn ready_addr(child: &mut Child) -> std::net::SocketAddr {
-    let stdout = child.stdout.take().expect("stdout");
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("ready line");
-    let addr = line
-        .trim_end()
-        .strip_prefix("ferry node listening on http://")
-        .unwrap_or_else(|| panic!("unexpected ready line {line:?}"));
-    addr.parse().expect("address")
-}
-
-fn signal(child: &Child, sig: &str) {
-    let ok = Command::new("kill")
-        .args([sig, &child.id().to_string()])
-        .status()
-        .expect("kill")
-        .success();
-    assert!(ok);
-}
-
 fn binary_serves_and_stops_on_sigterm(rt: RuntimeKind) {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let mut child = spawn_ferry(
         &[
+            "node",
             "--data",
             data.to_str().unwrap(),
             "--listen",
@@ -66,20 +34,15 @@ fn binary_serves_and_stops_on_sigterm(rt: RuntimeKind) {
             rt.as_str(),
             "--no-fsync",
         ],
-        &[
-            ("FERRY_ACCESS_KEY", ACCESS_KEY),
-            ("FERRY_SECRET_KEY", SECRET_KEY),
-        ],
+        &KEY_ENV,
     );
-    let addr = ready_addr(&mut child);
+    let addr = ready_addr(&mut child, READY);
     let mut c = Client::connect(addr);
     assert_eq!(c.put("/from-binary", b"").status, 200);
     assert_eq!(c.put("/from-binary/k", b"v").status, 200);
     assert_eq!(c.get("/from-binary/k").body, b"v");
     drop(c);
-    signal(&child, "-TERM");
-    let status = child.wait().expect("exit");
-    assert!(status.success(), "{status:?}");
+    stop(child, "-TERM");
     // No generated credentials: the environment had them.
     assert!(!data.join("credentials").exists());
 }
@@ -88,18 +51,17 @@ fn binary_serves_and_stops_on_sigterm(rt: RuntimeKind) {
 fn binary_generates_credentials_once_and_stops_on_sigint() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().to_str().unwrap().to_owned();
-    let args = ["--data", &data, "--listen", "127.0.0.1:0", "--no-fsync"];
+    let args = [
+        "node",
+        "--data",
+        &data,
+        "--listen",
+        "127.0.0.1:0",
+        "--no-fsync",
+    ];
     let mut child = spawn_ferry(&args, &[]);
-    ready_addr(&mut child);
-    signal(&child, "-INT");
-    assert!(child.wait().unwrap().success());
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    ready_addr(&mut child, READY);
+    let stderr = stop(child, "-INT");
     let keys = std::fs::read_to_string(dir.path().join("credentials")).unwrap();
     let mut lines = keys.lines();
     let (access, secret) = (lines.next().unwrap(), lines.next().unwrap());
@@ -113,20 +75,12 @@ fn binary_generates_credentials_once_and_stops_on_sigint() {
     );
     // The second start reuses them, prints no secret, and accepts requests signed with them.
     let mut child = spawn_ferry(&args, &[]);
-    let addr = ready_addr(&mut child);
+    let addr = ready_addr(&mut child, READY);
     let mut c = Client::connect(addr);
     c.credentials = ferry_core::s3::sigv4::Credentials::new(access, secret);
     assert_eq!(c.get("/").status, 200);
     drop(c);
-    signal(&child, "-TERM");
-    assert!(child.wait().unwrap().success());
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let stderr = stop(child, "-TERM");
     assert!(!stderr.contains(secret), "{stderr}");
 }
 
@@ -178,13 +132,7 @@ fn graceful_stop_finishes_requests_in_flight(rt: RuntimeKind) {
     stopper.join().unwrap();
     assert!(TcpStream::connect(node.addr).is_err(), "still listening");
     // The object was committed: a new node on the same data serves it.
-    let mut cfg = NodeConfig::new(
-        node.dir.path(),
-        "127.0.0.1:0".parse().unwrap(),
-        ACCESS_KEY,
-        SECRET_KEY,
-    );
-    cfg.runtime = rt;
+    let mut cfg = node_config(node.dir.path(), rt);
     cfg.fsync = false;
     let again = start_node(cfg).unwrap();
     let mut c = Client::connect(again.local_addr());
@@ -194,16 +142,7 @@ fn graceful_stop_finishes_requests_in_flight(rt: RuntimeKind) {
 
 fn data_survives_a_restart(rt: RuntimeKind) {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = |rt| {
-        let mut cfg = NodeConfig::new(
-            dir.path(),
-            "127.0.0.1:0".parse().unwrap(),
-            ACCESS_KEY,
-            SECRET_KEY,
-        );
-        cfg.runtime = rt;
-        cfg
-    };
+    let cfg = |rt| node_config(dir.path(), rt);
     let node = start_node(cfg(rt)).unwrap();
     let mut c = Client::connect(node.local_addr());
     assert_eq!(c.put("/restart", b"").status, 200);

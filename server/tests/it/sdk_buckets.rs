@@ -2,13 +2,12 @@
 //! head, list (with pagination), location, versioning, delete, and their errors; authentication
 //! failures, error documents, `/healthz`, and persistence across a restart.
 
-#[macro_use]
-mod common;
-
 use aws_credential_types::Credentials;
 use aws_sdk_s3::Client;
-use common::Target;
-use common::{TestNode, assert_code, assert_error, http_request, show, status_of};
+
+use crate::support;
+use crate::support::http::http_request;
+use crate::support::sdk::{self, Target, TestNode, assert_code, assert_error, show, status_of};
 
 on_every_target!(
     create_head_and_recreate,
@@ -306,12 +305,12 @@ async fn bad_credentials(target: Target) {
     let n = TestNode::start(target);
     n.bucket("auth").await;
     let with = |ak: &str, sk: &str| {
-        let conf = common::config(n.addr)
+        let conf = sdk::config(n.addr)
             .credentials_provider(Credentials::new(ak, sk, None, None, "wrong"))
             .build();
         Client::from_conf(conf)
     };
-    let wrong_secret = with(common::ACCESS_KEY, "not-the-secret");
+    let wrong_secret = with(support::ACCESS_KEY, "not-the-secret");
     assert_code(
         wrong_secret.list_buckets().send().await,
         403,
@@ -328,14 +327,14 @@ async fn bad_credentials(target: Target) {
         403,
         "SignatureDoesNotMatch",
     );
-    let unknown = with("AKIAUNKNOWNKEY000000", common::SECRET_KEY);
+    let unknown = with("AKIAUNKNOWNKEY000000", support::SECRET_KEY);
     assert_code(
         unknown.list_objects_v2().bucket("auth").send().await,
         403,
         "InvalidAccessKeyId",
     );
     // Signed for another region.
-    let conf = common::config(n.addr)
+    let conf = sdk::config(n.addr)
         .region(aws_sdk_s3::config::Region::new("eu-west-1"))
         .build();
     let other_region = Client::from_conf(conf);
@@ -356,7 +355,7 @@ async fn error_documents_and_request_ids(target: Target) {
     let n = TestNode::start(target);
     n.bucket("docs").await;
     // Anonymous requests are refused with an S3 error document.
-    let r = http_request(n.addr, "GET", "/docs?list-type=2", &[], b"").await;
+    let r = http_request(n.addr, "GET", "/docs?list-type=2", &[], b"");
     assert_eq!(r.status, 403, "{r:?}");
     let body = String::from_utf8(r.body.clone()).expect("UTF-8 error body");
     assert!(body.contains("<Error>"), "{body}");
@@ -412,7 +411,7 @@ async fn error_documents_and_request_ids(target: Target) {
 
 async fn healthz_without_auth(target: Target) {
     let n = TestNode::start(target);
-    let r = http_request(n.addr, "GET", "/healthz", &[], b"").await;
+    let r = http_request(n.addr, "GET", "/healthz", &[], b"");
     assert_eq!(r.status, 200);
     assert_eq!(r.body, b"ok");
     assert!(r.header("x-amz-request-id").is_some());
@@ -422,7 +421,7 @@ async fn state_survives_restart(target: Target) {
     let mut n = TestNode::start(target);
     n.bucket("durable").await;
     n.bucket("second").await;
-    let data = common::pattern(300_000, 7);
+    let data = sdk::pattern(300_000, 7);
     n.put("durable", "dir/obj", data.clone()).await;
     n.restart();
     let listed = n.client.list_buckets().send().await.expect("list");
@@ -435,9 +434,9 @@ async fn another_region(target: Target) {
     use aws_sdk_s3::types::{BucketLocationConstraint, CreateBucketConfiguration};
     let n = TestNode::start_with(
         target,
-        common::Options {
+        sdk::Options {
             region: "eu-west-1",
-            ..common::Options::default()
+            ..sdk::Options::default()
         },
     );
     // Outside us-east-1, S3 clients name the region in the request body.
@@ -472,7 +471,7 @@ async fn another_region(target: Target) {
         .expect("head");
     assert_eq!(head.bucket_region(), Some("eu-west-1"));
     // Requests signed for us-east-1 do not authenticate here.
-    let wrong = common::client(n.addr);
+    let wrong = sdk::client(n.addr);
     let e = wrong
         .list_buckets()
         .send()
@@ -514,14 +513,14 @@ async fn clock_skew(target: Target) {
         } else {
             now + Duration::from_secs(offset as u64)
         };
-        common::sign_headers_at("GET", &url, t)
+        sdk::sign_headers_at("GET", &url, t)
     };
     let get = |headers: Vec<(String, String)>| async move {
         let h: Vec<(&str, &str)> = headers
             .iter()
             .map(|(n, v)| (n.as_str(), v.as_str()))
             .collect();
-        http_request(n.addr, "GET", "/skew?list-type=2", &h, b"").await
+        http_request(n.addr, "GET", "/skew?list-type=2", &h, b"")
     };
     // Within S3's 15 minutes either way: accepted.
     for offset in [0, -600, 600] {

@@ -3,63 +3,22 @@
 
 use std::fs;
 use std::io::Read;
-use std::path::Path;
 
 use ferry_core::md5::{ETag, md5};
-use ferry_core::s3::{S3Error, S3ErrorCode};
+use ferry_core::s3::S3ErrorCode;
 use ferry_server::store::{
     CompletedPart, CopySource, ListQuery, ObjectMeta, PartEntry, ReadRange, Store, StoreConfig,
     WriteConditions,
 };
 
+use crate::support::store::{code, data_files, get, open_with, random_bytes};
+
 const MIN: u64 = 64 << 10;
-
-fn store(dir: &Path) -> Store {
-    Store::open_with(
-        dir,
-        StoreConfig {
-            min_part_size: MIN,
-            fsync: false,
-        },
-    )
-    .unwrap()
-}
-
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed;
-    (0..len)
-        .map(|_| {
-            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            (z ^ (z >> 31)) as u8
-        })
-        .collect()
-}
 
 fn upload_part(s: &Store, key: &str, id: &str, n: u32, data: &[u8]) -> PartEntry {
     let mut w = s.part_writer("b", key, id, n).unwrap();
     w.write(data).unwrap();
     w.commit().unwrap()
-}
-
-fn get(s: &Store, key: &str, range: ReadRange) -> Vec<u8> {
-    let mut r = s.get_object("b", key, range).unwrap();
-    let mut v = Vec::new();
-    r.read_to_end(&mut v).unwrap();
-    v
-}
-
-fn code<T: std::fmt::Debug>(r: Result<T, S3Error>) -> S3ErrorCode {
-    r.unwrap_err().code
-}
-
-fn data_files(dir: &Path) -> usize {
-    fs::read_dir(dir.join("data"))
-        .unwrap()
-        .map(|d| fs::read_dir(d.unwrap().path()).unwrap().count())
-        .sum()
 }
 
 fn completed(parts: &[PartEntry]) -> Vec<CompletedPart> {
@@ -75,7 +34,7 @@ fn completed(parts: &[PartEntry]) -> Vec<CompletedPart> {
 #[test]
 fn three_parts_complete_and_read_across_boundaries() {
     let dir = tempfile::tempdir().unwrap();
-    let s = store(dir.path());
+    let s = open_with(dir.path(), MIN);
     s.create_bucket("b").unwrap();
     let meta = ObjectMeta {
         content_type: Some("video/x-test".into()),
@@ -87,7 +46,7 @@ fn three_parts_complete_and_read_across_boundaries() {
     let datas: Vec<Vec<u8>> = sizes
         .iter()
         .enumerate()
-        .map(|(i, &n)| pattern(i as u64 + 10, n))
+        .map(|(i, &n)| random_bytes(i as u64 + 10, n))
         .collect();
     // Upload out of order: completion orders by part number.
     let mut parts = vec![
@@ -121,7 +80,7 @@ fn three_parts_complete_and_read_across_boundaries() {
     assert_eq!(info.meta, meta);
     assert_eq!(info.parts_count(), Some(3));
     assert_eq!(info.part_sizes, sizes.map(|n| n as u64).to_vec());
-    assert_eq!(get(&s, "big", ReadRange::All), whole);
+    assert_eq!(get(&s, "b", "big", ReadRange::All), whole);
 
     // Ranges around every part boundary, across two and three parts.
     let b1 = sizes[0] as u64;
@@ -137,7 +96,7 @@ fn three_parts_complete_and_read_across_boundaries() {
         (b1, b2 - 1),
         (end, end),
     ] {
-        let got = get(&s, "big", ReadRange::Inclusive(first, last));
+        let got = get(&s, "b", "big", ReadRange::Inclusive(first, last));
         assert_eq!(
             got,
             &whole[first as usize..=last as usize],
@@ -145,7 +104,7 @@ fn three_parts_complete_and_read_across_boundaries() {
         );
     }
     assert_eq!(
-        get(&s, "big", ReadRange::Suffix(40_000)),
+        get(&s, "b", "big", ReadRange::Suffix(40_000)),
         &whole[whole.len() - 40_000..]
     );
     // Small reads that straddle a boundary return the right bytes too.
@@ -169,7 +128,7 @@ fn three_parts_complete_and_read_across_boundaries() {
         let n = i as u32 + 1;
         let r = s.get_object("b", "big", ReadRange::Part(n)).unwrap();
         assert_eq!(r.range(), info.part_range(n));
-        assert_eq!(get(&s, "big", ReadRange::Part(n)), *d);
+        assert_eq!(get(&s, "b", "big", ReadRange::Part(n)), *d);
     }
     assert_eq!(
         code(s.get_object("b", "big", ReadRange::Part(4))),
@@ -196,7 +155,7 @@ fn three_parts_complete_and_read_across_boundaries() {
 #[test]
 fn reuploading_a_part_replaces_it() {
     let dir = tempfile::tempdir().unwrap();
-    let s = store(dir.path());
+    let s = open_with(dir.path(), MIN);
     s.create_bucket("b").unwrap();
     let id = s
         .create_multipart_upload("b", "k", ObjectMeta::default())
@@ -226,19 +185,25 @@ fn reuploading_a_part_replaces_it() {
         WriteConditions::default(),
     )
     .unwrap();
-    assert_eq!(get(&s, "k", ReadRange::All), b"second!");
+    assert_eq!(get(&s, "b", "k", ReadRange::All), b"second!");
 }
 
 #[test]
 fn list_parts_paginates() {
     let dir = tempfile::tempdir().unwrap();
-    let s = store(dir.path());
+    let s = open_with(dir.path(), MIN);
     s.create_bucket("b").unwrap();
     let id = s
         .create_multipart_upload("b", "k", ObjectMeta::default())
         .unwrap();
     for n in [7, 1, 3, 2, 6, 5, 4] {
-        upload_part(&s, "k", &id, n, &pattern(u64::from(n), n as usize * 10));
+        upload_part(
+            &s,
+            "k",
+            &id,
+            n,
+            &random_bytes(u64::from(n), n as usize * 10),
+        );
     }
     let mut marker = 0;
     let mut pages = Vec::new();
@@ -277,12 +242,12 @@ fn list_parts_paginates() {
 #[test]
 fn completion_errors_leave_the_upload_intact() {
     let dir = tempfile::tempdir().unwrap();
-    let s = store(dir.path());
+    let s = open_with(dir.path(), MIN);
     s.create_bucket("b").unwrap();
     let id = s
         .create_multipart_upload("b", "k", ObjectMeta::default())
         .unwrap();
-    let big = pattern(1, MIN as usize);
+    let big = random_bytes(1, MIN as usize);
     let p1 = upload_part(&s, "k", &id, 1, &big);
     let p2 = upload_part(&s, "k", &id, 2, b"small");
     let p3 = upload_part(&s, "k", &id, 3, b"tail");
@@ -330,7 +295,7 @@ fn completion_errors_leave_the_upload_intact() {
     assert_eq!(done.size, MIN + 4);
     let mut whole = big.clone();
     whole.extend_from_slice(b"tail");
-    assert_eq!(get(&s, "k", ReadRange::All), whole);
+    assert_eq!(get(&s, "b", "k", ReadRange::All), whole);
     assert_eq!(data_files(dir.path()), 2);
     assert_eq!(code(complete(&[c(&p1), c(&p3)])), S3ErrorCode::NoSuchUpload);
     assert_eq!(
@@ -342,7 +307,7 @@ fn completion_errors_leave_the_upload_intact() {
 #[test]
 fn abort_deletes_parts() {
     let dir = tempfile::tempdir().unwrap();
-    let s = store(dir.path());
+    let s = open_with(dir.path(), MIN);
     s.create_bucket("b").unwrap();
     let id = s
         .create_multipart_upload("b", "k", ObjectMeta::default())
@@ -377,7 +342,7 @@ fn abort_deletes_parts() {
 #[test]
 fn part_numbers_and_buckets_are_checked() {
     let dir = tempfile::tempdir().unwrap();
-    let s = store(dir.path());
+    let s = open_with(dir.path(), MIN);
     assert_eq!(
         code(s.create_multipart_upload("b", "k", ObjectMeta::default())),
         S3ErrorCode::NoSuchBucket
@@ -402,7 +367,7 @@ fn part_numbers_and_buckets_are_checked() {
 #[test]
 fn conditional_completion() {
     let dir = tempfile::tempdir().unwrap();
-    let s = store(dir.path());
+    let s = open_with(dir.path(), MIN);
     s.create_bucket("b").unwrap();
     let mut w = s.object_writer("b", "k").unwrap();
     w.write(b"existing").unwrap();
@@ -429,23 +394,23 @@ fn conditional_completion() {
         code(s.complete_multipart_upload("b", "k", &id, &completed(&[p]), stale)),
         S3ErrorCode::PreconditionFailed
     );
-    assert_eq!(get(&s, "k", ReadRange::All), b"existing");
+    assert_eq!(get(&s, "b", "k", ReadRange::All), b"existing");
     let current = WriteConditions {
         if_match: Some(existing.etag),
         ..WriteConditions::default()
     };
     s.complete_multipart_upload("b", "k", &id, &completed(&[p]), current)
         .unwrap();
-    assert_eq!(get(&s, "k", ReadRange::All), b"new");
+    assert_eq!(get(&s, "b", "k", ReadRange::All), b"new");
     assert_eq!(data_files(dir.path()), 1);
 }
 
 #[test]
 fn upload_part_copy_from_ranges() {
     let dir = tempfile::tempdir().unwrap();
-    let s = store(dir.path());
+    let s = open_with(dir.path(), MIN);
     s.create_bucket("b").unwrap();
-    let src_data = pattern(9, 500_000);
+    let src_data = random_bytes(9, 500_000);
     let mut w = s.object_writer("b", "src").unwrap();
     w.write(&src_data).unwrap();
     w.commit(ObjectMeta::default(), WriteConditions::default())
@@ -491,7 +456,7 @@ fn upload_part_copy_from_ranges() {
     .unwrap();
     let mut want = src_data[100..100_100].to_vec();
     want.extend_from_slice(&src_data);
-    assert_eq!(get(&s, "dst", ReadRange::All), want);
+    assert_eq!(get(&s, "b", "dst", ReadRange::All), want);
     // Copying a multipart object reads across its parts.
     let id2 = s
         .create_multipart_upload("b", "dst2", ObjectMeta::default())
@@ -539,24 +504,27 @@ fn ten_thousand_parts() {
         )
         .unwrap();
     assert!(done.etag.as_str().ends_with("-10000\""));
-    assert_eq!(get(&s, "k", ReadRange::All), whole);
+    assert_eq!(get(&s, "b", "k", ReadRange::All), whole);
     assert_eq!(
-        get(&s, "k", ReadRange::Part(10_000)),
+        get(&s, "b", "k", ReadRange::Part(10_000)),
         10_000u32.to_be_bytes()
     );
-    assert_eq!(get(&s, "k", ReadRange::Inclusive(5, 12)), &whole[5..=12]);
+    assert_eq!(
+        get(&s, "b", "k", ReadRange::Inclusive(5, 12)),
+        &whole[5..=12]
+    );
     assert_eq!(s.head_object("b", "k").unwrap().parts_count(), Some(10_000));
 }
 
 #[test]
 fn reader_of_a_multipart_object_survives_delete() {
     let dir = tempfile::tempdir().unwrap();
-    let s = store(dir.path());
+    let s = open_with(dir.path(), MIN);
     s.create_bucket("b").unwrap();
     let id = s
         .create_multipart_upload("b", "k", ObjectMeta::default())
         .unwrap();
-    let datas: Vec<Vec<u8>> = (0..3).map(|i| pattern(20 + i, MIN as usize)).collect();
+    let datas: Vec<Vec<u8>> = (0..3).map(|i| random_bytes(20 + i, MIN as usize)).collect();
     let parts: Vec<PartEntry> = datas
         .iter()
         .zip(1..)

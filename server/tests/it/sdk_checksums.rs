@@ -2,15 +2,12 @@
 //! CRC32 (as a header for in-memory bodies, as an aws-chunked trailer for streamed ones), explicit
 //! SHA-256 and CRC32C, checksum mode on GET/HEAD, and mismatches refused.
 
-#[macro_use]
-mod common;
-
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{ChecksumAlgorithm, ChecksumMode};
-use common::Target;
-use common::{
-    TestNode, assert_code, body_bytes, crc32_b64, crc32c_b64, pattern, recording_client,
-    sha256_b64, show,
+
+use crate::support::sdk::{
+    self, Target, TestNode, assert_code, body_bytes, crc32_b64, crc32c_b64, pattern,
+    recording_client, sha256_b64, show,
 };
 
 on_every_target!(
@@ -62,7 +59,7 @@ async fn default_crc32_streamed_as_aws_chunked_trailer(target: Target) {
     );
     let crc = crc32_b64(&data);
     assert_eq!(put.checksum_crc32(), Some(crc.as_str()));
-    assert_eq!(put.e_tag(), Some(common::etag_of(&data).as_str()));
+    assert_eq!(put.e_tag(), Some(sdk::etag_of(&data).as_str()));
 
     let get = client
         .get_object()

@@ -1,13 +1,15 @@
 //! Bad input over real TCP, on both runtimes: every case gets its S3 error with an XML body,
 //! broken framing closes the connection, and the node keeps serving afterwards.
 
-mod node_support;
-
 use ferry_core::http::Header;
 use ferry_core::s3::sigv4::{Credentials, NoKeyCache, RequestParts, UNSIGNED_PAYLOAD, presign};
 use ferry_core::s3::xml::ErrorResponse;
 use ferry_server::RuntimeKind;
-use node_support::{Node, Payload, REGION, Response, now};
+
+use crate::support;
+use crate::support::REGION;
+use crate::support::http::{Payload, Response, now};
+use crate::support::node::Node;
 
 on_both_runtimes!(
     malformed_heads_get_400_and_close,
@@ -162,16 +164,17 @@ fn authentication_failures(rt: RuntimeKind) {
     let mut c = node.client();
     assert_eq!(c.put("/authz", b"").status, 200);
     // No authentication at all.
-    c.send_raw(format!("GET /authz/k HTTP/1.1\r\nHost: {}\r\n\r\n", c.host()).as_bytes());
+    let host = c.host();
+    c.send_raw(format!("GET /authz/k HTTP/1.1\r\nHost: {host}\r\n\r\n").as_bytes());
     c.read_response(false).expect_error(403, "AccessDenied");
     // Wrong secret.
-    c.credentials = Credentials::new(node_support::ACCESS_KEY, "not the secret");
+    c.credentials = Credentials::new(support::ACCESS_KEY, "not the secret");
     c.get("/authz").expect_error(403, "SignatureDoesNotMatch");
     // Unknown key id.
     c.credentials = Credentials::new("AKIDUNKNOWN", "whatever");
     c.get("/authz").expect_error(403, "InvalidAccessKeyId");
     // A signature that does not cover what is sent: a tampered header.
-    c.credentials = Credentials::new(node_support::ACCESS_KEY, node_support::SECRET_KEY);
+    c.credentials = Credentials::new(support::ACCESS_KEY, support::SECRET_KEY);
     let signed = c.encode(
         "GET",
         "/authz",
@@ -261,7 +264,7 @@ fn presigned_urls(rt: RuntimeKind) {
             query: "",
             headers: &hs,
         };
-        let creds = Credentials::new(node_support::ACCESS_KEY, node_support::SECRET_KEY);
+        let creds = Credentials::new(support::ACCESS_KEY, support::SECRET_KEY);
         let q = presign(&parts, &creds, REGION, at, expires, &mut NoKeyCache).unwrap();
         format!("/presg/k?{q}")
     };

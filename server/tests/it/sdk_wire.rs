@@ -3,15 +3,13 @@
 //! pipelining, keep-alive after errors, `Connection: close`, a body cut short, and a PUT without a
 //! length.
 
-#[macro_use]
-mod common;
-
 use std::time::Duration;
 
 use aws_sdk_s3::Client;
 use aws_sdk_s3::presigning::PresigningConfig;
-use common::Target;
-use common::{RawConn, TestNode, assert_code, pattern, request_head, target_of};
+
+use crate::support::http::{Conn, request_head, target_of};
+use crate::support::sdk::{self, Target, TestNode, assert_code, pattern};
 
 on_every_target!(
     expect_continue_accepted,
@@ -57,21 +55,20 @@ async fn expect_continue_accepted(target: Target) {
     let target = presigned_put(&n.client, "wire", "continued").await;
     let data = pattern(300_000, 50);
     let len = data.len().to_string();
-    let mut conn = RawConn::connect(n.addr).await;
-    conn.send(&request_head(
+    let mut conn = Conn::connect(n.addr);
+    conn.send_raw(&request_head(
         n.addr,
         "PUT",
         &target,
         &[("Content-Length", &len), ("Expect", "100-continue")],
-    ))
-    .await;
+    ));
     // The server asks for the body before it is sent.
-    let interim = conn.response(false).await.expect("interim response");
+    let interim = conn.try_read_response(false).expect("interim response");
     assert_eq!(interim.status, 100, "{interim:?}");
-    conn.send(&data).await;
-    let done = conn.response(false).await.expect("final response");
+    conn.send_raw(&data);
+    let done = conn.try_read_response(false).expect("final response");
     assert_eq!(done.status, 200, "{done:?}");
-    assert_eq!(done.header("etag"), Some(common::etag_of(&data).as_str()));
+    assert_eq!(done.header("etag"), Some(sdk::etag_of(&data).as_str()));
     assert_eq!(n.get("wire", "continued").await, data);
 }
 
@@ -81,15 +78,14 @@ async fn expect_continue_refused_without_body(target: Target) {
     let target = presigned_put(&n.client, "wire", "refused").await;
     // Break the signature: the server must answer at once, without asking for the body.
     let bad = target.replace("X-Amz-Signature=", "X-Amz-Signature=0");
-    let mut conn = RawConn::connect(n.addr).await;
-    conn.send(&request_head(
+    let mut conn = Conn::connect(n.addr);
+    conn.send_raw(&request_head(
         n.addr,
         "PUT",
         &bad,
         &[("Content-Length", "1000000"), ("Expect", "100-continue")],
-    ))
-    .await;
-    let r = conn.response(false).await.expect("response");
+    ));
+    let r = conn.try_read_response(false).expect("response");
     assert_eq!(r.status, 403, "{r:?}");
     assert!(
         String::from_utf8_lossy(&r.body).contains("<Code>SignatureDoesNotMatch</Code>"),
@@ -130,17 +126,17 @@ async fn pipelined_requests_answered_in_order(target: Target) {
     batch.extend(request_head(n.addr, "HEAD", target_of(head.uri()), &[]));
     let missing = presigned_get(&n.client, "wire", "missing").await;
     batch.extend(request_head(n.addr, "GET", &missing, &[]));
-    let mut conn = RawConn::connect(n.addr).await;
-    conn.send(&batch).await;
+    let mut conn = Conn::connect(n.addr);
+    conn.send_raw(&batch);
     for (i, b) in bodies.iter().enumerate() {
-        let r = conn.response(false).await.expect("response");
+        let r = conn.try_read_response(false).expect("response");
         assert_eq!(r.status, 200, "request {i}: {r:?}");
         assert_eq!(&r.body, b, "request {i}");
     }
-    let r = conn.response(true).await.expect("HEAD response");
+    let r = conn.try_read_response(true).expect("HEAD response");
     assert_eq!(r.status, 200);
     assert_eq!(r.header("content-length"), Some("10001"));
-    let r = conn.response(false).await.expect("404 response");
+    let r = conn.try_read_response(false).expect("404 response");
     assert_eq!(r.status, 404);
     assert!(String::from_utf8_lossy(&r.body).contains("<Code>NoSuchKey</Code>"));
 }
@@ -149,19 +145,18 @@ async fn keep_alive_after_errors(target: Target) {
     let n = TestNode::start(target);
     n.bucket("wire").await;
     n.put("wire", "there", b"here I am".to_vec()).await;
-    let mut conn = RawConn::connect(n.addr).await;
+    let mut conn = Conn::connect(n.addr);
     // Unsigned: 403 with a body; the connection stays usable.
-    conn.send(&request_head(n.addr, "GET", "/wire/there", &[]))
-        .await;
-    let r = conn.response(false).await.expect("403");
+    conn.send_raw(&request_head(n.addr, "GET", "/wire/there", &[]));
+    let r = conn.try_read_response(false).expect("403");
     assert_eq!(r.status, 403);
     let missing = presigned_get(&n.client, "wire", "not-there").await;
-    conn.send(&request_head(n.addr, "GET", &missing, &[])).await;
-    let r = conn.response(false).await.expect("404");
+    conn.send_raw(&request_head(n.addr, "GET", &missing, &[]));
+    let r = conn.try_read_response(false).expect("404");
     assert_eq!(r.status, 404);
     let there = presigned_get(&n.client, "wire", "there").await;
-    conn.send(&request_head(n.addr, "GET", &there, &[])).await;
-    let r = conn.response(false).await.expect("200");
+    conn.send_raw(&request_head(n.addr, "GET", &there, &[]));
+    let r = conn.try_read_response(false).expect("200");
     assert_eq!(r.status, 200);
     assert_eq!(r.body, b"here I am");
 }
@@ -171,19 +166,18 @@ async fn connection_close_honoured(target: Target) {
     n.bucket("wire").await;
     n.put("wire", "k", b"v".to_vec()).await;
     let target = presigned_get(&n.client, "wire", "k").await;
-    let mut conn = RawConn::connect(n.addr).await;
-    conn.send(&request_head(
+    let mut conn = Conn::connect(n.addr);
+    conn.send_raw(&request_head(
         n.addr,
         "GET",
         &target,
         &[("Connection", "close")],
-    ))
-    .await;
-    let r = conn.response(false).await.expect("response");
+    ));
+    let r = conn.try_read_response(false).expect("response");
     assert_eq!(r.status, 200);
     assert_eq!(r.body, b"v");
     assert!(
-        conn.is_closed().await,
+        conn.is_closed(),
         "the server closes after Connection: close"
     );
 }
@@ -193,18 +187,17 @@ async fn truncated_body_stores_nothing(target: Target) {
     n.bucket("wire").await;
     let target = presigned_put(&n.client, "wire", "cut").await;
     let data = pattern(200_000, 51);
-    let mut conn = RawConn::connect(n.addr).await;
-    conn.send(&request_head(
+    let mut conn = Conn::connect(n.addr);
+    conn.send_raw(&request_head(
         n.addr,
         "PUT",
         &target,
         &[("Content-Length", "400000")],
-    ))
-    .await;
-    conn.send(&data).await;
-    conn.shutdown_write().await;
+    ));
+    conn.send_raw(&data);
+    conn.shutdown_write();
     // Whatever the server says (an error, or nothing), it must not store the half body.
-    if let Some(r) = conn.response(false).await {
+    if let Some(r) = conn.try_read_response(false) {
         assert!(r.status >= 400, "{r:?}");
     }
     assert_code(
@@ -227,9 +220,9 @@ async fn put_without_length_refused(target: Target) {
     n.bucket("wire").await;
     // Neither Content-Length nor Transfer-Encoding: S3 documents 411 MissingContentLength.
     let target = presigned_put(&n.client, "wire", "unframed").await;
-    let mut conn = RawConn::connect(n.addr).await;
-    conn.send(&request_head(n.addr, "PUT", &target, &[])).await;
-    let r = conn.response(false).await.expect("response");
+    let mut conn = Conn::connect(n.addr);
+    conn.send_raw(&request_head(n.addr, "PUT", &target, &[]));
+    let r = conn.try_read_response(false).expect("response");
     assert_eq!(r.status, 411, "{r:?}");
     assert!(
         String::from_utf8_lossy(&r.body).contains("<Code>MissingContentLength</Code>"),
@@ -249,11 +242,11 @@ async fn put_without_length_refused(target: Target) {
     // A chunked body: S3 refuses it (411, or 501 for the Transfer-Encoding); a server that
     // takes it must store exactly the decoded bytes.
     let target = presigned_put(&n.client, "wire", "chunked").await;
-    let mut conn = RawConn::connect(n.addr).await;
+    let mut conn = Conn::connect(n.addr);
     let mut req = request_head(n.addr, "PUT", &target, &[("Transfer-Encoding", "chunked")]);
     req.extend_from_slice(b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n");
-    conn.send(&req).await;
-    let r = conn.response(false).await.expect("response");
+    conn.send_raw(&req);
+    let r = conn.try_read_response(false).expect("response");
     match r.status {
         200 => assert_eq!(n.get("wire", "chunked").await, b"hello world"),
         411 | 501 => assert_code(
@@ -274,19 +267,17 @@ async fn too_large_refused_before_the_body(target: Target) {
     let n = TestNode::start(target);
     n.bucket("wire").await;
     let target = presigned_put(&n.client, "wire", "huge").await;
-    let mut conn = RawConn::connect(n.addr).await;
+    let mut conn = Conn::connect(n.addr);
     // One byte over S3's 5 GiB single-PUT limit; only the head is sent.
     let len = ((5u64 << 30) + 1).to_string();
-    conn.send(&request_head(
+    conn.send_raw(&request_head(
         n.addr,
         "PUT",
         &target,
         &[("Content-Length", &len)],
-    ))
-    .await;
+    ));
     let r = conn
-        .response(false)
-        .await
+        .try_read_response(false)
         .expect("response before the body");
     assert_eq!(r.status, 400, "{r:?}");
     assert!(

@@ -1,14 +1,14 @@
 //! Object semantics over real TCP, on both runtimes: ranges, conditions, overrides, metadata,
 //! integrity checks, conditional writes, copy, DeleteObjects.
 
-mod node_support;
-
 use ferry_core::md5::{ETag, content_md5, md5};
 use ferry_core::s3::checksum::ChecksumAlgorithm;
 use ferry_core::s3::sigv4::EMPTY_SHA256;
 use ferry_core::time::DateTime;
 use ferry_server::RuntimeKind;
-use node_support::{Client, Node, Payload};
+
+use crate::support::http::{Client, Payload};
+use crate::support::node::Node;
 
 on_both_runtimes!(
     ranges,

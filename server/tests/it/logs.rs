@@ -2,74 +2,14 @@
 //! (`--access-log`), text lines with the same fields, and the level filter (`RUST_LOG` over
 //! `--log-level`) with a backend going down logged at warn.
 
-mod proxy_support;
-
-use std::io::{BufRead, BufReader, Read};
-use std::net::{SocketAddr, TcpListener};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::net::TcpListener;
 
 use ferry_server::RuntimeKind;
-use proxy_support::node_support::Node;
-use proxy_support::{ACCESS_KEY, Client, SECRET_KEY};
 use serde_json::Value;
 
-/// `ferry ARGS` with only the client key (and `env`) in its environment.
-fn spawn_ferry(args: &[&str], env: &[(&str, &str)]) -> Child {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferry"));
-    cmd.args(args)
-        .env_clear()
-        .env("FERRY_ACCESS_KEY", ACCESS_KEY)
-        .env("FERRY_SECRET_KEY", SECRET_KEY);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ferry")
-}
-
-/// The address after `prefix` in the first line of stdout; stdout is then drained on a thread
-/// (so the process never blocks on a full pipe).
-fn ready_addr(child: &mut Child, prefix: &str) -> SocketAddr {
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    out.read_line(&mut line).expect("ready line");
-    let rest = line
-        .strip_prefix(prefix)
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-    let addr = rest
-        .split(|c: char| c.is_whitespace())
-        .next()
-        .unwrap_or_default();
-    std::thread::spawn(move || drain(out));
-    addr.parse().expect("address")
-}
-
-fn drain(mut out: BufReader<ChildStdout>) {
-    let mut sink = Vec::new();
-    let _ = out.read_to_end(&mut sink);
-}
-
-/// SIGTERM, wait for a clean exit, and return stderr.
-fn stop(mut child: Child) -> String {
-    let ok = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill")
-        .success();
-    assert!(ok);
-    let status = child.wait().expect("exit");
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    assert!(status.success(), "{status:?}; stderr:\n{stderr}");
-    stderr
-}
+use crate::support::http::Client;
+use crate::support::node::Node;
+use crate::support::process::{KEY_ENV, ready_addr, spawn_ferry, stop};
 
 /// Every stderr line as JSON (each must be one).
 fn json_lines(stderr: &str) -> Vec<Value> {
@@ -105,7 +45,7 @@ fn json_access_events_of_the_proxy() {
             "json",
             "--access-log",
         ],
-        &[],
+        &KEY_ENV,
     );
     let addr = ready_addr(&mut child, "ferry proxy listening on http://");
     let mut c = Client::connect(addr);
@@ -116,7 +56,7 @@ fn json_access_events_of_the_proxy() {
     c.get("/logs/missing").expect_error(404, "NoSuchKey");
     let client_port = c.stream.local_addr().unwrap().port();
     drop(c);
-    let events = json_lines(&stop(child));
+    let events = json_lines(&stop(child, "-TERM"));
 
     let put = access_events(&events, "PutObject");
     assert_eq!(put.len(), 1, "{put:?}");
@@ -185,14 +125,14 @@ fn text_lines_of_the_local_cluster() {
             dir.path().to_str().unwrap(),
             "--access-log",
         ],
-        &[],
+        &KEY_ENV,
     );
     let addr = ready_addr(&mut child, "Ferry is running: S3 endpoint http://");
     let mut c = Client::connect(addr);
     assert_eq!(c.put("/txt", b"").status, 200);
     assert_eq!(c.put("/txt/some-key", b"abc").status, 200);
     drop(c);
-    let stderr = stop(child);
+    let stderr = stop(child, "-TERM");
     for line in stderr.lines() {
         assert!(
             serde_json::from_str::<Value>(line).is_err(),
@@ -251,14 +191,14 @@ fn rust_log_wins_and_a_dead_backend_is_a_warning() {
             "--log-level",
             "debug",
         ],
-        &[("RUST_LOG", "warn")],
+        &[KEY_ENV[0], KEY_ENV[1], ("RUST_LOG", "warn")],
     );
     let addr = ready_addr(&mut child, "ferry proxy listening on http://");
     let mut c = Client::connect(addr);
     c.put("/bkt/k", b"v")
         .expect_error(503, "ServiceUnavailable");
     drop(c);
-    let events = json_lines(&stop(child));
+    let events = json_lines(&stop(child, "-TERM"));
     assert!(
         events
             .iter()

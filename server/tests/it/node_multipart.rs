@@ -1,10 +1,10 @@
 //! Multipart uploads over real TCP, on both runtimes.
 
-mod node_support;
-
 use ferry_core::md5::{Md5Digest, MultipartETag, md5};
 use ferry_server::RuntimeKind;
-use node_support::{Client, MIN_PART, Node, Payload};
+
+use crate::support::http::{Client, Payload};
+use crate::support::node::{MIN_PART, Node};
 
 on_both_runtimes!(multipart_upload_round_trip, multipart_errors);
 

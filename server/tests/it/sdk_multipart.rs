@@ -3,15 +3,14 @@
 //! (ETag, GET by part number), abort, upload part copy, conditional complete, and every error S3
 //! documents for them.
 
-#[macro_use]
-mod common;
-
 use aws_sdk_s3::Client;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
-use common::Target;
-use common::{MIB5, Options, TestNode, assert_code, body_bytes, etag_of, pattern, show};
 use md5::{Digest, Md5};
+
+use crate::support::sdk::{
+    self, MIB5, Options, Target, TestNode, assert_code, body_bytes, etag_of, pattern, show,
+};
 
 on_every_target!(
     three_parts_roundtrip,
@@ -44,7 +43,7 @@ fn multipart_etag(parts: &[&[u8]]) -> String {
     for p in parts {
         all.update(Md5::digest(p));
     }
-    format!("\"{}-{}\"", common::hex(&all.finalize()), parts.len())
+    format!("\"{}-{}\"", sdk::hex(&all.finalize()), parts.len())
 }
 
 async fn create(c: &Client, bucket: &str, key: &str) -> String {
@@ -659,7 +658,7 @@ async fn upload_part_copy(target: Target) {
         Some(false)
     );
     let id = create(c, "mpu", "from copies").await;
-    let source = format!("mpu/{}", common::encode_key("source object"));
+    let source = format!("mpu/{}", sdk::encode_key("source object"));
     let copy = |part: i32, range: Option<&str>| {
         c.upload_part_copy()
             .bucket("mpu")
@@ -808,7 +807,7 @@ async fn real_five_mib_minimum(target: Target) {
     assert_eq!(done.e_tag(), Some(multipart_etag(&slices).as_str()));
     let got = n.get("mpu", "real").await;
     assert_eq!(got.len(), 11 << 20);
-    assert_eq!(common::md5_hex(&got), common::md5_hex(&parts.concat()));
+    assert_eq!(sdk::md5_hex(&got), sdk::md5_hex(&parts.concat()));
 
     // One byte under 5 MiB is too small for a part that is not the last.
     let id = create(c, "mpu", "short").await;
@@ -955,7 +954,7 @@ async fn multipart_object_ranges_and_copies(target: Target) {
         .send()
         .await
         .expect_err("range past the end");
-    assert_eq!(common::status_of(&e), Some(400), "{}", show(&e));
+    assert_eq!(sdk::status_of(&e), Some(400), "{}", show(&e));
     c.complete_multipart_upload()
         .bucket("mpu")
         .key("assembled")

@@ -3,14 +3,13 @@
 //! GET and PUT, expiry honoured, tampering refused, and the seven-day limit enforced by the SDK and
 //! by the server.
 
-#[macro_use]
-mod common;
-
 use std::time::{Duration, SystemTime};
 
 use aws_sdk_s3::presigning::{PresignedRequest, PresigningConfig};
-use common::Target;
-use common::{RawResponse, TestNode, etag_of, http_request, pattern, show, target_of};
+
+use crate::support;
+use crate::support::http::{Response, http_request, target_of};
+use crate::support::sdk::{self, Target, TestNode, etag_of, pattern, show};
 
 on_every_target!(
     presigned_get,
@@ -23,12 +22,12 @@ on_every_target!(
 const WEEK: u64 = 7 * 24 * 3600;
 
 /// Fetch a presigned request with the raw client, sending the headers it was signed with.
-async fn fetch(n: &TestNode, req: &PresignedRequest, body: &[u8]) -> RawResponse {
+async fn fetch(n: &TestNode, req: &PresignedRequest, body: &[u8]) -> Response {
     let headers: Vec<(&str, &str)> = req.headers().collect();
-    http_request(n.addr, req.method(), target_of(req.uri()), &headers, body).await
+    http_request(n.addr, req.method(), target_of(req.uri()), &headers, body)
 }
 
-fn xml_code(r: &RawResponse) -> String {
+fn xml_code(r: &Response) -> String {
     let body = String::from_utf8_lossy(&r.body);
     body.split_once("<Code>")
         .and_then(|(_, rest)| rest.split_once("</Code>"))
@@ -92,8 +91,7 @@ async fn presigned_get(target: Target) {
         target_of(req.uri()),
         &[("Range", "bytes=100-199")],
         b"",
-    )
-    .await;
+    );
     assert_eq!(r.status, 206, "{r:?}");
     assert_eq!(r.body, &data[100..200]);
 
@@ -144,7 +142,7 @@ async fn presigned_put(target: Target) {
         .await
         .expect("get");
     assert_eq!(got.content_type(), Some("text/x-presigned"));
-    assert_eq!(common::body_bytes(got.body).await, data);
+    assert_eq!(sdk::body_bytes(got.body).await, data);
 
     // Another content type than the signed one breaks the signature.
     let target = target_of(req.uri()).to_owned();
@@ -154,8 +152,7 @@ async fn presigned_put(target: Target) {
         &target,
         &[("Content-Type", "text/other")],
         b"x",
-    )
-    .await;
+    );
     assert_eq!(r.status, 403, "{r:?}");
     assert_eq!(xml_code(&r), "SignatureDoesNotMatch");
     assert_eq!(n.get("pre", "uploaded via url").await, data);
@@ -235,8 +232,8 @@ fn presign_with_sigv4(endpoint: &str, path: &str, expires: Duration) -> String {
     };
     use aws_sigv4::sign::v4;
     let identity = aws_credential_types::Credentials::new(
-        common::ACCESS_KEY,
-        common::SECRET_KEY,
+        support::ACCESS_KEY,
+        support::SECRET_KEY,
         None,
         None,
         "sigv4",
@@ -249,7 +246,7 @@ fn presign_with_sigv4(endpoint: &str, path: &str, expires: Duration) -> String {
     settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
     let params = v4::SigningParams::builder()
         .identity(&identity)
-        .region(common::REGION)
+        .region(support::REGION)
         .name("s3")
         .time(SystemTime::now())
         .settings(settings)
@@ -300,11 +297,11 @@ async fn seven_day_limit(target: Target) {
 
     // The same check with aws-sigv4 directly: a week passes, a week and a second does not.
     let ok = presign_with_sigv4(&n.endpoint(), "/pre/k", Duration::from_secs(WEEK));
-    let r = http_request(n.addr, "GET", &ok, &[], b"").await;
+    let r = http_request(n.addr, "GET", &ok, &[], b"");
     assert_eq!(r.status, 200, "{r:?} {}", String::from_utf8_lossy(&r.body));
     let too_long = presign_with_sigv4(&n.endpoint(), "/pre/k", Duration::from_secs(WEEK + 1));
     assert!(too_long.contains("X-Amz-Expires=604801"), "{too_long}");
-    let r = http_request(n.addr, "GET", &too_long, &[], b"").await;
+    let r = http_request(n.addr, "GET", &too_long, &[], b"");
     assert_eq!(r.status, 400, "{r:?}");
     assert_eq!(xml_code(&r), "AuthorizationQueryParametersError");
 }
@@ -330,8 +327,7 @@ async fn tampered_urls_refused(target: Target) {
         &target.replace("/secret?", "/other?"),
         &[],
         b"",
-    )
-    .await;
+    );
     assert_eq!(r.status, 403, "{r:?}");
     assert_eq!(xml_code(&r), "SignatureDoesNotMatch");
     // A flipped signature digit.
@@ -353,18 +349,17 @@ async fn tampered_urls_refused(target: Target) {
         &format!("{head}X-Amz-Signature={flipped}"),
         &[],
         b"",
-    )
-    .await;
+    );
     assert_eq!(r.status, 403, "{r:?}");
     assert_eq!(xml_code(&r), "SignatureDoesNotMatch");
     // A longer expiry than signed.
     let longer = target.replace("X-Amz-Expires=300", "X-Amz-Expires=3000");
     assert_ne!(longer, target);
-    let r = http_request(n.addr, "GET", &longer, &[], b"").await;
+    let r = http_request(n.addr, "GET", &longer, &[], b"");
     assert_eq!(r.status, 403, "{r:?}");
     assert_eq!(xml_code(&r), "SignatureDoesNotMatch");
     // A presigned GET does not authorise a PUT.
-    let r = http_request(n.addr, "PUT", &target, &[], b"overwrite").await;
+    let r = http_request(n.addr, "PUT", &target, &[], b"overwrite");
     assert_eq!(r.status, 403, "{r:?}");
     assert_eq!(n.get("pre", "secret").await, b"s");
 }

@@ -3,7 +3,7 @@
 
 use std::fs;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Barrier};
 
 use ferry_core::md5::{ETag, md5};
@@ -13,69 +13,13 @@ use ferry_server::store::{
     StoreConfig, WriteConditions,
 };
 
-fn fast(dir: &Path) -> Store {
-    Store::open_with(
-        dir,
-        StoreConfig {
-            fsync: false,
-            ..StoreConfig::default()
-        },
-    )
-    .unwrap()
-}
-
-/// Deterministic bytes that differ by `seed` (a splitmix64 stream).
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed;
-    (0..len)
-        .map(|_| {
-            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            (z ^ (z >> 31)) as u8
-        })
-        .collect()
-}
+use crate::support::store::{code, data_files, files_under, get, open, random_bytes};
 
 fn put(s: &Store, b: &str, k: &str, data: &[u8]) -> PutResult {
     let mut w = s.object_writer(b, k).unwrap();
     w.write(data).unwrap();
     w.commit(ObjectMeta::default(), WriteConditions::default())
         .unwrap()
-}
-
-fn get(s: &Store, b: &str, k: &str, range: ReadRange) -> Vec<u8> {
-    let mut r = s.get_object(b, k, range).unwrap();
-    let mut v = Vec::new();
-    r.read_to_end(&mut v).unwrap();
-    assert_eq!(r.remaining(), 0);
-    v
-}
-
-fn code<T: std::fmt::Debug>(r: Result<T, ferry_core::s3::S3Error>) -> S3ErrorCode {
-    r.unwrap_err().code
-}
-
-/// Every regular file under `dir`, recursively.
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let e = e.unwrap();
-            if e.file_type().unwrap().is_dir() {
-                stack.push(e.path());
-            } else {
-                out.push(e.path());
-            }
-        }
-    }
-    out
-}
-
-fn data_files(dir: &Path) -> usize {
-    files_under(&dir.join("data")).len()
 }
 
 fn tmp_files(dir: &Path) -> usize {
@@ -85,7 +29,7 @@ fn tmp_files(dir: &Path) -> usize {
 #[test]
 fn bucket_lifecycle_and_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let s = fast(dir.path());
+    let s = open(dir.path());
     assert_eq!(code(s.head_bucket("b")), S3ErrorCode::NoSuchBucket);
     assert!(!s.bucket_exists("b").unwrap());
     let info = s.create_bucket("b").unwrap();
@@ -133,7 +77,7 @@ fn bucket_lifecycle_and_errors() {
 #[test]
 fn list_buckets_sorted_and_paginated() {
     let dir = tempfile::tempdir().unwrap();
-    let s = fast(dir.path());
+    let s = open(dir.path());
     let names = ["delta", "alpha", "charlie", "bravo", "echo"];
     for n in names {
         s.create_bucket(n).unwrap();
@@ -162,9 +106,9 @@ fn list_buckets_sorted_and_paginated() {
 #[test]
 fn put_get_head_round_trip_with_metadata() {
     let dir = tempfile::tempdir().unwrap();
-    let s = fast(dir.path());
+    let s = open(dir.path());
     s.create_bucket("b").unwrap();
-    let data = pattern(1, 700_000);
+    let data = random_bytes(1, 700_000);
     let meta = ObjectMeta {
         content_type: Some("application/x-test".into()),
         content_encoding: Some("gzip".into()),
@@ -214,7 +158,7 @@ fn put_get_head_round_trip_with_metadata() {
 #[test]
 fn empty_object() {
     let dir = tempfile::tempdir().unwrap();
-    let s = fast(dir.path());
+    let s = open(dir.path());
     s.create_bucket("b").unwrap();
     let put = put(&s, "b", "e", b"");
     // RFC 1321 test suite: MD5("") = d41d8cd98f00b204e9800998ecf8427e.
@@ -233,9 +177,9 @@ fn empty_object() {
 #[test]
 fn byte_ranges() {
     let dir = tempfile::tempdir().unwrap();
-    let s = fast(dir.path());
+    let s = open(dir.path());
     s.create_bucket("b").unwrap();
-    let data = pattern(2, 1000);
+    let data = random_bytes(2, 1000);
     put(&s, "b", "k", &data);
     let cases: [(ReadRange, std::ops::Range<usize>); 7] = [
         (ReadRange::Inclusive(0, 0), 0..1),
@@ -283,7 +227,7 @@ fn byte_ranges() {
 fn keys_never_become_paths() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("store");
-    let s = fast(&root);
+    let s = open(&root);
     s.create_bucket("b").unwrap();
     let long = "k/".repeat(512);
     assert_eq!(long.len(), 1024);
@@ -304,12 +248,12 @@ fn keys_never_become_paths() {
         long.as_str(),
     ];
     for (i, k) in keys.iter().enumerate() {
-        put(&s, "b", k, &pattern(i as u64, 10 + i));
+        put(&s, "b", k, &random_bytes(i as u64, 10 + i));
     }
     for (i, k) in keys.iter().enumerate() {
         assert_eq!(
             get(&s, "b", k, ReadRange::All),
-            pattern(i as u64, 10 + i),
+            random_bytes(i as u64, 10 + i),
             "{k:?}"
         );
     }
@@ -356,7 +300,7 @@ fn keys_never_become_paths() {
 #[test]
 fn conditional_writes() {
     let dir = tempfile::tempdir().unwrap();
-    let s = fast(dir.path());
+    let s = open(dir.path());
     s.create_bucket("b").unwrap();
     let none_match = WriteConditions {
         if_none_match_star: true,
@@ -397,7 +341,7 @@ fn conditional_writes() {
 #[test]
 fn delete_is_idempotent_and_frees_the_file() {
     let dir = tempfile::tempdir().unwrap();
-    let s = fast(dir.path());
+    let s = open(dir.path());
     s.create_bucket("b").unwrap();
     put(&s, "b", "k", b"data");
     assert_eq!(data_files(dir.path()), 1);
@@ -415,7 +359,7 @@ fn delete_is_idempotent_and_frees_the_file() {
 #[test]
 fn overwrite_replaces_and_deletes_the_old_file() {
     let dir = tempfile::tempdir().unwrap();
-    let s = fast(dir.path());
+    let s = open(dir.path());
     s.create_bucket("b").unwrap();
     put(&s, "b", "k", b"first");
     put(&s, "b", "k", b"second");
@@ -426,10 +370,10 @@ fn overwrite_replaces_and_deletes_the_old_file() {
 #[test]
 fn copy_object_directives() {
     let dir = tempfile::tempdir().unwrap();
-    let s = fast(dir.path());
+    let s = open(dir.path());
     s.create_bucket("src").unwrap();
     s.create_bucket("dst").unwrap();
-    let data = pattern(3, 600_000);
+    let data = random_bytes(3, 600_000);
     let meta = ObjectMeta {
         content_type: Some("text/x-src".into()),
         user_metadata: vec![("m".into(), "v".into())],
@@ -564,16 +508,16 @@ fn copy_object_directives() {
 #[test]
 fn reader_survives_overwrite_and_delete() {
     let dir = tempfile::tempdir().unwrap();
-    let s = fast(dir.path());
+    let s = open(dir.path());
     s.create_bucket("b").unwrap();
-    let old = pattern(4, 900_000);
+    let old = random_bytes(4, 900_000);
     put(&s, "b", "k", &old);
     let mut r = s.get_object("b", "k", ReadRange::All).unwrap();
     let mut head = vec![0u8; 1000];
     r.read_exact(&mut head).unwrap();
 
-    put(&s, "b", "k", &pattern(5, 10));
-    assert_eq!(get(&s, "b", "k", ReadRange::All), pattern(5, 10));
+    put(&s, "b", "k", &random_bytes(5, 10));
+    assert_eq!(get(&s, "b", "k", ReadRange::All), random_bytes(5, 10));
     s.delete_object("b", "k").unwrap();
     assert_eq!(
         code(s.get_object("b", "k", ReadRange::All)),
@@ -594,7 +538,7 @@ fn reader_survives_overwrite_and_delete() {
 #[test]
 fn concurrent_writers_leave_one_complete_winner() {
     let dir = tempfile::tempdir().unwrap();
-    let s = fast(dir.path());
+    let s = open(dir.path());
     s.create_bucket("b").unwrap();
     const WRITERS: u64 = 6;
     let len = 300_000;
@@ -604,7 +548,7 @@ fn concurrent_writers_leave_one_complete_winner() {
             let s = s.clone();
             let barrier = barrier.clone();
             std::thread::spawn(move || {
-                let data = pattern(100 + i, len);
+                let data = random_bytes(100 + i, len);
                 let mut w = s.object_writer("b", "k").unwrap();
                 barrier.wait();
                 for chunk in data.chunks(10_000) {
@@ -618,7 +562,7 @@ fn concurrent_writers_leave_one_complete_winner() {
     let results: Vec<PutResult> = handles.into_iter().map(|h| h.join().unwrap()).collect();
     let got = get(&s, "b", "k", ReadRange::All);
     let winners: Vec<u64> = (0..WRITERS)
-        .filter(|i| pattern(100 + i, len) == got)
+        .filter(|i| random_bytes(100 + i, len) == got)
         .collect();
     assert_eq!(winners.len(), 1, "the object is exactly one writer's bytes");
     let info = s.head_object("b", "k").unwrap();
@@ -630,10 +574,10 @@ fn concurrent_writers_leave_one_complete_winner() {
 #[test]
 fn dropped_writer_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let s = fast(dir.path());
+    let s = open(dir.path());
     s.create_bucket("b").unwrap();
     let mut w = s.object_writer("b", "k").unwrap();
-    w.write(&pattern(6, 400_000)).unwrap();
+    w.write(&random_bytes(6, 400_000)).unwrap();
     assert_eq!(tmp_files(dir.path()), 1);
     drop(w);
     assert_eq!(tmp_files(dir.path()), 0);
@@ -644,7 +588,7 @@ fn dropped_writer_leaves_nothing() {
 #[test]
 fn commit_into_a_deleted_bucket_fails_cleanly() {
     let dir = tempfile::tempdir().unwrap();
-    let s = fast(dir.path());
+    let s = open(dir.path());
     s.create_bucket("b").unwrap();
     let mut w = s.object_writer("b", "k").unwrap();
     w.write(b"late").unwrap();
@@ -660,7 +604,7 @@ fn commit_into_a_deleted_bucket_fails_cleanly() {
 #[test]
 fn reopen_keeps_everything() {
     let dir = tempfile::tempdir().unwrap();
-    let data = pattern(7, 300_000);
+    let data = random_bytes(7, 300_000);
     let upload;
     {
         // Durable settings, as in production.
@@ -704,7 +648,7 @@ fn reopen_keeps_everything() {
 fn open_cleans_up_interrupted_writes() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let s = fast(dir.path());
+        let s = open(dir.path());
         s.create_bucket("b").unwrap();
         put(&s, "b", "k", b"kept");
     }
@@ -720,7 +664,7 @@ fn open_cleans_up_interrupted_writes() {
     assert_eq!(tmp_files(dir.path()), 2);
     assert_eq!(data_files(dir.path()), 2);
 
-    let s = fast(dir.path());
+    let s = open(dir.path());
     assert_eq!(s.cleanup_report().temp_files, 2);
     assert_eq!(s.cleanup_report().orphan_files, 1);
     assert!(!orphan.exists());
@@ -757,7 +701,7 @@ fn fan_out_directories_made_on_first_use() {
         let s = open();
         // File ids cycle through the low byte: 8 writes use 8 directories.
         for i in 1..=8 {
-            put(&s, "b", &format!("k{i}"), &pattern(i, 100));
+            put(&s, "b", &format!("k{i}"), &random_bytes(i, 100));
         }
         let n = fans(dir.path());
         assert!((8..=9).contains(&n), "{n} directories");
@@ -766,7 +710,7 @@ fn fan_out_directories_made_on_first_use() {
         for i in 1..=8 {
             assert_eq!(
                 get(&s, "b", &format!("k{i}"), ReadRange::All),
-                pattern(i, 100)
+                random_bytes(i, 100)
             );
         }
     }

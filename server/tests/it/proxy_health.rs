@@ -2,12 +2,13 @@
 //! keep working, and the node is served again after it restarts, without restarting the proxy.
 //! Also the admin endpoints.
 
-mod proxy_support;
-
 use std::time::{Duration, Instant};
 
 use ferry_server::RuntimeKind;
-use proxy_support::{Auth, Setup, plain_get};
+
+use crate::support;
+use crate::support::http::{self, plain_get};
+use crate::support::proxy::{Auth, Setup};
 
 fn node_down_and_back(rt: RuntimeKind) {
     let mut s = Setup::start(rt, 3, Auth::Passthrough);
@@ -17,7 +18,8 @@ fn node_down_and_back(rt: RuntimeKind) {
     for k in &keys {
         assert_eq!(c.put(&format!("/hbk/{k}"), k.as_bytes()).status, 200);
     }
-    let (status, body) = plain_get(s.admin(), "/readyz");
+    let r = plain_get(s.admin(), "/readyz");
+    let (status, body) = (r.status, r.text());
     assert_eq!(status, 200);
     assert_eq!(body.matches(" up").count(), 3, "{body}");
 
@@ -40,10 +42,11 @@ fn node_down_and_back(rt: RuntimeKind) {
         .expect_error(503, "ServiceUnavailable");
     assert_eq!(c.request("HEAD", "/hbk", &[], b"").status, 200);
     // Health shows it.
-    let (status, body) = plain_get(s.admin(), "/readyz");
+    let r = plain_get(s.admin(), "/readyz");
+    let (status, body) = (r.status, r.text());
     assert_eq!(status, 200, "the others are up");
     assert!(body.contains("node-2") && body.contains(" down"), "{body}");
-    let (_, metrics) = plain_get(s.admin(), "/metrics");
+    let metrics = plain_get(s.admin(), "/metrics").text();
     assert!(
         metrics.contains("ferry_proxy_backend_up{backend=\"node-2\"} 0"),
         "{metrics}"
@@ -88,9 +91,11 @@ fn admin_endpoints() {
     assert_eq!(c.put("/adm", b"").status, 200);
     assert_eq!(c.put("/adm/k", &[7u8; 1000]).status, 200);
     assert_eq!(c.get("/adm/k").body.len(), 1000);
-    let (status, body) = plain_get(s.admin(), "/healthz");
+    let r = plain_get(s.admin(), "/healthz");
+    let (status, body) = (r.status, r.text());
     assert_eq!((status, body.as_str()), (200, "ok\n"));
-    let (status, m) = plain_get(s.admin(), "/metrics");
+    let r = plain_get(s.admin(), "/metrics");
+    let (status, m) = (r.status, r.text());
     assert_eq!(status, 200);
     for want in [
         "ferry_proxy_requests_total{operation=\"PutObject\",status=\"200\"} 1",
@@ -103,10 +108,11 @@ fn admin_endpoints() {
     ] {
         assert!(m.contains(want), "{want} in\n{m}");
     }
-    let (status, _) = plain_get(s.admin(), "/nope");
+    let status = plain_get(s.admin(), "/nope").status;
     assert_eq!(status, 404);
     // The S3 listener answers /healthz too, without auth.
-    let (status, body) = plain_get(s.addr, "/healthz");
+    let r = plain_get(s.addr, "/healthz");
+    let (status, body) = (r.status, r.text());
     assert_eq!((status, body.as_str()), (200, "ok"));
 }
 
@@ -114,17 +120,14 @@ fn admin_endpoints() {
 #[test]
 fn local_cluster() {
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = ferry_server::ClusterConfig::new(
-        dir.path(),
-        proxy_support::ACCESS_KEY,
-        proxy_support::SECRET_KEY,
-    );
+    let mut cfg =
+        ferry_server::ClusterConfig::new(dir.path(), support::ACCESS_KEY, support::SECRET_KEY);
     cfg.listen = "127.0.0.1:0".parse().unwrap();
     cfg.fsync = false;
     cfg.threads = 1;
     let cluster = ferry_server::start_cluster(cfg).expect("cluster starts");
     assert_eq!(cluster.node_addrs().len(), 2);
-    let mut c = proxy_support::Client::connect(cluster.endpoint());
+    let mut c = http::Client::connect(cluster.endpoint());
     assert_eq!(c.put("/local", b"").status, 200);
     for i in 0..20 {
         assert_eq!(c.put(&format!("/local/k{i}"), b"v").status, 200);
@@ -132,7 +135,7 @@ fn local_cluster() {
     assert_eq!(c.get("/local?list-type=2").xml_values("Key").len(), 20);
     // Both nodes got some of the keys.
     for addr in cluster.node_addrs() {
-        let mut n = proxy_support::Client::connect(addr);
+        let mut n = http::Client::connect(addr);
         let keys = n.get("/local?list-type=2").xml_values("Key").len();
         assert!(keys > 0 && keys < 20, "{keys} keys on {addr}");
     }

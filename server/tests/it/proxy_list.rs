@@ -2,14 +2,14 @@
 //! back in small pages (v1 and v2, with and without delimiter) and compared with the global
 //! order computed here; multipart upload listings; continuation tokens that resist tampering.
 
-mod proxy_support;
-
 use std::collections::BTreeSet;
 
 use ferry_core::s3::uri;
 use ferry_core::s3::xml::{ListBucketResult, ListMultipartUploadsResult, ListVersion};
 use ferry_server::RuntimeKind;
-use proxy_support::{Auth, Client, Setup};
+
+use crate::support::http::Client;
+use crate::support::proxy::{Auth, Setup};
 
 const KEYS: usize = 2000;
 

@@ -1,11 +1,8 @@
-//! Shared helpers of the SDK integration tests: a storage node on a temporary directory (or the
-//! proxy in front of several), an AWS SDK client pointed at it, error checks, and a plain
-//! HTTP/1.1 client for presigned URLs.
-//!
-//! Each test binary uses a different part of these helpers.
-#![allow(dead_code)]
+//! The AWS SDK for Rust against a storage node on a temporary directory (or the local cluster:
+//! the proxy in front of several), on either runtime: the client, error checks, checksums and
+//! the decoding S3 asks of a client.
 
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
@@ -20,41 +17,15 @@ use aws_sdk_s3::operation::head_object::HeadObjectOutput;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::ChecksumMode;
 use ferry_core::place::Placement;
-use ferry_server::{
-    Cluster, ClusterConfig, NodeConfig, NodeHandle, RuntimeKind, start_cluster, start_node,
-};
+use ferry_server::{Cluster, ClusterConfig, NodeHandle, RuntimeKind, start_cluster, start_node};
 use md5::{Digest, Md5};
 use tempfile::TempDir;
 
-/// The access key every test node accepts.
-pub const ACCESS_KEY: &str = "AKIAFERRYTESTKEY0001";
-/// Its secret.
-pub const SECRET_KEY: &str = "ferry+test/secret+key/0123456789abcdefghij";
-/// The region the nodes sign for.
-pub const REGION: &str = "us-east-1";
+use super::node::node_config;
+use super::{ACCESS_KEY, REGION, SECRET_KEY};
+
 /// S3's smallest part size (every part but the last).
 pub const MIB5: u64 = 5 << 20;
-
-/// Generate four `#[test]`s for each `async fn case(target: Target)` named: `case::tokio` and
-/// `case::smol` run it against one node on each runtime, `case::proxy_tokio` and
-/// `case::proxy_smol` through `ferry proxy` in front of [`PROXY_NODES`] nodes.
-#[allow(unused_macros)]
-macro_rules! on_every_target {
-    ($($case:ident),* $(,)?) => {$(
-        on_every_target!(@case $case:
-            tokio NODE_TOKIO, smol NODE_SMOL, proxy_tokio PROXY_TOKIO, proxy_smol PROXY_SMOL);
-    )*};
-    (@case $case:ident: $($name:ident $target:ident),+) => {
-        mod $case {
-            $(
-                #[test]
-                fn $name() {
-                    $crate::common::block_on(super::$case($crate::common::Target::$target));
-                }
-            )+
-        }
-    };
-}
 
 /// Storage nodes behind the proxy of a proxy target.
 pub const PROXY_NODES: usize = 3;
@@ -147,13 +118,7 @@ impl Server {
             cfg.region = options.region.to_owned();
             return Self::Cluster(start_cluster(cfg).expect("start cluster"));
         }
-        let mut cfg = NodeConfig::new(
-            dir,
-            "127.0.0.1:0".parse().expect("address"),
-            ACCESS_KEY,
-            SECRET_KEY,
-        );
-        cfg.runtime = target.runtime;
+        let mut cfg = node_config(dir, target.runtime);
         cfg.min_part_size = options.min_part_size;
         cfg.fsync = options.fsync;
         cfg.region = options.region.to_owned();
@@ -436,111 +401,6 @@ pub fn assert_code<T: std::fmt::Debug, E: ProvideErrorMetadata + std::fmt::Debug
     assert_error(result, status, Some(code));
 }
 
-/// A response read by [`http_request`].
-#[derive(Debug)]
-pub struct RawResponse {
-    /// Status code.
-    pub status: u16,
-    /// Headers, names lower-cased.
-    pub headers: Vec<(String, String)>,
-    /// The whole body.
-    pub body: Vec<u8>,
-}
-
-impl RawResponse {
-    /// The first header named `name` (lower case).
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// One HTTP/1.1 request on a fresh connection (`Connection: close`), written by hand so that
-/// presigned URLs are fetched by something that is not the SDK. `target` is the origin-form
-/// path and query; `Content-Length` is added for a body.
-pub async fn http_request(
-    addr: SocketAddr,
-    method: &str,
-    target: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-) -> RawResponse {
-    let mut req = format!("{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
-    for (n, v) in headers {
-        req.push_str(&format!("{n}: {v}\r\n"));
-    }
-    if !body.is_empty() || method == "PUT" || method == "POST" {
-        req.push_str(&format!("Content-Length: {}\r\n", body.len()));
-    }
-    req.push_str("\r\n");
-    let mut bytes = req.into_bytes();
-    bytes.extend_from_slice(body);
-    let head_only = method == "HEAD";
-    tokio::task::spawn_blocking(move || raw_exchange(addr, &bytes, head_only))
-        .await
-        .expect("raw HTTP task")
-}
-
-fn raw_exchange(addr: SocketAddr, request: &[u8], head_only: bool) -> RawResponse {
-    use std::io::{Read, Write};
-    let mut tcp = TcpStream::connect(addr).expect("connect");
-    tcp.set_read_timeout(Some(Duration::from_secs(30)))
-        .expect("read timeout");
-    tcp.write_all(request).expect("write request");
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 64 * 1024];
-    loop {
-        let mut headers = [httparse::EMPTY_HEADER; 64];
-        let mut res = httparse::Response::new(&mut headers);
-        if let httparse::Status::Complete(len) = res.parse(&buf).expect("response head") {
-            let status = res.code.expect("status");
-            let headers: Vec<(String, String)> = res
-                .headers
-                .iter()
-                .map(|h| {
-                    (
-                        h.name.to_ascii_lowercase(),
-                        String::from_utf8_lossy(h.value).into_owned(),
-                    )
-                })
-                .collect();
-            let content_length = headers
-                .iter()
-                .find(|(n, _)| n == "content-length")
-                .map(|(_, v)| v.parse::<usize>().expect("content-length"));
-            let mut body = buf.split_off(len);
-            if head_only || status == 304 || status == 204 {
-                body.clear();
-            } else if let Some(cl) = content_length {
-                while body.len() < cl {
-                    let n = tcp.read(&mut chunk).expect("read body");
-                    assert!(n > 0, "connection closed inside a body");
-                    body.extend_from_slice(&chunk[..n]);
-                }
-                body.truncate(cl);
-            } else {
-                tcp.read_to_end(&mut body).expect("read body");
-            }
-            return RawResponse {
-                status,
-                headers,
-                body,
-            };
-        }
-        let n = tcp.read(&mut chunk).expect("read head");
-        assert!(n > 0, "connection closed before a response");
-        buf.extend_from_slice(&chunk[..n]);
-    }
-}
-
-/// Split an absolute presigned URL into its origin-form target (`/path?query`).
-pub fn target_of(url: &str) -> &str {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    rest.find('/').map_or("/", |i| &rest[i..])
-}
-
 /// `n` bytes of a simple, position-dependent pattern (so misplaced bytes show).
 pub fn pattern(n: usize, salt: u8) -> Vec<u8> {
     (0..n)
@@ -668,152 +528,6 @@ pub fn recording_client(addr: SocketAddr) -> (Client, RequestRecorder) {
     let rec = RequestRecorder::default();
     let client = Client::from_conf(config(addr).interceptor(rec.clone()).build());
     (client, rec)
-}
-
-/// A raw HTTP/1.1 connection for wire-level tests: write any bytes, read responses one by one.
-#[derive(Debug)]
-pub struct RawConn {
-    tcp: tokio::net::TcpStream,
-    buf: Vec<u8>,
-}
-
-impl RawConn {
-    /// Connect to `addr`.
-    pub async fn connect(addr: SocketAddr) -> Self {
-        let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-        tcp.set_nodelay(true).expect("nodelay");
-        Self {
-            tcp,
-            buf: Vec::new(),
-        }
-    }
-
-    /// Write `bytes`.
-    pub async fn send(&mut self, bytes: &[u8]) {
-        use tokio::io::AsyncWriteExt;
-        self.tcp.write_all(bytes).await.expect("write");
-    }
-
-    /// Close the writing half (the server sees end of input).
-    pub async fn shutdown_write(&mut self) {
-        use tokio::io::AsyncWriteExt;
-        self.tcp.shutdown().await.expect("shutdown");
-    }
-
-    /// Read more bytes; `false` at end of input.
-    async fn fill(&mut self) -> bool {
-        use tokio::io::AsyncReadExt;
-        let mut chunk = [0u8; 64 * 1024];
-        let n = tokio::time::timeout(Duration::from_secs(30), self.tcp.read(&mut chunk))
-            .await
-            .expect("read timed out")
-            .unwrap_or(0);
-        self.buf.extend_from_slice(&chunk[..n]);
-        n > 0
-    }
-
-    /// Read until the peer closes; what came in.
-    pub async fn read_to_end(&mut self) -> Vec<u8> {
-        while self.fill().await {}
-        std::mem::take(&mut self.buf)
-    }
-
-    /// Whether the peer has closed the connection (after reading anything still buffered).
-    pub async fn is_closed(&mut self) -> bool {
-        self.buf.is_empty() && !self.fill().await
-    }
-
-    /// Read one response (a 1xx too). `head_request`: the response to a HEAD has no body.
-    /// `None` when the connection ends before a response head.
-    pub async fn response(&mut self, head_request: bool) -> Option<RawResponse> {
-        loop {
-            let mut headers = [httparse::EMPTY_HEADER; 64];
-            let mut res = httparse::Response::new(&mut headers);
-            if let httparse::Status::Complete(len) = res.parse(&self.buf).expect("response head") {
-                let status = res.code.expect("status");
-                let headers: Vec<(String, String)> = res
-                    .headers
-                    .iter()
-                    .map(|h| {
-                        (
-                            h.name.to_ascii_lowercase(),
-                            String::from_utf8_lossy(h.value).into_owned(),
-                        )
-                    })
-                    .collect();
-                self.buf.drain(..len);
-                let mut r = RawResponse {
-                    status,
-                    headers,
-                    body: Vec::new(),
-                };
-                if head_request || status < 200 || status == 204 || status == 304 {
-                    return Some(r);
-                }
-                if r.header("transfer-encoding").is_some() {
-                    r.body = self.chunked_body().await;
-                } else if let Some(cl) = r.header("content-length") {
-                    let cl: usize = cl.parse().expect("content-length");
-                    while self.buf.len() < cl {
-                        assert!(self.fill().await, "connection closed inside a body");
-                    }
-                    r.body = self.buf.drain(..cl).collect();
-                } else {
-                    r.body = self.read_to_end().await;
-                }
-                return Some(r);
-            }
-            if !self.fill().await {
-                assert!(self.buf.is_empty(), "partial response head: {:?}", self.buf);
-                return None;
-            }
-        }
-    }
-
-    async fn line(&mut self) -> String {
-        loop {
-            if let Some(i) = self.buf.windows(2).position(|w| w == b"\r\n") {
-                let line = String::from_utf8(self.buf[..i].to_vec()).expect("chunk line");
-                self.buf.drain(..i + 2);
-                return line;
-            }
-            assert!(self.fill().await, "connection closed inside a chunked body");
-        }
-    }
-
-    async fn chunked_body(&mut self) -> Vec<u8> {
-        let mut body = Vec::new();
-        loop {
-            let size_line = self.line().await;
-            let size = usize::from_str_radix(size_line.split(';').next().unwrap_or("").trim(), 16)
-                .expect("chunk size");
-            if size == 0 {
-                // Trailers, then the empty line.
-                while !self.line().await.is_empty() {}
-                return body;
-            }
-            while self.buf.len() < size + 2 {
-                assert!(self.fill().await, "connection closed inside a chunk");
-            }
-            body.extend(self.buf.drain(..size));
-            self.buf.drain(..2);
-        }
-    }
-}
-
-/// A request head (`Host` added; `Connection` as given in `headers`), with `\r\n\r\n`.
-pub fn request_head(
-    addr: SocketAddr,
-    method: &str,
-    target: &str,
-    headers: &[(&str, &str)],
-) -> Vec<u8> {
-    let mut req = format!("{method} {target} HTTP/1.1\r\nHost: {addr}\r\n");
-    for (n, v) in headers {
-        req.push_str(&format!("{n}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    req.into_bytes()
 }
 
 /// Sign a body-less request in headers with `aws-sigv4` at `time` (the SDK always signs with

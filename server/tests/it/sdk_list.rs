@@ -3,14 +3,11 @@
 //! common prefixes, pagination with small page sizes across a few hundred keys, start-after,
 //! encoding-type=url, fetch-owner.
 
-#[macro_use]
-mod common;
-
 use aws_sdk_s3::Client;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::EncodingType;
-use common::Target;
-use common::{TestNode, assert_code, decode_url, etag_of, show};
+
+use crate::support::sdk::{self, Target, TestNode, assert_code, decode_url, etag_of, show};
 
 on_every_target!(
     v2_pages_match_the_model,
@@ -407,7 +404,7 @@ async fn object_fields_and_owner(target: Target) {
     n.bucket("fields").await;
     let bodies = [("one", 1usize), ("two", 2000), ("three", 0)];
     for (k, len) in bodies {
-        n.put("fields", k, common::pattern(len, 3)).await;
+        n.put("fields", k, sdk::pattern(len, 3)).await;
     }
     let v2 = n
         .client
@@ -426,7 +423,7 @@ async fn object_fields_and_owner(target: Target) {
             .find(|(k, _)| Some(*k) == o.key())
             .expect("listed key was put");
         assert_eq!(o.size(), Some(*len as i64));
-        assert_eq!(o.e_tag(), Some(etag_of(&common::pattern(*len, 3)).as_str()));
+        assert_eq!(o.e_tag(), Some(etag_of(&sdk::pattern(*len, 3)).as_str()));
         assert!(o.last_modified().is_some());
         assert_eq!(
             o.storage_class().map(|c| c.as_str()),

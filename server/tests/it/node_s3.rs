@@ -1,10 +1,10 @@
 //! The node's S3 operations over real TCP, on both runtimes: buckets, objects, listings.
 
-mod node_support;
-
 use ferry_core::md5::{ETag, content_md5, md5};
 use ferry_server::RuntimeKind;
-use node_support::{Node, Payload};
+
+use crate::support::http::{self, Payload};
+use crate::support::node::Node;
 
 on_both_runtimes!(
     healthz_needs_no_auth,
@@ -255,7 +255,7 @@ fn concurrent_clients(rt: RuntimeKind) {
     let workers: Vec<_> = (0..8u8)
         .map(|w| {
             std::thread::spawn(move || {
-                let mut c = node_support::Client::connect(addr);
+                let mut c = http::Client::connect(addr);
                 for i in 0..10u32 {
                     let key = format!("/conc/w{w}/o{i}");
                     let body = vec![w; 1000 + i as usize * 5000];

@@ -11,8 +11,6 @@
 //! printed at the start (`FERRY_CRASH_SEED` replays them; the kill timing is not replayable);
 //! `FERRY_CRASH_ROUNDS` changes the number of rounds (default 8).
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -25,13 +23,15 @@ use aws_sdk_s3::Client;
 use aws_sdk_s3::config::timeout::TimeoutConfig;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
-use common::{ACCESS_KEY, SECRET_KEY, show};
 use ferry_core::fill::ShardedFill;
 use md5::{Digest, Md5};
 use rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
+
+use crate::support::sdk::{self, show};
+use crate::support::{ACCESS_KEY, SECRET_KEY};
 
 /// Concurrent writers.
 const WRITERS: usize = 8;
@@ -73,7 +73,7 @@ impl Version {
     fn etag(&self, fill: &ShardedFill) -> String {
         let obj = fill.object(self.id);
         if self.parts == 0 {
-            return format!("\"{}\"", common::hex(&obj.md5(self.len)));
+            return format!("\"{}\"", sdk::hex(&obj.md5(self.len)));
         }
         let mut all = Md5::new();
         for (start, end) in self.part_ranges() {
@@ -81,7 +81,7 @@ impl Version {
             obj.fill_at(start, &mut part);
             all.update(Md5::digest(&part));
         }
-        format!("\"{}-{}\"", common::hex(&all.finalize()), self.parts)
+        format!("\"{}-{}\"", sdk::hex(&all.finalize()), self.parts)
     }
 }
 
@@ -209,7 +209,7 @@ impl Node {
     }
 
     fn client(&self) -> Client {
-        let conf = common::config(self.addr)
+        let conf = sdk::config(self.addr)
             .timeout_config(
                 TimeoutConfig::builder()
                     .connect_timeout(Duration::from_secs(5))
@@ -414,7 +414,7 @@ async fn reader(r: Arc<Round>, round: usize, task: usize, seed: u64) -> u64 {
         let body = match got {
             Ok(out) => out.body,
             Err(e) => {
-                if common::status_of(&e) == Some(404) {
+                if sdk::status_of(&e) == Some(404) {
                     continue;
                 }
                 // The node died under us.
@@ -490,7 +490,7 @@ async fn verify(
                 present += 1;
                 Some(v)
             }
-            Err(e) if common::status_of(&e) == Some(404) => {
+            Err(e) if sdk::status_of(&e) == Some(404) => {
                 assert_eq!(
                     state.settled, None,
                     "{key}: an acknowledged object is gone ({state:?})"

@@ -2,17 +2,15 @@
 //! PUT/GET/HEAD/DELETE with content headers and user metadata, ranges, conditional reads and
 //! writes, response overrides, copy, DeleteObjects, awkward keys, Content-MD5.
 
-#[macro_use]
-mod common;
-
 use std::collections::HashMap;
 
 use aws_sdk_s3::primitives::{ByteStream, DateTime};
 use aws_sdk_s3::types::{Delete, MetadataDirective, ObjectIdentifier};
-use common::Target;
-use common::{
-    TestNode, assert_code, assert_error, body_bytes, decode_rfc2047, encode_key, etag_of, pattern,
-    show,
+
+use crate::support::http;
+use crate::support::sdk::{
+    Target, TestNode, assert_code, assert_error, body_bytes, decode_rfc2047, encode_key, etag_of,
+    pattern, show,
 };
 
 on_every_target!(
@@ -826,7 +824,7 @@ async fn delete_object_and_missing_keys(target: Target) {
         .send()
         .await
         .unwrap_or_else(|e| panic!("delete missing: {}", show(&e)));
-    let raw = common::http_request(n.addr, "DELETE", "/del/x", &[], b"").await;
+    let raw = http::http_request(n.addr, "DELETE", "/del/x", &[], b"");
     assert_eq!(raw.status, 403, "unsigned DELETE");
 }
 

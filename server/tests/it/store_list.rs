@@ -2,49 +2,18 @@
 //! start-after, pagination at several page sizes; and multipart upload listings.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use ferry_core::s3::S3ErrorCode;
 use ferry_server::store::{
-    ListQuery, ObjectMeta, ObjectsPage, Store, StoreConfig, UploadsQuery, WriteConditions,
+    ListQuery, ObjectMeta, ObjectsPage, Store, UploadsQuery, WriteConditions,
 };
 
-fn fast(dir: &Path) -> Store {
-    Store::open_with(
-        dir,
-        StoreConfig {
-            fsync: false,
-            ..StoreConfig::default()
-        },
-    )
-    .unwrap()
-}
-
-/// splitmix64: a small seeded generator, so failures replay.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.below(xs.len())]
-    }
-}
+use crate::support::store::{SplitMix, open};
 
 /// Keys built from a few segments, so prefixes and delimiters collide a lot.
 const SEGMENTS: &[&str] = &["a", "b", "ab", "/", "a/", "b/", "-", "x-y", "é", "ü/", "z"];
 
-fn random_key(rng: &mut Rng) -> String {
+fn random_key(rng: &mut SplitMix) -> String {
     let n = 1 + rng.below(6);
     (0..n).map(|_| rng.pick(SEGMENTS)).collect()
 }
@@ -155,12 +124,12 @@ fn compare_all_pages(
 #[test]
 fn listing_matches_the_model() {
     let dir = tempfile::tempdir().unwrap();
-    let s = fast(dir.path());
+    let s = open(dir.path());
     s.create_bucket("b").unwrap();
     // Neighbour buckets must never leak into "b"'s listing.
     s.create_bucket("a").unwrap();
     s.create_bucket("b0").unwrap();
-    let mut rng = Rng(0x5eed);
+    let mut rng = SplitMix(0x5eed);
     let mut keys = BTreeMap::new();
     while keys.len() < 3000 {
         let k = random_key(&mut rng);
@@ -224,7 +193,7 @@ fn listing_matches_the_model() {
 #[test]
 fn listing_entries_and_limits() {
     let dir = tempfile::tempdir().unwrap();
-    let s = fast(dir.path());
+    let s = open(dir.path());
     s.create_bucket("b").unwrap();
     let mut w = s.object_writer("b", "k").unwrap();
     w.write(b"hello").unwrap();
@@ -272,12 +241,12 @@ fn listing_entries_and_limits() {
 #[test]
 fn upload_listing_matches_the_model() {
     let dir = tempfile::tempdir().unwrap();
-    let s = fast(dir.path());
+    let s = open(dir.path());
     s.create_bucket("b").unwrap();
     s.create_bucket("b0").unwrap();
     s.create_multipart_upload("b0", "a", ObjectMeta::default())
         .unwrap();
-    let mut rng = Rng(42);
+    let mut rng = SplitMix(42);
     // (key, upload id) in creation order; several uploads per key.
     let mut uploads: Vec<(String, String)> = Vec::new();
     for _ in 0..300 {

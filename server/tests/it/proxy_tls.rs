@@ -4,24 +4,21 @@
 //! the certificate both fail, and the proxy keeps serving. A node serves HTTPS the same
 //! way, and unusable certificate files stop a start with an error naming them.
 
-mod common;
-mod proxy_support;
+use std::net::SocketAddr;
 
-use std::io::{Read as _, Write as _};
-use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
-
-use aws_credential_types::Credentials;
 use aws_sdk_s3::Client;
 use aws_sdk_s3::error::SdkError;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use aws_smithy_http_client::tls::rustls_provider::CryptoMode;
 use aws_smithy_http_client::tls::{Provider, TlsContext, TrustStore};
-use ferry_server::{
-    BackendConfig, NodeConfig, ProxyConfig, RuntimeKind, TlsFiles, start_node, start_proxy,
-};
-use proxy_support::{ACCESS_KEY, Auth, SECRET_KEY, Setup, plain_get};
+use ferry_server::{BackendConfig, ProxyConfig, RuntimeKind, TlsFiles, start_node, start_proxy};
+
+use crate::support::http::{Conn, plain_get};
+use crate::support::node::node_config;
+use crate::support::proxy::{Auth, Setup};
+use crate::support::sdk;
+use crate::support::{ACCESS_KEY, SECRET_KEY};
 
 /// A self-signed certificate for `localhost` and 127.0.0.1, written to a temporary directory.
 struct TestCert {
@@ -59,11 +56,8 @@ fn https_client(addr: SocketAddr, ca: Option<&str>) -> Client {
         .tls_provider(Provider::Rustls(CryptoMode::Ring))
         .tls_context(tls)
         .build_https();
-    // The proxy here takes proxy_support's key, not common's.
-    let creds = Credentials::new(ACCESS_KEY, SECRET_KEY, None, None, "ferry-tests");
-    let config = common::config(addr)
+    let config = sdk::config(addr)
         .endpoint_url(format!("https://localhost:{}", addr.port()))
-        .credentials_provider(creds)
         .http_client(http)
         .build();
     Client::from_conf(config)
@@ -140,26 +134,11 @@ async fn s3_round_trips(c: &Client) {
 
 /// Plain HTTP to the TLS port: what comes back before the connection closes (an alert at
 /// most, never an HTTP response).
+/// (A reset, closing with our bytes unread, counts as a close; a read timing out fails.)
 fn plain_http_to(addr: SocketAddr) -> Vec<u8> {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    s.write_all(b"GET /tls HTTP/1.1\r\nHost: localhost\r\n\r\n")
-        .unwrap();
-    let mut got = Vec::new();
-    match s.read_to_end(&mut got) {
-        Ok(_) => {}
-        // Closed with our bytes unread: a reset, also a close.
-        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
-        Err(e) => panic!("the connection stayed open: {e}"),
-    }
-    got
-}
-
-fn current_thread() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
+    let mut c = Conn::connect(addr);
+    c.send_raw(b"GET /tls HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    c.read_to_end()
 }
 
 fn proxy_over_tls(rt: RuntimeKind) {
@@ -167,7 +146,7 @@ fn proxy_over_tls(rt: RuntimeKind) {
     let s = Setup::start_with(rt, 2, Auth::Passthrough, |c| {
         c.tls = Some(cert.files.clone());
     });
-    current_thread().block_on(async {
+    sdk::block_on(async {
         let trusting = https_client(s.addr, Some(&cert.pem));
         s3_round_trips(&trusting).await;
 
@@ -184,7 +163,7 @@ fn proxy_over_tls(rt: RuntimeKind) {
 
         // Still serving, over TLS; the admin listener speaks plain HTTP.
         assert!(get(&trusting, "small").await == body(300_000, 1));
-        assert_eq!(plain_get(s.admin(), "/healthz").0, 200);
+        assert_eq!(plain_get(s.admin(), "/healthz").status, 200);
     });
 }
 
@@ -202,18 +181,12 @@ fn proxy_over_tls_on_smol() {
 fn node_over_tls(rt: RuntimeKind) {
     let cert = self_signed();
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = NodeConfig::new(
-        dir.path(),
-        "127.0.0.1:0".parse().unwrap(),
-        ACCESS_KEY,
-        SECRET_KEY,
-    );
-    cfg.runtime = rt;
+    let mut cfg = node_config(dir.path(), rt);
     cfg.fsync = false;
     cfg.threads = 1;
     cfg.tls = Some(cert.files.clone());
     let node = start_node(cfg).expect("node starts");
-    current_thread().block_on(async {
+    sdk::block_on(async {
         let c = https_client(node.local_addr(), Some(&cert.pem));
         c.create_bucket().bucket("tls").send().await.unwrap();
         let data = body(100_000, 9);
