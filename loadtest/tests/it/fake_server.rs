@@ -3,11 +3,8 @@
 //! offset), open-loop mode reports the queueing delay of a server stall, and operations are
 //! spread over endpoints and reported per endpoint.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Faults, start_fake};
 use ferry_core::fill::ShardedFill;
 use ferry_core::s3::sigv4::Credentials;
 use ferry_loadtest::client::{Endpoint, EndpointPolicy};
@@ -19,6 +16,8 @@ use ferry_loadtest::run::run_load;
 use ferry_loadtest::size::SizeSpec;
 use ferry_loadtest::stats::OpKind;
 use ferry_tls::TlsRuntime;
+
+use crate::fake_s3::{FakeS3, Faults, start_fake};
 
 fn config(workload: Workload, addr: std::net::SocketAddr) -> LoadConfig {
     let mut cfg = LoadConfig::new(
@@ -211,7 +210,7 @@ async fn operations_spread_over_endpoints<R: TlsRuntime>(rt: R) {
         let per = report.endpoint_totals();
         assert_eq!(per.len(), 2);
         assert_eq!(per[0].ops + per[1].ops, 20);
-        let stored = |f: &common::FakeS3<R>| {
+        let stored = |f: &FakeS3<R>| {
             f.keys(&cfg.bucket)
                 .iter()
                 .filter(|k| k.starts_with(&cfg.prefix))

@@ -1,10 +1,8 @@
-//! Test support: a tiny in-memory S3 server on ferry-core's HTTP engine that can corrupt GET
-//! bodies or stall a request, and helpers to run a case on both runtimes.
+//! A tiny in-memory S3 server on ferry-core's HTTP engine that can corrupt GET bodies or stall
+//! a request.
 //!
 //! It checks no signatures: it exists to misbehave on purpose (the real node is tested in
 //! `workloads.rs`).
-
-#![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
