@@ -14,9 +14,13 @@ use super::{ACCESS_KEY, SECRET_KEY};
 
 /// A proxy in front of some nodes.
 pub struct Setup {
+    /// The nodes, `node-1` first.
     pub nodes: Vec<Node>,
+    /// `None` once stopped.
     pub proxy: Option<ProxyHandle>,
+    /// The proxy's S3 listener.
     pub addr: SocketAddr,
+    /// The proxy's placement of keys on the nodes (indexes into `nodes`).
     pub placement: Placement,
 }
 
@@ -32,6 +36,7 @@ pub enum Auth {
 }
 
 impl Setup {
+    /// A proxy on `runtime` in front of `nodes` nodes, authenticating towards them as `auth` says.
     pub fn start(runtime: RuntimeKind, nodes: usize, auth: Auth) -> Self {
         Self::start_with(runtime, nodes, auth, |_| {})
     }
@@ -89,6 +94,7 @@ impl Setup {
         }
     }
 
+    /// A client of the proxy.
     pub fn client(&self) -> Client {
         Client::connect(self.addr)
     }
@@ -106,6 +112,7 @@ impl Setup {
             .unwrap()
     }
 
+    /// The proxy's admin listener.
     pub fn admin(&self) -> SocketAddr {
         self.proxy.as_ref().unwrap().admin_addr().unwrap()
     }
