@@ -3,26 +3,24 @@
 //! parameters and 409 while another profile runs.
 //!
 //! One test function: the profiler is process-wide (SIGPROF), so profiles run one after the
-//! other, with a thread loading the proxy meanwhile so that there is CPU time to sample.
+//! other, with a thread loading the proxy meanwhile so that there is CPU time to sample. For
+//! the same reason it is a test binary of its own: a profile would sample, and its signals
+//! interrupt, every other test running in the process.
 
-mod proxy_support;
+// The integration tests' support tree; this binary uses a small part of it.
+#[allow(dead_code, unused_macros)]
+#[path = "it/support/mod.rs"]
+mod support;
 
 use std::io::Read as _;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ferry_server::RuntimeKind;
 use pprof::protos::Message as _;
-use proxy_support::{Auth, Client, Response, Setup};
-
-/// `GET target` on the admin listener, with headers and the raw body.
-fn admin_get(addr: SocketAddr, target: &str) -> Response {
-    let mut c = Client::connect(addr);
-    c.send_raw(format!("GET {target} HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes());
-    c.read_response(false)
-}
+use support::http::plain_get as admin_get;
+use support::proxy::{Auth, Setup};
 
 #[test]
 fn cpu_profiles() {

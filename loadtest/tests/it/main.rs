@@ -1,0 +1,8 @@
+//! ferry-load's integration tests, in one test binary (one link): a module per subject.
+
+mod cli;
+mod fake_s3;
+mod fake_server;
+mod objects;
+mod tls;
+mod workloads;

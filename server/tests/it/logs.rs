@@ -1,0 +1,217 @@
+//! The `ferry` binary's logs on stderr: JSON lines with the access event of each request
+//! (`--access-log`), text lines with the same fields, and the level filter (`RUST_LOG` over
+//! `--log-level`) with a backend going down logged at warn.
+
+use std::net::TcpListener;
+
+use ferry_server::RuntimeKind;
+use serde_json::Value;
+
+use crate::support::http::Client;
+use crate::support::node::Node;
+use crate::support::process::{KEY_ENV, ready_addr, spawn_ferry, stop};
+
+/// Every stderr line as JSON (each must be one).
+fn json_lines(stderr: &str) -> Vec<Value> {
+    stderr
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l:?}")))
+        .collect()
+}
+
+fn access_events<'a>(events: &'a [Value], op: &str) -> Vec<&'a Value> {
+    events
+        .iter()
+        .filter(|e| e["target"] == "ferry::access" && e["op"] == op)
+        .collect()
+}
+
+#[test]
+fn json_access_events_of_the_proxy() {
+    let node = Node::start(RuntimeKind::Tokio);
+    let backend = format!("n1=http://{}", node.addr);
+    let mut child = spawn_ferry(
+        &[
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "127.0.0.1:0",
+            "--backend",
+            &backend,
+            "--threads",
+            "1",
+            "--log-format",
+            "json",
+            "--access-log",
+        ],
+        &KEY_ENV,
+    );
+    let addr = ready_addr(&mut child, "ferry proxy listening on http://");
+    let mut c = Client::connect(addr);
+    assert_eq!(c.put("/logs", b"").status, 200);
+    assert_eq!(c.put("/logs/dir/obj.txt", b"hello").status, 200);
+    let r = c.get("/logs/dir/obj.txt");
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"hello"[..]));
+    c.get("/logs/missing").expect_error(404, "NoSuchKey");
+    let client_port = c.stream.local_addr().unwrap().port();
+    drop(c);
+    let events = json_lines(&stop(child, "-TERM"));
+
+    let put = access_events(&events, "PutObject");
+    assert_eq!(put.len(), 1, "{put:?}");
+    let put = put[0];
+    assert_eq!(put["level"], "INFO");
+    assert_eq!(put["server"], "proxy");
+    assert_eq!(put["bucket"], "logs");
+    assert_eq!(put["key"], "dir/obj.txt");
+    assert_eq!(put["status"], 200);
+    assert_eq!(put["bytes_in"], 5);
+    assert_eq!(put["backend"], "n1");
+    assert_eq!(put["peer"], format!("127.0.0.1:{client_port}"));
+    assert!(put["duration_us"].as_u64().is_some(), "{put}");
+    assert!(put["request_id"].as_str().is_some_and(|s| !s.is_empty()));
+
+    let gets = access_events(&events, "GetObject");
+    let statuses: Vec<(&Value, &Value, &Value)> = gets
+        .iter()
+        .map(|e| (&e["key"], &e["status"], &e["bytes_out"]))
+        .collect();
+    assert_eq!(gets.len(), 2, "{gets:?}");
+    assert_eq!(
+        statuses[0],
+        (
+            &Value::from("dir/obj.txt"),
+            &Value::from(200),
+            &Value::from(5)
+        )
+    );
+    assert_eq!(statuses[1].0, "missing");
+    assert_eq!(statuses[1].1, 404);
+    // Fan-outs name no single backend.
+    let create = access_events(&events, "CreateBucket");
+    assert_eq!(create.len(), 1);
+    assert_eq!(
+        (&create[0]["bucket"], &create[0]["backend"]),
+        (&Value::from("logs"), &Value::from("*"))
+    );
+
+    // Startup and shutdown, with the listen addresses.
+    let message = |m: &str| events.iter().find(|e| e["message"] == m);
+    let listening = message("proxy listening").expect("startup event");
+    assert_eq!(listening["listen"], addr.to_string());
+    assert!(
+        listening["admin"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("127.0.0.1:"))
+    );
+    let configured = message("backend configured").expect("backend event");
+    assert_eq!(configured["backend"], "n1");
+    assert_eq!(
+        message("stopping gracefully").expect("signal event")["signal"],
+        "SIGTERM"
+    );
+    assert!(message("proxy stopped").is_some(), "{events:?}");
+}
+
+#[test]
+fn text_lines_of_the_local_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spawn_ferry(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--data",
+            dir.path().to_str().unwrap(),
+            "--access-log",
+        ],
+        &KEY_ENV,
+    );
+    let addr = ready_addr(&mut child, "Ferry is running: S3 endpoint http://");
+    let mut c = Client::connect(addr);
+    assert_eq!(c.put("/txt", b"").status, 200);
+    assert_eq!(c.put("/txt/some-key", b"abc").status, 200);
+    drop(c);
+    let stderr = stop(child, "-TERM");
+    for line in stderr.lines() {
+        assert!(
+            serde_json::from_str::<Value>(line).is_err(),
+            "JSON in text mode: {line}"
+        );
+    }
+    // The proxy's line and the node's line of the same PUT (one process runs both).
+    let puts: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("ferry::access") && l.contains("op=PutObject"))
+        .collect();
+    assert_eq!(puts.len(), 2, "{stderr}");
+    for want in [
+        " INFO ",
+        "bucket=\"txt\"",
+        "key=\"some-key\"",
+        "status=200",
+        "bytes_in=3",
+        "bytes_out=0",
+        "duration_us=",
+        "peer=127.0.0.1:",
+    ] {
+        assert!(puts.iter().all(|l| l.contains(want)), "{want} in {puts:#?}");
+    }
+    assert!(
+        puts.iter()
+            .any(|l| l.contains("server=proxy") && l.contains("backend=node-"))
+    );
+    assert!(
+        puts.iter()
+            .any(|l| l.contains("server=node") && l.contains("backend=-"))
+    );
+    assert!(stderr.contains("node listening"), "{stderr}");
+    assert!(stderr.contains("proxy listening"), "{stderr}");
+}
+
+#[test]
+fn rust_log_wins_and_a_dead_backend_is_a_warning() {
+    // A port nothing listens on.
+    let dead = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let backend = format!("gone=http://{dead}");
+    let mut child = spawn_ferry(
+        &[
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "none",
+            "--backend",
+            &backend,
+            "--log-format",
+            "json",
+            "--log-level",
+            "debug",
+        ],
+        &[KEY_ENV[0], KEY_ENV[1], ("RUST_LOG", "warn")],
+    );
+    let addr = ready_addr(&mut child, "ferry proxy listening on http://");
+    let mut c = Client::connect(addr);
+    c.put("/bkt/k", b"v")
+        .expect_error(503, "ServiceUnavailable");
+    drop(c);
+    let events = json_lines(&stop(child, "-TERM"));
+    assert!(
+        events
+            .iter()
+            .all(|e| e["level"] == "WARN" || e["level"] == "ERROR"),
+        "RUST_LOG=warn, yet: {events:?}"
+    );
+    // No access events without --access-log.
+    assert!(events.iter().all(|e| e["target"] != "ferry::access"));
+    let down = events
+        .iter()
+        .find(|e| e["message"] == "backend down")
+        .unwrap_or_else(|| panic!("no backend down event in {events:?}"));
+    assert_eq!(down["backend"], "gone");
+    assert_eq!(down["addr"], dead.to_string());
+    assert!(down["reason"].as_str().is_some_and(|r| !r.is_empty()));
+}

@@ -1,0 +1,29 @@
+//! The server's integration tests, in one test binary: a module per subject, one `support` tree
+//! of servers, clients and data. One binary links once; its tests share the test threads.
+
+#[macro_use]
+mod support;
+
+mod crash_kill9;
+mod logs;
+mod node_bad_input;
+mod node_lifecycle;
+mod node_multipart;
+mod node_objects;
+mod node_s3;
+mod proxy_health;
+mod proxy_list;
+mod proxy_resign_moto;
+mod proxy_s3;
+mod proxy_tls;
+mod sdk_buckets;
+mod sdk_checksums;
+mod sdk_large;
+mod sdk_list;
+mod sdk_multipart;
+mod sdk_objects;
+mod sdk_presign;
+mod sdk_wire;
+mod store_list;
+mod store_multipart;
+mod store_objects;

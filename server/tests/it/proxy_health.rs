@@ -1,0 +1,144 @@
+//! Backend failure and recovery: a stopped node's keys answer 503 at once while the others
+//! keep working, and the node is served again after it restarts, without restarting the proxy.
+//! Also the admin endpoints.
+
+use std::time::{Duration, Instant};
+
+use ferry_server::RuntimeKind;
+
+use crate::support;
+use crate::support::http::{self, plain_get};
+use crate::support::proxy::{Auth, Setup};
+
+fn node_down_and_back(rt: RuntimeKind) {
+    let mut s = Setup::start(rt, 3, Auth::Passthrough);
+    let mut c = s.client();
+    assert_eq!(c.put("/hbk", b"").status, 200);
+    let keys: Vec<String> = (0..3).map(|n| s.key_on("hbk", "k", n)).collect();
+    for k in &keys {
+        assert_eq!(c.put(&format!("/hbk/{k}"), k.as_bytes()).status, 200);
+    }
+    let r = plain_get(s.admin(), "/readyz");
+    let (status, body) = (r.status, r.text());
+    assert_eq!(status, 200);
+    assert_eq!(body.matches(" up").count(), 3, "{body}");
+
+    s.nodes[1].stop();
+    // Its keys: 503 at once (refused connection, or already marked down by a probe).
+    let started = Instant::now();
+    let r = c.get(&format!("/hbk/{}", keys[1]));
+    let took = started.elapsed();
+    r.expect_error(503, "ServiceUnavailable");
+    assert!(took < Duration::from_secs(1), "503 took {took:?}");
+    let r = c.request("PUT", &format!("/hbk/{}", keys[1]), &[], b"new");
+    assert_eq!(r.status, 503);
+    // The others are unaffected.
+    for n in [0, 2] {
+        let r = c.get(&format!("/hbk/{}", keys[n]));
+        assert_eq!((r.status, r.body.as_slice()), (200, keys[n].as_bytes()));
+    }
+    // A listing would miss its keys: refused; bucket reads go to a healthy node.
+    c.get("/hbk?list-type=2")
+        .expect_error(503, "ServiceUnavailable");
+    assert_eq!(c.request("HEAD", "/hbk", &[], b"").status, 200);
+    // Health shows it.
+    let r = plain_get(s.admin(), "/readyz");
+    let (status, body) = (r.status, r.text());
+    assert_eq!(status, 200, "the others are up");
+    assert!(body.contains("node-2") && body.contains(" down"), "{body}");
+    let metrics = plain_get(s.admin(), "/metrics").text();
+    assert!(
+        metrics.contains("ferry_proxy_backend_up{backend=\"node-2\"} 0"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("ferry_proxy_backend_up{backend=\"node-1\"} 1"));
+    assert!(
+        metrics.contains("operation=\"GetObject\",status=\"503\""),
+        "{metrics}"
+    );
+
+    // Back on the same port and data: served again once a probe sees it.
+    s.nodes[1].restart();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = c.get(&format!("/hbk/{}", keys[1]));
+        if r.status == 200 {
+            assert_eq!(r.body, keys[1].as_bytes());
+            break;
+        }
+        assert_eq!(r.status, 503, "{}", r.text());
+        assert!(Instant::now() < deadline, "node never came back");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(c.put(&format!("/hbk/{}", keys[1]), b"again").status, 200);
+    assert_eq!(c.get("/hbk?list-type=2").xml_values("Key").len(), 3);
+}
+
+#[test]
+fn node_down_and_back_tokio() {
+    node_down_and_back(RuntimeKind::Tokio);
+}
+
+#[test]
+fn node_down_and_back_smol() {
+    node_down_and_back(RuntimeKind::Smol);
+}
+
+#[test]
+fn admin_endpoints() {
+    let s = Setup::start(RuntimeKind::Tokio, 2, Auth::Passthrough);
+    let mut c = s.client();
+    assert_eq!(c.put("/adm", b"").status, 200);
+    assert_eq!(c.put("/adm/k", &[7u8; 1000]).status, 200);
+    assert_eq!(c.get("/adm/k").body.len(), 1000);
+    let r = plain_get(s.admin(), "/healthz");
+    let (status, body) = (r.status, r.text());
+    assert_eq!((status, body.as_str()), (200, "ok\n"));
+    let r = plain_get(s.admin(), "/metrics");
+    let (status, m) = (r.status, r.text());
+    assert_eq!(status, 200);
+    for want in [
+        "ferry_proxy_requests_total{operation=\"PutObject\",status=\"200\"} 1",
+        "ferry_proxy_requests_total{operation=\"CreateBucket\",status=\"200\"} 1",
+        "ferry_proxy_request_duration_seconds_count{operation=\"GetObject\"} 1",
+        "ferry_proxy_bytes_in_total 1000",
+        "ferry_proxy_bytes_out_total 1000",
+        "ferry_proxy_buffer_pool_retained_bytes",
+        "ferry_proxy_open_connections",
+    ] {
+        assert!(m.contains(want), "{want} in\n{m}");
+    }
+    let status = plain_get(s.admin(), "/nope").status;
+    assert_eq!(status, 404);
+    // The S3 listener answers /healthz too, without auth.
+    let r = plain_get(s.addr, "/healthz");
+    let (status, body) = (r.status, r.text());
+    assert_eq!((status, body.as_str()), (200, "ok"));
+}
+
+/// `start_cluster`: two nodes behind a proxy in one process (what `ferry` alone runs).
+#[test]
+fn local_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg =
+        ferry_server::ClusterConfig::new(dir.path(), support::ACCESS_KEY, support::SECRET_KEY);
+    cfg.listen = "127.0.0.1:0".parse().unwrap();
+    cfg.fsync = false;
+    cfg.threads = 1;
+    let cluster = ferry_server::start_cluster(cfg).expect("cluster starts");
+    assert_eq!(cluster.node_addrs().len(), 2);
+    let mut c = http::Client::connect(cluster.endpoint());
+    assert_eq!(c.put("/local", b"").status, 200);
+    for i in 0..20 {
+        assert_eq!(c.put(&format!("/local/k{i}"), b"v").status, 200);
+    }
+    assert_eq!(c.get("/local?list-type=2").xml_values("Key").len(), 20);
+    // Both nodes got some of the keys.
+    for addr in cluster.node_addrs() {
+        let mut n = http::Client::connect(addr);
+        let keys = n.get("/local?list-type=2").xml_values("Key").len();
+        assert!(keys > 0 && keys < 20, "{keys} keys on {addr}");
+    }
+    assert!(dir.path().join("node-1").is_dir() && dir.path().join("node-2").is_dir());
+    cluster.stop();
+}

@@ -1,0 +1,73 @@
+//! The `ferry` binary as a child process: start it, read its ready line, signal it.
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::SocketAddr;
+use std::process::{Child, ChildStdout, Command, Stdio};
+
+use super::{ACCESS_KEY, SECRET_KEY};
+
+/// The test key as the binary reads it from its environment.
+pub const KEY_ENV: [(&str, &str); 2] = [
+    ("FERRY_ACCESS_KEY", ACCESS_KEY),
+    ("FERRY_SECRET_KEY", SECRET_KEY),
+];
+
+/// `ferry ARGS` with only `env` in its environment; stdout and stderr piped.
+pub fn spawn_ferry(args: &[&str], env: &[(&str, &str)]) -> Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferry"));
+    cmd.args(args).env_clear();
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ferry")
+}
+
+/// The address after `prefix` in the first line of stdout; stdout is then drained on a thread
+/// (so the process never blocks on a full pipe).
+pub fn ready_addr(child: &mut Child, prefix: &str) -> SocketAddr {
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("ready line");
+    let rest = line
+        .strip_prefix(prefix)
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+    let addr = rest
+        .split(|c: char| c.is_whitespace())
+        .next()
+        .unwrap_or_default();
+    std::thread::spawn(move || drain(out));
+    addr.parse().expect("address")
+}
+
+fn drain(mut out: BufReader<ChildStdout>) {
+    let mut sink = Vec::new();
+    let _ = out.read_to_end(&mut sink);
+}
+
+/// Send `sig` (as `kill` takes it: `-TERM`).
+pub fn signal(child: &Child, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .expect("kill")
+        .success();
+    assert!(ok);
+}
+
+/// Send `sig`, wait for a clean exit, and return stderr.
+pub fn stop(mut child: Child, sig: &str) -> String {
+    signal(&child, sig);
+    let status = child.wait().expect("exit");
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(status.success(), "{status:?}; stderr:\n{stderr}");
+    stderr
+}

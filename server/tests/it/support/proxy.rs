@@ -1,0 +1,127 @@
+//! The proxy in the test process in front of storage nodes of its own.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use ferry_core::place::Placement;
+use ferry_core::s3::sigv4::Credentials;
+use ferry_server::proxy::AuthMode;
+use ferry_server::{BackendConfig, ProxyConfig, ProxyHandle, RuntimeKind, start_proxy};
+
+use super::http::Client;
+use super::node::Node;
+use super::{ACCESS_KEY, SECRET_KEY};
+
+/// A proxy in front of some nodes.
+pub struct Setup {
+    /// The nodes, `node-1` first.
+    pub nodes: Vec<Node>,
+    /// `None` once stopped.
+    pub proxy: Option<ProxyHandle>,
+    /// The proxy's S3 listener.
+    pub addr: SocketAddr,
+    /// The proxy's placement of keys on the nodes (indexes into `nodes`).
+    pub placement: Placement,
+}
+
+/// How the proxy authenticates towards the nodes in a setup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Auth {
+    /// Nodes share the proxy's key; requests are forwarded unchanged.
+    Passthrough,
+    /// Nodes share the proxy's key; requests are re-signed.
+    Resign,
+    /// Nodes have keys of their own; requests are re-signed with them.
+    OwnKeys,
+}
+
+impl Setup {
+    /// A proxy on `runtime` in front of `nodes` nodes, authenticating towards them as `auth` says.
+    pub fn start(runtime: RuntimeKind, nodes: usize, auth: Auth) -> Self {
+        Self::start_with(runtime, nodes, auth, |_| {})
+    }
+
+    /// [`Setup::start`], with `tweak` adjusting the proxy's configuration.
+    pub fn start_with(
+        runtime: RuntimeKind,
+        nodes: usize,
+        auth: Auth,
+        tweak: impl FnOnce(&mut ProxyConfig),
+    ) -> Self {
+        let nodes: Vec<Node> = (1..=nodes)
+            .map(|i| {
+                let (a, s) = match auth {
+                    Auth::OwnKeys => (format!("NODEKEY{i}"), format!("node-secret-{i}")),
+                    _ => (ACCESS_KEY.to_owned(), SECRET_KEY.to_owned()),
+                };
+                Node::backend(&format!("node-{i}"), runtime, (&a, &s))
+            })
+            .collect();
+        let backends: Vec<BackendConfig> = nodes
+            .iter()
+            .map(|n| {
+                let mut b = BackendConfig::new(&n.id, format!("http://{}", n.addr));
+                match auth {
+                    Auth::Passthrough => {}
+                    Auth::Resign => b.auth = AuthMode::Resign,
+                    Auth::OwnKeys => {
+                        b.credentials = Some(Credentials::new(&n.access_key, &n.secret_key));
+                    }
+                }
+                b
+            })
+            .collect();
+        let mut cfg = ProxyConfig::new(
+            "127.0.0.1:0".parse().unwrap(),
+            backends,
+            ACCESS_KEY,
+            SECRET_KEY,
+        );
+        cfg.runtime = runtime;
+        cfg.threads = 2;
+        cfg.health_interval = Duration::from_millis(200);
+        // Small chunks so re-framed bodies have several.
+        cfg.buffer_size = 64 * 1024;
+        tweak(&mut cfg);
+        let proxy = start_proxy(cfg).expect("proxy starts");
+        let ids: Vec<(&str, u32)> = nodes.iter().map(|n| (n.id.as_str(), 1)).collect();
+        let placement = Placement::new(&ids).unwrap();
+        Self {
+            addr: proxy.local_addr(),
+            proxy: Some(proxy),
+            nodes,
+            placement,
+        }
+    }
+
+    /// A client of the proxy.
+    pub fn client(&self) -> Client {
+        Client::connect(self.addr)
+    }
+
+    /// The node that holds `(bucket, key)`.
+    pub fn node_of(&self, bucket: &str, key: &str) -> usize {
+        self.placement.pick(bucket, key)
+    }
+
+    /// A key with this prefix placed on node `want`.
+    pub fn key_on(&self, bucket: &str, prefix: &str, want: usize) -> String {
+        (0..)
+            .map(|i| format!("{prefix}{i}"))
+            .find(|k| self.node_of(bucket, k) == want)
+            .unwrap()
+    }
+
+    /// The proxy's admin listener.
+    pub fn admin(&self) -> SocketAddr {
+        self.proxy.as_ref().unwrap().admin_addr().unwrap()
+    }
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        if let Some(p) = self.proxy.take() {
+            p.stop();
+        }
+    }
+}
