@@ -3,6 +3,7 @@
 pub mod checksum;
 pub mod conditions;
 pub mod error;
+pub mod outbound;
 pub mod query;
 pub mod range;
 pub mod request;

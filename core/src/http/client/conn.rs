@@ -111,6 +111,17 @@ impl<C: Clock, S: Stream> ClientConn<C, S> {
         self.answered
     }
 
+    /// Whether `error`, met by the request in flight, may only mean that the server closed this
+    /// kept-alive connection while it sat idle: the connection served requests before and no
+    /// byte of an answer arrived, then it ended or failed. Such a request is worth sending
+    /// once more on a new connection (see `ClientPool::replace_stale`), if its body can be
+    /// sent again.
+    pub fn is_stale(&self, error: &HttpError) -> bool {
+        self.requests > 1
+            && !self.answered
+            && matches!(error, HttpError::UnexpectedEof | HttpError::Io(_))
+    }
+
     /// Whether a new request may be sent: the last response was read to its end and both
     /// sides keep the connection alive.
     pub fn is_reusable(&self) -> bool {

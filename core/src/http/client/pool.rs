@@ -90,6 +90,23 @@ impl<R: Runtime, K: Connector<R>> ClientPool<R, K> {
         connect_with(&self.rt, &self.connector, addr, self.config).await
     }
 
+    /// After `error` on `conn`: if the failure only means the server had closed the kept-alive
+    /// connection while it was idle ([`ClientConn::is_stale`]), replace `conn` with a new
+    /// connection to the same address and return `true`: the caller sends the request once
+    /// more (only if its body can be sent again). A new connection is never stale, so a
+    /// request goes at most twice.
+    pub async fn replace_stale(
+        &self,
+        conn: &mut ClientConn<R, R::Stream>,
+        error: &HttpError,
+    ) -> Result<bool, HttpError> {
+        let Some(addr) = conn.peer().filter(|_| conn.is_stale(error)) else {
+            return Ok(false);
+        };
+        *conn = self.connect(addr).await?;
+        Ok(true)
+    }
+
     /// A connection to `addr`: an idle one if any is fresh enough, else a new one.
     pub async fn get(&self, addr: SocketAddr) -> Result<ClientConn<R, R::Stream>, HttpError> {
         if let Some(conn) = self.take_idle(addr) {

@@ -381,3 +381,47 @@ fn pool_reuses_bounds_and_expires() {
     assert_eq!(rt.connects.load(Ordering::SeqCst), before + 1);
     assert_eq!(pool.idle_count(), 0);
 }
+
+#[test]
+fn a_request_on_a_connection_closed_while_idle_goes_once_more() {
+    let rt = TestRt::default();
+    let pool = ClientPool::new(rt.clone(), config());
+    let addr: SocketAddr = "127.0.0.1:1".parse().unwrap();
+    let get = |c: &mut ClientConn<TestRt, Duplex>| {
+        block_on(async {
+            c.send_request("GET", "/", &[], b"").await?;
+            read_response(c).await
+        })
+    };
+    // One answer, then the server closes the idle connection: the second request meets EOF.
+    let mut c = ClientConn::new(
+        rt.clone(),
+        Duplex::replying(&[OK5], 0),
+        Some(addr),
+        config(),
+    );
+    assert!(get(&mut c).is_ok());
+    let e = get(&mut c).unwrap_err();
+    assert_eq!(e, HttpError::UnexpectedEof);
+    assert!(c.is_stale(&e));
+    assert_eq!(block_on(pool.replace_stale(&mut c, &e)), Ok(true));
+    assert_eq!(rt.connects.load(Ordering::SeqCst), 1);
+    assert!(get(&mut c).is_ok());
+    // The first request of a connection is never retried: the server did fail it.
+    let mut fresh = ClientConn::new(rt.clone(), Duplex::replying(&[], 0), Some(addr), config());
+    let e = get(&mut fresh).unwrap_err();
+    assert!(!fresh.is_stale(&e));
+    assert_eq!(block_on(pool.replace_stale(&mut fresh, &e)), Ok(false));
+    // Nor a request that was partly answered: the server saw it.
+    let partial: &[u8] = b"HTTP/1.1 200 OK\r\n";
+    let mut c = ClientConn::new(
+        rt.clone(),
+        Duplex::replying(&[OK5, partial], 0),
+        Some(addr),
+        config(),
+    );
+    assert!(get(&mut c).is_ok());
+    let e = get(&mut c).unwrap_err();
+    assert!(!c.is_stale(&e));
+    assert_eq!(rt.connects.load(Ordering::SeqCst), 1);
+}
