@@ -1,5 +1,6 @@
 //! S3: errors, request model, SigV4, XML.
 
+pub mod body;
 pub mod checksum;
 pub mod conditions;
 pub mod error;

@@ -440,7 +440,10 @@ impl AwsChunkedDecoder {
         let (name, value) = line
             .split_once(':')
             .ok_or_else(|| bad_trailer("trailer line without ':'"))?;
-        let (name, value) = (name.trim(), value.trim());
+        // Only HTTP's optional whitespace (space, tab) surrounds a field; any other control
+        // byte is malformed, not trimmed.
+        let ows: &[char] = &[' ', '\t'];
+        let (name, value) = (name.trim_matches(ows), value.trim_matches(ows));
         if name.eq_ignore_ascii_case(header::X_AMZ_TRAILER_SIGNATURE) {
             if !self.mode.is_signed() || self.trailer_signature.is_some() {
                 return Err(bad_trailer("unexpected x-amz-trailer-signature"));
