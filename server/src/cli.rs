@@ -161,6 +161,11 @@ pub struct NodeArgs {
     /// Do not fsync writes (tests and benchmarks only: a crash may lose acknowledged writes).
     #[arg(long)]
     pub no_fsync: bool,
+    /// Address of the admin listener (/healthz, /readyz, /metrics, /debug/pprof/profile; plain
+    /// HTTP, no authentication); "none" for none. Its address is in the "node listening" log
+    /// event [default: 127.0.0.1:0, a free port].
+    #[arg(long, value_name = "ADDR")]
+    pub admin_listen: Option<String>,
     /// HTTPS for the S3 listener.
     #[command(flatten)]
     pub tls: TlsArgs,
@@ -328,6 +333,9 @@ pub fn run_node(args: NodeArgs) -> io::Result<()> {
     cfg.min_part_size = args.min_part_size;
     cfg.fsync = !args.no_fsync;
     cfg.tls = args.tls.files();
+    if let Some(a) = &args.admin_listen {
+        cfg.admin_listen = admin_listen(a)?;
+    }
     let scheme = scheme(cfg.tls.as_ref());
     let node = start_node(cfg)?;
     {
@@ -377,13 +385,7 @@ pub fn proxy_config(
             .push(BackendConfig::parse_spec(spec).map_err(invalid)?);
     }
     if let Some(a) = &args.admin_listen {
-        cfg.admin_listen = match a.as_str() {
-            "none" | "" => None,
-            a => Some(
-                a.parse()
-                    .map_err(|_| invalid(format!("--admin-listen {a:?} is not IP:PORT")))?,
-            ),
-        };
+        cfg.admin_listen = admin_listen(a)?;
     }
     if let Some(r) = args.runtime {
         cfg.runtime = r;
@@ -428,6 +430,19 @@ pub fn proxy_config(
     }
     cfg.validate().map_err(invalid)?;
     Ok(cfg)
+}
+
+/// An `--admin-listen` value: `IP:PORT`, or `none` (or empty) for no admin listener.
+fn admin_listen(value: &str) -> io::Result<Option<SocketAddr>> {
+    match value {
+        "none" | "" => Ok(None),
+        a => a.parse().map(Some).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("--admin-listen {a:?} is not IP:PORT"),
+            )
+        }),
+    }
 }
 
 /// `ferry proxy`: start the proxy, print the ready line, wait for SIGTERM or SIGINT, stop

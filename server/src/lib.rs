@@ -4,7 +4,9 @@
 
 pub mod cli;
 pub mod cluster;
+mod front;
 pub mod logging;
+mod metrics;
 pub mod node;
 mod profile;
 pub mod proxy;

@@ -2,16 +2,12 @@
 //!
 //! The library only emits events (without a subscriber each costs a cached check) and never
 //! installs a subscriber: only the `ferry` program does, through [`init`], writing text or
-//! JSON lines to stderr. Access events (one per S3 request) go to the target
-//! [`ACCESS_TARGET`] at `INFO` and are off unless `--access-log` (or a `RUST_LOG` directive for
-//! that target) turns them on, so a server under load does not format a line per request.
-
-use std::fmt;
-use std::net::SocketAddr;
-use std::time::Duration;
+//! JSON lines to stderr. Access events (one per S3 request, emitted by the S3 front,
+//! `crate::front::access`) go to the target [`ACCESS_TARGET`] at `INFO` and are off unless
+//! `--access-log` (or a `RUST_LOG` directive for that target) turns them on, so a server
+//! under load does not format a line per request.
 
 use clap::{Args, ValueEnum};
-use ferry_core::s3::request::S3Request;
 
 /// The target of access events (one per S3 request).
 pub const ACCESS_TARGET: &str = "ferry::access";
@@ -89,105 +85,6 @@ pub fn init(args: &LogArgs) -> Result<(), String> {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
     };
     installed.map_err(|e| format!("cannot install the logger: {e}"))
-}
-
-/// Whether access events are logged (checked before collecting what only they need).
-pub(crate) fn access_enabled() -> bool {
-    tracing::enabled!(target: ACCESS_TARGET, tracing::Level::INFO)
-}
-
-/// What the access event of a request needs from its parsed form.
-#[derive(Debug)]
-pub(crate) struct RequestLog {
-    /// The S3 operation (`Endpoint::name`), `unknown` until the request is parsed.
-    pub op: &'static str,
-    /// Bucket and key (empty when absent), kept only when access events are on.
-    pub names: Option<(String, String)>,
-    /// Keep `names`.
-    access: bool,
-}
-
-impl RequestLog {
-    /// Nothing known yet; `access`: whether the access event will be logged.
-    pub fn new(access: bool) -> Self {
-        Self {
-            op: "unknown",
-            names: None,
-            access,
-        }
-    }
-
-    /// Whether the access event will be logged.
-    pub fn access(&self) -> bool {
-        self.access
-    }
-
-    /// Take the operation (and, for the access event, the names) of `s3`.
-    pub fn parsed(&mut self, s3: &S3Request<'_>) {
-        self.op = s3.endpoint.name();
-        if self.access {
-            self.names = Some((s3.bucket_str().to_owned(), s3.key_str().to_owned()));
-        }
-    }
-
-    /// The bucket, or `""`.
-    pub fn bucket(&self) -> &str {
-        self.names.as_ref().map_or("", |(b, _)| b)
-    }
-
-    /// The key, or `""`.
-    pub fn key(&self) -> &str {
-        self.names.as_ref().map_or("", |(_, k)| k)
-    }
-}
-
-/// One finished S3 request.
-#[derive(Debug)]
-pub(crate) struct Access<'a> {
-    /// `proxy` or `node` (a local cluster runs both in one process).
-    pub server: &'static str,
-    pub log: &'a RequestLog,
-    pub status: u16,
-    /// Request body bytes received.
-    pub bytes_in: u64,
-    /// Response body bytes sent.
-    pub bytes_out: u64,
-    pub duration: Duration,
-    /// Backend id (proxy), `*` for fan-outs, `-` for none.
-    pub backend: &'a str,
-    pub peer: Option<SocketAddr>,
-    pub request_id: &'a str,
-}
-
-/// An address or `-`.
-struct Peer(Option<SocketAddr>);
-
-impl fmt::Display for Peer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            Some(a) => a.fmt(f),
-            None => f.write_str("-"),
-        }
-    }
-}
-
-/// Emit the access event of `a`.
-pub(crate) fn access(a: &Access<'_>) {
-    tracing::info!(
-        target: ACCESS_TARGET,
-        server = %a.server,
-        op = %a.log.op,
-        bucket = a.log.bucket(),
-        key = a.log.key(),
-        status = a.status,
-        bytes_in = a.bytes_in,
-        bytes_out = a.bytes_out,
-        duration_us = u64::try_from(a.duration.as_micros()).unwrap_or(u64::MAX),
-        backend = %a.backend,
-        peer = %Peer(a.peer),
-        request_id = %a.request_id,
-        "request"
-    );
 }
 
 #[cfg(test)]

@@ -94,9 +94,40 @@ fn hex(c: u8) -> Option<u8> {
     }
 }
 
+/// The request-target without `scheme://authority` (absolute-form targets), as SigV4 and
+/// routing read it.
+pub fn origin_form(target: &str) -> &str {
+    if target.starts_with('/') {
+        return target;
+    }
+    let rest = target.split_once("://").map_or(target, |(_, r)| r);
+    match rest.find(['/', '?']) {
+        Some(i) => rest.get(i..).unwrap_or("/"),
+        None => "/",
+    }
+}
+
+/// The `Resource` of an error response: the request's decoded path (as sent if it does not
+/// decode).
+pub fn resource(target: &str) -> alloc::string::String {
+    use alloc::borrow::ToOwned as _;
+    let origin = origin_form(target);
+    let path = origin.split_once('?').map_or(origin, |(p, _)| p);
+    decode(path, false).map_or_else(|_| path.to_owned(), Cow::into_owned)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn origin_form_and_resource() {
+        assert_eq!(origin_form("/b/k?x=1"), "/b/k?x=1");
+        assert_eq!(origin_form("http://h:9000/b/k?x"), "/b/k?x");
+        assert_eq!(origin_form("http://h"), "/");
+        assert_eq!(resource("/b/my%20key?acl"), "/b/my key");
+        assert_eq!(resource("/b/%zz"), "/b/%zz");
+    }
     use alloc::string::ToString;
 
     #[test]

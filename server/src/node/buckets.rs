@@ -13,10 +13,11 @@ use ferry_core::s3::xml::{
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
-use super::body::{BodyPlan, read_small};
 use super::handler::Cx;
-use super::headers::Headers;
+use crate::front::Headers;
+use crate::front::body::read_small;
 use crate::store::{BucketInfo, ListQuery, MAX_LIST};
+use ferry_core::s3::body::{BodyLimit, Checks};
 
 /// Continuation tokens are the key (or bucket name) to continue after, base64url-encoded:
 /// opaque to clients, and any key fits.
@@ -108,40 +109,18 @@ pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
     cx.send_xml(res, Headers::new(), &xml).await
 }
 
-/// Check a CreateBucket body: none, or a `CreateBucketConfiguration` naming `region` (an empty
-/// constraint means us-east-1), as S3 requires; another region is
-/// `IllegalLocationConstraintException`.
-pub(crate) fn check_location_constraint(xml: &[u8], region: &str) -> S3Result<()> {
-    if xml.iter().all(u8::is_ascii_whitespace) {
-        return Ok(());
-    }
-    let config = CreateBucketConfiguration::parse_xml(xml)?;
-    let asked = config.location_constraint.as_deref().unwrap_or("");
-    let asked = if asked.is_empty() { "us-east-1" } else { asked };
-    if asked != region {
-        return Err(S3Error::with_message(
-            S3ErrorCode::IllegalLocationConstraintException,
-            format!(
-                "The {asked} location constraint is incompatible for the region specific endpoint this request was sent to ({region})."
-            ),
-        ));
-    }
-    Ok(())
-}
-
 /// CreateBucket: `BucketAlreadyOwnedByYou` if it exists; the body is checked by
-/// [`check_location_constraint`].
+/// `CreateBucketConfiguration::check_region`.
 pub(crate) async fn create<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
 ) -> S3Result<()> {
-    let plan = BodyPlan::new(cx.headers, cx.verified)?;
-    let too_large =
-        S3Error::with_message(S3ErrorCode::MalformedXML, "The request body is too large");
-    let (xml, _) = read_small(body, plan, MAX_CREATE_BUCKET_BODY, too_large).await?;
-    check_location_constraint(&xml, cx.region())?;
+    let limit = BodyLimit::document(MAX_CREATE_BUCKET_BODY as u64);
+    let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
+    let (xml, _) = read_small(body, verifier).await?;
+    CreateBucketConfiguration::check_region(&xml, cx.region())?;
     let b = bucket.to_owned();
     cx.unblock(move |store| store.create_bucket(&b)).await?;
     let mut h = Headers::new();

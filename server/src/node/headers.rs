@@ -1,4 +1,4 @@
-//! Response header lists, and the object metadata that requests carry in and responses carry out.
+//! Object metadata: what requests carry in and responses carry out.
 
 use std::borrow::Cow;
 
@@ -10,54 +10,11 @@ use ferry_core::s3::validate::{self, ContentHeaders};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
 
+use crate::front::Headers;
 use crate::store::{Checksum, ObjectInfo, ObjectMeta, WriteConditions};
 
 /// The `Content-Type` S3 gives objects stored without one.
 pub(crate) const DEFAULT_CONTENT_TYPE: &str = "binary/octet-stream";
-
-/// The headers of one response, owned (names of user metadata are not static).
-#[derive(Debug, Default)]
-pub(crate) struct Headers {
-    items: Vec<(Cow<'static, str>, Cow<'static, str>)>,
-}
-
-impl Headers {
-    pub(crate) fn new() -> Self {
-        Self::default()
-    }
-
-    pub(crate) fn push(
-        &mut self,
-        name: impl Into<Cow<'static, str>>,
-        value: impl Into<Cow<'static, str>>,
-    ) {
-        self.items.push((name.into(), value.into()));
-    }
-
-    /// Views for the response writer.
-    pub(crate) fn as_slice(&self) -> Vec<Header<'_>> {
-        self.items
-            .iter()
-            .map(|(n, v)| Header {
-                name: n,
-                value: v.as_bytes(),
-            })
-            .collect()
-    }
-
-    /// Replace the value of `name` (ASCII case-insensitive), or add it.
-    pub(crate) fn set(&mut self, name: &'static str, value: impl Into<Cow<'static, str>>) {
-        let value = value.into();
-        match self
-            .items
-            .iter_mut()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-        {
-            Some(slot) => slot.1 = value,
-            None => self.items.push((name.into(), value)),
-        }
-    }
-}
 
 /// What a write request says about its object: content headers and user metadata.
 ///

@@ -1,8 +1,10 @@
 //! The storage node (`ferry node`): an S3 server over the local [`store`](crate::store).
 //!
 //! [`start_node`] opens the store, starts the chosen runtime on threads of its own and serves
-//! the S3 API there until [`NodeHandle::stop`]. The request handling ([`handler`]) is written
-//! once, generic over [`Runtime`]: tokio and smol are both compiled in and picked at run time.
+//! the S3 API there until [`NodeHandle::stop`], with the admin listener beside it. The S3 front
+//! ([`crate::front`]) authenticates and routes; the node implements the operations
+//! ([`handler`] dispatches to [`buckets`], [`objects`] and [`multipart`]) once, generic over
+//! [`Runtime`]: tokio and smol are both compiled in and picked at run time.
 //!
 //! Every store call is blocking and runs through [`Runtime::unblock`]; bodies stream through
 //! pooled 256 KiB buffers in both directions, so a request holds at most two of them.
@@ -11,6 +13,7 @@ pub(crate) mod body;
 pub(crate) mod buckets;
 pub(crate) mod handler;
 pub(crate) mod headers;
+mod metrics;
 mod multipart;
 mod objects;
 
@@ -18,23 +21,20 @@ use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::mpsc;
-use std::time::Duration;
 
-use ferry_core::http::server::ServerConfig;
+use ferry_core::http::head::HeadLimits;
 use ferry_core::rt::Signal;
-use ferry_net::{NetRuntime, rustls};
-use ferry_runtime::OnRuntime;
+use ferry_core::s3::sigv4::MemoryCredentials;
+use ferry_net::NetRuntime;
 
-use crate::service::{ServiceThread, spawn_service};
+use crate::front::Auth;
+use crate::front::serve::Listen;
+use crate::service::{self, Server, ServiceHandle};
 use crate::store::{DEFAULT_MIN_PART_SIZE, Store, StoreConfig};
 use crate::tls::TlsFiles;
 
 pub use ferry_runtime::RuntimeKind;
-pub use handler::NodeHandler;
-
-/// How long a graceful stop lets requests in progress finish before dropping them.
-const STOP_GRACE: Duration = Duration::from_secs(30);
+pub use handler::NodeApi;
 
 /// Everything `ferry node` needs.
 #[derive(Debug, Clone)]
@@ -59,6 +59,9 @@ pub struct NodeConfig {
     pub threads: usize,
     /// Serve HTTPS with this certificate and key (default: plain HTTP).
     pub tls: Option<TlsFiles>,
+    /// The admin listener (`/healthz`, `/readyz`, `/metrics`, `/debug/pprof/profile`; plain
+    /// HTTP, no authentication): default `127.0.0.1:0`; `None` for none.
+    pub admin_listen: Option<SocketAddr>,
 }
 
 impl NodeConfig {
@@ -80,31 +83,16 @@ impl NodeConfig {
             fsync: true,
             threads: 0,
             tls: None,
+            admin_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         }
     }
 }
 
 /// A running node; its runtime runs on threads of its own. Dropping it stops the node.
-#[derive(Debug)]
-pub struct NodeHandle {
-    local_addr: SocketAddr,
-    service: ServiceThread,
-}
+pub type NodeHandle = ServiceHandle;
 
-impl NodeHandle {
-    /// The address the node listens on (with the real port when port 0 was asked for).
-    pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
-    }
-
-    /// Graceful stop: stop accepting, let requests in progress finish (up to 30 s), close idle
-    /// connections, and join the runtime's threads.
-    pub fn stop(mut self) {
-        self.service.shutdown();
-    }
-}
-
-/// Open the store in `cfg.data_dir`, start `cfg.runtime` and serve the S3 API on `cfg.listen`.
+/// Open the store in `cfg.data_dir`, start `cfg.runtime` and serve the S3 API on `cfg.listen`
+/// (and the admin side on `cfg.admin_listen`).
 ///
 /// Returns once the node accepts connections; errors opening the store or binding the address
 /// are returned here.
@@ -116,88 +104,32 @@ pub fn start_node(cfg: NodeConfig) -> io::Result<NodeHandle> {
             fsync: cfg.fsync,
         },
     )?;
-    let tls = cfg.tls.as_ref().map(TlsFiles::load).transpose()?;
-    let (local_addr, service) = spawn_service("ferry-node", move |ready, stop| {
-        let (kind, threads) = (cfg.runtime, cfg.threads);
-        let node = Node {
-            cfg,
-            tls,
-            store,
-            ready,
-            stop,
-        };
-        ferry_runtime::block_on(kind, threads, node)
-    })?;
-    Ok(NodeHandle {
-        local_addr,
-        service,
-    })
+    let listen = Listen {
+        s3: cfg.listen,
+        tls: cfg.tls.as_ref().map(TlsFiles::load).transpose()?,
+        admin: cfg.admin_listen,
+        head_limits: HeadLimits::default(),
+    };
+    let (runtime, threads) = (cfg.runtime, cfg.threads);
+    service::start(Node { cfg, store }, runtime, threads, listen)
 }
 
-/// [`run`]'s arguments, to run it on the runtime the configuration names.
+/// The node before it runs: its configuration and its open store.
 struct Node {
     cfg: NodeConfig,
-    tls: Option<Arc<rustls::ServerConfig>>,
     store: Store,
-    ready: mpsc::Sender<io::Result<SocketAddr>>,
-    stop: Arc<Signal>,
 }
 
-impl OnRuntime for Node {
-    type Output = ();
+impl Server for Node {
+    type Api<R: NetRuntime> = NodeApi<R>;
 
-    async fn run<R: NetRuntime>(self, rt: R) {
-        run(rt, self.cfg, self.tls, self.store, self.ready, self.stop).await
-    }
-}
+    const NAME: &'static str = "node";
 
-/// The node's life on runtime `rt`: serve until `stop` is set, then stop gracefully.
-async fn run<R: NetRuntime>(
-    rt: R,
-    cfg: NodeConfig,
-    tls: Option<Arc<rustls::ServerConfig>>,
-    store: Store,
-    ready: mpsc::Sender<io::Result<SocketAddr>>,
-    stop: Arc<Signal>,
-) {
-    let handler = Arc::new(NodeHandler::new(rt.clone(), store, &cfg));
-    let config = ServerConfig {
-        // aws-chunked framing makes a 5 GiB object's body a little longer than 5 GiB; the
-        // handler enforces the object size limit on the decoded length.
-        max_body_len: body::MAX_OBJECT_SIZE + (64 << 20),
-        ..ServerConfig::default()
-    };
-    let server = match ferry_net::serve(&rt, cfg.listen, tls, config, handler).await {
-        Ok(s) => s,
-        Err(kind) => {
-            let kind = io::ErrorKind::from(kind);
-            let _ = ready.send(Err(io::Error::new(
-                kind,
-                format!("cannot listen on {}: {kind}", cfg.listen),
-            )));
-            return;
-        }
-    };
-    if ready.send(Ok(server.local_addr())).is_err() {
-        // Nobody waits for the node any more.
-        server.abort();
-        return;
-    }
-    tracing::info!(
-        listen = %server.local_addr(), data = %cfg.data_dir.display(),
-        runtime = %cfg.runtime, fsync = cfg.fsync, "node listening"
-    );
-    stop.wait().await;
-    tracing::info!(
-        listen = %server.local_addr(), open_connections = server.active(),
-        "node draining: no new connections, requests in flight may finish"
-    );
-    if server.stop(&rt, STOP_GRACE).await {
-        tracing::info!(listen = %server.local_addr(), "node stopped");
-    } else {
-        tracing::warn!(
-            listen = %server.local_addr(), grace = ?STOP_GRACE,
-            "node stopped: requests still running after the grace period were dropped"
-        );
+    fn build<R: NetRuntime>(self, rt: &R, _stop: &Arc<Signal>) -> io::Result<(NodeApi<R>, Auth)> {
+        let cfg = self.cfg;
+        tracing::info!(data = %cfg.data_dir.display(), fsync = cfg.fsync, "store opened");
+        let credentials = MemoryCredentials::new().with(&cfg.access_key, &cfg.secret_key);
+        let auth = Auth::new(credentials, &cfg.region);
+        Ok((NodeApi::new(rt.clone(), self.store, &cfg), auth))
     }
 }

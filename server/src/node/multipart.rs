@@ -4,8 +4,9 @@
 use std::borrow::Cow;
 
 use ferry_core::http::server::{BodyReader, ResponseWriter};
-use ferry_core::md5::{ETag, Md5Digest};
+use ferry_core::md5::ETag;
 use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::body::{BodyLimit, Checks};
 use ferry_core::s3::conditions::Conditions;
 use ferry_core::s3::range::CopySourceRange;
 use ferry_core::s3::request::{CopySource, Endpoint};
@@ -16,11 +17,13 @@ use ferry_core::s3::xml::{
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result, uri};
 
-use super::body::{BodyPlan, read_small, require_length, stream_into};
+use super::body::stream_into;
 use super::buckets::owner;
 use super::handler::Cx;
-use super::headers::{Headers, object_meta, push_checksum, write_conditions};
-use super::objects::{OwnedConditions, check_md5, stored_checksum};
+use super::headers::{object_meta, push_checksum, write_conditions};
+use super::objects::{OwnedConditions, stored_checksum};
+use crate::front::Headers;
+use crate::front::body::{read_small, require_length};
 use crate::store::{self, CompletedPart, UploadsQuery};
 
 /// The storage class of every upload.
@@ -58,21 +61,17 @@ pub(crate) async fn upload_part<R: Runtime, S: Stream>(
     key: &str,
     upload_id: &str,
     part_number: u16,
-    content_md5: Option<Md5Digest>,
 ) -> S3Result<()> {
     require_length(body)?;
-    let plan = BodyPlan::new(cx.headers, cx.verified)?;
+    let verifier = cx
+        .req
+        .body_verifier(body, Checks::All, BodyLimit::object())?;
     let (b, k, u) = (bucket.to_owned(), key.to_owned(), upload_id.to_owned());
     let writer = cx
         .unblock(move |store| store.part_writer(&b, &k, &u, u32::from(part_number)))
         .await?;
-    let (writer, done) = stream_into(cx.rt(), body, plan, writer).await?;
-    let part = cx
-        .unblock(move |_| {
-            check_md5(content_md5, &writer.digest())?;
-            writer.commit()
-        })
-        .await?;
+    let (writer, done) = stream_into(cx.rt(), body, verifier, writer).await?;
+    let part = cx.unblock(move |_| writer.commit()).await?;
     let mut h = Headers::new();
     h.push("ETag", part.etag.as_str().to_owned());
     if let Some(c) = &done.checksum {
@@ -136,10 +135,9 @@ pub(crate) async fn complete<R: Runtime, S: Stream>(
     upload_id: &str,
 ) -> S3Result<()> {
     let conditions = write_conditions(cx.headers)?;
-    let plan = BodyPlan::new(cx.headers, cx.verified)?;
-    let too_large =
-        S3Error::with_message(S3ErrorCode::MalformedXML, "The request body is too large");
-    let (xml, _) = read_small(body, plan, MAX_COMPLETE_BODY, too_large).await?;
+    let limit = BodyLimit::document(MAX_COMPLETE_BODY as u64);
+    let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
+    let (xml, _) = read_small(body, verifier).await?;
     let request = CompleteMultipartUpload::parse_xml(&xml)?;
     let parts = request
         .parts

@@ -5,9 +5,10 @@ use std::io::Read as _;
 
 use ferry_core::http::body::BodyKind;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
-use ferry_core::md5::{Md5Digest, md5};
+use ferry_core::md5::Md5Digest;
 use ferry_core::pool::{BufferPool, PooledBuf};
 use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::body::{BodyLimit, Checks};
 use ferry_core::s3::checksum::{self, checksum_header};
 use ferry_core::s3::conditions::Conditions;
 use ferry_core::s3::range::ByteRange;
@@ -18,12 +19,13 @@ use ferry_core::s3::xml::{
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
-use super::body::{BodyDone, BodyPlan, read_small, require_length, stream_into};
+use super::body::stream_into;
 use super::handler::Cx;
 use super::headers::{
-    Headers, checksum_mode, object_headers, object_meta, push_checksum, push_validators,
-    write_conditions,
+    checksum_mode, object_headers, object_meta, push_checksum, push_validators, write_conditions,
 };
+use crate::front::Headers;
+use crate::front::body::{read_small, require_length};
 use crate::store::{self, COPY_BUF_SIZE, Checksum, ObjectInfo, ObjectReader, ReadRange, Store};
 
 /// `If-*` conditions owned, so they can be checked on a blocking thread.
@@ -304,40 +306,25 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
     key: &str,
-    content_md5: Option<Md5Digest>,
 ) -> S3Result<()> {
     require_length(body)?;
-    let plan = BodyPlan::new(cx.headers, cx.verified)?;
+    let verifier = cx
+        .req
+        .body_verifier(body, Checks::All, BodyLimit::object())?;
     let mut meta = object_meta(cx.headers)?;
     let conditions = write_conditions(cx.headers)?;
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let writer = cx.unblock(move |store| store.object_writer(&b, &k)).await?;
-    let (writer, done) = stream_into(cx.rt(), body, plan, writer).await?;
+    let (writer, done) = stream_into(cx.rt(), body, verifier, writer).await?;
     let stored = done.checksum.as_ref().map(stored_checksum);
     meta.checksums.extend(stored.clone());
-    let put = cx
-        .unblock(move |_| {
-            check_md5(content_md5, &writer.digest())?;
-            writer.commit(meta, conditions)
-        })
-        .await?;
+    let put = cx.unblock(move |_| writer.commit(meta, conditions)).await?;
     let mut h = Headers::new();
     h.push("ETag", put.etag.as_str().to_owned());
     if let Some(c) = &stored {
         push_checksum(&mut h, c);
     }
     cx.send(res, 200, h, &[]).await
-}
-
-/// `BadDigest` unless the body's MD5 is the `Content-MD5` sent.
-pub(crate) fn check_md5(want: Option<Md5Digest>, got: &Md5Digest) -> S3Result<()> {
-    match want {
-        Some(w) if w != *got => Err(S3Error::with_message(
-            S3ErrorCode::BadDigest,
-            "The Content-MD5 you specified did not match what we received.",
-        )),
-        _ => Ok(()),
-    }
 }
 
 /// DeleteObject: 204 whether or not the key existed.
@@ -403,18 +390,15 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
     bucket: &str,
     content_md5: Option<Md5Digest>,
 ) -> S3Result<()> {
-    let plan = BodyPlan::new(cx.headers, cx.verified)?;
-    let too_large =
-        S3Error::with_message(S3ErrorCode::MalformedXML, "The request body is too large");
-    let (xml, done): (Vec<u8>, BodyDone) =
-        read_small(body, plan, MAX_DELETE_BODY, too_large).await?;
+    let limit = BodyLimit::document(MAX_DELETE_BODY as u64);
+    let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
+    let (xml, done) = read_small(body, verifier).await?;
     if content_md5.is_none() && done.checksum.is_none() && checksum_header(cx.headers)?.is_none() {
         return Err(S3Error::with_message(
             S3ErrorCode::InvalidRequest,
             "Missing required header for this request: Content-MD5 or x-amz-checksum-*",
         ));
     }
-    check_md5(content_md5, &md5(&xml))?;
     let request = Delete::parse_xml(&xml)?;
     let keys: Vec<(String, Option<String>)> = request
         .objects

@@ -156,13 +156,16 @@ impl<R: Runtime> Backend<R> {
         }
     }
 
-    /// A new connection (not from the pool): for a retry after a pooled one turned out stale.
-    pub async fn fresh_conn(&self) -> S3Result<Conn<R>> {
-        let pool = self.pool();
-        match ferry_core::http::client::connect(pool.runtime(), self.addr, self.client).await {
-            Ok(c) => {
-                self.stats.connects.fetch_add(1, Ordering::Relaxed);
-                Ok(c)
+    /// After `error` on `conn`: a new connection in its place if `conn` had only gone stale
+    /// in the pool (see `ClientPool::replace_stale`); `Ok(false)` if the error stands. A
+    /// failed connect marks the backend down.
+    pub async fn replace_stale(&self, conn: &mut Conn<R>, error: &HttpError) -> S3Result<bool> {
+        match self.pool().replace_stale(conn, error).await {
+            Ok(replaced) => {
+                if replaced {
+                    self.stats.connects.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(replaced)
             }
             Err(e) => {
                 self.connect_failed(&e);

@@ -8,22 +8,20 @@ use std::fmt::Write as _;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::md5::{content_md5, md5};
 use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::body::{BodyLimit, Checks, VerifiedBody};
 use ferry_core::s3::checksum::checksum_header;
-use ferry_core::s3::sigv4::PayloadHash;
-use ferry_core::s3::sigv4::aws_chunked::AwsChunkedDecoder;
 use ferry_core::s3::uri;
 use ferry_core::s3::xml::{
-    BucketEntry, Delete, DeleteError, DeleteResult, DeletedEntry, ListAllMyBucketsResult,
-    ListBucketResult, ListMultipartUploadsResult, MAX_CREATE_BUCKET_BODY, MAX_DELETE_BODY,
-    ObjectIdentifier, Owner, S3_NS,
+    BucketEntry, CreateBucketConfiguration, Delete, DeleteError, DeleteResult, DeletedEntry,
+    ListAllMyBucketsResult, ListBucketResult, ListMultipartUploadsResult, MAX_CREATE_BUCKET_BODY,
+    MAX_DELETE_BODY, ObjectIdentifier, Owner, S3_NS,
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
-use sha2::Digest as _;
 
 use super::forward::{Call, Reply, spawn_call};
 use super::handler::Cx;
 use super::list::{bucket_token, read_bucket_token};
-use crate::node::buckets::check_location_constraint;
+use crate::front::Headers;
 
 fn bucket_path(bucket: &str) -> String {
     format!("/{}", uri::encode_path(bucket))
@@ -76,8 +74,8 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
 ) -> S3Result<()> {
-    let xml = read_small(cx, body, MAX_CREATE_BUCKET_BODY).await?;
-    check_location_constraint(&xml, &cx.p.region)?;
+    let (xml, _) = read_small(cx, body, MAX_CREATE_BUCKET_BODY).await?;
+    CreateBucketConfiguration::check_region(&xml, &cx.p.region)?;
     require_all_up(cx)?;
     let handles: Vec<_> =
         cx.p.backends
@@ -104,7 +102,8 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
         return Err(owned.to_error());
     }
     let location = format!("/{bucket}");
-    cx.send(res, 200, &[("Location", &location)], &[]).await
+    cx.send(res, 200, Headers::new().with("Location", location), &[])
+        .await
 }
 
 /// DeleteBucket: only when it is empty on every backend (objects and uploads), then on all.
@@ -151,7 +150,7 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
     {
         return Err(bad.to_error());
     }
-    cx.send(res, 204, &[], &[]).await
+    cx.send(res, 204, Headers::new(), &[]).await
 }
 
 /// ListBuckets: the union over the healthy backends (buckets live on all of them), paged
@@ -242,57 +241,16 @@ pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
     cx.send_xml(res, &xml).await
 }
 
-/// Read a small request body whole: aws-chunked decoded and every signature, hash and
-/// checksum checked.
+/// Read a small request body whole, verified: every signature, hash and checksum (and
+/// `Content-MD5`) checked.
 async fn read_small<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     body: &mut BodyReader<'_, S>,
     max: usize,
-) -> S3Result<Vec<u8>> {
-    let too_large =
-        || S3Error::with_message(S3ErrorCode::MalformedXML, "The request body is too large");
-    let mut decoder = match cx.verified.payload {
-        PayloadHash::Streaming(_) => Some(AwsChunkedDecoder::from_request(
-            cx.req.headers,
-            Some(cx.verified),
-        )?),
-        _ => None,
-    };
-    let mut out = Vec::new();
-    while let Some(chunk) = body.next_chunk().await? {
-        match decoder.as_mut() {
-            None => out.extend_from_slice(chunk),
-            Some(d) => {
-                let used = d.decode_into(chunk, &mut out)?;
-                if used < chunk.len() {
-                    return Err(S3Error::with_message(
-                        S3ErrorCode::InvalidRequest,
-                        "data after the end of the aws-chunked body",
-                    ));
-                }
-            }
-        }
-        if out.len() > max {
-            return Err(too_large());
-        }
-    }
-    if let Some(d) = decoder.as_mut()
-        && !d.is_done()
-    {
-        d.finish()?;
-    }
-    if let PayloadHash::Sha256(want) = cx.verified.payload {
-        let got: [u8; 32] = sha2::Sha256::digest(&out).into();
-        if got != want {
-            return Err(S3Error::new(S3ErrorCode::XAmzContentSHA256Mismatch));
-        }
-    }
-    if let Some(want) = checksum_header(cx.req.headers)?
-        && want.algorithm().checksum(&out) != want
-    {
-        return Err(S3Error::new(S3ErrorCode::BadDigest));
-    }
-    Ok(out)
+) -> S3Result<(Vec<u8>, VerifiedBody)> {
+    let limit = BodyLimit::document(max as u64);
+    let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
+    crate::front::body::read_small(body, verifier).await
 }
 
 /// XML text with `& < > " '` and control characters escaped (what core's writers do; its
@@ -355,19 +313,15 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
     bucket: &str,
     content_md5_header: Option<[u8; 16]>,
 ) -> S3Result<()> {
-    let has_trailer = cx.verified.payload.streaming().is_some()
-        && super::handler::header_str(cx.req.headers, "x-amz-trailer").is_some();
-    let xml = read_small(cx, body, MAX_DELETE_BODY).await?;
-    if content_md5_header.is_none() && !has_trailer && checksum_header(cx.req.headers)?.is_none() {
+    let (xml, done) = read_small(cx, body, MAX_DELETE_BODY).await?;
+    if content_md5_header.is_none()
+        && done.checksum.is_none()
+        && checksum_header(cx.req.headers)?.is_none()
+    {
         return Err(S3Error::with_message(
             S3ErrorCode::InvalidRequest,
             "Missing required header for this request: Content-MD5 or x-amz-checksum-*",
         ));
-    }
-    if let Some(want) = content_md5_header
-        && md5(&xml) != want
-    {
-        return Err(S3Error::new(S3ErrorCode::BadDigest));
     }
     let request = Delete::parse_xml(&xml)?;
     let n = cx.p.backends.len();

@@ -8,8 +8,8 @@ use std::time::Duration;
 use ferry_core::s3::sigv4::Credentials;
 use serde::Deserialize;
 
-use crate::node::RuntimeKind;
 use crate::tls::TlsFiles;
+use ferry_runtime::RuntimeKind;
 
 /// Default size of the proxy's pooled I/O buffers (connection buffers, re-framed chunks).
 pub const DEFAULT_BUFFER_SIZE: usize = 256 * 1024;

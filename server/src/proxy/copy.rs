@@ -9,16 +9,16 @@ use ferry_core::http::server::ResponseWriter;
 use ferry_core::http::{EMPTY_HEADER, Header, find_header_str};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::checksum::ChecksumAlgorithm;
+use ferry_core::s3::outbound::{OutboundRequest, strip_presign};
 use ferry_core::s3::request::{Endpoint, MetadataDirective, S3Request};
 use ferry_core::s3::sigv4::{EMPTY_SHA256, UNSIGNED_PAYLOAD};
-use ferry_core::s3::uri;
+use ferry_core::s3::uri::{self, origin_form};
 use ferry_core::s3::xml::{CopyKind, CopyResult};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::forward::Reply;
 use super::handler::Cx;
-use super::sign::{OutHeaders, owned, sign_into, strip_presign, views};
-use crate::node::handler::origin_form;
+use super::sign::sign;
 
 /// Response header fields read per backend response.
 const MAX_HEADERS: usize = 128;
@@ -88,7 +88,7 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
         uri::encode_path(&source.bucket),
         uri::encode_path(&source.key)
     );
-    let mut get: OutHeaders<'_> = Vec::new();
+    let mut get = OutboundRequest::new("GET", src_path.as_str(), "");
     for (from, to) in [
         ("x-amz-copy-source-if-match", "If-Match"),
         ("x-amz-copy-source-if-none-match", "If-None-Match"),
@@ -99,29 +99,23 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
         ),
     ] {
         if let Some(v) = find_header_str(client_headers, from) {
-            get.push(owned(to, v));
+            get.header(to, v.as_bytes());
         }
     }
     if let Some(r) = range {
-        get.push(owned("Range", format!("bytes={}-{}", r.first, r.last)));
+        get.header(
+            "Range",
+            format!("bytes={}-{}", r.first, r.last).into_bytes(),
+        );
     }
     // A copy with the COPY directive keeps the source's checksum, as on one node.
     let keep_checksum = kind == CopyKind::Object && directive == MetadataDirective::Copy;
     if keep_checksum {
-        get.push(owned("x-amz-checksum-mode", "ENABLED"));
+        get.header("x-amz-checksum-mode", &b"ENABLED"[..]);
     }
     let creds = cx.p.credentials_for(sb, cx.client_key())?;
-    sign_into(
-        cx.p,
-        sb,
-        &creds,
-        "GET",
-        &src_path,
-        "",
-        &mut get,
-        EMPTY_SHA256,
-    )?;
-    let get_views = views(&get);
+    sign(cx.p, sb, &creds, &mut get, EMPTY_SHA256)?;
+    let get_views = get.views();
     let mut src_conn = sb.conn().await?;
     src_conn
         .send_request("GET", &src_path, &get_views, &[])
@@ -178,15 +172,14 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     // The destination: a PUT (object or part) with the chosen metadata.
     let origin = origin_form(cx.req.target);
     let (dst_path, raw_query) = origin.split_once('?').unwrap_or((origin, ""));
-    let query = strip_presign(raw_query);
-    let mut put: OutHeaders<'_> = Vec::new();
+    let mut put = OutboundRequest::new("PUT", dst_path, strip_presign(raw_query));
     if kind == CopyKind::Object {
         let from: &[Header<'_>] = match directive {
             MetadataDirective::Copy => src_resp.head.headers,
             MetadataDirective::Replace => client_headers,
         };
         for h in from.iter().filter(|h| is_object_header(h.name)) {
-            put.push((Cow::Owned(h.name.to_owned()), Cow::Owned(h.value.to_vec())));
+            put.header(h.name.to_owned(), h.value.to_vec());
         }
         // The destination checks the copied bytes against it, and stores it.
         if keep_checksum {
@@ -196,35 +189,19 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
                 .iter()
                 .filter(|h| ChecksumAlgorithm::from_header_name(h.name).is_some());
             for h in checksums {
-                put.push((Cow::Owned(h.name.to_owned()), Cow::Owned(h.value.to_vec())));
+                put.header(h.name.to_owned(), h.value.to_vec());
             }
         }
         for name in ["x-amz-storage-class", "if-match", "if-none-match"] {
             if let Some(v) = find_header_str(client_headers, name) {
-                put.push((
-                    Cow::Owned(name.to_owned()),
-                    Cow::Owned(v.as_bytes().to_vec()),
-                ));
+                put.header(name, v.as_bytes().to_vec());
             }
         }
     }
     let creds = cx.p.credentials_for(db, cx.client_key())?;
-    sign_into(
-        cx.p,
-        db,
-        &creds,
-        "PUT",
-        dst_path,
-        &query,
-        &mut put,
-        UNSIGNED_PAYLOAD,
-    )?;
-    let put_views = views(&put);
-    let target = if query.is_empty() {
-        dst_path.to_owned()
-    } else {
-        format!("{dst_path}?{query}")
-    };
+    sign(cx.p, db, &creds, &mut put, UNSIGNED_PAYLOAD)?;
+    let put_views = put.views();
+    let target = put.target();
     let mut dst_conn = db.conn().await?;
     {
         // Even an empty body has its length: a write without one is `MissingContentLength`.
@@ -264,7 +241,7 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     if !(200..300).contains(&status) {
         return Err(Reply { status, body }.to_error());
     }
-    cx.p.metrics.copied.fetch_add(len, Ordering::Relaxed);
+    cx.p.copied.fetch_add(len, Ordering::Relaxed);
     let doc = CopyResult {
         kind,
         etag: Cow::Owned(etag.unwrap_or_default()),

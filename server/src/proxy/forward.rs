@@ -15,37 +15,37 @@
 //!   `Content-Length` is known up front (fixed chunk size), so no chunked transfer coding is
 //!   needed.
 //!
-//! A request body is never completed towards the backend before the proxy has verified it:
-//! the bytes that complete it (the last raw bytes, the last decoded bytes, or the final chunk)
-//! are held back until the signature, hash or trailer checks out. If the client goes away or a
-//! check fails, the backend connection is dropped mid-body and the backend discards the upload.
+//! A request body is never completed towards the backend before the proxy has verified it
+//! (the rule lives in core's `s3::body`: [`BodyVerifier`] and [`Reframer`]): the bytes that
+//! complete it (the last raw bytes, the last decoded bytes, or the final chunk) go out only
+//! once the signature, hash or trailer checks out. If the client goes away or a check fails,
+//! the backend connection is dropped mid-body and the backend discards the upload.
 
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use ferry_core::http::body::BodyKind;
-use ferry_core::http::client::{Continue, RequestWriter, Response};
+use ferry_core::http::client::{ClientConn, Continue, RequestWriter, Response};
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::http::{EMPTY_HEADER, Header, find_header_str};
 use ferry_core::http::{HttpError, ProtocolError, ProtocolErrorKind, RelayError};
-use ferry_core::pool::BufferPool;
+use ferry_core::pool::{BufferPool, PooledBuf};
 use ferry_core::rt::{Clock, Runtime, Stream};
+use ferry_core::s3::body::{BodyLimit, BodyVerifier, Checks, Emit, Reframer};
 use ferry_core::s3::checksum::ChecksumAlgorithm;
-use ferry_core::s3::sigv4::aws_chunked::{AwsChunkedDecoder, AwsChunkedEncoder};
+use ferry_core::s3::outbound::{OutboundRequest, is_auth_header, strip_presign};
+use ferry_core::s3::sigv4::aws_chunked::AwsChunkedEncoder;
 use ferry_core::s3::sigv4::{
     Hex64, PayloadHash, STREAMING_UNSIGNED_PAYLOAD_TRAILER, StreamingMode, UNSIGNED_PAYLOAD, sha256,
 };
+use ferry_core::s3::uri::origin_form;
 use ferry_core::s3::xml::{ErrorResponse, MAX_RESPONSE_BODY};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
-use sha2::Digest as _;
 
 use super::Proxy;
 use super::backend::Backend;
 use super::handler::Cx;
-use super::sign::{OutHeaders, is_auth_header, is_hop_by_hop, sign_into, strip_presign, views};
-use crate::node::body::MAX_OBJECT_SIZE;
-use crate::node::handler::origin_form;
+use super::sign::{is_hop_by_hop, sign};
 
 /// Response header fields read per backend response.
 const MAX_HEADERS: usize = 128;
@@ -54,16 +54,13 @@ const MAX_HEADERS: usize = 128;
 enum Pump {
     /// No body.
     Empty,
-    /// The bytes as received; optionally hashed or decoded alongside to verify them.
-    Raw {
-        sha: Option<Box<(sha2::Sha256, [u8; 32])>>,
-        check: Option<Box<AwsChunkedDecoder>>,
-    },
-    /// aws-chunked, decoded; plain out (`encoder: None`) or re-framed unsigned-trailer.
-    Decode {
-        decoder: Box<AwsChunkedDecoder>,
-        encoder: Option<Box<AwsChunkedEncoder>>,
-    },
+    /// Nothing to verify: relayed as received (spliced where the sockets allow).
+    Relay,
+    /// The bytes as received, each passed on once the verifier has seen it (so the bytes that
+    /// complete the body go only once it checked out).
+    Checked(Box<BodyVerifier>),
+    /// aws-chunked, decoded and re-framed: plain, or as unsigned chunks with the trailer.
+    Reframe(Box<BodyVerifier>, Box<Reframer<PooledBuf<'static>>>),
 }
 
 /// Why a body pump stopped.
@@ -77,7 +74,7 @@ enum PumpError {
 /// The outbound request for a client request to backend `b`, and how to move its body.
 struct Outbound<'a> {
     target: Cow<'a, str>,
-    headers: OutHeaders<'a>,
+    request: OutboundRequest<'a>,
     body: BodyKind,
     expect: bool,
     pump: Pump,
@@ -123,45 +120,33 @@ fn prepare<'a, R: Runtime, S: Stream>(
     let client_kind = body.kind();
     let has_body = has_content(client_kind);
     let expect = has_body && expects_continue(req.headers);
-    let streaming = cx.verified.payload.streaming().filter(|_| has_body);
-    // Refused before the body, as a node does: the backend's early answer would wait behind a
-    // body the client may never send.
-    let object_len = match streaming {
-        Some(_) => decoded_length(req.headers).ok(),
-        None => body.content_length(),
+    // The proxy checks what the signature covers; the backend gets the same checksum and
+    // Content-MD5 headers and checks them itself. Objects too large are refused before their
+    // body, as a node does: the backend's early answer would wait behind a body the client
+    // may never send.
+    let verifier = if has_body {
+        Some(
+            cx.front
+                .body_verifier(body, Checks::Signature, BodyLimit::object())?,
+        )
+    } else {
+        None
     };
-    if object_len.is_some_and(|n| n > MAX_OBJECT_SIZE) {
-        return Err(S3Error::new(S3ErrorCode::EntityTooLarge));
-    }
     let origin = origin_form(req.target);
+    let (path, raw_query) = origin.split_once('?').unwrap_or((origin, ""));
     if b.passthrough {
-        let pump = match (streaming, cx.verified.payload) {
-            _ if !has_body => Pump::Empty,
-            (Some(_), _) => Pump::Raw {
-                sha: None,
-                check: Some(Box::new(AwsChunkedDecoder::from_request(
-                    req.headers,
-                    Some(cx.verified),
-                )?)),
-            },
-            (None, PayloadHash::Sha256(want)) => Pump::Raw {
-                sha: Some(Box::new((sha2::Sha256::new(), want))),
-                check: None,
-            },
-            (None, _) => Pump::Raw {
-                sha: None,
-                check: None,
-            },
+        let pump = match verifier {
+            None => Pump::Empty,
+            Some(v) if v.is_transparent() => Pump::Relay,
+            Some(v) => Pump::Checked(Box::new(v)),
         };
-        let headers = req
-            .headers
-            .iter()
-            .filter(|h| !is_hop_by_hop(h.name))
-            .map(|h| (Cow::Borrowed(h.name), Cow::Borrowed(h.value)))
-            .collect();
+        let mut request = OutboundRequest::new(req.method, path, raw_query);
+        for h in req.headers.iter().filter(|h| !is_hop_by_hop(h.name)) {
+            request.header(h.name, h.value);
+        }
         return Ok(Outbound {
             target: Cow::Borrowed(origin),
-            headers,
+            request,
             body: client_kind,
             expect,
             pump,
@@ -169,18 +154,14 @@ fn prepare<'a, R: Runtime, S: Stream>(
     }
 
     // Re-sign.
-    let (path, raw_query) = origin.split_once('?').unwrap_or((origin, ""));
-    let query = strip_presign(raw_query);
     let trailer = find_header_str(req.headers, "x-amz-trailer")
         .and_then(|t| ChecksumAlgorithm::from_header_name(t.trim()));
-    // (plan, framing, payload hash, plain: aws-chunked headers removed)
-    let (pump, kind, payload_hash, plain) = match (streaming, cx.verified.payload) {
-        (Some(_), _) => {
-            let decoder = Box::new(AwsChunkedDecoder::from_request(
-                req.headers,
-                Some(cx.verified),
-            )?);
+    // (pump, framing, payload hash, plain: aws-chunked headers removed)
+    let (pump, kind, payload_hash, plain) = match verifier {
+        None => (Pump::Empty, client_kind, UNSIGNED_PAYLOAD.to_owned(), false),
+        Some(v) if v.is_aws_chunked() => {
             let decoded = decoded_length(req.headers)?;
+            let buf = BufferPool::global().get(cx.p.buffer_size);
             match trailer {
                 Some(alg) => {
                     let len = AwsChunkedEncoder::encoded_len(
@@ -190,52 +171,33 @@ fn prepare<'a, R: Runtime, S: Stream>(
                         cx.p.buffer_size as u64,
                     )
                     .ok_or_else(|| S3Error::new(S3ErrorCode::EntityTooLarge))?;
-                    let pump = Pump::Decode {
-                        decoder,
-                        encoder: Some(Box::new(AwsChunkedEncoder::unsigned(Some(alg)))),
-                    };
+                    let encoder = AwsChunkedEncoder::unsigned(Some(alg));
+                    let pump =
+                        Pump::Reframe(Box::new(v), Box::new(Reframer::new(Some(encoder), buf)));
                     let hash = STREAMING_UNSIGNED_PAYLOAD_TRAILER.to_owned();
                     (pump, BodyKind::Length(len), hash, false)
                 }
                 None => {
-                    let pump = Pump::Decode {
-                        decoder,
-                        encoder: None,
-                    };
+                    let pump = Pump::Reframe(Box::new(v), Box::new(Reframer::new(None, buf)));
                     let kind = BodyKind::Length(decoded);
                     (pump, kind, UNSIGNED_PAYLOAD.to_owned(), true)
                 }
             }
         }
-        (None, PayloadHash::Sha256(want)) => {
-            let pump = if has_body {
-                Pump::Raw {
-                    sha: Some(Box::new((sha2::Sha256::new(), want))),
-                    check: None,
-                }
-            } else {
-                Pump::Empty
+        Some(v) => {
+            let hash = match cx.verified.payload {
+                PayloadHash::Sha256(want) => Hex64::of(&want).as_str().to_owned(),
+                _ => UNSIGNED_PAYLOAD.to_owned(),
             };
-            (
-                pump,
-                client_kind,
-                Hex64::of(&want).as_str().to_owned(),
-                false,
-            )
-        }
-        (None, _) => {
-            let pump = if has_body {
-                Pump::Raw {
-                    sha: None,
-                    check: None,
-                }
+            let pump = if v.is_transparent() {
+                Pump::Relay
             } else {
-                Pump::Empty
+                Pump::Checked(Box::new(v))
             };
-            (pump, client_kind, UNSIGNED_PAYLOAD.to_owned(), false)
+            (pump, client_kind, hash, false)
         }
     };
-    let mut headers: OutHeaders<'a> = Vec::with_capacity(req.headers.len() + 4);
+    let mut request = OutboundRequest::new(req.method, path, strip_presign(raw_query));
     for h in req.headers {
         if is_hop_by_hop(h.name) || is_auth_header(h.name) {
             continue;
@@ -243,7 +205,7 @@ fn prepare<'a, R: Runtime, S: Stream>(
         if plain {
             if h.name.eq_ignore_ascii_case("content-encoding") {
                 if let Some(v) = without_aws_chunked(h.value) {
-                    headers.push((Cow::Borrowed(h.name), Cow::Owned(v)));
+                    request.header(h.name, v);
                 }
                 continue;
             }
@@ -253,27 +215,14 @@ fn prepare<'a, R: Runtime, S: Stream>(
                 continue;
             }
         }
-        headers.push((Cow::Borrowed(h.name), Cow::Borrowed(h.value)));
+        request.header(h.name, h.value);
     }
     let creds = cx.p.credentials_for(b, &cx.verified.access_key_id)?;
-    sign_into(
-        cx.p,
-        b,
-        &creds,
-        req.method,
-        path,
-        &query,
-        &mut headers,
-        &payload_hash,
-    )?;
-    let target = if query.is_empty() {
-        Cow::Borrowed(path)
-    } else {
-        Cow::Owned(format!("{path}?{query}"))
-    };
+    sign(cx.p, b, &creds, &mut request, &payload_hash)?;
+    let target = Cow::Owned(request.target().into_owned());
     Ok(Outbound {
         target,
-        headers,
+        request,
         body: kind,
         expect: expect && has_content(kind),
         pump,
@@ -289,13 +238,11 @@ fn backend_failed<R: Runtime>(b: &Backend<R>, e: &HttpError) -> S3Error {
     )
 }
 
-/// Whether a failure on a reused pooled connection may just mean the backend closed it while
-/// idle (worth one retry on a fresh connection).
-fn stale(e: &HttpError) -> bool {
-    matches!(e, HttpError::UnexpectedEof | HttpError::Io(_))
-}
-
 /// Forward the client's request to backend `idx` and relay the answer, streaming both bodies.
+///
+/// A request that meets a kept-alive connection the backend had closed goes once more on a
+/// new one (core's rule, `ClientPool::replace_stale`), while no byte of the client's body has
+/// been taken.
 pub(crate) async fn forward<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     idx: usize,
@@ -307,19 +254,15 @@ pub(crate) async fn forward<R: Runtime, S: Stream>(
     let out = prepare(cx, b, body)?;
     let Outbound {
         target,
-        headers,
+        request,
         body: kind,
         expect,
         mut pump,
     } = out;
-    let hs = views(&headers);
+    let hs = request.views();
     let head_request = cx.req.method == "HEAD";
     let mut conn = b.conn().await?;
-    let mut retried = false;
     loop {
-        // A failure on a reused connection before any body byte was taken from the client may
-        // just mean the backend closed it while it sat in the pool: retry once, fresh.
-        let reused = conn.requests() > 0;
         let mut w = conn
             .request(cx.req.method, &target, &hs, kind, expect)
             .map_err(|e| S3Error::with_message(S3ErrorCode::InternalError, e.to_string()))?;
@@ -328,44 +271,41 @@ pub(crate) async fn forward<R: Runtime, S: Stream>(
             match w.wait_continue().await {
                 Ok(Continue::Final) => early = true,
                 Ok(_) => {}
-                Err(e) if !retried && reused && stale(&e) => {
+                Err(e) => {
                     drop(w);
-                    conn = b.fresh_conn().await?;
-                    retried = true;
-                    continue;
+                    if b.replace_stale(&mut conn, &e).await? {
+                        continue;
+                    }
+                    return Err(backend_failed(b, &e));
                 }
-                Err(e) => return Err(backend_failed(b, &e)),
             }
         }
         let body_sent = has_content(kind) && !early;
         if early {
             drop(w);
         } else {
-            match run_pump(cx, body, &mut w, &mut pump).await {
+            match run_pump(body, &mut w, &mut pump).await {
                 Ok(()) => {}
                 Err(PumpError::Client(e)) => return Err(e),
                 Err(PumpError::Backend(e)) => return Err(backend_failed(b, &e)),
             }
             if let Err(e) = w.finish().await {
-                if !retried && !body_sent && reused && stale(&e) {
-                    conn = b.fresh_conn().await?;
-                    retried = true;
+                if !body_sent && b.replace_stale(&mut conn, &e).await? {
                     continue;
                 }
                 return Err(backend_failed(b, &e));
             }
         }
         let mut storage = [EMPTY_HEADER; MAX_HEADERS];
-        match conn.response(&mut storage).await {
+        let failed = match conn.response(&mut storage).await {
             Ok(resp) => {
-                relay(cx, resp, res, head_request).await?;
+                relay(resp, res, head_request).await?;
                 break;
             }
-            Err(e) if !retried && !body_sent && reused && stale(&e) => {
-                conn = b.fresh_conn().await?;
-                retried = true;
-            }
-            Err(e) => return Err(backend_failed(b, &e)),
+            Err(e) => e,
+        };
+        if body_sent || !b.replace_stale(&mut conn, &failed).await? {
+            return Err(backend_failed(b, &failed));
         }
     }
     b.put(conn);
@@ -373,8 +313,7 @@ pub(crate) async fn forward<R: Runtime, S: Stream>(
 }
 
 /// Send the response head and stream its body to the client.
-async fn relay<R: Runtime, S: Stream, T: Stream>(
-    cx: &Cx<'_, R>,
+async fn relay<S: Stream, T: Stream>(
     resp: Response<'_, '_, T>,
     res: &mut ResponseWriter<'_, S>,
     head_request: bool,
@@ -400,181 +339,73 @@ async fn relay<R: Runtime, S: Stream, T: Stream>(
             BodyKind::Chunked | BodyKind::CloseDelimited => BodyKind::Chunked,
         }
     };
-    cx.set_status(status);
     res.start(status, &headers, kind)?;
     // Spliced inside the kernel where both sockets allow it. On failure the response has
     // started: the client connection closes.
-    let relayed = res.relay(&mut body).await;
-    cx.p.metrics
-        .bytes_out
-        .fetch_add(body.received(), Ordering::Relaxed);
-    relayed?;
+    res.relay(&mut body).await?;
     res.finish().await?;
     Ok(())
 }
 
-/// Feed raw aws-chunked bytes to a checking decoder (the bytes themselves are forwarded).
-fn check_chunked(d: &mut AwsChunkedDecoder, mut input: &[u8]) -> S3Result<()> {
-    while !input.is_empty() {
-        if d.is_done() {
-            return Err(trailing_data());
-        }
-        let step = d.decode(input)?;
-        input = input.get(step.consumed..).unwrap_or_default();
-        if step.consumed == 0 && step.data.is_empty() && !step.done {
-            break;
-        }
-    }
-    Ok(())
-}
-
-fn trailing_data() -> S3Error {
-    S3Error::with_message(
-        S3ErrorCode::InvalidRequest,
-        "data after the end of the aws-chunked body",
-    )
-}
-
-fn sha_check(sha: &mut Option<Box<(sha2::Sha256, [u8; 32])>>) -> S3Result<()> {
-    if let Some((h, want)) = sha.take().map(|b| *b) {
-        let got: [u8; 32] = h.finalize().into();
-        if got != want {
-            return Err(S3Error::new(S3ErrorCode::XAmzContentSHA256Mismatch));
-        }
-    }
-    Ok(())
-}
-
 /// Move the client's body to the backend as `pump` says.
-async fn run_pump<R: Runtime, S: Stream, C: Clock, T: Stream>(
-    cx: &Cx<'_, R>,
+async fn run_pump<S: Stream, C: Clock, T: Stream>(
     body: &mut BodyReader<'_, S>,
     w: &mut RequestWriter<'_, C, T>,
     pump: &mut Pump,
 ) -> Result<(), PumpError> {
-    let counter = &cx.p.metrics.bytes_in;
-    let client = PumpError::Client;
+    let client = |e: S3Error| PumpError::Client(e);
+    let backend = PumpError::Backend;
     match pump {
         Pump::Empty => Ok(()),
-        // Nothing to verify: spliced inside the kernel where both sockets allow it.
-        Pump::Raw {
-            sha: None,
-            check: None,
-        } => {
-            let relayed = w.relay(body).await;
-            counter.fetch_add(body.received(), Ordering::Relaxed);
-            match relayed {
-                Ok(_) => Ok(()),
-                Err(RelayError::Source(e)) => Err(client(S3Error::from(e))),
-                Err(RelayError::Sink(e)) => Err(PumpError::Backend(e)),
+        Pump::Relay => match w.relay(body).await {
+            Ok(_) => Ok(()),
+            Err(RelayError::Source(e)) => Err(client(S3Error::from(e))),
+            Err(RelayError::Sink(e)) => Err(backend(e)),
+        },
+        Pump::Checked(v) => {
+            while let Some(chunk) = body.next_chunk().await.map_err(|e| client(e.into()))? {
+                let mut rest = chunk;
+                while !rest.is_empty() {
+                    let step = v.feed(rest).map_err(client)?;
+                    let (checked, after) = rest.split_at(step.consumed.min(rest.len()));
+                    w.write(checked).await.map_err(backend)?;
+                    rest = after;
+                }
             }
+            v.finish().map(|_| ()).map_err(client)
         }
-        Pump::Raw { sha, check } => {
-            let total = body.content_length();
-            let mut seen = 0u64;
-            while let Some(chunk) = body
-                .next_chunk()
-                .await
-                .map_err(|e| client(S3Error::from(e)))?
-            {
-                seen = seen.saturating_add(chunk.len() as u64);
-                counter.fetch_add(chunk.len() as u64, Ordering::Relaxed);
-                let last = total == Some(seen);
-                if let Some(d) = check.as_deref_mut() {
-                    check_chunked(d, chunk).map_err(client)?;
-                    if last && !d.is_done() {
-                        d.finish().map_err(client)?;
-                    }
-                }
-                if let Some(hw) = sha.as_mut() {
-                    hw.0.update(chunk);
-                }
-                if last {
-                    // These bytes complete the body: only once they check out.
-                    sha_check(sha).map_err(client)?;
-                }
-                w.write(chunk).await.map_err(PumpError::Backend)?;
-            }
-            if let Some(d) = check.as_deref_mut()
-                && !d.is_done()
-            {
-                d.finish().map_err(client)?;
-            }
-            sha_check(sha).map_err(client)
-        }
-        Pump::Decode { decoder, encoder } => {
-            let size = cx.p.buffer_size;
-            let mut acc = BufferPool::global().get(size);
-            let mut filled = 0usize;
-            let mut line = Vec::with_capacity(64);
-            while let Some(chunk) = body
-                .next_chunk()
-                .await
-                .map_err(|e| client(S3Error::from(e)))?
-            {
-                counter.fetch_add(chunk.len() as u64, Ordering::Relaxed);
-                let mut input = chunk;
-                while !input.is_empty() {
-                    if decoder.is_done() {
-                        return Err(client(trailing_data()));
-                    }
-                    let step = decoder.decode(input).map_err(client)?;
-                    input = input.get(step.consumed..).unwrap_or_default();
+        Pump::Reframe(v, r) => {
+            while let Some(chunk) = body.next_chunk().await.map_err(|e| client(e.into()))? {
+                let mut rest = chunk;
+                while !rest.is_empty() {
+                    let step = v.feed(rest).map_err(client)?;
                     let mut data = step.data;
                     while !data.is_empty() {
-                        if filled == size {
-                            // Full, and more data follows: these are not the final bytes.
-                            emit(w, encoder.as_deref_mut(), &acc[..filled], &mut line).await?;
-                            filled = 0;
+                        let (n, emit) = r.push(data);
+                        if let Some(e) = emit {
+                            emit_all(w, e).await?;
                         }
-                        let n = data.len().min(size - filled);
-                        let (now, rest) = data.split_at(n);
-                        acc[filled..filled + n].copy_from_slice(now);
-                        filled += n;
-                        data = rest;
+                        data = data.get(n..).unwrap_or_default();
                     }
-                    if step.consumed == 0 && step.data.is_empty() && !step.done {
-                        break;
-                    }
+                    rest = rest.get(step.consumed..).unwrap_or_default();
                 }
             }
-            if !decoder.is_done() {
-                decoder.finish().map_err(client)?;
-            }
             // Everything checked out: the held-back tail completes the body.
-            if filled > 0 {
-                emit(w, encoder.as_deref_mut(), &acc[..filled], &mut line).await?;
-            }
-            if let Some(enc) = encoder.take() {
-                line.clear();
-                enc.finish(&mut line);
-                w.write(&line).await.map_err(PumpError::Backend)?;
-            }
-            Ok(())
+            let proof = v.finish().map_err(client)?;
+            emit_all(w, r.finish(&proof)).await
         }
     }
 }
 
-/// Send decoded bytes: as they are, or as one aws-chunked chunk.
-async fn emit<C: Clock, T: Stream>(
+/// Write what a [`Reframer`] emits.
+async fn emit_all<C: Clock, T: Stream>(
     w: &mut RequestWriter<'_, C, T>,
-    encoder: Option<&mut AwsChunkedEncoder>,
-    data: &[u8],
-    line: &mut Vec<u8>,
+    emit: Emit<'_>,
 ) -> Result<(), PumpError> {
-    let backend = PumpError::Backend;
-    match encoder {
-        None => w.write(data).await.map_err(backend),
-        Some(enc) => {
-            line.clear();
-            if enc.chunk_header(data, line) {
-                w.write(line).await.map_err(backend)?;
-                w.write(data).await.map_err(backend)?;
-                w.write(b"\r\n").await.map_err(backend)?;
-            }
-            Ok(())
-        }
+    for part in emit.parts {
+        w.write(part).await.map_err(PumpError::Backend)?;
     }
+    Ok(())
 }
 
 /// A whole backend response, for the requests the proxy makes itself.
@@ -655,54 +486,42 @@ pub(crate) async fn call<R: Runtime>(
         .get(idx)
         .ok_or_else(|| S3Error::new(S3ErrorCode::InternalError))?;
     let creds = p.credentials_for(b, client_key)?;
-    let mut headers: OutHeaders<'_> = call
-        .headers
-        .iter()
-        .map(|(n, v)| (Cow::Borrowed(*n), Cow::Borrowed(v.as_bytes())))
-        .collect();
+    let mut request = OutboundRequest::new(call.method, call.path.as_str(), call.query.as_str());
+    for (n, v) in &call.headers {
+        request.header(*n, v.as_bytes());
+    }
     let hash = Hex64::of(&sha256(&call.body));
-    sign_into(
-        p,
-        b,
-        &creds,
-        call.method,
-        &call.path,
-        &call.query,
-        &mut headers,
-        hash.as_str(),
-    )?;
-    let hs = views(&headers);
-    let target = if call.query.is_empty() {
-        call.path.clone()
-    } else {
-        format!("{}?{}", call.path, call.query)
-    };
+    sign(p, b, &creds, &mut request, hash.as_str())?;
+    let hs = request.views();
+    let target = request.target();
     let mut conn = b.conn().await?;
-    let mut retried = false;
     loop {
-        match exchange(&mut conn, call.method, &target, &hs, &call.body).await {
+        let failed = match exchange(&mut conn, call.method, &target, &hs, &call.body).await {
             Ok(reply) => {
                 b.put(conn);
                 return Ok(reply);
             }
-            Err(e) if !retried && stale(&e) && conn.requests() > 1 => {
-                conn = b.fresh_conn().await?;
-                retried = true;
-            }
+            Err(e) => e,
+        };
+        // The whole request is at hand: it can go again if the connection was stale.
+        if b.replace_stale(&mut conn, &failed).await? {
+            continue;
+        }
+        match failed {
             // The backend broke HTTP (or sent too much): nothing the client did.
-            Err(HttpError::Protocol(e)) => {
+            HttpError::Protocol(e) => {
                 return Err(S3Error::with_message(
                     S3ErrorCode::InternalError,
                     format!("backend response: {}", e.message),
                 ));
             }
-            Err(e) => return Err(backend_failed(b, &e)),
+            e => return Err(backend_failed(b, &e)),
         }
     }
 }
 
 async fn exchange<C: Clock, T: Stream>(
-    conn: &mut ferry_core::http::client::ClientConn<C, T>,
+    conn: &mut ClientConn<C, T>,
     method: &str,
     target: &str,
     headers: &[Header<'_>],

@@ -7,12 +7,11 @@
 //! object is ever committed. Bucket operations and listings fan out to every backend and are
 //! merged; copies between backends are done by the proxy, streamed.
 //!
-//! The proxy checks every client signature itself and then either forwards the request
-//! unchanged (passthrough, when the backend shares the keys) or re-signs it with the
-//! backend's key (see [`forward`]). Health comes from active probes and failed connections;
+//! The S3 front ([`crate::front`]) checks every client signature; the proxy's dispatch
+//! ([`handler`]) then either forwards the request unchanged (passthrough, when the backend
+//! shares the keys) or re-signs it with the backend's key (see [`forward`]). Health comes from active probes and failed connections;
 //! a backend that is down answers `503 ServiceUnavailable` at once.
 
-mod admin;
 mod backend;
 mod buckets;
 mod config;
@@ -26,54 +25,47 @@ mod sign;
 
 use std::io;
 use std::net::SocketAddr;
-use std::sync::mpsc;
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use ferry_core::http::client::ClientConfig;
 use ferry_core::http::head::HeadLimits;
-use ferry_core::http::server::{ServerConfig, ServerHandle, serve};
 use ferry_core::place::Placement;
 use ferry_core::pool::BufferPool;
 use ferry_core::rt::{Runtime, Signal};
-use ferry_core::s3::request::AddressingConfig;
 use ferry_core::s3::sigv4::{Credentials, MemoryCredentials, SharedSigningKeyCache, sha256};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+use ferry_net::NetRuntime;
 
-use crate::node::handler::RequestIds;
-use crate::service::{ServiceThread, spawn_service};
+use crate::front::Auth;
+use crate::front::serve::Listen;
+use crate::service::{self, Server, ServiceHandle};
 use crate::tls::TlsFiles;
-use ferry_net::{NetRuntime, rustls};
-use ferry_runtime::OnRuntime;
 
 pub use config::{AuthMode, BackendConfig, BackendKind, DEFAULT_BUFFER_SIZE, ProxyConfig};
-pub use handler::ProxyHandler;
+pub use handler::ProxyApi;
 
 use backend::Backend;
-use metrics::Metrics;
 
-/// How long a graceful stop lets requests in progress finish.
-const STOP_GRACE: Duration = Duration::from_secs(30);
 /// Signing keys cached (one per access key, region and day).
 const KEY_CACHE: usize = 64;
 
-/// The proxy's shared state: backends, placement, keys, metrics.
+/// The proxy's shared state: backends, placement, keys.
 pub(crate) struct Proxy<R: Runtime> {
     pub rt: R,
     pub backends: Vec<Backend<R>>,
     pub placement: Placement,
+    /// The clients' keys (to sign for backends that accept them).
     pub credentials: MemoryCredentials,
+    /// Signing keys of outbound requests.
     pub keys: SharedSigningKeyCache,
     pub region: String,
-    pub addressing: AddressingConfig,
-    pub ids: RequestIds,
     /// HMAC key of continuation tokens.
     pub token_key: [u8; 32],
     /// Size of re-framed aws-chunked chunks and other body buffers.
     pub buffer_size: usize,
-    pub metrics: Metrics,
-    /// The S3 listener, once started (open connections for `/metrics`).
-    pub server: OnceLock<ServerHandle>,
+    /// Bytes copied between backends by the proxy.
+    pub copied: AtomicU64,
 }
 
 impl<R: Runtime> std::fmt::Debug for Proxy<R> {
@@ -123,30 +115,7 @@ impl<R: Runtime> Proxy<R> {
 }
 
 /// A running proxy; its runtime runs on threads of its own. Dropping it stops the proxy.
-#[derive(Debug)]
-pub struct ProxyHandle {
-    local_addr: SocketAddr,
-    admin_addr: Option<SocketAddr>,
-    service: ServiceThread,
-}
-
-impl ProxyHandle {
-    /// The S3 listener's address (with the real port when port 0 was asked for).
-    pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
-    }
-
-    /// The admin listener's address, if it has one.
-    pub fn admin_addr(&self) -> Option<SocketAddr> {
-        self.admin_addr
-    }
-
-    /// Graceful stop: stop accepting, let requests in progress finish (up to 30 s), join the
-    /// runtime's threads.
-    pub fn stop(mut self) {
-        self.service.shutdown();
-    }
-}
+pub type ProxyHandle = ServiceHandle;
 
 /// Resolved backends: `(config, host header, address)`.
 type Resolved = Vec<(BackendConfig, String, SocketAddr)>;
@@ -160,23 +129,14 @@ pub fn start_proxy(cfg: ProxyConfig) -> io::Result<ProxyHandle> {
         let (host, addr) = b.resolve()?;
         resolved.push((b.clone(), host, addr));
     }
-    let tls = cfg.tls.as_ref().map(TlsFiles::load).transpose()?;
-    let ((local_addr, admin_addr), service) = spawn_service("ferry-proxy", move |ready, stop| {
-        let (kind, threads) = (cfg.runtime, cfg.threads);
-        let proxy = ProxyTask {
-            cfg,
-            tls,
-            resolved,
-            ready,
-            stop,
-        };
-        ferry_runtime::block_on(kind, threads, proxy)
-    })?;
-    Ok(ProxyHandle {
-        local_addr,
-        admin_addr,
-        service,
-    })
+    let listen = Listen {
+        s3: cfg.listen,
+        tls: cfg.tls.as_ref().map(TlsFiles::load).transpose()?,
+        admin: cfg.admin_listen,
+        head_limits: head_limits(cfg.buffer_size),
+    };
+    let (runtime, threads) = (cfg.runtime, cfg.threads);
+    service::start(ProxyServer { cfg, resolved }, runtime, threads, listen)
 }
 
 /// Head limits that make the engines' pooled connection buffers (`2 * max_head_len`) the
@@ -239,135 +199,43 @@ fn build<R: Runtime>(rt: R, cfg: &ProxyConfig, resolved: Resolved) -> S3Result<P
         credentials,
         keys: SharedSigningKeyCache::new(KEY_CACHE),
         region: cfg.region.clone(),
-        addressing: AddressingConfig::path_style(),
-        ids: RequestIds::new(),
         token_key: token_key(cfg),
         buffer_size: cfg.buffer_size,
-        metrics: Metrics::default(),
-        server: OnceLock::new(),
+        copied: AtomicU64::new(0),
     })
 }
 
-type Ready = mpsc::Sender<io::Result<(SocketAddr, Option<SocketAddr>)>>;
-
-fn bind_error<K>(addr: SocketAddr, kind: K) -> io::Error
-where
-    io::ErrorKind: From<K>,
-{
-    let kind = io::ErrorKind::from(kind);
-    io::Error::new(kind, format!("cannot listen on {addr}: {kind}"))
-}
-
-/// [`run`]'s arguments, to run it on the runtime the configuration names.
-struct ProxyTask {
+/// The proxy before it runs: its configuration and resolved backends.
+struct ProxyServer {
     cfg: ProxyConfig,
-    tls: Option<Arc<rustls::ServerConfig>>,
     resolved: Resolved,
-    ready: Ready,
-    stop: Arc<Signal>,
 }
 
-impl OnRuntime for ProxyTask {
-    type Output = ();
+impl Server for ProxyServer {
+    type Api<R: NetRuntime> = ProxyApi<R>;
 
-    async fn run<R: NetRuntime>(self, rt: R) {
-        run(rt, self.cfg, self.tls, self.resolved, self.ready, self.stop).await
-    }
-}
+    const NAME: &'static str = "proxy";
 
-/// The proxy's life on runtime `rt`: serve until `stop` is set, then stop gracefully.
-async fn run<R: NetRuntime>(
-    rt: R,
-    cfg: ProxyConfig,
-    tls: Option<Arc<rustls::ServerConfig>>,
-    resolved: Resolved,
-    ready: Ready,
-    stop: Arc<Signal>,
-) {
-    let proxy = match build(rt.clone(), &cfg, resolved) {
-        Ok(p) => Arc::new(p),
-        Err(e) => {
-            let _ = ready.send(Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                e.to_string(),
-            )));
-            return;
+    fn build<R: NetRuntime>(self, rt: &R, stop: &Arc<Signal>) -> io::Result<(ProxyApi<R>, Auth)> {
+        let cfg = self.cfg;
+        let proxy = build(rt.clone(), &cfg, self.resolved)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+        let proxy = Arc::new(proxy);
+        for b in &proxy.backends {
+            let auth = if b.passthrough {
+                "passthrough"
+            } else {
+                "resign"
+            };
+            tracing::info!(backend = %b.id, addr = %b.addr, auth = %auth, "backend configured");
         }
-    };
-    let server_config = ServerConfig {
-        head_limits: head_limits(cfg.buffer_size),
-        // aws-chunked framing makes a 5 GiB body a little longer.
-        max_body_len: (5 << 30) + (64 << 20),
-        ..ServerConfig::default()
-    };
-    let handler = Arc::new(ProxyHandler::new(proxy.clone()));
-    // The S3 listener speaks TLS if configured; the admin one stays plain HTTP.
-    let server = match ferry_net::serve(&rt, cfg.listen, tls, server_config, handler).await {
-        Ok(s) => s,
-        Err(kind) => {
-            let _ = ready.send(Err(bind_error(cfg.listen, kind)));
-            return;
-        }
-    };
-    let _ = proxy.server.set(server.clone());
-    let admin = match cfg.admin_listen {
-        None => None,
-        Some(addr) => {
-            let h = Arc::new(admin::AdminHandler::new(proxy.clone()));
-            match serve(&rt, addr, ServerConfig::default(), h).await {
-                Ok(s) => Some(s),
-                Err(kind) => {
-                    server.abort();
-                    let _ = ready.send(Err(bind_error(addr, kind)));
-                    return;
-                }
-            }
-        }
-    };
-    let health = rt.spawn(health::probe_loop(
-        proxy.clone(),
-        stop.clone(),
-        cfg.health_interval,
-    ));
-    let addrs = (
-        server.local_addr(),
-        admin.as_ref().map(ServerHandle::local_addr),
-    );
-    if ready.send(Ok(addrs)).is_err() {
-        server.abort();
-        if let Some(a) = &admin {
-            a.abort();
-        }
-        stop.set();
-        health.await;
-        return;
-    }
-    let admin_addr = addrs.1.map_or_else(|| "none".to_owned(), |a| a.to_string());
-    tracing::info!(
-        listen = %addrs.0, admin = %admin_addr, runtime = %cfg.runtime,
-        backends = proxy.backends.len(), "proxy listening"
-    );
-    for b in &proxy.backends {
-        let auth = if b.passthrough {
-            "passthrough"
-        } else {
-            "resign"
-        };
-        tracing::info!(backend = %b.id, addr = %b.addr, auth = %auth, "backend configured");
-    }
-    stop.wait().await;
-    tracing::info!(
-        open_connections = server.active(),
-        "proxy draining: no new connections, requests in flight may finish"
-    );
-    let drained = server.stop(&rt, STOP_GRACE).await;
-    if let Some(a) = &admin {
-        a.stop(&rt, Duration::from_secs(1)).await;
-    }
-    health.await;
-    if drained {
-        tracing::info!("proxy stopped");
-    } else {
-        tracing::warn!(grace = ?STOP_GRACE, "proxy stopped: requests still running after the grace period were dropped");
+        // Detached: the probes stop with the stop signal.
+        drop(rt.spawn(health::probe_loop(
+            proxy.clone(),
+            stop.clone(),
+            cfg.health_interval,
+        )));
+        let auth = Auth::new(proxy.credentials.clone(), &cfg.region);
+        Ok((ProxyApi::new(proxy), auth))
     }
 }

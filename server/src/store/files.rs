@@ -332,6 +332,11 @@ impl Pins {
         free
     }
 
+    /// Retired files still waiting for their last reader.
+    pub fn pending(&self) -> usize {
+        self.doomed.len()
+    }
+
     #[cfg(test)]
     pub fn is_idle(&self) -> bool {
         self.counts.is_empty() && self.doomed.is_empty()
@@ -362,6 +367,7 @@ impl std::fmt::Debug for PinGuard {
 impl Drop for PinGuard {
     fn drop(&mut self) {
         let free = Pins::lock(&self.inner.pins).unpin(&self.ids);
+        self.inner.counters.files(0, free.len());
         remove_files(&self.inner.data, &free);
     }
 }
@@ -374,6 +380,7 @@ impl Inner {
             return;
         }
         let free = Pins::lock(&self.pins).retire(ids);
+        self.counters.files(ids.len(), free.len());
         remove_files(&self.data, &free);
     }
 }

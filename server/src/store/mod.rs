@@ -46,6 +46,7 @@ mod files;
 mod list;
 mod multipart;
 mod object;
+mod stats;
 mod types;
 
 use std::collections::HashSet;
@@ -63,6 +64,7 @@ use redb::{
 pub use files::CleanupReport;
 pub use multipart::PartWriter;
 pub use object::{ObjectReader, ObjectWriter};
+pub use stats::StoreStats;
 pub use types::{
     BucketInfo, BucketsPage, Checksum, CompletedPart, CopySource, ListQuery, MetadataDirective,
     ObjectEntry, ObjectInfo, ObjectMeta, ObjectsPage, PartEntry, PartsPage, PutResult, ReadRange,
@@ -119,6 +121,7 @@ pub(crate) struct Inner {
     pins: Mutex<Pins>,
     cleanup: CleanupReport,
     fans: FanDirs,
+    counters: stats::Counters,
 }
 
 impl fmt::Debug for Store {
@@ -174,7 +177,7 @@ impl Store {
         }
         let db = Database::create(root.join("meta.redb")).map_err(io::Error::other)?;
         init_tables(&db)?;
-        let referenced = referenced_files(&db)?;
+        let (referenced, objects, bytes) = referenced_files(&db)?;
         let fans = FanDirs::new();
         let cleanup = files::cleanup(&tmp, &data, &referenced, &fans)?;
         Ok(Store {
@@ -188,6 +191,7 @@ impl Store {
                 pins: Mutex::new(Pins::default()),
                 cleanup,
                 fans,
+                counters: stats::Counters::new(objects, bytes),
             }),
         })
     }
@@ -205,6 +209,17 @@ impl Store {
     /// What the cleanup at open removed.
     pub fn cleanup_report(&self) -> CleanupReport {
         self.inner.cleanup
+    }
+
+    /// The store's figures now (objects, bytes, commits, files, disk space).
+    pub fn stats(&self) -> StoreStats {
+        let pending = Pins::lock(&self.inner.pins).pending();
+        self.inner.counters.snapshot(pending, &self.inner.root)
+    }
+
+    /// Whether the metadata store answers (a read transaction opens).
+    pub fn is_readable(&self) -> bool {
+        self.read_txn().is_ok()
     }
 
     /// Run `f` in a write transaction and commit it.
@@ -231,7 +246,9 @@ impl Store {
         if let Some(s) = staged {
             s.keep();
         }
+        let started = std::time::Instant::now();
         txn.commit().map_err(db_err)?;
+        self.inner.counters.commit(started.elapsed());
         Ok(out)
     }
 
@@ -268,15 +285,19 @@ fn init_tables(db: &Database) -> io::Result<()> {
     txn.commit().map_err(io::Error::other)
 }
 
-/// Every data file committed metadata references: objects' files and uploaded parts.
-fn referenced_files(db: &Database) -> io::Result<HashSet<FileId>> {
+/// Every data file committed metadata references (objects' files and uploaded parts), and the
+/// number of objects and their bytes.
+fn referenced_files(db: &Database) -> io::Result<(HashSet<FileId>, u64, u64)> {
     let to_io = |e: S3Error| io::Error::other(e.to_string());
     let txn = db.begin_read().map_err(io::Error::other)?;
     let mut set = HashSet::new();
     let objects = txn.open_table(OBJECTS).map_err(io::Error::other)?;
+    let (mut count, mut bytes) = (0u64, 0u64);
     for item in objects.iter().map_err(io::Error::other)? {
         let (_, v) = item.map_err(io::Error::other)?;
         let rec: ObjectRecord = codec::decode(v.value()).map_err(to_io)?;
+        count += 1;
+        bytes = bytes.saturating_add(rec.size);
         match rec.data {
             DataLayout::Single(f) => {
                 set.insert(f);
@@ -290,7 +311,7 @@ fn referenced_files(db: &Database) -> io::Result<HashSet<FileId>> {
         let rec: PartRecord = codec::decode(v.value()).map_err(to_io)?;
         set.insert(rec.file);
     }
-    Ok(set)
+    Ok((set, count, bytes))
 }
 
 /// A metadata-store failure: the client sees `InternalError`.

@@ -351,7 +351,7 @@ impl Store {
         let min = self.inner.config.min_part_size;
         let last_modified = now();
         let k = object_key(bucket, key)?;
-        let (result, retired) = self.update(None, |txn| {
+        let (result, retired, replaced) = self.update(None, |txn| {
             let up: UploadRecord = {
                 let mut uploads = txn.open_table(UPLOADS).map_err(db_err)?;
                 let removed = uploads.remove((k.as_slice(), upload_id)).map_err(db_err)?;
@@ -419,14 +419,16 @@ impl Store {
                 data: DataLayout::Parts(locs),
             };
             let bytes = codec::encode(&rec)?;
-            retired.extend(put_record(txn, bucket, key, &bytes, conditions)?);
+            let replaced = put_record(txn, bucket, key, &bytes, conditions)?;
+            retired.extend(replaced.files);
             let result = PutResult {
                 etag,
                 size,
                 last_modified: DateTime::from_unix(last_modified),
             };
-            Ok((result, retired))
+            Ok((result, retired, replaced.size))
         })?;
+        self.inner.counters.put(result.size, replaced);
         self.inner.retire(&retired);
         Ok(result)
     }

@@ -228,15 +228,22 @@ pub(crate) fn info_of(rec: ObjectRecord) -> S3Result<(ObjectInfo, Vec<FileId>)> 
     Ok((info, files))
 }
 
+/// The object a commit replaced: its files (to retire after the commit) and size.
+#[derive(Debug, Default)]
+pub(crate) struct Replaced {
+    pub files: Vec<FileId>,
+    pub size: Option<u64>,
+}
+
 /// In `txn`: store `rec` under `bucket`/`key` if the bucket exists and `conditions` hold against
-/// the object it replaces. Returns the replaced object's files, to retire after the commit.
+/// the object it replaces, which is returned.
 pub(crate) fn put_record(
     txn: &WriteTransaction,
     bucket: &str,
     key: &str,
     rec: &[u8],
     conditions: WriteConditions,
-) -> S3Result<Vec<FileId>> {
+) -> S3Result<Replaced> {
     let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
     if !bucket_exists(&buckets, bucket)? {
         return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
@@ -262,7 +269,10 @@ pub(crate) fn put_record(
             Some(_) => {}
         }
     }
-    Ok(old.map(|o| o.data.files()).unwrap_or_default())
+    Ok(old.map_or_else(Replaced::default, |o| Replaced {
+        size: Some(o.size),
+        files: o.data.files(),
+    }))
 }
 
 impl Store {
@@ -300,7 +310,8 @@ impl Store {
         let old = self.update(staged, |txn| {
             put_record(txn, bucket, key, &bytes, conditions)
         })?;
-        self.inner.retire(&old);
+        self.inner.counters.put(result.size, old.size);
+        self.inner.retire(&old.files);
         Ok(result)
     }
 
@@ -379,12 +390,15 @@ impl Store {
         let old = self.update(None, |txn| {
             let mut objects = txn.open_table(OBJECTS).map_err(db_err)?;
             let old = match objects.remove(k.as_slice()).map_err(db_err)? {
-                Some(v) => codec::decode::<ObjectRecord>(v.value())?.data.files(),
-                None => Vec::new(),
+                Some(v) => Some(codec::decode::<ObjectRecord>(v.value())?),
+                None => None,
             };
             Ok(old)
         })?;
-        self.inner.retire(&old);
+        if let Some(old) = old {
+            self.inner.counters.deleted(old.size);
+            self.inner.retire(&old.data.files());
+        }
         Ok(())
     }
 

@@ -13,6 +13,8 @@
 use alloc::borrow::Cow;
 use alloc::vec::Vec;
 
+use super::{S3Error, S3ErrorCode, S3Result};
+
 mod parse;
 mod write;
 
@@ -79,6 +81,29 @@ pub const MAX_CREATE_BUCKET_BODY: usize = 64 << 10;
 pub struct CreateBucketConfiguration<'a> {
     /// The region asked for; `None` or empty means us-east-1.
     pub location_constraint: Option<Cow<'a, str>>,
+}
+
+impl CreateBucketConfiguration<'_> {
+    /// Check a CreateBucket body against the `region` this endpoint serves: an empty body
+    /// means us-east-1's default, any other region asked for is
+    /// `IllegalLocationConstraintException` (as a regional S3 endpoint answers).
+    pub fn check_region(xml: &[u8], region: &str) -> S3Result<()> {
+        if xml.iter().all(u8::is_ascii_whitespace) {
+            return Ok(());
+        }
+        let config = CreateBucketConfiguration::parse_xml(xml)?;
+        let asked = config.location_constraint.as_deref().unwrap_or("");
+        let asked = if asked.is_empty() { "us-east-1" } else { asked };
+        if asked != region {
+            return Err(S3Error::with_message(
+                S3ErrorCode::IllegalLocationConstraintException,
+                alloc::format!(
+                    "The {asked} location constraint is incompatible for the region specific endpoint this request was sent to ({region})."
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The `<Delete>` request body of DeleteObjects.

@@ -1,6 +1,7 @@
-//! The admin listener: `/healthz` (the process runs), `/readyz` (a backend is up),
-//! Prometheus `/metrics`, and CPU profiles (`/debug/pprof/profile`, see [`crate::profile`]).
-//! No authentication: it listens on 127.0.0.1 by default.
+//! The admin listener of the node and the proxy: `/healthz` (the process runs), `/readyz` (the
+//! server can serve: [`S3Api::readiness`]), Prometheus `/metrics` (the front's and the
+//! server's), and CPU profiles (`/debug/pprof/profile`, see [`crate::profile`]). No
+//! authentication: it listens on 127.0.0.1 by default.
 
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
@@ -11,21 +12,23 @@ use ferry_core::http::head::RequestHead;
 use ferry_core::http::server::{BodyReader, Handler, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
 
-use super::Proxy;
+use super::{Front, S3Api};
 use crate::profile::{self, ProfileError, ProfileRequest, Running};
 
-/// Serves the admin endpoints of one proxy.
-pub(crate) struct AdminHandler<R: Runtime> {
-    p: Arc<Proxy<R>>,
+/// Serves the admin endpoints of one server.
+pub(crate) struct AdminHandler<A, R> {
+    front: Arc<Front<A>>,
+    rt: R,
 }
 
-impl<R: Runtime> AdminHandler<R> {
-    pub(crate) fn new(p: Arc<Proxy<R>>) -> Self {
-        Self { p }
+impl<A: S3Api, R: Runtime> AdminHandler<A, R> {
+    /// The admin side of `front`; profiles are taken on `rt`'s blocking pool.
+    pub(crate) fn new(front: Arc<Front<A>>, rt: R) -> Self {
+        Self { front, rt }
     }
 }
 
-impl<R: Runtime> std::fmt::Debug for AdminHandler<R> {
+impl<A, R> std::fmt::Debug for AdminHandler<A, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AdminHandler").finish_non_exhaustive()
     }
@@ -36,7 +39,7 @@ const TEXT: Header<'static> = Header {
     value: b"text/plain; charset=utf-8",
 };
 
-impl<R: Runtime> Handler for AdminHandler<R> {
+impl<A: S3Api, R: Runtime> Handler for AdminHandler<A, R> {
     type Error = HttpError;
 
     async fn handle<S: Stream>(
@@ -53,17 +56,12 @@ impl<R: Runtime> Handler for AdminHandler<R> {
         match path {
             "/healthz" => res.send(200, &[TEXT], b"ok\n").await?,
             "/readyz" => {
-                let mut body = String::new();
-                for b in &self.p.backends {
-                    let state = if b.is_up() { "up" } else { "down" };
-                    body.push_str(&format!("{} {} {state}\n", b.id, b.addr));
-                }
-                let ready = self.p.backends.iter().any(|b| b.is_up());
+                let (ready, body) = self.front.api().readiness();
                 let status = if ready { 200 } else { 503 };
                 res.send(status, &[TEXT], body.as_bytes()).await?;
             }
             "/metrics" => {
-                let body = self.p.metrics.render(&self.p);
+                let body = self.front.render_metrics();
                 let h = Header {
                     name: "Content-Type",
                     value: b"text/plain; version=0.0.4; charset=utf-8",
@@ -92,7 +90,7 @@ impl<R: Runtime> Handler for AdminHandler<R> {
     }
 }
 
-impl<R: Runtime> AdminHandler<R> {
+impl<A: S3Api, R: Runtime> AdminHandler<A, R> {
     /// `GET /debug/pprof/profile`: sample for the seconds asked, off the reactor, then answer.
     async fn profile<S: Stream>(
         &self,
@@ -112,7 +110,6 @@ impl<R: Runtime> AdminHandler<R> {
         let (cancel, cancelled) = mpsc::channel::<()>();
         let duration = Duration::from_secs(req.seconds);
         let taken = self
-            .p
             .rt
             .unblock(move || {
                 let r = profile::take(duration, req.format, &cancelled);

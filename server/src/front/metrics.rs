@@ -1,0 +1,159 @@
+//! The S3 front's request metrics, the same for node and proxy (named `ferry_<server>_...`).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use ferry_core::pool::BufferPool;
+
+use crate::metrics::{Histogram, counter, family, gauge};
+
+/// Request counters and latencies by operation, and body byte counters.
+#[derive(Debug, Default)]
+pub(crate) struct RequestMetrics {
+    requests: Mutex<BTreeMap<(&'static str, u16), u64>>,
+    latency: Mutex<BTreeMap<&'static str, Histogram>>,
+    /// Request body bytes received from clients.
+    bytes_in: AtomicU64,
+    /// Response body bytes sent to clients.
+    bytes_out: AtomicU64,
+}
+
+/// Connection counts of a listener, for the gauges.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Connections {
+    /// Open now.
+    pub open: usize,
+    /// Accepted since the start.
+    pub accepted: u64,
+}
+
+impl RequestMetrics {
+    /// Count one request.
+    pub(crate) fn record(
+        &self,
+        op: &'static str,
+        status: u16,
+        elapsed: Duration,
+        bytes_in: u64,
+        bytes_out: u64,
+    ) {
+        *self
+            .requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry((op, status))
+            .or_default() += 1;
+        self.latency
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(op)
+            .or_default()
+            .observe(elapsed.as_secs_f64());
+        self.bytes_in.fetch_add(bytes_in, Ordering::Relaxed);
+        self.bytes_out.fetch_add(bytes_out, Ordering::Relaxed);
+    }
+
+    /// The text exposition of the request metrics, the buffer pool and the connections, every
+    /// name starting with `prefix` (`ferry_node`, `ferry_proxy`).
+    pub(crate) fn render(&self, o: &mut String, prefix: &str, conns: Connections) {
+        let requests = self
+            .requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let name = format!("{prefix}_requests_total");
+        family(
+            o,
+            &name,
+            "counter",
+            "S3 requests answered, by operation and status.",
+        );
+        for ((op, status), n) in &requests {
+            let _ = writeln!(o, "{name}{{operation=\"{op}\",status=\"{status}\"}} {n}");
+        }
+        let latency = self
+            .latency
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let name = format!("{prefix}_request_duration_seconds");
+        family(
+            o,
+            &name,
+            "histogram",
+            "Time from request head to the end of the response, by operation.",
+        );
+        for (op, h) in &latency {
+            h.render(o, &name, &format!("operation=\"{op}\""));
+        }
+        counter(
+            o,
+            &format!("{prefix}_bytes_in_total"),
+            "Request body bytes received from clients.",
+            self.bytes_in.load(Ordering::Relaxed),
+        );
+        counter(
+            o,
+            &format!("{prefix}_bytes_out_total"),
+            "Response body bytes sent to clients.",
+            self.bytes_out.load(Ordering::Relaxed),
+        );
+        let pool = BufferPool::global().stats();
+        gauge(
+            o,
+            &format!("{prefix}_buffer_pool_hit_ratio"),
+            "Share of buffer requests served by a pooled buffer.",
+            pool.hit_rate(),
+        );
+        gauge(
+            o,
+            &format!("{prefix}_buffer_pool_retained_bytes"),
+            "Bytes held by idle pooled buffers.",
+            pool.bytes_retained,
+        );
+        counter(
+            o,
+            &format!("{prefix}_buffer_pool_gets_total"),
+            "Buffers taken from the pool.",
+            pool.gets,
+        );
+        gauge(
+            o,
+            &format!("{prefix}_open_connections"),
+            "Client connections open now.",
+            conns.open,
+        );
+        counter(
+            o,
+            &format!("{prefix}_accepted_connections_total"),
+            "Client connections accepted.",
+            conns.accepted,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_render_by_operation() {
+        let m = RequestMetrics::default();
+        m.record("PutObject", 200, Duration::from_millis(3), 1000, 0);
+        m.record("GetObject", 200, Duration::from_millis(1), 0, 1000);
+        let mut o = String::new();
+        m.render(&mut o, "ferry_node", Connections::default());
+        for want in [
+            "ferry_node_requests_total{operation=\"PutObject\",status=\"200\"} 1",
+            "ferry_node_request_duration_seconds_count{operation=\"GetObject\"} 1",
+            "ferry_node_bytes_in_total 1000",
+            "ferry_node_bytes_out_total 1000",
+            "ferry_node_open_connections 0",
+        ] {
+            assert!(o.contains(want), "{want} in\n{o}");
+        }
+    }
+}

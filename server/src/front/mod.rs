@@ -1,0 +1,415 @@
+//! The S3 front that the storage node and the proxy share (in the spirit of Garage's
+//! `ApiServer`/`ApiHandler`): everything about an S3 request that is not the operation itself
+//! lives here, once.
+//!
+//! [`Front`] is the HTTP [`Handler`] of the S3 listener. For each request it answers health
+//! checks (`GET /healthz`), gives the request its id, verifies its SigV4 signature, parses its
+//! [`Endpoint`](ferry_core::s3::request::Endpoint), and hands it to the server's
+//! [`S3Api::dispatch`] — the node's (a local store) or the proxy's (backends). Whatever
+//! `dispatch` returns, the front renders errors as S3 XML with the request id, counts the
+//! request in the [`metrics`], logs server errors and emits the [`access`] event.
+//!
+//! Also here: request bodies read whole and verified ([`body`]), the admin listener
+//! ([`admin`]), and starting and draining both listeners ([`serve`]).
+
+pub(crate) mod access;
+pub(crate) mod admin;
+pub(crate) mod body;
+mod headers;
+mod ids;
+pub(crate) mod metrics;
+pub(crate) mod serve;
+
+use std::future::Future;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use ferry_core::http::head::RequestHead;
+use ferry_core::http::server::{BodyReader, Handler, ResponseWriter, ServerHandle};
+use ferry_core::http::{HttpError, find_header_str};
+use ferry_core::rt::Stream;
+use ferry_core::s3::request::{AddressingConfig, Endpoint, S3Request};
+use ferry_core::s3::sigv4::{
+    MemoryCredentials, RequestParts, SharedSigningKeyCache, VerifiedRequest, verify_request,
+};
+use ferry_core::s3::uri::{origin_form, resource};
+use ferry_core::s3::xml::ErrorResponse;
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+
+use access::{Access, RequestLog};
+use metrics::{Connections, RequestMetrics};
+
+pub(crate) use headers::Headers;
+pub(crate) use ids::RequestIds;
+
+/// Signing keys cached (one per access key, region and day).
+const KEY_CACHE: usize = 64;
+
+/// [`Request::set_backend`] value: no backend was asked.
+pub(crate) const NO_BACKEND: usize = usize::MAX;
+/// [`Request::set_backend`] value: every backend was asked (a fan-out).
+pub(crate) const ALL_BACKENDS: usize = usize::MAX - 1;
+
+/// What a server behind the front implements: its operations, and what it adds to the admin
+/// listener.
+pub(crate) trait S3Api: Send + Sync + 'static {
+    /// The server's name in logs and metric names: `node` or `proxy`.
+    const SERVER: &'static str;
+
+    /// The wall clock, in Unix seconds (signatures are checked against it).
+    fn unix_time(&self) -> i64;
+
+    /// Run the operation `s3` names. An error returned before the response started is
+    /// rendered by the front.
+    fn dispatch<S: Stream>(
+        &self,
+        req: &Request<'_>,
+        s3: &S3Request<'_>,
+        body: &mut BodyReader<'_, S>,
+        res: &mut ResponseWriter<'_, S>,
+    ) -> impl Future<Output = S3Result<()>> + Send;
+
+    /// The backend `idx` of [`Request::set_backend`] in logs (`-` when there are none).
+    fn backend_name(&self, idx: usize) -> &str {
+        let _ = idx;
+        "-"
+    }
+
+    /// Whether the server can serve now (`/readyz`), and a line per part saying why.
+    fn readiness(&self) -> (bool, String) {
+        (true, "ok\n".to_owned())
+    }
+
+    /// Metrics of the server's own, appended after the front's (same prefix).
+    fn render_metrics(&self, out: &mut String, prefix: &str) {
+        let _ = (out, prefix);
+    }
+}
+
+/// Who may sign requests, and where: the keys, the signing-key cache, the region and the
+/// addressing style.
+#[derive(Debug)]
+pub(crate) struct Auth {
+    credentials: MemoryCredentials,
+    keys: SharedSigningKeyCache,
+    region: String,
+    addressing: AddressingConfig,
+}
+
+impl Auth {
+    /// Requests signed with `credentials` for `region`, path-style addressing.
+    pub(crate) fn new(credentials: MemoryCredentials, region: &str) -> Self {
+        Self {
+            credentials,
+            keys: SharedSigningKeyCache::new(KEY_CACHE),
+            region: region.to_owned(),
+            addressing: AddressingConfig::path_style(),
+        }
+    }
+
+    /// Check the request's signature; anonymous requests are `AccessDenied`.
+    fn authenticate(&self, req: &RequestHead<'_, '_>, now: i64) -> S3Result<VerifiedRequest> {
+        let origin = origin_form(req.target);
+        let (path, query) = origin.split_once('?').unwrap_or((origin, ""));
+        let parts = RequestParts {
+            method: req.method,
+            path,
+            query,
+            headers: req.headers,
+        };
+        let mut keys = &self.keys;
+        let verified = verify_request(
+            &parts,
+            now,
+            Some(&self.region),
+            &self.credentials,
+            &mut keys,
+        )?;
+        verified.ok_or_else(|| S3Error::new(S3ErrorCode::AccessDenied))
+    }
+}
+
+/// The S3 listener's handler: the front, and the server behind it.
+pub(crate) struct Front<A> {
+    api: A,
+    auth: Auth,
+    ids: RequestIds,
+    metrics: RequestMetrics,
+    /// The S3 listener, once started (its connection counts for the metrics).
+    server: OnceLock<ServerHandle>,
+}
+
+impl<A> std::fmt::Debug for Front<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Front")
+            .field("auth", &self.auth)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A request as an operation sees it: the head, who signed it, its id; and how to answer.
+#[derive(Debug)]
+pub(crate) struct Request<'a> {
+    /// Method, target, headers.
+    pub head: &'a RequestHead<'a, 'a>,
+    /// The checked signature (who, how the body is signed).
+    pub verified: &'a VerifiedRequest,
+    /// The request id (`x-amz-request-id`).
+    pub id: &'a str,
+    /// The backend asked, for the access log.
+    backend: &'a AtomicUsize,
+}
+
+impl Request<'_> {
+    /// The `Host` header (for `Location` values).
+    pub(crate) fn host(&self) -> &str {
+        find_header_str(self.head.headers, "host").unwrap_or("localhost")
+    }
+
+    /// Remember the backend the request goes to ([`NO_BACKEND`], [`ALL_BACKENDS`] or an
+    /// index), for the access log.
+    pub(crate) fn set_backend(&self, idx: usize) {
+        self.backend.store(idx, Ordering::Relaxed);
+    }
+
+    /// A response with the request id, `headers` and `body`.
+    pub(crate) async fn send<S: Stream>(
+        &self,
+        res: &mut ResponseWriter<'_, S>,
+        status: u16,
+        mut headers: Headers,
+        body: &[u8],
+    ) -> S3Result<()> {
+        headers.push("x-amz-request-id", self.id.to_owned());
+        res.send(status, &headers.as_slice(), body).await?;
+        Ok(())
+    }
+
+    /// A 200 response with an XML document.
+    pub(crate) async fn send_xml<S: Stream>(
+        &self,
+        res: &mut ResponseWriter<'_, S>,
+        headers: Headers,
+        xml: &[u8],
+    ) -> S3Result<()> {
+        let headers = headers.with("Content-Type", "application/xml");
+        self.send(res, 200, headers, xml).await
+    }
+
+    /// An error response with `extra` headers (`Content-Range` of a 416), written by the
+    /// operation instead of the front.
+    pub(crate) async fn send_error<S: Stream>(
+        &self,
+        res: &mut ResponseWriter<'_, S>,
+        error: &S3Error,
+        extra: Headers,
+    ) -> S3Result<()> {
+        send_error(Some(self.head.target), error, self.id, extra, res).await?;
+        Ok(())
+    }
+}
+
+/// Write `error` as S3 does: the XML document (no body for `HEAD`, which the engine drops),
+/// `Resource` and the request id, `Retry-After` on a 503; `extra` headers too.
+async fn send_error<S: Stream>(
+    target: Option<&str>,
+    error: &S3Error,
+    id: &str,
+    extra: Headers,
+    res: &mut ResponseWriter<'_, S>,
+) -> Result<(), HttpError> {
+    let mut h = extra;
+    h.push("x-amz-request-id", id.to_owned());
+    if error.code == S3ErrorCode::NotModified {
+        return res.send(304, &h.as_slice(), &[]).await;
+    }
+    let resource = target.map(resource);
+    let mut xml = Vec::with_capacity(256);
+    ErrorResponse::from_error(error, resource.as_deref(), Some(id)).write_xml(&mut xml);
+    h.push("Content-Type", "application/xml");
+    if error.code == S3ErrorCode::ServiceUnavailable {
+        h.push("Retry-After", "1");
+    }
+    res.send(error.status(), &h.as_slice(), &xml).await
+}
+
+impl<A: S3Api> Front<A> {
+    /// The front of `api`, checking signatures with `auth`.
+    pub(crate) fn new(api: A, auth: Auth) -> Self {
+        Self {
+            api,
+            auth,
+            ids: RequestIds::new(),
+            metrics: RequestMetrics::default(),
+            server: OnceLock::new(),
+        }
+    }
+
+    /// The server behind the front.
+    pub(crate) fn api(&self) -> &A {
+        &self.api
+    }
+
+    /// Remember the S3 listener (for the connection metrics).
+    pub(crate) fn listening(&self, server: ServerHandle) {
+        let _ = self.server.set(server);
+    }
+
+    /// `/metrics`: the front's request metrics, then the server's own.
+    pub(crate) fn render_metrics(&self) -> String {
+        let prefix = format!("ferry_{}", A::SERVER);
+        let conns = self
+            .server
+            .get()
+            .map_or_else(Connections::default, |s| Connections {
+                open: s.active(),
+                accepted: s.accepted(),
+            });
+        let mut o = String::with_capacity(8192);
+        self.metrics.render(&mut o, &prefix, conns);
+        self.api.render_metrics(&mut o, &prefix);
+        o
+    }
+
+    async fn serve<S: Stream>(
+        &self,
+        head: &RequestHead<'_, '_>,
+        body: &mut BodyReader<'_, S>,
+        res: &mut ResponseWriter<'_, S>,
+        id: &str,
+        log: &mut RequestLog,
+        backend: &AtomicUsize,
+    ) -> S3Result<()> {
+        let verified = self.auth.authenticate(head, self.api.unix_time())?;
+        let s3 = Endpoint::parse(
+            head.method,
+            head.target,
+            head.headers,
+            &self.auth.addressing,
+        )?;
+        log.parsed(&s3);
+        let req = Request {
+            head,
+            verified: &verified,
+            id,
+            backend,
+        };
+        self.api.dispatch(&req, &s3, body, res).await
+    }
+
+    /// Log a 5xx answer: at `warn`, but at `debug` for 503s, whose cause (a backend down or
+    /// failing) is logged once where it happens rather than per request.
+    fn log_server_error(
+        &self,
+        op: &str,
+        status: u16,
+        backend: usize,
+        id: &str,
+        error: Option<&S3Error>,
+    ) {
+        let backend = self.backend_name(backend);
+        match error {
+            Some(e) if e.code == S3ErrorCode::ServiceUnavailable => tracing::debug!(
+                op, status, backend, request_id = %id, error = %e, "request answered 503"
+            ),
+            Some(e) => tracing::warn!(
+                op, status, backend, request_id = %id, error = %e, "request failed"
+            ),
+            None => tracing::warn!(
+                op, status, backend, request_id = %id, "answered with a server error"
+            ),
+        }
+    }
+
+    fn backend_name(&self, idx: usize) -> &str {
+        match idx {
+            NO_BACKEND => "-",
+            ALL_BACKENDS => "*",
+            i => self.api.backend_name(i),
+        }
+    }
+}
+
+impl<A: S3Api> Handler for Front<A> {
+    type Error = S3Error;
+
+    async fn handle<S: Stream>(
+        &self,
+        head: &RequestHead<'_, '_>,
+        body: &mut BodyReader<'_, S>,
+        res: &mut ResponseWriter<'_, S>,
+    ) -> Result<(), S3Error> {
+        let started = Instant::now();
+        let id = self.ids.next();
+        if head.method == "GET" && head.target == "/healthz" {
+            let h = Headers::new().with("Content-Type", "text/plain");
+            let h = h.with("x-amz-request-id", id);
+            res.send(200, &h.as_slice(), b"ok").await?;
+            return Ok(());
+        }
+        let mut log = RequestLog::new(access::access_enabled());
+        let backend = AtomicUsize::new(NO_BACKEND);
+        let served = self.serve(head, body, res, &id, &mut log, &backend).await;
+        let result = match served {
+            Err(e) if !res.is_started() => {
+                if e.status() >= 500 {
+                    let b = backend.load(Ordering::Relaxed);
+                    self.log_server_error(log.op, e.status(), b, &id, Some(&e));
+                }
+                send_error(Some(head.target), &e, &id, Headers::new(), res)
+                    .await
+                    .map_err(S3Error::from)
+            }
+            Err(e) => {
+                // The response had started: the connection closes mid-response.
+                tracing::debug!(op = %log.op, request_id = %id, error = %e, "response cut short");
+                Err(e)
+            }
+            Ok(()) => {
+                if res.status() >= 500 {
+                    let b = backend.load(Ordering::Relaxed);
+                    self.log_server_error(log.op, res.status(), b, &id, None);
+                }
+                Ok(())
+            }
+        };
+        let status = match res.status() {
+            0 => 500,
+            s => s,
+        };
+        let elapsed = started.elapsed();
+        let (bytes_in, bytes_out) = (body.received(), res.body_bytes());
+        self.metrics
+            .record(log.op, status, elapsed, bytes_in, bytes_out);
+        if log.access() {
+            access::access(&Access {
+                server: A::SERVER,
+                log: &log,
+                status,
+                bytes_in,
+                bytes_out,
+                duration: elapsed,
+                backend: self.backend_name(backend.load(Ordering::Relaxed)),
+                peer: res.peer(),
+                request_id: &id,
+            });
+        }
+        result
+    }
+
+    async fn render_error<S: Stream>(
+        &self,
+        head: Option<&RequestHead<'_, '_>>,
+        error: &S3Error,
+        res: &mut ResponseWriter<'_, S>,
+    ) -> Result<(), HttpError> {
+        let id = self.ids.next();
+        tracing::debug!(
+            server = A::SERVER,
+            peer = %res.peer().map_or_else(|| "-".to_owned(), |a| a.to_string()),
+            request_id = %id, error = %error, "bad request"
+        );
+        send_error(head.map(|r| r.target), error, &id, Headers::new(), res).await
+    }
+}

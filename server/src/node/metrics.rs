@@ -1,0 +1,74 @@
+//! What the node adds to the front's admin side: its store's figures on `/metrics`, and
+//! readiness (the metadata store answers).
+
+use crate::metrics::{counter, family, gauge};
+use crate::store::Store;
+
+/// `/readyz`: ready while the metadata store answers.
+pub(crate) fn readiness(store: &Store) -> (bool, String) {
+    if store.is_readable() {
+        (true, format!("store {} ok\n", store.dir().display()))
+    } else {
+        (
+            false,
+            format!("store {} unreadable\n", store.dir().display()),
+        )
+    }
+}
+
+/// The store's metrics, named `<prefix>_store_...`.
+pub(crate) fn render(store: &Store, o: &mut String, prefix: &str) {
+    let s = store.stats();
+    gauge(
+        o,
+        &format!("{prefix}_store_objects"),
+        "Objects stored.",
+        s.objects,
+    );
+    gauge(
+        o,
+        &format!("{prefix}_store_object_bytes"),
+        "Bytes of the objects stored.",
+        s.object_bytes,
+    );
+    let commits = format!("{prefix}_store_commit_duration_seconds");
+    family(
+        o,
+        &commits,
+        "histogram",
+        "Metadata commit latency (fsync included).",
+    );
+    s.commits.render(o, &commits, "");
+    counter(
+        o,
+        &format!("{prefix}_store_files_retired_total"),
+        "Data files no committed record references any more.",
+        s.files_retired,
+    );
+    counter(
+        o,
+        &format!("{prefix}_store_files_deleted_total"),
+        "Retired data files deleted.",
+        s.files_deleted,
+    );
+    gauge(
+        o,
+        &format!("{prefix}_store_files_pending_cleanup"),
+        "Retired data files still open by a reader, deleted when it finishes.",
+        s.files_pending,
+    );
+    if let (Some(free), Some(total)) = (s.disk_free_bytes, s.disk_total_bytes) {
+        gauge(
+            o,
+            &format!("{prefix}_store_disk_free_bytes"),
+            "Space left on the store's file system.",
+            free,
+        );
+        gauge(
+            o,
+            &format!("{prefix}_store_disk_total_bytes"),
+            "Size of the store's file system.",
+            total,
+        );
+    }
+}

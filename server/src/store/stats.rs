@@ -1,0 +1,145 @@
+//! What the store counts about itself, for the node's `/metrics`: objects and bytes stored,
+//! metadata commit latency, data files retired and still waiting for readers, free disk space.
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::PoisonError;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::metrics::Histogram;
+
+/// Counters kept as the store runs; objects and bytes start from a scan at open.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    /// Objects committed (signed: a delta may land before the one it follows).
+    objects: AtomicI64,
+    /// Their bytes.
+    object_bytes: AtomicI64,
+    commits: Mutex<Histogram>,
+    files_retired: AtomicU64,
+    files_deleted: AtomicU64,
+}
+
+/// A snapshot of the store's figures.
+#[derive(Debug, Clone, Default)]
+pub struct StoreStats {
+    /// Objects stored.
+    pub objects: u64,
+    /// Bytes of those objects.
+    pub object_bytes: u64,
+    /// Metadata commit latencies.
+    pub(crate) commits: Histogram,
+    /// Data files no committed record references any more, since the start.
+    pub files_retired: u64,
+    /// Of those, deleted (the rest wait for a reader to finish).
+    pub files_deleted: u64,
+    /// Retired files still waiting for their last reader.
+    pub files_pending: u64,
+    /// Space left for the store on its file system, in bytes (`None` if it cannot be read).
+    pub disk_free_bytes: Option<u64>,
+    /// Size of that file system, in bytes.
+    pub disk_total_bytes: Option<u64>,
+}
+
+impl Counters {
+    /// Counters starting from `objects` objects of `bytes` bytes in all.
+    pub(crate) fn new(objects: u64, bytes: u64) -> Self {
+        let c = Self::default();
+        c.objects.store(clamp(objects), Ordering::Relaxed);
+        c.object_bytes.store(clamp(bytes), Ordering::Relaxed);
+        c
+    }
+
+    /// An object of `size` bytes was committed, replacing one of `replaced` bytes (if any).
+    pub(crate) fn put(&self, size: u64, replaced: Option<u64>) {
+        let mut objects = 1;
+        let mut bytes = clamp(size);
+        if let Some(old) = replaced {
+            objects -= 1;
+            bytes -= clamp(old);
+        }
+        self.objects.fetch_add(objects, Ordering::Relaxed);
+        self.object_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// An object of `size` bytes was deleted.
+    pub(crate) fn deleted(&self, size: u64) {
+        self.objects.fetch_sub(1, Ordering::Relaxed);
+        self.object_bytes.fetch_sub(clamp(size), Ordering::Relaxed);
+    }
+
+    /// A metadata commit took `elapsed`.
+    pub(crate) fn commit(&self, elapsed: Duration) {
+        self.commits
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// `retired` data files lost their last reference; `deleted` files were deleted.
+    pub(crate) fn files(&self, retired: usize, deleted: usize) {
+        self.files_retired
+            .fetch_add(retired as u64, Ordering::Relaxed);
+        self.files_deleted
+            .fetch_add(deleted as u64, Ordering::Relaxed);
+    }
+
+    /// The figures now; `pending` retired files wait for readers, `dir` is the store's.
+    pub(crate) fn snapshot(&self, pending: usize, dir: &Path) -> StoreStats {
+        let (free, total) = disk_space(dir).map_or((None, None), |(f, t)| (Some(f), Some(t)));
+        StoreStats {
+            objects: unclamp(self.objects.load(Ordering::Relaxed)),
+            object_bytes: unclamp(self.object_bytes.load(Ordering::Relaxed)),
+            commits: self
+                .commits
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
+            files_retired: self.files_retired.load(Ordering::Relaxed),
+            files_deleted: self.files_deleted.load(Ordering::Relaxed),
+            files_pending: pending as u64,
+            disk_free_bytes: free,
+            disk_total_bytes: total,
+        }
+    }
+}
+
+fn clamp(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn unclamp(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+/// Free space for unprivileged writers and total size of the file system holding `dir`.
+fn disk_space(dir: &Path) -> Option<(u64, u64)> {
+    let s = rustix::fs::statvfs(dir).ok()?;
+    Some((
+        s.f_bavail.saturating_mul(s.f_frsize),
+        s.f_blocks.saturating_mul(s.f_frsize),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objects_and_bytes_follow_puts_and_deletes() {
+        let c = Counters::new(2, 100);
+        c.put(10, None);
+        c.put(30, Some(10));
+        c.deleted(50);
+        c.files(3, 2);
+        let s = c.snapshot(1, Path::new("."));
+        assert_eq!((s.objects, s.object_bytes), (2, 80));
+        assert_eq!(
+            (s.files_retired, s.files_deleted, s.files_pending),
+            (3, 2, 1)
+        );
+        let (free, total) = (s.disk_free_bytes.unwrap(), s.disk_total_bytes.unwrap());
+        assert!(free <= total && total > 0);
+    }
+}
