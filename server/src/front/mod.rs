@@ -28,7 +28,7 @@ use std::time::Instant;
 use ferry_core::http::head::RequestHead;
 use ferry_core::http::server::{BodyReader, Handler, ResponseWriter, ServerHandle};
 use ferry_core::http::{HttpError, find_header_str};
-use ferry_core::rt::Stream;
+use ferry_core::rt::{Stream, system_unix_time};
 use ferry_core::s3::request::{AddressingConfig, Endpoint, S3Request};
 use ferry_core::s3::sigv4::{
     MemoryCredentials, RequestParts, SharedSigningKeyCache, VerifiedRequest, verify_request,
@@ -57,17 +57,11 @@ pub(crate) trait S3Api: Send + Sync + 'static {
     /// The server's name in logs and metric names: `node` or `proxy`.
     const SERVER: &'static str;
 
-    /// The wall clock, in Unix seconds (signatures are checked against it).
-    fn unix_time(&self) -> i64;
-
-    /// Run the operation `s3` names. An error returned before the response started is
+    /// Run the operation `op.s3` names. An error returned before the response started is
     /// rendered by the front.
     fn dispatch<S: Stream>(
         &self,
-        req: &Request<'_>,
-        s3: &S3Request<'_>,
-        body: &mut BodyReader<'_, S>,
-        res: &mut ResponseWriter<'_, S>,
+        op: Op<'_, '_, '_, S>,
     ) -> impl Future<Output = S3Result<()>> + Send;
 
     /// The backend `idx` of [`Request::set_backend`] in logs (`-` when there are none).
@@ -146,6 +140,19 @@ impl<A> std::fmt::Debug for Front<A> {
             .field("auth", &self.auth)
             .finish_non_exhaustive()
     }
+}
+
+/// One operation to run: the request, its parsed endpoint, its body and the response.
+#[derive(Debug)]
+pub(crate) struct Op<'r, 'b, 'w, S> {
+    /// The request (head, signature, id).
+    pub req: &'r Request<'r>,
+    /// What it asks for.
+    pub s3: &'r S3Request<'r>,
+    /// Its body.
+    pub body: &'r mut BodyReader<'b, S>,
+    /// The response.
+    pub res: &'r mut ResponseWriter<'w, S>,
 }
 
 /// A request as an operation sees it: the head, who signed it, its id; and how to answer.
@@ -281,7 +288,8 @@ impl<A: S3Api> Front<A> {
         log: &mut RequestLog,
         backend: &AtomicUsize,
     ) -> S3Result<()> {
-        let verified = self.auth.authenticate(head, self.api.unix_time())?;
+        // Every runtime's clock is the system's wall clock.
+        let verified = self.auth.authenticate(head, system_unix_time())?;
         let s3 = Endpoint::parse(
             head.method,
             head.target,
@@ -295,7 +303,13 @@ impl<A: S3Api> Front<A> {
             id,
             backend,
         };
-        self.api.dispatch(&req, &s3, body, res).await
+        let op = Op {
+            req: &req,
+            s3: &s3,
+            body,
+            res,
+        };
+        self.api.dispatch(op).await
     }
 
     /// Log a 5xx answer: at `warn`, but at `debug` for 503s, whose cause (a backend down or

@@ -53,10 +53,21 @@ pub(crate) fn owner<R: Runtime>(cx: &Cx<'_, R>) -> Owner<'static> {
 pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     res: &mut ResponseWriter<'_, S>,
-    prefix: Option<&str>,
-    token: Option<&str>,
-    max_buckets: Option<u32>,
+    endpoint: &Endpoint<'_>,
 ) -> S3Result<()> {
+    let Endpoint::ListBuckets {
+        prefix,
+        continuation_token,
+        max_buckets,
+    } = endpoint
+    else {
+        return Err(S3Error::new(S3ErrorCode::InternalError));
+    };
+    let (prefix, token, max_buckets) = (
+        prefix.as_deref(),
+        continuation_token.as_deref(),
+        *max_buckets,
+    );
     let after = token.map(decode_token).transpose()?;
     let prefix_owned = prefix.unwrap_or_default().to_owned();
     let limit = max_buckets.map_or(usize::MAX, |n| n as usize);
@@ -106,7 +117,7 @@ pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.send_xml(res, Headers::new(), &xml).await
+    cx.req.send_xml(res, Headers::new(), &xml).await
 }
 
 /// CreateBucket: `BucketAlreadyOwnedByYou` if it exists; the body is checked by
@@ -125,7 +136,7 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     cx.unblock(move |store| store.create_bucket(&b)).await?;
     let mut h = Headers::new();
     h.push("Location", format!("/{bucket}"));
-    cx.send(res, 200, h, &[]).await
+    cx.req.send(res, 200, h, &[]).await
 }
 
 /// DeleteBucket: `BucketNotEmpty` while it holds objects or uploads.
@@ -136,7 +147,7 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     let b = bucket.to_owned();
     cx.unblock(move |store| store.delete_bucket(&b)).await?;
-    cx.send(res, 204, Headers::new(), &[]).await
+    cx.req.send(res, 204, Headers::new(), &[]).await
 }
 
 fn region_header<R: Runtime>(cx: &Cx<'_, R>) -> Headers {
@@ -158,7 +169,7 @@ pub(crate) async fn head<R: Runtime, S: Stream>(
     bucket: &str,
 ) -> S3Result<()> {
     require_bucket(cx, bucket).await?;
-    cx.send(res, 200, region_header(cx), &[]).await
+    cx.req.send(res, 200, region_header(cx), &[]).await
 }
 
 /// GetBucketLocation: the node's region (empty for us-east-1, as S3 answers).
@@ -170,7 +181,7 @@ pub(crate) async fn location<R: Runtime, S: Stream>(
     require_bucket(cx, bucket).await?;
     let mut xml = Vec::new();
     write_location_constraint(&mut xml, cx.region());
-    cx.send_xml(res, Headers::new(), &xml).await
+    cx.req.send_xml(res, Headers::new(), &xml).await
 }
 
 /// GetBucketVersioning: buckets are never versioned, so the configuration is empty.
@@ -182,7 +193,7 @@ pub(crate) async fn versioning<R: Runtime, S: Stream>(
     require_bucket(cx, bucket).await?;
     let mut xml = Vec::new();
     write_versioning_configuration(&mut xml, None);
-    cx.send_xml(res, Headers::new(), &xml).await
+    cx.req.send_xml(res, Headers::new(), &xml).await
 }
 
 /// ListObjects (v1) and ListObjectsV2.
@@ -302,7 +313,7 @@ pub(crate) async fn list_objects<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.send_xml(res, Headers::new(), &xml).await
+    cx.req.send_xml(res, Headers::new(), &xml).await
 }
 
 #[cfg(test)]

@@ -1,31 +1,22 @@
 //! The storage node behind the S3 front: its operations over the local store.
 
 use ferry_core::http::Header;
-use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
-use ferry_core::s3::request::{Endpoint, S3Request};
+use ferry_core::s3::S3Result;
+use ferry_core::s3::request::Endpoint;
 use ferry_core::s3::sigv4::{Hex64, sha256};
-use ferry_core::s3::{S3Error, S3Result};
 
 use super::{NodeConfig, buckets, multipart, objects};
-use crate::front::{Headers, Request, S3Api};
+use crate::front::{Op, Request, S3Api};
 use crate::store::Store;
 
 /// The storage node: the S3 operations over its store, written once over any [`Runtime`].
+#[derive(Debug)]
 pub struct NodeApi<R> {
     rt: R,
     store: Store,
     region: String,
     owner_id: String,
-}
-
-impl<R> std::fmt::Debug for NodeApi<R> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NodeApi")
-            .field("store", &self.store)
-            .field("region", &self.region)
-            .finish_non_exhaustive()
-    }
 }
 
 impl<R: Runtime> NodeApi<R> {
@@ -45,24 +36,110 @@ impl<R: Runtime> NodeApi<R> {
 impl<R: Runtime> S3Api for NodeApi<R> {
     const SERVER: &'static str = "node";
 
-    fn unix_time(&self) -> i64 {
-        self.rt.unix_time()
-    }
-
-    async fn dispatch<S: Stream>(
-        &self,
-        req: &Request<'_>,
-        s3: &S3Request<'_>,
-        body: &mut BodyReader<'_, S>,
-        res: &mut ResponseWriter<'_, S>,
-    ) -> S3Result<()> {
-        let cx = Cx {
-            node: self,
-            req,
-            headers: req.head.headers,
-            id: req.id,
-        };
-        dispatch(&cx, s3, body, res).await
+    /// Run the operation `s3` names.
+    async fn dispatch<S: Stream>(&self, op: Op<'_, '_, '_, S>) -> S3Result<()> {
+        let Op { req, s3, body, res } = op;
+        let cx = &Cx::new(self, req);
+        let bucket = s3.bucket_str();
+        let key = s3.key_str();
+        match &s3.endpoint {
+            Endpoint::ListBuckets { .. } => buckets::list_buckets(cx, res, &s3.endpoint).await,
+            Endpoint::CreateBucket => buckets::create(cx, body, res, bucket).await,
+            Endpoint::DeleteBucket => buckets::delete(cx, res, bucket).await,
+            Endpoint::HeadBucket => buckets::head(cx, res, bucket).await,
+            Endpoint::GetBucketLocation => buckets::location(cx, res, bucket).await,
+            Endpoint::GetBucketVersioning => buckets::versioning(cx, res, bucket).await,
+            Endpoint::ListObjects { .. } | Endpoint::ListObjectsV2 { .. } => {
+                buckets::list_objects(cx, res, bucket, &s3.endpoint).await
+            }
+            Endpoint::ListMultipartUploads { .. } => {
+                multipart::list_uploads(cx, res, bucket, &s3.endpoint).await
+            }
+            Endpoint::DeleteObjects { content_md5 } => {
+                objects::delete_objects(cx, body, res, bucket, *content_md5).await
+            }
+            Endpoint::GetObject {
+                range,
+                conditions,
+                part_number,
+                response_overrides,
+            } => {
+                let read = objects::Read {
+                    range: *range,
+                    conditions,
+                    part_number: *part_number,
+                    overrides: Some(response_overrides),
+                    head: false,
+                };
+                objects::get(cx, res, bucket, key, read).await
+            }
+            Endpoint::HeadObject {
+                range,
+                conditions,
+                part_number,
+            } => {
+                let read = objects::Read {
+                    range: *range,
+                    conditions,
+                    part_number: *part_number,
+                    overrides: None,
+                    head: true,
+                };
+                objects::get(cx, res, bucket, key, read).await
+            }
+            // Content-MD5 is checked with the body, by its verifier.
+            Endpoint::PutObject { content_md5: _ } => {
+                objects::put(cx, body, res, bucket, key).await
+            }
+            Endpoint::CopyObject {
+                source,
+                metadata_directive,
+                source_conditions,
+            } => {
+                objects::copy(
+                    cx,
+                    res,
+                    bucket,
+                    key,
+                    source,
+                    *metadata_directive,
+                    source_conditions,
+                )
+                .await
+            }
+            Endpoint::DeleteObject => objects::delete(cx, res, bucket, key).await,
+            Endpoint::CreateMultipartUpload => multipart::create(cx, res, bucket, key).await,
+            Endpoint::UploadPart {
+                part_number,
+                upload_id,
+                content_md5: _,
+            } => multipart::upload_part(cx, body, res, bucket, key, upload_id, *part_number).await,
+            Endpoint::UploadPartCopy {
+                part_number,
+                upload_id,
+                source,
+                source_range,
+                source_conditions,
+            } => {
+                let copy = multipart::PartCopy {
+                    upload_id,
+                    part_number: *part_number,
+                    source,
+                    range: *source_range,
+                    conditions: source_conditions,
+                };
+                multipart::upload_part_copy(cx, res, bucket, key, copy).await
+            }
+            Endpoint::CompleteMultipartUpload { upload_id } => {
+                multipart::complete(cx, body, res, bucket, key, upload_id).await
+            }
+            Endpoint::AbortMultipartUpload { upload_id } => {
+                multipart::abort(cx, res, bucket, key, upload_id).await
+            }
+            Endpoint::ListParts { .. } => {
+                multipart::list_parts(cx, res, bucket, key, &s3.endpoint).await
+            }
+        }
     }
 
     fn readiness(&self) -> (bool, String) {
@@ -82,7 +159,16 @@ pub(crate) struct Cx<'a, R> {
     pub id: &'a str,
 }
 
-impl<R: Runtime> Cx<'_, R> {
+impl<'a, R: Runtime> Cx<'a, R> {
+    fn new(node: &'a NodeApi<R>, req: &'a Request<'a>) -> Self {
+        Self {
+            node,
+            req,
+            headers: req.head.headers,
+            id: req.id,
+        }
+    }
+
     pub(crate) fn rt(&self) -> &R {
         &self.node.rt
     }
@@ -107,161 +193,5 @@ impl<R: Runtime> Cx<'_, R> {
     {
         let store = self.store();
         self.node.rt.unblock(move || f(store)).await
-    }
-
-    /// A response with the request id (and `headers`), body `body`.
-    pub(crate) async fn send<S: Stream>(
-        &self,
-        res: &mut ResponseWriter<'_, S>,
-        status: u16,
-        headers: Headers,
-        body: &[u8],
-    ) -> S3Result<()> {
-        self.req.send(res, status, headers, body).await
-    }
-
-    /// A 200 response with an XML document.
-    pub(crate) async fn send_xml<S: Stream>(
-        &self,
-        res: &mut ResponseWriter<'_, S>,
-        headers: Headers,
-        xml: &[u8],
-    ) -> S3Result<()> {
-        self.req.send_xml(res, headers, xml).await
-    }
-
-    /// An error response with extra headers, written here instead of by the front.
-    pub(crate) async fn send_error<S: Stream>(
-        &self,
-        res: &mut ResponseWriter<'_, S>,
-        error: &S3Error,
-        extra: Headers,
-    ) -> S3Result<()> {
-        self.req.send_error(res, error, extra).await
-    }
-
-    /// The request's `Host` header (for `Location` values).
-    pub(crate) fn host(&self) -> &str {
-        self.req.host()
-    }
-}
-
-/// Run the operation `s3` names.
-async fn dispatch<R: Runtime, S: Stream>(
-    cx: &Cx<'_, R>,
-    s3: &S3Request<'_>,
-    body: &mut BodyReader<'_, S>,
-    res: &mut ResponseWriter<'_, S>,
-) -> S3Result<()> {
-    let bucket = s3.bucket_str();
-    let key = s3.key_str();
-    match &s3.endpoint {
-        Endpoint::ListBuckets {
-            prefix,
-            continuation_token,
-            max_buckets,
-        } => {
-            buckets::list_buckets(
-                cx,
-                res,
-                prefix.as_deref(),
-                continuation_token.as_deref(),
-                *max_buckets,
-            )
-            .await
-        }
-        Endpoint::CreateBucket => buckets::create(cx, body, res, bucket).await,
-        Endpoint::DeleteBucket => buckets::delete(cx, res, bucket).await,
-        Endpoint::HeadBucket => buckets::head(cx, res, bucket).await,
-        Endpoint::GetBucketLocation => buckets::location(cx, res, bucket).await,
-        Endpoint::GetBucketVersioning => buckets::versioning(cx, res, bucket).await,
-        Endpoint::ListObjects { .. } | Endpoint::ListObjectsV2 { .. } => {
-            buckets::list_objects(cx, res, bucket, &s3.endpoint).await
-        }
-        Endpoint::ListMultipartUploads { .. } => {
-            multipart::list_uploads(cx, res, bucket, &s3.endpoint).await
-        }
-        Endpoint::DeleteObjects { content_md5 } => {
-            objects::delete_objects(cx, body, res, bucket, *content_md5).await
-        }
-        Endpoint::GetObject {
-            range,
-            conditions,
-            part_number,
-            response_overrides,
-        } => {
-            let read = objects::Read {
-                range: *range,
-                conditions,
-                part_number: *part_number,
-                overrides: Some(response_overrides),
-                head: false,
-            };
-            objects::get(cx, res, bucket, key, read).await
-        }
-        Endpoint::HeadObject {
-            range,
-            conditions,
-            part_number,
-        } => {
-            let read = objects::Read {
-                range: *range,
-                conditions,
-                part_number: *part_number,
-                overrides: None,
-                head: true,
-            };
-            objects::get(cx, res, bucket, key, read).await
-        }
-        // Content-MD5 is checked with the body, by its verifier.
-        Endpoint::PutObject { content_md5: _ } => objects::put(cx, body, res, bucket, key).await,
-        Endpoint::CopyObject {
-            source,
-            metadata_directive,
-            source_conditions,
-        } => {
-            objects::copy(
-                cx,
-                res,
-                bucket,
-                key,
-                source,
-                *metadata_directive,
-                source_conditions,
-            )
-            .await
-        }
-        Endpoint::DeleteObject => objects::delete(cx, res, bucket, key).await,
-        Endpoint::CreateMultipartUpload => multipart::create(cx, res, bucket, key).await,
-        Endpoint::UploadPart {
-            part_number,
-            upload_id,
-            content_md5: _,
-        } => multipart::upload_part(cx, body, res, bucket, key, upload_id, *part_number).await,
-        Endpoint::UploadPartCopy {
-            part_number,
-            upload_id,
-            source,
-            source_range,
-            source_conditions,
-        } => {
-            let copy = multipart::PartCopy {
-                upload_id,
-                part_number: *part_number,
-                source,
-                range: *source_range,
-                conditions: source_conditions,
-            };
-            multipart::upload_part_copy(cx, res, bucket, key, copy).await
-        }
-        Endpoint::CompleteMultipartUpload { upload_id } => {
-            multipart::complete(cx, body, res, bucket, key, upload_id).await
-        }
-        Endpoint::AbortMultipartUpload { upload_id } => {
-            multipart::abort(cx, res, bucket, key, upload_id).await
-        }
-        Endpoint::ListParts { .. } => {
-            multipart::list_parts(cx, res, bucket, key, &s3.endpoint).await
-        }
     }
 }

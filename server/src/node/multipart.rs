@@ -48,7 +48,7 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.send_xml(res, Headers::new(), &xml).await
+    cx.req.send_xml(res, Headers::new(), &xml).await
 }
 
 /// UploadPart: streamed like PutObject, into the upload's part.
@@ -77,7 +77,7 @@ pub(crate) async fn upload_part<R: Runtime, S: Stream>(
     if let Some(c) = &done.checksum {
         push_checksum(&mut h, &stored_checksum(c));
     }
-    cx.send(res, 200, h, &[]).await
+    cx.req.send(res, 200, h, &[]).await
 }
 
 /// What UploadPartCopy asks for.
@@ -122,7 +122,7 @@ pub(crate) async fn upload_part_copy<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.send_xml(res, Headers::new(), &xml).await
+    cx.req.send_xml(res, Headers::new(), &xml).await
 }
 
 /// CompleteMultipartUpload, with `If-None-Match: *` / `If-Match` as for PutObject.
@@ -161,7 +161,7 @@ pub(crate) async fn complete<R: Runtime, S: Stream>(
         .await?;
     let location = format!(
         "http://{}/{}/{}",
-        cx.host(),
+        cx.req.host(),
         uri::encode(bucket),
         uri::encode_path(key)
     );
@@ -173,7 +173,7 @@ pub(crate) async fn complete<R: Runtime, S: Stream>(
     };
     let mut out = Vec::new();
     doc.write_xml(&mut out);
-    cx.send_xml(res, Headers::new(), &out).await
+    cx.req.send_xml(res, Headers::new(), &out).await
 }
 
 /// AbortMultipartUpload: 204; `NoSuchUpload` if it is not in progress.
@@ -187,7 +187,7 @@ pub(crate) async fn abort<R: Runtime, S: Stream>(
     let (b, k, u) = (bucket.to_owned(), key.to_owned(), upload_id.to_owned());
     cx.unblock(move |store| store.abort_multipart_upload(&b, &k, &u))
         .await?;
-    cx.send(res, 204, Headers::new(), &[]).await
+    cx.req.send(res, 204, Headers::new(), &[]).await
 }
 
 /// ListParts.
@@ -239,7 +239,7 @@ pub(crate) async fn list_parts<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.send_xml(res, Headers::new(), &xml).await
+    cx.req.send_xml(res, Headers::new(), &xml).await
 }
 
 /// ListMultipartUploads.
@@ -312,5 +312,5 @@ pub(crate) async fn list_uploads<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.send_xml(res, Headers::new(), &xml).await
+    cx.req.send_xml(res, Headers::new(), &xml).await
 }

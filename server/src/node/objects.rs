@@ -236,7 +236,7 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
                 }
                 _ => {}
             }
-            return cx.send_error(res, &error, extra).await;
+            return cx.req.send_error(res, &error, extra).await;
         }
     };
     let Opened { info, range, body } = opened;
@@ -324,7 +324,7 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
     if let Some(c) = &stored {
         push_checksum(&mut h, c);
     }
-    cx.send(res, 200, h, &[]).await
+    cx.req.send(res, 200, h, &[]).await
 }
 
 /// DeleteObject: 204 whether or not the key existed.
@@ -336,7 +336,7 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     let (b, k) = (bucket.to_owned(), key.to_owned());
     cx.unblock(move |store| store.delete_object(&b, &k)).await?;
-    cx.send(res, 204, Headers::new(), &[]).await
+    cx.req.send(res, 204, Headers::new(), &[]).await
 }
 
 /// CopyObject: `COPY` keeps the source's metadata, `REPLACE` takes this request's.
@@ -376,7 +376,7 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.send_xml(res, Headers::new(), &xml).await
+    cx.req.send_xml(res, Headers::new(), &xml).await
 }
 
 /// DeleteObjects: up to 1000 keys; errors per key; `Quiet` reports errors only.
@@ -438,7 +438,7 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
     }
     let mut out = Vec::new();
     doc.write_xml(&mut out);
-    cx.send_xml(res, Headers::new(), &out).await
+    cx.req.send_xml(res, Headers::new(), &out).await
 }
 
 /// One key of a DeleteObjects request.

@@ -10,6 +10,7 @@ use ferry_core::md5::{content_md5, md5};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, Checks, VerifiedBody};
 use ferry_core::s3::checksum::checksum_header;
+use ferry_core::s3::request::{Endpoint, S3Request};
 use ferry_core::s3::uri;
 use ferry_core::s3::xml::{
     BucketEntry, CreateBucketConfiguration, Delete, DeleteError, DeleteResult, DeletedEntry,
@@ -70,10 +71,11 @@ fn create_bucket_body(region: &str) -> Vec<u8> {
 /// create): 200; already owned everywhere: `BucketAlreadyOwnedByYou`; any other error wins.
 pub(crate) async fn create<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
+    s3: &S3Request<'_>,
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
-    bucket: &str,
 ) -> S3Result<()> {
+    let bucket = s3.bucket_str();
     let (xml, _) = read_small(cx, body, MAX_CREATE_BUCKET_BODY).await?;
     CreateBucketConfiguration::check_region(&xml, &cx.p.region)?;
     require_all_up(cx)?;
@@ -102,16 +104,18 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
         return Err(owned.to_error());
     }
     let location = format!("/{bucket}");
-    cx.send(res, 200, Headers::new().with("Location", location), &[])
+    cx.front
+        .send(res, 200, Headers::new().with("Location", location), &[])
         .await
 }
 
 /// DeleteBucket: only when it is empty on every backend (objects and uploads), then on all.
 pub(crate) async fn delete<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
+    s3: &S3Request<'_>,
     res: &mut ResponseWriter<'_, S>,
-    bucket: &str,
 ) -> S3Result<()> {
+    let bucket = s3.bucket_str();
     require_all_up(cx)?;
     let path = bucket_path(bucket);
     let first_object = Call::new("GET", path.clone(), "list-type=2&max-keys=1".into());
@@ -150,18 +154,29 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
     {
         return Err(bad.to_error());
     }
-    cx.send(res, 204, Headers::new(), &[]).await
+    cx.front.send(res, 204, Headers::new(), &[]).await
 }
 
 /// ListBuckets: the union over the healthy backends (buckets live on all of them), paged
 /// with the proxy's own tokens.
 pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
+    s3: &S3Request<'_>,
     res: &mut ResponseWriter<'_, S>,
-    prefix: Option<&str>,
-    token: Option<&str>,
-    max_buckets: Option<u32>,
 ) -> S3Result<()> {
+    let Endpoint::ListBuckets {
+        prefix,
+        continuation_token,
+        max_buckets,
+    } = &s3.endpoint
+    else {
+        return Err(S3Error::new(S3ErrorCode::InternalError));
+    };
+    let (prefix, token, max_buckets) = (
+        prefix.as_deref(),
+        continuation_token.as_deref(),
+        *max_buckets,
+    );
     let after = token
         .map(|t| read_bucket_token(&cx.p.token_key, t))
         .transpose()?;
@@ -238,7 +253,7 @@ pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.send_xml(res, &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
 /// Read a small request body whole, verified: every signature, hash and checksum (and
@@ -308,11 +323,17 @@ fn unavailable(doc: &mut DeleteResult<'static>, group: &[&ObjectIdentifier<'_>],
 /// request's order. Keys of a backend that is down get a `ServiceUnavailable` error entry each.
 pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
+    s3: &S3Request<'_>,
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
-    bucket: &str,
-    content_md5_header: Option<[u8; 16]>,
 ) -> S3Result<()> {
+    let bucket = s3.bucket_str();
+    let Endpoint::DeleteObjects {
+        content_md5: content_md5_header,
+    } = s3.endpoint
+    else {
+        return Err(S3Error::new(S3ErrorCode::InternalError));
+    };
     let (xml, done) = read_small(cx, body, MAX_DELETE_BODY).await?;
     if content_md5_header.is_none()
         && done.checksum.is_none()
@@ -394,7 +415,7 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
     doc.errors.sort_by_key(|e| at(&e.key));
     let mut out = Vec::new();
     doc.write_xml(&mut out);
-    cx.send_xml(res, &out).await
+    cx.front.send_xml(res, Headers::new(), &out).await
 }
 
 #[cfg(test)]

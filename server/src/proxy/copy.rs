@@ -19,6 +19,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use super::forward::Reply;
 use super::handler::Cx;
 use super::sign::sign;
+use crate::front::Headers;
 
 /// Response header fields read per backend response.
 const MAX_HEADERS: usize = 128;
@@ -249,7 +250,7 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.send_xml(res, &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
 #[cfg(test)]

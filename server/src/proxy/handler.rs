@@ -13,7 +13,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use super::Proxy;
 use super::backend::Backend;
 use super::{buckets, copy, forward, list};
-use crate::front::{ALL_BACKENDS, Headers, Request, S3Api};
+use crate::front::{ALL_BACKENDS, Op, Request, S3Api};
 
 /// The proxy behind the S3 front.
 pub struct ProxyApi<R: Runtime> {
@@ -35,17 +35,8 @@ impl<R: Runtime> ProxyApi<R> {
 impl<R: Runtime> S3Api for ProxyApi<R> {
     const SERVER: &'static str = "proxy";
 
-    fn unix_time(&self) -> i64 {
-        self.p.rt.unix_time()
-    }
-
-    async fn dispatch<S: Stream>(
-        &self,
-        req: &Request<'_>,
-        s3: &S3Request<'_>,
-        body: &mut BodyReader<'_, S>,
-        res: &mut ResponseWriter<'_, S>,
-    ) -> S3Result<()> {
+    async fn dispatch<S: Stream>(&self, op: Op<'_, '_, '_, S>) -> S3Result<()> {
+        let Op { req, s3, body, res } = op;
         let cx = Cx {
             p: &self.p,
             front: req,
@@ -100,25 +91,44 @@ impl<R: Runtime> Cx<'_, R> {
     pub fn client_key(&self) -> &str {
         &self.verified.access_key_id
     }
+}
 
-    /// A response of the proxy's own with the request id and `headers`.
-    pub async fn send<S: Stream>(
-        &self,
-        res: &mut ResponseWriter<'_, S>,
-        status: u16,
-        headers: Headers,
-        body: &[u8],
-    ) -> S3Result<()> {
-        self.front.send(res, status, headers, body).await
-    }
+/// Where an operation goes: the proxy's routing table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// To the backend that holds the key.
+    Key,
+    /// To any healthy backend: every backend knows every bucket.
+    AnyBackend,
+    /// A copy: forwarded when source and destination share a backend, done by the proxy when
+    /// not.
+    Copy,
+    /// To every backend, answers merged.
+    FanOut,
+}
 
-    /// A 200 response with an XML document.
-    pub async fn send_xml<S: Stream>(
-        &self,
-        res: &mut ResponseWriter<'_, S>,
-        xml: &[u8],
-    ) -> S3Result<()> {
-        self.front.send_xml(res, Headers::new(), xml).await
+fn route(endpoint: &Endpoint<'_>) -> Route {
+    match endpoint {
+        Endpoint::ListBuckets { .. }
+        | Endpoint::CreateBucket
+        | Endpoint::DeleteBucket
+        | Endpoint::ListObjects { .. }
+        | Endpoint::ListObjectsV2 { .. }
+        | Endpoint::ListMultipartUploads { .. }
+        | Endpoint::DeleteObjects { .. } => Route::FanOut,
+        Endpoint::HeadBucket | Endpoint::GetBucketLocation | Endpoint::GetBucketVersioning => {
+            Route::AnyBackend
+        }
+        Endpoint::CopyObject { .. } | Endpoint::UploadPartCopy { .. } => Route::Copy,
+        Endpoint::GetObject { .. }
+        | Endpoint::HeadObject { .. }
+        | Endpoint::PutObject { .. }
+        | Endpoint::DeleteObject
+        | Endpoint::CreateMultipartUpload
+        | Endpoint::UploadPart { .. }
+        | Endpoint::CompleteMultipartUpload { .. }
+        | Endpoint::AbortMultipartUpload { .. }
+        | Endpoint::ListParts { .. } => Route::Key,
     }
 }
 
@@ -129,64 +139,16 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
-    let bucket = s3.bucket_str();
-    let key = s3.key_str();
-    if matches!(
-        s3.endpoint,
-        Endpoint::ListBuckets { .. }
-            | Endpoint::CreateBucket
-            | Endpoint::DeleteBucket
-            | Endpoint::ListObjects { .. }
-            | Endpoint::ListObjectsV2 { .. }
-            | Endpoint::ListMultipartUploads { .. }
-            | Endpoint::DeleteObjects { .. }
-    ) {
-        cx.set_backend(ALL_BACKENDS);
-    }
-    match &s3.endpoint {
-        Endpoint::ListBuckets {
-            prefix,
-            continuation_token,
-            max_buckets,
-        } => {
-            buckets::list_buckets(
-                cx,
-                res,
-                prefix.as_deref(),
-                continuation_token.as_deref(),
-                *max_buckets,
-            )
-            .await
-        }
-        Endpoint::CreateBucket => buckets::create(cx, body, res, bucket).await,
-        Endpoint::DeleteBucket => buckets::delete(cx, res, bucket).await,
-        Endpoint::HeadBucket | Endpoint::GetBucketLocation | Endpoint::GetBucketVersioning => {
-            // Any backend knows its buckets: on to the next healthy one if one fails to answer.
-            let mut tries = cx.p.backends.len();
-            loop {
-                let idx = cx.p.any_healthy(bucket)?;
-                match forward::forward(cx, idx, body, res).await {
-                    Err(e)
-                        if e.code == S3ErrorCode::ServiceUnavailable
-                            && !res.is_started()
-                            && tries > 1 =>
-                    {
-                        tries -= 1;
-                    }
-                    other => return other,
-                }
-            }
-        }
-        Endpoint::ListObjects { .. } | Endpoint::ListObjectsV2 { .. } => {
-            list::list_objects(cx, res, bucket, &s3.endpoint).await
-        }
-        Endpoint::ListMultipartUploads { .. } => {
-            list::list_uploads(cx, res, bucket, &s3.endpoint).await
-        }
-        Endpoint::DeleteObjects { content_md5 } => {
-            buckets::delete_objects(cx, body, res, bucket, *content_md5).await
-        }
-        Endpoint::CopyObject { source, .. } | Endpoint::UploadPartCopy { source, .. } => {
+    let (bucket, key) = (s3.bucket_str(), s3.key_str());
+    match route(&s3.endpoint) {
+        Route::Key => forward::forward(cx, cx.p.pick(bucket, key), body, res).await,
+        Route::AnyBackend => any_backend(cx, bucket, body, res).await,
+        Route::Copy => {
+            let (Endpoint::CopyObject { source, .. } | Endpoint::UploadPartCopy { source, .. }) =
+                &s3.endpoint
+            else {
+                return Err(S3Error::new(S3ErrorCode::InternalError));
+            };
             let dst = cx.p.pick(bucket, key);
             let src = cx.p.pick(&source.bucket, &source.key);
             if src == dst {
@@ -196,17 +158,40 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
                 copy::copy_across(cx, res, s3, src, dst).await
             }
         }
-        Endpoint::GetObject { .. }
-        | Endpoint::HeadObject { .. }
-        | Endpoint::PutObject { .. }
-        | Endpoint::DeleteObject
-        | Endpoint::CreateMultipartUpload
-        | Endpoint::UploadPart { .. }
-        | Endpoint::CompleteMultipartUpload { .. }
-        | Endpoint::AbortMultipartUpload { .. }
-        | Endpoint::ListParts { .. } => {
-            let idx = cx.p.pick(bucket, key);
-            forward::forward(cx, idx, body, res).await
+        Route::FanOut => {
+            cx.set_backend(ALL_BACKENDS);
+            match &s3.endpoint {
+                Endpoint::ListBuckets { .. } => buckets::list_buckets(cx, s3, res).await,
+                Endpoint::CreateBucket => buckets::create(cx, s3, body, res).await,
+                Endpoint::DeleteBucket => buckets::delete(cx, s3, res).await,
+                Endpoint::ListObjects { .. } | Endpoint::ListObjectsV2 { .. } => {
+                    list::list_objects(cx, s3, res).await
+                }
+                Endpoint::ListMultipartUploads { .. } => list::list_uploads(cx, s3, res).await,
+                Endpoint::DeleteObjects { .. } => buckets::delete_objects(cx, s3, body, res).await,
+                _ => Err(S3Error::new(S3ErrorCode::InternalError)),
+            }
+        }
+    }
+}
+
+/// A bucket-level read any backend answers: on to the next healthy one if one fails to.
+async fn any_backend<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    bucket: &str,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+) -> S3Result<()> {
+    let mut tries = cx.p.backends.len();
+    loop {
+        let idx = cx.p.any_healthy(bucket)?;
+        match forward::forward(cx, idx, body, res).await {
+            Err(e)
+                if e.code == S3ErrorCode::ServiceUnavailable && !res.is_started() && tries > 1 =>
+            {
+                tries -= 1;
+            }
+            other => return other,
         }
     }
 }

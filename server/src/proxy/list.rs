@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 use base64::Engine as _;
 use ferry_core::http::server::ResponseWriter;
 use ferry_core::rt::{Runtime, Stream};
-use ferry_core::s3::request::Endpoint;
+use ferry_core::s3::request::{Endpoint, S3Request};
 use ferry_core::s3::uri;
 use ferry_core::s3::xml::{
     ListBucketResult, ListMultipartUploadsResult, ListVersion, ObjectEntry, Owner, UploadEntry,
@@ -31,6 +31,7 @@ use hmac::{KeyInit as _, Mac as _};
 
 use super::forward::{Call, Reply, spawn_call};
 use super::handler::Cx;
+use crate::front::Headers;
 
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 
@@ -416,10 +417,10 @@ fn read_token(key: &[u8; 32], bucket: &str, token: &str) -> S3Result<(String, bo
 /// ListObjects (v1) and ListObjectsV2 over every backend.
 pub(crate) async fn list_objects<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
+    s3: &S3Request<'_>,
     res: &mut ResponseWriter<'_, S>,
-    bucket: &str,
-    endpoint: &Endpoint<'_>,
 ) -> S3Result<()> {
+    let (bucket, endpoint) = (s3.bucket_str(), &s3.endpoint);
     let (prefix, delimiter, max_keys, url, v1) = match endpoint {
         Endpoint::ListObjects {
             prefix,
@@ -530,16 +531,16 @@ pub(crate) async fn list_objects<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.send_xml(res, &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
 /// ListMultipartUploads over every backend.
 pub(crate) async fn list_uploads<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
+    s3: &S3Request<'_>,
     res: &mut ResponseWriter<'_, S>,
-    bucket: &str,
-    endpoint: &Endpoint<'_>,
 ) -> S3Result<()> {
+    let (bucket, endpoint) = (s3.bucket_str(), &s3.endpoint);
     let Endpoint::ListMultipartUploads {
         prefix,
         delimiter,
@@ -606,7 +607,7 @@ pub(crate) async fn list_uploads<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.send_xml(res, &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
 /// A token for the ListBuckets union (continuing after a bucket name).
