@@ -34,6 +34,11 @@ impl Histogram {
         self.count += 1;
     }
 
+    /// Observations so far.
+    pub(crate) fn count(&self) -> u64 {
+        self.count
+    }
+
     /// Write the histogram `name` with the label `labels` (`key="value"`, or empty).
     pub(crate) fn render(&self, o: &mut String, name: &str, labels: &str) {
         let sep = if labels.is_empty() { "" } else { "," };

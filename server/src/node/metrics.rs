@@ -38,7 +38,7 @@ pub(crate) fn render(store: &Store, o: &mut String, prefix: &str) {
         "histogram",
         "Metadata commit latency (fsync included).",
     );
-    s.commits.render(o, &commits, "");
+    s.commit_latency.render(o, &commits, "");
     counter(
         o,
         &format!("{prefix}_store_files_retired_total"),

@@ -28,8 +28,10 @@ pub struct StoreStats {
     pub objects: u64,
     /// Bytes of those objects.
     pub object_bytes: u64,
-    /// Metadata commit latencies.
-    pub(crate) commits: Histogram,
+    /// Metadata commits.
+    pub commits: u64,
+    /// Their latencies.
+    pub(crate) commit_latency: Histogram,
     /// Data files no committed record references any more, since the start.
     pub files_retired: u64,
     /// Of those, deleted (the rest wait for a reader to finish).
@@ -88,14 +90,16 @@ impl Counters {
     /// The figures now; `pending` retired files wait for readers, `dir` is the store's.
     pub(crate) fn snapshot(&self, pending: usize, dir: &Path) -> StoreStats {
         let (free, total) = disk_space(dir).map_or((None, None), |(f, t)| (Some(f), Some(t)));
+        let commit_latency = self
+            .commits
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         StoreStats {
             objects: unclamp(self.objects.load(Ordering::Relaxed)),
             object_bytes: unclamp(self.object_bytes.load(Ordering::Relaxed)),
-            commits: self
-                .commits
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone(),
+            commits: commit_latency.count(),
+            commit_latency,
             files_retired: self.files_retired.load(Ordering::Relaxed),
             files_deleted: self.files_deleted.load(Ordering::Relaxed),
             files_pending: pending as u64,

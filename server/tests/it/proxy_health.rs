@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use ferry_server::RuntimeKind;
 
 use crate::support;
-use crate::support::http::{self, plain_get};
+use crate::support::http::{self, metrics_after, plain_get};
 use crate::support::proxy::{Auth, Setup};
 
 fn node_down_and_back(rt: RuntimeKind) {
@@ -94,9 +94,8 @@ fn admin_endpoints() {
     let r = plain_get(s.admin(), "/healthz");
     let (status, body) = (r.status, r.text());
     assert_eq!((status, body.as_str()), (200, "ok\n"));
-    let r = plain_get(s.admin(), "/metrics");
-    let (status, m) = (r.status, r.text());
-    assert_eq!(status, 200);
+    assert_eq!(plain_get(s.admin(), "/metrics").status, 200);
+    let m = metrics_after(s.admin(), "ferry_proxy", 3);
     for want in [
         "ferry_proxy_requests_total{operation=\"PutObject\",status=\"200\"} 1",
         "ferry_proxy_requests_total{operation=\"CreateBucket\",status=\"200\"} 1",

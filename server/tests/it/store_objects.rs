@@ -9,8 +9,8 @@ use std::sync::{Arc, Barrier};
 use ferry_core::md5::{ETag, md5};
 use ferry_core::s3::S3ErrorCode;
 use ferry_server::store::{
-    Checksum, CopySource, ListQuery, MetadataDirective, ObjectMeta, PutResult, ReadRange, Store,
-    StoreConfig, WriteConditions,
+    Checksum, CompletedPart, CopySource, ListQuery, MetadataDirective, ObjectMeta, PutResult,
+    ReadRange, Store, StoreConfig, WriteConditions,
 };
 
 use crate::support::store::{code, data_files, files_under, get, open, random_bytes};
@@ -714,4 +714,62 @@ fn fan_out_directories_made_on_first_use() {
             );
         }
     }
+}
+
+#[test]
+fn stats_count_objects_bytes_and_retired_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    s.create_bucket("b").unwrap();
+    put(&s, "b", "a", &[1; 1000]);
+    put(&s, "b", "c", &[2; 3000]);
+    let st = s.stats();
+    assert_eq!((st.objects, st.object_bytes), (2, 4000));
+    assert_eq!((st.files_retired, st.files_pending), (0, 0));
+    // A reader keeps the file of the version it opened: retired, pending until it is done.
+    let reader = s.get_object("b", "a", ReadRange::All).unwrap();
+    put(&s, "b", "a", &[3; 2000]);
+    let st = s.stats();
+    assert_eq!((st.objects, st.object_bytes), (2, 5000));
+    assert_eq!(
+        (st.files_retired, st.files_deleted, st.files_pending),
+        (1, 0, 1)
+    );
+    drop(reader);
+    let st = s.stats();
+    assert_eq!((st.files_deleted, st.files_pending), (1, 0));
+    s.delete_object("b", "c").unwrap();
+    // Deleting a missing key changes nothing.
+    s.delete_object("b", "c").unwrap();
+    let st = s.stats();
+    assert_eq!((st.objects, st.object_bytes), (1, 2000));
+    assert_eq!((st.files_retired, st.files_deleted), (2, 2));
+    assert!(st.commits >= 5, "{}", st.commits);
+    let (free, total) = (st.disk_free_bytes.unwrap(), st.disk_total_bytes.unwrap());
+    assert!(0 < free && free <= total);
+    // A multipart object counts once, with its whole size; its parts are no objects.
+    let up = s
+        .create_multipart_upload("b", "m", ObjectMeta::default())
+        .unwrap();
+    let mut parts = Vec::new();
+    for n in 1..=2u32 {
+        let mut w = s.part_writer("b", "m", &up, n).unwrap();
+        w.write(&vec![n as u8; 5 << 20]).unwrap();
+        parts.push(w.commit().unwrap());
+    }
+    let done: Vec<CompletedPart> = parts
+        .iter()
+        .map(|p| CompletedPart {
+            part_number: p.part_number,
+            etag: p.etag.clone(),
+        })
+        .collect();
+    s.complete_multipart_upload("b", "m", &up, &done, WriteConditions::default())
+        .unwrap();
+    let st = s.stats();
+    assert_eq!((st.objects, st.object_bytes), (2, 2000 + (10 << 20)));
+    // Reopened: the figures come from the committed records.
+    drop(s);
+    let st = open(dir.path()).stats();
+    assert_eq!((st.objects, st.object_bytes), (2, 2000 + (10 << 20)));
 }

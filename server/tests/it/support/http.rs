@@ -287,6 +287,27 @@ pub fn http_request(
     conn.read_response(method == "HEAD")
 }
 
+/// The metrics of the admin listener at `admin` once its server (metric names starting with
+/// `prefix`) has counted `n` S3 requests: a request is counted just after its response went
+/// out, so a scrape right after the last answer may come first.
+pub fn metrics_after(admin: SocketAddr, prefix: &str, n: u64) -> String {
+    let family = format!("{prefix}_requests_total{{");
+    let counted = |m: &str| -> u64 {
+        m.lines()
+            .filter(|l| l.starts_with(&family))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    };
+    for _ in 0..500 {
+        let m = plain_get(admin, "/metrics").text();
+        if counted(&m) >= n {
+            return m;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("{prefix} never counted {n} requests");
+}
+
 /// `GET target` without a signature (the admin listener, health checks).
 pub fn plain_get(addr: SocketAddr, target: &str) -> Response {
     http_request(addr, "GET", target, &[], b"")
