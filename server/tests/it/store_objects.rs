@@ -761,7 +761,7 @@ fn stats_count_objects_bytes_and_retired_files() {
         .iter()
         .map(|p| CompletedPart {
             part_number: p.part_number,
-            etag: p.etag.clone(),
+            etag: p.etag,
         })
         .collect();
     s.complete_multipart_upload("b", "m", &up, &done, WriteConditions::default())
