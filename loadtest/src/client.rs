@@ -18,9 +18,9 @@ use ferry_core::http::{EMPTY_HEADER, Header, find_header_str};
 use ferry_core::md5::{ETag, Md5Digest, Md5Sink, MultipartETag, content_md5};
 use ferry_core::pool::{BufferPool, PooledBuf};
 use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::outbound::OutboundRequest;
 use ferry_core::s3::sigv4::{
-    Credentials, Hex64, RequestParts, SharedSigningKeyCache, UNSIGNED_PAYLOAD, header, presign,
-    sign_request,
+    Credentials, Hex64, RequestParts, SharedSigningKeyCache, UNSIGNED_PAYLOAD, presign,
 };
 use ferry_core::s3::uri::{encode, encode_path};
 use ferry_core::s3::xml::{
@@ -541,31 +541,13 @@ impl<R: NetRuntime> S3Client<R> {
     ) -> Result<Option<Md5Digest>, OpError> {
         let (sha, md5) = self.digests(body, costs);
         let md5_header = md5.as_ref().map(content_md5);
-        let md5_value = md5_header.as_ref().map(|m| m.as_str().as_bytes());
-        let mut base = [
-            Header {
-                name: "host",
-                value: ep.host.as_bytes(),
-            },
-            Header {
-                name: "content-md5",
-                value: md5_value.unwrap_or_default(),
-            },
-        ];
-        let base: &mut [Header<'_>] = if md5_value.is_some() {
-            &mut base
-        } else {
-            &mut base[..1]
-        };
-        let parts = RequestParts {
-            method,
-            path,
-            query,
-            headers: base,
-        };
+        let mut req = OutboundRequest::new(method, path, query);
+        if let Some(m) = &md5_header {
+            req.header("content-md5", m.as_str().as_bytes());
+        }
         let payload = sha.as_deref().unwrap_or(UNSIGNED_PAYLOAD);
-        let sig = sign_request(
-            &parts,
+        req.sign(
+            &ep.host,
             payload,
             &self.opts.credentials,
             &self.opts.region,
@@ -573,26 +555,6 @@ impl<R: NetRuntime> S3Client<R> {
             &mut &self.keys,
         )
         .map_err(|e| OpError::Transport(format!("signing: {}", e.message)))?;
-        let mut headers = [EMPTY_HEADER; 5];
-        let n = base.len();
-        headers[..n].copy_from_slice(base);
-        headers[n] = Header {
-            name: header::X_AMZ_DATE,
-            value: sig.x_amz_date.as_bytes(),
-        };
-        headers[n + 1] = Header {
-            name: header::X_AMZ_CONTENT_SHA256,
-            value: sig.x_amz_content_sha256.as_bytes(),
-        };
-        headers[n + 2] = Header {
-            name: "authorization",
-            value: sig.authorization.as_bytes(),
-        };
-        let target = if query.is_empty() {
-            path.to_string()
-        } else {
-            format!("{path}?{query}")
-        };
         let len = body.len();
         let kind = if len == 0 {
             BodyKind::None
@@ -600,7 +562,7 @@ impl<R: NetRuntime> S3Client<R> {
             BodyKind::Length(len)
         };
         let expect = self.opts.expect_continue_from.is_some_and(|min| len >= min);
-        let mut w = conn.request(method, &target, &headers[..n + 3], kind, expect)?;
+        let mut w = conn.request(method, &req.target(), &req.views(), kind, expect)?;
         if w.wait_continue().await? == Continue::Final {
             w.finish().await?;
             return Ok(md5);
