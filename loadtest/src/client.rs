@@ -366,37 +366,73 @@ impl Drop for Lease<'_> {
 /// A macro rather than a function taking an async closure: such closures' futures cannot be
 /// proven `Send` for every lifetime, and part uploads are spawned.
 ///
-/// A kept-alive connection the server closed while it sat idle fails before any answer
-/// arrives: the operation then runs once more on a new connection (S3's object operations are
-/// idempotent), instead of counting a transport error the server did not make.
+/// When core's rule says the failure only means the server closed the kept-alive connection
+/// while it sat idle (`ClientPool::replace_stale`), the operation runs once more on a new
+/// connection (S3's object operations are idempotent), instead of counting a transport error
+/// the server did not make.
 macro_rules! on_conn {
     ($self:ident, $ep:expr, $res:ident, |$conn:ident| -> $t:ty $body:block) => {{
         let lease = $self.lease($ep);
         $res.endpoint = lease.index;
-        let mut got = $self.pool.get(lease.ep.addr).await;
-        let mut retried = false;
-        loop {
-            let mut owned = match got {
-                Ok(c) => c,
-                Err(e) => break Err(OpError::from(e)),
-            };
-            let reused = owned.requests() > 0;
-            let out: Result<$t, OpError> = async {
-                let $conn = &mut owned;
-                $body
+        match $self.pool.get(lease.ep.addr).await {
+            Err(e) => Err(OpError::from(e)),
+            Ok(mut owned) => {
+                let out = loop {
+                    let out: Result<$t, CallError> = async {
+                        let $conn = &mut owned;
+                        $body
+                    }
+                    .await;
+                    let Err(CallError::Http(e)) = &out else {
+                        break out.map_err(OpError::from);
+                    };
+                    match $self.pool.replace_stale(&mut owned, e).await {
+                        Ok(false) => break out.map_err(OpError::from),
+                        // Counted when tried, even if the new connection then fails.
+                        replaced => {
+                            $res.costs.reconnects += 1;
+                            if let Err(e) = replaced {
+                                break Err(OpError::from(e));
+                            }
+                        }
+                    }
+                };
+                $self.pool.put(owned);
+                out
             }
-            .await;
-            let stale = reused && !owned.answered() && matches!(out, Err(OpError::Transport(_)));
-            $self.pool.put(owned);
-            if stale && !retried {
-                retried = true;
-                $res.costs.reconnects += 1;
-                got = $self.pool.connect(lease.ep.addr).await;
-                continue;
-            }
-            break out;
         }
     }};
+}
+
+/// An error met on a connection, before it is reported: an HTTP error stays typed until core
+/// has said whether it only means a stale kept-alive connection.
+#[derive(Debug)]
+enum CallError {
+    /// The HTTP engine failed.
+    Http(HttpError),
+    /// Anything else: an error status, a signing failure, wrong content.
+    Op(OpError),
+}
+
+impl From<HttpError> for CallError {
+    fn from(e: HttpError) -> Self {
+        Self::Http(e)
+    }
+}
+
+impl From<OpError> for CallError {
+    fn from(e: OpError) -> Self {
+        Self::Op(e)
+    }
+}
+
+impl From<CallError> for OpError {
+    fn from(e: CallError) -> Self {
+        match e {
+            CallError::Http(e) => e.into(),
+            CallError::Op(e) => e,
+        }
+    }
 }
 
 /// An S3 client for load: endpoints, a connection pool, credentials and the fill.
@@ -538,7 +574,7 @@ impl<R: NetRuntime> S3Client<R> {
         query: &str,
         body: Body<'_>,
         costs: &mut Costs,
-    ) -> Result<Option<Md5Digest>, OpError> {
+    ) -> Result<Option<Md5Digest>, CallError> {
         let (sha, md5) = self.digests(body, costs);
         let md5_header = md5.as_ref().map(content_md5);
         let mut req = OutboundRequest::new(method, path, query);
@@ -617,7 +653,7 @@ impl<R: NetRuntime> S3Client<R> {
             let mut resp = conn.response(&mut hs).await?;
             let status = resp.head.status;
             if !(200..300).contains(&status) {
-                return Err(error_response(status, &mut resp.body).await);
+                return Err(error_response(status, &mut resp.body).await.into());
             }
             resp.body.discard().await?;
             Ok(status)
@@ -639,12 +675,14 @@ impl<R: NetRuntime> S3Client<R> {
         res: &mut OpResult,
         key: &str,
         md5: Option<Md5Digest>,
-    ) -> Result<Option<String>, OpError> {
+    ) -> Result<Option<String>, CallError> {
         let mut hs = [EMPTY_HEADER; 32];
         let mut resp = conn.response(&mut hs).await?;
         res.head_at = Some(self.rt.now());
         if !(200..300).contains(&resp.head.status) {
-            return Err(error_response(resp.head.status, &mut resp.body).await);
+            return Err(error_response(resp.head.status, &mut resp.body)
+                .await
+                .into());
         }
         let etag = find_header_str(resp.head.headers, "etag").map(str::to_string);
         resp.body.discard().await?;
@@ -707,11 +745,14 @@ impl<R: NetRuntime> S3Client<R> {
             let mut resp = conn.response(&mut hs).await?;
             res.head_at = Some(self.rt.now());
             if !(200..300).contains(&resp.head.status) {
-                return Err(error_response(resp.head.status, &mut resp.body).await);
+                return Err(error_response(resp.head.status, &mut resp.body)
+                    .await
+                    .into());
             }
             let etag = find_header_str(resp.head.headers, "etag").and_then(ETag::parse);
-            self.read_verified(key, id, size, etag, &mut resp.body, &mut res.costs)
-                .await
+            Ok(self
+                .read_verified(key, id, size, etag, &mut resp.body, &mut res.costs)
+                .await?)
         });
         match out {
             Ok(n) => res.bytes = n,
@@ -800,7 +841,7 @@ impl<R: NetRuntime> S3Client<R> {
             res.head_at = Some(self.rt.now());
             let status = resp.head.status;
             if !(200..300).contains(&status) {
-                return Err(OpError::Http { status, code: None });
+                return Err(OpError::Http { status, code: None }.into());
             }
             let len = find_header_str(resp.head.headers, "content-length")
                 .and_then(|v| v.trim().parse::<u64>().ok());
@@ -810,7 +851,8 @@ impl<R: NetRuntime> S3Client<R> {
                     key: key.to_string(),
                     expected: size,
                     got: len.unwrap_or(0),
-                }));
+                })
+                .into());
             }
             if let Some(etag) = etag.filter(|e| self.opts.md5 && !e.unquoted().contains('-')) {
                 let t = Instant::now();
@@ -861,7 +903,9 @@ impl<R: NetRuntime> S3Client<R> {
             let mut resp = conn.response(&mut hs).await?;
             res.head_at = Some(self.rt.now());
             if !(200..300).contains(&resp.head.status) {
-                return Err(error_response(resp.head.status, &mut resp.body).await);
+                return Err(error_response(resp.head.status, &mut resp.body)
+                    .await
+                    .into());
             }
             let doc = read_all(&mut resp.body, MAX_RESPONSE_BODY).await?;
             let list = ListBucketResult::parse_xml(&doc)
@@ -1011,7 +1055,9 @@ impl<R: NetRuntime> S3Client<R> {
             let mut hs = [EMPTY_HEADER; 32];
             let mut resp = conn.response(&mut hs).await?;
             if !(200..300).contains(&resp.head.status) {
-                return Err(error_response(resp.head.status, &mut resp.body).await);
+                return Err(error_response(resp.head.status, &mut resp.body)
+                    .await
+                    .into());
             }
             let doc = read_all(&mut resp.body, MAX_ERROR_BODY).await?;
             let init = InitiateMultipartUploadResult::parse_xml(&doc)
@@ -1125,7 +1171,9 @@ impl<R: NetRuntime> S3Client<R> {
             let mut resp = conn.response(&mut hs).await?;
             res.head_at = Some(self.rt.now());
             if !(200..300).contains(&resp.head.status) {
-                return Err(error_response(resp.head.status, &mut resp.body).await);
+                return Err(error_response(resp.head.status, &mut resp.body)
+                    .await
+                    .into());
             }
             let doc = read_all(&mut resp.body, MAX_ERROR_BODY).await?;
             // S3 may answer 200 and still fail the completion in the body.
@@ -1133,7 +1181,8 @@ impl<R: NetRuntime> S3Client<R> {
                 return Err(OpError::Http {
                     status: 200,
                     code: Some(err.code.to_string()),
-                });
+                }
+                .into());
             }
             let done = CompleteMultipartUploadResult::parse_xml(&doc)
                 .map_err(|e| OpError::Verify(VerifyError::Document(e.message.to_string())))?;
