@@ -8,9 +8,10 @@ use clap::builder::TypedValueParser;
 use clap::{Args, Parser, Subcommand};
 use ferry_core::s3::sigv4::Credentials;
 
-use crate::client::{ClientOptions, Endpoint, EndpointPolicy, S3Client};
+use crate::client::{ClientOptions, S3Client};
 use crate::config::{LoadConfig, MixWeights, ProgressMode, RuntimeKind, Workload};
 use crate::embedded::{EmbeddedOptions, embedded_cluster};
+use crate::endpoint::{Endpoint, EndpointPolicy};
 use crate::report::RunReport;
 use crate::size::{SizeSpec, parse_bytes};
 

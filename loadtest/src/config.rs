@@ -8,7 +8,7 @@ use std::time::Duration;
 use ferry_core::s3::sigv4::Credentials;
 use serde::{Deserialize, Serialize};
 
-use crate::client::EndpointPolicy;
+use crate::endpoint::EndpointPolicy;
 use crate::size::SizeSpec;
 
 /// The async runtime the client runs on (the server's, so an embedded cluster runs on it too).

@@ -1,20 +1,26 @@
 //! ferry-load: an exact S3 load tester.
 //!
-//! - [`client`]: the S3 operations over ferry-core's HTTP client and SigV4, with request
-//!   bodies generated as they are sent and response bodies verified as they stream;
-//!   [`payload`] is what object `id` holds, [`keys`] how its key names it.
+//! - [`client`]: the S3 operations over ferry-core's HTTP client and its signed-request
+//!   builder, with request bodies generated as they are sent (`body`) and response bodies
+//!   verified as they stream; [`multipart`] uploads in parts; [`endpoint`] is where requests
+//!   go and how they are spread, [`error`] why an operation failed; [`payload`] is what object
+//!   `id` holds, [`keys`] how its key names it.
 //! - [`run`]: the engine (buckets, preparation, closed/open-loop workers, the per-second
 //!   reporter, cleanup); [`config`] says what a run does.
 //! - [`stats`], [`report`]: HDR histograms and the report (summary, JSON, CSV, merging);
 //!   [`compare`] and [`plot`] read reports back.
 //! - [`embedded`]: an in-process cluster to load (`--embedded`); [`cli`]: the command line.
 
+mod body;
 pub mod cli;
 pub mod client;
 pub mod compare;
 pub mod config;
 pub mod embedded;
+pub mod endpoint;
+pub mod error;
 pub mod keys;
+pub mod multipart;
 pub mod payload;
 pub mod plot;
 pub mod report;

@@ -16,8 +16,10 @@ use ferry_runtime::OnRuntime;
 use rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
-use crate::client::{ClientOptions, Endpoint, OpError, OpResult, S3Client, VerifyError};
+use crate::client::{ClientOptions, OpResult, S3Client};
 use crate::config::{LoadConfig, ProgressMode, Workload};
+use crate::endpoint::Endpoint;
+use crate::error::{OpError, VerifyError};
 use crate::keys::{object_key, parse_object_key};
 use crate::report::{Prepared, RunInfo, RunReport, SeriesPoint, fmt_us};
 use crate::rusage::CpuTimes;

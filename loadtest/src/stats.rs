@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use hdrhistogram::Histogram;
@@ -287,6 +287,11 @@ impl Costs {
         self.hash_ns += other.hash_ns;
         self.reconnects += other.reconnects;
     }
+}
+
+/// Nanoseconds since `t`, as [`Costs`] counts them.
+pub(crate) fn elapsed_ns(t: Instant) -> u64 {
+    u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Everything measured for one operation type (on one endpoint, in one interval or in all).

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use ferry_core::fill::ShardedFill;
 use ferry_core::s3::sigv4::Credentials;
-use ferry_loadtest::client::{Endpoint, EndpointPolicy};
 use ferry_loadtest::config::{LoadConfig, ProgressMode, Workload};
+use ferry_loadtest::endpoint::{Endpoint, EndpointPolicy};
 use ferry_loadtest::keys::parse_object_key;
 use ferry_loadtest::payload::Payload;
 use ferry_loadtest::report::RunReport;

@@ -3,9 +3,10 @@
 //! none fails, bodies verify, and cleanup leaves the bucket empty.
 
 use ferry_core::s3::sigv4::Credentials;
-use ferry_loadtest::client::{ClientOptions, Endpoint, EndpointPolicy, S3Client};
+use ferry_loadtest::client::{ClientOptions, S3Client};
 use ferry_loadtest::config::{LoadConfig, ProgressMode, RuntimeKind, Workload};
 use ferry_loadtest::embedded::{EmbeddedCluster, EmbeddedOptions, embedded_cluster};
+use ferry_loadtest::endpoint::{Endpoint, EndpointPolicy};
 use ferry_loadtest::report::RunReport;
 use ferry_loadtest::run::run_with;
 use ferry_loadtest::size::SizeSpec;
