@@ -13,7 +13,7 @@ use ferry_core::s3::xml::{
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
-use super::handler::Cx;
+use super::context::Cx;
 use crate::front::Headers;
 use crate::front::body::read_small;
 use crate::store::{BucketInfo, ListQuery, MAX_LIST};

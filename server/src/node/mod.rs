@@ -11,6 +11,7 @@
 
 pub(crate) mod body;
 pub(crate) mod buckets;
+mod context;
 pub(crate) mod handler;
 pub(crate) mod headers;
 mod metrics;
@@ -33,8 +34,8 @@ use crate::service::{self, Server, ServiceHandle};
 use crate::store::{DEFAULT_MIN_PART_SIZE, Store, StoreConfig};
 use crate::tls::TlsFiles;
 
+pub use context::NodeApi;
 pub use ferry_runtime::RuntimeKind;
-pub use handler::NodeApi;
 
 /// Everything `ferry node` needs.
 #[derive(Debug, Clone)]

@@ -19,7 +19,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result, uri};
 
 use super::body::stream_into;
 use super::buckets::owner;
-use super::handler::Cx;
+use super::context::Cx;
 use super::headers::{object_meta, push_checksum, write_conditions};
 use super::objects::{OwnedConditions, stored_checksum};
 use crate::front::Headers;

@@ -20,7 +20,7 @@ use ferry_core::s3::xml::{
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::body::stream_into;
-use super::handler::Cx;
+use super::context::Cx;
 use super::headers::{
     checksum_mode, object_headers, object_meta, push_checksum, push_validators, write_conditions,
 };

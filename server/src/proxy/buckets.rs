@@ -19,8 +19,8 @@ use ferry_core::s3::xml::{
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
+use super::context::Cx;
 use super::forward::{Call, Reply, spawn_call};
-use super::handler::Cx;
 use super::list::{bucket_token, read_bucket_token};
 use crate::front::Headers;
 

@@ -16,8 +16,8 @@ use ferry_core::s3::uri::{self, origin_form};
 use ferry_core::s3::xml::{CopyKind, CopyResult};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
+use super::context::Cx;
 use super::forward::Reply;
-use super::handler::Cx;
 use super::sign::sign;
 use crate::front::Headers;
 

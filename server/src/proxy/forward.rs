@@ -44,7 +44,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::Proxy;
 use super::backend::Backend;
-use super::handler::Cx;
+use super::context::Cx;
 use super::sign::{is_hop_by_hop, sign};
 
 /// Response header fields read per backend response.

@@ -29,8 +29,8 @@ use ferry_core::s3::xml::{
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use hmac::{KeyInit as _, Mac as _};
 
+use super::context::Cx;
 use super::forward::{Call, Reply, spawn_call};
-use super::handler::Cx;
 use crate::front::Headers;
 
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;

@@ -15,6 +15,7 @@
 mod backend;
 mod buckets;
 mod config;
+mod context;
 mod copy;
 mod forward;
 mod handler;
