@@ -13,7 +13,9 @@ use ferry_core::http::head::{HeadParser, Status, Version};
 use ferry_core::http::{Header, write};
 use ferry_core::md5::Md5Sink;
 use ferry_core::pool::{BufferPool, PoolConfig};
+use ferry_core::s3::body::{BodyLimit, BodyVerifier, Checks};
 use ferry_core::s3::checksum::ChecksumAlgorithm;
+use ferry_core::s3::outbound::OutboundRequest;
 use ferry_core::s3::request::{AddressingConfig, Endpoint};
 use ferry_core::s3::sigv4::aws_chunked::{AwsChunkedDecoder, AwsChunkedEncoder};
 use ferry_core::s3::sigv4::{
@@ -344,6 +346,7 @@ pub fn aws_chunked_cases() -> Vec<Case> {
     }
     enc.finish(&mut wire);
     let wire: Arc<[u8]> = wire.into();
+    let verifier = unsigned_trailer_verifier(n as u64);
     let decoder = move || {
         AwsChunkedDecoder::new(
             StreamingMode::UnsignedTrailer,
@@ -390,7 +393,75 @@ pub fn aws_chunked_cases() -> Vec<Case> {
             baseline: timed(move || black_box(&mut out2).copy_from_slice(black_box(&body))),
         });
     }
+    // The same body through the one verifier every server path uses: its cost over the bare
+    // decoder is what the single place for body checks adds.
+    let mut out = vec![0u8; n];
+    cases.push(Case {
+        name: "aws_chunked_crc32/verifier".into(),
+        unit: Unit::Bytes(n as u64),
+        ferry: timed(move || {
+            let mut v = verifier();
+            let mut rest: &[u8] = black_box(&wire);
+            while !rest.is_empty() {
+                let step = v.feed(rest).expect("valid body");
+                black_box(step.data);
+                rest = &rest[step.consumed..];
+            }
+            assert_eq!(v.finish().expect("verified").len, n as u64);
+        }),
+        baseline: timed(move || black_box(&mut out).copy_from_slice(black_box(&body))),
+    });
     cases
+}
+
+fn header_views(h: &[(String, Vec<u8>)]) -> Vec<Header<'_>> {
+    h.iter()
+        .map(|(n, v)| Header { name: n, value: v })
+        .collect()
+}
+
+/// A verifier factory for an SDK-style unsigned aws-chunked upload of `len` bytes with a CRC32
+/// trailer (the request signed and verified once, here).
+fn unsigned_trailer_verifier(len: u64) -> impl Fn() -> BodyVerifier + Send + 'static {
+    let creds = Credentials::new("AKIDBENCH", "bench/secret");
+    let now = 1_700_000_000;
+    let len_s = len.to_string();
+    let mut req = OutboundRequest::new("PUT", "/b/k", "");
+    req.header("content-encoding", &b"aws-chunked"[..])
+        .header("x-amz-decoded-content-length", len_s.as_bytes())
+        .header("x-amz-trailer", &b"x-amz-checksum-crc32"[..]);
+    req.sign(
+        "h",
+        STREAMING_UNSIGNED_PAYLOAD_TRAILER,
+        &creds,
+        "us-east-1",
+        now,
+        &mut NoKeyCache,
+    )
+    .expect("signs");
+    let headers: Vec<(String, Vec<u8>)> = req
+        .headers
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.to_vec()))
+        .collect();
+    let hs = header_views(&headers);
+    let parts = RequestParts {
+        method: "PUT",
+        path: "/b/k",
+        query: "",
+        headers: &hs,
+    };
+    let store = MemoryCredentials::new().with("AKIDBENCH", "bench/secret");
+    let verified = verify_request(&parts, now, Some("us-east-1"), &store, &mut NoKeyCache)
+        .expect("verifies")
+        .expect("signed");
+    drop(hs);
+    // Five header views per body of 1 MiB: the verifier's construction as a server pays it.
+    move || {
+        let hs = header_views(&headers);
+        BodyVerifier::new(&hs, &verified, None, Checks::All, BodyLimit::object())
+            .expect("a valid request")
+    }
 }
 
 /// Every case, in report order.
