@@ -17,6 +17,7 @@ on_every_target!(
     presigned_expiry,
     seven_day_limit,
     tampered_urls_refused,
+    unsigned_headers_refused,
 );
 
 const WEEK: u64 = 7 * 24 * 3600;
@@ -362,4 +363,83 @@ async fn tampered_urls_refused(target: Target) {
     let r = http_request(n.addr, "PUT", &target, &[], b"overwrite");
     assert_eq!(r.status, 403, "{r:?}");
     assert_eq!(n.get("pre", "secret").await, b"s");
+}
+
+/// A presigned PUT or UploadPart URL with an added, unsigned `x-amz-*` header (a copy source,
+/// metadata, a directive) is refused, and nothing is written or copied: the header would turn
+/// the URL into a request its owner never signed.
+async fn unsigned_headers_refused(target: Target) {
+    let n = TestNode::start(target);
+    n.bucket("pre").await;
+    let secret = pattern(4_000, 7);
+    n.put("pre", "secret", secret.clone()).await;
+    let config = || PresigningConfig::expires_in(Duration::from_secs(300)).expect("config");
+    let put = n
+        .client
+        .put_object()
+        .bucket("pre")
+        .key("dst")
+        .presigned(config())
+        .await
+        .expect("presign put");
+    let target_put = target_of(put.uri()).to_owned();
+    for extra in [
+        ("x-amz-copy-source", "pre/secret"),
+        ("x-amz-meta-owner", "mallory"),
+        ("x-amz-metadata-directive", "REPLACE"),
+        ("x-amz-server-side-encryption", "AES256"),
+    ] {
+        let r = http_request(n.addr, "PUT", &target_put, &[extra], b"");
+        assert_eq!(r.status, 403, "{extra:?}: {r:?}");
+        assert_eq!(xml_code(&r), "AccessDenied", "{extra:?}");
+        assert!(
+            String::from_utf8_lossy(&r.body).contains("not signed"),
+            "{extra:?}: {r:?}"
+        );
+    }
+    let missing = n.client.head_object().bucket("pre").key("dst").send().await;
+    sdk::assert_error(missing, 404, None);
+
+    // A presigned UploadPart URL does not become UploadPartCopy either.
+    let up = n
+        .client
+        .create_multipart_upload()
+        .bucket("pre")
+        .key("mp")
+        .send()
+        .await
+        .expect("create upload");
+    let upload_id = up.upload_id().expect("upload id");
+    let part = n
+        .client
+        .upload_part()
+        .bucket("pre")
+        .key("mp")
+        .upload_id(upload_id)
+        .part_number(1)
+        .presigned(config())
+        .await
+        .expect("presign part");
+    let r = http_request(
+        n.addr,
+        "PUT",
+        target_of(part.uri()),
+        &[("x-amz-copy-source", "pre/secret")],
+        b"",
+    );
+    assert_eq!((r.status, xml_code(&r).as_str()), (403, "AccessDenied"));
+    let parts = n
+        .client
+        .list_parts()
+        .bucket("pre")
+        .key("mp")
+        .upload_id(upload_id)
+        .send()
+        .await
+        .expect("list parts");
+    assert!(parts.parts().is_empty(), "{parts:?}");
+    // The URL itself still works as signed.
+    let r = fetch(&n, &put, b"as signed").await;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(n.get("pre", "dst").await, b"as signed");
 }

@@ -688,6 +688,60 @@ fn presigned_rejections() {
 }
 
 #[test]
+fn presigned_urls_refuse_unsigned_amz_headers() {
+    let signed_headers = [h("Host", HOST)];
+    let req = RequestParts {
+        method: "PUT",
+        path: "/test.txt",
+        query: "",
+        headers: &signed_headers,
+    };
+    let q = presign(&req, &creds(), REGION, NOW, 60, &mut NoKeyCache).expect("presign");
+    let with = |extra: Header<'static>| {
+        let headers = [h("Host", HOST), extra];
+        verify_request(
+            &RequestParts {
+                query: &q,
+                headers: &headers,
+                ..req
+            },
+            NOW,
+            Some(REGION),
+            &store(),
+            &mut NoKeyCache,
+        )
+    };
+    // An added header outside x-amz-* is not S3's business (a proxy adds some).
+    assert!(with(h("User-Agent", "curl")).expect("valid").is_some());
+    // An added x-amz-* header would change the request the URL's owner signed.
+    for extra in [
+        h("x-amz-copy-source", "bucket/other-key"),
+        h("X-Amz-Meta-Owner", "mallory"),
+        h("x-amz-metadata-directive", "REPLACE"),
+        h("x-amz-server-side-encryption", "AES256"),
+    ] {
+        let e = with(extra).expect_err("refused");
+        assert_eq!(e.code, S3ErrorCode::AccessDenied, "{}", extra.name);
+        assert!(e.message.contains("not signed"), "{e}");
+    }
+    // Signed into the URL, the same header is fine.
+    let signed_copy = [h("Host", HOST), h("x-amz-meta-owner", "alice")];
+    let req2 = RequestParts {
+        headers: &signed_copy,
+        ..req
+    };
+    let q2 = presign(&req2, &creds(), REGION, NOW, 60, &mut NoKeyCache).expect("presign");
+    let ok = verify_request(
+        &RequestParts { query: &q2, ..req2 },
+        NOW,
+        Some(REGION),
+        &store(),
+        &mut NoKeyCache,
+    );
+    assert!(ok.expect("valid").is_some());
+}
+
+#[test]
 fn key_cache_gives_the_same_answers() {
     let mut cache = SigningKeyCache::default();
     for (name, ex) in all_examples() {

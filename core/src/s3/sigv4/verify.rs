@@ -510,20 +510,7 @@ pub fn verify_header_auth(
         })?;
     let payload = PayloadHash::parse(content_sha256)?;
 
-    // S3 refuses x-amz-* headers that are sent but not signed.
-    let unsigned = req.headers.iter().enumerate().any(|(i, h)| {
-        !signed.is_signed(i)
-            && h.name
-                .as_bytes()
-                .get(..header::X_AMZ_PREFIX.len())
-                .is_some_and(|p| p.eq_ignore_ascii_case(header::X_AMZ_PREFIX.as_bytes()))
-    });
-    if unsigned {
-        return Err(S3Error::with_message(
-            S3ErrorCode::AccessDenied,
-            "There were headers present in the request which were not signed",
-        ));
-    }
+    refuse_unsigned_amz_headers(req, &signed)?;
 
     let secret = lookup_secret(store, auth.access_key_id)?;
     let scope = CredentialScope {
@@ -606,6 +593,28 @@ fn request_time(req: &RequestParts<'_>) -> S3Result<DateTime> {
     }
 }
 
+/// S3 refuses `x-amz-*` headers that are sent but not signed, with header auth and presigned
+/// URLs alike: an added `x-amz-copy-source` would turn a presigned PUT into a copy.
+fn refuse_unsigned_amz_headers(
+    req: &RequestParts<'_>,
+    signed: &SignedHeaders<'_, '_, '_>,
+) -> S3Result<()> {
+    let unsigned = req.headers.iter().enumerate().any(|(i, h)| {
+        !signed.is_signed(i)
+            && h.name
+                .as_bytes()
+                .get(..header::X_AMZ_PREFIX.len())
+                .is_some_and(|p| p.eq_ignore_ascii_case(header::X_AMZ_PREFIX.as_bytes()))
+    });
+    if unsigned {
+        return Err(S3Error::with_message(
+            S3ErrorCode::AccessDenied,
+            "There were headers present in the request which were not signed",
+        ));
+    }
+    Ok(())
+}
+
 /// Verify a presigned URL whose parameters [`parse_presigned`] found.
 pub fn verify_presigned(
     req: &RequestParts<'_>,
@@ -646,6 +655,7 @@ pub fn verify_presigned(
     }
     let payload_str = params.content_sha256.as_deref().unwrap_or(UNSIGNED_PAYLOAD);
     let payload = PayloadHash::parse(payload_str)?;
+    refuse_unsigned_amz_headers(req, &signed)?;
 
     let secret = lookup_secret(store, c.access_key_id)?;
     let scope = CredentialScope {
