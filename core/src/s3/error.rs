@@ -42,6 +42,7 @@ macro_rules! s3_error_codes {
 }
 
 s3_error_codes! {
+    AccessControlListNotSupported => 400, "The bucket does not allow ACLs";
     AccessDenied => 403, "Access Denied";
     AuthorizationHeaderMalformed => 400, "The authorization header is malformed.";
     AuthorizationQueryParametersError => 400, "Error parsing the X-Amz-Credential parameter.";

@@ -68,6 +68,83 @@ const UNSUPPORTED_SUBRESOURCES: &[&str] = &[
     "website",
 ];
 
+/// Query parameters the router reads, or harmless ones clients add (`x-id`, the AWS SDKs'
+/// operation name). A parameter without a value that is not one of these is a subresource
+/// Ferry does not serve: `NotImplemented`, never a wrong operation. Other valued parameters are
+/// ignored, as S3 ignores them (cache busters and the like).
+const KNOWN_PARAMETERS: &[&str] = &[
+    "continuation-token",
+    "delete",
+    "delimiter",
+    "encoding-type",
+    "fetch-owner",
+    "key-marker",
+    "list-type",
+    "location",
+    "marker",
+    "max-buckets",
+    "max-keys",
+    "max-parts",
+    "max-uploads",
+    "part-number-marker",
+    "partNumber",
+    "prefix",
+    "start-after",
+    "upload-id-marker",
+    "uploadId",
+    "uploads",
+    "versionId",
+    "versioning",
+    "x-id",
+];
+
+/// What a request header asks for that Ferry does not do. Such a request is answered with the
+/// error, never served with the header ignored: a client that asked for encryption, a lock or
+/// ACL grants must not believe it got them.
+fn unsupported_header(name: &str, value: &[u8]) -> Option<S3Error> {
+    let lower = |p: &str| starts_with_ignore_case(name, p);
+    let is = |n: &str| name.eq_ignore_ascii_case(n);
+    let value = value.trim_ascii();
+    if lower("x-amz-server-side-encryption") || lower("x-amz-copy-source-server-side-encryption") {
+        return Some(not_implemented("Server-side encryption is not implemented"));
+    }
+    if lower("x-amz-object-lock-")
+        || is("x-amz-bypass-governance-retention")
+        || (is("x-amz-bucket-object-lock-enabled") && !value.eq_ignore_ascii_case(b"false"))
+    {
+        return Some(not_implemented("Object lock is not implemented"));
+    }
+    if is("x-amz-tagging") && !value.is_empty() {
+        return Some(not_implemented("Object tagging is not implemented"));
+    }
+    if is("x-amz-website-redirect-location") {
+        return Some(not_implemented("Website redirects are not implemented"));
+    }
+    if is("x-amz-write-offset-bytes") {
+        return Some(not_implemented("Appending to objects is not implemented"));
+    }
+    if is("x-amz-object-ownership") && !value.eq_ignore_ascii_case(b"BucketOwnerEnforced") {
+        return Some(not_implemented(
+            "Object ownership other than BucketOwnerEnforced is not implemented",
+        ));
+    }
+    // ACLs are disabled, as on a new AWS bucket: only the canned ACLs that grant nothing more
+    // than the owner has pass.
+    let owner_only = |v: &[u8]| {
+        v.eq_ignore_ascii_case(b"private") || v.eq_ignore_ascii_case(b"bucket-owner-full-control")
+    };
+    if lower("x-amz-grant-") || (is("x-amz-acl") && !owner_only(value)) {
+        return Some(S3Error::new(S3ErrorCode::AccessControlListNotSupported));
+    }
+    None
+}
+
+fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
+    s.as_bytes()
+        .get(..prefix.len())
+        .is_some_and(|b| b.eq_ignore_ascii_case(prefix.as_bytes()))
+}
+
 /// How requests name their bucket.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AddressingConfig {
@@ -467,11 +544,21 @@ impl<'a> Endpoint<'a> {
     ) -> S3Result<S3Request<'a>> {
         let addr = Address::parse(target, find_header_str(headers, "host"), cfg)?;
         let query = Query::parse(addr.raw_query)?;
-        if query
-            .iter()
-            .any(|(n, _)| UNSUPPORTED_SUBRESOURCES.contains(&n))
-        {
+        let unknown_subresource = |(n, v): (&str, &str)| {
+            UNSUPPORTED_SUBRESOURCES.contains(&n)
+                || (v.is_empty()
+                    && !KNOWN_PARAMETERS.contains(&n)
+                    && !starts_with_ignore_case(n, "x-amz-")
+                    && !n.starts_with("response-"))
+        };
+        if query.iter().any(unknown_subresource) {
             return Err(not_implemented("This subresource is not implemented"));
+        }
+        if let Some(e) = headers
+            .iter()
+            .find_map(|h| unsupported_header(h.name, h.value))
+        {
+            return Err(e);
         }
         let endpoint = match (&addr.bucket, &addr.key) {
             (None, _) => Self::service(method, &query)?,
@@ -1005,6 +1092,154 @@ mod tests {
             let e = route(method, target, "localhost:9000", extra).expect_err(target);
             assert_eq!(e.code, S3ErrorCode::NotImplemented, "{method} {target}");
             assert_eq!(e.status(), 501);
+        }
+    }
+
+    #[test]
+    fn unknown_subresources_are_not_implemented_and_other_parameters_pass() {
+        for target in [
+            "/bucket/key?foo",
+            "/bucket?objectlambda",
+            "/bucket/key?attributes&x=1",
+        ] {
+            let e = route("GET", target, "h", &[]).expect_err(target);
+            assert_eq!(e.code, S3ErrorCode::NotImplemented, "{target}");
+        }
+        // Valued parameters S3 ignores (a cache buster), the SDKs' x-id, response overrides.
+        for target in [
+            "/bucket/key?x-id=GetObject",
+            "/bucket/key?_=1700000000",
+            "/bucket/key?response-content-type=text%2Fplain",
+            "/bucket?list-type=2&prefix=&delimiter=",
+            "/bucket/key?versionId=null",
+        ] {
+            assert!(route("GET", target, "h", &[]).is_ok(), "{target}");
+        }
+    }
+
+    #[test]
+    fn feature_headers_are_refused_not_ignored() {
+        let not_implemented: [(&str, &str, Extra<'_>); 14] = [
+            (
+                "PUT",
+                "/bkt/k",
+                &[("x-amz-server-side-encryption", "AES256")],
+            ),
+            (
+                "PUT",
+                "/bkt/k",
+                &[("x-amz-server-side-encryption", "aws:kms")],
+            ),
+            (
+                "PUT",
+                "/bkt/k",
+                &[("X-Amz-Server-Side-Encryption-Customer-Algorithm", "AES256")],
+            ),
+            (
+                "GET",
+                "/bkt/k",
+                &[("x-amz-server-side-encryption-customer-key", "a2V5")],
+            ),
+            (
+                "PUT",
+                "/bkt/k",
+                &[
+                    ("x-amz-copy-source", "bkt/s"),
+                    (
+                        "x-amz-copy-source-server-side-encryption-customer-algorithm",
+                        "AES256",
+                    ),
+                ],
+            ),
+            (
+                "POST",
+                "/bkt/k?uploads",
+                &[("x-amz-server-side-encryption-aws-kms-key-id", "k")],
+            ),
+            ("PUT", "/bkt/k", &[("x-amz-object-lock-mode", "GOVERNANCE")]),
+            ("PUT", "/bkt/k", &[("x-amz-object-lock-legal-hold", "ON")]),
+            (
+                "DELETE",
+                "/bkt/k",
+                &[("x-amz-bypass-governance-retention", "true")],
+            ),
+            (
+                "PUT",
+                "/bkt",
+                &[("x-amz-bucket-object-lock-enabled", "true")],
+            ),
+            ("PUT", "/bkt/k", &[("x-amz-tagging", "a=b")]),
+            (
+                "PUT",
+                "/bkt/k",
+                &[("x-amz-website-redirect-location", "/x")],
+            ),
+            ("PUT", "/bkt", &[("x-amz-object-ownership", "ObjectWriter")]),
+            ("PUT", "/bkt/k", &[("x-amz-write-offset-bytes", "0")]),
+        ];
+        for (method, target, extra) in not_implemented {
+            let e = route(method, target, "h", extra).expect_err(target);
+            assert_eq!(e.code, S3ErrorCode::NotImplemented, "{extra:?}");
+        }
+        let acl: [(&str, &str, Extra<'_>); 5] = [
+            ("PUT", "/bkt/k", &[("x-amz-acl", "public-read")]),
+            ("PUT", "/bkt", &[("x-amz-acl", "public-read-write")]),
+            ("PUT", "/bkt/k", &[("x-amz-grant-read", "id=1")]),
+            (
+                "POST",
+                "/bkt/k?uploads",
+                &[("x-amz-grant-full-control", "id=1")],
+            ),
+            (
+                "PUT",
+                "/bkt/k",
+                &[
+                    ("x-amz-copy-source", "bkt/s"),
+                    ("x-amz-acl", "authenticated-read"),
+                ],
+            ),
+        ];
+        for (method, target, extra) in acl {
+            let e = route(method, target, "h", extra).expect_err(target);
+            assert_eq!(
+                e.code,
+                S3ErrorCode::AccessControlListNotSupported,
+                "{extra:?}"
+            );
+            assert_eq!(e.status(), 400);
+        }
+        // What asks for nothing more than Ferry does passes: owner-only ACLs, no tags, lock off,
+        // the checksums current SDKs send by default.
+        let fine: [(&str, &str, Extra<'_>); 7] = [
+            ("PUT", "/bkt/k", &[("x-amz-acl", "private")]),
+            (
+                "PUT",
+                "/bkt/k",
+                &[("x-amz-acl", "bucket-owner-full-control")],
+            ),
+            ("PUT", "/bkt/k", &[("x-amz-tagging", "")]),
+            (
+                "PUT",
+                "/bkt",
+                &[("x-amz-bucket-object-lock-enabled", "false")],
+            ),
+            (
+                "PUT",
+                "/bkt",
+                &[("x-amz-object-ownership", "BucketOwnerEnforced")],
+            ),
+            (
+                "PUT",
+                "/bkt/k",
+                &[
+                    ("x-amz-checksum-crc32", "AAAAAA=="),
+                    ("x-amz-sdk-checksum-algorithm", "CRC32"),
+                ],
+            ),
+            ("GET", "/bkt/k", &[("x-amz-checksum-mode", "ENABLED")]),
+        ];
+        for (method, target, extra) in fine {
+            assert!(route(method, target, "h", extra).is_ok(), "{extra:?}");
         }
     }
 

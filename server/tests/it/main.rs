@@ -24,6 +24,7 @@ mod sdk_list;
 mod sdk_multipart;
 mod sdk_objects;
 mod sdk_presign;
+mod sdk_unsupported;
 mod sdk_wire;
 mod store_list;
 mod store_multipart;

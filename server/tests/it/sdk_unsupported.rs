@@ -1,0 +1,225 @@
+//! Requests for what Ferry does not do are refused, never served with the feature ignored:
+//! server-side encryption (all three kinds, on PUT, copy, multipart and reads), object lock,
+//! tagging, website redirects and unknown subresources answer `501 NotImplemented`; ACL grants
+//! and canned ACLs beyond the owner's answer `400 AccessControlListNotSupported` (AWS's answer
+//! for buckets with ACLs disabled). Nothing is stored. On a node and through the proxy, both
+//! runtimes; a raw signed client for every header family and the AWS SDK for a few.
+
+use aws_sdk_s3::types::{ObjectCannedAcl, ServerSideEncryption};
+
+use crate::support::http::{Client, Response};
+use crate::support::sdk::{self, Target, TestNode};
+
+on_every_target!(feature_headers_refused, sdk_requests_refused);
+
+/// A request and the answer it must get: method, target, headers, status, error code.
+type Case<'a> = (&'a str, &'a str, Vec<(&'a str, &'a str)>, u16, &'a str);
+
+fn code(r: &Response) -> String {
+    r.error_code()
+        .unwrap_or_else(|| panic!("no error code in {r:?}"))
+}
+
+async fn feature_headers_refused(target: Target) {
+    let n = TestNode::start(target);
+    n.bucket("feat").await;
+    n.put("feat", "src", b"source bytes".to_vec()).await;
+    let mut c = Client::connect(n.addr);
+    let b64key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+    let key_md5 = "fRgxRfFONr5cjkLoxR0fgA==";
+    let sse_c: &[(&str, &str)] = &[
+        ("x-amz-server-side-encryption-customer-algorithm", "AES256"),
+        ("x-amz-server-side-encryption-customer-key", b64key),
+        ("x-amz-server-side-encryption-customer-key-MD5", key_md5),
+    ];
+    // (method, target, headers, status, code)
+    let cases: Vec<Case<'_>> = vec![
+        ("PUT", "/feat/k", sse_c.to_vec(), 501, "NotImplemented"),
+        (
+            "PUT",
+            "/feat/k",
+            vec![("x-amz-server-side-encryption", "AES256")],
+            501,
+            "NotImplemented",
+        ),
+        (
+            "PUT",
+            "/feat/k",
+            vec![("x-amz-server-side-encryption", "aws:kms")],
+            501,
+            "NotImplemented",
+        ),
+        (
+            "PUT",
+            "/feat/k",
+            vec![
+                ("x-amz-copy-source", "feat/src"),
+                ("x-amz-server-side-encryption", "AES256"),
+            ],
+            501,
+            "NotImplemented",
+        ),
+        (
+            "POST",
+            "/feat/k?uploads",
+            vec![("x-amz-server-side-encryption", "AES256")],
+            501,
+            "NotImplemented",
+        ),
+        ("GET", "/feat/src", sse_c.to_vec(), 501, "NotImplemented"),
+        (
+            "PUT",
+            "/feat/k",
+            vec![
+                ("x-amz-object-lock-mode", "COMPLIANCE"),
+                (
+                    "x-amz-object-lock-retain-until-date",
+                    "2030-01-01T00:00:00Z",
+                ),
+            ],
+            501,
+            "NotImplemented",
+        ),
+        (
+            "PUT",
+            "/feat/k",
+            vec![("x-amz-object-lock-legal-hold", "ON")],
+            501,
+            "NotImplemented",
+        ),
+        (
+            "PUT",
+            "/feat/k",
+            vec![("x-amz-tagging", "team=a")],
+            501,
+            "NotImplemented",
+        ),
+        (
+            "POST",
+            "/feat/k?uploads",
+            vec![("x-amz-tagging", "team=a")],
+            501,
+            "NotImplemented",
+        ),
+        (
+            "PUT",
+            "/feat/k",
+            vec![("x-amz-website-redirect-location", "/elsewhere")],
+            501,
+            "NotImplemented",
+        ),
+        (
+            "PUT",
+            "/feat/k",
+            vec![("x-amz-acl", "public-read")],
+            400,
+            "AccessControlListNotSupported",
+        ),
+        (
+            "PUT",
+            "/feat/k",
+            vec![("x-amz-grant-read", "id=someone")],
+            400,
+            "AccessControlListNotSupported",
+        ),
+        (
+            "PUT",
+            "/feat/k",
+            vec![
+                ("x-amz-copy-source", "feat/src"),
+                ("x-amz-grant-full-control", "id=x"),
+            ],
+            400,
+            "AccessControlListNotSupported",
+        ),
+        ("GET", "/feat/src?torrent", vec![], 501, "NotImplemented"),
+        ("GET", "/feat/src?attributes", vec![], 501, "NotImplemented"),
+        ("PUT", "/feat/k?somethingnew", vec![], 501, "NotImplemented"),
+    ];
+    for (method, path, headers, status, want) in &cases {
+        let r = c.request(method, path, headers, b"secret plaintext");
+        assert_eq!(
+            (r.status, code(&r).as_str()),
+            (*status, *want),
+            "{method} {path} {headers:?}"
+        );
+    }
+    // Nothing was stored: no object, no upload.
+    assert_eq!(c.request("HEAD", "/feat/k", &[], b"").status, 404);
+    let uploads = c.get("/feat?uploads");
+    assert_eq!(uploads.status, 200);
+    assert!(uploads.xml_values("UploadId").is_empty(), "{uploads:?}");
+    // A bucket with object lock or ACLs is not created either.
+    let r = c.request(
+        "PUT",
+        "/feat-locked",
+        &[("x-amz-bucket-object-lock-enabled", "true")],
+        b"",
+    );
+    assert_eq!((r.status, code(&r).as_str()), (501, "NotImplemented"));
+    let r = c.request("PUT", "/feat-public", &[("x-amz-acl", "public-read")], b"");
+    assert_eq!(
+        (r.status, code(&r).as_str()),
+        (400, "AccessControlListNotSupported")
+    );
+    assert_eq!(c.request("HEAD", "/feat-locked", &[], b"").status, 404);
+    assert_eq!(c.request("HEAD", "/feat-public", &[], b"").status, 404);
+    // What asks for nothing more than Ferry does still works.
+    for headers in [
+        vec![("x-amz-acl", "private")],
+        vec![("x-amz-acl", "bucket-owner-full-control")],
+        vec![("x-amz-tagging", "")],
+    ] {
+        assert_eq!(
+            c.request("PUT", "/feat/k", &headers, b"ok").status,
+            200,
+            "{headers:?}"
+        );
+    }
+    assert_eq!(n.get("feat", "k").await, b"ok");
+}
+
+async fn sdk_requests_refused(target: Target) {
+    let n = TestNode::start(target);
+    n.bucket("feat").await;
+    let put = || {
+        n.client
+            .put_object()
+            .bucket("feat")
+            .key("sdk")
+            .body(b"plain".to_vec().into())
+    };
+    let r = put()
+        .server_side_encryption(ServerSideEncryption::Aes256)
+        .send()
+        .await;
+    sdk::assert_error(r, 501, Some("NotImplemented"));
+    let r = put()
+        .server_side_encryption(ServerSideEncryption::AwsKms)
+        .send()
+        .await;
+    sdk::assert_error(r, 501, Some("NotImplemented"));
+    let r = put().tagging("a=b").send().await;
+    sdk::assert_error(r, 501, Some("NotImplemented"));
+    let r = put().acl(ObjectCannedAcl::PublicRead).send().await;
+    sdk::assert_error(r, 400, Some("AccessControlListNotSupported"));
+    let r = n
+        .client
+        .head_object()
+        .bucket("feat")
+        .key("sdk")
+        .send()
+        .await;
+    sdk::assert_error(r, 404, None);
+    let r = n
+        .client
+        .create_multipart_upload()
+        .bucket("feat")
+        .key("sdk")
+        .server_side_encryption(ServerSideEncryption::Aes256)
+        .send()
+        .await;
+    sdk::assert_error(r, 501, Some("NotImplemented"));
+    let r = put().acl(ObjectCannedAcl::Private).send().await;
+    assert!(r.is_ok(), "{r:?}");
+}
