@@ -47,10 +47,14 @@ pub fn is_auth_header(name: &str) -> bool {
 }
 
 /// The raw query without presigned-URL parameters (the rest stays as sent).
+///
+/// Names are compared percent-decoded, as the verifier reads them: `X%2DAmz%2DSignature` is
+/// the signature too.
 pub fn strip_presign(raw_query: &str) -> Cow<'_, str> {
     let is_presign = |pair: &str| {
         let name = pair.split_once('=').map_or(pair, |(n, _)| n);
-        PRESIGN_PARAMS.contains(&name)
+        // A name that does not decode is no parameter of ours; the verifier refused it anyway.
+        super::uri::decode(name, true).is_ok_and(|n| PRESIGN_PARAMS.contains(&n.as_ref()))
     };
     if !raw_query.split('&').any(is_presign) {
         return Cow::Borrowed(raw_query);
@@ -184,6 +188,11 @@ mod tests {
             "partNumber=1&uploadId=u"
         );
         assert_eq!(strip_presign("X-Amz-Signature=1"), "");
+        // Encoded names are the same parameters to the verifier, so they go too.
+        assert_eq!(
+            strip_presign("X%2DAmz%2DSignature=00&uploadId=u&X-Amz-%44ate=x"),
+            "uploadId=u"
+        );
         assert!(is_auth_header("X-Amz-Date"));
         assert!(is_auth_header("Host"));
         assert!(!is_auth_header("content-type"));

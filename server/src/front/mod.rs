@@ -231,6 +231,14 @@ async fn send_error<S: Stream>(
     if error.code == S3ErrorCode::NotModified {
         return res.send(304, &h.as_slice(), &[]).await;
     }
+    // What went wrong inside (an OS or database error, a backend's words) is for the log, which
+    // has it under the same request id; the client gets S3's generic message.
+    let generic = S3Error::new(S3ErrorCode::InternalError);
+    let error = if error.code == S3ErrorCode::InternalError {
+        &generic
+    } else {
+        error
+    };
     let resource = target.map(resource);
     let mut xml = Vec::with_capacity(256);
     ErrorResponse::from_error(error, resource.as_deref(), Some(id)).write_xml(&mut xml);
@@ -419,11 +427,12 @@ impl<A: S3Api> Handler for Front<A> {
         res: &mut ResponseWriter<'_, S>,
     ) -> Result<(), HttpError> {
         let id = self.ids.next();
-        tracing::debug!(
-            server = A::SERVER,
-            peer = %res.peer().map_or_else(|| "-".to_owned(), |a| a.to_string()),
-            request_id = %id, error = %error, "bad request"
-        );
+        let peer = res.peer().map_or_else(|| "-".to_owned(), |a| a.to_string());
+        if error.status() >= 500 {
+            tracing::warn!(server = A::SERVER, peer = %peer, request_id = %id, error = %error, "request failed");
+        } else {
+            tracing::debug!(server = A::SERVER, peer = %peer, request_id = %id, error = %error, "bad request");
+        }
         send_error(head.map(|r| r.target), error, &id, Headers::new(), res).await
     }
 }

@@ -18,6 +18,7 @@ on_both_runtimes!(
     conditional_writes,
     copy_object,
     delete_objects,
+    internal_errors_say_nothing_inside,
 );
 
 fn setup(rt: RuntimeKind, bucket: &str) -> (Node, Client) {
@@ -393,4 +394,34 @@ fn delete_objects(rt: RuntimeKind) {
         xml.as_bytes(),
     )
     .expect_error(400, "BadDigest");
+}
+
+/// A 500 carries S3's generic message and the request id; what went wrong inside (here the OS
+/// error of a data file gone from under the store) is for the log, not the client.
+fn internal_errors_say_nothing_inside(rt: RuntimeKind) {
+    let (node, mut c) = setup(rt, "int");
+    assert_eq!(c.put("/int/k", b"some bytes").status, 200);
+    let data = node.dir.path().join("data");
+    for fan in std::fs::read_dir(&data).unwrap() {
+        for file in std::fs::read_dir(fan.unwrap().path()).unwrap() {
+            std::fs::remove_file(file.unwrap().path()).unwrap();
+        }
+    }
+    let r = c.get("/int/k");
+    assert_eq!(r.status, 500, "{r:?}");
+    assert_eq!(r.error_code().as_deref(), Some("InternalError"));
+    let body = r.text();
+    assert!(
+        body.contains("<Message>We encountered an internal error. Please try again.</Message>"),
+        "{body}"
+    );
+    assert!(
+        !body.contains("os error") && !body.contains("No such file"),
+        "{body}"
+    );
+    let id = r.header("x-amz-request-id").expect("request id");
+    assert!(
+        body.contains(&format!("<RequestId>{id}</RequestId>")),
+        "{body}"
+    );
 }

@@ -594,6 +594,38 @@ mod tests {
     }
 
     #[test]
+    fn bodies_of_empty_elements_stop_at_an_element_cap() {
+        // Within the size limits, but hundreds of thousands of elements: refused while parsing,
+        // before a tree some 25 times the body is built.
+        let many = |root: &str, el: &str, limit: usize| {
+            let mut b = alloc::format!("<{root}>");
+            while b.len() + el.len() + root.len() + 3 <= limit {
+                b.push_str(el);
+            }
+            b.push_str(&alloc::format!("</{root}>"));
+            b.into_bytes()
+        };
+        let delete = many("Delete", "<a/>", MAX_DELETE_BODY);
+        let e = Delete::parse_xml(&delete).expect_err("too many elements");
+        assert!(e.message.contains("too many elements"), "{e}");
+        let complete = many("CompleteMultipartUpload", "<Part/>", MAX_COMPLETE_BODY);
+        let e = CompleteMultipartUpload::parse_xml(&complete).expect_err("too many elements");
+        assert!(e.message.contains("too many elements"), "{e}");
+        // The largest real documents still parse: 10,000 parts with every field.
+        let part = |n: usize| {
+            alloc::format!(
+                "<Part><PartNumber>{n}</PartNumber><ETag>\"{:032x}\"</ETag>\
+                 <ChecksumCRC32>AAAAAA==</ChecksumCRC32></Part>",
+                n
+            )
+        };
+        let body: String = (1..=10_000).map(part).collect();
+        let body = alloc::format!("<CompleteMultipartUpload>{body}</CompleteMultipartUpload>");
+        let parsed = CompleteMultipartUpload::parse_xml(body.as_bytes()).expect("10,000 parts");
+        assert_eq!(parsed.parts.len(), 10_000);
+    }
+
+    #[test]
     fn rejects_dtd_entities_and_malformed_xml() {
         let cases: [&[u8]; 17] = [
             br#"<?xml version="1.0"?><!DOCTYPE foo [<!ENTITY xxe SYSTEM "file:///etc/passwd">]><Delete><Object><Key>&xxe;</Key></Object></Delete>"#,

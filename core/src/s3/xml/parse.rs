@@ -17,6 +17,15 @@ use xmlparser::{ElementEnd, Token, Tokenizer};
 
 /// Nesting deeper than any S3 document is refused.
 const MAX_DEPTH: usize = 32;
+/// Elements of a `<Delete>`: the root, `Quiet`, and per object `Object` and its five fields.
+const MAX_DELETE_ELEMENTS: usize = 2 + MAX_DELETE_OBJECTS * 6;
+/// Elements of a `<CompleteMultipartUpload>`: the root, and per part `Part`, `PartNumber`,
+/// `ETag` and five checksums.
+const MAX_COMPLETE_ELEMENTS: usize = 1 + 10_000 * 8;
+/// Elements of a `<CreateBucketConfiguration>`.
+const MAX_CREATE_BUCKET_ELEMENTS: usize = 64;
+/// Elements of a response document (a listing page of 1,000 entries, 10,000 buckets).
+const MAX_RESPONSE_ELEMENTS: usize = 1 << 16;
 
 fn malformed() -> S3Error {
     S3ErrorCode::MalformedXML.into()
@@ -41,7 +50,10 @@ struct Doc<'a> {
 }
 
 impl<'a> Doc<'a> {
-    fn parse(body: &'a [u8], max_len: usize) -> S3Result<Self> {
+    /// Parse `body` (at most `max_len` bytes) into at most `max_elements` elements: a tree
+    /// node per element costs about a hundred bytes, so a body of empty elements would
+    /// otherwise grow some 25 times in memory.
+    fn parse(body: &'a [u8], max_len: usize, max_elements: usize) -> S3Result<Self> {
         if body.len() > max_len {
             return Err(malformed_because("The XML body is too large"));
         }
@@ -66,6 +78,9 @@ impl<'a> Doc<'a> {
                     }
                     if stack.len() >= MAX_DEPTH {
                         return Err(malformed_because("The XML is nested too deeply"));
+                    }
+                    if nodes.len() >= max_elements {
+                        return Err(malformed_because("The XML has too many elements"));
                     }
                     let idx = nodes.len();
                     if let Some(&p) = stack.last() {
@@ -325,7 +340,7 @@ impl<'a> CompleteMultipartUpload<'a> {
     /// Missing parts or fields are `MalformedXML`; a part number outside 1..=10000 is
     /// `InvalidArgument`; parts not in strictly ascending order are `InvalidPartOrder`.
     pub fn parse_xml(body: &'a [u8]) -> S3Result<Self> {
-        let doc = Doc::parse(body, MAX_COMPLETE_BODY)?;
+        let doc = Doc::parse(body, MAX_COMPLETE_BODY, MAX_COMPLETE_ELEMENTS)?;
         let root = doc.root("CompleteMultipartUpload")?;
         let mut parts: Vec<CompletedPart<'a>> = Vec::new();
         for p in root.all("Part") {
@@ -357,7 +372,7 @@ impl<'a> CompleteMultipartUpload<'a> {
 impl<'a> CreateBucketConfiguration<'a> {
     /// Parse the CreateBucket body (at most [`MAX_CREATE_BUCKET_BODY`] bytes).
     pub fn parse_xml(body: &'a [u8]) -> S3Result<Self> {
-        let doc = Doc::parse(body, MAX_CREATE_BUCKET_BODY)?;
+        let doc = Doc::parse(body, MAX_CREATE_BUCKET_BODY, MAX_CREATE_BUCKET_ELEMENTS)?;
         let root = doc.root("CreateBucketConfiguration")?;
         Ok(Self {
             location_constraint: root.opt("LocationConstraint").map(trimmed),
@@ -368,7 +383,7 @@ impl<'a> CreateBucketConfiguration<'a> {
 impl<'a> Delete<'a> {
     /// Parse the DeleteObjects body (at most [`MAX_DELETE_BODY`] bytes, 1..=1000 objects).
     pub fn parse_xml(body: &'a [u8]) -> S3Result<Self> {
-        let doc = Doc::parse(body, MAX_DELETE_BODY)?;
+        let doc = Doc::parse(body, MAX_DELETE_BODY, MAX_DELETE_ELEMENTS)?;
         let root = doc.root("Delete")?;
         let quiet = root.flag("Quiet")?.unwrap_or(false);
         let mut objects = Vec::new();
@@ -395,7 +410,7 @@ impl<'a> Delete<'a> {
 impl<'a> ListAllMyBucketsResult<'a> {
     /// Parse a ListBuckets response.
     pub fn parse_xml(body: &'a [u8]) -> S3Result<Self> {
-        let doc = Doc::parse(body, MAX_RESPONSE_BODY)?;
+        let doc = Doc::parse(body, MAX_RESPONSE_BODY, MAX_RESPONSE_ELEMENTS)?;
         let root = doc.root("ListAllMyBucketsResult")?;
         let buckets = match root.child("Buckets") {
             None => Vec::new(),
@@ -424,7 +439,7 @@ impl<'a> ListBucketResult<'a> {
     ///
     /// v2 is recognised by `KeyCount`, which S3 always sends in v2 and never in v1.
     pub fn parse_xml(body: &'a [u8]) -> S3Result<Self> {
-        let doc = Doc::parse(body, MAX_RESPONSE_BODY)?;
+        let doc = Doc::parse(body, MAX_RESPONSE_BODY, MAX_RESPONSE_ELEMENTS)?;
         let root = doc.root("ListBucketResult")?;
         let url = root.encoding_url();
         let contents = root
@@ -469,7 +484,7 @@ impl<'a> ListBucketResult<'a> {
 impl<'a> InitiateMultipartUploadResult<'a> {
     /// Parse a CreateMultipartUpload response.
     pub fn parse_xml(body: &'a [u8]) -> S3Result<Self> {
-        let doc = Doc::parse(body, MAX_RESPONSE_BODY)?;
+        let doc = Doc::parse(body, MAX_RESPONSE_BODY, MAX_RESPONSE_ELEMENTS)?;
         let root = doc.root("InitiateMultipartUploadResult")?;
         Ok(Self {
             bucket: root.req("Bucket")?,
@@ -482,7 +497,7 @@ impl<'a> InitiateMultipartUploadResult<'a> {
 impl<'a> CompleteMultipartUploadResult<'a> {
     /// Parse a CompleteMultipartUpload response.
     pub fn parse_xml(body: &'a [u8]) -> S3Result<Self> {
-        let doc = Doc::parse(body, MAX_RESPONSE_BODY)?;
+        let doc = Doc::parse(body, MAX_RESPONSE_BODY, MAX_RESPONSE_ELEMENTS)?;
         let root = doc.root("CompleteMultipartUploadResult")?;
         Ok(Self {
             location: root.opt("Location").unwrap_or_default(),
@@ -496,7 +511,7 @@ impl<'a> CompleteMultipartUploadResult<'a> {
 impl<'a> ListPartsResult<'a> {
     /// Parse a ListParts response.
     pub fn parse_xml(body: &'a [u8]) -> S3Result<Self> {
-        let doc = Doc::parse(body, MAX_RESPONSE_BODY)?;
+        let doc = Doc::parse(body, MAX_RESPONSE_BODY, MAX_RESPONSE_ELEMENTS)?;
         let root = doc.root("ListPartsResult")?;
         let url = root.encoding_url();
         let parts = root
@@ -530,7 +545,7 @@ impl<'a> ListPartsResult<'a> {
 impl<'a> ListMultipartUploadsResult<'a> {
     /// Parse a ListMultipartUploads response, undoing `encoding-type=url`.
     pub fn parse_xml(body: &'a [u8]) -> S3Result<Self> {
-        let doc = Doc::parse(body, MAX_RESPONSE_BODY)?;
+        let doc = Doc::parse(body, MAX_RESPONSE_BODY, MAX_RESPONSE_ELEMENTS)?;
         let root = doc.root("ListMultipartUploadsResult")?;
         let url = root.encoding_url();
         let uploads = root
@@ -566,7 +581,7 @@ impl<'a> ListMultipartUploadsResult<'a> {
 impl<'a> CopyResult<'a> {
     /// Parse a CopyObject or UploadPartCopy response.
     pub fn parse_xml(body: &'a [u8]) -> S3Result<Self> {
-        let doc = Doc::parse(body, MAX_RESPONSE_BODY)?;
+        let doc = Doc::parse(body, MAX_RESPONSE_BODY, MAX_RESPONSE_ELEMENTS)?;
         let (kind, root) = match doc.root("CopyObjectResult") {
             Ok(r) => (CopyKind::Object, r),
             Err(_) => (CopyKind::Part, doc.root("CopyPartResult")?),
@@ -582,7 +597,7 @@ impl<'a> CopyResult<'a> {
 impl<'a> DeleteResult<'a> {
     /// Parse a DeleteObjects response.
     pub fn parse_xml(body: &'a [u8]) -> S3Result<Self> {
-        let doc = Doc::parse(body, MAX_RESPONSE_BODY)?;
+        let doc = Doc::parse(body, MAX_RESPONSE_BODY, MAX_RESPONSE_ELEMENTS)?;
         let root = doc.root("DeleteResult")?;
         let deleted = root
             .all("Deleted")
@@ -611,7 +626,7 @@ impl<'a> DeleteResult<'a> {
 impl<'a> ErrorResponse<'a> {
     /// Parse an `<Error>` document.
     pub fn parse_xml(body: &'a [u8]) -> S3Result<Self> {
-        let doc = Doc::parse(body, MAX_RESPONSE_BODY)?;
+        let doc = Doc::parse(body, MAX_RESPONSE_BODY, MAX_RESPONSE_ELEMENTS)?;
         let root = doc.root("Error")?;
         Ok(Self {
             code: root.req("Code")?,
