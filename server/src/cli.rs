@@ -123,6 +123,10 @@ pub struct ProxyArgs {
     /// Interval of backend health probes, in milliseconds.
     #[arg(long, value_name = "MS")]
     pub health_interval_ms: Option<u64>,
+    /// Connections in use to one backend at most; more requests wait for one (up to the I/O
+    /// timeout) [default: 256].
+    #[arg(long, value_name = "N")]
+    pub backend_max_connections: Option<usize>,
     /// File with the access key and the secret key clients sign with, one per line (when the
     /// environment has neither FERRY_ACCESS_KEY/FERRY_SECRET_KEY nor
     /// AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY).
@@ -398,6 +402,9 @@ pub fn proxy_config(
     }
     if let Some(b) = args.buffer_size {
         cfg.buffer_size = b;
+    }
+    if let Some(n) = args.backend_max_connections {
+        cfg.backend_max_connections = n;
     }
     if let Some(ms) = args.connect_timeout_ms {
         cfg.connect_timeout = std::time::Duration::from_millis(ms);

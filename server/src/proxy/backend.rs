@@ -1,12 +1,16 @@
 //! One backend at run time: its address, keys, health and keep-alive connection pool.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_lock::{Semaphore, SemaphoreGuardArc};
 
 use ferry_core::http::HttpError;
 use ferry_core::http::client::{ClientConfig, ClientConn, ClientPool};
-use ferry_core::rt::Runtime;
+use ferry_core::rt::{Runtime, TimedOut, timeout};
 use ferry_core::s3::sigv4::Credentials;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
@@ -14,6 +18,31 @@ use super::config::{BackendConfig, BackendKind};
 
 /// A connection to a backend.
 pub(crate) type Conn<R> = ClientConn<R, <R as Runtime>::Stream>;
+
+/// Connect timeouts in a row that mark a backend down. One can be a busy backend's full
+/// accept queue; a refused connection marks it down at once.
+const TIMEOUTS_TO_DOWN: u32 = 3;
+
+/// A connection in use, holding one of its backend's connection slots until it is given back
+/// or dropped.
+pub(crate) struct BackendConn<R: Runtime> {
+    conn: Conn<R>,
+    _slot: SemaphoreGuardArc,
+}
+
+impl<R: Runtime> Deref for BackendConn<R> {
+    type Target = Conn<R>;
+
+    fn deref(&self) -> &Conn<R> {
+        &self.conn
+    }
+}
+
+impl<R: Runtime> DerefMut for BackendConn<R> {
+    fn deref_mut(&mut self) -> &mut Conn<R> {
+        &mut self.conn
+    }
+}
 
 /// Counters of one backend, for `/metrics`.
 #[derive(Debug, Default)]
@@ -26,6 +55,10 @@ pub(crate) struct BackendStats {
     pub connects: AtomicU64,
     /// Times it was marked down.
     pub marked_down: AtomicU64,
+    /// Requests that waited for a free connection slot.
+    pub queued: AtomicU64,
+    /// Requests that found no free slot in time (answered 503 SlowDown).
+    pub queue_timeouts: AtomicU64,
 }
 
 /// A backend: placement id, address, how to authenticate, health and pooled connections.
@@ -47,6 +80,14 @@ pub(crate) struct Backend<R: Runtime> {
     pool: Mutex<Arc<ClientPool<R>>>,
     rt: R,
     client: ClientConfig,
+    /// Connections in use at most (idle pooled ones hold no slot): a busy backend makes
+    /// requests wait here instead of taking ever more connects, which time out and would mark
+    /// a healthy backend down.
+    slots: Arc<Semaphore>,
+    /// How long a request waits for a slot.
+    queue_timeout: Duration,
+    /// Connect timeouts in a row.
+    timeouts: AtomicU32,
     pub stats: BackendStats,
 }
 
@@ -70,6 +111,7 @@ impl<R: Runtime> Backend<R> {
         addr: SocketAddr,
         region: &str,
         client: ClientConfig,
+        max_connections: usize,
     ) -> Self {
         Self {
             id: cfg.id.clone(),
@@ -83,6 +125,9 @@ impl<R: Runtime> Backend<R> {
             pool: Mutex::new(Arc::new(ClientPool::new(rt.clone(), client))),
             rt,
             client,
+            slots: Arc::new(Semaphore::new(max_connections.max(1))),
+            queue_timeout: client.read_timeout,
+            timeouts: AtomicU32::new(0),
             stats: BackendStats::default(),
         }
     }
@@ -127,27 +172,49 @@ impl<R: Runtime> Backend<R> {
         }
     }
 
-    /// Count a failed connect and mark the backend down.
+    /// Count a failed connect: a refused one marks the backend down at once, timeouts only
+    /// [`TIMEOUTS_TO_DOWN`] in a row (the health probe decides in between).
     fn connect_failed(&self, e: &HttpError) {
         self.stats.failures.fetch_add(1, Ordering::Relaxed);
         tracing::warn!(backend = %self.id, addr = %self.addr, error = %e, "backend connect failed");
-        self.mark_down(&format_args!("connect failed: {e}"));
+        let timed_out = matches!(e, HttpError::TimedOut);
+        if !timed_out || self.timeouts.fetch_add(1, Ordering::Relaxed) + 1 >= TIMEOUTS_TO_DOWN {
+            self.mark_down(&format_args!("connect failed: {e}"));
+        }
     }
 
-    /// A connection: a pooled one, or a new one within the connect timeout. A backend marked
-    /// down is `ServiceUnavailable` at once; a failed connect marks it down.
-    pub async fn conn(&self) -> S3Result<Conn<R>> {
+    /// A connection: a pooled one, or a new one within the connect timeout, once one of the
+    /// backend's connection slots is free. A backend marked down is `ServiceUnavailable` at
+    /// once; no free slot within the I/O timeout is `SlowDown`.
+    pub async fn conn(&self) -> S3Result<BackendConn<R>> {
         if !self.is_up() {
             return Err(self.unavailable());
         }
         self.stats.requests.fetch_add(1, Ordering::Relaxed);
+        let slot = match self.slots.try_acquire_arc() {
+            Some(s) => s,
+            None => {
+                self.stats.queued.fetch_add(1, Ordering::Relaxed);
+                match timeout(&self.rt, self.queue_timeout, self.slots.acquire_arc()).await {
+                    Ok(s) => s,
+                    Err(TimedOut) => {
+                        self.stats.queue_timeouts.fetch_add(1, Ordering::Relaxed);
+                        return Err(S3Error::with_message(
+                            S3ErrorCode::SlowDown,
+                            format!("Backend {} is busy; please retry.", self.id),
+                        ));
+                    }
+                }
+            }
+        };
         match self.pool().get(self.addr).await {
-            Ok(c) => {
+            Ok(conn) => {
                 // A pooled connection has served requests before.
-                if c.requests() == 0 {
+                if conn.requests() == 0 {
                     self.stats.connects.fetch_add(1, Ordering::Relaxed);
                 }
-                Ok(c)
+                self.timeouts.store(0, Ordering::Relaxed);
+                Ok(BackendConn { conn, _slot: slot })
             }
             Err(e) => {
                 self.connect_failed(&e);
@@ -159,8 +226,12 @@ impl<R: Runtime> Backend<R> {
     /// After `error` on `conn`: a new connection in its place if `conn` had only gone stale
     /// in the pool (see `ClientPool::replace_stale`); `Ok(false)` if the error stands. A
     /// failed connect marks the backend down.
-    pub async fn replace_stale(&self, conn: &mut Conn<R>, error: &HttpError) -> S3Result<bool> {
-        match self.pool().replace_stale(conn, error).await {
+    pub async fn replace_stale(
+        &self,
+        conn: &mut BackendConn<R>,
+        error: &HttpError,
+    ) -> S3Result<bool> {
+        match self.pool().replace_stale(&mut conn.conn, error).await {
             Ok(replaced) => {
                 if replaced {
                     self.stats.connects.fetch_add(1, Ordering::Relaxed);
@@ -174,9 +245,9 @@ impl<R: Runtime> Backend<R> {
         }
     }
 
-    /// Give a connection back (kept only if reusable).
-    pub fn put(&self, conn: Conn<R>) {
-        self.pool().put(conn);
+    /// Give a connection back (kept only if reusable); its slot is free again.
+    pub fn put(&self, conn: BackendConn<R>) {
+        self.pool().put(conn.conn);
     }
 
     /// Count a failed exchange (the connection is dropped by the caller).

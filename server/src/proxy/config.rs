@@ -202,6 +202,9 @@ fn split_url(url: &str) -> Result<&str, String> {
     Ok(authority)
 }
 
+/// Connections in use to one backend at most, by default.
+pub const DEFAULT_BACKEND_MAX_CONNECTIONS: usize = 256;
+
 /// Everything `ferry proxy` needs.
 #[derive(Debug, Clone)]
 pub struct ProxyConfig {
@@ -228,6 +231,9 @@ pub struct ProxyConfig {
     pub io_timeout: Duration,
     /// Interval of active health probes (default 2 s).
     pub health_interval: Duration,
+    /// Connections in use to one backend at most (default 256); more requests wait for one, up
+    /// to the I/O timeout, then answer `503 SlowDown`.
+    pub backend_max_connections: usize,
     /// Key of the continuation-token HMAC; by default derived from the credentials, so that
     /// proxies configured alike accept each other's tokens.
     pub token_secret: Option<Vec<u8>>,
@@ -255,6 +261,7 @@ impl ProxyConfig {
             connect_timeout: Duration::from_millis(500),
             io_timeout: Duration::from_secs(30),
             health_interval: Duration::from_secs(2),
+            backend_max_connections: DEFAULT_BACKEND_MAX_CONNECTIONS,
             token_secret: None,
             tls: None,
         }
@@ -301,6 +308,9 @@ impl ProxyConfig {
         }
         if let Some(ms) = f.health_interval_ms {
             cfg.health_interval = Duration::from_millis(ms);
+        }
+        if let Some(n) = f.backend_max_connections {
+            cfg.backend_max_connections = n;
         }
         cfg.token_secret = f.token_secret.map(String::into_bytes);
         cfg.tls = TlsFiles::pair(f.tls_cert, f.tls_key, "tls_cert and tls_key")?;
@@ -354,6 +364,7 @@ struct FileConfig {
     buffer_size: Option<usize>,
     connect_timeout_ms: Option<u64>,
     io_timeout_ms: Option<u64>,
+    backend_max_connections: Option<usize>,
     health_interval_ms: Option<u64>,
     token_secret: Option<String>,
     tls_cert: Option<PathBuf>,

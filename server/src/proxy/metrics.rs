@@ -36,13 +36,28 @@ pub(crate) fn render<R: Runtime>(p: &Proxy<R>, o: &mut String, prefix: &str) {
             "backend_marked_down_total",
             "Times the backend was marked down.",
         ),
+        (
+            "backend_queued_total",
+            "Requests that waited for a free connection to the backend.",
+        ),
+        (
+            "backend_queue_timeouts_total",
+            "Requests that found no free connection to the backend in time (503 SlowDown).",
+        ),
     ];
     for (k, (suffix, help)) in per_backend.iter().enumerate() {
         let name = format!("{prefix}_{suffix}");
         family(o, &name, "counter", help);
         for b in &p.backends {
             let s = &b.stats;
-            let v = [&s.requests, &s.failures, &s.connects, &s.marked_down];
+            let v = [
+                &s.requests,
+                &s.failures,
+                &s.connects,
+                &s.marked_down,
+                &s.queued,
+                &s.queue_timeouts,
+            ];
             let n = v.get(k).map_or(0, |c| c.load(Ordering::Relaxed));
             let _ = writeln!(o, "{name}{{backend=\"{}\"}} {n}", b.id);
         }

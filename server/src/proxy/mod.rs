@@ -186,7 +186,15 @@ fn build<R: Runtime>(rt: R, cfg: &ProxyConfig, resolved: Resolved) -> S3Result<P
     let backends = resolved
         .iter()
         .map(|(b, host, addr)| {
-            Backend::new(rt.clone(), b, host.clone(), *addr, &cfg.region, client)
+            Backend::new(
+                rt.clone(),
+                b,
+                host.clone(),
+                *addr,
+                &cfg.region,
+                client,
+                cfg.backend_max_connections,
+            )
         })
         .collect();
     let mut credentials = MemoryCredentials::new();

@@ -5,6 +5,7 @@
 mod support;
 
 mod crash_kill9;
+mod faults;
 mod logs;
 mod node_admin;
 mod node_bad_input;
