@@ -96,7 +96,8 @@ pub struct ProxyArgs {
     #[arg(long = "backend", value_name = "SPEC")]
     pub backends: Vec<String>,
     /// A TOML file with the same settings (listen, admin_listen, region, runtime, threads,
-    /// buffer_size, connect_timeout_ms, io_timeout_ms, health_interval_ms, token_secret,
+    /// buffer_size, connect_timeout_ms, io_timeout_ms, health_interval_ms, backend_max_connections,
+    /// token_secret,
     /// tls_cert, tls_key, [[credentials]] access_key/secret_key, [[backend]] id/url/weight/access_key/secret_key/
     /// kind/auth/region); command-line options win.
     #[arg(long, value_name = "FILE")]
