@@ -55,6 +55,7 @@ s3_error_codes! {
     ExpiredToken => 400, "The provided token has expired.";
     IllegalLocationConstraintException => 400, "The location constraint you specified is not the region this endpoint serves.";
     IncompleteBody => 400, "You did not provide the number of bytes specified by the Content-Length HTTP header.";
+    InsufficientStorage => 507, "There is not enough space left on the storage to complete the request.";
     InternalError => 500, "We encountered an internal error. Please try again.";
     InvalidAccessKeyId => 403, "The AWS access key ID you provided does not exist in our records.";
     InvalidArgument => 400, "Invalid Argument";

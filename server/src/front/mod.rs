@@ -75,6 +75,13 @@ pub(crate) trait S3Api: Send + Sync + 'static {
         (true, "ok\n".to_owned())
     }
 
+    /// What the S3 listener's `GET /healthz` (a proxy's probe) answers: 200, or 503 with the
+    /// reason (a node whose store cannot write). The admin listener's `/healthz` only says
+    /// that the process runs.
+    fn health(&self) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Metrics of the server's own, appended after the front's (same prefix).
     fn render_metrics(&self, out: &mut String, prefix: &str) {
         let _ = (out, prefix);
@@ -367,7 +374,10 @@ impl<A: S3Api> Handler for Front<A> {
         if head.method == "GET" && head.target == "/healthz" {
             let h = Headers::new().with("Content-Type", "text/plain");
             let h = h.with("x-amz-request-id", id);
-            res.send(200, &h.as_slice(), b"ok").await?;
+            match self.api.health() {
+                Ok(()) => res.send(200, &h.as_slice(), b"ok").await?,
+                Err(why) => res.send(503, &h.as_slice(), why.as_bytes()).await?,
+            }
             return Ok(());
         }
         let mut log = RequestLog::new(access::access_enabled());

@@ -121,6 +121,14 @@ impl<R: Runtime> S3Api for NodeApi<R> {
         super::metrics::readiness(&self.store)
     }
 
+    /// Unhealthy while the store cannot write, so that a proxy's probe marks the node down.
+    fn health(&self) -> Result<(), String> {
+        match super::metrics::readiness(&self.store) {
+            (true, _) => Ok(()),
+            (false, why) => Err(why),
+        }
+    }
+
     fn render_metrics(&self, out: &mut String, prefix: &str) {
         super::metrics::render(&self.store, out, prefix);
     }

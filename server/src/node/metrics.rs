@@ -1,18 +1,19 @@
 //! What the node adds to the front's admin side: its store's figures on `/metrics`, and
-//! readiness (the metadata store answers).
+//! readiness (the metadata store answers and the store takes writes).
 
 use crate::metrics::{counter, family, gauge};
-use crate::store::Store;
+use crate::store::{Store, Writability};
 
-/// `/readyz`: ready while the metadata store answers.
+/// `/readyz` (and the S3 listener's `/healthz`): ready while the metadata store answers and
+/// the store takes writes (not while the disk is full or the metadata store is reopening).
 pub(crate) fn readiness(store: &Store) -> (bool, String) {
-    if store.is_readable() {
-        (true, format!("store {} ok\n", store.dir().display()))
-    } else {
-        (
-            false,
-            format!("store {} unreadable\n", store.dir().display()),
-        )
+    let dir = store.dir().display();
+    if !store.is_readable() {
+        return (false, format!("store {dir} unreadable\n"));
+    }
+    match store.writability() {
+        Writability::Writable => (true, format!("store {dir} ok\n")),
+        w => (false, format!("store {dir} cannot write: {w}\n")),
     }
 }
 
@@ -56,6 +57,12 @@ pub(crate) fn render(store: &Store, o: &mut String, prefix: &str) {
         &format!("{prefix}_store_files_pending_cleanup"),
         "Retired data files still open by a reader, deleted when it finishes.",
         s.files_pending,
+    );
+    gauge(
+        o,
+        &format!("{prefix}_store_writable"),
+        "1 while the store takes writes; 0 while its disk is full or its metadata store reopens.",
+        u64::from(s.writable),
     );
     if let (Some(free), Some(total)) = (s.disk_free_bytes, s.disk_total_bytes) {
         gauge(

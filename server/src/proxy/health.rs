@@ -50,8 +50,10 @@ pub(crate) async fn probe<R: Runtime>(rt: &R, b: &Backend<R>) {
     }
 }
 
-/// A Ferry node must answer `GET /healthz` with 200; another S3 server any answer to `HEAD /`.
-/// The error says what went wrong (it is logged when the backend goes down).
+/// A Ferry node must answer `GET /healthz` with 200 (it answers 503 while its store cannot
+/// write, a full disk say, so that writes stop coming); another S3 server any answer to
+/// `HEAD /`. The error says what went wrong, with the node's reason (it is logged when the
+/// backend goes down).
 async fn check<R: Runtime>(rt: &R, b: &Backend<R>) -> Result<(), String> {
     let failed = |what: &str, e: HttpError| format!("{what}: {e}");
     let mut conn = connect(rt, b.addr, b.client_config())
@@ -74,12 +76,28 @@ async fn check<R: Runtime>(rt: &R, b: &Backend<R>) -> Result<(), String> {
         .await
         .map_err(|e| failed("response", e))?;
     let status = resp.head.status;
-    resp.body
-        .discard()
+    // The start of the body, for the reason of a refusal.
+    let mut why = Vec::new();
+    while let Some(chunk) = resp
+        .body
+        .next_chunk()
         .await
-        .map_err(|e| failed("response body", e))?;
+        .map_err(|e| failed("response body", e))?
+    {
+        let room = MAX_REASON.saturating_sub(why.len());
+        why.extend_from_slice(chunk.get(..room.min(chunk.len())).unwrap_or_default());
+    }
     match b.kind {
-        BackendKind::Ferry if status != 200 => Err(format!("{method} {target} answered {status}")),
+        BackendKind::Ferry if status != 200 => {
+            let why = String::from_utf8_lossy(&why);
+            Err(format!(
+                "{method} {target} answered {status} {}",
+                why.trim()
+            ))
+        }
         _ => Ok(()),
     }
 }
+
+/// Bytes of a refusing health answer kept for the log.
+const MAX_REASON: usize = 512;

@@ -265,9 +265,10 @@ pub(crate) struct Staged {
 }
 
 impl Staged {
-    /// The file is referenced now (or its fate is unknown: open-time cleanup decides).
-    pub fn keep(mut self) {
+    /// The file is referenced now (or its fate is unknown until the metadata says); its id.
+    pub fn keep(mut self) -> FileId {
         self.keep = true;
+        self.id
     }
 }
 
@@ -386,7 +387,7 @@ impl Inner {
 }
 
 /// Best effort: a file left behind (crash, I/O error) is unreferenced and goes at the next open.
-fn remove_files(data: &Path, ids: &[FileId]) {
+pub(crate) fn remove_files(data: &Path, ids: &[FileId]) {
     for &id in ids {
         let _ = fs::remove_file(data_path(data, id));
     }

@@ -29,6 +29,13 @@
 //! temp file and every data file that no committed record references, so whatever an
 //! interruption leaves behind is collected at the next start.
 //!
+//! # A full disk
+//!
+//! A data file that meets a full disk fails its write (`InsufficientStorage`); a metadata
+//! commit that meets it leaves redb refusing writes until the database is reopened, which the
+//! store does by itself once the disk has room (see [`meta`]). [`Store::writability`] says
+//! which, for the node's readiness.
+//!
 //! # Concurrency
 //!
 //! redb serialises write transactions; conditions (`If-None-Match: *`, `If-Match`) and bucket
@@ -44,6 +51,7 @@ mod bucket;
 mod codec;
 mod files;
 mod list;
+mod meta;
 mod multipart;
 mod object;
 mod stats;
@@ -57,11 +65,11 @@ use std::sync::{Arc, Mutex};
 
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use redb::{
-    Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition,
-    WriteTransaction,
+    Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction,
 };
 
 pub use files::CleanupReport;
+pub use meta::{ROOM_TO_RECOVER, Writability};
 pub use multipart::PartWriter;
 pub use object::{ObjectReader, ObjectWriter};
 pub use stats::StoreStats;
@@ -112,7 +120,7 @@ pub struct Store {
 }
 
 pub(crate) struct Inner {
-    db: Database,
+    meta: meta::MetaDb,
     root: PathBuf,
     data: PathBuf,
     tmp: PathBuf,
@@ -175,14 +183,15 @@ impl Store {
             files::sync_dir(&root)?;
             files::sync_dir(&data)?;
         }
-        let db = Database::create(root.join("meta.redb")).map_err(io::Error::other)?;
+        let path = root.join("meta.redb");
+        let db = Database::create(&path).map_err(io::Error::other)?;
         init_tables(&db)?;
         let (referenced, objects, bytes) = referenced_files(&db)?;
         let fans = FanDirs::new();
         let cleanup = files::cleanup(&tmp, &data, &referenced, &fans)?;
         Ok(Store {
             inner: Arc::new(Inner {
-                db,
+                meta: meta::MetaDb::new(path, db),
                 root,
                 data,
                 tmp,
@@ -211,10 +220,12 @@ impl Store {
         self.inner.cleanup
     }
 
-    /// The store's figures now (objects, bytes, commits, files, disk space).
+    /// The store's figures now (objects, bytes, commits, files, disk space, writability).
     pub fn stats(&self) -> StoreStats {
         let pending = Pins::lock(&self.inner.pins).pending();
-        self.inner.counters.snapshot(pending, &self.inner.root)
+        let mut s = self.inner.counters.snapshot(pending, &self.inner.root);
+        s.writable = self.is_writable();
+        s
     }
 
     /// Whether the metadata store answers (a read transaction opens).
@@ -226,13 +237,16 @@ impl Store {
     ///
     /// `staged` is the data file the transaction will reference: if `f` refuses (an `Err`), the
     /// transaction is aborted and the file deleted; once the commit is attempted the file is kept
-    /// (should the commit fail, its fate is unknown until open-time cleanup looks).
+    /// (should the commit fail, its fate is unknown until the reopened metadata store, or
+    /// open-time cleanup, looks). A commit that fails on an I/O error (a full disk) leaves the
+    /// metadata store refusing writes until it is reopened, which [`meta`] does.
     fn update<T>(
         &self,
         staged: Option<files::Staged>,
         f: impl FnOnce(&WriteTransaction) -> S3Result<T>,
     ) -> S3Result<T> {
-        let mut txn = self.inner.db.begin_write().map_err(db_err)?;
+        let db = self.write_db()?;
+        let mut txn = db.begin_write().map_err(|e| self.meta_failed(e.into()))?;
         if !self.inner.config.fsync {
             txn.set_durability(Durability::None).map_err(db_err)?;
         }
@@ -243,17 +257,16 @@ impl Store {
                 return Err(e);
             }
         };
-        if let Some(s) = staged {
-            s.keep();
-        }
+        let staged = staged.map(files::Staged::keep);
         let started = std::time::Instant::now();
-        txn.commit().map_err(db_err)?;
+        if let Err(e) = txn.commit() {
+            if let Some(id) = staged {
+                self.inner.meta.commit_unknown(id);
+            }
+            return Err(self.meta_failed(e.into()));
+        }
         self.inner.counters.commit(started.elapsed());
         Ok(out)
-    }
-
-    fn read_txn(&self) -> S3Result<ReadTransaction> {
-        self.inner.db.begin_read().map_err(db_err)
     }
 }
 
@@ -314,9 +327,18 @@ fn referenced_files(db: &Database) -> io::Result<(HashSet<FileId>, u64, u64)> {
     Ok((set, count, bytes))
 }
 
-/// A metadata-store failure: the client sees `InternalError`.
+/// A metadata-store failure: `InsufficientStorage` on a full disk, `ServiceUnavailable` on
+/// another I/O error (a write transaction's commit says which, and starts the reopen: see
+/// [`meta`]), `InternalError` otherwise.
 fn db_err(e: impl Into<redb::Error>) -> S3Error {
-    S3Error::with_message(S3ErrorCode::InternalError, e.into().to_string())
+    let e = e.into();
+    match &e {
+        redb::Error::Io(io) if meta::is_disk_full(io) => meta::insufficient_storage(),
+        redb::Error::Io(_) | redb::Error::PreviousIo => {
+            S3Error::with_message(S3ErrorCode::ServiceUnavailable, e.to_string())
+        }
+        _ => S3Error::with_message(S3ErrorCode::InternalError, e.to_string()),
+    }
 }
 
 /// A data-file failure: the client sees `InternalError`.

@@ -18,7 +18,7 @@ use super::types::{
 };
 use super::{
     BUCKETS, MAX_LIST, MAX_PARTS, PARTS, Store, UPLOADS, bucket_exists, check_bucket_name,
-    check_key, db_err, io_err, now, object_key,
+    check_key, db_err, now, object_key,
 };
 
 /// An UploadPart in progress: like [`ObjectWriter`](super::ObjectWriter), for one part.
@@ -33,13 +33,16 @@ pub struct PartWriter {
 
 impl PartWriter {
     /// Append a chunk of the part.
+    /// A full disk is `InsufficientStorage`.
     pub fn write(&mut self, data: &[u8]) -> S3Result<()> {
-        self.spool.write(data).map_err(io_err)
+        let inner = &self.store.inner;
+        self.spool.write(data).map_err(|e| inner.io_failed(e))
     }
 
     /// Append everything `r` yields until its end; returns the bytes read.
     pub fn write_from(&mut self, r: &mut dyn Read) -> S3Result<u64> {
-        self.spool.write_from(r).map_err(io_err)
+        let inner = &self.store.inner;
+        self.spool.write_from(r).map_err(|e| inner.io_failed(e))
     }
 
     /// Bytes written so far.
@@ -67,7 +70,7 @@ impl PartWriter {
             part_number,
             spool,
         } = self;
-        let staged = spool.finish().map_err(io_err)?;
+        let staged = spool.finish().map_err(|e| store.inner.io_failed(e))?;
         let rec = PartRecord {
             file: staged.id,
             size: staged.size,
@@ -212,12 +215,13 @@ impl Store {
     ) -> S3Result<PartWriter> {
         check_part_number(part_number)?;
         self.check_upload(bucket, key, upload_id)?;
+        self.check_room()?;
         Ok(PartWriter {
             store: self.clone(),
             object_key: object_key(bucket, key)?,
             upload_id: upload_id.to_owned(),
             part_number,
-            spool: Spool::create(&self.inner).map_err(io_err)?,
+            spool: Spool::create(&self.inner).map_err(|e| self.inner.io_failed(e))?,
         })
     }
 

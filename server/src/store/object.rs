@@ -30,14 +30,17 @@ pub struct ObjectWriter {
 
 impl ObjectWriter {
     /// Append a chunk of the body.
+    /// A full disk is `InsufficientStorage`.
     pub fn write(&mut self, data: &[u8]) -> S3Result<()> {
-        self.spool.write(data).map_err(io_err)
+        let inner = &self.store.inner;
+        self.spool.write(data).map_err(|e| inner.io_failed(e))
     }
 
     /// Append everything `r` yields until its end, reading straight into the write buffer.
     /// Returns the bytes read.
     pub fn write_from(&mut self, r: &mut dyn Read) -> S3Result<u64> {
-        self.spool.write_from(r).map_err(io_err)
+        let inner = &self.store.inner;
+        self.spool.write_from(r).map_err(|e| inner.io_failed(e))
     }
 
     /// Bytes written so far.
@@ -66,7 +69,7 @@ impl ObjectWriter {
             key,
             spool,
         } = self;
-        let staged = spool.finish().map_err(io_err)?;
+        let staged = spool.finish().map_err(|e| store.inner.io_failed(e))?;
         let rec = ObjectRecord {
             size: staged.size,
             etag: ETag::single(&staged.md5).as_str().to_owned(),
@@ -277,18 +280,19 @@ pub(crate) fn put_record(
 
 impl Store {
     /// Start a PUT of `bucket`/`key`: `NoSuchBucket` if the bucket does not exist (checked again
-    /// at commit).
+    /// at commit), `InsufficientStorage` while the disk is full.
     pub fn object_writer(&self, bucket: &str, key: &str) -> S3Result<ObjectWriter> {
         check_bucket_name(bucket)?;
         check_key(key)?;
         if !self.bucket_exists(bucket)? {
             return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
         }
+        self.check_room()?;
         Ok(ObjectWriter {
             store: self.clone(),
             bucket: bucket.to_owned(),
             key: key.to_owned(),
-            spool: Spool::create(&self.inner).map_err(io_err)?,
+            spool: Spool::create(&self.inner).map_err(|e| self.inner.io_failed(e))?,
         })
     }
 

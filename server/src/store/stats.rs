@@ -1,5 +1,6 @@
 //! What the store counts about itself, for the node's `/metrics`: objects and bytes stored,
-//! metadata commit latency, data files retired and still waiting for readers, free disk space.
+//! metadata commit latency, data files retired and still waiting for readers, free disk space,
+//! whether it takes writes.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -42,6 +43,8 @@ pub struct StoreStats {
     pub disk_free_bytes: Option<u64>,
     /// Size of that file system, in bytes.
     pub disk_total_bytes: Option<u64>,
+    /// Whether the store takes writes (see [`Writability`](super::Writability)).
+    pub writable: bool,
 }
 
 impl Counters {
@@ -51,6 +54,12 @@ impl Counters {
         c.objects.store(clamp(objects), Ordering::Relaxed);
         c.object_bytes.store(clamp(bytes), Ordering::Relaxed);
         c
+    }
+
+    /// Start again from `objects` objects of `bytes` bytes (a scan after a reopen).
+    pub(crate) fn reset(&self, objects: u64, bytes: u64) {
+        self.objects.store(clamp(objects), Ordering::Relaxed);
+        self.object_bytes.store(clamp(bytes), Ordering::Relaxed);
     }
 
     /// An object of `size` bytes was committed, replacing one of `replaced` bytes (if any).
@@ -105,6 +114,7 @@ impl Counters {
             files_pending: pending as u64,
             disk_free_bytes: free,
             disk_total_bytes: total,
+            writable: true,
         }
     }
 }
@@ -118,7 +128,7 @@ fn unclamp(n: i64) -> u64 {
 }
 
 /// Free space for unprivileged writers and total size of the file system holding `dir`.
-fn disk_space(dir: &Path) -> Option<(u64, u64)> {
+pub(crate) fn disk_space(dir: &Path) -> Option<(u64, u64)> {
     let s = rustix::fs::statvfs(dir).ok()?;
     Some((
         s.f_bavail.saturating_mul(s.f_frsize),

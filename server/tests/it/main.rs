@@ -5,6 +5,7 @@
 mod support;
 
 mod crash_kill9;
+mod fault_full_disk;
 mod faults;
 mod logs;
 mod node_admin;

@@ -43,6 +43,7 @@ pub mod process;
 pub mod proxy;
 pub mod sdk;
 pub mod store;
+pub mod tmpfs;
 
 /// The access key every test server accepts (and its clients sign with).
 pub const ACCESS_KEY: &str = "AKIAFERRYTESTKEY0001";
