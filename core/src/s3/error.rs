@@ -78,6 +78,7 @@ s3_error_codes! {
     NoSuchUpload => 404, "The specified multipart upload does not exist.";
     NotImplemented => 501, "A header or query you provided implies functionality that is not implemented.";
     NotModified => 304, "Not Modified";
+    OperationAborted => 409, "A conflicting conditional operation is currently in progress against this resource. Try again.";
     PreconditionFailed => 412, "At least one of the preconditions you specified did not hold.";
     RequestHeaderSectionTooLarge => 431, "Your request header section exceeds the maximum allowed size.";
     RequestTimeTooSkewed => 403, "The difference between the request time and the server's time is too large.";

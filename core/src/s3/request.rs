@@ -26,6 +26,10 @@ use crate::http::{Header, find_header, find_header_str};
 pub const MAX_LIST_PAGE: u32 = 1000;
 /// The largest `max-buckets` of ListBuckets.
 pub const MAX_BUCKETS_PAGE: u32 = 10_000;
+/// The longest token of a [`Endpoint::BucketFence`].
+pub const MAX_FENCE_TOKEN: usize = 64;
+/// The longest lease of a [`Endpoint::BucketFence`], in seconds.
+pub const MAX_FENCE_LEASE_SECONDS: u32 = 300;
 
 /// Subresources we do not serve; their presence makes any request `NotImplemented`.
 ///
@@ -391,6 +395,17 @@ pub enum Endpoint<'a> {
     CreateBucket,
     /// `DELETE /bucket`.
     DeleteBucket,
+    /// `POST /bucket?x-ferry-fence=T&lease-seconds=N`: Ferry's own, not S3's. Closes the bucket
+    /// to writes for N seconds under token T (renewed if T holds it), or lifts T's fence when
+    /// N is 0. The proxy's DeleteBucket fences every node first, so that no PUT lands between
+    /// its emptiness check and its deletes.
+    BucketFence {
+        /// `x-ferry-fence`: who holds the fence (1 to [`MAX_FENCE_TOKEN`] letters, digits, `-`
+        /// or `_`).
+        token: Cow<'a, str>,
+        /// `lease-seconds`: how long it holds (up to [`MAX_FENCE_LEASE_SECONDS`]); 0 lifts it.
+        lease_seconds: u32,
+    },
     /// `HEAD /bucket`.
     HeadBucket,
     /// `GET /bucket?location`.
@@ -601,13 +616,14 @@ impl<'a> Endpoint<'a> {
     }
 
     fn bucket(method: &str, q: &Query<'a>, headers: &[Header<'a>]) -> S3Result<Self> {
-        const KEYWORDS: [&str; 6] = [
+        const KEYWORDS: [&str; 7] = [
             "location",
             "versioning",
             "uploads",
             "delete",
             "uploadId",
             "partNumber",
+            "x-ferry-fence",
         ];
         let mut present = KEYWORDS.iter().filter(|k| q.has(k));
         let keyword = present.next().copied();
@@ -632,7 +648,32 @@ impl<'a> Endpoint<'a> {
             ("POST", Some("delete")) => Self::DeleteObjects {
                 content_md5: validate::find_content_md5(headers)?,
             },
+            ("POST", Some("x-ferry-fence")) => Self::bucket_fence(q)?,
             _ => return Err(not_implemented("This bucket operation is not implemented")),
+        })
+    }
+
+    fn bucket_fence(q: &Query<'a>) -> S3Result<Self> {
+        let invalid =
+            |what: &'static str| S3Error::with_message(S3ErrorCode::InvalidArgument, what);
+        let token = q.get_cow("x-ferry-fence").unwrap_or_default();
+        let token_ok = (1..=MAX_FENCE_TOKEN).contains(&token.len())
+            && token
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if !token_ok {
+            return Err(invalid(
+                "x-ferry-fence must be 1 to 64 letters, digits, '-' or '_'",
+            ));
+        }
+        let lease_seconds = q
+            .get("lease-seconds")
+            .and_then(|v| validate::int_param("lease-seconds", v).ok())
+            .filter(|n| *n <= MAX_FENCE_LEASE_SECONDS)
+            .ok_or_else(|| invalid("lease-seconds must be an integer between 0 and 300"))?;
+        Ok(Self::BucketFence {
+            token,
+            lease_seconds,
         })
     }
 
@@ -809,6 +850,7 @@ impl<'a> Endpoint<'a> {
             Self::ListBuckets { .. } => "ListBuckets",
             Self::CreateBucket => "CreateBucket",
             Self::DeleteBucket => "DeleteBucket",
+            Self::BucketFence { .. } => "BucketFence",
             Self::HeadBucket => "HeadBucket",
             Self::GetBucketLocation => "GetBucketLocation",
             Self::GetBucketVersioning => "GetBucketVersioning",
@@ -1093,6 +1135,52 @@ mod tests {
             assert_eq!(e.code, S3ErrorCode::NotImplemented, "{method} {target}");
             assert_eq!(e.status(), 501);
         }
+    }
+
+    /// Ferry's own bucket fence: POST only (GET, PUT or DELETE with it are no operation), a
+    /// token of safe characters, a bounded lease.
+    #[test]
+    fn bucket_fences_route_and_check_their_parameters() {
+        let fence = |target| route("POST", target, "localhost", &[]).map(|r| r.endpoint);
+        assert_eq!(
+            fence("/bkt?x-ferry-fence=a-B_9&lease-seconds=30"),
+            Ok(Endpoint::BucketFence {
+                token: b("a-B_9"),
+                lease_seconds: 30
+            })
+        );
+        assert_eq!(
+            fence("/bkt?lease-seconds=0&x-ferry-fence=t"),
+            Ok(Endpoint::BucketFence {
+                token: b("t"),
+                lease_seconds: 0
+            })
+        );
+        let long = alloc::format!("/bkt?x-ferry-fence={}&lease-seconds=1", "t".repeat(65));
+        for target in [
+            "/bkt?x-ferry-fence=t",
+            "/bkt?x-ferry-fence=t&lease-seconds=301",
+            "/bkt?x-ferry-fence=t&lease-seconds=-1",
+            "/bkt?x-ferry-fence=a%2Fb&lease-seconds=1",
+            long.as_str(),
+        ] {
+            assert_eq!(
+                fence(target).map_err(|e| e.code),
+                Err(S3ErrorCode::InvalidArgument),
+                "{target}"
+            );
+        }
+        for method in ["GET", "PUT", "DELETE", "HEAD"] {
+            let e = route(method, "/bkt?x-ferry-fence=t&lease-seconds=1", "h", &[]);
+            assert_eq!(e.map_err(|e| e.code), Err(S3ErrorCode::NotImplemented));
+        }
+        let e = route(
+            "POST",
+            "/bkt?x-ferry-fence=t&lease-seconds=1&delete",
+            "h",
+            &[],
+        );
+        assert_eq!(e.map_err(|e| e.code), Err(S3ErrorCode::NotImplemented));
     }
 
     #[test]

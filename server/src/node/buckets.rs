@@ -1,8 +1,10 @@
 //! Bucket operations and object listings.
 
 use std::borrow::Cow;
+use std::time::Duration;
 
 use base64::Engine as _;
+use ferry_core::http::find_header_str;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::request::Endpoint;
@@ -139,14 +141,42 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     cx.req.send(res, 200, h, &[]).await
 }
 
-/// DeleteBucket: `BucketNotEmpty` while it holds objects or uploads.
+/// The header a proxy's DeleteBucket names its fence with (see [`fence`]).
+pub(crate) const FENCE_HEADER: &str = "x-ferry-fence";
+
+/// DeleteBucket: `BucketNotEmpty` while it holds objects or uploads, `OperationAborted` while
+/// a fence holds it. A proxy's DeleteBucket names its own fence in `x-ferry-fence`; it is
+/// refused unless that fence still holds.
 pub(crate) async fn delete<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
 ) -> S3Result<()> {
     let b = bucket.to_owned();
-    cx.unblock(move |store| store.delete_bucket(&b)).await?;
+    let token = find_header_str(cx.headers, FENCE_HEADER).map(|t| t.trim().to_owned());
+    cx.unblock(move |store| match token {
+        Some(t) => store.delete_fenced_bucket(&b, &t),
+        None => store.delete_bucket(&b),
+    })
+    .await?;
+    cx.req.send(res, 204, Headers::new(), &[]).await
+}
+
+/// BucketFence (Ferry's own, see `Endpoint::BucketFence`): close the bucket to writes for
+/// `lease_seconds` under `token`, or lift `token`'s fence when 0. 204.
+pub(crate) async fn fence<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+    token: &str,
+    lease_seconds: u32,
+) -> S3Result<()> {
+    let (b, t) = (bucket.to_owned(), token.to_owned());
+    cx.unblock(move |store| match lease_seconds {
+        0 => store.unfence_bucket(&b, &t),
+        n => store.fence_bucket(&b, &t, Duration::from_secs(u64::from(n))),
+    })
+    .await?;
     cx.req.send(res, 204, Headers::new(), &[]).await
 }
 

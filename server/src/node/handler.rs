@@ -21,6 +21,10 @@ impl<R: Runtime> S3Api for NodeApi<R> {
             Endpoint::ListBuckets { .. } => buckets::list_buckets(cx, res, &s3.endpoint).await,
             Endpoint::CreateBucket => buckets::create(cx, body, res, bucket).await,
             Endpoint::DeleteBucket => buckets::delete(cx, res, bucket).await,
+            Endpoint::BucketFence {
+                token,
+                lease_seconds,
+            } => buckets::fence(cx, res, bucket, token, *lease_seconds).await,
             Endpoint::HeadBucket => buckets::head(cx, res, bucket).await,
             Endpoint::GetBucketLocation => buckets::location(cx, res, bucket).await,
             Endpoint::GetBucketVersioning => buckets::versioning(cx, res, bucket).await,

@@ -85,7 +85,8 @@ fn route(endpoint: &Endpoint<'_>) -> Route {
         | Endpoint::ListObjects { .. }
         | Endpoint::ListObjectsV2 { .. }
         | Endpoint::ListMultipartUploads { .. }
-        | Endpoint::DeleteObjects { .. } => Route::FanOut,
+        | Endpoint::DeleteObjects { .. }
+        | Endpoint::BucketFence { .. } => Route::FanOut,
         Endpoint::HeadBucket | Endpoint::GetBucketLocation | Endpoint::GetBucketVersioning => {
             Route::AnyBackend
         }
@@ -139,6 +140,11 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
                 }
                 Endpoint::ListMultipartUploads { .. } => list::list_uploads(cx, s3, res).await,
                 Endpoint::DeleteObjects { .. } => buckets::delete_objects(cx, s3, body, res).await,
+                // Between the proxy and its nodes only (see `buckets::delete`).
+                Endpoint::BucketFence { .. } => Err(S3Error::with_message(
+                    S3ErrorCode::NotImplemented,
+                    "Bucket fences are set by the proxy itself, not through it.",
+                )),
                 _ => Err(S3Error::new(S3ErrorCode::InternalError)),
             }
         }

@@ -7,10 +7,11 @@ use ferry_core::time::DateTime;
 use redb::ReadableTable;
 
 use super::codec::{self, BucketRecord};
+use super::fence::take_fence_for_delete;
 use super::types::{BucketInfo, BucketsPage};
 use super::{
-    BUCKETS, MAX_LIST, OBJECTS, Store, UPLOADS, bucket_exists, bucket_prefix, check_bucket_name,
-    db_err, now,
+    BUCKETS, FENCES, MAX_LIST, OBJECTS, Store, UPLOADS, bucket_exists, bucket_prefix,
+    check_bucket_name, db_err, now,
 };
 
 impl Store {
@@ -25,6 +26,11 @@ impl Store {
                 return Err(S3Error::new(S3ErrorCode::BucketAlreadyOwnedByYou));
             }
             buckets.insert(name, rec.as_slice()).map_err(db_err)?;
+            // A lapsed fence of an earlier bucket of that name means nothing to this one.
+            txn.open_table(FENCES)
+                .map_err(db_err)?
+                .remove(name)
+                .map_err(db_err)?;
             Ok(())
         })?;
         Ok(BucketInfo {
@@ -34,14 +40,25 @@ impl Store {
     }
 
     /// Delete bucket `name`: `NoSuchBucket` if it does not exist, `BucketNotEmpty` if it holds
-    /// objects or in-progress multipart uploads.
+    /// objects or in-progress multipart uploads, `OperationAborted` while a fence holds it.
     pub fn delete_bucket(&self, name: &str) -> S3Result<()> {
+        self.delete_bucket_as(name, None)
+    }
+
+    /// Delete bucket `name` under the fence `token` holds (the proxy's DeleteBucket): as
+    /// [`Store::delete_bucket`], and `OperationAborted` unless that fence still holds.
+    pub fn delete_fenced_bucket(&self, name: &str, token: &str) -> S3Result<()> {
+        self.delete_bucket_as(name, Some(token))
+    }
+
+    fn delete_bucket_as(&self, name: &str, token: Option<&str>) -> S3Result<()> {
         let prefix = bucket_prefix(name);
         self.update(None, |txn| {
             let mut buckets = txn.open_table(BUCKETS).map_err(db_err)?;
             if !bucket_exists(&buckets, name)? {
                 return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
             }
+            take_fence_for_delete(txn, name, token)?;
             let objects = txn.open_table(OBJECTS).map_err(db_err)?;
             let has_object = match objects
                 .range::<&[u8]>(prefix.as_slice()..)

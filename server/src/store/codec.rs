@@ -107,6 +107,14 @@ pub(crate) struct PartRecord {
     pub last_modified: i64,
 }
 
+/// A bucket fence (see `store::fence`): who holds it, and until when.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct FenceRecord {
+    pub token: String,
+    /// When it lapses, Unix milliseconds.
+    pub expires_ms: u64,
+}
+
 /// Parse an ETag this store wrote.
 pub(crate) fn stored_etag(s: &str) -> S3Result<ETag> {
     ETag::parse(s).ok_or_else(|| {

@@ -49,6 +49,7 @@
 
 mod bucket;
 mod codec;
+mod fence;
 mod files;
 mod list;
 mod meta;
@@ -68,6 +69,7 @@ use redb::{
     Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction,
 };
 
+pub use fence::MAX_FENCE_LEASE;
 pub use files::CleanupReport;
 pub use meta::{ROOM_TO_RECOVER, Writability};
 pub use multipart::PartWriter;
@@ -161,6 +163,8 @@ const OBJECTS: TableDefinition<'_, &[u8], &[u8]> = TableDefinition::new("objects
 const UPLOADS: TableDefinition<'_, (&[u8], &str), &[u8]> = TableDefinition::new("uploads");
 /// (upload id, part number) → `PartRecord`.
 const PARTS: TableDefinition<'_, (&str, u32), &[u8]> = TableDefinition::new("parts");
+/// Bucket name → `FenceRecord`: buckets closed to writes for a while (see [`fence`]).
+const FENCES: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("fences");
 
 impl Store {
     /// Open (or create) the store in `dir` with default settings.
@@ -294,6 +298,7 @@ fn init_tables(db: &Database) -> io::Result<()> {
         txn.open_table(OBJECTS).map_err(io::Error::other)?;
         txn.open_table(UPLOADS).map_err(io::Error::other)?;
         txn.open_table(PARTS).map_err(io::Error::other)?;
+        txn.open_table(FENCES).map_err(io::Error::other)?;
     }
     txn.commit().map_err(io::Error::other)
 }

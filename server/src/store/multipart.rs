@@ -10,6 +10,7 @@ use ferry_core::time::DateTime;
 use redb::{ReadableTable, WriteTransaction};
 
 use super::codec::{self, DataLayout, ObjectRecord, PartLoc, PartRecord, UploadRecord};
+use super::fence::check_unfenced;
 use super::files::{FileId, Spool};
 use super::object::put_record;
 use super::types::{
@@ -25,6 +26,7 @@ use super::{
 #[derive(Debug)]
 pub struct PartWriter {
     store: Store,
+    bucket: String,
     object_key: Vec<u8>,
     upload_id: String,
     part_number: u32,
@@ -61,10 +63,12 @@ impl PartWriter {
     }
 
     /// Make the part durable and record it, replacing an earlier upload of the same part number.
-    /// `NoSuchUpload` if the upload was completed or aborted meanwhile.
+    /// `NoSuchUpload` if the upload was completed or aborted meanwhile, `OperationAborted` while
+    /// a fence holds the bucket.
     pub fn commit(self) -> S3Result<PartEntry> {
         let PartWriter {
             store,
+            bucket,
             object_key,
             upload_id,
             part_number,
@@ -87,6 +91,7 @@ impl PartWriter {
             {
                 return Err(S3Error::new(S3ErrorCode::NoSuchUpload));
             }
+            check_unfenced(txn, &bucket)?;
             let mut parts = txn.open_table(PARTS).map_err(db_err)?;
             let old = match parts
                 .insert((upload_id.as_str(), part_number), bytes.as_slice())
@@ -177,6 +182,7 @@ impl Store {
             if !bucket_exists(&txn.open_table(BUCKETS).map_err(db_err)?, bucket)? {
                 return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
             }
+            check_unfenced(txn, bucket)?;
             let mut uploads = txn.open_table(UPLOADS).map_err(db_err)?;
             uploads
                 .insert((k.as_slice(), upload_id.as_str()), rec.as_slice())
@@ -215,9 +221,11 @@ impl Store {
     ) -> S3Result<PartWriter> {
         check_part_number(part_number)?;
         self.check_upload(bucket, key, upload_id)?;
+        self.check_bucket_writable(bucket)?;
         self.check_room()?;
         Ok(PartWriter {
             store: self.clone(),
+            bucket: bucket.to_owned(),
             object_key: object_key(bucket, key)?,
             upload_id: upload_id.to_owned(),
             part_number,

@@ -9,6 +9,7 @@ use ferry_core::time::DateTime;
 use redb::WriteTransaction;
 
 use super::codec::{self, DataLayout, ObjectRecord, stored_etag};
+use super::fence::check_unfenced;
 use super::files::{self, FileId, PinGuard, Pins, Spool};
 use super::types::{
     CopySource, MetadataDirective, ObjectInfo, ObjectMeta, PutResult, ReadRange, WriteConditions,
@@ -251,6 +252,7 @@ pub(crate) fn put_record(
     if !bucket_exists(&buckets, bucket)? {
         return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
     }
+    check_unfenced(txn, bucket)?;
     let mut objects = txn.open_table(OBJECTS).map_err(db_err)?;
     // Insert first and judge the replaced record: a refusal aborts the transaction anyway.
     let old = match objects
@@ -279,14 +281,13 @@ pub(crate) fn put_record(
 }
 
 impl Store {
-    /// Start a PUT of `bucket`/`key`: `NoSuchBucket` if the bucket does not exist (checked again
-    /// at commit), `InsufficientStorage` while the disk is full.
+    /// Start a PUT of `bucket`/`key`: `NoSuchBucket` if the bucket does not exist,
+    /// `OperationAborted` while a fence holds it (both checked again at commit),
+    /// `InsufficientStorage` while the disk is full.
     pub fn object_writer(&self, bucket: &str, key: &str) -> S3Result<ObjectWriter> {
         check_bucket_name(bucket)?;
         check_key(key)?;
-        if !self.bucket_exists(bucket)? {
-            return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
-        }
+        self.check_bucket_writable(bucket)?;
         self.check_room()?;
         Ok(ObjectWriter {
             store: self.clone(),

@@ -10,6 +10,7 @@ mod faults;
 mod logs;
 mod node_admin;
 mod node_bad_input;
+mod node_fence;
 mod node_lifecycle;
 mod node_multipart;
 mod node_objects;
