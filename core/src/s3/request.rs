@@ -30,6 +30,9 @@ pub const MAX_BUCKETS_PAGE: u32 = 10_000;
 pub const MAX_FENCE_TOKEN: usize = 64;
 /// The longest lease of a [`Endpoint::BucketFence`], in seconds.
 pub const MAX_FENCE_LEASE_SECONDS: u32 = 300;
+/// The header with which a DeleteBucket names the [`Endpoint::BucketFence`] it holds (Ferry's
+/// own: the node deletes only while that fence holds).
+pub const FENCE_HEADER: &str = "x-ferry-fence";
 
 /// Subresources we do not serve; their presence makes any request `NotImplemented`.
 ///

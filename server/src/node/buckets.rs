@@ -7,7 +7,7 @@ use base64::Engine as _;
 use ferry_core::http::find_header_str;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
-use ferry_core::s3::request::Endpoint;
+use ferry_core::s3::request::{Endpoint, FENCE_HEADER};
 use ferry_core::s3::xml::{
     BucketEntry, CreateBucketConfiguration, ListAllMyBucketsResult, ListBucketResult, ListVersion,
     MAX_CREATE_BUCKET_BODY, ObjectEntry, Owner, write_location_constraint,
@@ -140,9 +140,6 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     h.push("Location", format!("/{bucket}"));
     cx.req.send(res, 200, h, &[]).await
 }
-
-/// The header a proxy's DeleteBucket names its fence with (see [`fence`]).
-pub(crate) const FENCE_HEADER: &str = "x-ferry-fence";
 
 /// DeleteBucket: `BucketNotEmpty` while it holds objects or uploads, `OperationAborted` while
 /// a fence holds it. A proxy's DeleteBucket names its own fence in `x-ferry-fence`; it is

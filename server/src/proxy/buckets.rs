@@ -1,16 +1,18 @@
 //! Operations that span backends: buckets exist on every backend, so creating and deleting
-//! them fans out, ListBuckets is the union, and DeleteObjects is split by placement.
+//! them fans out (DeleteBucket all or nothing, under fences), ListBuckets is the union, and
+//! DeleteObjects is split by placement.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
+use std::time::{Duration, Instant};
 
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::md5::{content_md5, md5};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, Checks, VerifiedBody};
 use ferry_core::s3::checksum::checksum_header;
-use ferry_core::s3::request::{Endpoint, S3Request};
+use ferry_core::s3::request::{Endpoint, FENCE_HEADER, S3Request};
 use ferry_core::s3::uri;
 use ferry_core::s3::xml::{
     BucketEntry, CreateBucketConfiguration, Delete, DeleteError, DeleteResult, DeletedEntry,
@@ -19,6 +21,7 @@ use ferry_core::s3::xml::{
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
+use super::config::BackendKind;
 use super::context::Cx;
 use super::forward::{Call, Reply, spawn_call};
 use super::list::{bucket_token, read_bucket_token};
@@ -109,7 +112,22 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
         .await
 }
 
-/// DeleteBucket: only when it is empty on every backend (objects and uploads), then on all.
+/// How long a DeleteBucket's fences hold on the nodes: a proxy that dies mid-delete leaves the
+/// bucket writable again after this at most.
+const FENCE_LEASE: Duration = Duration::from_secs(30);
+
+/// DeleteBucket, all or nothing across the backends: the bucket ends deleted on every backend
+/// or on none, whatever PUTs race it.
+///
+/// 1. Fence the bucket on every Ferry node (`Endpoint::BucketFence`, under a fresh token):
+///    from then on no write lands there (409 `OperationAborted`); a node fenced by another
+///    DeleteBucket refuses, and this one gives up.
+/// 2. Check that it is empty (objects and uploads) on every backend.
+/// 3. Delete it on every backend, each node only while its fence still holds.
+/// 4. If anything failed: re-create the bucket where it was deleted, and lift the fences.
+///
+/// Backends of `kind=s3` cannot be fenced: a PUT reaching one between steps 2 and 3 makes its
+/// delete fail, and step 4 puts the bucket back on the others.
 pub(crate) async fn delete<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     s3: &S3Request<'_>,
@@ -117,7 +135,110 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     let bucket = s3.bucket_str();
     require_all_up(cx)?;
-    let path = bucket_path(bucket);
+    let fences = Fences::set(cx, bucket).await?;
+    match delete_fenced(cx, bucket, &fences).await {
+        Ok(()) => cx.front.send(res, 204, Headers::new(), &[]).await,
+        Err(e) => {
+            fences.lift(cx).await;
+            Err(e)
+        }
+    }
+}
+
+/// The fences one DeleteBucket holds.
+struct Fences {
+    path: String,
+    token: String,
+    /// The backends fenced.
+    held: Vec<usize>,
+    /// When they were set.
+    since: Instant,
+}
+
+impl Fences {
+    /// Fence `bucket` on every Ferry node. A node without the bucket needs no fence; a node
+    /// that does not know fences (an older Ferry) goes unfenced, as a `kind=s3` backend does;
+    /// any other refusal (another DeleteBucket's fence) lifts those set and is the answer.
+    async fn set<R: Runtime>(cx: &Cx<'_, R>, bucket: &str) -> S3Result<Self> {
+        let token = format!("{:016x}{:016x}", random()?, random()?);
+        let path = bucket_path(bucket);
+        let query = format!(
+            "x-ferry-fence={token}&lease-seconds={}",
+            FENCE_LEASE.as_secs()
+        );
+        let mut fences = Self {
+            path,
+            token,
+            held: Vec::new(),
+            since: Instant::now(),
+        };
+        let handles: Vec<_> = (0..cx.p.backends.len())
+            .filter(|&i| cx.backend(i).is_ok_and(|b| b.kind == BackendKind::Ferry))
+            .map(|i| {
+                let call = Call::new("POST", fences.path.clone(), query.clone());
+                (i, spawn_call(cx.p, i, cx.client_key(), call))
+            })
+            .collect();
+        let mut refused = None;
+        for (i, h) in handles {
+            match h.await {
+                Ok(r) if r.ok() => fences.held.push(i),
+                Ok(r)
+                    if matches!(
+                        r.error_code().as_deref(),
+                        Some("NoSuchBucket" | "NotImplemented")
+                    ) => {}
+                Ok(r) => {
+                    refused.get_or_insert(r.to_error());
+                }
+                Err(e) => {
+                    refused.get_or_insert(e);
+                }
+            }
+        }
+        match refused {
+            None => Ok(fences),
+            Some(e) => {
+                fences.lift(cx).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Lift the fences still held (a node whose bucket went has none left). A fence that cannot
+    /// be lifted lapses with its lease.
+    async fn lift<R: Runtime>(&self, cx: &Cx<'_, R>) {
+        let query = format!("x-ferry-fence={}&lease-seconds=0", self.token);
+        let handles: Vec<_> = self
+            .held
+            .iter()
+            .map(|&i| {
+                let call = Call::new("POST", self.path.clone(), query.clone());
+                (i, spawn_call(cx.p, i, cx.client_key(), call))
+            })
+            .collect();
+        for (i, h) in handles {
+            let lifted = h.await;
+            if !lifted.as_ref().is_ok_and(Reply::ok) {
+                let backend = cx.backend(i).map_or("?", |b| b.id.as_str());
+                tracing::warn!(
+                    backend, path = %self.path,
+                    "could not lift a DeleteBucket's fence; it lapses in {FENCE_LEASE:?}"
+                );
+            }
+        }
+    }
+}
+
+/// 64 random bits (fence tokens).
+fn random() -> S3Result<u64> {
+    getrandom::u64().map_err(|e| S3Error::with_message(S3ErrorCode::InternalError, e.to_string()))
+}
+
+/// Steps 2 and 3 of [`delete`], under `fences`; on a failed delete, the bucket is re-created
+/// where it may have gone.
+async fn delete_fenced<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, fences: &Fences) -> S3Result<()> {
+    let path = &fences.path;
     let first_object = Call::new("GET", path.clone(), "list-type=2&max-keys=1".into());
     let first_upload = Call::new("GET", path.clone(), "uploads&max-uploads=1".into());
     let objects = everywhere(cx, &first_object).await?;
@@ -147,14 +268,72 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
             return Err(S3Error::new(S3ErrorCode::BucketNotEmpty));
         }
     }
-    let replies = everywhere(cx, &Call::new("DELETE", path, String::new())).await?;
-    if let Some(bad) = replies
-        .iter()
-        .find(|r| !r.ok() && r.error_code().as_deref() != Some("NoSuchBucket"))
-    {
-        return Err(bad.to_error());
+    // The nodes delete only while the fence holds; leave it margin.
+    if fences.since.elapsed() > FENCE_LEASE / 2 {
+        return Err(S3Error::with_message(
+            S3ErrorCode::ServiceUnavailable,
+            "DeleteBucket took too long to check the backends; please retry.",
+        ));
     }
-    cx.front.send(res, 204, Headers::new(), &[]).await
+    let handles: Vec<_> = (0..cx.p.backends.len())
+        .map(|i| {
+            let mut call = Call::new("DELETE", path.clone(), String::new());
+            if fences.held.contains(&i) {
+                call.headers.push((FENCE_HEADER, fences.token.clone()));
+            }
+            spawn_call(cx.p, i, cx.client_key(), call)
+        })
+        .collect();
+    let mut failed = None;
+    // Backends that may have no bucket now: deleted, gone before, or no answer.
+    let mut gone = Vec::new();
+    for (i, h) in handles.into_iter().enumerate() {
+        match h.await {
+            Ok(r) if r.ok() => gone.push(i),
+            Ok(r) if r.error_code().as_deref() == Some("NoSuchBucket") => gone.push(i),
+            Ok(r) => {
+                failed.get_or_insert(r.to_error());
+            }
+            Err(e) => {
+                gone.push(i);
+                failed.get_or_insert(e);
+            }
+        }
+    }
+    let Some(e) = failed else {
+        return Ok(());
+    };
+    restore(cx, bucket, &gone).await;
+    Err(e)
+}
+
+/// Re-create `bucket` on the backends `on` after a DeleteBucket that failed elsewhere, so that
+/// it is present on all of them again.
+async fn restore<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, on: &[usize]) {
+    let handles: Vec<_> = on
+        .iter()
+        .filter_map(|&i| {
+            let b = cx.backend(i).ok()?;
+            let mut call = Call::new("PUT", bucket_path(bucket), String::new());
+            call.body = create_bucket_body(&b.region);
+            Some((i, spawn_call(cx.p, i, cx.client_key(), call)))
+        })
+        .collect();
+    for (i, h) in handles {
+        let restored = match h.await {
+            Ok(r) => r.ok() || r.error_code().as_deref() == Some("BucketAlreadyOwnedByYou"),
+            Err(_) => false,
+        };
+        if !restored {
+            let backend = cx.backend(i).map_or("?", |b| b.id.as_str());
+            tracing::warn!(
+                backend,
+                bucket,
+                "DeleteBucket failed elsewhere and the bucket could not be re-created here: \
+                 it is missing on this backend only"
+            );
+        }
+    }
 }
 
 /// ListBuckets: the union over the healthy backends (buckets live on all of them), paged
