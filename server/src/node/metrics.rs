@@ -64,6 +64,12 @@ pub(crate) fn render(store: &Store, o: &mut String, prefix: &str) {
         "1 while the store takes writes; 0 while its disk is full or its metadata store reopens.",
         u64::from(s.writable),
     );
+    counter(
+        o,
+        &format!("{prefix}_store_metadata_reopens_total"),
+        "Times the metadata store was reopened after a commit failed (a full disk).",
+        s.metadata_reopens,
+    );
     if let (Some(free), Some(total)) = (s.disk_free_bytes, s.disk_total_bytes) {
         gauge(
             o,

@@ -288,25 +288,24 @@ impl Store {
             });
         }
         // Wait for the transactions of the old database to end: a reader keeps its snapshot,
-        // and no handle of the old database is left to write with.
+        // and no handle of the old database is left to write with. New ones wait meanwhile
+        // (the slot is locked), so the wait ends.
         let deadline = Instant::now() + QUIESCE_WAIT;
-        let mut slot = loop {
-            let slot = meta.slot.write().unwrap_or_else(PoisonError::into_inner);
-            if slot.as_ref().is_none_or(|db| Arc::strong_count(db) == 1) {
-                break slot;
-            }
-            drop(slot);
+        let mut slot = meta.slot.write().unwrap_or_else(PoisonError::into_inner);
+        while slot.as_ref().is_some_and(|db| Arc::strong_count(db) > 1) {
             if Instant::now() >= deadline {
                 return Err(reopening());
             }
-            std::thread::sleep(Duration::from_millis(2));
-        };
+            std::thread::sleep(Duration::from_millis(1));
+        }
         // The last handle: dropping it closes the database and releases its file lock.
         drop(slot.take());
         let db = Database::create(&meta.path).map_err(|e| {
             tracing::warn!(store = %meta.path.display(), error = %e, "metadata store did not reopen");
             reopening()
         })?;
+        // Scanned before anything can write to it, so that the counters match (readers wait
+        // for the scan: a reopen is rare, and one pass over the metadata).
         let scanned = referenced_files(&db);
         *slot = Some(Arc::new(db));
         let (referenced, objects, bytes) = scanned.map_err(|e| {
@@ -327,6 +326,7 @@ impl Store {
         files::remove_files(&self.inner.data, &lost);
         // A failed commit may have landed after all: count what is there.
         self.inner.counters.reset(objects, bytes);
+        self.inner.counters.reopened();
         *meta.state.lock().unwrap_or_else(PoisonError::into_inner) = Writability::Writable;
         drop(slot);
         tracing::info!(store = %meta.path.display(), "metadata store reopened: writes accepted");

@@ -8,7 +8,7 @@
 //! # Layout
 //!
 //! ```text
-//! DIR/meta.redb          metadata (redb, ACID): buckets, objects, uploads, parts
+//! DIR/meta.redb          metadata (redb, ACID): buckets, objects, uploads, parts, fences
 //! DIR/data/XY/<id>       immutable data files; <id> is 32 hex digits, XY its last two
 //!                        (each XY made, and data/ fsynced, on its first file)
 //! DIR/tmp/<id>.tmp       files being written
@@ -28,6 +28,12 @@
 //! object, aborted or unused parts) are deleted after the commit. [`Store::open`] deletes every
 //! temp file and every data file that no committed record references, so whatever an
 //! interruption leaves behind is collected at the next start.
+//!
+//! # Fences
+//!
+//! A bucket can be closed to writes for a while under a token ([`Store::fence_bucket`]): the
+//! proxy's DeleteBucket fences every node so that no PUT lands between its emptiness check and
+//! its deletes (see [`fence`]).
 //!
 //! # A full disk
 //!

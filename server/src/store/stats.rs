@@ -1,6 +1,6 @@
 //! What the store counts about itself, for the node's `/metrics`: objects and bytes stored,
 //! metadata commit latency, data files retired and still waiting for readers, free disk space,
-//! whether it takes writes.
+//! whether it takes writes and how often its metadata store was reopened.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -20,6 +20,7 @@ pub(crate) struct Counters {
     commits: Mutex<Histogram>,
     files_retired: AtomicU64,
     files_deleted: AtomicU64,
+    reopens: AtomicU64,
 }
 
 /// A snapshot of the store's figures.
@@ -45,6 +46,8 @@ pub struct StoreStats {
     pub disk_total_bytes: Option<u64>,
     /// Whether the store takes writes (see [`Writability`](super::Writability)).
     pub writable: bool,
+    /// Times the metadata store was reopened after a failed commit, since the start.
+    pub metadata_reopens: u64,
 }
 
 impl Counters {
@@ -88,6 +91,11 @@ impl Counters {
             .observe(elapsed.as_secs_f64());
     }
 
+    /// The metadata store was reopened after a failed commit.
+    pub(crate) fn reopened(&self) {
+        self.reopens.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// `retired` data files lost their last reference; `deleted` files were deleted.
     pub(crate) fn files(&self, retired: usize, deleted: usize) {
         self.files_retired
@@ -115,6 +123,7 @@ impl Counters {
             disk_free_bytes: free,
             disk_total_bytes: total,
             writable: true,
+            metadata_reopens: self.reopens.load(Ordering::Relaxed),
         }
     }
 }
