@@ -73,8 +73,7 @@ fn fence_closes_a_bucket_to_writes(rt: RuntimeKind) {
     let etag = r.header("etag").expect("etag").to_owned();
 
     // Fenced: writes refused, reads and deletes go on.
-    assert_eq!(fence(&mut c, "fnc", "t1", 1), 204);
-    let fenced_at = Instant::now();
+    assert_eq!(fence(&mut c, "fnc", "t1", 60), 204);
     writes_answer(&mut c, &upload, 409);
     let complete = format!(
         "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>{etag}</ETag></Part>\
@@ -92,8 +91,10 @@ fn fence_closes_a_bucket_to_writes(rt: RuntimeKind) {
         .expect_error(409, "OperationAborted");
     c.request("DELETE", "/fnc", &[("x-ferry-fence", "t2")], b"")
         .expect_error(409, "OperationAborted");
-    // The lease lapses.
-    std::thread::sleep(Duration::from_millis(1100).saturating_sub(fenced_at.elapsed()));
+    // The holder renews it for a second, and the lease lapses.
+    assert_eq!(fence(&mut c, "fnc", "t1", 1), 204);
+    let renewed = Instant::now();
+    std::thread::sleep(Duration::from_millis(1100).saturating_sub(renewed.elapsed()));
     writes_answer(&mut c, &upload, 200);
     // The refused completion left the upload as it was.
     let r = c.request("POST", &target, &[], complete.as_bytes());
