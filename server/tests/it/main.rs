@@ -5,7 +5,6 @@
 mod support;
 
 mod crash_kill9;
-mod fault_full_disk;
 mod faults;
 mod logs;
 mod node_admin;
@@ -30,6 +29,7 @@ mod sdk_objects;
 mod sdk_presign;
 mod sdk_unsupported;
 mod sdk_wire;
+mod store_full_disk;
 mod store_list;
 mod store_multipart;
 mod store_objects;
