@@ -8,6 +8,7 @@ use std::time::Duration;
 use ferry_core::s3::sigv4::Credentials;
 use serde::Deserialize;
 
+use crate::limits::ConnLimits;
 use crate::tls::TlsFiles;
 use ferry_runtime::RuntimeKind;
 
@@ -233,6 +234,8 @@ pub struct ProxyConfig {
     pub token_secret: Option<Vec<u8>>,
     /// Serve HTTPS on the S3 listener with this certificate and key (default: plain HTTP).
     pub tls: Option<TlsFiles>,
+    /// Limits on client connections (count, head, body and idle timeouts).
+    pub limits: ConnLimits,
 }
 
 impl ProxyConfig {
@@ -257,6 +260,7 @@ impl ProxyConfig {
             health_interval: Duration::from_secs(2),
             token_secret: None,
             tls: None,
+            limits: ConnLimits::default(),
         }
     }
 
@@ -302,6 +306,21 @@ impl ProxyConfig {
         if let Some(ms) = f.health_interval_ms {
             cfg.health_interval = Duration::from_millis(ms);
         }
+        if let Some(n) = f.max_connections {
+            cfg.limits.max_connections = Some(n);
+        }
+        if let Some(ms) = f.header_timeout_ms {
+            cfg.limits.header_timeout = Duration::from_millis(ms);
+        }
+        if let Some(ms) = f.idle_timeout_ms {
+            cfg.limits.idle_timeout = Duration::from_millis(ms);
+        }
+        if let Some(ms) = f.body_timeout_ms {
+            cfg.limits.body_timeout = Duration::from_millis(ms);
+        }
+        if let Some(rate) = f.min_body_rate {
+            cfg.limits.min_body_rate = rate;
+        }
         cfg.token_secret = f.token_secret.map(String::into_bytes);
         cfg.tls = TlsFiles::pair(f.tls_cert, f.tls_key, "tls_cert and tls_key")?;
         for c in f.credentials {
@@ -339,7 +358,7 @@ impl ProxyConfig {
         if self.buffer_size < 16 * 1024 || self.buffer_size > 16 << 20 {
             return Err("buffer_size must be between 16 KiB and 16 MiB".into());
         }
-        Ok(())
+        self.limits.validate()
     }
 }
 
@@ -355,6 +374,11 @@ struct FileConfig {
     connect_timeout_ms: Option<u64>,
     io_timeout_ms: Option<u64>,
     health_interval_ms: Option<u64>,
+    max_connections: Option<usize>,
+    header_timeout_ms: Option<u64>,
+    idle_timeout_ms: Option<u64>,
+    body_timeout_ms: Option<u64>,
+    min_body_rate: Option<u64>,
     token_secret: Option<String>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
@@ -427,6 +451,11 @@ mod tests {
             runtime = "smol"
             buffer_size = 131072
             health_interval_ms = 500
+            max_connections = 5000
+            header_timeout_ms = 5000
+            idle_timeout_ms = 30000
+            body_timeout_ms = 20000
+            min_body_rate = 4096
             tls_cert = "/etc/ferry/cert.pem"
             tls_key = "/etc/ferry/key.pem"
             [[credentials]]
@@ -448,6 +477,14 @@ mod tests {
         assert_eq!(cfg.runtime, RuntimeKind::Smol);
         assert_eq!(cfg.buffer_size, 131_072);
         assert_eq!(cfg.health_interval, Duration::from_millis(500));
+        let limits = ConnLimits {
+            max_connections: Some(5000),
+            header_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(30),
+            body_timeout: Duration::from_secs(20),
+            min_body_rate: 4096,
+        };
+        assert_eq!(cfg.limits, limits);
         assert_eq!(
             cfg.tls,
             Some(TlsFiles::new("/etc/ferry/cert.pem", "/etc/ferry/key.pem"))
@@ -464,5 +501,9 @@ mod tests {
         let empty = ProxyConfig::from_toml("").unwrap();
         assert!(empty.validate().is_err());
         assert_eq!(empty.tls, None);
+        assert_eq!(empty.limits, ConnLimits::default());
+        let mut zero = cfg.clone();
+        zero.limits.max_connections = Some(0);
+        assert!(zero.validate().unwrap_err().contains("max_connections"));
     }
 }
