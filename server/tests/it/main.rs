@@ -5,6 +5,7 @@
 mod support;
 
 mod crash_kill9;
+mod limits;
 mod logs;
 mod node_admin;
 mod node_bad_input;
