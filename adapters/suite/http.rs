@@ -39,6 +39,8 @@ macro_rules! run_suite {
             client_pool_reuses_connections,
             unblock_runs_off_the_reactor,
             graceful_stop_finishes_requests,
+            connection_cap_makes_room_from_idle_connections,
+            connection_cap_refuses_when_none_is_idle,
             tls_serves_and_survives_failed_handshakes,
             tls_streams_large_bodies_both_ways,
             relay_forwards_backend_bodies,
@@ -640,6 +642,76 @@ pub async fn graceful_stop_finishes_requests<R: Runtime>(rt: R) {
     assert!(server.stop(&rt, Duration::from_secs(5)).await);
     assert_eq!(server.active(), 0);
     assert!(rt.connect(addr).await.is_err(), "the listener is closed");
+}
+
+/// A GET on a new connection at `addr`, tried until the server takes it (a connection the
+/// cap turns away is closed without an answer); the attempts that were turned away.
+async fn get_when_admitted<R: Runtime>(rt: &R, addr: std::net::SocketAddr) -> usize {
+    for refused in 0..100 {
+        let mut c = Raw::connect(rt, addr).await;
+        c.send(b"GET /echo HTTP/1.1\r\nConnection: close\r\n\r\n")
+            .await;
+        if c.anything_within(Duration::from_secs(5)).await {
+            let r = c.response("GET").await;
+            assert_eq!(r.status, 200);
+            return refused;
+        }
+        rt.sleep(Duration::from_millis(20)).await;
+    }
+    panic!("never admitted");
+}
+
+pub async fn connection_cap_makes_room_from_idle_connections<R: Runtime>(rt: R) {
+    let config = ServerConfig {
+        max_connections: 2,
+        ..ServerConfig::default()
+    };
+    let (server, _) = start(&rt, config).await;
+    let addr = server.local_addr();
+    let mut idle = [Raw::connect(&rt, addr).await, Raw::connect(&rt, addr).await];
+    while server.active() < 2 {
+        rt.sleep(Duration::from_millis(5)).await;
+    }
+    // At the cap with both waiting for a request: a new client is served (once they are
+    // seen waiting), and one of them makes room.
+    get_when_admitted(&rt, addr).await;
+    assert!(server.evicted() >= 1);
+    let mut closed = 0;
+    for c in &mut idle {
+        // The other one stays open (until its head timeout): look briefly.
+        let seen = timeout(&rt, Duration::from_millis(500), c.closed()).await;
+        closed += usize::from(seen == Ok(true));
+    }
+    assert!(closed >= 1, "an idle connection was closed");
+    server.stop(&rt, Duration::from_secs(5)).await;
+}
+
+pub async fn connection_cap_refuses_when_none_is_idle<R: Runtime>(rt: R) {
+    let config = ServerConfig {
+        max_connections: 2,
+        ..ServerConfig::default()
+    };
+    let (server, handler) = start(&rt, config).await;
+    let addr = server.local_addr();
+    let mut busy = [Raw::connect(&rt, addr).await, Raw::connect(&rt, addr).await];
+    for c in &mut busy {
+        c.send(b"GET /slow HTTP/1.1\r\n\r\n").await;
+    }
+    while handler.in_flight.load(Ordering::SeqCst) < 2 {
+        rt.sleep(Duration::from_millis(5)).await;
+    }
+    // Both busy: a new connection is closed at once, without an answer.
+    let mut refused = Raw::connect(&rt, addr).await;
+    let got = read_to_close(&mut refused).await;
+    assert_eq!(got, Some(Vec::new()), "closed at once, nothing sent");
+    assert_eq!(server.refused(), 1);
+    // Once they are done (and idle), new clients are served again.
+    handler.gate.set();
+    for c in &mut busy {
+        assert_eq!(c.response("GET").await.status, 200);
+    }
+    get_when_admitted(&rt, addr).await;
+    server.stop(&rt, Duration::from_secs(5)).await;
 }
 
 /// A self-signed certificate for `localhost` and 127.0.0.1: (certificate PEM, key PEM).

@@ -4,7 +4,9 @@
 //! size class (powers of two from 4 KiB to 16 MiB by default) is a lock-free bounded queue
 //! (`crossbeam_queue::ArrayQueue`). A buffer is zero-initialised once, when first allocated,
 //! and is handed out again as it was left (contents unspecified, still safe Rust). Requests
-//! above the largest class are allocated directly and freed on drop.
+//! above the largest class are allocated directly and freed on drop. What a burst left idle
+//! goes back to the allocator with [`BufferPool::trim`] (the HTTP server calls it
+//! periodically).
 
 use alloc::boxed::Box;
 use alloc::vec;
@@ -55,6 +57,8 @@ pub struct PoolStats {
     pub returns: u64,
     /// Buffers that came back and were freed because their class or the byte cap was full.
     pub dropped_full: u64,
+    /// Idle buffers freed by [`BufferPool::trim`].
+    pub trimmed: u64,
     /// Bytes held by idle buffers now.
     pub bytes_retained: u64,
 }
@@ -81,6 +85,7 @@ struct Shard {
     misses: AtomicU64,
     returns: AtomicU64,
     dropped_full: AtomicU64,
+    trimmed: AtomicU64,
 }
 
 /// A thread-safe pool of byte buffers.
@@ -164,6 +169,7 @@ impl BufferPool {
                 misses: AtomicU64::new(0),
                 returns: AtomicU64::new(0),
                 dropped_full: AtomicU64::new(0),
+                trimmed: AtomicU64::new(0),
             })
             .collect();
         Self { config, shards }
@@ -257,6 +263,35 @@ impl BufferPool {
         }
     }
 
+    /// Free idle buffers, the largest first, until at most `keep` bytes stay idle; returns
+    /// the bytes freed. Without it a pool keeps what its busiest moment left idle (up to its
+    /// limits) for ever.
+    pub fn trim(&self, keep: usize) -> usize {
+        let idle = |p: &Self| {
+            p.shards
+                .iter()
+                .map(|s| s.retained.load(Relaxed))
+                .sum::<usize>()
+        };
+        let mut left = idle(self);
+        let mut freed = 0;
+        let n_classes = self.shards.first().map_or(0, |s| s.classes.len());
+        for class in (0..n_classes).rev() {
+            for shard in self.shards.iter() {
+                while left > keep {
+                    let Some(buf) = shard.classes[class].pop() else {
+                        break;
+                    };
+                    shard.retained.fetch_sub(buf.len(), Relaxed);
+                    shard.trimmed.fetch_add(1, Relaxed);
+                    left = left.saturating_sub(buf.len());
+                    freed += buf.len();
+                }
+            }
+        }
+        freed
+    }
+
     /// The counters now, summed over shards.
     pub fn stats(&self) -> PoolStats {
         let mut t = PoolStats::default();
@@ -266,6 +301,7 @@ impl BufferPool {
             t.misses += s.misses.load(Relaxed);
             t.returns += s.returns.load(Relaxed);
             t.dropped_full += s.dropped_full.load(Relaxed);
+            t.trimmed += s.trimmed.load(Relaxed);
             t.bytes_retained += s.retained.load(Relaxed) as u64;
         }
         t
@@ -429,6 +465,29 @@ mod tests {
             "64 KiB class holds at most max_per_class = 2"
         );
         assert_eq!(s.dropped_full, 1 + 3);
+    }
+
+    #[test]
+    fn trim_frees_idle_buffers_largest_first_down_to_the_bound() {
+        let pool = small_pool();
+        let bufs: Vec<_> = [4096, 4096, 65536, 65536, 16384]
+            .iter()
+            .map(|&n| pool.get(n))
+            .collect();
+        drop(bufs);
+        let idle = 2 * 4096 + 2 * 65536 + 16384;
+        assert_eq!(pool.stats().bytes_retained, idle);
+        assert_eq!(pool.trim(usize::MAX), 0);
+        // Both 64 KiB buffers go first; the 16 KiB one brings it under 20 KiB.
+        assert_eq!(pool.trim(20_000), 2 * 65536 + 16384);
+        let s = pool.stats();
+        assert_eq!((s.bytes_retained, s.trimmed), (8192, 3));
+        // Buffers on loan are not the pool's to free; it keeps serving.
+        let held = pool.get(4096);
+        assert_eq!(pool.trim(0), 4096);
+        drop(held);
+        assert_eq!(pool.stats().bytes_retained, 4096);
+        assert_eq!(pool.get(4096).len(), 4096);
     }
 
     #[test]

@@ -6,12 +6,14 @@ use std::io::{self, Write as _};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use crate::cluster::{ClusterConfig, start_cluster};
+use crate::limits::{self, ConnLimits};
 use crate::logging::{self, LogArgs};
 use crate::node::{NodeConfig, RuntimeKind, start_node};
 use crate::proxy::{BackendConfig, ProxyConfig, start_proxy};
@@ -85,6 +87,54 @@ impl TlsArgs {
     }
 }
 
+/// Limits on client connections, for `ferry node` and `ferry proxy` (see [`ConnLimits`]).
+#[derive(Debug, Clone, Default, Args)]
+pub struct LimitArgs {
+    /// Most client connections open at once; past it a new connection takes the place of the
+    /// one idle longest, or is closed at once [default: the open-file limit (raised to the hard
+    /// limit at start) less 64, divided by 2 on a node, by 6 on the proxy]
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+    /// A request head must arrive whole within this many milliseconds (from the connection's
+    /// start for the first request) [default: 10000]
+    #[arg(long, value_name = "MS")]
+    pub header_timeout_ms: Option<u64>,
+    /// A kept-alive connection waiting for its next request closes after this many
+    /// milliseconds [default: 60000]
+    #[arg(long, value_name = "MS")]
+    pub idle_timeout_ms: Option<u64>,
+    /// The reads of one request body may wait this many milliseconds in all before
+    /// --min-body-rate applies [default: 30000]
+    #[arg(long, value_name = "MS")]
+    pub body_timeout_ms: Option<u64>,
+    /// The slowest a request body may come, in bytes per second, once --body-timeout-ms is
+    /// used up (0: that timeout bounds the whole body) [default: 1024]
+    #[arg(long, value_name = "BYTES")]
+    pub min_body_rate: Option<u64>,
+}
+
+impl LimitArgs {
+    /// Set the limits given on the command line in `limits`.
+    pub fn apply(&self, limits: &mut ConnLimits) {
+        let ms = Duration::from_millis;
+        if let Some(n) = self.max_connections {
+            limits.max_connections = Some(n);
+        }
+        if let Some(t) = self.header_timeout_ms {
+            limits.header_timeout = ms(t);
+        }
+        if let Some(t) = self.idle_timeout_ms {
+            limits.idle_timeout = ms(t);
+        }
+        if let Some(t) = self.body_timeout_ms {
+            limits.body_timeout = ms(t);
+        }
+        if let Some(r) = self.min_body_rate {
+            limits.min_body_rate = r;
+        }
+    }
+}
+
 /// `ferry proxy` options.
 #[derive(Debug, Clone, Args)]
 pub struct ProxyArgs {
@@ -97,6 +147,7 @@ pub struct ProxyArgs {
     pub backends: Vec<String>,
     /// A TOML file with the same settings (listen, admin_listen, region, runtime, threads,
     /// buffer_size, connect_timeout_ms, io_timeout_ms, health_interval_ms, backend_max_connections,
+    /// max_connections, header_timeout_ms, idle_timeout_ms, body_timeout_ms, min_body_rate,
     /// token_secret,
     /// tls_cert, tls_key, [[credentials]] access_key/secret_key, [[backend]] id/url/weight/access_key/secret_key/
     /// kind/auth/region); command-line options win.
@@ -136,6 +187,9 @@ pub struct ProxyArgs {
     /// HTTPS for the S3 listener (the admin listener stays plain HTTP).
     #[command(flatten)]
     pub tls: TlsArgs,
+    /// Limits on client connections.
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 /// `ferry node` options.
@@ -174,6 +228,9 @@ pub struct NodeArgs {
     /// HTTPS for the S3 listener.
     #[command(flatten)]
     pub tls: TlsArgs,
+    /// Limits on client connections.
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 /// Where the node's key came from.
@@ -338,6 +395,7 @@ pub fn run_node(args: NodeArgs) -> io::Result<()> {
     cfg.min_part_size = args.min_part_size;
     cfg.fsync = !args.no_fsync;
     cfg.tls = args.tls.files();
+    args.limits.apply(&mut cfg.limits);
     if let Some(a) = &args.admin_listen {
         cfg.admin_listen = admin_listen(a)?;
     }
@@ -416,6 +474,7 @@ pub fn proxy_config(
     if let Some(tls) = args.tls.files() {
         cfg.tls = Some(tls);
     }
+    args.limits.apply(&mut cfg.limits);
     // The environment's (or --credentials') key comes first; the file's keys are kept too.
     let has_env = |a: &str, s: &str| {
         env(a).is_some_and(|v| !v.is_empty()) && env(s).is_some_and(|v| !v.is_empty())
@@ -537,6 +596,15 @@ pub fn main() -> ExitCode {
         eprintln!("ferry: {e}");
         return ExitCode::FAILURE;
     }
+    // Connections, backend connections and files all take descriptors, and the default
+    // connection cap is derived from this limit.
+    match limits::raise_fd_limit() {
+        Ok((before, after)) if before != after => {
+            tracing::info!(?before, ?after, "open-file limit raised to the hard limit");
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit"),
+    }
     let result = match cli.command {
         Some(Command::Node(args)) => run_node(args),
         Some(Command::Proxy(args)) => run_proxy(args),
@@ -645,6 +713,13 @@ mod tests {
         };
         assert_eq!(a.runtime, RuntimeKind::Smol);
         assert_eq!(a.min_part_size, 1024);
+        let mut limits = ConnLimits::default();
+        a.limits.apply(&mut limits);
+        assert_eq!(
+            limits,
+            ConnLimits::default(),
+            "no limit option: the defaults"
+        );
         assert_eq!(a.region, "us-east-1");
         assert_eq!(a.threads, 0);
         assert!(Cli::try_parse_from(["ferry", "node", "--data", "d", "--listen", "x:1"]).is_err());
@@ -731,6 +806,72 @@ mod tests {
         assert_eq!(cli.cluster.listen, "127.0.0.1:8078".parse().unwrap());
         assert_eq!(cli.cluster.nodes, 2);
         assert_eq!(cli.cluster.tls.files(), None);
+    }
+
+    #[test]
+    fn connection_limits_on_both_commands_and_over_the_file() {
+        let flags = [
+            "--max-connections",
+            "100",
+            "--header-timeout-ms",
+            "1500",
+            "--idle-timeout-ms",
+            "2500",
+            "--body-timeout-ms",
+            "3500",
+            "--min-body-rate",
+            "64",
+        ];
+        let want = ConnLimits {
+            max_connections: Some(100),
+            header_timeout: Duration::from_millis(1500),
+            idle_timeout: Duration::from_millis(2500),
+            body_timeout: Duration::from_millis(3500),
+            min_body_rate: 64,
+        };
+        let node = ["ferry", "node", "--data", "d", "--listen", "127.0.0.1:0"];
+        let Some(Command::Node(args)) = Cli::try_parse_from(node.iter().chain(&flags))
+            .unwrap()
+            .command
+        else {
+            panic!("not a node command");
+        };
+        let mut limits = ConnLimits::default();
+        args.limits.apply(&mut limits);
+        assert_eq!(limits, want);
+        let keys = env(&[("FERRY_ACCESS_KEY", "fa"), ("FERRY_SECRET_KEY", "fs")]);
+        let proxy = ["ferry", "proxy", "--backend", "a=http://127.0.0.1:9001"];
+        let Some(Command::Proxy(args)) = Cli::try_parse_from(proxy.iter().chain(&flags))
+            .unwrap()
+            .command
+        else {
+            panic!("not a proxy command");
+        };
+        assert_eq!(proxy_config(&args, &keys).unwrap().limits, want);
+        // The file's values, with one option from the command line on top.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("proxy.toml");
+        fs::write(
+            &file,
+            "max_connections = 7\nidle_timeout_ms = 900\n\
+             [[backend]]\nid = \"a\"\nurl = \"http://127.0.0.1:9001\"\n",
+        )
+        .unwrap();
+        let path = file.to_str().unwrap();
+        let args = ["ferry", "proxy", "--config", path, "--max-connections", "9"];
+        let Some(Command::Proxy(args)) = Cli::try_parse_from(args).unwrap().command else {
+            panic!("not a proxy command");
+        };
+        let limits = proxy_config(&args, &keys).unwrap().limits;
+        assert_eq!(limits.max_connections, Some(9));
+        assert_eq!(limits.idle_timeout, Duration::from_millis(900));
+        assert_eq!(limits.header_timeout, ConnLimits::default().header_timeout);
+        // A zero timeout is refused.
+        let args = ["ferry", "proxy", "--config", path, "--idle-timeout-ms", "0"];
+        let Some(Command::Proxy(args)) = Cli::try_parse_from(args).unwrap().command else {
+            panic!("not a proxy command");
+        };
+        assert!(proxy_config(&args, &keys).is_err());
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! Ferry's server: the storage node ([`node`]) over its storage engine ([`store`]), the
-//! frontend proxy ([`proxy`]), a local cluster of both ([`cluster`]), the `ferry` command
-//! line ([`cli`]) and its logs ([`logging`]).
+//! frontend proxy ([`proxy`]), a local cluster of both ([`cluster`]), the limits on their
+//! client connections ([`limits`]), the `ferry` command line ([`cli`]) and its logs
+//! ([`logging`]).
 
 pub mod cli;
 pub mod cluster;
 mod front;
+pub mod limits;
 pub mod logging;
 mod metrics;
 pub mod node;
@@ -15,6 +17,7 @@ pub mod store;
 pub mod tls;
 
 pub use cluster::{Cluster, ClusterConfig, start_cluster};
+pub use limits::ConnLimits;
 pub use node::{NodeConfig, NodeHandle, RuntimeKind, start_node};
 pub use proxy::{BackendConfig, ProxyConfig, ProxyHandle, start_proxy};
 pub use tls::TlsFiles;

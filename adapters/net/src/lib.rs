@@ -76,6 +76,10 @@ pub trait Adapter: Clone + Send + Sync + fmt::Debug + 'static {
     /// Close the sending half of `socket` (TCP FIN).
     fn shutdown_write(socket: &mut Self::Socket) -> impl Future<Output = io::Result<()>> + Send;
 
+    /// Wait until `socket` is readable (bytes, the end, or an error), with no system call if
+    /// the runtime knows it already; a spurious return is allowed (`Stream::readable`).
+    fn readable(socket: &Self::Socket) -> impl Future<Output = io::Result<()>> + Send;
+
     /// Run `op`, a non-blocking system call on `socket`'s descriptor, until it does not fail
     /// with `WouldBlock`, waiting for `socket` to be readable in between.
     #[cfg(target_os = "linux")]

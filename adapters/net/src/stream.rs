@@ -156,6 +156,12 @@ impl<A: Adapter> Stream for NetStream<A> {
         }
     }
 
+    /// The socket's readiness, under TLS too: the engine asks only after a read would have
+    /// waited, so rustls holds no complete record then and more must come from the socket.
+    async fn readable(&mut self) -> io::Result<()> {
+        A::readable(self.get_ref()).await
+    }
+
     fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
         Some(self)
     }

@@ -73,6 +73,10 @@ impl Adapter for Smol {
         socket.get_ref().shutdown(Shutdown::Write)
     }
 
+    async fn readable(socket: &Async<TcpStream>) -> io::Result<()> {
+        socket.readable().await
+    }
+
     #[cfg(target_os = "linux")]
     async fn read_with<T: Send>(
         socket: &Async<TcpStream>,

@@ -76,6 +76,11 @@ impl Adapter for Tokio {
         poll_fn(|cx| Pin::new(socket.get_mut()).poll_shutdown(cx)).await
     }
 
+    // tokio clears the readiness it caches when a read would block, so this waits for news.
+    async fn readable(socket: &Compat<TcpStream>) -> io::Result<()> {
+        socket.get_ref().readable().await
+    }
+
     #[cfg(target_os = "linux")]
     async fn read_with<T: Send>(
         socket: &Compat<TcpStream>,

@@ -178,7 +178,7 @@ impl<S: Stream> BodyReader<'_, S> {
             let Some(mut io) = self.shared.io.try_lock() else {
                 return Some(Err(RelayError::Source(Shared::<S>::busy())));
             };
-            dst.splice_from(&mut *io, max).await?
+            io.splice_to(dst, max).await?
         };
         let r = match moved {
             Ok(0) => Err(RelayError::Source(HttpError::UnexpectedEof)),

@@ -3,10 +3,14 @@
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::future::poll_fn;
+use core::task::Poll;
+use core::time::Duration;
 
 use embedded_io::{ErrorKind, ErrorType};
 
-use crate::rt::Stream;
+use crate::rt::tests::TestClock;
+use crate::rt::{Clock, Stream};
 
 /// What an in-memory peer sends and has received.
 #[derive(Debug, Default)]
@@ -21,6 +25,23 @@ pub(crate) struct Wire {
     pub hang: bool,
     /// Each write appends the next of these to the input (a peer that answers requests).
     pub replies: VecDeque<Vec<u8>>,
+    /// Bytes sent later: each `(at, bytes)` joins the input once `clock` reads `at`; reads
+    /// wait for them (a slow peer).
+    pub later: VecDeque<(Duration, Vec<u8>)>,
+    pub clock: Option<TestClock>,
+}
+
+impl Wire {
+    /// Move what has arrived by now into the input; whether a read must wait.
+    fn must_wait(&mut self) -> bool {
+        if let Some(now) = self.clock.as_ref().map(Clock::now) {
+            while self.later.front().is_some_and(|(at, _)| *at <= now) {
+                let (_, bytes) = self.later.pop_front().unwrap_or_default();
+                self.input.extend(bytes);
+            }
+        }
+        self.input.is_empty() && (self.hang || !self.later.is_empty())
+    }
 }
 
 /// One side of an in-memory connection (a pair of buffers); clones share the wire, so a
@@ -44,6 +65,17 @@ impl Duplex {
         d
     }
 
+    /// A peer that sends `first` now, then each of `later` at its time on `clock`.
+    pub(crate) fn timed(first: &[u8], later: &[(Duration, &[u8])], clock: &TestClock) -> Self {
+        let d = Self::new(first, 0);
+        {
+            let mut w = d.0.lock();
+            w.later = later.iter().map(|(at, b)| (*at, b.to_vec())).collect();
+            w.clock = Some(clock.clone());
+        }
+        d
+    }
+
     pub(crate) fn written(&self) -> Vec<u8> {
         self.0.lock().writes.concat()
     }
@@ -59,13 +91,11 @@ impl ErrorType for Duplex {
 
 impl embedded_io_async::Read for Duplex {
     async fn read(&mut self, buf: &mut [u8]) -> Result<usize, ErrorKind> {
-        let hang = {
-            let w = self.0.lock();
-            w.input.is_empty() && w.hang
-        };
-        if hang {
-            core::future::pending::<()>().await;
-        }
+        poll_fn(|_| match self.0.lock().must_wait() {
+            true => Poll::Pending,
+            false => Poll::Ready(()),
+        })
+        .await;
         let mut w = self.0.lock();
         let mut n = buf.len().min(w.input.len());
         if w.read_size > 0 {
@@ -109,5 +139,13 @@ impl Stream for Duplex {
     async fn shutdown_write(&mut self) -> Result<(), ErrorKind> {
         self.0.lock().shut = true;
         Ok(())
+    }
+
+    async fn readable(&mut self) -> Result<(), ErrorKind> {
+        poll_fn(|_| match self.0.lock().must_wait() {
+            true => Poll::Pending,
+            false => Poll::Ready(Ok(())),
+        })
+        .await
     }
 }

@@ -28,6 +28,10 @@ pub(crate) struct Connections {
     pub open: usize,
     /// Accepted since the start.
     pub accepted: u64,
+    /// Closed at once since the start: the cap was reached and none was idle.
+    pub refused: u64,
+    /// Idle ones closed since the start to make room for new ones.
+    pub evicted: u64,
 }
 
 impl RequestMetrics {
@@ -132,6 +136,18 @@ impl RequestMetrics {
             "Client connections accepted.",
             conns.accepted,
         );
+        counter(
+            o,
+            &format!("{prefix}_refused_connections_total"),
+            "Client connections closed at once: the connection cap was reached, none was idle.",
+            conns.refused,
+        );
+        counter(
+            o,
+            &format!("{prefix}_evicted_connections_total"),
+            "Idle client connections closed to make room at the connection cap.",
+            conns.evicted,
+        );
     }
 }
 
@@ -152,6 +168,8 @@ mod tests {
             "ferry_node_bytes_in_total 1000",
             "ferry_node_bytes_out_total 1000",
             "ferry_node_open_connections 0",
+            "ferry_node_refused_connections_total 0",
+            "ferry_node_evicted_connections_total 0",
         ] {
             assert!(o.contains(want), "{want} in\n{o}");
         }

@@ -46,6 +46,10 @@ pub(crate) use ids::RequestIds;
 /// Signing keys cached (one per access key, region and day).
 const KEY_CACHE: usize = 64;
 
+/// The most of an unread body discarded to keep the connection of a request that failed to
+/// authenticate (an anonymous flood's bodies are not read).
+const UNAUTHENTICATED_DRAIN_LIMIT: u64 = 64 * 1024;
+
 /// [`Request::set_backend`] value: no backend was asked.
 pub(crate) const NO_BACKEND: usize = usize::MAX;
 /// [`Request::set_backend`] value: every backend was asked (a fan-out).
@@ -287,6 +291,8 @@ impl<A: S3Api> Front<A> {
             .map_or_else(Connections::default, |s| Connections {
                 open: s.active(),
                 accepted: s.accepted(),
+                refused: s.refused(),
+                evicted: s.evicted(),
             });
         let mut o = String::with_capacity(8192);
         self.metrics.render(&mut o, &prefix, conns);
@@ -304,7 +310,15 @@ impl<A: S3Api> Front<A> {
         backend: &AtomicUsize,
     ) -> S3Result<()> {
         // Every runtime's clock is the system's wall clock.
-        let verified = self.auth.authenticate(head, system_unix_time())?;
+        let verified = match self.auth.authenticate(head, system_unix_time()) {
+            Ok(v) => v,
+            Err(e) => {
+                // Not worth reading a large body for: past a little, the connection closes
+                // after the answer instead of discarding it.
+                res.set_drain_limit(UNAUTHENTICATED_DRAIN_LIMIT);
+                return Err(e);
+            }
+        };
         let s3 = Endpoint::parse(
             head.method,
             head.target,

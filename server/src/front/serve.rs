@@ -14,6 +14,7 @@ use ferry_net::{NetRuntime, rustls};
 
 use super::admin::AdminHandler;
 use super::{Front, S3Api};
+use crate::limits::ConnLimits;
 
 /// Where a front listens.
 #[derive(Debug, Clone)]
@@ -26,17 +27,27 @@ pub(crate) struct Listen {
     pub admin: Option<SocketAddr>,
     /// Head limits of the S3 listener (the proxy sizes its connection buffers with them).
     pub head_limits: HeadLimits,
+    /// Limits on the S3 listener's connections.
+    pub limits: ConnLimits,
+    /// Descriptors one S3 connection may hold, which the default connection cap divides the
+    /// open-file limit by.
+    pub fds_per_connection: u64,
 }
 
+/// Connections the admin listener keeps open at once: it serves monitoring, not clients.
+const ADMIN_MAX_CONNECTIONS: usize = 64;
+
 /// The HTTP engine's limits for an S3 listener.
-pub(crate) fn s3_server_config(head_limits: HeadLimits) -> ServerConfig {
-    ServerConfig {
-        head_limits,
+pub(crate) fn s3_server_config(listen: &Listen) -> ServerConfig {
+    let mut config = ServerConfig {
+        head_limits: listen.head_limits,
         // aws-chunked framing makes a 5 GiB object's body a little longer than 5 GiB; the
         // body verifier enforces the object size limit on the decoded length.
         max_body_len: MAX_OBJECT_SIZE + (64 << 20),
         ..ServerConfig::default()
-    }
+    };
+    listen.limits.apply(&mut config, listen.fds_per_connection);
+    config
 }
 
 /// A front's running listeners.
@@ -62,16 +73,26 @@ pub(crate) async fn start<R: NetRuntime, A: S3Api>(
     front: Arc<Front<A>>,
     listen: Listen,
 ) -> io::Result<Listeners> {
-    let config = s3_server_config(listen.head_limits);
+    let config = s3_server_config(&listen);
     let s3 = ferry_net::serve(rt, listen.s3, listen.tls, config, front.clone())
         .await
         .map_err(|k| bind_error(listen.s3, k))?;
+    tracing::debug!(
+        listen = %listen.s3, max_connections = config.max_connections,
+        header_timeout = ?config.header_timeout, idle_timeout = ?config.idle_timeout,
+        body_timeout = ?config.body_timeout, min_body_rate = config.min_body_rate,
+        "connection limits"
+    );
     front.listening(s3.clone());
     let admin = match listen.admin {
         None => None,
         Some(addr) => {
             let handler = Arc::new(AdminHandler::new(front, rt.clone()));
-            match serve(rt, addr, ServerConfig::default(), handler).await {
+            let config = ServerConfig {
+                max_connections: ADMIN_MAX_CONNECTIONS,
+                ..ServerConfig::default()
+            };
+            match serve(rt, addr, config, handler).await {
                 Ok(a) => Some(a),
                 Err(kind) => {
                     s3.abort();

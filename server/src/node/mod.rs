@@ -30,6 +30,7 @@ use ferry_net::NetRuntime;
 
 use crate::front::Auth;
 use crate::front::serve::Listen;
+use crate::limits::ConnLimits;
 use crate::service::{self, Server, ServiceHandle};
 use crate::store::{DEFAULT_MIN_PART_SIZE, Store, StoreConfig};
 use crate::tls::TlsFiles;
@@ -63,7 +64,13 @@ pub struct NodeConfig {
     /// The admin listener (`/healthz`, `/readyz`, `/metrics`, `/debug/pprof/profile`; plain
     /// HTTP, no authentication): default `127.0.0.1:0`; `None` for none.
     pub admin_listen: Option<SocketAddr>,
+    /// Limits on client connections (count, head, body and idle timeouts).
+    pub limits: ConnLimits,
 }
+
+/// Descriptors a node's connection may hold: its socket, and a data file while a request reads
+/// or writes one (the default connection cap divides the open-file limit by this).
+const NODE_FDS_PER_CONNECTION: u64 = 2;
 
 impl NodeConfig {
     /// A configuration with the defaults for everything but the store, address and key.
@@ -85,6 +92,7 @@ impl NodeConfig {
             threads: 0,
             tls: None,
             admin_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+            limits: ConnLimits::default(),
         }
     }
 }
@@ -98,6 +106,9 @@ pub type NodeHandle = ServiceHandle;
 /// Returns once the node accepts connections; errors opening the store or binding the address
 /// are returned here.
 pub fn start_node(cfg: NodeConfig) -> io::Result<NodeHandle> {
+    cfg.limits
+        .validate()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     let store = Store::open_with(
         &cfg.data_dir,
         StoreConfig {
@@ -110,6 +121,8 @@ pub fn start_node(cfg: NodeConfig) -> io::Result<NodeHandle> {
         tls: cfg.tls.as_ref().map(TlsFiles::load).transpose()?,
         admin: cfg.admin_listen,
         head_limits: HeadLimits::default(),
+        limits: cfg.limits,
+        fds_per_connection: NODE_FDS_PER_CONNECTION,
     };
     let (runtime, threads) = (cfg.runtime, cfg.threads);
     service::start(Node { cfg, store }, runtime, threads, listen)

@@ -8,6 +8,7 @@ use std::time::Duration;
 use ferry_core::s3::sigv4::Credentials;
 use serde::Deserialize;
 
+use crate::limits::ConnLimits;
 use crate::tls::TlsFiles;
 use ferry_runtime::RuntimeKind;
 
@@ -239,6 +240,8 @@ pub struct ProxyConfig {
     pub token_secret: Option<Vec<u8>>,
     /// Serve HTTPS on the S3 listener with this certificate and key (default: plain HTTP).
     pub tls: Option<TlsFiles>,
+    /// Limits on client connections (count, head, body and idle timeouts).
+    pub limits: ConnLimits,
 }
 
 impl ProxyConfig {
@@ -264,6 +267,7 @@ impl ProxyConfig {
             backend_max_connections: DEFAULT_BACKEND_MAX_CONNECTIONS,
             token_secret: None,
             tls: None,
+            limits: ConnLimits::default(),
         }
     }
 
@@ -312,6 +316,21 @@ impl ProxyConfig {
         if let Some(n) = f.backend_max_connections {
             cfg.backend_max_connections = n;
         }
+        if let Some(n) = f.max_connections {
+            cfg.limits.max_connections = Some(n);
+        }
+        if let Some(ms) = f.header_timeout_ms {
+            cfg.limits.header_timeout = Duration::from_millis(ms);
+        }
+        if let Some(ms) = f.idle_timeout_ms {
+            cfg.limits.idle_timeout = Duration::from_millis(ms);
+        }
+        if let Some(ms) = f.body_timeout_ms {
+            cfg.limits.body_timeout = Duration::from_millis(ms);
+        }
+        if let Some(rate) = f.min_body_rate {
+            cfg.limits.min_body_rate = rate;
+        }
         cfg.token_secret = f.token_secret.map(String::into_bytes);
         cfg.tls = TlsFiles::pair(f.tls_cert, f.tls_key, "tls_cert and tls_key")?;
         for c in f.credentials {
@@ -349,7 +368,7 @@ impl ProxyConfig {
         if self.buffer_size < 16 * 1024 || self.buffer_size > 16 << 20 {
             return Err("buffer_size must be between 16 KiB and 16 MiB".into());
         }
-        Ok(())
+        self.limits.validate()
     }
 }
 
@@ -366,6 +385,11 @@ struct FileConfig {
     io_timeout_ms: Option<u64>,
     backend_max_connections: Option<usize>,
     health_interval_ms: Option<u64>,
+    max_connections: Option<usize>,
+    header_timeout_ms: Option<u64>,
+    idle_timeout_ms: Option<u64>,
+    body_timeout_ms: Option<u64>,
+    min_body_rate: Option<u64>,
     token_secret: Option<String>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
@@ -438,6 +462,11 @@ mod tests {
             runtime = "smol"
             buffer_size = 131072
             health_interval_ms = 500
+            max_connections = 5000
+            header_timeout_ms = 5000
+            idle_timeout_ms = 30000
+            body_timeout_ms = 20000
+            min_body_rate = 4096
             tls_cert = "/etc/ferry/cert.pem"
             tls_key = "/etc/ferry/key.pem"
             [[credentials]]
@@ -459,6 +488,14 @@ mod tests {
         assert_eq!(cfg.runtime, RuntimeKind::Smol);
         assert_eq!(cfg.buffer_size, 131_072);
         assert_eq!(cfg.health_interval, Duration::from_millis(500));
+        let limits = ConnLimits {
+            max_connections: Some(5000),
+            header_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(30),
+            body_timeout: Duration::from_secs(20),
+            min_body_rate: 4096,
+        };
+        assert_eq!(cfg.limits, limits);
         assert_eq!(
             cfg.tls,
             Some(TlsFiles::new("/etc/ferry/cert.pem", "/etc/ferry/key.pem"))
@@ -475,5 +512,9 @@ mod tests {
         let empty = ProxyConfig::from_toml("").unwrap();
         assert!(empty.validate().is_err());
         assert_eq!(empty.tls, None);
+        assert_eq!(empty.limits, ConnLimits::default());
+        let mut zero = cfg.clone();
+        zero.limits.max_connections = Some(0);
+        assert!(zero.validate().unwrap_err().contains("max_connections"));
     }
 }

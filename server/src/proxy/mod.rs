@@ -51,6 +51,11 @@ use backend::Backend;
 /// Signing keys cached (one per access key, region and day).
 const KEY_CACHE: usize = 64;
 
+/// Descriptors a proxy's client connection may hold: its socket and the splice pipe it keeps
+/// (two ends), and a backend connection with its own pipe (the default connection cap divides
+/// the open-file limit by this).
+const PROXY_FDS_PER_CONNECTION: u64 = 6;
+
 /// The proxy's shared state: backends, placement, keys.
 pub(crate) struct Proxy<R: Runtime> {
     pub rt: R,
@@ -135,6 +140,8 @@ pub fn start_proxy(cfg: ProxyConfig) -> io::Result<ProxyHandle> {
         tls: cfg.tls.as_ref().map(TlsFiles::load).transpose()?,
         admin: cfg.admin_listen,
         head_limits: head_limits(cfg.buffer_size),
+        limits: cfg.limits,
+        fds_per_connection: PROXY_FDS_PER_CONNECTION,
     };
     let (runtime, threads) = (cfg.runtime, cfg.threads);
     service::start(ProxyServer { cfg, resolved }, runtime, threads, listen)

@@ -6,6 +6,7 @@ mod support;
 
 mod crash_kill9;
 mod faults;
+mod limits;
 mod logs;
 mod node_admin;
 mod node_bad_input;

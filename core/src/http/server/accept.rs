@@ -1,4 +1,4 @@
-//! The accept loop: one task per connection, graceful and hard stops.
+//! The accept loop: one task per connection up to a cap, graceful and hard stops.
 
 use alloc::sync::Arc;
 use core::net::SocketAddr;
@@ -6,10 +6,17 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use core::time::Duration;
 
 use embedded_io::ErrorKind;
+use event_listener::{Event, IntoNotification as _};
 
-use super::conn::serve_connection_from;
-use super::{Handler, ServerConfig};
+use super::conn::serve_accepted;
+use super::{Handler, POOL_TRIM_INTERVAL, ServerConfig};
+use crate::pool::BufferPool;
 use crate::rt::{Clock, Either, Listener, Runtime, Signal, race, timeout};
+
+/// The first wait after an accept error that may last (out of descriptors); it doubles up to
+/// [`ACCEPT_BACKOFF_MAX`] while errors go on.
+const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(10);
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// Counters and controls shared by the accept loop, its connections and the handle.
 #[derive(Debug, Default)]
@@ -20,14 +27,50 @@ struct ServerShared {
     accepting: AtomicBool,
     accepted: AtomicU64,
     active: AtomicUsize,
+    /// Connections closed at once because the cap was reached and none was idle.
+    refused: AtomicU64,
+    /// Idle connections closed to make room for new ones.
+    evicted: AtomicU64,
+    /// Connections waiting for a request listen here; each notification closes the one that
+    /// has waited longest (listeners are notified in the order they started).
+    idle: Event,
+    /// Notified when a connection ends (the accept loop waits for it when out of descriptors).
+    ended: Event,
 }
 
 impl ServerShared {
     fn connection_ended(&self) {
-        if self.active.fetch_sub(1, Ordering::SeqCst) == 1 && !self.accepting.load(Ordering::SeqCst)
-        {
+        let was = self.active.fetch_sub(1, Ordering::SeqCst);
+        self.ended.notify(usize::MAX);
+        if was == 1 && !self.accepting.load(Ordering::SeqCst) {
             self.done.set();
         }
+    }
+
+    /// Whether a new connection may be served with `max` the cap: below it, or at it if an
+    /// idle connection makes room.
+    fn admit(&self, max: usize) -> bool {
+        let active = self.active.load(Ordering::SeqCst);
+        if active < max {
+            return true;
+        }
+        // An evicted connection ends as soon as its task runs, so the count may pass the cap
+        // by the evictions in flight; the slack bounds that.
+        let slack = max / 8 + 1;
+        if active < max.saturating_add(slack) && self.evict_one() {
+            return true;
+        }
+        self.refused.fetch_add(1, Ordering::Relaxed);
+        false
+    }
+
+    /// Close the connection idle longest, if any is idle.
+    fn evict_one(&self) -> bool {
+        let evicted = self.idle.notify(1.additional()) > 0;
+        if evicted {
+            self.evicted.fetch_add(1, Ordering::Relaxed);
+        }
+        evicted
     }
 }
 
@@ -61,6 +104,16 @@ impl ServerHandle {
     /// Connections open now.
     pub fn active(&self) -> usize {
         self.shared.active.load(Ordering::SeqCst)
+    }
+
+    /// Connections closed at once since the start: the cap was reached and none was idle.
+    pub fn refused(&self) -> u64 {
+        self.shared.refused.load(Ordering::Relaxed)
+    }
+
+    /// Idle connections closed since the start to make room for new ones.
+    pub fn evicted(&self) -> u64 {
+        self.shared.evicted.load(Ordering::Relaxed)
     }
 
     /// Graceful stop: no new connections; idle ones close now, busy ones after their request.
@@ -111,7 +164,9 @@ where
 /// `handler` on `rt` until the handle stops it.
 ///
 /// Each connection is established ([`Listener::establish`]: the TLS handshake) in its own
-/// task, within [`ServerConfig::header_timeout`]; one that fails or times out is dropped.
+/// task, within [`ServerConfig::header_timeout`]; one that fails or times out is dropped. At
+/// most [`ServerConfig::max_connections`] are served at once (see there). Meanwhile the pool
+/// is trimmed to [`ServerConfig::pool_idle_bytes`] every [`POOL_TRIM_INTERVAL`].
 pub fn serve_listener<R, L, H>(
     rt: &R,
     listener: L,
@@ -126,6 +181,15 @@ where
     let local_addr = listener.local_addr()?;
     let shared = Arc::new(ServerShared::default());
     shared.accepting.store(true, Ordering::SeqCst);
+    if config.pool_idle_bytes != usize::MAX {
+        let trim = trim_pool(
+            rt.clone(),
+            config.pool,
+            config.pool_idle_bytes,
+            shared.clone(),
+        );
+        drop(rt.spawn(trim));
+    }
     // Dropping the join handle detaches the loop; the handle controls it.
     drop(rt.spawn(accept_loop(
         rt.clone(),
@@ -137,6 +201,18 @@ where
     Ok(ServerHandle { local_addr, shared })
 }
 
+/// Trim `pool` to `keep` idle bytes every [`POOL_TRIM_INTERVAL`] until the server stops.
+async fn trim_pool<R: Runtime>(
+    rt: R,
+    pool: &'static BufferPool,
+    keep: usize,
+    shared: Arc<ServerShared>,
+) {
+    while let Either::Left(()) = race(rt.sleep(POOL_TRIM_INTERVAL), shared.stop.wait()).await {
+        pool.trim(keep);
+    }
+}
+
 async fn accept_loop<R: Runtime, L: Listener, H: Handler + 'static>(
     rt: R,
     listener: L,
@@ -145,39 +221,62 @@ async fn accept_loop<R: Runtime, L: Listener, H: Handler + 'static>(
     shared: Arc<ServerShared>,
 ) {
     let config = Arc::new(config);
+    let mut backoff = ACCEPT_BACKOFF_MIN;
     while !shared.stop.is_set() {
         match race(listener.accept(), shared.stop.wait()).await {
             Either::Left(Ok((accepted, peer))) => {
+                backoff = ACCEPT_BACKOFF_MIN;
                 shared.accepted.fetch_add(1, Ordering::SeqCst);
+                if !shared.admit(config.max_connections) {
+                    // Closed before any byte is read or written: a refusal costs no task.
+                    drop(accepted);
+                    continue;
+                }
                 shared.active.fetch_add(1, Ordering::SeqCst);
                 let guard = ActiveGuard(shared.clone());
                 let (clock, config, handler) = (rt.clone(), config.clone(), handler.clone());
                 drop(rt.spawn(async move {
-                    let stop = &guard.0.stop;
+                    let shared = &*guard.0;
                     let conn = async {
                         // Plain TCP is ready at once (no timer); a connection still in its
                         // handshake has no request yet, so a stop drops it.
                         let setup = timeout(&clock, config.header_timeout, L::establish(accepted));
-                        if let Either::Left(Ok(Ok(stream))) = race(setup, stop.wait()).await {
+                        if let Either::Left(Ok(Ok(stream))) = race(setup, shared.stop.wait()).await
+                        {
                             let (config, handler) = (&*config, &*handler);
-                            serve_connection_from(
+                            serve_accepted(
                                 clock.clone(),
                                 stream,
-                                Some(peer),
+                                peer,
                                 config,
                                 handler,
-                                Some(stop),
+                                &shared.stop,
+                                &shared.idle,
                             )
                             .await;
                         }
                     };
-                    race(conn, guard.0.abort.wait()).await;
+                    race(conn, shared.abort.wait()).await;
                     drop(guard);
                 }));
             }
-            // Out of descriptors or a connection reset before accept: back off briefly.
+            // A connection that went away before it was accepted: the next one is another.
+            Either::Left(Err(
+                ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset | ErrorKind::Interrupted,
+            )) => {}
+            // Out of descriptors or memory: the connection stays queued and the listener
+            // readable, so trying again at once would spin. Make room (an idle connection
+            // goes) and wait for a connection to end, or a growing while for descriptors
+            // held elsewhere.
             Either::Left(Err(_)) => {
-                let _ = race(rt.sleep(Duration::from_millis(10)), shared.stop.wait()).await;
+                shared.evict_one();
+                let ended = async {
+                    event_listener::listener!(shared.ended => ended);
+                    ended.await;
+                };
+                let pause = race(race(ended, rt.sleep(backoff)), shared.stop.wait());
+                pause.await;
+                backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
             }
             Either::Right(()) => break,
         }

@@ -1,5 +1,6 @@
 //! One connection: read heads, run the handler, keep the connection or close it cleanly.
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::net::SocketAddr;
 use core::ops::Range;
@@ -7,18 +8,20 @@ use core::sync::atomic::Ordering;
 use core::time::Duration;
 
 use embedded_io::{Error as _, ErrorKind};
+use event_listener::Event;
 use httparse::EMPTY_HEADER;
 
 use super::reader::BodyReader;
 use super::response::{ReqInfo, RespState, ResponseWriter};
-use super::{Handler, OUT_CAPACITY, ServerConfig, Shared};
+use super::{Handler, ServerConfig, Shared};
 use crate::http::body::{BodyKind, request_framing};
 use crate::http::chunked::ChunkedDecoder;
 use crate::http::error::{HttpError, ProtocolError, ProtocolErrorKind};
 use crate::http::head::{HeadParser, RequestHead, Status, Version};
 use crate::http::incoming::{BodyState, Src};
-use crate::http::timed::Timed;
-use crate::rt::{Clock, Either, Signal, Stream, TimedOut, race, timeout};
+use crate::http::timed::{ReadBudget, Timed};
+use crate::pool::PooledBuf;
+use crate::rt::{Clock, Either, Signal, Stream, TimedOut, now_or_never, race, timeout_at};
 
 /// Header field storage per request; the effective cap is [`HeadLimits::max_headers`].
 ///
@@ -46,7 +49,43 @@ struct ConnCx<'a, C, H: ?Sized> {
     config: &'a ServerConfig,
     handler: &'a H,
     stop: Option<&'a Signal>,
+    /// The accept loop's call for room: one idle connection listening here closes when it is
+    /// notified (the one idle longest: listeners are notified in the order they started).
+    idle: Option<&'a Event>,
     peer: Option<SocketAddr>,
+}
+
+impl<C, H: ?Sized> ConnCx<'_, C, H> {
+    /// The part of the read buffer a head may fill; the rest is for the body's first bytes.
+    fn head_window(&self) -> usize {
+        let config = self.config;
+        config
+            .head_limits
+            .max_head_len
+            .clamp(1, config.read_buffer_len())
+    }
+}
+
+/// The connection's buffers: taken from the pool when bytes come, given back while it idles,
+/// so that idle connections (a flood of them) hold no buffer.
+#[derive(Debug, Default)]
+struct Bufs {
+    /// Heads and body bytes; `Some` whenever bytes of a request are buffered.
+    read: Option<PooledBuf<'static>>,
+    /// The response's head and small bodies (allocated by the first response that needs it).
+    out: Vec<u8>,
+}
+
+impl Bufs {
+    fn read(&mut self, config: &ServerConfig) -> &mut PooledBuf<'static> {
+        self.read
+            .get_or_insert_with(|| config.pool.get(config.read_buffer_len()))
+    }
+
+    fn release(&mut self) {
+        self.read = None;
+        self.out = Vec::new();
+    }
 }
 
 /// Serve one connection until it closes; returns the number of requests answered.
@@ -87,10 +126,46 @@ where
         config,
         handler,
         stop,
+        idle: None,
         peer,
     };
-    let mut buf = config.pool.get(config.read_buffer_len());
-    let head_window = config.head_limits.max_head_len.clamp(1, buf.len());
+    serve(&cx, stream).await
+}
+
+/// [`serve_connection_from`] for the accept loop, which may call on `idle` for room.
+pub(super) async fn serve_accepted<C, S, H>(
+    clock: C,
+    stream: S,
+    peer: SocketAddr,
+    config: &ServerConfig,
+    handler: &H,
+    stop: &Signal,
+    idle: &Event,
+) -> u64
+where
+    C: Clock,
+    S: Stream,
+    H: Handler + ?Sized,
+{
+    let cx = ConnCx {
+        clock: &clock,
+        config,
+        handler,
+        stop: Some(stop),
+        idle: Some(idle),
+        peer: Some(peer),
+    };
+    serve(&cx, stream).await
+}
+
+async fn serve<C, S, H>(cx: &ConnCx<'_, C, H>, stream: S) -> u64
+where
+    C: Clock,
+    S: Stream,
+    H: Handler + ?Sized,
+{
+    let (clock, config, stop) = (cx.clock, cx.config, cx.stop);
+    let head_window = cx.head_window();
     let timed = Timed::new(
         clock.clone(),
         stream,
@@ -98,7 +173,7 @@ where
         config.write_timeout,
     );
     let mut shared = Shared::new(timed);
-    let mut out = Vec::with_capacity(OUT_CAPACITY);
+    let mut bufs = Bufs::default();
     let mut decoder = ChunkedDecoder::new(config.chunked_limits);
     let mut parser = HeadParser::new(config.head_limits);
     let mut end = 0;
@@ -108,58 +183,66 @@ where
     loop {
         let next = loop {
             if end > 0 {
-                let mut hs = [EMPTY_HEADER; MAX_HEADERS];
-                let (filled, spare) = buf.split_at_mut(end);
-                let filled: &[u8] = filled;
-                match parser.parse_request(filled, &mut hs) {
-                    Ok(Status::Complete(head)) => {
+                let Some(buf) = bufs.read.as_mut() else {
+                    break Next::Drop; // buffered bytes live in the read buffer
+                };
+                let parts = Parts {
+                    shared: &shared,
+                    out: &mut bufs.out,
+                    decoder: &mut decoder,
+                };
+                // Boxed: the handler's future is the largest part of a connection's state,
+                // and a connection that waits for its next request should not carry it (every
+                // idle connection would). One allocation per request, freed when it is done.
+                let step = Box::pin(parse_and_exchange(cx, &mut parser, parts, buf, end)).await;
+                shared.io.get_mut().set_budget(None);
+                match step {
+                    Step::Partial => {}
+                    Step::Served(next) => {
                         served += 1;
-                        let parts = Parts {
-                            shared: &shared,
-                            out: &mut out,
-                            decoder: &mut decoder,
-                        };
-                        break exchange(&cx, parts, &head, filled, spare).await;
+                        break next;
                     }
-                    Ok(Status::Partial) => {}
-                    Err(e) => break Next::Fail(e.into()),
+                    Step::Failed(e) => break Next::Fail(e),
                 }
             }
-            let Some(room) = buf.get_mut(end..head_window).filter(|r| !r.is_empty()) else {
+            let io = shared.io.get_mut();
+            if end == 0 {
+                // Nothing of the next request yet: idle (or the first request's wait), which
+                // a shutdown may cut short.
+                if stop.is_some_and(Signal::is_set) {
+                    break Next::Drop;
+                }
+                let limit = if served == 0 {
+                    deadline.saturating_sub(clock.now())
+                } else {
+                    config.idle_timeout
+                };
+                match first_bytes(cx, io, &mut bufs, limit).await {
+                    Some(Ok(n)) if n > 0 => {
+                        if served > 0 {
+                            deadline = clock.now() + config.header_timeout;
+                        }
+                        end = n;
+                        continue;
+                    }
+                    _ => break Next::Drop,
+                }
+            }
+            let room = bufs
+                .read
+                .as_mut()
+                .and_then(|b| b.get_mut(end..head_window))
+                .filter(|r| !r.is_empty());
+            let Some(room) = room else {
                 // The parser refuses heads longer than the window before this can happen.
                 break Next::Fail(HttpError::Protocol(ProtocolError::new(
                     ProtocolErrorKind::HeadTooLarge,
                     "HTTP head too large",
                 )));
             };
-            let io = shared.io.get_mut();
-            let read = if end == 0 {
-                // Nothing of the next request yet: idle (or the first request's wait), which
-                // a shutdown may cut short.
-                let limit = if served == 0 {
-                    deadline.saturating_sub(clock.now())
-                } else {
-                    config.idle_timeout
-                };
-                if stop.is_some_and(Signal::is_set) {
-                    break Next::Drop;
-                }
-                let first = race(io.inner_mut().read_send(room), wait(stop));
-                match timeout(&clock, limit, first).await {
-                    Ok(Either::Left(r)) => r.map_err(|e| e.kind()),
-                    Ok(Either::Right(())) | Err(TimedOut) => break Next::Drop,
-                }
-            } else {
-                io.read_until(deadline, room).await
-            };
-            match read {
+            match io.read_until(deadline, room).await {
                 Ok(0) => break Next::Drop,
-                Ok(n) => {
-                    if end == 0 && served > 0 {
-                        deadline = clock.now() + config.header_timeout;
-                    }
-                    end += n;
-                }
+                Ok(n) => end += n,
                 Err(ErrorKind::TimedOut) => {
                     break Next::Fail(HttpError::TimedOut);
                 }
@@ -167,12 +250,15 @@ where
             }
         };
         match next {
-            Next::KeepAlive(rest) if rest.end <= buf.len() => {
+            Next::KeepAlive(rest) => {
+                let Some(buf) = bufs.read.as_mut().filter(|b| rest.end <= b.len()) else {
+                    break;
+                };
                 end = rest.len();
                 buf.copy_within(rest, 0);
                 deadline = clock.now() + config.header_timeout;
             }
-            Next::KeepAlive(_) | Next::Close => break,
+            Next::Close => break,
             Next::Drop => return served,
             Next::Fail(e) => {
                 let req = ReqInfo {
@@ -181,8 +267,10 @@ where
                     keep_alive: false,
                 };
                 let mut res =
-                    ResponseWriter::new(&shared, &mut out, req, stop, 0, clock.unix_time());
-                render(handler, None, &H::Error::from(e), &mut res).await;
+                    ResponseWriter::new(&shared, &mut bufs.out, req, stop, 0, clock.unix_time());
+                // Boxed as the exchange is: rare, and the handler's future may be large.
+                let e = H::Error::from(e);
+                Box::pin(render(cx.handler, None, &e, &mut res)).await;
                 if res.state == RespState::Failed {
                     return served;
                 }
@@ -190,8 +278,92 @@ where
             }
         }
     }
-    clean_close(&clock, shared.io.get_mut(), &mut buf, config.linger).await;
+    let buf = bufs.read(config);
+    clean_close(clock, shared.io.get_mut(), buf, config.linger).await;
     served
+}
+
+/// What one look at the buffered bytes came to.
+enum Step {
+    /// The head is not complete yet.
+    Partial,
+    /// A request was answered; what to do next.
+    Served(Next),
+    /// The head is bad: answer this error and close.
+    Failed(HttpError),
+}
+
+/// Parse the head in `buf[..end]`; once complete, run the exchange.
+async fn parse_and_exchange<C, S, H>(
+    cx: &ConnCx<'_, C, H>,
+    parser: &mut HeadParser,
+    parts: Parts<'_, Timed<C, S>>,
+    buf: &mut [u8],
+    end: usize,
+) -> Step
+where
+    C: Clock,
+    S: Stream,
+    H: Handler + ?Sized,
+{
+    let mut hs = [EMPTY_HEADER; MAX_HEADERS];
+    let (filled, spare) = buf.split_at_mut(end.min(buf.len()));
+    let filled: &[u8] = filled;
+    match parser.parse_request(filled, &mut hs) {
+        Ok(Status::Complete(head)) => Step::Served(exchange(cx, parts, &head, filled, spare).await),
+        Ok(Status::Partial) => Step::Partial,
+        Err(e) => Step::Failed(e.into()),
+    }
+}
+
+/// Wait up to `limit` for the first bytes of a request, holding no buffer while none come.
+///
+/// One read is tried at once with the read buffer (a pipelining client, bytes a TLS layer
+/// already holds); if it would wait, both buffers go back to the pool and the connection
+/// waits for readability, a stop, or the accept loop's call for room, and takes a buffer
+/// again only to read. `None` when the wait ends without bytes.
+async fn first_bytes<C, S, H>(
+    cx: &ConnCx<'_, C, H>,
+    io: &mut Timed<C, S>,
+    bufs: &mut Bufs,
+    limit: Duration,
+) -> Option<Result<usize, ErrorKind>>
+where
+    C: Clock,
+    S: Stream,
+    H: Handler + ?Sized,
+{
+    let window = cx.head_window();
+    let room = bufs.read(cx.config).get_mut(..window)?;
+    if let Some(r) = now_or_never(io.inner_mut().read_send(room)).await {
+        return Some(r.map_err(|e| e.kind()));
+    }
+    bufs.release();
+    let until = cx.clock.now() + limit;
+    let ready = race(
+        io.inner_mut().readable(),
+        race(wait(cx.stop), called(cx.idle)),
+    );
+    match timeout_at(cx.clock, until, ready).await {
+        Ok(Either::Left(Ok(()))) => {}
+        _ => return None,
+    }
+    let room = bufs.read(cx.config).get_mut(..window)?;
+    match timeout_at(cx.clock, until, io.inner_mut().read_send(room)).await {
+        Ok(r) => Some(r.map_err(|e| e.kind())),
+        Err(TimedOut) => None,
+    }
+}
+
+/// Wait until `idle` notifies this connection, or forever without one.
+async fn called(idle: Option<&Event>) {
+    match idle {
+        Some(event) => {
+            event_listener::listener!(event => listener);
+            listener.await;
+        }
+        None => core::future::pending().await,
+    }
 }
 
 /// The connection's reusable parts lent to one exchange.
@@ -251,6 +423,13 @@ where
         }
     };
     info.keep_alive = framing.keep_alive;
+    // A body must come at the minimum rate (after a grace period), however its bytes are
+    // spaced: the timeout per read alone would let one byte every few seconds hold the
+    // connection for ever.
+    set_budget(
+        shared,
+        ReadBudget::new(config.body_timeout, config.min_body_rate),
+    );
     let state = BodyState::new(framing.body, decoder, pre, spare, config.max_body_len);
     shared.reset(framing.expect_continue);
     shared.publish(&state);
@@ -284,8 +463,15 @@ where
     if !persist {
         return Next::Close;
     }
-    if !body.is_done() && (shared.continue_pending() || !body.drain(config.drain_limit).await) {
-        return Next::Close;
+    if !body.is_done() {
+        if shared.continue_pending() {
+            return Next::Close;
+        }
+        // Discarding what the handler left unread is bounded in bytes and in time as a whole.
+        set_budget(shared, ReadBudget::new(config.drain_timeout, 0));
+        if !body.drain(res.drain_limit).await {
+            return Next::Close;
+        }
     }
     let (src, r) = body.state.leftover();
     let base = match src {
@@ -293,6 +479,13 @@ where
         Src::Spare => filled_len,
     };
     Next::KeepAlive(base + r.start..base + r.end)
+}
+
+/// Bound the reads from now on by `budget` (the stream is free between the handler's uses).
+fn set_budget<C: Clock, S: Stream>(shared: &Shared<Timed<C, S>>, budget: ReadBudget) {
+    if let Some(mut io) = shared.io.try_lock() {
+        io.set_budget(Some(budget));
+    }
 }
 
 /// Let the handler render `error`; on failure, give up on the response.

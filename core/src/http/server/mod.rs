@@ -3,9 +3,15 @@
 //! [`serve_connection`] runs one connection ([`conn`]): it reads heads into a pooled buffer,
 //! calls the [`Handler`] with the parsed head (borrowed from that buffer), a [`BodyReader`]
 //! ([`reader`]) and a [`ResponseWriter`] ([`response`]), then keeps the connection for the
-//! next request (pipelined bytes stay buffered) or closes it cleanly. [`serve`] ([`accept`])
-//! binds, accepts, and spawns one such engine per connection; the adapters only supply the
-//! runtime.
+//! next request (pipelined bytes stay buffered) or closes it cleanly. While it waits for a
+//! request it holds no buffer: they come from the pool with the first bytes. [`serve`]
+//! ([`accept`]) binds, accepts, and spawns one such engine per connection, up to
+//! [`ServerConfig::max_connections`]; the adapters only supply the runtime.
+//!
+//! Every wait is bounded: a head by [`ServerConfig::header_timeout`], a body by a minimum
+//! rate ([`ServerConfig::min_body_rate`] after [`ServerConfig::body_timeout`]), discarding an
+//! unread body by [`ServerConfig::drain_timeout`] and [`ServerConfig::drain_limit`], an idle
+//! connection by [`ServerConfig::idle_timeout`].
 //!
 //! Protocol errors (malformed or oversized head, smuggling shapes, bad chunks, timeouts) are
 //! rendered by [`Handler::render_error`] and the connection is closed. Nothing the peer sends
@@ -59,6 +65,15 @@ pub struct ServerConfig {
     pub idle_timeout: Duration,
     /// Each read of a request body must complete within this.
     pub read_timeout: Duration,
+    /// The reads of one request body may wait this long in all, plus one second for every
+    /// [`ServerConfig::min_body_rate`] bytes received (see [`ReadBudget`]): a client sending
+    /// slower than that is cut off (408) once the grace is used up.
+    ///
+    /// [`ReadBudget`]: crate::http::timed::ReadBudget
+    pub body_timeout: Duration,
+    /// The slowest a request body may come, in bytes per second, after
+    /// [`ServerConfig::body_timeout`]; `0`: the body timeout bounds the whole body.
+    pub min_body_rate: u64,
     /// Each write of a response must complete within this.
     pub write_timeout: Duration,
     /// A clean close waits at most this long for the peer to finish sending before closing.
@@ -68,11 +83,25 @@ pub struct ServerConfig {
     /// A request body the handler left unread is discarded up to this many bytes to keep the
     /// connection; a longer one closes it.
     pub drain_limit: u64,
+    /// Discarding an unread body must end within this, or the connection closes.
+    pub drain_timeout: Duration,
+    /// Most connections a listener keeps open ([`serve`]). At the cap a new connection takes
+    /// the place of the one that has waited longest for a request, which is closed; with none
+    /// waiting, the new one is closed at once.
+    pub max_connections: usize,
+    /// Idle bytes the pool keeps when the listener trims it ([`BufferPool::trim`], every
+    /// [`POOL_TRIM_INTERVAL`]), so that memory taken by a burst goes back; `usize::MAX` never
+    /// trims.
+    pub pool_idle_bytes: usize,
 }
 
+/// How often a listener trims the buffer pool to [`ServerConfig::pool_idle_bytes`].
+pub const POOL_TRIM_INTERVAL: Duration = Duration::from_secs(10);
+
 impl ServerConfig {
-    /// Defaults (64 KiB heads, 5 GiB bodies, 1 MiB drain, 10 s head / 60 s idle / 30 s I/O
-    /// timeouts) with buffers from `pool`.
+    /// Defaults with buffers from `pool`: 64 KiB heads, 5 GiB bodies; 10 s for a head, 60 s
+    /// idle, 30 s per read or write; bodies at 1 KiB/s at least after 30 s; unread bodies
+    /// discarded up to 1 MiB within 5 s; 1024 connections; 16 MiB of idle buffers kept.
     pub fn new(pool: &'static BufferPool) -> Self {
         Self {
             pool,
@@ -81,10 +110,15 @@ impl ServerConfig {
             header_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             read_timeout: Duration::from_secs(30),
+            body_timeout: Duration::from_secs(30),
+            min_body_rate: 1024,
             write_timeout: Duration::from_secs(30),
             linger: Duration::from_secs(2),
             max_body_len: 5 << 30,
             drain_limit: 1 << 20,
+            drain_timeout: Duration::from_secs(5),
+            max_connections: 1024,
+            pool_idle_bytes: 16 << 20,
         }
     }
 

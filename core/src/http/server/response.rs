@@ -116,6 +116,14 @@ impl<'c, S: Stream> ResponseWriter<'c, S> {
         self.close_requested = true;
     }
 
+    /// Keep the connection after this response only if at most `limit` bytes of an unread
+    /// request body are left to discard (call before [`ResponseWriter::start`]); it can only
+    /// lower the server's drain limit. For a client not worth reading a large body for (one
+    /// that failed to authenticate, say): `0` closes whenever the body is unread.
+    pub fn set_drain_limit(&mut self, limit: u64) {
+        self.drain_limit = self.drain_limit.min(limit);
+    }
+
     /// Whether the connection closes after this response (known once started).
     pub fn will_close(&self) -> bool {
         !self.persist
@@ -160,6 +168,8 @@ impl<'c, S: Stream> ResponseWriter<'c, S> {
         let mut persist = self.can_persist();
         let mut kind = body;
         self.out.clear();
+        // At once to its full size: the connection frees it while idle.
+        self.out.reserve(OUT_CAPACITY);
         write::status_line(self.out, Version::Http11, status).map_err(usage)?;
         write::date(self.out, self.unix_time);
         match body {

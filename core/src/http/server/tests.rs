@@ -9,11 +9,13 @@ use crate::http::head::{HeadParser, Status};
 use crate::http::testing::Duplex;
 use crate::pool::PoolConfig;
 use crate::rt::tests::{TestClock, block_on};
-use crate::rt::{Signal, Stream};
+use crate::rt::{Clock, Signal, Stream};
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
+use core::future::Future;
 use core::net::SocketAddr;
+use core::time::Duration;
 use httparse::{EMPTY_HEADER, Header};
 
 fn config() -> ServerConfig {
@@ -88,6 +90,11 @@ impl Handler for TestHandler {
                 res.send(200, &[], &got).await?;
             }
             "/reject" => res.send(403, &[], b"no").await?,
+            "/deny" => {
+                // Not worth reading a body for: the connection closes rather than drain it.
+                res.set_drain_limit(0);
+                res.send(403, &[], b"no").await?;
+            }
             "/ignore" => res.send(200, &[], b"ok").await?,
             "/chunked" => {
                 res.start(200, &[], BodyKind::Chunked)?;
@@ -565,4 +572,232 @@ fn stop_closes_after_the_current_request() {
     ));
     assert_eq!(served, 0);
     assert!(io.written().is_empty());
+}
+
+fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+/// Drive `f` on `clock` (a manual one), moving it `step` ahead whenever `f` waits, and
+/// calling `each` with the time then; panics if it runs for more than an hour.
+fn run_stepped<F: Future>(
+    clock: &TestClock,
+    step: Duration,
+    f: F,
+    mut each: impl FnMut(Duration),
+) -> F::Output {
+    let mut f = core::pin::pin!(f);
+    let mut cx = core::task::Context::from_waker(core::task::Waker::noop());
+    while clock.now() < secs(3600) {
+        if let core::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        clock.advance(step);
+        each(clock.now());
+    }
+    panic!("connection still running after an hour");
+}
+
+/// `n` single bytes, one every `every`, starting after `every`.
+fn trickle(n: u64, every: Duration) -> Vec<(Duration, Vec<u8>)> {
+    (1..=n).map(|i| (every * i as u32, vec![b'x'])).collect()
+}
+
+fn timed_duplex(first: &[u8], later: Vec<(Duration, Vec<u8>)>, clock: &TestClock) -> Duplex {
+    let io = Duplex::timed(first, &[], clock);
+    io.0.lock().later = later.into();
+    io
+}
+
+#[test]
+fn idle_connections_hold_no_buffers() {
+    let pool = BufferPool::leak(PoolConfig {
+        max_class_log2: 17,
+        max_per_class: 4,
+        max_retained_bytes: 1 << 20,
+        shards: 1,
+    });
+    let on_loan = || {
+        let s = pool.stats();
+        s.gets - s.returns - s.dropped_full
+    };
+    let cfg = ServerConfig::new(pool);
+    let clock = TestClock::default();
+    let get: &[u8] = b"GET /ignore HTTP/1.1\r\n\r\n";
+    let last: &[u8] = b"PUT /echo HTTP/1.1\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc";
+    let io = Duplex::timed(get, &[(secs(5), get), (secs(9), last)], &clock);
+    let mut idle_looks = 0;
+    let served = run_stepped(
+        &clock,
+        Duration::from_millis(100),
+        serve_connection(
+            clock.clone(),
+            io.clone(),
+            &cfg,
+            &TestHandler::default(),
+            None,
+        ),
+        |now| {
+            // Between the responses and the next requests nothing is on loan.
+            if (secs(1)..secs(5)).contains(&now) || (secs(6)..secs(9)).contains(&now) {
+                assert_eq!(on_loan(), 0, "a buffer held while idle at {now:?}");
+                idle_looks += 1;
+            }
+        },
+    );
+    assert_eq!(served, 3);
+    assert!(idle_looks > 50);
+    assert_eq!(on_loan(), 0);
+    let rs = responses(&io.written(), &[]);
+    assert_eq!(rs.len(), 3);
+    assert_eq!(rs[2].body, b"abc");
+    // The first request's buffer served the later ones: taken again, not allocated again.
+    assert_eq!(pool.stats().misses, 1);
+}
+
+#[test]
+fn a_body_below_the_minimum_rate_is_cut_off() {
+    let mut cfg = config();
+    cfg.body_timeout = secs(10);
+    cfg.min_body_rate = 100;
+    let clock = TestClock::default();
+    // One byte every 5 s: each read is well within the 30 s read timeout.
+    let head = b"PUT /echo HTTP/1.1\r\nContent-Length: 1000\r\n\r\n";
+    let io = timed_duplex(head, trickle(1000, secs(5)), &clock);
+    let mut answered_at = None;
+    let served = run_stepped(
+        &clock,
+        Duration::from_millis(100),
+        serve_connection(
+            clock.clone(),
+            io.clone(),
+            &cfg,
+            &TestHandler::default(),
+            None,
+        ),
+        |now| {
+            if answered_at.is_none() && !io.written().is_empty() {
+                answered_at = Some(now);
+            }
+        },
+    );
+    assert_eq!(served, 1);
+    let rs = responses(&io.written(), &[]);
+    assert_eq!(rs[0].status, 408);
+    assert!(rs[0].closes());
+    // 10 s of waiting allowed, plus 10 ms per byte received (two of them by then).
+    let at = answered_at.unwrap();
+    assert!(at >= secs(10) && at <= secs(11), "answered at {at:?}");
+    assert!(io.0.lock().shut);
+}
+
+#[test]
+fn a_slow_body_at_the_minimum_rate_goes_through() {
+    let mut cfg = config();
+    cfg.body_timeout = secs(5);
+    cfg.min_body_rate = 50;
+    let clock = TestClock::default();
+    // 100 bytes a second for 30 s: far longer than the grace, faster than the rate.
+    let later = (1..=30u32)
+        .map(|i| (secs(1) * i, vec![b'y'; 100]))
+        .collect();
+    let head = b"PUT /echo HTTP/1.1\r\nContent-Length: 3000\r\nConnection: close\r\n\r\n";
+    let io = timed_duplex(head, later, &clock);
+    let served = run_stepped(
+        &clock,
+        Duration::from_millis(100),
+        serve_connection(
+            clock.clone(),
+            io.clone(),
+            &cfg,
+            &TestHandler::default(),
+            None,
+        ),
+        |_| {},
+    );
+    assert_eq!(served, 1);
+    let rs = responses(&io.written(), &[]);
+    assert_eq!(rs[0].status, 200);
+    assert_eq!(rs[0].body.len(), 3000);
+}
+
+#[test]
+fn draining_an_unread_body_has_a_deadline() {
+    let mut cfg = config();
+    cfg.drain_timeout = secs(5);
+    let clock = TestClock::default();
+    // Small enough to drain, but it trickles: one byte a second.
+    let head = b"PUT /ignore HTTP/1.1\r\nContent-Length: 100\r\n\r\n";
+    let mut later = trickle(100, secs(1));
+    later.push((secs(101), b"GET /ignore HTTP/1.1\r\n\r\n".to_vec()));
+    let io = timed_duplex(head, later, &clock);
+    let served = run_stepped(
+        &clock,
+        Duration::from_millis(100),
+        serve_connection(
+            clock.clone(),
+            io.clone(),
+            &cfg,
+            &TestHandler::default(),
+            None,
+        ),
+        |_| {},
+    );
+    assert_eq!(served, 1, "the next request is never read");
+    let rs = responses(&io.written(), &[]);
+    assert_eq!(rs[0].status, 200);
+    // Closed after 5 s of draining and the 2 s linger, long before the body would end.
+    assert!(clock.now() <= secs(8), "closed at {:?}", clock.now());
+    assert!(io.0.lock().shut);
+}
+
+#[test]
+fn a_lowered_drain_limit_closes_instead_of_draining() {
+    let input =
+        b"PUT /deny HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789GET /ignore HTTP/1.1\r\n\r\n";
+    let (served, rs, io) = serve_bytes(input, 4, &config(), &[]);
+    assert_eq!(served, 1);
+    assert_eq!(rs[0].status, 403);
+    assert!(rs[0].closes());
+    assert!(io.0.lock().shut);
+    // No body: nothing to drain, the connection stays.
+    let input = b"GET /deny HTTP/1.1\r\n\r\nGET /ignore HTTP/1.1\r\n\r\n";
+    let (served, rs, _) = serve_bytes(input, 0, &config(), &[]);
+    assert_eq!(served, 2);
+    assert!(!rs[0].closes());
+}
+
+#[test]
+fn idle_connections_close_when_called_longest_idle_first() {
+    let cfg = config();
+    let idle = event_listener::Event::new();
+    let stop = Signal::new();
+    let clock = TestClock::default();
+    let peer: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let handler = TestHandler::default();
+    let silent = || {
+        let io = Duplex::new(b"", 0);
+        io.0.lock().hang = true;
+        io
+    };
+    // A connection in the middle of a head is busy, not idle.
+    let busy = Duplex::new(b"GET /ignore HTTP/1.1\r\n", 0);
+    busy.0.lock().hang = true;
+    let conn =
+        |io| super::conn::serve_accepted(clock.clone(), io, peer, &cfg, &handler, &stop, &idle);
+    let mut busy = core::pin::pin!(conn(busy));
+    let mut first = core::pin::pin!(conn(silent()));
+    let mut second = core::pin::pin!(conn(silent()));
+    let mut cx = core::task::Context::from_waker(core::task::Waker::noop());
+    assert!(busy.as_mut().poll(&mut cx).is_pending());
+    assert!(first.as_mut().poll(&mut cx).is_pending());
+    assert!(second.as_mut().poll(&mut cx).is_pending());
+    use event_listener::IntoNotification as _;
+    assert_eq!(idle.notify(1.additional()), 1);
+    assert_eq!(first.as_mut().poll(&mut cx), core::task::Poll::Ready(0));
+    assert!(second.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(idle.notify(1.additional()), 1);
+    assert_eq!(second.as_mut().poll(&mut cx), core::task::Poll::Ready(0));
+    assert_eq!(idle.notify(1.additional()), 0, "nobody else is idle");
+    assert!(busy.as_mut().poll(&mut cx).is_pending());
 }

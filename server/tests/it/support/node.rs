@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use ferry_core::s3::sigv4::Credentials;
-use ferry_server::{NodeConfig, NodeHandle, RuntimeKind, start_node};
+use ferry_server::{ConnLimits, NodeConfig, NodeHandle, RuntimeKind, start_node};
 
 use super::http::Client;
 use super::{ACCESS_KEY, SECRET_KEY};
@@ -39,12 +39,19 @@ pub struct Node {
     pub secret_key: String,
     runtime: RuntimeKind,
     threads: usize,
+    /// Its connection limits.
+    pub limits: ConnLimits,
 }
 
 impl Node {
     /// A node with the test key and two workers.
     pub fn start(runtime: RuntimeKind) -> Self {
         Self::start_with("node", runtime, (ACCESS_KEY, SECRET_KEY), 2)
+    }
+
+    /// A node with the test key, two workers and these connection limits.
+    pub fn with_limits(runtime: RuntimeKind, limits: ConnLimits) -> Self {
+        Self::start_configured("node", runtime, (ACCESS_KEY, SECRET_KEY), 2, limits)
     }
 
     /// A node behind a proxy: backend id `id`, `key` (access key and secret), one worker (a
@@ -54,6 +61,16 @@ impl Node {
     }
 
     fn start_with(id: &str, runtime: RuntimeKind, key: (&str, &str), threads: usize) -> Self {
+        Self::start_configured(id, runtime, key, threads, ConnLimits::default())
+    }
+
+    fn start_configured(
+        id: &str,
+        runtime: RuntimeKind,
+        key: (&str, &str),
+        threads: usize,
+        limits: ConnLimits,
+    ) -> Self {
         let mut n = Self {
             id: id.to_owned(),
             addr: "127.0.0.1:0".parse().expect("address"),
@@ -63,6 +80,7 @@ impl Node {
             secret_key: key.1.to_owned(),
             runtime,
             threads,
+            limits,
         };
         n.restart();
         n
@@ -77,6 +95,7 @@ impl Node {
         cfg.fsync = false;
         cfg.min_part_size = MIN_PART;
         cfg.threads = self.threads;
+        cfg.limits = self.limits;
         // The port may linger briefly after a stop.
         let mut tries = 0;
         let handle = loop {
