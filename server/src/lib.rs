@@ -8,6 +8,7 @@ pub mod cluster;
 mod front;
 pub mod limits;
 pub mod logging;
+mod memory;
 mod metrics;
 pub mod node;
 mod profile;

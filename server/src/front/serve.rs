@@ -44,6 +44,7 @@ pub(crate) fn s3_server_config(listen: &Listen) -> ServerConfig {
         // aws-chunked framing makes a 5 GiB object's body a little longer than 5 GiB; the
         // body verifier enforces the object size limit on the decoded length.
         max_body_len: MAX_OBJECT_SIZE + (64 << 20),
+        after_trim: Some(crate::memory::release_freed),
         ..ServerConfig::default()
     };
     listen.limits.apply(&mut config, listen.fds_per_connection);

@@ -10,7 +10,6 @@ use event_listener::{Event, IntoNotification as _};
 
 use super::conn::serve_accepted;
 use super::{Handler, POOL_TRIM_INTERVAL, ServerConfig};
-use crate::pool::BufferPool;
 use crate::rt::{Clock, Either, Listener, Runtime, Signal, race, timeout};
 
 /// The first wait after an accept error that may last (out of descriptors); it doubles up to
@@ -182,12 +181,7 @@ where
     let shared = Arc::new(ServerShared::default());
     shared.accepting.store(true, Ordering::SeqCst);
     if config.pool_idle_bytes != usize::MAX {
-        let trim = trim_pool(
-            rt.clone(),
-            config.pool,
-            config.pool_idle_bytes,
-            shared.clone(),
-        );
+        let trim = trim_pool(rt.clone(), config, shared.clone());
         drop(rt.spawn(trim));
     }
     // Dropping the join handle detaches the loop; the handle controls it.
@@ -201,15 +195,14 @@ where
     Ok(ServerHandle { local_addr, shared })
 }
 
-/// Trim `pool` to `keep` idle bytes every [`POOL_TRIM_INTERVAL`] until the server stops.
-async fn trim_pool<R: Runtime>(
-    rt: R,
-    pool: &'static BufferPool,
-    keep: usize,
-    shared: Arc<ServerShared>,
-) {
+/// Trim the pool to [`ServerConfig::pool_idle_bytes`] every [`POOL_TRIM_INTERVAL`] (then call
+/// [`ServerConfig::after_trim`]) until the server stops.
+async fn trim_pool<R: Runtime>(rt: R, config: ServerConfig, shared: Arc<ServerShared>) {
     while let Either::Left(()) = race(rt.sleep(POOL_TRIM_INTERVAL), shared.stop.wait()).await {
-        pool.trim(keep);
+        config.pool.trim(config.pool_idle_bytes);
+        if let Some(after) = config.after_trim {
+            after();
+        }
     }
 }
 

@@ -93,6 +93,9 @@ pub struct ServerConfig {
     /// [`POOL_TRIM_INTERVAL`]), so that memory taken by a burst goes back; `usize::MAX` never
     /// trims.
     pub pool_idle_bytes: usize,
+    /// Called after each trim of the pool: where the allocator under the pool can be asked to
+    /// give freed memory back too (the server's `malloc_trim`), which `no_std` core cannot do.
+    pub after_trim: Option<fn()>,
 }
 
 /// How often a listener trims the buffer pool to [`ServerConfig::pool_idle_bytes`].
@@ -119,6 +122,7 @@ impl ServerConfig {
             drain_timeout: Duration::from_secs(5),
             max_connections: 1024,
             pool_idle_bytes: 16 << 20,
+            after_trim: None,
         }
     }
 
