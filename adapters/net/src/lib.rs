@@ -43,6 +43,26 @@ pub use tls::{
     TlsConnector, client_config, provider, server_config, server_config_from_files, server_name,
 };
 
+/// Connections the kernel queues for a listener before it accepts them (`listen(2)`'s backlog;
+/// Linux caps it at `net.core.somaxconn`, 4096 by default). The standard library's 128 let
+/// 1,000 clients connecting at once overflow the queue: with SYN cookies some of them then got
+/// a reset on their first request.
+pub const LISTEN_BACKLOG: i32 = 4096;
+
+/// A non-blocking TCP listener on `addr` with a [`LISTEN_BACKLOG`] queue (and `SO_REUSEADDR`,
+/// as the standard library sets it), for an adapter to register with its reactor. socket2
+/// because `std` fixes the backlog at 128.
+pub fn bind_tcp_listener(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    #[cfg(unix)]
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(LISTEN_BACKLOG)?;
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
+}
+
 /// What a runtime adapter provides; [`Net`] makes a `ferry_core::rt::Runtime` of it.
 ///
 /// `Runtime` is implemented here, once, for `Net<A>` rather than by each adapter: the two

@@ -53,7 +53,7 @@ impl Adapter for Smol {
     }
 
     async fn bind_tcp(&self, addr: SocketAddr) -> io::Result<Async<TcpListener>> {
-        Async::<TcpListener>::bind(addr)
+        Async::new(ferry_net::bind_tcp_listener(addr)?)
     }
 
     async fn accept_tcp(

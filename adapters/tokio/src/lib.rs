@@ -59,7 +59,7 @@ impl Adapter for Tokio {
     }
 
     async fn bind_tcp(&self, addr: SocketAddr) -> io::Result<TcpListener> {
-        TcpListener::bind(addr).await
+        TcpListener::from_std(ferry_net::bind_tcp_listener(addr)?)
     }
 
     async fn accept_tcp(listener: &TcpListener) -> io::Result<(Compat<TcpStream>, SocketAddr)> {
