@@ -4,6 +4,7 @@
 # (goal: none) and the proxy's resident memory: at the start, at its peak, and after the run.
 #
 #   benches/soak/soak.sh [SECONDS] [CONNECTIONS]      (default 60 s, 1000 connections)
+# PROXY_ARGS adds options to the proxy; FERRY=path runs another build of `ferry`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SECS=${1:-60}
@@ -11,13 +12,13 @@ CONNS=${2:-1000}
 # Client, proxy and nodes each hold one descriptor per connection, and more.
 ulimit -n "$(ulimit -Hn)"
 cargo build --release -q -p ferry-server -p ferry-loadtest
-FERRY=$PWD/target/release/ferry
+FERRY=${FERRY:-$PWD/target/release/ferry}
 LOAD=$PWD/target/release/ferry-load
 WORK=$(mktemp -d)
 export FERRY_ACCESS_KEY=soakkey FERRY_SECRET_KEY=soaksecret1234567890
-PIDS=()
 cleanup() {
-  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  # `start` runs in a command substitution (a subshell): its pids are in the pid files.
+  for f in "$WORK"/*.pid; do [ -e "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null; done
   wait 2>/dev/null || true
   rm -rf "$WORK"
 }
@@ -26,7 +27,6 @@ trap cleanup EXIT
 start() { # name args... -> prints the address of its ready line
   local name=$1; shift
   "$FERRY" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
-  PIDS+=($!)
   echo $! >"$WORK/$name.pid"
   for _ in $(seq 100); do
     if grep -q "listening on http://" "$WORK/$name.out"; then
@@ -62,4 +62,7 @@ for s in r["stats"]:
         errors[k] = errors.get(k, 0) + v
 print(f"{ops} operations in {r['elapsed_s']:.0f} s, {sum(errors.values())} errors {errors}")
 PY
-echo "proxy RSS: peak $(hwm "$PROXY_PID") MiB, after the run $(rss "$PROXY_PID") MiB"
+echo "proxy RSS: peak $(hwm "$PROXY_PID") MiB, at the end of the run $(rss "$PROXY_PID") MiB"
+# The listeners trim the buffer pool (and glibc's arenas) every 10 s.
+sleep 12
+echo "proxy RSS 12 s after the run: $(rss "$PROXY_PID") MiB"
