@@ -12,6 +12,8 @@ use ferry_core::http::chunked::{self, ChunkedDecoder};
 use ferry_core::http::head::{HeadParser, Status, Version};
 use ferry_core::http::{Header, write};
 use ferry_core::md5::Md5Sink;
+use ferry_core::md5::lanes::{Backend, md5_many};
+use ferry_core::md5::scheduler::Md5Scheduler;
 use ferry_core::pool::{BufferPool, PoolConfig};
 use ferry_core::s3::body::{BodyLimit, BodyVerifier, Checks};
 use ferry_core::s3::checksum::ChecksumAlgorithm;
@@ -165,6 +167,78 @@ pub fn md5_cases() -> Vec<Case> {
         }),
         baseline: timed(move || {
             black_box(Md5::digest(black_box(&d2[..])));
+        }),
+    }]
+}
+
+/// Multi-lane MD5 (issue 12): 16 messages of 1 MiB hashed together, and one stream through the
+/// lane scheduler, each vs `md-5` on the same bytes.
+pub fn md5_lanes_cases() -> Vec<Case> {
+    const N: usize = 1 << 20;
+    let fill = ShardedFill::new(3);
+    let bodies: Arc<Vec<Vec<u8>>> =
+        Arc::new((0..16).map(|id| fill.object(id).generate(N)).collect());
+    let b2 = bodies.clone();
+    let backend = Backend::detect();
+    let one: Arc<[u8]> = fill.object(100).generate(N).into();
+    let one2 = one.clone();
+    vec![
+        Case {
+            name: "md5/lanes_16x1MiB".into(),
+            unit: Unit::Bytes(16 * N as u64),
+            ferry: timed(move || {
+                let msgs: Vec<&[u8]> = bodies.iter().map(|b| black_box(&b[..])).collect();
+                let mut out = [[0u8; 16]; 16];
+                md5_many(backend, &msgs, &mut out);
+                black_box(out);
+            }),
+            baseline: timed(move || {
+                for b in b2.iter() {
+                    black_box(Md5::digest(black_box(&b[..])));
+                }
+            }),
+        },
+        // An upload's 64 KiB chunks, each submitted and driven as it arrives, alone.
+        Case {
+            name: "md5/lanes_1_stream".into(),
+            unit: Unit::Bytes(N as u64),
+            ferry: timed(move || {
+                let mut sched = Md5Scheduler::<&[u8]>::with_backend(backend);
+                let id = sched.open();
+                for chunk in one.chunks(64 << 10) {
+                    sched.submit(id, black_box(chunk)).expect("open");
+                    sched.run_once();
+                }
+                sched.finish(id).expect("open");
+                black_box(sched.take_digest(id).expect("open"));
+            }),
+            baseline: timed(move || {
+                black_box(Md5::digest(black_box(&one2[..])));
+            }),
+        },
+    ]
+}
+
+/// Generate + MD5 of 16 objects of 1 MiB straight from the shard table (the load tester's
+/// `--md5`) vs `md-5` of the same bytes already generated.
+pub fn generate_md5_cases() -> Vec<Case> {
+    const N: u64 = 1 << 20;
+    let fill = Arc::new(ShardedFill::new(7));
+    let objects: Vec<(u64, u64)> = (0..16).map(|id| (id, N)).collect();
+    let bodies: Vec<Vec<u8>> = objects
+        .iter()
+        .map(|&(id, n)| fill.object(id).generate(n as usize))
+        .collect();
+    vec![Case {
+        name: "generate_md5/16x1MiB".into(),
+        unit: Unit::Bytes(16 * N),
+        ferry: timed(move || {
+            black_box(fill.md5_many(black_box(&objects)));
+        }),
+        baseline: timed(move || {
+            for b in &bodies {
+                black_box(Md5::digest(black_box(&b[..])));
+            }
         }),
     }]
 }
@@ -469,6 +543,8 @@ pub fn all_cases() -> Vec<Case> {
     let mut v = fill_cases();
     v.extend(fresh_object_cases());
     v.extend(md5_cases());
+    v.extend(md5_lanes_cases());
+    v.extend(generate_md5_cases());
     v.extend(pool_cases());
     v.extend(chunked_cases());
     v.extend(aws_chunked_cases());
