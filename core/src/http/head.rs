@@ -182,22 +182,22 @@ impl HeadParser {
                     _ => None,
                 }
             };
-            if let Some((method, target, minor, count, end)) = parsed {
-                if let (false, true, Ok(version)) = (
+            if let Some((method, target, minor, count, end)) = parsed
+                && let (false, true, Ok(version)) = (
                     has_bare_lf(buf, 0, end),
                     target.len() <= self.limits.max_target_len,
                     Version::from_minor(minor),
-                ) {
-                    let headers: &'h [Header<'b>] = headers;
-                    return Ok(Status::Complete(RequestHead {
-                        method,
-                        target,
-                        version,
-                        // `httparse` fills the storage from its start.
-                        headers: headers.get(..count).unwrap_or_default(),
-                        len: end,
-                    }));
-                }
+                )
+            {
+                let headers: &'h [Header<'b>] = headers;
+                return Ok(Status::Complete(RequestHead {
+                    method,
+                    target,
+                    version,
+                    // `httparse` fills the storage from its start.
+                    headers: headers.get(..count).unwrap_or_default(),
+                    len: end,
+                }));
             }
         }
         self.parse_request_scanned(buf, headers)
@@ -261,21 +261,21 @@ impl HeadParser {
                     _ => None,
                 }
             };
-            if let Some((minor, status, reason, count, end)) = parsed {
-                if let (false, true, Ok(version)) = (
+            if let Some((minor, status, reason, count, end)) = parsed
+                && let (false, true, Ok(version)) = (
                     has_bare_lf(buf, 0, end),
                     status >= 100,
                     Version::from_minor(minor),
-                ) {
-                    let headers: &'h [Header<'b>] = headers;
-                    return Ok(Status::Complete(ResponseHead {
-                        version,
-                        status,
-                        reason,
-                        headers: headers.get(..count).unwrap_or_default(),
-                        len: end,
-                    }));
-                }
+                )
+            {
+                let headers: &'h [Header<'b>] = headers;
+                return Ok(Status::Complete(ResponseHead {
+                    version,
+                    status,
+                    reason,
+                    headers: headers.get(..count).unwrap_or_default(),
+                    len: end,
+                }));
             }
         }
         self.parse_response_scanned(buf, headers)

@@ -132,10 +132,10 @@ impl ETag {
         if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
             return None;
         }
-        if let Some(n) = parts {
-            if n.is_empty() || n.len() > 5 || !n.bytes().all(|b| b.is_ascii_digit()) {
-                return None;
-            }
+        if let Some(n) = parts
+            && (n.is_empty() || n.len() > 5 || !n.bytes().all(|b| b.is_ascii_digit()))
+        {
+            return None;
         }
         let mut e = Self {
             buf: [0; 40],

@@ -12,10 +12,7 @@
 //! happens here: bounds are the slices' own.
 #![allow(unsafe_code)]
 // AVX-512 intrinsics and `is_x86_feature_detected!("avx512f")` are stable since Rust 1.89,
-// `as_chunks` since 1.88: newer than the workspace's declared rust-version (1.85). This module
-// alone uses them; the toolchain builds with 1.95. (Raising the workspace's rust-version is
-// the real fix; it also turns on let-chain lints across core, outside this module.)
-#![allow(clippy::incompatible_msrv)]
+// which is why the workspace's rust-version is 1.89.
 
 /// Most lanes any kernel hashes at once (AVX-512: 16 × 32-bit words per register).
 pub(super) const MAX_LANES: usize = 16;

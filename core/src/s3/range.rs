@@ -271,13 +271,12 @@ mod tests {
     proptest! {
         #[test]
         fn resolved_ranges_fit(v in "(bytes=)?[0-9]{0,3}-?[0-9]{0,3}", len in 0u64..2000) {
-            if let Some(r) = ByteRange::parse(v.as_bytes()) {
-                if let Ok(res) = r.resolve(len) {
+            if let Some(r) = ByteRange::parse(v.as_bytes())
+                && let Ok(res) = r.resolve(len) {
                     prop_assert!(res.start <= res.end);
                     prop_assert!(res.end < len);
                     prop_assert_eq!(res.len(), res.end - res.start + 1);
                 }
-            }
         }
     }
 }

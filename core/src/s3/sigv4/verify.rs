@@ -295,10 +295,10 @@ pub fn parse_presigned(raw_query: &str) -> S3Result<Option<PresignedQuery<'_>>> 
         };
         let value = decode(value, true)
             .map_err(|_| query_error(format!("{} is not valid percent-encoded UTF-8", NAMES[i])))?;
-        if let Some(slot) = found.get_mut(i) {
-            if slot.replace(value).is_some() {
-                return Err(query_error(format!("{} is repeated", NAMES[i])));
-            }
+        if let Some(slot) = found.get_mut(i)
+            && slot.replace(value).is_some()
+        {
+            return Err(query_error(format!("{} is repeated", NAMES[i])));
         }
     }
     let [
@@ -424,14 +424,14 @@ fn check_scope(
         )
         .into()));
     }
-    if let Some(expected) = region {
-        if scope_region != expected {
-            return Err(err(format!(
-                "The region '{}' is wrong; expecting '{expected}'",
-                scope_region.escape_debug()
-            )
-            .into()));
-        }
+    if let Some(expected) = region
+        && scope_region != expected
+    {
+        return Err(err(format!(
+            "The region '{}' is wrong; expecting '{expected}'",
+            scope_region.escape_debug()
+        )
+        .into()));
     }
     Ok(())
 }
