@@ -73,6 +73,29 @@ pub trait Stream: Read + Write + Send {
         None
     }
 
+    /// Whether [`Stream::send_file`] can send on this stream (plain TCP on Linux): asked before
+    /// a body is read into memory, so that a stream that cannot gets the copy instead.
+    #[cfg(feature = "std")]
+    fn can_send_file(&self) -> bool {
+        false
+    }
+
+    /// Send up to `len` bytes of `file` from `offset` to this stream inside the kernel (Linux
+    /// `sendfile(2)`), without copying them through user space: waits until the stream can
+    /// take bytes, then sends what it takes at once and returns how many (`Ok(0)`: the file
+    /// ended before `offset + len`). `None` when this stream cannot (the default; TLS; other
+    /// systems), having sent nothing: the caller copies instead.
+    #[cfg(feature = "std")]
+    fn send_file(
+        &mut self,
+        file: &std::fs::File,
+        offset: u64,
+        len: u64,
+    ) -> impl Future<Output = Option<Result<u64, Self::Error>>> + Send {
+        let _ = (file, offset, len);
+        async { None }
+    }
+
     /// Move up to `max` bytes from `src` to this stream inside the kernel (Linux `splice(2)`
     /// through a pipe), without copying them through user space: at least one byte is read
     /// (waiting for it) and everything read is written before it returns. `None` when this pair

@@ -220,6 +220,10 @@ pub struct NodeArgs {
     /// Do not fsync writes (tests and benchmarks only: a crash may lose acknowledged writes).
     #[arg(long)]
     pub no_fsync: bool,
+    /// Copy every GET body through pooled buffers instead of sending it from the data file
+    /// with sendfile(2) (to compare the two; TLS connections always copy).
+    #[arg(long)]
+    pub no_sendfile: bool,
     /// Address of the admin listener (/healthz, /readyz, /metrics, /debug/pprof/profile; plain
     /// HTTP, no authentication); "none" for none. Its address is in the "node listening" log
     /// event [default: 127.0.0.1:0, a free port].
@@ -394,6 +398,7 @@ pub fn run_node(args: NodeArgs) -> io::Result<()> {
     cfg.threads = args.threads;
     cfg.min_part_size = args.min_part_size;
     cfg.fsync = !args.no_fsync;
+    cfg.sendfile = !args.no_sendfile;
     cfg.tls = args.tls.files();
     args.limits.apply(&mut cfg.limits);
     if let Some(a) = &args.admin_listen {

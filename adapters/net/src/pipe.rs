@@ -1,9 +1,12 @@
 //! A kernel pipe for moving bytes between two sockets with `splice(2)` (Linux): the bytes go
-//! socket -> pipe -> socket as page references and never through user space.
+//! socket -> pipe -> socket as page references and never through user space; and
+//! `sendfile(2)` from a file to a socket, which needs no pipe.
 //!
-//! The system calls are non-blocking; one `round` waits for the sockets' readiness through the
-//! [`Adapter`] (see `Stream::splice_from`).
+//! The system calls are non-blocking on the socket; one `round` (one `send_file`) waits for
+//! the sockets' readiness through the [`Adapter`] (see `Stream::splice_from`,
+//! `Stream::send_file`).
 
+use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 
@@ -111,4 +114,28 @@ pub(crate) async fn round<A: Adapter>(
             .map_err(|e| SpliceError::Sink(kind(e)))?;
     }
     Ok(n as u64)
+}
+
+/// The most one `sendfile(2)` moves (Linux stops at 0x7ffff000 bytes anyway).
+const SEND_FILE_MAX: u64 = 1 << 30;
+
+/// Send up to `len` bytes of `file` from `offset` to `dst`: wait until `dst` can take bytes,
+/// then send what it takes at once. `Ok(0)` when the file ends before `offset`. Reading the
+/// file may wait for the disk (the page cache usually has it).
+pub(crate) async fn send_file<A: Adapter>(
+    dst: &A::Socket,
+    file: &File,
+    offset: u64,
+    len: u64,
+) -> io::Result<u64> {
+    if len == 0 {
+        return Ok(0);
+    }
+    let count = usize::try_from(len.min(SEND_FILE_MAX)).unwrap_or(usize::MAX);
+    A::write_with(dst, |fd| {
+        let mut at = offset;
+        rustix::fs::sendfile(fd, file, Some(&mut at), count).map_err(io::Error::from)
+    })
+    .await
+    .map(|n| n as u64)
 }

@@ -166,6 +166,25 @@ impl<A: Adapter> Stream for NetStream<A> {
         Some(self)
     }
 
+    #[cfg(target_os = "linux")]
+    fn can_send_file(&self) -> bool {
+        matches!(self.conn, Conn::Tcp(_))
+    }
+
+    /// Plain TCP only (TLS bytes must be encrypted in user space).
+    #[cfg(target_os = "linux")]
+    async fn send_file(
+        &mut self,
+        file: &std::fs::File,
+        offset: u64,
+        len: u64,
+    ) -> Option<io::Result<u64>> {
+        let Conn::Tcp(to) = &self.conn else {
+            return None;
+        };
+        Some(crate::pipe::send_file::<A>(to.inner(), file, offset, len).await)
+    }
+
     /// Between two plain TCP connections of the same adapter only (TLS bytes must be
     /// decrypted).
     #[cfg(target_os = "linux")]

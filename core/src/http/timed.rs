@@ -206,6 +206,27 @@ impl<C: Clock, S: Stream> Stream for Timed<C, S> {
         self.inner.as_any_mut()
     }
 
+    #[cfg(feature = "std")]
+    fn can_send_file(&self) -> bool {
+        self.inner.can_send_file()
+    }
+
+    /// Each `sendfile` (waiting until the client takes bytes, then sending) is a write: it is
+    /// bounded by the write timeout.
+    #[cfg(feature = "std")]
+    async fn send_file(
+        &mut self,
+        file: &std::fs::File,
+        offset: u64,
+        len: u64,
+    ) -> Option<Result<u64, ErrorKind>> {
+        let send = self.inner.send_file(file, offset, len);
+        match timeout(&self.clock, self.write_timeout, send).await {
+            Ok(r) => Some(r?.map_err(|e| e.kind())),
+            Err(TimedOut) => Some(Err(ErrorKind::TimedOut)),
+        }
+    }
+
     /// A splice out of this stream spends its read budget (the whole round: waiting for the
     /// bytes, then writing them); running out of it counts as this side's timeout.
     async fn splice_to<D: Stream>(

@@ -1,6 +1,8 @@
 //! The node ([`NodeApi`]: runtime, store, region, owner) and what every operation gets
 //! ([`Cx`]: the node and the request).
 
+use std::sync::atomic::AtomicU64;
+
 use ferry_core::http::Header;
 use ferry_core::rt::Runtime;
 
@@ -17,6 +19,10 @@ pub struct NodeApi<R> {
     pub(super) store: Store,
     pub(super) region: String,
     pub(super) owner_id: String,
+    /// Whether GET bodies may go out with `sendfile(2)` (`NodeConfig::sendfile`).
+    pub(super) sendfile: bool,
+    /// Body bytes sent with `sendfile(2)` (`ferry_node_sendfile_bytes_total`).
+    pub(super) sendfile_bytes: AtomicU64,
 }
 
 impl<R: Runtime> NodeApi<R> {
@@ -29,6 +35,8 @@ impl<R: Runtime> NodeApi<R> {
             owner_id: Hex64::of(&sha256(cfg.access_key.as_bytes()))
                 .as_str()
                 .to_owned(),
+            sendfile: cfg.sendfile,
+            sendfile_bytes: AtomicU64::new(0),
         }
     }
 }

@@ -135,5 +135,6 @@ impl<R: Runtime> S3Api for NodeApi<R> {
 
     fn render_metrics(&self, out: &mut String, prefix: &str) {
         super::metrics::render(&self.store, out, prefix);
+        super::metrics::render_reads(&self.sendfile_bytes, out, prefix);
     }
 }

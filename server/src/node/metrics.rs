@@ -1,6 +1,8 @@
 //! What the node adds to the front's admin side: its store's figures on `/metrics`, and
 //! readiness (the metadata store answers and the store takes writes).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use crate::metrics::{counter, family, gauge};
 use crate::store::{Store, Writability};
 
@@ -84,4 +86,14 @@ pub(crate) fn render(store: &Store, o: &mut String, prefix: &str) {
             total,
         );
     }
+}
+
+/// How the node's reads went out, named `<prefix>_sendfile_bytes_total`.
+pub(crate) fn render_reads(sendfile_bytes: &AtomicU64, o: &mut String, prefix: &str) {
+    counter(
+        o,
+        &format!("{prefix}_sendfile_bytes_total"),
+        "GET body bytes the kernel sent from data files with sendfile(2) (plain TCP, Linux).",
+        sendfile_bytes.load(Ordering::Relaxed),
+    );
 }

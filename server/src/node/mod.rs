@@ -57,6 +57,9 @@ pub struct NodeConfig {
     pub min_part_size: u64,
     /// fsync data and metadata before acknowledging writes (default `true`).
     pub fsync: bool,
+    /// Send GET bodies from the data files with `sendfile(2)` on plain TCP connections on
+    /// Linux (default `true`); `false` copies every body through pooled buffers.
+    pub sendfile: bool,
     /// Runtime worker threads; 0 means one per CPU.
     pub threads: usize,
     /// Serve HTTPS with this certificate and key (default: plain HTTP).
@@ -89,6 +92,7 @@ impl NodeConfig {
             runtime: RuntimeKind::Tokio,
             min_part_size: DEFAULT_MIN_PART_SIZE,
             fsync: true,
+            sendfile: true,
             threads: 0,
             tls: None,
             admin_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),

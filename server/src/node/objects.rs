@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::io::Read as _;
+use std::sync::atomic::Ordering;
 
 use ferry_core::http::body::BodyKind;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
@@ -100,12 +101,24 @@ impl From<S3Error> for Refused {
     }
 }
 
+/// Bodies at least this long go out with `sendfile(2)` when the connection can take it;
+/// shorter ones are read and leave with their head in one write.
+const SEND_FILE_MIN: u64 = 16 * 1024;
+
+/// How a GET's body goes out.
+enum Body {
+    /// Read into pooled buffers and written (TLS, other systems, short bodies).
+    Copy(FirstBlock),
+    /// Sent from the data files by the kernel.
+    File(ObjectReader),
+}
+
 /// An object opened for a response: its metadata, the range the response describes, and for
-/// GET the body's first block.
+/// GET how its body goes out (with the first block read, for a copy).
 struct Opened {
     info: ObjectInfo,
     range: Option<(u64, u64)>,
-    body: Option<FirstBlock>,
+    body: Option<Body>,
 }
 
 /// The first block of a GET body, and the reader of the rest (`None` once drained).
@@ -128,9 +141,7 @@ fn read_block(mut reader: ObjectReader, buf: &mut [u8]) -> S3Result<(Option<Obje
     let mut filled = 0;
     while filled < buf.len() && reader.remaining() > 0 {
         let dst = buf.get_mut(filled..).unwrap_or_default();
-        let n = reader.read(dst).map_err(|e| {
-            S3Error::with_message(S3ErrorCode::InternalError, format!("read failed: {e}"))
-        })?;
+        let n = reader.read(dst).map_err(read_failed)?;
         if n == 0 {
             return Err(S3Error::with_message(
                 S3ErrorCode::InternalError,
@@ -143,7 +154,8 @@ fn read_block(mut reader: ObjectReader, buf: &mut [u8]) -> S3Result<(Option<Obje
     Ok((reader, filled))
 }
 
-/// On a blocking thread: find the object, check conditions, and for GET read the first block.
+/// On a blocking thread: find the object, check conditions, and for GET read the first block
+/// unless the body can go out with `sendfile(2)` (`send_file`: the connection can).
 fn open(
     store: &Store,
     bucket: &str,
@@ -151,6 +163,7 @@ fn open(
     range: ReadRange,
     conditions: &OwnedConditions,
     head: bool,
+    send_file: bool,
 ) -> Result<Opened, Refused> {
     if head {
         let info = store.head_object(bucket, key)?;
@@ -173,12 +186,19 @@ fn open(
             }
             let info = reader.info().clone();
             let range = reader.range();
+            if send_file && reader.remaining() >= SEND_FILE_MIN {
+                return Ok(Opened {
+                    info,
+                    range,
+                    body: Some(Body::File(reader)),
+                });
+            }
             let mut buf = BufferPool::global().get(COPY_BUF_SIZE);
             let (reader, len) = read_block(reader, &mut buf)?;
             Ok(Opened {
                 info,
                 range,
-                body: Some(FirstBlock { reader, buf, len }),
+                body: Some(Body::Copy(FirstBlock { reader, buf, len })),
             })
         }
         Err(e)
@@ -220,8 +240,9 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
     let conditions = OwnedConditions::new(read.conditions);
     let range = read_range(read.range, read.part_number);
     let (b, k, head) = (bucket.to_owned(), key.to_owned(), read.head);
+    let send_file = cx.node.sendfile && res.can_send_file();
     let opened = cx
-        .unblock(move |store| open(&store, &b, &k, range, &conditions, head))
+        .unblock(move |store| open(&store, &b, &k, range, &conditions, head, send_file))
         .await;
     let opened = match opened {
         Ok(o) => o,
@@ -260,8 +281,12 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
     h.push("x-amz-request-id", cx.id.to_owned());
     res.start(status, &h.as_slice(), BodyKind::Length(len))?;
     drop(h);
-    if let Some(first) = body {
-        stream_out(cx.rt(), res, first.reader, first.buf, first.len).await?;
+    match body {
+        Some(Body::Copy(first)) => {
+            stream_out(cx.rt(), res, first.reader, first.buf, first.len).await?;
+        }
+        Some(Body::File(reader)) => send_out(cx, res, reader).await?,
+        None => {}
     }
     res.finish().await?;
     Ok(())
@@ -297,6 +322,56 @@ async fn stream_out<R: Runtime, S: Stream>(
         reader = r;
         len = n;
     }
+}
+
+/// Send an object with `sendfile(2)`, data file by data file (a multipart object has one per
+/// part): the kernel moves the bytes from the page cache to the socket. Opening the next file
+/// and dropping the reader (which may delete files it pinned) happen on a blocking thread.
+async fn send_out<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    mut reader: ObjectReader,
+) -> S3Result<()> {
+    let sent = loop {
+        if reader.remaining() == 0 {
+            break Ok(());
+        }
+        let Some((file, offset, len)) = reader.segment() else {
+            let (r, opened) = cx
+                .rt()
+                .unblock(move || {
+                    let opened = reader.open_next();
+                    (reader, opened)
+                })
+                .await;
+            reader = r;
+            match opened {
+                Ok(()) => continue,
+                Err(e) => break Err(read_failed(e)),
+            }
+        };
+        let before = res.body_bytes();
+        let r = res.send_file(file, offset, len).await;
+        let moved = res.body_bytes() - before;
+        cx.node.sendfile_bytes.fetch_add(moved, Ordering::Relaxed);
+        match r {
+            Ok(true) => reader.advance(len),
+            // `can_send_file` said yes when the object was opened.
+            Ok(false) => {
+                break Err(S3Error::with_message(
+                    S3ErrorCode::InternalError,
+                    "the connection stopped taking sendfile",
+                ));
+            }
+            Err(e) => break Err(e.into()),
+        }
+    };
+    cx.rt().unblock(move || drop(reader)).await;
+    sent
+}
+
+fn read_failed(e: std::io::Error) -> S3Error {
+    S3Error::with_message(S3ErrorCode::InternalError, format!("read failed: {e}"))
 }
 
 /// PutObject.

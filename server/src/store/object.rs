@@ -1,7 +1,8 @@
 //! Objects: streaming writes, snapshot reads, delete, server-side copy.
 
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::FileExt as _;
 
 use ferry_core::md5::{ETag, Md5Digest};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
@@ -152,15 +153,53 @@ impl ObjectReader {
                 .ids
                 .get(self.idx)
                 .ok_or_else(|| io::Error::other("read past the object's data files"))?;
-            let mut f = File::open(files::data_path(&self.pins.inner.data, id))?;
-            if self.offset > 0 {
-                f.seek(SeekFrom::Start(self.offset))?;
-            }
-            self.file = Some(f);
+            // Read at `offset` (`pread`), never from the file's position: `advance` moves
+            // the reader without reading.
+            self.file = Some(File::open(files::data_path(&self.pins.inner.data, id))?);
         }
         self.file
             .as_mut()
             .ok_or_else(|| io::Error::other("data file not open"))
+    }
+
+    /// Open the data file holding the next byte (past files it has read whole), if it is not
+    /// open: file I/O, for a blocking thread. A no-op once the range is read.
+    pub fn open_next(&mut self) -> io::Result<()> {
+        if self.remaining == 0 {
+            return Ok(());
+        }
+        while self.file_size(self.idx) <= self.offset {
+            self.idx += 1;
+            self.offset = 0;
+            self.file = None;
+            if self.idx >= self.pins.ids.len() {
+                return Err(io::Error::other("object shorter than its metadata"));
+            }
+        }
+        self.open_current().map(drop)
+    }
+
+    /// The bytes to send next, for `sendfile(2)`: the open data file, the offset in it and how
+    /// many bytes of the range it holds from there. `None` once the range is read, or when the
+    /// next file is not open yet ([`ObjectReader::open_next`]). Call
+    /// [`ObjectReader::advance`] with what was sent.
+    pub fn segment(&self) -> Option<(&File, u64, u64)> {
+        let in_file = self.file_size(self.idx).saturating_sub(self.offset);
+        let len = in_file.min(self.remaining);
+        let file = self.file.as_ref().filter(|_| len > 0)?;
+        Some((file, self.offset, len))
+    }
+
+    /// Count `n` bytes of the current [`ObjectReader::segment`] as sent (at most its length);
+    /// the file is closed once sent to its end.
+    pub fn advance(&mut self, n: u64) {
+        let in_file = self.file_size(self.idx).saturating_sub(self.offset);
+        let n = n.min(in_file).min(self.remaining);
+        self.offset += n;
+        self.remaining -= n;
+        if self.offset >= self.file_size(self.idx) {
+            self.file = None;
+        }
     }
 
     /// The object's metadata (of the version being read).
@@ -201,7 +240,8 @@ impl Read for ObjectReader {
                 continue;
             }
             let want = (buf.len() as u64).min(left_in_file).min(self.remaining) as usize;
-            let n = self.open_current()?.read(&mut buf[..want])?;
+            let offset = self.offset;
+            let n = self.open_current()?.read_at(&mut buf[..want], offset)?;
             if n == 0 {
                 return Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,

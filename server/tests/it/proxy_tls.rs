@@ -21,13 +21,13 @@ use crate::support::sdk;
 use crate::support::{ACCESS_KEY, SECRET_KEY};
 
 /// A self-signed certificate for `localhost` and 127.0.0.1, written to a temporary directory.
-struct TestCert {
-    pem: String,
-    files: TlsFiles,
+pub(crate) struct TestCert {
+    pub(crate) pem: String,
+    pub(crate) files: TlsFiles,
     _dir: tempfile::TempDir,
 }
 
-fn self_signed() -> TestCert {
+pub(crate) fn self_signed() -> TestCert {
     let names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
     let ck = rcgen::generate_simple_self_signed(names).expect("certificate");
     let dir = tempfile::tempdir().expect("temp dir");
@@ -43,7 +43,7 @@ fn self_signed() -> TestCert {
 
 /// An SDK client for `https://localhost:PORT` trusting only `ca` (nothing if `None`); rustls
 /// on ring, like the proxy.
-fn https_client(addr: SocketAddr, ca: Option<&str>) -> Client {
+pub(crate) fn https_client(addr: SocketAddr, ca: Option<&str>) -> Client {
     let trust = match ca {
         Some(pem) => TrustStore::empty().with_pem_certificate(pem.as_bytes()),
         None => TrustStore::empty(),

@@ -4,13 +4,13 @@ use alloc::vec::Vec;
 use core::net::SocketAddr;
 use core::sync::atomic::Ordering;
 
-use embedded_io::ErrorType;
+use embedded_io::{Error as _, ErrorKind, ErrorType};
 use httparse::Header;
 
 use super::{OUT_CAPACITY, Shared};
 use crate::http::body::BodyKind;
 use crate::http::chunked::{write_chunk_header, write_last_chunk};
-use crate::http::error::HttpError;
+use crate::http::error::{HttpError, io_error};
 use crate::http::head::Version;
 use crate::http::timed::write_all;
 use crate::http::write;
@@ -257,6 +257,91 @@ impl<'c, S: Stream> ResponseWriter<'c, S> {
             BodyKind::CloseDelimited | BodyKind::None => self.push(data).await?,
         }
         Ok(())
+    }
+
+    /// Whether [`ResponseWriter::send_file`] will send (a plain TCP connection on Linux), to
+    /// ask before reading a body into memory.
+    #[cfg(feature = "std")]
+    pub fn can_send_file(&self) -> bool {
+        self.shared
+            .io
+            .try_lock()
+            .is_some_and(|io| io.can_send_file())
+    }
+
+    /// Send `len` body bytes of `file` from `offset` with `sendfile(2)`, the kernel moving them
+    /// (a `Content-Length` or close-delimited body): the buffered head goes first, then the
+    /// file's bytes, each `sendfile` bounded by the write timeout. `Ok(false)` when the
+    /// connection cannot ([`ResponseWriter::can_send_file`]; a chunked body): nothing was
+    /// sent, copy instead. Ignored for responses to `HEAD`. The bytes count in
+    /// [`ResponseWriter::body_bytes`] as they go.
+    #[cfg(feature = "std")]
+    pub async fn send_file(
+        &mut self,
+        file: &std::fs::File,
+        offset: u64,
+        len: u64,
+    ) -> Result<bool, HttpError> {
+        let remaining = match self.state {
+            _ if len == 0 && self.state != RespState::Idle => return Ok(true),
+            RespState::Body {
+                kind: BodyKind::Length(_),
+                remaining,
+            } => Some(remaining),
+            RespState::Body {
+                kind: BodyKind::CloseDelimited,
+                ..
+            } => None,
+            RespState::Body { .. } => return Ok(false),
+            RespState::Done if self.req.head_only => return Ok(true),
+            RespState::Idle => return Err(HttpError::Usage("body written before start")),
+            RespState::Done | RespState::Failed => {
+                return Err(HttpError::Usage("body written after the response ended"));
+            }
+        };
+        if !self.can_send_file() {
+            return Ok(false);
+        }
+        if remaining.is_some_and(|r| r < len) {
+            self.state = RespState::Failed;
+            return Err(HttpError::Usage("body longer than its Content-Length"));
+        }
+        self.flush().await?;
+        let mut io = self.shared.io.try_lock().ok_or_else(Shared::<S>::busy)?;
+        let (mut offset, mut left) = (offset, len);
+        while left > 0 {
+            let r = match io.send_file(file, offset, left).await {
+                Some(Ok(0)) => Err(HttpError::Io(ErrorKind::Other)),
+                Some(Ok(n)) => Ok(n.min(left)),
+                Some(Err(e)) => Err(io_error(e.kind())),
+                None => Err(HttpError::Usage("the stream stopped sending files")),
+            };
+            let n = match r {
+                Ok(n) => n,
+                Err(e) => {
+                    self.state = RespState::Failed;
+                    self.shared.broken.store(true, Ordering::Relaxed);
+                    return Err(e);
+                }
+            };
+            self.body_sent += n;
+            offset += n;
+            left -= n;
+        }
+        drop(io);
+        if let RespState::Body {
+            kind: kind @ BodyKind::Length(_),
+            remaining,
+        } = self.state
+        {
+            let remaining = remaining - len;
+            self.state = if remaining == 0 {
+                RespState::Done
+            } else {
+                RespState::Body { kind, remaining }
+            };
+        }
+        Ok(true)
     }
 
     /// End the body (the last chunk for chunked bodies) and send what is buffered.
