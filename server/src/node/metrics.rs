@@ -44,6 +44,18 @@ pub(crate) fn render(store: &Store, o: &mut String, prefix: &str) {
     s.commit_latency.render(o, &commits, "");
     counter(
         o,
+        &format!("{prefix}_store_commits_total"),
+        "Metadata commits attempted (concurrent writes share one: a group commit).",
+        s.commits_attempted,
+    );
+    counter(
+        o,
+        &format!("{prefix}_store_commit_batch_items_total"),
+        "Writes those commits held (divided by the commits: the mean group size).",
+        s.commit_items,
+    );
+    counter(
+        o,
         &format!("{prefix}_store_files_retired_total"),
         "Data files no committed record references any more.",
         s.files_retired,

@@ -29,6 +29,9 @@
 //! temp file and every data file that no committed record references, so whatever an
 //! interruption leaves behind is collected at the next start.
 //!
+//! Object, part and complete commits are group commits ([`group`]): those that queue while a
+//! commit runs share the next write transaction and its fsync, each acknowledged after it.
+//!
 //! # Fences
 //!
 //! A bucket can be closed to writes for a while under a token ([`Store::fence_bucket`]): the
@@ -57,6 +60,7 @@ mod bucket;
 mod codec;
 mod fence;
 mod files;
+mod group;
 mod list;
 mod meta;
 mod multipart;
@@ -138,6 +142,7 @@ pub(crate) struct Inner {
     cleanup: CleanupReport,
     fans: FanDirs,
     counters: stats::Counters,
+    committer: group::Committer,
 }
 
 impl fmt::Debug for Store {
@@ -211,6 +216,7 @@ impl Store {
                 cleanup,
                 fans,
                 counters: stats::Counters::new(objects, bytes),
+                committer: group::Committer::default(),
             }),
         })
     }
@@ -269,7 +275,9 @@ impl Store {
         };
         let staged = staged.map(files::Staged::keep);
         let started = std::time::Instant::now();
-        if let Err(e) = txn.commit() {
+        let committed = txn.commit();
+        self.inner.counters.attempted(1);
+        if let Err(e) = committed {
             if let Some(id) = staged {
                 self.inner.meta.commit_unknown(id);
             }

@@ -82,7 +82,7 @@ impl PartWriter {
             last_modified: now(),
         };
         let bytes = codec::encode(&rec)?;
-        let old = store.update(Some(staged), |txn| {
+        let old = store.update_grouped(Some(staged), move |txn| {
             let uploads = txn.open_table(UPLOADS).map_err(db_err)?;
             if uploads
                 .get((object_key.as_slice(), upload_id.as_str()))
@@ -363,7 +363,10 @@ impl Store {
         let min = self.inner.config.min_part_size;
         let last_modified = now();
         let k = object_key(bucket, key)?;
-        let (result, retired, replaced) = self.update(None, |txn| {
+        let (bucket, key, upload_id) = (bucket.to_owned(), key.to_owned(), upload_id.to_owned());
+        let parts = parts.to_vec();
+        let (result, retired, replaced) = self.update_grouped(None, move |txn| {
+            let (bucket, key, upload_id) = (bucket.as_str(), key.as_str(), upload_id.as_str());
             let up: UploadRecord = {
                 let mut uploads = txn.open_table(UPLOADS).map_err(db_err)?;
                 let removed = uploads.remove((k.as_slice(), upload_id)).map_err(db_err)?;

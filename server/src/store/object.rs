@@ -79,7 +79,7 @@ impl ObjectWriter {
             meta,
             data: DataLayout::Single(staged.id),
         };
-        store.commit_object(&bucket, &key, Some(staged), rec, conditions)
+        store.commit_object(bucket, key, Some(staged), rec, conditions)
     }
 }
 
@@ -337,11 +337,12 @@ impl Store {
         })
     }
 
-    /// Commit `rec` (whose data file is `staged`, if new) and retire what it replaced.
+    /// Commit `rec` (whose data file is `staged`, if new) in the next group commit and retire
+    /// what it replaced.
     pub(crate) fn commit_object(
         &self,
-        bucket: &str,
-        key: &str,
+        bucket: String,
+        key: String,
         staged: Option<files::Staged>,
         rec: ObjectRecord,
         conditions: WriteConditions,
@@ -352,8 +353,8 @@ impl Store {
             last_modified: DateTime::from_unix(rec.last_modified),
         };
         let bytes = codec::encode(&rec)?;
-        let old = self.update(staged, |txn| {
-            put_record(txn, bucket, key, &bytes, conditions)
+        let old = self.update_grouped(staged, move |txn| {
+            put_record(txn, &bucket, &key, &bytes, conditions)
         })?;
         self.inner.counters.put(result.size, old.size);
         self.inner.retire(&old.files);

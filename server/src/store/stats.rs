@@ -18,6 +18,10 @@ pub(crate) struct Counters {
     /// Their bytes.
     object_bytes: AtomicI64,
     commits: Mutex<Histogram>,
+    /// Metadata commits attempted (a group commit is one).
+    commits_attempted: AtomicU64,
+    /// Writes those commits held.
+    commit_items: AtomicU64,
     files_retired: AtomicU64,
     files_deleted: AtomicU64,
     reopens: AtomicU64,
@@ -34,6 +38,11 @@ pub struct StoreStats {
     pub commits: u64,
     /// Their latencies.
     pub(crate) commit_latency: Histogram,
+    /// Metadata commits attempted, failed ones included (a group commit is one).
+    pub commits_attempted: u64,
+    /// Writes those commits held: more than `commits_attempted` when concurrent writes shared
+    /// commits.
+    pub commit_items: u64,
     /// Data files no committed record references any more, since the start.
     pub files_retired: u64,
     /// Of those, deleted (the rest wait for a reader to finish).
@@ -91,6 +100,12 @@ impl Counters {
             .observe(elapsed.as_secs_f64());
     }
 
+    /// A metadata commit holding `items` writes was attempted.
+    pub(crate) fn attempted(&self, items: usize) {
+        self.commits_attempted.fetch_add(1, Ordering::Relaxed);
+        self.commit_items.fetch_add(items as u64, Ordering::Relaxed);
+    }
+
     /// The metadata store was reopened after a failed commit.
     pub(crate) fn reopened(&self) {
         self.reopens.fetch_add(1, Ordering::Relaxed);
@@ -117,6 +132,8 @@ impl Counters {
             object_bytes: unclamp(self.object_bytes.load(Ordering::Relaxed)),
             commits: commit_latency.count(),
             commit_latency,
+            commits_attempted: self.commits_attempted.load(Ordering::Relaxed),
+            commit_items: self.commit_items.load(Ordering::Relaxed),
             files_retired: self.files_retired.load(Ordering::Relaxed),
             files_deleted: self.files_deleted.load(Ordering::Relaxed),
             files_pending: pending as u64,
