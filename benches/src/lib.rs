@@ -127,6 +127,84 @@ pub fn fill_cases() -> Vec<Case> {
         .collect()
 }
 
+/// The generator tried against the table copy (issue 12, item 7): warp's approach, one
+/// L1-resident 4 KiB block XORed with a 64-byte key per 4 KiB block of the object. Kept here,
+/// not in core, so the comparison can be run again (`report fill`): it lost at 64 and 256 KiB.
+pub struct XorFill {
+    base: Box<[u8]>,
+    seed: u64,
+}
+
+impl std::fmt::Debug for XorFill {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("XorFill")
+            .field("seed", &self.seed)
+            .finish_non_exhaustive()
+    }
+}
+
+fn splitmix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl XorFill {
+    /// The base block: the first 4 KiB of object `u64::MAX` of the sharded fill.
+    pub fn new(seed: u64) -> Self {
+        let base = ShardedFill::new(seed)
+            .object(u64::MAX)
+            .generate(4096)
+            .into();
+        Self { base, seed }
+    }
+
+    /// Fill `buf` with object `id` from offset 0.
+    pub fn fill(&self, id: u64, buf: &mut [u8]) {
+        let obj = splitmix(self.seed ^ splitmix(id));
+        for (b, block) in buf.chunks_mut(4096).enumerate() {
+            let k0 = splitmix(obj ^ b as u64);
+            let key: [u64; 8] = std::array::from_fn(|j| splitmix(k0.wrapping_add(j as u64)));
+            let at = block.len() / 64 * 64;
+            let mut lines = block.chunks_exact_mut(64);
+            for (dst, src) in (&mut lines).zip(self.base.chunks_exact(64)) {
+                for (j, (d, s)) in dst.chunks_exact_mut(8).zip(src.chunks_exact(8)).enumerate() {
+                    let v = u64::from_le_bytes(s.try_into().unwrap_or_default()) ^ key[j];
+                    d.copy_from_slice(&v.to_le_bytes());
+                }
+            }
+            let tail = lines.into_remainder();
+            for (i, d) in tail.iter_mut().enumerate() {
+                *d = self.base[at + i] ^ key[(i % 64) / 8].to_le_bytes()[i % 8];
+            }
+        }
+    }
+}
+
+/// [`XorFill`] vs `copy_from_slice` of the same length, beside `fill/*`.
+pub fn fill_xor_cases() -> Vec<Case> {
+    let fill = Arc::new(XorFill::new(1));
+    [64 << 10, 256 << 10, 1 << 20, 16 << 20]
+        .into_iter()
+        .map(|n: usize| {
+            let f = fill.clone();
+            let mut dst = vec![1u8; n];
+            let mut id = 0u64;
+            let mut dst2 = vec![1u8; n];
+            let src = ShardedFill::new(1).object(u64::MAX).generate(n);
+            Case {
+                name: format!("fill_xor/{}", size_name(n)),
+                unit: Unit::Bytes(n as u64),
+                ferry: timed(move || {
+                    id = id.wrapping_add(1);
+                    f.fill(black_box(id), black_box(&mut dst));
+                }),
+                baseline: timed(move || black_box(&mut dst2).copy_from_slice(black_box(&src))),
+            }
+        })
+        .collect()
+}
+
 /// A fresh object (allocate + fill) vs a fresh zeroed `vec![0u8; n]`.
 pub fn fresh_object_cases() -> Vec<Case> {
     let fill = Arc::new(ShardedFill::new(2));
@@ -541,6 +619,7 @@ fn unsigned_trailer_verifier(len: u64) -> impl Fn() -> BodyVerifier + Send + 'st
 /// Every case, in report order.
 pub fn all_cases() -> Vec<Case> {
     let mut v = fill_cases();
+    v.extend(fill_xor_cases());
     v.extend(fresh_object_cases());
     v.extend(md5_cases());
     v.extend(md5_lanes_cases());

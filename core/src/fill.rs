@@ -86,17 +86,35 @@ impl ShardedFill {
 
     /// [`md5_many`](Self::md5_many) on a given MD5 backend.
     pub fn md5_many_with(&self, backend: Backend, objects: &[(u64, u64)]) -> Vec<Md5Digest> {
-        let mut feeds: Vec<BlockFeed<'_>> = objects
+        let ranges: Vec<(u64, u64, u64)> = objects.iter().map(|&(id, len)| (id, 0, len)).collect();
+        let mut states = vec![Md5State::new(); objects.len()];
+        self.md5_update_many(backend, &mut states, &ranges);
+        states.into_iter().map(Md5State::finalize).collect()
+    }
+
+    /// Feed `states[i]` the bytes of object `id` in `[offset, offset + len)` for each
+    /// `ranges[i] = (id, offset, len)`, in SIMD lanes, reading the shard table in place.
+    ///
+    /// The states may already hold bytes (a prefix the caller owns, e.g. a stamp), so a part
+    /// of an object or an object whose first bytes differ from the fill is hashed the same way.
+    ///
+    /// Panics if `states` is shorter than `ranges`.
+    pub fn md5_update_many(
+        &self,
+        backend: Backend,
+        states: &mut [Md5State],
+        ranges: &[(u64, u64, u64)],
+    ) {
+        assert!(states.len() >= ranges.len(), "one state per range");
+        let mut feeds: Vec<BlockFeed<'_>> = ranges
             .iter()
-            .map(|&(id, len)| BlockFeed {
-                cursor: self.object(id).cursor(0),
+            .map(|&(id, offset, len)| BlockFeed {
+                cursor: self.object(id).cursor(offset),
                 left: len,
                 second: None,
             })
             .collect();
-        let mut states = vec![Md5State::new(); objects.len()];
-        update_lanes(backend, &mut states, |i| feeds[i].next());
-        states.into_iter().map(Md5State::finalize).collect()
+        update_lanes(backend, &mut states[..ranges.len()], |i| feeds[i].next());
     }
 }
 
@@ -481,6 +499,40 @@ mod tests {
                 .collect();
             for backend in Backend::available() {
                 prop_assert_eq!(&fill.md5_many_with(backend, &objects), &want, "{:?}", backend);
+            }
+        }
+    }
+
+    #[test]
+    fn md5_update_many_equals_md5_of_ranges_after_a_prefix() {
+        // Edge sizes around one MD5 block and around a shard, at offsets inside blocks.
+        let fill = ShardedFill::new(21);
+        let lens = [0u64, 1, 63, 64, 65, 4095, 4096, 4097, 10_000, 70_001];
+        let mut ranges = Vec::new();
+        for (k, &len) in lens.iter().enumerate() {
+            for offset in [0u64, 1, 8, 4093, 8192] {
+                ranges.push((k as u64 * 31 + offset, offset, len));
+            }
+        }
+        for backend in Backend::available() {
+            for prefix in [&b""[..], b"12345678", &[7u8; 70]] {
+                let mut states = vec![Md5State::new(); ranges.len()];
+                for s in &mut states {
+                    s.update(prefix);
+                }
+                fill.md5_update_many(backend, &mut states, &ranges);
+                for (s, &(id, offset, len)) in states.into_iter().zip(&ranges) {
+                    let mut bytes = prefix.to_vec();
+                    let mut body = vec![0u8; len as usize];
+                    fill.fill(id, offset, &mut body);
+                    bytes.extend_from_slice(&body);
+                    assert_eq!(
+                        s.finalize(),
+                        crate::md5::md5(&bytes),
+                        "{backend:?} {id} {offset} {len} prefix {}",
+                        prefix.len()
+                    );
+                }
             }
         }
     }

@@ -5,7 +5,6 @@ use std::time::Instant;
 
 use ferry_core::http::HttpError;
 use ferry_core::http::client::RequestWriter;
-use ferry_core::md5::{Md5Digest, Md5Sink};
 use ferry_core::pool::{BufferPool, PooledBuf};
 use ferry_core::rt::{Clock, Stream};
 use ferry_core::s3::sigv4::Hex64;
@@ -53,35 +52,16 @@ impl<'a> Body<'a> {
         }
     }
 
-    /// SHA-256 (hex, with `sha256`) and MD5 (with `md5`, of object data only: the one body
-    /// sent with `Content-MD5`), computed by generating the body once.
-    pub(crate) fn digests(
-        self,
-        sha256: bool,
-        md5: bool,
-        costs: &mut Costs,
-    ) -> (Option<String>, Option<Md5Digest>) {
-        let want_md5 = md5 && matches!(self, Self::Object { .. });
-        if !sha256 && !want_md5 {
-            return (None, None);
-        }
-        let mut sha = sha256.then(sha2::Sha256::new);
-        let mut md5 = want_md5.then(Md5Sink::new);
+    /// Its SHA-256 in hex, computed by generating the body once.
+    pub(crate) fn sha256(self, costs: &mut Costs) -> String {
+        let mut sha = sha2::Sha256::new();
         let mut chunks = self.chunks();
         while let Some(data) = chunks.next(costs) {
             let t = Instant::now();
-            if let Some(s) = sha.as_mut() {
-                s.update(data);
-            }
-            if let Some(m) = md5.as_mut() {
-                m.update(data);
-            }
+            sha.update(data);
             costs.hash_ns += elapsed_ns(t);
         }
-        (
-            sha.map(|s| Hex64::of(&s.finalize().into()).as_str().to_string()),
-            md5.map(Md5Sink::finalize),
-        )
+        Hex64::of(&sha.finalize().into()).as_str().to_string()
     }
 
     /// Send it through `w`, generating object data as it goes.

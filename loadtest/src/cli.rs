@@ -358,6 +358,7 @@ fn presign(args: &PresignArgs) -> Result<String, String> {
         verify: false,
         expect_continue_from: None,
         seed: 0,
+        sizes: None,
     };
     let (bucket, key, expires) = (t.bucket.clone(), args.key.clone(), args.expires);
     // Nothing is sent: the TLS configuration is never used.

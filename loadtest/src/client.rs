@@ -30,9 +30,11 @@ use ferry_net::rustls::ClientConfig as TlsConfig;
 use ferry_net::{NetRuntime, TlsConnector};
 
 use crate::body::Body;
+use crate::digests::Digests;
 use crate::endpoint::{Endpoint, EndpointPolicy, Endpoints};
 use crate::error::{CallError, OpError, VerifyError};
 use crate::payload::Payload;
+use crate::size::SizeSpec;
 use crate::stats::{Costs, MismatchReport, elapsed_ns};
 
 /// Error documents are read up to this size.
@@ -55,6 +57,9 @@ pub struct ClientOptions {
     pub expect_continue_from: Option<u64>,
     /// The fill seed: object `id` holds `Payload::new(&ShardedFill::new(seed), id)`.
     pub seed: u64,
+    /// The size of each object `id` the run PUTs whole, when known: with `md5`, the digests
+    /// of the next objects are then hashed ahead, many at a time.
+    pub sizes: Option<SizeSpec>,
 }
 
 /// What one operation did.
@@ -134,7 +139,8 @@ pub struct S3Client<R: Runtime> {
     pub(crate) endpoints: Endpoints,
     opts: ClientOptions,
     keys: SharedSigningKeyCache,
-    fill: ShardedFill,
+    pub(crate) fill: ShardedFill,
+    pub(crate) digests: Digests,
 }
 
 impl<R: Runtime> fmt::Debug for S3Client<R> {
@@ -170,6 +176,7 @@ impl<R: NetRuntime> S3Client<R> {
             rt,
             endpoints: Endpoints::new(endpoints, policy),
             fill: ShardedFill::new(opts.seed),
+            digests: Digests::new(opts.seed, opts.sizes.clone()),
             opts,
             keys: SharedSigningKeyCache::new(16),
         }
@@ -190,6 +197,11 @@ impl<R: NetRuntime> S3Client<R> {
         Payload::new(&self.fill, id)
     }
 
+    /// The digests `--md5` sends and checks (hashed ahead in SIMD lanes).
+    pub fn digests(&self) -> &Digests {
+        &self.digests
+    }
+
     /// The options.
     pub fn options(&self) -> &ClientOptions {
         &self.opts
@@ -208,7 +220,20 @@ impl<R: NetRuntime> S3Client<R> {
         body: Body<'_>,
         costs: &mut Costs,
     ) -> Result<Option<Md5Digest>, CallError> {
-        let (sha, md5) = body.digests(self.opts.payload_sha256, self.opts.md5, costs);
+        let sha = self.opts.payload_sha256.then(|| body.sha256(costs));
+        let md5 = match body {
+            Body::Object { obj, offset, len } if self.opts.md5 => {
+                let t = Instant::now();
+                let d = if offset == 0 {
+                    self.digests.for_put(&self.fill, obj.id(), len)
+                } else {
+                    self.digests.take(&self.fill, (obj.id(), offset, len))
+                };
+                costs.hash_ns += elapsed_ns(t);
+                Some(d)
+            }
+            _ => None,
+        };
         let md5_header = md5.as_ref().map(content_md5);
         let mut req = OutboundRequest::new(method, path, query);
         if let Some(m) = &md5_header {
@@ -225,10 +250,10 @@ impl<R: NetRuntime> S3Client<R> {
         )
         .map_err(|e| OpError::Transport(format!("signing: {}", e.message)))?;
         let len = body.len();
-        let kind = if len == 0 {
-            BodyKind::None
-        } else {
-            BodyKind::Length(len)
+        // An empty object is still a body: S3 wants `Content-Length: 0` on its PUT.
+        let kind = match body {
+            Body::Empty => BodyKind::None,
+            _ => BodyKind::Length(len),
         };
         let expect = self.opts.expect_continue_from.is_some_and(|min| len >= min);
         let mut w = conn.request(method, &req.target(), &req.views(), kind, expect)?;
@@ -368,7 +393,11 @@ impl<R: NetRuntime> S3Client<R> {
         costs: &mut Costs,
     ) -> Result<u64, OpError> {
         let mut cursor = Payload::new(&self.fill, id).cursor(0);
-        let mut md5 = self.opts.md5.then(Md5Sink::new);
+        // Multipart ETags are digests of part digests: only single-part ones are checked.
+        let etag = etag.filter(|e| self.opts.md5 && !e.unquoted().contains('-'));
+        // A verified body is the expected bytes, so its MD5 is the expected one; an unverified
+        // body is hashed as it arrives and must have that MD5 too.
+        let mut md5 = (etag.is_some() && !self.opts.verify).then(Md5Sink::new);
         let mut mismatch = None;
         let mut got = 0u64;
         while let Some(chunk) = body.next_chunk().await? {
@@ -406,10 +435,13 @@ impl<R: NetRuntime> S3Client<R> {
                 got,
             }));
         }
-        if let (Some(h), Some(etag)) = (md5, etag) {
-            // Multipart ETags are digests of part digests: only single-part ones are checked.
-            if !etag.unquoted().contains('-') {
-                check_etag(key, &ETag::single(&h.finalize()), Some(etag.as_str()))?;
+        if let Some(etag) = etag {
+            let t = Instant::now();
+            let want = ETag::single(&self.digests.take(&self.fill, (id, 0, size)));
+            costs.hash_ns += elapsed_ns(t);
+            check_etag(key, &want, Some(etag.as_str()))?;
+            if let Some(h) = md5 {
+                check_etag(key, &want, Some(ETag::single(&h.finalize()).as_str()))?;
             }
         }
         Ok(got)
@@ -443,7 +475,7 @@ impl<R: NetRuntime> S3Client<R> {
             }
             if let Some(etag) = etag.filter(|e| self.opts.md5 && !e.unquoted().contains('-')) {
                 let t = Instant::now();
-                let want = ETag::single(&Payload::new(&self.fill, id).md5(size));
+                let want = ETag::single(&self.digests.take(&self.fill, (id, 0, size)));
                 res.costs.hash_ns += elapsed_ns(t);
                 check_etag(key, &want, Some(etag.as_str()))?;
             }

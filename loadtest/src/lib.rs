@@ -16,6 +16,7 @@ pub mod cli;
 pub mod client;
 pub mod compare;
 pub mod config;
+pub mod digests;
 pub mod embedded;
 pub mod endpoint;
 pub mod error;

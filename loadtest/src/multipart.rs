@@ -17,6 +17,7 @@ use crate::body::Body;
 use crate::client::{
     MAX_ERROR_BODY, OpResult, S3Client, check_etag, object_path, on_conn, read_all, success,
 };
+use crate::digests::BATCH;
 use crate::error::{OpError, VerifyError};
 
 /// One UploadPart of a multipart upload, with its own timing.
@@ -62,11 +63,22 @@ impl<R: NetRuntime> S3Client<R> {
         let mut etags: Vec<(u32, String, Option<Md5Digest>)> = Vec::new();
         let mut failed = None;
         let mut next_part = 1u32;
+        // With `--md5`, parts before this one have their digests hashed ahead.
+        let mut hashed_to = 1u32;
         while next_part <= parts || !window.is_empty() {
             while next_part <= parts && window.len() < in_flight.max(1) && failed.is_none() {
                 let (c, p, u) = (self.clone(), path.clone(), upload.clone());
                 let n = next_part;
                 let offset = u64::from(n - 1) * part_size;
+                if self.options().md5 && n >= hashed_to {
+                    hashed_to = parts.min(n + BATCH as u32 - 1) + 1;
+                    let ranges: Vec<_> = (n..hashed_to)
+                        .map(|k| (id, u64::from(k - 1) * part_size, part_size))
+                        .collect();
+                    let t = std::time::Instant::now();
+                    self.digests.hash_ahead(&self.fill, &ranges);
+                    res.costs.hash_ns += crate::stats::elapsed_ns(t);
+                }
                 window.push_back(self.runtime().spawn(async move {
                     c.upload_part(ep, &p, &u, n, id, offset, part_size).await
                 }));

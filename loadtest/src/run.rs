@@ -642,6 +642,9 @@ pub async fn run_load<R: NetRuntime>(
             verify: cfg.verify,
             expect_continue_from: cfg.expect_continue_from,
             seed: cfg.seed,
+            // PUTs of whole objects (and preparation) take ids in order: with `--md5`, their
+            // digests are hashed ahead.
+            sizes: Some(cfg.size.clone()),
         },
         tls,
     ));

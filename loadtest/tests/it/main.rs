@@ -3,6 +3,7 @@
 mod cli;
 mod fake_s3;
 mod fake_server;
+mod md5;
 mod objects;
 mod tls;
 mod workloads;

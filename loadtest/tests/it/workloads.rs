@@ -67,6 +67,7 @@ fn remaining_keys(cfg: &LoadConfig) -> Vec<String> {
         verify: true,
         expect_continue_from: None,
         seed: cfg.seed,
+        sizes: None,
     };
     let (bucket, prefix) = (cfg.bucket.clone(), cfg.prefix.clone());
     ferry_tokio::block_on_threads(1, |rt| async move {
