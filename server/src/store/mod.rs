@@ -70,6 +70,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use ferry_core::md5::shared::LaneStats;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use redb::{
     Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction,
@@ -138,6 +139,7 @@ pub(crate) struct Inner {
     cleanup: CleanupReport,
     fans: FanDirs,
     counters: stats::Counters,
+    lanes: files::Lanes,
 }
 
 impl fmt::Debug for Store {
@@ -211,8 +213,15 @@ impl Store {
                 cleanup,
                 fans,
                 counters: stats::Counters::new(objects, bytes),
+                lanes: files::Lanes::new(),
             }),
         })
+    }
+
+    /// What the store's MD5 lanes hashed: every byte written to a data file (PUTs, parts and
+    /// copies) is hashed there, concurrent writes' buffers side by side.
+    pub fn md5_lanes(&self) -> LaneStats {
+        self.inner.lanes.stats()
     }
 
     /// The settings this store was opened with.
