@@ -6,12 +6,16 @@
 # process) serving the same bytes as a file: server CPU-seconds per GB, and their ratio.
 #   benches/node/node_bench.sh [SECONDS]        (default 10 s per phase)
 #   NGINX=/path/to/nginx (default /usr/sbin/nginx); wrk and nginx missing: that part is skipped
+# Environment: FERRY=path (a node binary to measure instead of building this tree's),
+# OPS="put" (the phases, default "put get"), NODE_ARGS="--no-fsync" (extra node options).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-10}
-cargo build --release -q -p ferry-server -p ferry-loadtest
-ferry=target/release/ferry
-load=target/release/ferry-load
+if [ -z "${FERRY:-}" ]; then cargo build --release -q -p ferry-server -p ferry-loadtest; fi
+ferry=${FERRY:-target/release/ferry}
+load=${FERRY_LOAD:-target/release/ferry-load}
+ops=${OPS:-put get}
+node_args=${NODE_ARGS:-}
 export FERRY_ACCESS_KEY=benchkey FERRY_SECRET_KEY=benchsecret1234567890
 tick=$(getconf CLK_TCK)
 cpu_s() { awk -v t="$tick" '{print ($14 + $15) / t}' "/proc/$1/stat"; }
@@ -19,11 +23,11 @@ cpu_s() { awk -v t="$tick" '{print ($14 + $15) / t}' "/proc/$1/stat"; }
 printf '%-6s %-4s %10s %10s %12s %14s\n' runtime op "MB/s" "GB" "node CPU s" "CPU s per GB"
 for rt in tokio smol; do
   dir=$(mktemp -d)
-  $ferry node --data "$dir" --listen 127.0.0.1:0 --runtime "$rt" > "$dir/out" 2> "$dir/err" &
+  $ferry node --data "$dir" --listen 127.0.0.1:0 --runtime "$rt" $node_args > "$dir/out" 2> "$dir/err" &
   pid=$!
   for _ in $(seq 100); do grep -q listening "$dir/out" 2>/dev/null && break; sleep 0.1; done
   ep=$(sed -n 's/^ferry node listening on //p' "$dir/out")
-  for op in put get; do
+  for op in $ops; do
     before=$(cpu_s $pid)
     $load "$op" --endpoint "$ep" --bucket bench --size 1MiB --concurrency 16 --duration "${secs}s" \
       --objects 256 --keep-data --quiet --json "$dir/$op.json" > /dev/null || true

@@ -2,7 +2,8 @@
 //!
 //! [`Md5Sink`] is an `embedded_io::Write` over [`Md5State`] (`md-5`'s compression function),
 //! so bodies can be hashed while they stream. [`lanes`] hashes many messages together in SIMD
-//! lanes, and [`scheduler`] lets independent streams share those lanes. ETags are formatted
+//! lanes, and [`scheduler`] lets independent streams share those lanes; [`shared`] (with `std`) is
+//! that scheduler behind a mutex, for threads that hash their streams together. ETags are formatted
 //! into fixed-size stack strings: no allocation per object.
 
 use core::fmt;
@@ -12,6 +13,8 @@ use embedded_io::{ErrorType, Write};
 pub mod lanes;
 #[cfg(feature = "alloc")]
 pub mod scheduler;
+#[cfg(feature = "std")]
+pub mod shared;
 mod simd;
 
 pub use lanes::{Backend, BackendKind, Md5State};

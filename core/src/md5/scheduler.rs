@@ -230,6 +230,17 @@ impl<C: AsRef<[u8]>> Md5Scheduler<C> {
         Ok(Some(d))
     }
 
+    /// Whether every chunk submitted to the stream so far is hashed (none queued, none out
+    /// in a batch): its chunks were dropped, so buffers lent to it are free again.
+    pub fn is_hashed(&self, id: StreamId) -> Result<bool, SchedulerError> {
+        let s = self
+            .streams
+            .get(id.index as usize)
+            .filter(|s| s.open && s.generation == id.generation)
+            .ok_or(SchedulerError::UnknownStream)?;
+        Ok(!s.in_batch && s.chunks.is_empty())
+    }
+
     /// Forget a stream (an aborted upload): queued chunks are dropped. A batch that holds
     /// some of its chunks still hashes them, and its result is then ignored.
     pub fn cancel(&mut self, id: StreamId) -> Result<(), SchedulerError> {
@@ -420,8 +431,13 @@ mod tests {
         let second = s.take_batch().expect("queued");
         assert_eq!(second.streams(), 1);
         first.hash();
+        assert_eq!(s.is_hashed(a), Ok(false), "out in a batch");
+        assert_eq!(s.is_hashed(b), Ok(false), "out in a batch");
         s.complete(second);
+        assert_eq!(s.is_hashed(b), Ok(true));
+        assert_eq!(s.is_hashed(a), Ok(false), "still out");
         s.complete(first);
+        assert_eq!(s.is_hashed(a), Ok(false), "its second chunk is queued");
         s.finish(a).expect("open");
         s.run_once();
         let mut want = vec![1; 3000];

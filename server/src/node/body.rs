@@ -2,11 +2,14 @@
 //!
 //! A body is read with `next_chunk` (borrowed from the connection buffer), decoded by the
 //! request's [`BodyVerifier`] into a pooled 256 KiB buffer, and each full buffer is handed
-//! with the store writer to [`Runtime::unblock`], which writes it and updates the running
-//! digests off the reactor. While one buffer is being written the next is filled from the
-//! network, so a request holds two buffers at most, whatever the object's size.
+//! with the store writer to [`Runtime::unblock`]: on a blocking thread the buffer itself
+//! (no copy) is written to the data file and hashed in the store's MD5 lanes, beside other
+//! uploads' buffers, then goes back to the pool. While one buffer is being written the next
+//! is filled from the network, so a request holds two buffers at most, whatever the object's
+//! size.
 
 use ferry_core::http::server::BodyReader;
+use ferry_core::md5::Md5Digest;
 use ferry_core::pool::{BufferPool, PooledBuf};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::body::{BodyDigests, BodyVerifier, VerifiedBody};
@@ -16,35 +19,35 @@ use crate::store::{COPY_BUF_SIZE, ObjectWriter, PartWriter};
 
 /// Where streamed body bytes go: the store's object and part writers.
 pub(crate) trait Sink: Send + 'static {
-    /// Append `data`.
-    fn put(&mut self, data: &[u8]) -> S3Result<()>;
+    /// Append `buf[..len]`; the buffer is the sink's (written, hashed, back to the pool).
+    fn put(&mut self, buf: PooledBuf<'static>, len: usize) -> S3Result<()>;
 
-    /// MD5 of everything appended (the store computes it for the ETag).
-    fn md5(&self) -> ferry_core::md5::Md5Digest;
+    /// MD5 of everything appended (the store computes it for the ETag); ends the appending.
+    fn md5(&mut self) -> Md5Digest;
 }
 
 impl Sink for ObjectWriter {
-    fn put(&mut self, data: &[u8]) -> S3Result<()> {
-        self.write(data)
+    fn put(&mut self, buf: PooledBuf<'static>, len: usize) -> S3Result<()> {
+        self.write_buf(buf, len)
     }
 
-    fn md5(&self) -> ferry_core::md5::Md5Digest {
+    fn md5(&mut self) -> Md5Digest {
         self.digest()
     }
 }
 
 impl Sink for PartWriter {
-    fn put(&mut self, data: &[u8]) -> S3Result<()> {
-        self.write(data)
+    fn put(&mut self, buf: PooledBuf<'static>, len: usize) -> S3Result<()> {
+        self.write_buf(buf, len)
     }
 
-    fn md5(&self) -> ferry_core::md5::Md5Digest {
+    fn md5(&mut self) -> Md5Digest {
         self.digest()
     }
 }
 
 /// The sink and the digests, travelling together to the blocking pool and back.
-type Job<W> = (W, BodyDigests, PooledBuf<'static>, S3Result<()>);
+type Job<W> = (W, BodyDigests, S3Result<()>);
 
 /// A full buffer on its way to the store: written and hashed on a blocking thread.
 fn write_job<W: Sink>(
@@ -54,10 +57,9 @@ fn write_job<W: Sink>(
     len: usize,
 ) -> impl FnOnce() -> Job<W> + Send + 'static {
     move || {
-        let data = buf.get(..len).unwrap_or_default();
-        digests.update(data);
-        let r = sink.put(data);
-        (sink, digests, buf, r)
+        digests.update(buf.get(..len).unwrap_or_default());
+        let r = sink.put(buf, len);
+        (sink, digests, r)
     }
 }
 
@@ -94,22 +96,20 @@ pub(crate) async fn stream_into<R: Runtime, S: Stream, W: Sink>(
         .take_digests()
         .ok_or_else(|| internal("body digests missing"))?;
     let mut idle = Some((sink, digests));
-    let mut spare: Option<PooledBuf<'static>> = None;
     let mut inflight = unblock_write::<R, W>(rt, None);
 
     // Hand the filled buffer to the blocking pool after the previous one came back.
     macro_rules! flush {
         () => {{
             if let Some(job) = inflight.take() {
-                let (w, d, b, r) = job.await;
+                let (w, d, r) = job.await;
                 r?;
                 idle = Some((w, d));
-                spare = Some(b);
             }
             if filled > 0 {
                 let (w, d) = idle.take().ok_or_else(|| internal("body sink lost"))?;
-                let next = spare.take().unwrap_or_else(|| pool.get(COPY_BUF_SIZE));
-                let full = std::mem::replace(&mut cur, next);
+                // The full buffer goes with the job; the pool has the one hashed before it.
+                let full = std::mem::replace(&mut cur, pool.get(COPY_BUF_SIZE));
                 inflight = unblock_write(rt, Some((w, d, full, filled)));
                 filled = 0;
             }
@@ -141,12 +141,13 @@ pub(crate) async fn stream_into<R: Runtime, S: Stream, W: Sink>(
     debug_assert_eq!(filled, 0, "every decoded byte was handed to the sink");
     // The last buffer: wait for it too.
     if let Some(job) = inflight {
-        let (w, d, _, r) = job.await;
+        let (w, d, r) = job.await;
         r?;
         idle = Some((w, d));
     }
-    let (sink, digests) = idle.ok_or_else(|| internal("body sink lost"))?;
+    let (mut sink, digests) = idle.ok_or_else(|| internal("body sink lost"))?;
     verifier.restore_digests(digests);
+    // Every buffer was hashed in its job: this only finalizes (no wait, no hashing here).
     let done = verifier.finish_with_md5(&sink.md5())?;
     Ok((sink, done))
 }

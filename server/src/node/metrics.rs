@@ -84,6 +84,37 @@ pub(crate) fn render(store: &Store, o: &mut String, prefix: &str) {
         "Times the metadata store was reopened after a commit failed (a full disk).",
         s.metadata_reopens,
     );
+    let l = store.md5_lanes();
+    counter(
+        o,
+        &format!("{prefix}_md5_lane_batches_total"),
+        "Batches the MD5 lane scheduler hashed (ETags and Content-MD5 of PUTs, parts, copies).",
+        l.batches,
+    );
+    counter(
+        o,
+        &format!("{prefix}_md5_lane_streams_total"),
+        "Writes in those batches, summed: above the batches when writes shared SIMD lanes.",
+        l.streams,
+    );
+    counter(
+        o,
+        &format!("{prefix}_md5_lane_shared_batches_total"),
+        "Batches that hashed more than one write side by side.",
+        l.shared_batches,
+    );
+    gauge(
+        o,
+        &format!("{prefix}_md5_lane_widest_batch"),
+        "The most writes one batch hashed together.",
+        l.widest,
+    );
+    counter(
+        o,
+        &format!("{prefix}_md5_lane_bytes_total"),
+        "Bytes the MD5 lane scheduler hashed.",
+        l.bytes,
+    );
     if let (Some(free), Some(total)) = (s.disk_free_bytes, s.disk_total_bytes) {
         gauge(
             o,

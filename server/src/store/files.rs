@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use ferry_core::md5::{Md5Digest, Md5Sink};
+use ferry_core::md5::Md5Digest;
+use ferry_core::md5::scheduler::{SchedulerError, StreamId};
+use ferry_core::md5::shared::Md5Lanes;
 use ferry_core::pool::{BufferPool, PooledBuf};
 
 use super::{COPY_BUF_SIZE, Inner};
@@ -100,22 +102,51 @@ pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-/// A temp file being written: bytes are hashed (MD5) and buffered in a pooled buffer on the way.
+/// A pooled buffer lent to the store's MD5 lanes: its first `len` bytes are hashed there,
+/// then it goes back to the pool.
+pub(crate) struct Chunk {
+    buf: PooledBuf<'static>,
+    len: usize,
+}
+
+impl AsRef<[u8]> for Chunk {
+    fn as_ref(&self) -> &[u8] {
+        self.buf.get(..self.len).unwrap_or_default()
+    }
+}
+
+/// The store's MD5 lane scheduler: every data file's digest is computed there, so concurrent
+/// writes (PUTs, parts, copies) are hashed together in SIMD lanes.
+pub(crate) type Lanes = Md5Lanes<Chunk>;
+
+fn lanes_err(e: SchedulerError) -> io::Error {
+    io::Error::other(e)
+}
+
+/// A temp file being written: bytes go out through pooled buffers, each written to the file
+/// and then hashed (MD5) in the store's lanes ([`Lanes`]) with other writers' buffers.
 /// Dropped without [`Spool::finish`], it deletes its temp file.
 pub(crate) struct Spool {
     inner: Arc<Inner>,
     id: FileId,
     file: Option<File>,
-    md5: Md5Sink,
-    buf: PooledBuf<'static>,
+    // The file's stream in the lanes; `None` once its digest is taken.
+    stream: Option<StreamId>,
+    md5: Option<Md5Digest>,
+    // Bytes handed off (written and hashed).
+    len: u64,
+    // Small writes and `write_from` gather here (taken from the pool on first use).
+    buf: Option<PooledBuf<'static>>,
     filled: usize,
+    // A write that failed while [`Spool::digest`] flushed, reported by `finish`.
+    failed: Option<io::Error>,
 }
 
 impl std::fmt::Debug for Spool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Spool")
             .field("id", &format_args!("{:032x}", self.id))
-            .field("len", &self.md5.len())
+            .field("len", &self.len)
             .finish()
     }
 }
@@ -131,75 +162,123 @@ impl Spool {
             inner: inner.clone(),
             id,
             file: Some(file),
-            md5: Md5Sink::new(),
-            buf: BufferPool::global().get(COPY_BUF_SIZE),
+            stream: Some(inner.lanes.open()),
+            md5: None,
+            len: 0,
+            buf: None,
             filled: 0,
+            failed: None,
         })
     }
 
     /// Bytes written so far.
     pub fn len(&self) -> u64 {
-        self.md5.len()
+        self.len + self.filled as u64
     }
 
-    /// MD5 of the bytes written so far.
-    pub fn digest(&self) -> Md5Digest {
-        self.md5.clone().finalize()
+    /// MD5 of everything written; no write may follow. A write that fails here (the last
+    /// buffered bytes) is reported by [`finish`](Self::finish).
+    pub fn digest(&mut self) -> Md5Digest {
+        if let Some(d) = self.md5 {
+            return d;
+        }
+        if let Err(e) = self.flush_buf() {
+            self.failed.get_or_insert(e);
+        }
+        let d = match self.stream.take().map(|s| self.inner.lanes.digest(s)) {
+            Some(Ok(d)) => d,
+            Some(Err(e)) => {
+                self.failed.get_or_insert(lanes_err(e));
+                Md5Digest::default()
+            }
+            None => Md5Digest::default(),
+        };
+        self.md5 = Some(d);
+        d
     }
 
-    fn file(&mut self) -> io::Result<&mut File> {
-        self.file
+    fn stream(&self) -> io::Result<StreamId> {
+        self.stream
+            .ok_or_else(|| io::Error::other("spool written after its digest was taken"))
+    }
+
+    /// Write `buf[..len]` to the file, then hash it in the lanes (with whatever other writers
+    /// queued meanwhile); returns once it is hashed, the buffer back in the pool.
+    fn hand_off(&mut self, buf: PooledBuf<'static>, len: usize) -> io::Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        let stream = self.stream()?;
+        let file = self
+            .file
             .as_mut()
-            .ok_or_else(|| io::Error::other("spool already finished"))
+            .ok_or_else(|| io::Error::other("spool already finished"))?;
+        let written = file.write_all(buf.get(..len).unwrap_or_default());
+        self.len += len as u64;
+        // Hashed even if the write failed, so a digest taken afterwards is still right.
+        let lanes = &self.inner.lanes;
+        lanes
+            .submit(stream, Chunk { buf, len })
+            .map_err(lanes_err)?;
+        lanes.wait_hashed(stream).map_err(lanes_err)?;
+        written
     }
 
     fn flush_buf(&mut self) -> io::Result<()> {
-        if self.filled > 0 {
-            let n = self.filled;
-            self.filled = 0;
-            let Self { file, buf, .. } = self;
-            let file = file
-                .as_mut()
-                .ok_or_else(|| io::Error::other("spool already finished"))?;
-            file.write_all(&buf[..n])?;
+        if self.filled > 0
+            && let Some(buf) = self.buf.take()
+        {
+            let n = std::mem::take(&mut self.filled);
+            self.hand_off(buf, n)?;
         }
         Ok(())
     }
 
-    /// Append `data`.
-    pub fn write(&mut self, data: &[u8]) -> io::Result<()> {
-        self.md5.update(data);
-        let cap = self.buf.len();
-        if self.filled + data.len() <= cap {
-            self.buf[self.filled..self.filled + data.len()].copy_from_slice(data);
-            self.filled += data.len();
-            return Ok(());
+    /// The gathering buffer, with room.
+    fn room(&mut self) -> io::Result<&mut [u8]> {
+        if self.filled == COPY_BUF_SIZE {
+            self.flush_buf()?;
         }
+        let filled = self.filled;
+        let buf = self
+            .buf
+            .get_or_insert_with(|| BufferPool::global().get(COPY_BUF_SIZE));
+        Ok(buf.get_mut(filled..).unwrap_or_default())
+    }
+
+    /// Append `data` (copied into the gathering buffer).
+    pub fn write(&mut self, mut data: &[u8]) -> io::Result<()> {
+        self.stream()?;
+        while !data.is_empty() {
+            let room = self.room()?;
+            let n = room.len().min(data.len());
+            room[..n].copy_from_slice(&data[..n]);
+            self.filled += n;
+            data = &data[n..];
+        }
+        Ok(())
+    }
+
+    /// Append `buf[..len]`, handing the buffer itself on (no copy): it is written, hashed, and
+    /// goes back to the pool.
+    pub fn write_buf(&mut self, buf: PooledBuf<'static>, len: usize) -> io::Result<()> {
+        self.stream()?;
         self.flush_buf()?;
-        if data.len() >= cap {
-            // Large chunks go straight to the file: copying them through the buffer gains nothing.
-            self.file()?.write_all(data)
-        } else {
-            self.buf[..data.len()].copy_from_slice(data);
-            self.filled = data.len();
-            Ok(())
-        }
+        let len = len.min(buf.len());
+        self.hand_off(buf, len)
     }
 
     /// Append everything `r` yields until end of input, reading straight into the buffer.
     pub fn write_from(&mut self, r: &mut dyn Read) -> io::Result<u64> {
+        self.stream()?;
         let mut total = 0u64;
         loop {
-            if self.filled == self.buf.len() {
-                self.flush_buf()?;
-            }
-            let n = match r.read(&mut self.buf[self.filled..]) {
+            let n = match r.read(self.room()?) {
                 Ok(0) => return Ok(total),
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             };
-            self.md5.update(&self.buf[self.filled..self.filled + n]);
             self.filled += n;
             total += n as u64;
         }
@@ -209,7 +288,10 @@ impl Spool {
     /// rename, fsync the directory. Metadata is committed after this (by the caller), so a crash
     /// at any point leaves either no object or a complete one.
     pub fn finish(mut self) -> io::Result<Staged> {
-        self.flush_buf()?;
+        let md5 = self.digest();
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
         let file = self
             .file
             .take()
@@ -238,8 +320,8 @@ impl Spool {
         Ok(Staged {
             inner: self.inner.clone(),
             id: self.id,
-            size: self.md5.len(),
-            md5: self.md5.clone().finalize(),
+            size: self.len,
+            md5,
             keep: false,
         })
     }
@@ -247,6 +329,9 @@ impl Spool {
 
 impl Drop for Spool {
     fn drop(&mut self) {
+        if let Some(stream) = self.stream.take() {
+            let _ = self.inner.lanes.cancel(stream);
+        }
         if self.file.take().is_some() {
             let _ = fs::remove_file(tmp_path(&self.inner.tmp, self.id));
         }

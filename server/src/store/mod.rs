@@ -74,6 +74,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use ferry_core::md5::shared::LaneStats;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use redb::{
     Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction,
@@ -143,6 +144,7 @@ pub(crate) struct Inner {
     fans: FanDirs,
     counters: stats::Counters,
     committer: group::Committer,
+    lanes: files::Lanes,
 }
 
 impl fmt::Debug for Store {
@@ -217,8 +219,15 @@ impl Store {
                 fans,
                 counters: stats::Counters::new(objects, bytes),
                 committer: group::Committer::default(),
+                lanes: files::Lanes::new(),
             }),
         })
+    }
+
+    /// What the store's MD5 lanes hashed: every byte written to a data file (PUTs, parts and
+    /// copies) is hashed there, concurrent writes' buffers side by side.
+    pub fn md5_lanes(&self) -> LaneStats {
+        self.inner.lanes.stats()
     }
 
     /// The settings this store was opened with.

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::io::{self, Read, Write};
 
 use ferry_core::md5::{ETag, Md5Digest, MultipartETag};
+use ferry_core::pool::PooledBuf;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
 use redb::{ReadableTable, WriteTransaction};
@@ -41,6 +42,15 @@ impl PartWriter {
         self.spool.write(data).map_err(|e| inner.io_failed(e))
     }
 
+    /// Append `buf[..len]`, handing the pooled buffer itself on (it is written, hashed and
+    /// goes back to the pool; nothing is copied). A full disk is `InsufficientStorage`.
+    pub fn write_buf(&mut self, buf: PooledBuf<'static>, len: usize) -> S3Result<()> {
+        let inner = &self.store.inner;
+        self.spool
+            .write_buf(buf, len)
+            .map_err(|e| inner.io_failed(e))
+    }
+
     /// Append everything `r` yields until its end; returns the bytes read.
     pub fn write_from(&mut self, r: &mut dyn Read) -> S3Result<u64> {
         let inner = &self.store.inner;
@@ -57,8 +67,10 @@ impl PartWriter {
         self.spool.len() == 0
     }
 
-    /// MD5 of the bytes written so far.
-    pub fn digest(&self) -> Md5Digest {
+    /// MD5 of the bytes written.
+    ///
+    /// Ends the writing (no write may follow); an I/O error meanwhile is reported by `commit`.
+    pub fn digest(&mut self) -> Md5Digest {
         self.spool.digest()
     }
 

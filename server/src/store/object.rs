@@ -5,6 +5,7 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::FileExt as _;
 
 use ferry_core::md5::{ETag, Md5Digest};
+use ferry_core::pool::PooledBuf;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
 use redb::WriteTransaction;
@@ -20,8 +21,9 @@ use super::{
     object_key,
 };
 
-/// A PUT in progress: bytes stream into a temp file (hashed as they go) until
-/// [`commit`](Self::commit). Dropped without commit, it deletes its temp file and changes nothing.
+/// A PUT in progress: bytes stream into a temp file (hashed as they go, in the store's MD5
+/// lanes) until [`commit`](Self::commit). Dropped without commit, it deletes its temp file and
+/// changes nothing.
 #[derive(Debug)]
 pub struct ObjectWriter {
     store: Store,
@@ -36,6 +38,15 @@ impl ObjectWriter {
     pub fn write(&mut self, data: &[u8]) -> S3Result<()> {
         let inner = &self.store.inner;
         self.spool.write(data).map_err(|e| inner.io_failed(e))
+    }
+
+    /// Append `buf[..len]`, handing the pooled buffer itself on (it is written, hashed and
+    /// goes back to the pool; nothing is copied). A full disk is `InsufficientStorage`.
+    pub fn write_buf(&mut self, buf: PooledBuf<'static>, len: usize) -> S3Result<()> {
+        let inner = &self.store.inner;
+        self.spool
+            .write_buf(buf, len)
+            .map_err(|e| inner.io_failed(e))
     }
 
     /// Append everything `r` yields until its end, reading straight into the write buffer.
@@ -55,8 +66,10 @@ impl ObjectWriter {
         self.spool.len() == 0
     }
 
-    /// MD5 of the bytes written so far (to check `Content-MD5` before committing).
-    pub fn digest(&self) -> Md5Digest {
+    /// MD5 of the bytes written (to check `Content-MD5` before committing).
+    ///
+    /// Ends the writing (no write may follow); an I/O error meanwhile is reported by `commit`.
+    pub fn digest(&mut self) -> Md5Digest {
         self.spool.digest()
     }
 

@@ -12,6 +12,7 @@ mod node_admin;
 mod node_bad_input;
 mod node_fence;
 mod node_lifecycle;
+mod node_md5_lanes;
 mod node_multipart;
 mod node_objects;
 mod node_s3;
