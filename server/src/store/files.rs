@@ -102,10 +102,11 @@ pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-/// A pooled buffer lent to the store's MD5 lanes: its first `len` bytes are hashed there,
-/// then it goes back to the pool.
+/// A pooled buffer lent to the store's MD5 lanes: its first `len` bytes are hashed there.
+/// Shared with the writer, which writes it to the file while it waits in the queue; it goes
+/// back to the pool when both are done with it.
 pub(crate) struct Chunk {
-    buf: PooledBuf<'static>,
+    buf: Arc<PooledBuf<'static>>,
     len: usize,
 }
 
@@ -202,24 +203,36 @@ impl Spool {
             .ok_or_else(|| io::Error::other("spool written after its digest was taken"))
     }
 
-    /// Write `buf[..len]` to the file, then hash it in the lanes (with whatever other writers
-    /// queued meanwhile); returns once it is hashed, the buffer back in the pool.
+    /// Queue `buf[..len]` in the lanes, write it to the file, then wait until it is hashed;
+    /// returns with the buffer back in the pool.
+    ///
+    /// Queued *before* the write: while this thread copies the buffer into the page cache (half
+    /// of a PUT's time), other writers' buffers queue beside it, and whoever hashes next takes
+    /// them all in one batch of lanes. Queued after the write, a buffer almost always found the
+    /// lanes empty and was hashed alone (the profile showed only the one-lane path).
     fn hand_off(&mut self, buf: PooledBuf<'static>, len: usize) -> io::Result<()> {
         if len == 0 {
             return Ok(());
         }
         let stream = self.stream()?;
-        let file = self
-            .file
-            .as_mut()
-            .ok_or_else(|| io::Error::other("spool already finished"))?;
-        let written = file.write_all(buf.get(..len).unwrap_or_default());
-        self.len += len as u64;
-        // Hashed even if the write failed, so a digest taken afterwards is still right.
+        let buf = Arc::new(buf);
         let lanes = &self.inner.lanes;
         lanes
-            .submit(stream, Chunk { buf, len })
+            .submit(
+                stream,
+                Chunk {
+                    buf: buf.clone(),
+                    len,
+                },
+            )
             .map_err(lanes_err)?;
+        self.len += len as u64;
+        // Hashed even if the write fails, so a digest taken afterwards is still right.
+        let written = match self.file.as_mut() {
+            Some(file) => file.write_all(buf.get(..len).unwrap_or_default()),
+            None => Err(io::Error::other("spool already finished")),
+        };
+        drop(buf);
         lanes.wait_hashed(stream).map_err(lanes_err)?;
         written
     }
