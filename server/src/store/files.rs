@@ -463,6 +463,35 @@ impl std::fmt::Debug for PinGuard {
     }
 }
 
+/// Data files a released reader was the last to pin (retired while it read them): deleting
+/// them is file-system work, for a blocking thread ([`Unpinned::remove`]).
+pub(crate) struct Unpinned {
+    inner: Arc<Inner>,
+    free: Vec<FileId>,
+}
+
+impl Unpinned {
+    /// Delete the files.
+    pub fn remove(self) {
+        remove_files(&self.inner.data, &self.free);
+    }
+}
+
+impl PinGuard {
+    /// Unpin now, without deleting anything here: what is left to delete, if anything, is
+    /// returned. Unpinning is a short lock, fine on a runtime thread, so a reader that pinned
+    /// nothing retired (nearly always) costs no trip to the blocking pool.
+    pub fn release(mut self) -> Option<Unpinned> {
+        let ids = std::mem::take(&mut self.ids);
+        let free = Pins::lock(&self.inner.pins).unpin(&ids);
+        self.inner.counters.files(0, free.len());
+        (!free.is_empty()).then(|| Unpinned {
+            inner: self.inner.clone(),
+            free,
+        })
+    }
+}
+
 impl Drop for PinGuard {
     fn drop(&mut self) {
         let free = Pins::lock(&self.inner.pins).unpin(&self.ids);

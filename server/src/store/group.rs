@@ -387,4 +387,40 @@ mod tests {
         assert_eq!(s.head_object("b", "k").unwrap().etag, winner);
         assert_eq!(data_files(dir.path()), 1);
     }
+
+    #[test]
+    fn a_released_reader_leaves_what_it_pinned_for_a_blocking_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open_with(dir.path(), StoreConfig::default()).unwrap();
+        s.create_bucket("b").unwrap();
+        let put = |data: &[u8]| {
+            let mut w = s.object_writer("b", "k").unwrap();
+            w.write(data).unwrap();
+            w.commit(ObjectMeta::default(), WriteConditions::default())
+                .unwrap();
+        };
+        put(&body(1));
+        // Nothing retired while it read: released with nothing to delete.
+        let reader = s.get_object("b", "k", ReadRange::All).unwrap();
+        assert!(reader.release().is_none());
+        assert_eq!(data_files(dir.path()), 1);
+        // Overwritten while it read: its file is retired, kept until the reader lets go, and
+        // deleted only by `remove`.
+        let reader = s.get_object("b", "k", ReadRange::All).unwrap();
+        put(&body(2));
+        assert_eq!(data_files(dir.path()), 2);
+        let unpinned = reader
+            .release()
+            .expect("the old version's file is left to delete");
+        assert_eq!(s.stats().files_pending, 0);
+        assert_eq!(data_files(dir.path()), 2);
+        unpinned.remove();
+        assert_eq!(data_files(dir.path()), 1);
+        let mut got = Vec::new();
+        s.get_object("b", "k", ReadRange::All)
+            .unwrap()
+            .read_to_end(&mut got)
+            .unwrap();
+        assert_eq!(got, body(2));
+    }
 }

@@ -234,6 +234,15 @@ impl ObjectReader {
     pub fn remaining(&self) -> u64 {
         self.remaining
     }
+
+    /// Close the data file and unpin the object's files without touching the file system
+    /// beyond `close(2)`; files this reader was the last to pin come back for a blocking thread
+    /// to delete ([`files::Unpinned::remove`]). Dropping the reader does both at once.
+    pub(crate) fn release(self) -> Option<files::Unpinned> {
+        let ObjectReader { pins, file, .. } = self;
+        drop(file);
+        pins.release()
+    }
 }
 
 impl Read for ObjectReader {
