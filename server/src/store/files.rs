@@ -494,6 +494,10 @@ impl PinGuard {
 
 impl Drop for PinGuard {
     fn drop(&mut self) {
+        if self.ids.is_empty() {
+            // Released already (`release`): nothing left to unpin, no lock to take.
+            return;
+        }
         let free = Pins::lock(&self.inner.pins).unpin(&self.ids);
         self.inner.counters.files(0, free.len());
         remove_files(&self.inner.data, &free);
