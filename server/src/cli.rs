@@ -220,10 +220,19 @@ pub struct NodeArgs {
     /// Do not fsync writes (tests and benchmarks only: a crash may lose acknowledged writes).
     #[arg(long)]
     pub no_fsync: bool,
+    /// Write data files through the page cache instead of with O_DIRECT (a GET right after a
+    /// PUT is then served from memory; a PUT costs more CPU).
+    #[arg(long)]
+    pub no_direct_io: bool,
     /// Copy every GET body through pooled buffers instead of sending it from the data file
     /// with sendfile(2) (to compare the two; TLS connections always copy).
     #[arg(long)]
     pub no_sendfile: bool,
+    /// Look objects up for GET and HEAD on the blocking-I/O pool instead of the runtime thread
+    /// (for metadata on a slow disk, where a cold lookup would hold the thread's other
+    /// connections).
+    #[arg(long)]
+    pub open_on_pool: bool,
     /// Address of the admin listener (/healthz, /readyz, /metrics, /debug/pprof/profile; plain
     /// HTTP, no authentication); "none" for none. Its address is in the "node listening" log
     /// event [default: 127.0.0.1:0, a free port].
@@ -398,7 +407,9 @@ pub fn run_node(args: NodeArgs) -> io::Result<()> {
     cfg.threads = args.threads;
     cfg.min_part_size = args.min_part_size;
     cfg.fsync = !args.no_fsync;
+    cfg.direct_io = !args.no_direct_io;
     cfg.sendfile = !args.no_sendfile;
+    cfg.open_inline = !args.open_on_pool;
     cfg.tls = args.tls.files();
     args.limits.apply(&mut cfg.limits);
     if let Some(a) = &args.admin_listen {

@@ -21,6 +21,8 @@ pub struct NodeApi<R> {
     pub(super) owner_id: String,
     /// Whether GET bodies may go out with `sendfile(2)` (`NodeConfig::sendfile`).
     pub(super) sendfile: bool,
+    /// Whether GET and HEAD look the object up on the runtime thread (`NodeConfig::open_inline`).
+    pub(super) open_inline: bool,
     /// Body bytes sent with `sendfile(2)` (`ferry_node_sendfile_bytes_total`).
     pub(super) sendfile_bytes: AtomicU64,
 }
@@ -36,6 +38,7 @@ impl<R: Runtime> NodeApi<R> {
                 .as_str()
                 .to_owned(),
             sendfile: cfg.sendfile,
+            open_inline: cfg.open_inline,
             sendfile_bytes: AtomicU64::new(0),
         }
     }

@@ -56,6 +56,18 @@ pub(crate) fn render(store: &Store, o: &mut String, prefix: &str) {
     );
     counter(
         o,
+        &format!("{prefix}_store_direct_write_bytes_total"),
+        "Data bytes written to data files with O_DIRECT, past the page cache.",
+        s.direct_write_bytes,
+    );
+    counter(
+        o,
+        &format!("{prefix}_store_cached_write_bytes_total"),
+        "Data bytes written to data files through the page cache (unaligned tails, no O_DIRECT).",
+        s.cached_write_bytes,
+    );
+    counter(
+        o,
         &format!("{prefix}_store_files_retired_total"),
         "Data files no committed record references any more.",
         s.files_retired,

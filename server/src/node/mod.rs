@@ -57,9 +57,19 @@ pub struct NodeConfig {
     pub min_part_size: u64,
     /// fsync data and metadata before acknowledging writes (default `true`).
     pub fsync: bool,
+    /// Write data files with `O_DIRECT` where the file system takes it (default `true`; see
+    /// `StoreConfig::direct_io`).
+    pub direct_io: bool,
     /// Send GET bodies from the data files with `sendfile(2)` on plain TCP connections on
     /// Linux (default `true`); `false` copies every body through pooled buffers.
     pub sendfile: bool,
+    /// GET and HEAD look the object up in the metadata database and open its data file on the
+    /// runtime thread, as nginx opens files on its event loop (default `true`): a hop to the
+    /// blocking pool and back costs more than both when the page cache holds them, which it
+    /// does for what is read or written often. A cold lookup then holds the thread's other
+    /// connections for one disk read; `false` sends every lookup to the blocking pool. Data is
+    /// always read on the blocking pool or sent with `sendfile(2)`.
+    pub open_inline: bool,
     /// Runtime worker threads; 0 means one per CPU.
     pub threads: usize,
     /// Serve HTTPS with this certificate and key (default: plain HTTP).
@@ -92,7 +102,9 @@ impl NodeConfig {
             runtime: RuntimeKind::Tokio,
             min_part_size: DEFAULT_MIN_PART_SIZE,
             fsync: true,
+            direct_io: true,
             sendfile: true,
+            open_inline: true,
             threads: 0,
             tls: None,
             admin_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
@@ -118,6 +130,7 @@ pub fn start_node(cfg: NodeConfig) -> io::Result<NodeHandle> {
         StoreConfig {
             min_part_size: cfg.min_part_size,
             fsync: cfg.fsync,
+            direct_io: cfg.direct_io,
         },
     )?;
     let listen = Listen {

@@ -107,7 +107,10 @@ const SEND_FILE_MIN: u64 = 16 * 1024;
 
 /// How a GET's body goes out.
 enum Body {
-    /// Read into pooled buffers and written (TLS, other systems, short bodies).
+    /// To be read into pooled buffers and written (TLS, other systems, short bodies): its
+    /// first block is not read yet.
+    Unread(ObjectReader),
+    /// Read into pooled buffers and written, its first block read.
     Copy(FirstBlock),
     /// Sent from the data files by the kernel.
     File(ObjectReader),
@@ -135,6 +138,20 @@ fn refuse(error: S3Error, info: ObjectInfo) -> Refused {
     }
 }
 
+/// On a blocking thread: read the first block of a body that is copied out.
+fn read_first(opened: Opened) -> Result<Opened, Refused> {
+    let Opened { info, range, body } = opened;
+    let body = match body {
+        Some(Body::Unread(reader)) => {
+            let mut buf = BufferPool::global().get(COPY_BUF_SIZE);
+            let (reader, len) = read_block(reader, &mut buf)?;
+            Some(Body::Copy(FirstBlock { reader, buf, len }))
+        }
+        other => other,
+    };
+    Ok(Opened { info, range, body })
+}
+
 /// Fill `buf` from `reader` (until full or the range ends); drop the reader when it is done,
 /// here on the blocking thread, since that may delete files it pinned.
 fn read_block(mut reader: ObjectReader, buf: &mut [u8]) -> S3Result<(Option<ObjectReader>, usize)> {
@@ -154,8 +171,14 @@ fn read_block(mut reader: ObjectReader, buf: &mut [u8]) -> S3Result<(Option<Obje
     Ok((reader, filled))
 }
 
-/// On a blocking thread: find the object, check conditions, and for GET read the first block
-/// unless the body can go out with `sendfile(2)` (`send_file`: the connection can).
+/// Find the object, check conditions, and for GET open its data: [`Body::File`] when the body
+/// can go out with `sendfile(2)` (`send_file`: the connection can), else [`Body::Unread`].
+///
+/// No data is read here: a lookup in the metadata database and an `open(2)`, which the page
+/// cache answers once an object has been read or written ([`NodeConfig::open_inline`] runs it
+/// on the runtime thread).
+///
+/// [`NodeConfig::open_inline`]: super::NodeConfig::open_inline
 fn open(
     store: &Store,
     bucket: &str,
@@ -186,19 +209,15 @@ fn open(
             }
             let info = reader.info().clone();
             let range = reader.range();
-            if send_file && reader.remaining() >= SEND_FILE_MIN {
-                return Ok(Opened {
-                    info,
-                    range,
-                    body: Some(Body::File(reader)),
-                });
-            }
-            let mut buf = BufferPool::global().get(COPY_BUF_SIZE);
-            let (reader, len) = read_block(reader, &mut buf)?;
+            let body = if send_file && reader.remaining() >= SEND_FILE_MIN {
+                Body::File(reader)
+            } else {
+                Body::Unread(reader)
+            };
             Ok(Opened {
                 info,
                 range,
-                body: Some(Body::Copy(FirstBlock { reader, buf, len })),
+                body: Some(body),
             })
         }
         Err(e)
@@ -241,9 +260,21 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
     let range = read_range(read.range, read.part_number);
     let (b, k, head) = (bucket.to_owned(), key.to_owned(), read.head);
     let send_file = cx.node.sendfile && res.can_send_file();
-    let opened = cx
-        .unblock(move |store| open(&store, &b, &k, range, &conditions, head, send_file))
-        .await;
+    let opened = if cx.node.open_inline {
+        // The lookup and the open on this thread (as nginx opens files on its event loop); a
+        // body to copy is read on a blocking thread.
+        match open(&cx.node.store, &b, &k, range, &conditions, head, send_file) {
+            Ok(o) if matches!(o.body, Some(Body::Unread(_))) => {
+                cx.rt().unblock(move || read_first(o)).await
+            }
+            other => other,
+        }
+    } else {
+        cx.unblock(move |store| {
+            open(&store, &b, &k, range, &conditions, head, send_file).and_then(read_first)
+        })
+        .await
+    };
     let opened = match opened {
         Ok(o) => o,
         Err(Refused { error, info }) => {
@@ -286,7 +317,8 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
             stream_out(cx.rt(), res, first.reader, first.buf, first.len).await?;
         }
         Some(Body::File(reader)) => send_out(cx, res, reader).await?,
-        None => {}
+        // `read_first` read every copied body's first block.
+        Some(Body::Unread(_)) | None => {}
     }
     res.finish().await?;
     Ok(())

@@ -3,6 +3,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -10,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use ferry_core::md5::Md5Digest;
 use ferry_core::md5::scheduler::{SchedulerError, StreamId};
 use ferry_core::md5::shared::Md5Lanes;
-use ferry_core::pool::{BufferPool, PooledBuf};
+use ferry_core::pool::{ALIGN, BufferPool, PooledBuf};
 
 use super::{COPY_BUF_SIZE, Inner};
 
@@ -93,13 +94,49 @@ pub(crate) fn data_path(data: &Path, id: FileId) -> PathBuf {
     fan_dir(data, id).join(format!("{id:032x}"))
 }
 
-fn tmp_path(tmp: &Path, id: FileId) -> PathBuf {
-    tmp.join(format!("{id:032x}.tmp"))
+/// Where a data file is written before it is renamed to [`data_path`]: beside it, so creating
+/// it locks only its fan-out directory (one `tmp/` for every writer was the most contended
+/// lock of concurrent PUTs) and the rename stays within one directory.
+fn tmp_path(data: &Path, id: FileId) -> PathBuf {
+    fan_dir(data, id).join(format!("{id:032x}.tmp"))
 }
 
 /// fsync a directory, so a rename into it survives a crash.
 pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
+}
+
+/// Create a temp file for writing, with `O_DIRECT` if `*direct`; a file system that refuses
+/// `O_DIRECT` (tmpfs, some FUSE file systems) clears `*direct` and the store's `direct_ok`,
+/// and the file is created without it.
+fn create_file(inner: &Inner, path: &Path, direct: &mut bool) -> io::Result<File> {
+    let open = |direct: bool| {
+        let mut options = File::options();
+        options.write(true).create_new(true);
+        if direct {
+            options.custom_flags(libc::O_DIRECT);
+        }
+        options.open(path)
+    };
+    if *direct {
+        match open(true) {
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                inner.direct_ok.store(false, Ordering::Relaxed);
+                *direct = false;
+            }
+            r => return r,
+        }
+    }
+    open(false)
+}
+
+/// Turn `O_DIRECT` on or off for an open file (Linux lets `F_SETFL` change it).
+fn set_direct(file: &File, on: bool) -> io::Result<()> {
+    use rustix::fs::OFlags;
+    let mut flags = rustix::fs::fcntl_getfl(file)?;
+    flags.set(OFlags::DIRECT, on);
+    rustix::fs::fcntl_setfl(file, flags)?;
+    Ok(())
 }
 
 /// A pooled buffer lent to the store's MD5 lanes: its first `len` bytes are hashed there.
@@ -141,6 +178,10 @@ pub(crate) struct Spool {
     filled: usize,
     // A write that failed while [`Spool::digest`] flushed, reported by `finish`.
     failed: Option<io::Error>,
+    // Whether the file is open with `O_DIRECT` (cleared for good at the first unaligned write).
+    direct: bool,
+    // Bytes in the file (the offset of the next write).
+    written: u64,
 }
 
 impl std::fmt::Debug for Spool {
@@ -155,10 +196,9 @@ impl std::fmt::Debug for Spool {
 impl Spool {
     pub fn create(inner: &Arc<Inner>) -> io::Result<Self> {
         let id = inner.ids.next();
-        let file = File::options()
-            .write(true)
-            .create_new(true)
-            .open(tmp_path(&inner.tmp, id))?;
+        let mut direct = inner.direct_ok.load(Ordering::Relaxed);
+        inner.fans.ensure(&inner.data, id, inner.config.fsync)?;
+        let file = create_file(inner, &tmp_path(&inner.data, id), &mut direct)?;
         Ok(Self {
             inner: inner.clone(),
             id,
@@ -169,7 +209,55 @@ impl Spool {
             buf: None,
             filled: 0,
             failed: None,
+            direct,
+            written: 0,
         })
+    }
+
+    /// Write `data` at the end of the file: its aligned part with `O_DIRECT` while the file
+    /// is still direct (the memory, the offset and the length on [`ALIGN`] boundaries: pooled
+    /// buffers of 64 KiB and more start on one, and full buffers keep the offset on one), the
+    /// rest through the page cache, after which the file stays buffered.
+    fn write_data(&mut self, mut data: &[u8]) -> io::Result<()> {
+        let Some(file) = self.file.as_mut() else {
+            return Err(io::Error::other("spool already finished"));
+        };
+        let counters = &self.inner.counters;
+        while self.direct && !data.is_empty() {
+            let aligned = (data.as_ptr() as usize).is_multiple_of(ALIGN)
+                && self.written.is_multiple_of(ALIGN as u64);
+            let n = if aligned {
+                data.len() / ALIGN * ALIGN
+            } else {
+                0
+            };
+            if n == 0 {
+                set_direct(file, false)?;
+                self.direct = false;
+                break;
+            }
+            match file.write(&data[..n]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(w) => {
+                    counters.written(w, true);
+                    self.written += w as u64;
+                    data = &data[w..];
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // The device wants a larger alignment than `ALIGN`: go on buffered.
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                    set_direct(file, false)?;
+                    self.direct = false;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if !data.is_empty() {
+            file.write_all(data)?;
+            counters.written(data.len(), false);
+            self.written += data.len() as u64;
+        }
+        Ok(())
     }
 
     /// Bytes written so far.
@@ -216,8 +304,8 @@ impl Spool {
         }
         let stream = self.stream()?;
         let buf = Arc::new(buf);
-        let lanes = &self.inner.lanes;
-        lanes
+        self.inner
+            .lanes
             .submit(
                 stream,
                 Chunk {
@@ -228,12 +316,9 @@ impl Spool {
             .map_err(lanes_err)?;
         self.len += len as u64;
         // Hashed even if the write fails, so a digest taken afterwards is still right.
-        let written = match self.file.as_mut() {
-            Some(file) => file.write_all(buf.get(..len).unwrap_or_default()),
-            None => Err(io::Error::other("spool already finished")),
-        };
+        let written = self.write_data(buf.get(..len).unwrap_or_default());
         drop(buf);
-        lanes.wait_hashed(stream).map_err(lanes_err)?;
+        self.inner.lanes.wait_hashed(stream).map_err(lanes_err)?;
         written
     }
 
@@ -309,16 +394,13 @@ impl Spool {
             .file
             .take()
             .ok_or_else(|| io::Error::other("spool already finished"))?;
-        let tmp = tmp_path(&self.inner.tmp, self.id);
+        let tmp = tmp_path(&self.inner.data, self.id);
         let result = (|| {
             if self.inner.config.fsync {
                 file.sync_data()?;
             }
             drop(file);
             let dir = fan_dir(&self.inner.data, self.id);
-            self.inner
-                .fans
-                .ensure(&self.inner.data, self.id, self.inner.config.fsync)?;
             fs::rename(&tmp, data_path(&self.inner.data, self.id))?;
             if self.inner.config.fsync {
                 sync_dir(&dir)?;
@@ -346,7 +428,7 @@ impl Drop for Spool {
             let _ = self.inner.lanes.cancel(stream);
         }
         if self.file.take().is_some() {
-            let _ = fs::remove_file(tmp_path(&self.inner.tmp, self.id));
+            let _ = fs::remove_file(tmp_path(&self.inner.data, self.id));
         }
     }
 }
@@ -542,7 +624,12 @@ pub(crate) fn cleanup(
     fans: &FanDirs,
 ) -> io::Result<CleanupReport> {
     let mut report = CleanupReport::default();
-    for entry in fs::read_dir(tmp)? {
+    let old_temps = match fs::read_dir(tmp) {
+        Ok(entries) => Some(entries),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e),
+    };
+    for entry in old_temps.into_iter().flatten() {
         let entry = entry?;
         if entry.file_type()?.is_file() {
             fs::remove_file(entry.path())?;
@@ -560,6 +647,11 @@ pub(crate) fn cleanup(
         for entry in fs::read_dir(fan.path())? {
             let entry = entry?;
             if !entry.file_type()?.is_file() {
+                continue;
+            }
+            if entry.path().extension().is_some_and(|e| e == "tmp") {
+                fs::remove_file(entry.path())?;
+                report.temp_files += 1;
                 continue;
             }
             let keep = entry

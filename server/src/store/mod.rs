@@ -11,7 +11,8 @@
 //! DIR/meta.redb          metadata (redb, ACID): buckets, objects, uploads, parts, fences
 //! DIR/data/XY/<id>       immutable data files; <id> is 32 hex digits, XY its last two
 //!                        (each XY made, and data/ fsynced, on its first file)
-//! DIR/tmp/<id>.tmp       files being written
+//! DIR/data/XY/<id>.tmp   data files being written (beside where they will be renamed)
+//! DIR/tmp/               temp files of older versions (emptied at open)
 //! ```
 //!
 //! Keys never become paths: a data file is named by a fresh id (a random per-open seed and a
@@ -20,11 +21,11 @@
 //!
 //! # Durability and atomicity
 //!
-//! A write streams into `tmp/`, then: fsync the file, rename it into `data/XY/`, fsync
-//! `data/XY/`, and only then commit the metadata transaction (redb commits are durable when they
+//! A write streams into `data/XY/<id>.tmp`, then: fsync the file, rename it to `data/XY/<id>`,
+//! fsync `data/XY/`, and only then commit the metadata transaction (redb commits are durable when they
 //! return). The object is acknowledged after that commit, so an acknowledged write survives
 //! `kill -9` or power loss, and a crash at any earlier point leaves the old state: the new file is
-//! either in `tmp/` or in `data/` but unreferenced. Files a commit replaced (an overwritten
+//! either a `.tmp` file or in `data/` but unreferenced. Files a commit replaced (an overwritten
 //! object, aborted or unused parts) are deleted after the commit. [`Store::open`] deletes every
 //! temp file and every data file that no committed record references, so whatever an
 //! interruption leaves behind is collected at the next start.
@@ -115,6 +116,13 @@ pub struct StoreConfig {
     /// fsync data files, directories and metadata commits (default `true`). `false` is for tests
     /// and benchmarks only: it gives up durability across a crash, not atomicity.
     pub fsync: bool,
+    /// Write data files with `O_DIRECT` where the file system takes it (default `true`): the
+    /// bytes go from the pooled buffers to the disk without a copy into the page cache, which
+    /// was the largest cost of a PUT. A data file's unaligned tail (its last partial 4 KiB) is
+    /// written through the page cache; a file system that refuses `O_DIRECT` (tmpfs) gets
+    /// every byte that way. `false` writes everything through the page cache, so a GET right
+    /// after a PUT is served from memory rather than from the disk.
+    pub direct_io: bool,
 }
 
 impl Default for StoreConfig {
@@ -122,6 +130,7 @@ impl Default for StoreConfig {
         Self {
             min_part_size: DEFAULT_MIN_PART_SIZE,
             fsync: true,
+            direct_io: true,
         }
     }
 }
@@ -136,7 +145,6 @@ pub(crate) struct Inner {
     meta: meta::MetaDb,
     root: PathBuf,
     data: PathBuf,
-    tmp: PathBuf,
     config: StoreConfig,
     ids: IdGen,
     pins: Mutex<Pins>,
@@ -145,6 +153,8 @@ pub(crate) struct Inner {
     counters: stats::Counters,
     committer: group::Committer,
     lanes: files::Lanes,
+    /// Cleared when the file system refused an `O_DIRECT` open: later files do not try.
+    direct_ok: std::sync::atomic::AtomicBool,
 }
 
 impl fmt::Debug for Store {
@@ -192,8 +202,8 @@ impl Store {
     pub fn open_with(dir: impl AsRef<Path>, config: StoreConfig) -> io::Result<Store> {
         let root = dir.as_ref().to_path_buf();
         let data = root.join("data");
+        // Where versions before 2026-12 wrote temp files: emptied at open if it exists.
         let tmp = root.join("tmp");
-        std::fs::create_dir_all(&tmp)?;
         std::fs::create_dir_all(&data)?;
         if config.fsync {
             // Whatever directories there are (from an earlier run too) are durable from here.
@@ -211,7 +221,6 @@ impl Store {
                 meta: meta::MetaDb::new(path, db),
                 root,
                 data,
-                tmp,
                 config,
                 ids: IdGen::new()?,
                 pins: Mutex::new(Pins::default()),
@@ -220,6 +229,7 @@ impl Store {
                 counters: stats::Counters::new(objects, bytes),
                 committer: group::Committer::default(),
                 lanes: files::Lanes::new(),
+                direct_ok: std::sync::atomic::AtomicBool::new(config.direct_io),
             }),
         })
     }

@@ -25,6 +25,9 @@ pub(crate) struct Counters {
     files_retired: AtomicU64,
     files_deleted: AtomicU64,
     reopens: AtomicU64,
+    /// Data bytes written with `O_DIRECT`, and with the page cache.
+    direct_bytes: AtomicU64,
+    cached_bytes: AtomicU64,
 }
 
 /// A snapshot of the store's figures.
@@ -57,6 +60,11 @@ pub struct StoreStats {
     pub writable: bool,
     /// Times the metadata store was reopened after a failed commit, since the start.
     pub metadata_reopens: u64,
+    /// Data bytes written to data files with `O_DIRECT` (past the page cache), since the start.
+    pub direct_write_bytes: u64,
+    /// Data bytes written to data files through the page cache (unaligned tails, file systems
+    /// without `O_DIRECT`, `direct_io` off), since the start.
+    pub cached_write_bytes: u64,
 }
 
 impl Counters {
@@ -106,6 +114,16 @@ impl Counters {
         self.commit_items.fetch_add(items as u64, Ordering::Relaxed);
     }
 
+    /// `n` data bytes were written, with `O_DIRECT` or through the page cache.
+    pub(crate) fn written(&self, n: usize, direct: bool) {
+        let c = if direct {
+            &self.direct_bytes
+        } else {
+            &self.cached_bytes
+        };
+        c.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
     /// The metadata store was reopened after a failed commit.
     pub(crate) fn reopened(&self) {
         self.reopens.fetch_add(1, Ordering::Relaxed);
@@ -141,6 +159,8 @@ impl Counters {
             disk_total_bytes: total,
             writable: true,
             metadata_reopens: self.reopens.load(Ordering::Relaxed),
+            direct_write_bytes: self.direct_bytes.load(Ordering::Relaxed),
+            cached_write_bytes: self.cached_bytes.load(Ordering::Relaxed),
         }
     }
 }

@@ -2,7 +2,8 @@
 //! conditional, large and multipart objects read back byte for byte, with
 //! `ferry_node_sendfile_bytes_total` counting exactly the bodies the kernel sent (bodies under
 //! 16 KiB and TLS connections are copied instead); a client that closes mid-body leaves the
-//! node serving; the access log counts the bytes sent.
+//! node serving; the access log counts the bytes sent. Lookups run on the runtime thread by
+//! default and on the blocking pool with `open_inline: false`, with the same answers.
 
 use std::io::Read as _;
 use std::net::SocketAddr;
@@ -26,6 +27,7 @@ on_both_runtimes!(
     tls_gets_are_copied,
     access_log_counts_sent_bytes,
     copies_with_sendfile_off,
+    lookups_on_the_blocking_pool,
 );
 
 /// Below this a body is copied (the node's `SEND_FILE_MIN`).
@@ -343,5 +345,40 @@ fn copies_with_sendfile_off(rt: RuntimeKind) {
     let r = c.request("GET", "/off/o", &[("Range", "bytes=-300000")], b"");
     assert!(r.body == body[400_001..]);
     assert_eq!(sendfile_bytes(admin, 4), 0);
+    node.stop();
+}
+
+/// `open_inline: false` (`--open-on-pool`): lookups on the blocking pool, the same answers.
+fn lookups_on_the_blocking_pool(rt: RuntimeKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = node_config(dir.path(), rt);
+    cfg.fsync = false;
+    cfg.threads = 1;
+    cfg.open_inline = false;
+    let node = start_node(cfg).expect("node starts");
+    let admin = node.admin_addr().expect("admin");
+    let mut c = Client::connect(node.local_addr());
+    assert_eq!(c.put("/pool", b"").status, 200);
+    let body = data(300_000, 11);
+    let small = data(1000, 12);
+    let etag = c
+        .put("/pool/o", &body)
+        .header("etag")
+        .expect("etag")
+        .to_owned();
+    assert_eq!(c.put("/pool/small", &small).status, 200);
+    assert!(c.get("/pool/o").body == body);
+    assert!(c.get("/pool/small").body == small);
+    let r = c.request("GET", "/pool/o", &[("Range", "bytes=100-20099")], b"");
+    assert_eq!(r.status, 206);
+    assert!(r.body == body[100..20_100]);
+    let r = c.request("GET", "/pool/o", &[("If-None-Match", etag.as_str())], b"");
+    assert_eq!(r.status, 304);
+    assert_eq!(r.header("etag"), Some(etag.as_str()));
+    let h = c.request("HEAD", "/pool/small", &[], b"");
+    assert_eq!(h.header("content-length"), Some("1000"));
+    c.get("/pool/missing").expect_error(404, "NoSuchKey");
+    // The two bodies of 16 KiB and more went out with sendfile(2).
+    assert_eq!(sendfile_bytes(admin, 9), 300_000 + 20_000);
     node.stop();
 }

@@ -18,7 +18,7 @@ use ferry_server::{BackendConfig, ProxyConfig, RuntimeKind, start_node, start_pr
 use crate::support;
 use crate::support::http::{Client, Payload, plain_get};
 use crate::support::node::node_config;
-use crate::support::store::{files_under, get, random_bytes};
+use crate::support::store::{data_files, get, random_bytes, temp_files};
 use crate::support::tmpfs::Tmpfs;
 
 /// The tmpfs: room for the store and a few objects.
@@ -93,9 +93,9 @@ fn check_contents(s: &Store, acked: &BTreeMap<String, Vec<u8>>, failed: &[&str])
     }
     assert_eq!(s.stats().objects, listed.len() as u64);
     // Every data file is an object's: the failed commit's went unless it landed.
-    let files = files_under(&s.dir().join("data")).len();
+    let files = data_files(s.dir());
     assert_eq!(files, listed.len(), "data files vs objects");
-    assert!(files_under(&s.dir().join("tmp")).is_empty());
+    assert_eq!(temp_files(s.dir()), 0);
 }
 
 #[test]
@@ -296,11 +296,8 @@ fn a_full_disk_fails_an_upload_cleanly() {
     let big = random_bytes(2, 2 << 20);
     let e = put(&s, "big", &big).unwrap_err();
     assert_eq!(e.code, S3ErrorCode::InsufficientStorage, "{e}");
-    assert!(
-        files_under(&s.dir().join("tmp")).is_empty(),
-        "temp file left"
-    );
-    assert_eq!(files_under(&s.dir().join("data")).len(), 1);
+    assert_eq!(temp_files(s.dir()), 0, "temp file left");
+    assert_eq!(data_files(s.dir()), 1);
     assert_eq!(s.writability(), Writability::DiskFull);
     // Refused before the body.
     assert_eq!(

@@ -13,7 +13,7 @@ use ferry_server::store::{
     ReadRange, Store, StoreConfig, WriteConditions,
 };
 
-use crate::support::store::{code, data_files, files_under, get, open, random_bytes};
+use crate::support::store::{code, data_files, files_under, get, open, random_bytes, temp_files};
 
 fn put(s: &Store, b: &str, k: &str, data: &[u8]) -> PutResult {
     let mut w = s.object_writer(b, k).unwrap();
@@ -23,7 +23,7 @@ fn put(s: &Store, b: &str, k: &str, data: &[u8]) -> PutResult {
 }
 
 fn tmp_files(dir: &Path) -> usize {
-    files_under(&dir.join("tmp")).len()
+    temp_files(dir)
 }
 
 #[test]
@@ -652,7 +652,8 @@ fn open_cleans_up_interrupted_writes() {
         s.create_bucket("b").unwrap();
         put(&s, "b", "k", b"kept");
     }
-    // The temp file of a writer whose process died.
+    // The temp file of a writer whose process died, where versions before 2026-12 wrote them.
+    fs::create_dir_all(dir.path().join("tmp")).unwrap();
     let lost_tmp = dir.path().join("tmp/0000000000000000000000000000abcd.tmp");
     fs::write(&lost_tmp, b"partial").unwrap();
     // A data file renamed into place whose metadata commit never happened.
@@ -661,15 +662,21 @@ fn open_cleans_up_interrupted_writes() {
     fs::write(&orphan, b"orphan").unwrap();
     let stray_tmp = dir.path().join("tmp/whatever.tmp");
     fs::write(&stray_tmp, b"tmp").unwrap();
-    assert_eq!(tmp_files(dir.path()), 2);
+    // A data file being written beside its final name (where writes go now).
+    let beside = dir
+        .path()
+        .join("data/ab/00000000000000000000000000000aab.tmp");
+    fs::write(&beside, b"half").unwrap();
+    assert_eq!(tmp_files(dir.path()), 3);
     assert_eq!(data_files(dir.path()), 2);
 
     let s = open(dir.path());
-    assert_eq!(s.cleanup_report().temp_files, 2);
+    assert_eq!(s.cleanup_report().temp_files, 3);
     assert_eq!(s.cleanup_report().orphan_files, 1);
     assert!(!orphan.exists());
     assert!(!stray_tmp.exists());
     assert!(!lost_tmp.exists());
+    assert!(!beside.exists());
     assert_eq!(tmp_files(dir.path()), 0);
     assert_eq!(data_files(dir.path()), 1);
     assert_eq!(get(&s, "b", "k", ReadRange::All), b"kept");
@@ -772,4 +779,65 @@ fn stats_count_objects_bytes_and_retired_files() {
     drop(s);
     let st = open(dir.path()).stats();
     assert_eq!((st.objects, st.object_bytes), (2, 2000 + (10 << 20)));
+}
+
+/// Whether the file system under `dir` takes `O_DIRECT` (tmpfs may not).
+fn takes_o_direct(dir: &Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let probe = dir.join("o_direct_probe");
+    let r = fs::File::options()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&probe);
+    let _ = fs::remove_file(&probe);
+    match r {
+        Ok(_) => true,
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => false,
+        Err(e) => panic!("probing O_DIRECT: {e}"),
+    }
+}
+
+#[test]
+fn data_files_are_written_with_o_direct_but_their_tails() {
+    let sizes = [0usize, 1000, 4096, 256 << 10, (1 << 20) + 1000, 600_001];
+    let total: u64 = sizes.iter().map(|&n| n as u64).sum();
+    let aligned: u64 = sizes.iter().map(|&n| (n / 4096 * 4096) as u64).sum();
+    for direct_io in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open_with(
+            dir.path(),
+            StoreConfig {
+                fsync: false,
+                direct_io,
+                ..StoreConfig::default()
+            },
+        )
+        .unwrap();
+        s.create_bucket("b").unwrap();
+        for (i, &n) in sizes.iter().enumerate() {
+            let data = random_bytes(i as u64, n);
+            // Odd pieces: the store gathers them into aligned pooled buffers.
+            let mut w = s.object_writer("b", &format!("k{i}")).unwrap();
+            for piece in data.chunks(7919) {
+                w.write(piece).unwrap();
+            }
+            let put = w
+                .commit(ObjectMeta::default(), WriteConditions::default())
+                .unwrap();
+            assert_eq!(put.etag, ETag::single(&md5(&data)), "{n}");
+            assert!(
+                get(&s, "b", &format!("k{i}"), ReadRange::All) == data,
+                "{n}"
+            );
+        }
+        let st = s.stats();
+        assert_eq!(st.direct_write_bytes + st.cached_write_bytes, total);
+        let want = if direct_io && takes_o_direct(dir.path()) {
+            aligned
+        } else {
+            0
+        };
+        assert_eq!(st.direct_write_bytes, want, "direct_io {direct_io}");
+    }
 }

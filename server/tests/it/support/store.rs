@@ -18,6 +18,7 @@ pub fn open_with(dir: &Path, min_part_size: u64) -> Store {
     let cfg = StoreConfig {
         min_part_size,
         fsync: false,
+        ..StoreConfig::default()
     };
     Store::open_with(dir, cfg).unwrap()
 }
@@ -36,9 +37,12 @@ pub fn code<T: std::fmt::Debug>(r: Result<T, S3Error>) -> S3ErrorCode {
     r.unwrap_err().code
 }
 
-/// Every regular file under `dir`, recursively.
+/// Every regular file under `dir`, recursively (none if `dir` does not exist).
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
+    if !dir.exists() {
+        return out;
+    }
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         for e in fs::read_dir(&d).unwrap() {
@@ -55,7 +59,24 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
 
 /// How many object and part files the store on `dir` holds.
 pub fn data_files(dir: &Path) -> usize {
-    files_under(&dir.join("data")).len()
+    files_under(&dir.join("data"))
+        .iter()
+        .filter(|p| !is_temp(p))
+        .count()
+}
+
+fn is_temp(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e == "tmp")
+}
+
+/// Files being written (or left by an interrupted write) in the store at `dir`: `*.tmp`
+/// beside the data files, and anything in `tmp/`.
+pub fn temp_files(dir: &Path) -> usize {
+    let beside = files_under(&dir.join("data"))
+        .iter()
+        .filter(|p| is_temp(p))
+        .count();
+    beside + files_under(&dir.join("tmp")).len()
 }
 
 /// splitmix64: a small seeded generator, so failures replay.
