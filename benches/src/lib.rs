@@ -26,6 +26,8 @@ use ferry_core::s3::sigv4::{
 };
 use ferry_core::time::DateTime;
 use md5::{Digest, Md5};
+use rand_core::{Rng, SeedableRng};
+use rand_pcg::Pcg64;
 
 /// What one iteration of a case moves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,7 +105,7 @@ fn size_name(n: usize) -> String {
     }
 }
 
-/// Fill a caller's buffer vs `copy_from_slice` of the same length.
+/// Fill a caller's buffer (the XOR fill) vs `copy_from_slice` of the same length.
 pub fn fill_cases() -> Vec<Case> {
     let fill = Arc::new(ShardedFill::new(1));
     [64 << 10, 256 << 10, 1 << 20, 16 << 20]
@@ -127,17 +129,19 @@ pub fn fill_cases() -> Vec<Case> {
         .collect()
 }
 
-/// The generator tried against the table copy (issue 12, item 7): warp's approach, one
-/// L1-resident 4 KiB block XORed with a 64-byte key per 4 KiB block of the object. Kept here,
-/// not in core, so the comparison can be run again (`report fill`): it lost at 64 and 256 KiB.
-pub struct XorFill {
-    base: Box<[u8]>,
+/// The table-copy generator that `ShardedFill` used before the XOR fill (issue 12, item 7),
+/// kept here so the two can be compared side by side (`report fill`): 256 PCG shards of 4 KiB
+/// (a 1 MiB table); block `b` of object `id` is a shard rotated by whole 64-byte lines, both
+/// chosen by word `b` of a PCG stream of the object, copied out in one or two `memcpy`s. (The
+/// original also prefetched the next block's shard, measured ±0; left out.)
+pub struct TableFill {
+    table: Box<[u8]>,
     seed: u64,
 }
 
-impl std::fmt::Debug for XorFill {
+impl std::fmt::Debug for TableFill {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("XorFill")
+        f.debug_struct("TableFill")
             .field("seed", &self.seed)
             .finish_non_exhaustive()
     }
@@ -149,41 +153,39 @@ fn splitmix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-impl XorFill {
-    /// The base block: the first 4 KiB of object `u64::MAX` of the sharded fill.
+impl TableFill {
+    const SHARD: usize = 4096;
+
+    /// The 1 MiB table for `seed`.
     pub fn new(seed: u64) -> Self {
-        let base = ShardedFill::new(seed)
-            .object(u64::MAX)
-            .generate(4096)
-            .into();
-        Self { base, seed }
+        let mut table = vec![0u8; 256 * Self::SHARD].into_boxed_slice();
+        Pcg64::seed_from_u64(seed).fill_bytes(&mut table);
+        Self { table, seed }
     }
 
     /// Fill `buf` with object `id` from offset 0.
     pub fn fill(&self, id: u64, buf: &mut [u8]) {
-        let obj = splitmix(self.seed ^ splitmix(id));
-        for (b, block) in buf.chunks_mut(4096).enumerate() {
-            let k0 = splitmix(obj ^ b as u64);
-            let key: [u64; 8] = std::array::from_fn(|j| splitmix(k0.wrapping_add(j as u64)));
-            let at = block.len() / 64 * 64;
-            let mut lines = block.chunks_exact_mut(64);
-            for (dst, src) in (&mut lines).zip(self.base.chunks_exact(64)) {
-                for (j, (d, s)) in dst.chunks_exact_mut(8).zip(src.chunks_exact(8)).enumerate() {
-                    let v = u64::from_le_bytes(s.try_into().unwrap_or_default()) ^ key[j];
-                    d.copy_from_slice(&v.to_le_bytes());
-                }
-            }
-            let tail = lines.into_remainder();
-            for (i, d) in tail.iter_mut().enumerate() {
-                *d = self.base[at + i] ^ key[(i % 64) / 8].to_le_bytes()[i % 8];
-            }
+        let seed = self.seed;
+        let state =
+            u128::from(splitmix(seed ^ splitmix(id))) << 64 | u128::from(splitmix(!seed ^ id));
+        let mut rng = Pcg64::new(state, u128::from(id));
+        for block in buf.chunks_mut(Self::SHARD) {
+            let word = rng.next_u64();
+            let s = (word & 0xff) as usize * Self::SHARD;
+            let shard = &self.table[s..s + Self::SHARD];
+            // Rotations are whole cache lines: a misaligned source splits every vector load.
+            let start = ((word >> 8) as usize & 63) * 64;
+            let first = block.len().min(Self::SHARD - start);
+            let (a, b) = block.split_at_mut(first);
+            a.copy_from_slice(&shard[start..start + first]);
+            b.copy_from_slice(&shard[..b.len()]);
         }
     }
 }
 
-/// [`XorFill`] vs `copy_from_slice` of the same length, beside `fill/*`.
-pub fn fill_xor_cases() -> Vec<Case> {
-    let fill = Arc::new(XorFill::new(1));
+/// [`TableFill`] (the old generator) vs `copy_from_slice` of the same length, beside `fill/*`.
+pub fn fill_table_cases() -> Vec<Case> {
+    let fill = Arc::new(TableFill::new(1));
     [64 << 10, 256 << 10, 1 << 20, 16 << 20]
         .into_iter()
         .map(|n: usize| {
@@ -193,7 +195,7 @@ pub fn fill_xor_cases() -> Vec<Case> {
             let mut dst2 = vec![1u8; n];
             let src = ShardedFill::new(1).object(u64::MAX).generate(n);
             Case {
-                name: format!("fill_xor/{}", size_name(n)),
+                name: format!("fill_table/{}", size_name(n)),
                 unit: Unit::Bytes(n as u64),
                 ferry: timed(move || {
                     id = id.wrapping_add(1);
@@ -297,8 +299,8 @@ pub fn md5_lanes_cases() -> Vec<Case> {
     ]
 }
 
-/// Generate + MD5 of 16 objects of 1 MiB straight from the shard table (the load tester's
-/// `--md5`) vs `md-5` of the same bytes already generated.
+/// Generate + MD5 of 16 objects of 1 MiB, generated 16 KiB at a time beside the lanes (the
+/// load tester's `--md5`), vs `md-5` of the same bytes already generated.
 pub fn generate_md5_cases() -> Vec<Case> {
     const N: u64 = 1 << 20;
     let fill = Arc::new(ShardedFill::new(7));
@@ -619,7 +621,7 @@ fn unsigned_trailer_verifier(len: u64) -> impl Fn() -> BodyVerifier + Send + 'st
 /// Every case, in report order.
 pub fn all_cases() -> Vec<Case> {
     let mut v = fill_cases();
-    v.extend(fill_xor_cases());
+    v.extend(fill_table_cases());
     v.extend(fresh_object_cases());
     v.extend(md5_cases());
     v.extend(md5_lanes_cases());

@@ -1,14 +1,25 @@
-//! Sharded random fill: the load tester's payloads, regenerable from `(seed, id, offset)`.
+//! Random fill: the load tester's payloads, regenerable from `(seed, id, offset)`.
 //!
-//! A table of 256 shards of 4 KiB is generated once per seed with PCG. An object is a run of
-//! 4 KiB blocks; block `b` of object `id` is one shard rotated by a byte offset, both taken
-//! from word `b` of a PCG stream that belongs to that object. Filling is therefore two
-//! `memcpy`s per block from a 1 MiB table (no allocation, no per-byte work), and any offset of
-//! any object can be regenerated alone — so a reader verifies a whole GET, or a Range GET,
+//! One 4 KiB base block is generated per seed with PCG. An object is a run of 4 KiB blocks;
+//! block `b` of object `id` is the base block XORed with a 64-byte key repeated over its 64
+//! lines, the key derived from `(seed, id, b)` with splitmix64. Any offset of any object is
+//! therefore regenerable alone in O(1) — so a reader verifies a whole GET, or a Range GET,
 //! without storing the data, and multipart parts are generated in parallel.
 //!
-//! The rotation (by whole 64-byte lines) makes 256 × 64 distinct blocks instead of 256, so a
-//! deduplicating backend cannot fold a benchmark's data down to one megabyte.
+//! Why XOR: the source is 4 KiB and stays in L1, so filling is one load, one XOR and one store
+//! per vector, and the stores are the whole cost. The table copy it replaced (256 shards of
+//! 4 KiB, each block a shard rotated by whole lines and copied out) read a 1 MiB source at
+//! random, which with the destination does not fit a 1 MiB L2: on the 2-core AMD EPYC of
+//! `benches/README.md` (48 KiB L1d, 1 MiB L2) it ran at 0.56–0.61× of `copy_from_slice` at
+//! 256 KiB, where this fill runs at 1.06–1.09× (2.1× at 1 MiB, 2.9–3× at 16 MiB, where the copy
+//! is bound by reading its source from memory; `report fill`). It needs vectors: the portable
+//! body (SSE2 on x86-64) gives 0.56× at 256 KiB, AVX2 1.07×, AVX-512F the figures above. The
+//! kernel is picked once per [`ShardedFill`] (at run time with `std`, by compile-time target
+//! features without); all give the same bytes.
+//!
+//! Uniqueness: the object's word and each block key's word 0 are bijections of the id and of
+//! the block index, so the blocks of one object are pairwise distinct, block `b` of two objects
+//! differs, and a deduplicating backend cannot fold a benchmark's data.
 
 use alloc::boxed::Box;
 use alloc::vec;
@@ -22,41 +33,134 @@ use crate::md5::lanes::{Backend, Md5State, update_lanes};
 use crate::md5::{Md5Digest, Md5Sink};
 use crate::pool::{BufferPool, PooledBuf};
 
-/// Bytes per shard and per block.
-pub const SHARD_SIZE: usize = 4096;
-/// Shards in the table.
-pub const SHARDS: usize = 256;
+use kernel::Kernel;
 
-/// The shard table for one seed; cheap to share (`&ShardedFill` or in an `Arc`).
+/// Bytes per block (the base block's size; each block of an object has its own key).
+pub const SHARD_SIZE: usize = 4096;
+
+/// Cache lines per block.
+const LINES: usize = SHARD_SIZE / 64;
+
+/// Bytes of each range generated per round of [`ShardedFill::md5_update_many`].
+const MD5_CHUNK: usize = 16 << 10;
+
+/// The base block, as cache lines, aligned so that no vector load of it splits a line.
+#[repr(align(64))]
+struct Base([[u8; 64]; LINES]);
+
+/// The fill for one seed: a 4 KiB base block; cheap to share (`&ShardedFill` or in an `Arc`).
 pub struct ShardedFill {
     seed: u64,
-    table: Box<[u8]>,
+    base: Box<Base>,
+    kernel: Kernel,
 }
 
 impl fmt::Debug for ShardedFill {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ShardedFill")
             .field("seed", &self.seed)
+            .field("kernel", &self.kernel)
             .finish_non_exhaustive()
     }
 }
 
-// splitmix64's finaliser: a well-known bijective mixer for deriving per-object PCG parameters.
-fn mix(mut z: u64) -> u64 {
+// splitmix64's finaliser: a well-known bijective mixer.
+const fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
 }
 
+/// splitmix64's increment (2^64 / golden ratio).
+const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// The word of object `id`: a bijection of `id` for a given seed.
+fn object_word(seed: u64, id: u64) -> u64 {
+    mix(seed ^ mix(id))
+}
+
+/// The 64-byte key of block `b` of the object whose word is `obj`.
+///
+/// `k0` is a bijection of `b` (for one object) and of `obj` (for one block), and word 0 is a
+/// bijection of `k0`: two blocks of one object, or block `b` of two objects, never share a key.
+/// The eight words are splitmix64's stream from `k0`.
+#[inline(always)]
+fn block_key(obj: u64, b: u64) -> [u8; 64] {
+    let k0 = mix(obj ^ mix(b.wrapping_add(GOLDEN)));
+    let mut key = [0u8; 64];
+    for (j, k) in key.chunks_exact_mut(8).enumerate() {
+        let w = mix(k0.wrapping_add(GOLDEN.wrapping_mul(j as u64 + 1)));
+        k.copy_from_slice(&w.to_le_bytes());
+    }
+    key
+}
+
+/// `dst[i] = base[phase + i] ^ key[(phase + i) % 64]`: the bytes of one block from byte
+/// `phase` on. Bytes before the first line boundary and after the last one go one at a
+/// time; whole lines go 64 bytes at a time, which the `#[target_feature]` callers turn into
+/// one or two vector registers per line.
+///
+/// Requires `phase + dst.len() <= SHARD_SIZE`.
+#[inline(always)]
+fn xor_block(dst: &mut [u8], base: &Base, key: &[u8; 64], phase: usize) {
+    debug_assert!(phase + dst.len() <= SHARD_SIZE);
+    let byte = |p: usize| base.0[p / 64][p % 64] ^ key[p % 64];
+    let head = ((64 - phase % 64) % 64).min(dst.len());
+    let (head_dst, rest) = dst.split_at_mut(head);
+    for (i, d) in head_dst.iter_mut().enumerate() {
+        *d = byte(phase + i);
+    }
+    // From here on the position is at a line boundary (or `rest` is empty).
+    let first = (phase + head) / 64;
+    let (lines, tail) = rest.as_chunks_mut::<64>();
+    for (d, s) in lines.iter_mut().zip(&base.0[first.min(LINES)..]) {
+        for ((d, s), k) in d.iter_mut().zip(s).zip(key) {
+            *d = s ^ k;
+        }
+    }
+    let at = (first + lines.len()) * 64;
+    for (i, d) in tail.iter_mut().enumerate() {
+        *d = byte(at + i);
+    }
+}
+
+/// Fill `buf` with the bytes from `offset` on of the object whose word is `obj`: one key and
+/// one [`xor_block`] per block touched. The kernels are this body compiled for each feature set.
+#[inline(always)]
+fn fill_span(base: &Base, obj: u64, offset: u64, buf: &mut [u8]) {
+    let mut block = offset / SHARD_SIZE as u64;
+    let mut phase = (offset % SHARD_SIZE as u64) as usize;
+    let mut key = block_key(obj, block);
+    let mut rest = buf;
+    while !rest.is_empty() {
+        let n = rest.len().min(SHARD_SIZE - phase);
+        let (now, later) = rest.split_at_mut(n);
+        block = block.wrapping_add(1);
+        // The next key first: its multiplications overlap this block's stores.
+        let next = block_key(obj, block);
+        xor_block(now, base, &key, phase);
+        key = next;
+        phase = 0;
+        rest = later;
+    }
+}
+
 impl ShardedFill {
-    /// Generate the shard table for `seed` (1 MiB, once).
+    /// The fill for `seed`: a 4 KiB base block from PCG, and the widest kernel this CPU runs.
     pub fn new(seed: u64) -> Self {
-        let mut table = vec![0u8; SHARDS * SHARD_SIZE].into_boxed_slice();
-        Pcg64::seed_from_u64(seed).fill_bytes(&mut table);
-        Self { seed, table }
+        Self::with_kernel(seed, Kernel::detect())
     }
 
-    /// The seed the table was generated from.
+    fn with_kernel(seed: u64, kernel: Kernel) -> Self {
+        let mut base = Box::new(Base([[0; 64]; LINES]));
+        let mut rng = Pcg64::seed_from_u64(seed);
+        for line in &mut base.0 {
+            rng.fill_bytes(line);
+        }
+        Self { seed, base, kernel }
+    }
+
+    /// The seed the base block was generated from.
     pub fn seed(&self) -> u64 {
         self.seed
     }
@@ -71,15 +175,8 @@ impl ShardedFill {
         self.object(id).fill_at(offset, buf);
     }
 
-    fn shard(&self, s: usize) -> &[u8] {
-        &self.table[s * SHARD_SIZE..(s + 1) * SHARD_SIZE]
-    }
-
     /// The MD5s of the objects `(id, len)`, many at a time in SIMD lanes, without generating
-    /// their bodies: `out[i]` equals `md5(&object(id).generate(len))`.
-    ///
-    /// Each lane reads its object's bytes in place from the shard table (a rotated block is
-    /// two slices of one shard, both whole 64-byte blocks), so nothing is copied at all.
+    /// whole bodies: `out[i]` equals `md5(&object(id).generate(len))`.
     pub fn md5_many(&self, objects: &[(u64, u64)]) -> Vec<Md5Digest> {
         self.md5_many_with(Backend::detect(), objects)
     }
@@ -93,7 +190,12 @@ impl ShardedFill {
     }
 
     /// Feed `states[i]` the bytes of object `id` in `[offset, offset + len)` for each
-    /// `ranges[i] = (id, offset, len)`, in SIMD lanes, reading the shard table in place.
+    /// `ranges[i] = (id, offset, len)`, in SIMD lanes.
+    ///
+    /// Works in rounds: up to one range per lane is generated 16 KiB at a time into one
+    /// scratch allocation (it stays in L2), the lanes hash those pieces together, and a range
+    /// that is done hands its place to the next. The fill is an order of magnitude faster than
+    /// the hashing, so this costs little over hashing bodies already in memory.
     ///
     /// The states may already hold bytes (a prefix the caller owns, e.g. a stamp), so a part
     /// of an object or an object whose first bytes differ from the fill is hashed the same way.
@@ -106,45 +208,64 @@ impl ShardedFill {
         ranges: &[(u64, u64, u64)],
     ) {
         assert!(states.len() >= ranges.len(), "one state per range");
-        let mut feeds: Vec<BlockFeed<'_>> = ranges
+        let states = &mut states[..ranges.len()];
+        const NONE: usize = usize::MAX;
+        // Small objects need no more scratch than their length.
+        let Some(chunk) = ranges.iter().map(|r| r.2).max().filter(|&m| m > 0) else {
+            return;
+        };
+        let chunk = chunk.min(MD5_CHUNK as u64) as usize;
+        let width = backend.lanes().min(ranges.len());
+        let mut scratch = vec![0u8; width * chunk];
+        // Per slot: the range it holds (or NONE) and the bytes generated for this round.
+        let mut held = vec![NONE; width];
+        let mut ready = vec![0usize; width];
+        // Per range: its slot (or NONE), cursor and bytes left.
+        let mut slot_of = vec![NONE; ranges.len()];
+        let mut feeds: Vec<(Cursor<'_>, u64)> = ranges
             .iter()
-            .map(|&(id, offset, len)| BlockFeed {
-                cursor: self.object(id).cursor(offset),
-                left: len,
-                second: None,
-            })
+            .map(|&(id, offset, len)| (self.object(id).cursor(offset), len))
             .collect();
-        update_lanes(backend, &mut states[..ranges.len()], |i| feeds[i].next());
-    }
-}
-
-/// An object's bytes as slices of the shard table, at most one 4 KiB block per slice pair.
-struct BlockFeed<'a> {
-    cursor: Cursor<'a>,
-    left: u64,
-    // The second half of a rotated block, handed out on the next call.
-    second: Option<&'a [u8]>,
-}
-
-impl<'a> BlockFeed<'a> {
-    fn next(&mut self) -> Option<&'a [u8]> {
-        if let Some(s) = self.second.take() {
-            return Some(s);
+        let mut given = vec![false; width];
+        let mut waiting = (0..ranges.len()).filter(|&i| ranges[i].2 > 0);
+        loop {
+            for (s, h) in held.iter_mut().enumerate() {
+                if *h != NONE && feeds[*h].1 == 0 {
+                    slot_of[*h] = NONE;
+                    *h = NONE;
+                }
+                if *h == NONE
+                    && let Some(i) = waiting.next()
+                {
+                    *h = i;
+                    slot_of[i] = s;
+                }
+            }
+            if held.iter().all(|&h| h == NONE) {
+                break;
+            }
+            for ((&h, piece), n) in held
+                .iter()
+                .zip(scratch.chunks_exact_mut(chunk))
+                .zip(&mut ready)
+            {
+                *n = 0;
+                if h != NONE {
+                    let (cursor, left) = &mut feeds[h];
+                    *n = (*left).min(chunk as u64) as usize;
+                    cursor.fill(&mut piece[..*n]);
+                    *left -= *n as u64;
+                }
+            }
+            given.fill(false);
+            update_lanes(backend, states, |i| {
+                let s = slot_of[i];
+                if s == NONE || core::mem::replace(&mut given[s], true) {
+                    return None;
+                }
+                Some(&scratch[s * chunk..s * chunk + ready[s]])
+            });
         }
-        if self.left == 0 {
-            return None;
-        }
-        let in_block = (self.cursor.position() % SHARD_SIZE as u64) as usize;
-        let n = self.left.min((SHARD_SIZE - in_block) as u64) as usize;
-        self.left -= n as u64;
-        let mut first = None;
-        let second = &mut self.second;
-        // `walk` within one block hands out one or two slices (the rotation wraps once).
-        self.cursor.walk(n, |seg| match first {
-            None => first = Some(seg),
-            Some(_) => *second = Some(seg),
-        });
-        first
     }
 }
 
@@ -161,9 +282,13 @@ impl<'a> Object<'a> {
         self.id
     }
 
-    /// A cursor positioned at `offset`.
+    /// A cursor positioned at `offset` (O(1)).
     pub fn cursor(&self, offset: u64) -> Cursor<'a> {
-        Cursor::new(*self, offset)
+        Cursor {
+            fill: self.fill,
+            obj: object_word(self.fill.seed, self.id),
+            pos: offset,
+        }
     }
 
     /// Fill `buf` with the object's bytes from `offset` on.
@@ -176,10 +301,17 @@ impl<'a> Object<'a> {
         self.cursor(offset).verify(data)
     }
 
-    /// The first `len` bytes in a fresh allocation (no zeroing: bytes are written once).
+    /// The first `len` bytes in a fresh allocation (no zeroing: each 4 KiB is generated in an
+    /// L1-resident scratch and appended).
     pub fn generate(&self, len: usize) -> Vec<u8> {
         let mut v = Vec::with_capacity(len);
-        self.cursor(0).walk(len, |seg| v.extend_from_slice(seg));
+        let mut cur = self.cursor(0);
+        let mut scratch = [0u8; SHARD_SIZE];
+        while v.len() < len {
+            let n = (len - v.len()).min(SHARD_SIZE);
+            cur.fill(&mut scratch[..n]);
+            v.extend_from_slice(&scratch[..n]);
+        }
         v
     }
 
@@ -197,14 +329,16 @@ impl<'a> Object<'a> {
         (data, digest)
     }
 
-    /// The MD5 of the first `len` bytes, without keeping them.
+    /// The MD5 of the first `len` bytes, without keeping them (64 KiB generated at a time).
     pub fn md5(&self, len: u64) -> Md5Digest {
         let mut sink = Md5Sink::new();
         let mut cur = self.cursor(0);
+        let mut scratch = vec![0u8; (64 << 10).min(len as usize)];
         let mut left = len;
         while left > 0 {
-            let n = left.min(1 << 20) as usize;
-            cur.walk(n, |seg| sink.update(seg));
+            let n = left.min(scratch.len() as u64) as usize;
+            cur.fill(&mut scratch[..n]);
+            sink.update(&scratch[..n]);
             left -= n as u64;
         }
         sink.finalize()
@@ -244,14 +378,11 @@ impl core::error::Error for Mismatch {}
 
 /// A position in an object that moves forward as bytes are filled or verified.
 ///
-/// Keeps the object's PCG stream at the current block, so sequential use costs one
-/// `next_u64` per 4 KiB; positioning costs one O(log n) PCG jump.
+/// Holds nothing but the position: any offset costs the same (one key per 4 KiB block).
 #[derive(Clone)]
 pub struct Cursor<'a> {
     fill: &'a ShardedFill,
-    rng: Pcg64,
-    word: u64,
-    next: u64,
+    obj: u64,
     pos: u64,
 }
 
@@ -263,101 +394,48 @@ impl fmt::Debug for Cursor<'_> {
     }
 }
 
-impl<'a> Cursor<'a> {
-    fn new(obj: Object<'a>, offset: u64) -> Self {
-        let seed = obj.fill.seed;
-        let state = u128::from(mix(seed ^ mix(obj.id))) << 64 | u128::from(mix(!seed ^ obj.id));
-        // A PCG stream per object (the increment is derived from the id), positioned at the block.
-        let mut rng = Pcg64::new(state, u128::from(obj.id));
-        let block = offset / SHARD_SIZE as u64;
-        rng.advance(u128::from(block));
-        let word = rng.next_u64();
-        let next = rng.next_u64();
-        Self {
-            fill: obj.fill,
-            rng,
-            word,
-            next,
-            pos: offset,
-        }
-    }
-
+impl Cursor<'_> {
     /// The object offset of the next byte.
     pub fn position(&self) -> u64 {
         self.pos
     }
 
-    /// Hand the next `n` bytes to `sink` as slices of the shard table, in order.
-    #[inline]
-    fn walk(&mut self, mut n: usize, mut sink: impl FnMut(&'a [u8])) {
-        while n > 0 {
-            let in_block = (self.pos % SHARD_SIZE as u64) as usize;
-            let shard = self.fill.shard((self.word & 0xff) as usize);
-            // Rotations are whole cache lines: a misaligned source splits every vector load.
-            let start = ((((self.word >> 8) as usize) & 63) * 64 + in_block) % SHARD_SIZE;
-            let take = n.min(SHARD_SIZE - in_block);
-            let first = take.min(SHARD_SIZE - start);
-            sink(&shard[start..start + first]);
-            if take > first {
-                sink(&shard[..take - first]);
-            }
-            n -= take;
-            self.pos += take as u64;
-            if in_block + take == SHARD_SIZE {
-                self.word = self.next;
-                self.next = self.rng.next_u64();
-                prefetch(self.fill.shard((self.next & 0xff) as usize));
-            }
-        }
-    }
-
     /// Fill `buf` with the next bytes.
     pub fn fill(&mut self, buf: &mut [u8]) {
-        let mut at = 0;
-        self.walk(buf.len(), |seg| {
-            buf[at..at + seg.len()].copy_from_slice(seg);
-            at += seg.len();
-        });
+        let fill = self.fill;
+        fill.kernel.fill(&fill.base, self.obj, self.pos, buf);
+        self.pos = self.pos.wrapping_add(buf.len() as u64);
     }
 
     /// Check `data` against the next bytes; the cursor moves past `data` either way.
     pub fn verify(&mut self, data: &[u8]) -> Result<(), Mismatch> {
+        let start = self.pos;
+        let mut want = [0u8; SHARD_SIZE];
         let mut at = 0;
         let mut bad = None;
-        let base = self.pos;
-        self.walk(data.len(), |seg| {
-            let got = &data[at..at + seg.len()];
-            if bad.is_none() && got != seg {
-                let i = got.iter().zip(seg).position(|(a, b)| a != b).unwrap_or(0);
+        while at < data.len() && bad.is_none() {
+            // Block by block: one block at a time in an L1 scratch.
+            let phase = (self.pos % SHARD_SIZE as u64) as usize;
+            let n = (data.len() - at).min(SHARD_SIZE - phase);
+            let (want, got) = (&mut want[..n], &data[at..at + n]);
+            self.fill(want);
+            if want != got {
+                let i = got
+                    .iter()
+                    .zip(&*want)
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(0);
                 bad = Some(Mismatch {
-                    offset: base + (at + i) as u64,
-                    expected: seg[i],
+                    offset: start.wrapping_add((at + i) as u64),
+                    expected: want[i],
                     found: got[i],
                 });
             }
-            at += seg.len();
-        });
+            at += n;
+        }
+        self.pos = start.wrapping_add(data.len() as u64);
         bad.map_or(Ok(()), Err)
     }
-}
-
-/// Ask for the next block's shard while this one is copied: blocks jump across the table, so
-/// the hardware prefetcher cannot guess them.
-#[inline(always)]
-#[allow(unsafe_code)]
-fn prefetch(shard: &[u8]) {
-    #[cfg(target_arch = "x86_64")]
-    for line in (0..shard.len()).step_by(64) {
-        // SAFETY: a prefetch is only a hint; it never faults and reads nothing into the program.
-        // (It is `unsafe` solely for its `#[target_feature(enable = "sse")]`, which x86_64 has.)
-        unsafe {
-            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-                shard.as_ptr().wrapping_add(line).cast(),
-            );
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = shard;
 }
 
 /// An object body as an `embedded_io::Read` of a fixed length.
@@ -389,8 +467,98 @@ impl embedded_io::Read for ObjectReader<'_> {
     }
 }
 
+/// The fill kernels: [`fill_span`] compiled for AVX-512F, for AVX2 and for the baseline target,
+/// and the proof that the CPU runs the one chosen.
+///
+/// The fill's only `unsafe` lives here: calling a `#[target_feature]` function, sound because
+/// a [`Kernel`] exists only for a feature set the CPU has (checked at run time with `std`, at
+/// compile time without). Written by hand because no crate does this (an XOR of a small
+/// L1-resident block with a repeated key); the vector code itself is LLVM's, from the
+/// `[u8; 64]` lines of [`xor_block`] compiled with the wider features enabled (the portable
+/// body alone gets SSE2 on x86-64).
+mod kernel {
+    #![allow(unsafe_code)]
+
+    use super::{Base, fill_span};
+
+    /// A kernel by name, available or not.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(super) enum KernelKind {
+        /// The portable body (SSE2 on x86-64).
+        Scalar,
+        /// 256-bit registers, two per line (x86-64, AVX2).
+        Avx2,
+        /// One 512-bit register per line (x86-64, AVX-512F).
+        Avx512,
+    }
+
+    impl KernelKind {
+        /// Every kind, slowest first.
+        #[cfg(test)]
+        pub(super) const ALL: [Self; 3] = [Self::Scalar, Self::Avx2, Self::Avx512];
+
+        fn is_available(self) -> bool {
+            match self {
+                Self::Scalar => true,
+                Self::Avx2 => x86_feature!("avx2"),
+                Self::Avx512 => x86_feature!("avx512f"),
+            }
+        }
+    }
+
+    /// A kernel this CPU runs: the only way to reach the `#[target_feature]` functions.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(super) struct Kernel {
+        // Invariant: `kind.is_available()`.
+        kind: KernelKind,
+    }
+
+    impl Kernel {
+        /// The widest kernel this CPU runs.
+        pub(super) fn detect() -> Self {
+            let kind = [KernelKind::Avx512, KernelKind::Avx2]
+                .into_iter()
+                .find(|k| k.is_available())
+                .unwrap_or(KernelKind::Scalar);
+            Self { kind }
+        }
+
+        /// `kind`, if this CPU runs it (tests force each one this way).
+        #[cfg(test)]
+        pub(super) fn new(kind: KernelKind) -> Option<Self> {
+            kind.is_available().then_some(Self { kind })
+        }
+
+        /// [`fill_span`] on this kernel.
+        pub(super) fn fill(self, base: &Base, obj: u64, offset: u64, buf: &mut [u8]) {
+            match self.kind {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `self.kind` is available (the invariant of `Kernel`): the CPU has AVX-512F.
+                KernelKind::Avx512 => unsafe { avx512(base, obj, offset, buf) },
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `self.kind` is available (the invariant of `Kernel`): the CPU has AVX2.
+                KernelKind::Avx2 => unsafe { avx2(base, obj, offset, buf) },
+                _ => fill_span(base, obj, offset, buf),
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    fn avx512(base: &Base, obj: u64, offset: u64, buf: &mut [u8]) {
+        fill_span(base, obj, offset, buf);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn avx2(base: &Base, obj: u64, offset: u64, buf: &mut [u8]) {
+        fill_span(base, obj, offset, buf);
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::kernel::KernelKind;
     use super::*;
     use alloc::collections::BTreeSet;
     use embedded_io::Read;
@@ -420,22 +588,63 @@ mod tests {
     }
 
     #[test]
-    fn rotation_multiplies_distinct_blocks() {
-        // 16384 blocks of one object. Shards alone could give at most 256 distinct blocks;
-        // 256 shards x 64 rotations give 16384 kinds, of which 16384 draws hit ~63%.
+    fn all_blocks_of_one_object_are_distinct() {
+        // 16384 blocks (64 MiB) of one object: every key is different, so every block is.
         let fill = ShardedFill::new(3);
         let mut cur = fill.object(0).cursor(0);
         let mut block = [0u8; SHARD_SIZE];
         let mut seen = BTreeSet::new();
-        for _ in 0..16_384 {
+        for b in 0..16_384 {
             cur.fill(&mut block);
-            seen.insert(crate::md5::md5(&block));
+            assert!(seen.insert(crate::md5::md5(&block)), "block {b} repeats");
         }
-        assert!(
-            (9_500..=11_200).contains(&seen.len()),
-            "{} distinct blocks",
-            seen.len()
-        );
+    }
+
+    #[test]
+    fn block_keys_are_distinct_in_word_zero() {
+        // Word 0 alone tells blocks apart: within an object and across objects at one block.
+        let fill = ShardedFill::new(4);
+        let obj = object_word(fill.seed, 5);
+        let word0 = |obj, b| u64::from_le_bytes(block_key(obj, b)[..8].try_into().expect("8"));
+        let within: BTreeSet<u64> = (0..100_000).map(|b| word0(obj, b)).collect();
+        assert_eq!(within.len(), 100_000);
+        let across: BTreeSet<u64> = (0..100_000)
+            .map(|id| word0(object_word(fill.seed, id), 7))
+            .collect();
+        assert_eq!(across.len(), 100_000);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn every_kernel_gives_the_same_bytes(
+            id in any::<u64>(),
+            off in 0u64..(1 << 40),
+            len in 0usize..20_000,
+        ) {
+            let want = ShardedFill::with_kernel(8, Kernel::new(KernelKind::Scalar).expect("scalar"));
+            let mut expected = vec![0u8; len];
+            want.fill(id, off, &mut expected);
+            let mut got = vec![0u8; len];
+            for kind in KernelKind::ALL {
+                let Some(kernel) = Kernel::new(kind) else { continue };
+                let fill = ShardedFill::with_kernel(8, kernel);
+                got.fill(0);
+                fill.fill(id, off, &mut got);
+                prop_assert_eq!(&got, &expected, "{:?}", kind);
+            }
+        }
+    }
+
+    #[test]
+    fn the_kernels_this_cpu_has_are_detected() {
+        let kernel = Kernel::detect();
+        #[cfg(all(target_arch = "x86_64", feature = "std"))]
+        if std::is_x86_feature_detected!("avx512f") {
+            assert_eq!(Some(kernel), Kernel::new(KernelKind::Avx512));
+        }
+        assert_eq!(ShardedFill::new(1).kernel, kernel);
     }
 
     proptest! {
@@ -505,9 +714,12 @@ mod tests {
 
     #[test]
     fn md5_update_many_equals_md5_of_ranges_after_a_prefix() {
-        // Edge sizes around one MD5 block and around a shard, at offsets inside blocks.
+        // Edge sizes around one MD5 block, a fill block and a round's chunk, at offsets inside
+        // blocks; more ranges than lanes, so ranges take the places of finished ones.
         let fill = ShardedFill::new(21);
-        let lens = [0u64, 1, 63, 64, 65, 4095, 4096, 4097, 10_000, 70_001];
+        let lens = [
+            0u64, 1, 63, 64, 65, 4095, 4096, 4097, 10_000, 16_384, 16_385, 70_001,
+        ];
         let mut ranges = Vec::new();
         for (k, &len) in lens.iter().enumerate() {
             for offset in [0u64, 1, 8, 4093, 8192] {

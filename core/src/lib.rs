@@ -11,6 +11,20 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+// Whether the CPU has an x86 feature: run-time detection with `std`, compile-time without.
+// Shared by the SIMD kernels (`md5::simd`, `fill`); defined before the modules that use it.
+macro_rules! x86_feature {
+    ($f:tt) => {{
+        #[cfg(all(target_arch = "x86_64", feature = "std"))]
+        let on = std::is_x86_feature_detected!($f);
+        #[cfg(all(target_arch = "x86_64", not(feature = "std")))]
+        let on = cfg!(target_feature = $f);
+        #[cfg(not(target_arch = "x86_64"))]
+        let on = false;
+        on
+    }};
+}
+
 #[cfg(feature = "alloc")]
 pub mod fill;
 pub mod md5;

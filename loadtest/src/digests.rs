@@ -1,10 +1,10 @@
-//! The MD5s `--md5` needs, hashed many at a time in SIMD lanes straight from the sharded fill.
+//! The MD5s `--md5` needs, hashed many at a time in SIMD lanes straight from the fill.
 //!
 //! PUTs take object ids in order and an object's size is a function of `(seed, id)`, so the
 //! digests of the objects about to be written are known before any worker asks for them. When
 //! the id asked for comes within [`LOW_WATER`] of the last id hashed, the asking worker hashes
-//! the next [`BATCH`] objects together (`payload::md5_many`: 16 lanes on AVX-512, reading the
-//! shard table in place) and leaves their digests for the workers that will write them.
+//! the next [`BATCH`] objects together (`payload::md5_many`: 16 lanes on AVX-512, each range
+//! generated 16 KiB at a time beside the lanes) and leaves their digests for the workers that will write them.
 //! Multipart uploads put the digests of their next parts here the same way.
 //!
 //! A digest is always of exactly the bytes sent: it is keyed by `(id, offset, len)`, and
@@ -142,7 +142,7 @@ impl Digests {
         hit.unwrap_or_else(|| self.range(fill, range))
     }
 
-    /// The MD5 of `range`, hashed now (one lane, straight from the shard table).
+    /// The MD5 of `range`, hashed now (one lane, generated 16 KiB at a time).
     pub fn range(&self, fill: &ShardedFill, range: Range) -> Md5Digest {
         md5_many(fill, &[range])[0]
     }

@@ -1,11 +1,12 @@
-//! The content of object `id`: the sharded fill, with the object id stamped over its first
-//! 8 bytes.
+//! The content of object `id`: the fill of `(seed, id)`, with the object id stamped over its
+//! first 8 bytes.
 //!
-//! The fill alone is not unique for small objects: a 4 KiB object is one block, and a block is
-//! one of 256 shards rotated by one of 64 lines, so among a few thousand 4 KiB objects some
-//! are identical. The stamp makes every object of at least [`STAMP_LEN`] bytes distinct from
-//! every other (their first bytes differ), at no cost to larger objects. Objects shorter than
-//! the stamp carry a prefix of it and cannot all be distinct.
+//! The stamp names an object by its first bytes and makes every object of at least
+//! [`STAMP_LEN`] bytes distinct from every other, whatever the fill. (The table-copy fill
+//! needed it: a 4 KiB block was one of 16384 shard rotations, so among a few thousand 4 KiB
+//! objects some were identical. The XOR fill gives block 0 of every object its own key, so the
+//! fill alone is now distinct too.) Objects shorter than the stamp carry a prefix of it and
+//! cannot all be distinct.
 
 use ferry_core::fill::{Cursor, Mismatch, Object, ShardedFill};
 use ferry_core::md5::{Backend, Md5Digest, Md5Sink, Md5State};
@@ -66,11 +67,11 @@ impl<'a> Payload<'a> {
 }
 
 /// The MD5s of byte ranges `(id, offset, len)` of payloads of `fill`, hashed together in SIMD
-/// lanes straight from the shard table (nothing is generated): `out[i]` is the MD5 of
+/// lanes (no whole body is generated): `out[i]` is the MD5 of
 /// `Payload::new(fill, id).generate(offset + len)[offset..]`.
 ///
 /// The stamped bytes a range covers are fed to its state first; the rest of the range is the
-/// plain fill, which `ShardedFill::md5_update_many` reads in place.
+/// plain fill, which `ShardedFill::md5_update_many` generates 16 KiB at a time beside the lanes.
 pub fn md5_many(fill: &ShardedFill, ranges: &[(u64, u64, u64)]) -> Vec<Md5Digest> {
     let mut states = vec![Md5State::new(); ranges.len()];
     let rest: Vec<(u64, u64, u64)> = ranges
@@ -235,12 +236,13 @@ mod tests {
 
     #[test]
     fn single_block_objects_are_distinct() {
-        // Without the stamp, 4 KiB objects are one of 16384 blocks: thousands collide.
+        // The XOR fill's block 0 has a key of its own per object, so even the raw fill is
+        // distinct; the stamp keeps them so whatever the fill.
         let fill = ShardedFill::new(5);
         let raw: HashSet<Vec<u8>> = (0..3_000)
             .map(|id| fill.object(id).generate(4096))
             .collect();
-        assert!(raw.len() < 3_000, "the raw fill repeats single blocks");
+        assert_eq!(raw.len(), 3_000);
         let stamped: HashSet<Vec<u8>> = (0..3_000)
             .map(|id| Payload::new(&fill, id).generate(4096))
             .collect();

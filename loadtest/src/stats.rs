@@ -264,7 +264,7 @@ impl TryFrom<HistoSummary> for Histo {
 /// Client-side work, in nanoseconds: what generating, hashing and verifying cost.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Costs {
-    /// Filling request bodies from the sharded fill.
+    /// Filling request bodies from the fill.
     pub fill_ns: u64,
     /// Comparing received bodies with the regenerated content.
     pub verify_ns: u64,

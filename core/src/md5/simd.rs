@@ -23,19 +23,6 @@ pub(super) type LaneStates = [[u32; MAX_LANES]; 4];
 /// One lane's next blocks: the first slice, then the second (either may be empty).
 pub(super) type LaneInput<'a> = (&'a [[u8; 64]], &'a [[u8; 64]]);
 
-// Whether the CPU has an x86 feature: run-time detection with `std`, compile-time without.
-macro_rules! x86_feature {
-    ($f:tt) => {{
-        #[cfg(all(target_arch = "x86_64", feature = "std"))]
-        let on = std::is_x86_feature_detected!($f);
-        #[cfg(all(target_arch = "x86_64", not(feature = "std")))]
-        let on = cfg!(target_feature = $f);
-        #[cfg(not(target_arch = "x86_64"))]
-        let on = false;
-        on
-    }};
-}
-
 /// Which multi-lane kernel to use; see [`Backend`] for one that is known to run here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BackendKind {
