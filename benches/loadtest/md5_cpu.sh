@@ -2,6 +2,7 @@
 # ferry-load's client CPU per GB for `put`, with and without --md5 (Content-MD5 on every PUT).
 #
 #   benches/loadtest/md5_cpu.sh [SECONDS] [CONNECTIONS] [ROUNDS]
+#   OP=get benches/loadtest/md5_cpu.sh ...   (GETs of 64 objects instead: --md5 checks ETags)
 #
 # One storage node (`ferry node --no-fsync`, one thread) on 127.0.0.1; ferry-load on one thread
 # PUTs 1 MiB objects over CONNECTIONS connections for SECONDS, without and with --md5, ROUNDS
@@ -19,6 +20,9 @@ CONNECTIONS="${2:-16}"
 ROUNDS="${3:-1}"
 SIZE=1MiB
 BUCKET=bench
+OP="${OP:-put}"
+OP_ARGS=()
+[ "$OP" = put ] || OP_ARGS=(--objects 64)
 export FERRY_ACCESS_KEY=bench-access-key FERRY_SECRET_KEY=bench-secret-key
 
 cargo build --release -q -p ferry-loadtest -p ferry-server
@@ -56,7 +60,7 @@ EOF
 
 put() { # BINARY NAME [extra options]
     local bin=$1 name=$2; shift 2
-    "$bin" put --endpoint "$ENDPOINT" --bucket "$BUCKET" --prefix "$name/" --size "$SIZE" \
+    "$bin" "$OP" "${OP_ARGS[@]}" --endpoint "$ENDPOINT" --bucket "$BUCKET" --prefix "$name/" --size "$SIZE" \
         --concurrency "$CONNECTIONS" --duration "${SECONDS_PER_RUN}s" --threads 1 --quiet \
         --json "$WORK/$name.json" "$@" >"$WORK/$name.txt"
     cpu_per_gb "$WORK/$name.json"
@@ -64,13 +68,13 @@ put() { # BINARY NAME [extra options]
 
 row() { printf '%-34s %8s %8s %12s %9s %7s\n' "$@"; }
 
-echo "PUT ${SIZE} objects, ${CONNECTIONS} connections, ${SECONDS_PER_RUN}s each, one client thread, node on one thread (--no-fsync)"
+echo "$OP ${SIZE} objects, ${CONNECTIONS} connections, ${SECONDS_PER_RUN}s each, one client thread, node on one thread (--no-fsync)"
 row client "cpu s" GB "cpu s/GB" "MB/s" errors
 for round in $(seq "$ROUNDS"); do
     if [ -n "${BASELINE_LOAD:-}" ]; then
-        row "baseline put" $(put "$BASELINE_LOAD" "base-plain-$round")
-        row "baseline put --md5" $(put "$BASELINE_LOAD" "base-md5-$round" --md5)
+        row "baseline $OP" $(put "$BASELINE_LOAD" "base-plain-$round")
+        row "baseline $OP --md5" $(put "$BASELINE_LOAD" "base-md5-$round" --md5)
     fi
-    row "ferry-load put" $(put "$LOAD" "plain-$round")
-    row "ferry-load put --md5" $(put "$LOAD" "md5-$round" --md5)
+    row "ferry-load $OP" $(put "$LOAD" "plain-$round")
+    row "ferry-load $OP --md5" $(put "$LOAD" "md5-$round" --md5)
 done

@@ -437,7 +437,7 @@ impl<R: NetRuntime> S3Client<R> {
         }
         if let Some(etag) = etag {
             let t = Instant::now();
-            let want = ETag::single(&self.digests.take(&self.fill, (id, 0, size)));
+            let want = ETag::single(&self.digests.for_read(&self.fill, id, size));
             costs.hash_ns += elapsed_ns(t);
             check_etag(key, &want, Some(etag.as_str()))?;
             if let Some(h) = md5 {
@@ -475,7 +475,7 @@ impl<R: NetRuntime> S3Client<R> {
             }
             if let Some(etag) = etag.filter(|e| self.opts.md5 && !e.unquoted().contains('-')) {
                 let t = Instant::now();
-                let want = ETag::single(&self.digests.take(&self.fill, (id, 0, size)));
+                let want = ETag::single(&self.digests.for_read(&self.fill, id, size));
                 res.costs.hash_ns += elapsed_ns(t);
                 check_etag(key, &want, Some(etag.as_str()))?;
             }

@@ -8,8 +8,12 @@
 //! Multipart uploads put the digests of their next parts here the same way.
 //!
 //! A digest is always of exactly the bytes sent: it is keyed by `(id, offset, len)`, and
-//! anything not hashed ahead (a worker that overtook its batch, a GET or HEAD of a random
-//! object, a retried part) is hashed on the spot from the same fill.
+//! anything not hashed ahead (a worker that overtook its batch, a retried part) is hashed on
+//! the spot from the same fill.
+//!
+//! GETs and HEADs read the same objects again and again: the digest of a whole object, once
+//! hashed for its PUT or its first read, is kept (up to [`KEPT_MAX`] objects) and every later
+//! read of it compares its ETag with no hashing at all.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
@@ -26,6 +30,9 @@ pub const BATCH: u64 = 16;
 pub const LOW_WATER: u64 = 2 * BATCH;
 /// Digests of ids this far behind the one asked for are dropped (objects never written).
 const EVICT_BEHIND: u64 = 4096;
+/// Whole objects whose digests are kept for reads (about 4 MiB); past it a read of an object
+/// not kept hashes it on the spot.
+pub const KEPT_MAX: usize = 1 << 16;
 
 /// A byte range of object `id`: `(id, offset, len)`.
 pub type Range = (u64, u64, u64);
@@ -43,6 +50,18 @@ struct Ahead {
     ready: HashMap<Range, Md5Digest>,
     /// Every PUT id below it has been claimed by a batch.
     frontier: u64,
+    /// Whole objects' digests, for reads ([`Digests::for_read`]).
+    kept: HashMap<Range, Md5Digest>,
+    /// Ranges hashed alone, on one lane (none hashed ahead or kept).
+    hashed_alone: u64,
+}
+
+impl Ahead {
+    fn keep(&mut self, range: Range, digest: Md5Digest) {
+        if self.kept.len() < KEPT_MAX || self.kept.contains_key(&range) {
+            self.kept.insert(range, digest);
+        }
+    }
 }
 
 impl Digests {
@@ -95,7 +114,9 @@ impl Digests {
             (hit, own_too, claimed)
         };
         if claimed.is_empty() {
-            return hit.unwrap_or_else(|| self.range(fill, own));
+            let d = hit.unwrap_or_else(|| self.range(fill, own));
+            self.lock().keep(own, d);
+            return d;
         }
         let mut ranges: Vec<Range> = Vec::with_capacity(BATCH as usize);
         if own_too {
@@ -113,7 +134,21 @@ impl Digests {
             }
         }
         drop(ahead);
-        mine.unwrap_or_else(|| self.range(fill, own))
+        let d = mine.unwrap_or_else(|| self.range(fill, own));
+        self.lock().keep(own, d);
+        d
+    }
+
+    /// The MD5 of a whole object read back (a GET's or a HEAD's ETag check): kept since its
+    /// PUT or its first read, else hashed now and kept.
+    pub fn for_read(&self, fill: &ShardedFill, id: u64, size: u64) -> Md5Digest {
+        let range = (id, 0, size);
+        if let Some(&d) = self.lock().kept.get(&range) {
+            return d;
+        }
+        let d = self.take(fill, range);
+        self.lock().keep(range, d);
+        d
     }
 
     /// Hash `ranges` together and keep their digests for [`take`](Self::take).
@@ -144,7 +179,13 @@ impl Digests {
 
     /// The MD5 of `range`, hashed now (one lane, generated 16 KiB at a time).
     pub fn range(&self, fill: &ShardedFill, range: Range) -> Md5Digest {
+        self.lock().hashed_alone += 1;
         md5_many(fill, &[range])[0]
+    }
+
+    /// Ranges hashed alone so far (nothing hashed ahead or kept had them).
+    pub fn hashed_alone(&self) -> u64 {
+        self.lock().hashed_alone
     }
 
     /// Digests hashed ahead and not yet taken.
@@ -174,6 +215,39 @@ mod tests {
             });
         }
         assert!(digests.pending() <= (LOW_WATER + BATCH) as usize * 3);
+    }
+
+    #[test]
+    fn reads_hash_an_object_at_most_once() {
+        let fill = ShardedFill::new(10);
+        let sizes: SizeSpec = "1KiB..100KiB".parse().expect("size spec");
+        let digests = Digests::new(10, Some(sizes.clone()));
+        for id in 0..40 {
+            digests.for_put(&fill, id, sizes.size_for(10, id));
+        }
+        let alone = digests.hashed_alone();
+        // Objects PUT here: their digests were kept.
+        for round in 0..3 {
+            for id in (0..40).rev() {
+                let size = sizes.size_for(10, id);
+                let want = Payload::new(&fill, id).md5(size);
+                assert_eq!(digests.for_read(&fill, id, size), want, "{round} {id}");
+            }
+        }
+        assert_eq!(digests.hashed_alone(), alone);
+        // Objects written elsewhere: hashed on their first read only.
+        for _ in 0..3 {
+            for id in 500..510 {
+                let want = Payload::new(&fill, id).md5(5000);
+                assert_eq!(digests.for_read(&fill, id, 5000), want);
+            }
+        }
+        assert_eq!(digests.hashed_alone(), alone + 10);
+        // Another size of the same object is another object.
+        assert_eq!(
+            digests.for_read(&fill, 500, 5001),
+            Payload::new(&fill, 500).md5(5001)
+        );
     }
 
     #[test]

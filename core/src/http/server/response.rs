@@ -4,13 +4,17 @@ use alloc::vec::Vec;
 use core::net::SocketAddr;
 use core::sync::atomic::Ordering;
 
-use embedded_io::{Error as _, ErrorKind, ErrorType};
+use embedded_io::ErrorType;
+#[cfg(feature = "std")]
+use embedded_io::{Error as _, ErrorKind};
 use httparse::Header;
 
 use super::{OUT_CAPACITY, Shared};
 use crate::http::body::BodyKind;
 use crate::http::chunked::{write_chunk_header, write_last_chunk};
-use crate::http::error::{HttpError, io_error};
+use crate::http::error::HttpError;
+#[cfg(feature = "std")]
+use crate::http::error::io_error;
 use crate::http::head::Version;
 use crate::http::timed::write_all;
 use crate::http::write;
