@@ -21,6 +21,10 @@ tick=$(getconf CLK_TCK)
 cpu_s() { awk -v t="$tick" '{print ($14 + $15) / t}' "/proc/$1/stat"; }
 
 printf '%-6s %-4s %10s %10s %12s %14s\n' runtime op "MB/s" "GB" "node CPU s" "CPU s per GB"
+# A run cut short (Ctrl-C, a closed pipe) must not leave gigabytes of objects behind: a nearly
+# full disk makes every later PUT figure on it worse.
+dir= pid=
+trap '[ -n "$pid" ] && kill -TERM "$pid" 2> /dev/null; [ -n "$dir" ] && rm -rf "$dir"' EXIT
 for rt in tokio smol; do
   dir=$(mktemp -d)
   $ferry node --data "$dir" --listen 127.0.0.1:0 --runtime "$rt" $node_args > "$dir/out" 2> "$dir/err" &
@@ -48,6 +52,7 @@ PY
   done
   kill -TERM $pid; wait $pid || true
   rm -rf "$dir"
+  dir= pid=
 done
 
 # GET with wrk: the node (sendfile, then --no-sendfile) next to nginx with `sendfile on`.
