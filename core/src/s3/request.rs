@@ -694,13 +694,8 @@ impl<'a> Endpoint<'a> {
                 encoding_type_url,
             }),
             Some("2") => {
-                let continuation_token = q.get_cow("continuation-token");
-                if continuation_token.as_deref() == Some("") {
-                    return Err(S3Error::with_message(
-                        S3ErrorCode::InvalidArgument,
-                        "The continuation token provided is incorrect",
-                    ));
-                }
+                // An empty token starts from the beginning, as AWS does.
+                let continuation_token = non_empty(q, "continuation-token");
                 let fetch_owner = match q.get("fetch-owner") {
                     None => false,
                     Some(v) if v.eq_ignore_ascii_case("true") => true,
@@ -1007,6 +1002,11 @@ mod tests {
              Some("bucket"), None,
              Endpoint::ListObjectsV2 { prefix: b(""), delimiter: None, max_keys: 1000,
                                        continuation_token: Some(b("1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=")),
+                                       start_after: None, encoding_type_url: false, fetch_owner: false }),
+            // An empty token starts from the beginning, as AWS does.
+            ("GET", "/?list-type=2&continuation-token=", "bucket.s3.amazonaws.com", &[],
+             Some("bucket"), None,
+             Endpoint::ListObjectsV2 { prefix: b(""), delimiter: None, max_keys: 1000, continuation_token: None,
                                        start_after: None, encoding_type_url: false, fetch_owner: false }),
             ("GET", "/examplebucket?list-type=2&encoding-type=url&fetch-owner=true&max-keys=5000", "s3.amazonaws.com", &[],
              Some("examplebucket"), None,
@@ -1342,12 +1342,12 @@ mod tests {
             ("GET", "/Bucket/key", &[], S3ErrorCode::InvalidBucketName),
             ("GET", "/b/key", &[], S3ErrorCode::InvalidBucketName),
             ("GET", "/192.168.5.4", &[], S3ErrorCode::InvalidBucketName),
+            ("GET", "/doc-.bucket/key", &[], S3ErrorCode::InvalidBucketName),
             ("GET", "//key", &[], S3ErrorCode::InvalidBucketName),
             ("GET", long_key.as_str(), &[], S3ErrorCode::KeyTooLongError),
             ("GET", "/bucket?max-keys=-1", &[], S3ErrorCode::InvalidArgument),
             ("GET", "/bucket?list-type=2&max-keys=ten", &[], S3ErrorCode::InvalidArgument),
             ("GET", "/bucket?list-type=3", &[], S3ErrorCode::InvalidArgument),
-            ("GET", "/bucket?list-type=2&continuation-token=", &[], S3ErrorCode::InvalidArgument),
             ("GET", "/bucket?list-type=2&fetch-owner=maybe", &[], S3ErrorCode::InvalidArgument),
             ("GET", "/bucket?encoding-type=base64", &[], S3ErrorCode::InvalidArgument),
             ("GET", "/?max-buckets=0", &[], S3ErrorCode::InvalidArgument),

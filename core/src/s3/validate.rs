@@ -45,6 +45,10 @@ pub fn bucket_name(name: &str) -> S3Result<()> {
     if name.contains("..") {
         return bad("Bucket names must not contain two adjacent periods.");
     }
+    // Each dot-separated label begins and ends with a letter or number (DNS rules).
+    if name.contains("-.") || name.contains(".-") {
+        return bad("Bucket names must not have a hyphen next to a period.");
+    }
     if name.parse::<core::net::Ipv4Addr>().is_ok() {
         return bad("Bucket names must not be formatted as an IP address.");
     }
@@ -281,6 +285,8 @@ mod tests {
             "-doc",
             ".doc",
             "doc..bucket",
+            "doc-.bucket",
+            "doc.-bucket",
             "192.168.5.4",
             "xn--bucket",
             "sthree-bucket",

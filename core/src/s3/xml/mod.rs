@@ -796,14 +796,30 @@ mod tests {
                 start_after: None,
             },
         );
-        l.contents = vec![object("a b/ü")];
-        l.common_prefixes = vec![];
+        l.contents = vec![object("a b/ü"), object("asdf+b")];
+        // As AWS lists them (ceph s3-tests `test_bucket_list_encoding_basic`): `/` is kept.
+        l.common_prefixes = vec![s("foo+1/"), s("quux ab/")];
+        l.prefix = s("d r/");
         let xml = String::from_utf8(written(|o| l.write_xml(o))).expect("utf-8");
-        assert!(xml.contains("<Key>a%20b%2F%C3%BC</Key>"), "{xml}");
-        assert!(xml.contains("<Prefix>dir%2F</Prefix>"), "{xml}");
-        assert!(xml.contains("<Delimiter>%2F</Delimiter>"), "{xml}");
+        assert!(xml.contains("<Key>a%20b/%C3%BC</Key>"), "{xml}");
+        assert!(xml.contains("<Key>asdf%2Bb</Key>"), "{xml}");
+        assert!(xml.contains("<Prefix>foo%2B1/</Prefix>"), "{xml}");
+        assert!(xml.contains("<Prefix>quux%20ab/</Prefix>"), "{xml}");
+        assert!(xml.contains("<Prefix>d%20r/</Prefix>"), "{xml}");
+        assert!(xml.contains("<Delimiter>/</Delimiter>"), "{xml}");
         assert!(xml.contains("<EncodingType>url</EncodingType>"), "{xml}");
-        assert!(xml.contains("<KeyCount>1</KeyCount>"), "{xml}");
+        assert!(xml.contains("<KeyCount>4</KeyCount>"), "{xml}");
+        // ListObjects v1 returns its prefix as sent.
+        l.version = ListVersion::V1 {
+            marker: s(""),
+            next_marker: None,
+        };
+        let xml = String::from_utf8(written(|o| l.write_xml(o))).expect("utf-8");
+        assert!(
+            xml.contains("<Name>examplebucket</Name><Prefix>d r/</Prefix>"),
+            "{xml}"
+        );
+        assert!(xml.contains("<Key>asdf%2Bb</Key>"), "{xml}");
         l.encoding_type_url = false;
         let xml = String::from_utf8(written(|o| l.write_xml(o))).expect("utf-8");
         assert!(xml.contains("<Key>a b/ü</Key>"), "{xml}");

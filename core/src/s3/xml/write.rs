@@ -102,10 +102,11 @@ impl<'o> XmlWriter<'o> {
         }
     }
 
-    /// A value that `encoding-type=url` encodes.
+    /// A value that `encoding-type=url` encodes, as AWS does: every byte but the unreserved
+    /// ones and `/` (a key `foo+1/bar` lists as `foo%2B1/bar`).
     fn encoded(&mut self, name: &str, value: &str, url: bool) {
         if url {
-            self.elem(name, uri::encode(value));
+            self.elem(name, uri::encode_path(value));
         } else {
             self.elem(name, value);
         }
@@ -166,7 +167,9 @@ impl ListBucketResult<'_> {
         let url = self.encoding_type_url;
         let mut w = XmlWriter::document(out, "ListBucketResult", true);
         w.elem("Name", &self.name);
-        w.encoded("Prefix", &self.prefix, url);
+        // ListObjects (v1) returns the prefix as sent; v2 encodes it.
+        let v2 = matches!(self.version, ListVersion::V2 { .. });
+        w.encoded("Prefix", &self.prefix, url && v2);
         if let Some(d) = &self.delimiter {
             w.encoded("Delimiter", d, url);
         }
