@@ -40,13 +40,16 @@ const fn raw_len(size: usize) -> usize {
     }
 }
 
-/// Where the aligned window of `raw` starts.
-fn window_start(raw: &[u8]) -> usize {
+/// The buffer in allocation `raw`: where it starts and how long it is (its class size).
+fn window(raw: &[u8]) -> (usize, usize) {
     if raw.len() >= raw_len(ALIGNED_MIN) {
         // `align_offset` of a `u8` pointer is always computable, and below `ALIGN`.
-        raw.as_ptr().align_offset(ALIGN).min(ALIGN)
+        (
+            raw.as_ptr().align_offset(ALIGN).min(ALIGN),
+            raw.len() - ALIGN,
+        )
     } else {
-        0
+        (0, raw.len())
     }
 }
 
@@ -346,12 +349,7 @@ pub struct PooledBuf<'p> {
 
 impl<'p> PooledBuf<'p> {
     fn new(buf: Box<[u8]>, len: usize, pool: Option<&'p BufferPool>) -> Self {
-        let start = window_start(&buf);
-        let capacity = if buf.len() >= raw_len(ALIGNED_MIN) {
-            buf.len() - ALIGN
-        } else {
-            buf.len()
-        };
+        let (start, capacity) = window(&buf);
         Self {
             buf,
             start,

@@ -113,27 +113,23 @@ impl Digests {
             }
             (hit, own_too, claimed)
         };
-        if claimed.is_empty() {
-            let d = hit.unwrap_or_else(|| self.range(fill, own));
-            self.lock().keep(own, d);
-            return d;
-        }
-        let mut ranges: Vec<Range> = Vec::with_capacity(BATCH as usize);
-        if own_too {
-            ranges.push(own);
-        }
-        ranges.extend(claimed.map(|i| (i, 0, sizes.size_for(self.seed, i))));
-        let digests = md5_many(fill, &ranges);
         let mut mine = hit;
-        let mut ahead = self.lock();
-        for (r, d) in ranges.into_iter().zip(digests) {
-            if r == own && mine.is_none() {
-                mine = Some(d);
-            } else {
-                ahead.ready.insert(r, d);
+        if !claimed.is_empty() {
+            let mut ranges: Vec<Range> = Vec::with_capacity(BATCH as usize);
+            if own_too {
+                ranges.push(own);
+            }
+            ranges.extend(claimed.map(|i| (i, 0, sizes.size_for(self.seed, i))));
+            let digests = md5_many(fill, &ranges);
+            let mut ahead = self.lock();
+            for (r, d) in ranges.into_iter().zip(digests) {
+                if r == own && mine.is_none() {
+                    mine = Some(d);
+                } else {
+                    ahead.ready.insert(r, d);
+                }
             }
         }
-        drop(ahead);
         let d = mine.unwrap_or_else(|| self.range(fill, own));
         self.lock().keep(own, d);
         d

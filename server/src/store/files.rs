@@ -180,8 +180,6 @@ pub(crate) struct Spool {
     failed: Option<io::Error>,
     // Whether the file is open with `O_DIRECT` (cleared for good at the first unaligned write).
     direct: bool,
-    // Bytes in the file (the offset of the next write).
-    written: u64,
 }
 
 impl std::fmt::Debug for Spool {
@@ -210,22 +208,22 @@ impl Spool {
             filled: 0,
             failed: None,
             direct,
-            written: 0,
         })
     }
 
-    /// Write `data` at the end of the file: its aligned part with `O_DIRECT` while the file
-    /// is still direct (the memory, the offset and the length on [`ALIGN`] boundaries: pooled
-    /// buffers of 64 KiB and more start on one, and full buffers keep the offset on one), the
-    /// rest through the page cache, after which the file stays buffered.
-    fn write_data(&mut self, mut data: &[u8]) -> io::Result<()> {
+    /// Write `data` at the end of the file, which holds `offset` bytes: its aligned part with
+    /// `O_DIRECT` while the file is still direct (the memory, the offset and the length on
+    /// [`ALIGN`] boundaries: pooled buffers of 64 KiB and more start on one, and full buffers
+    /// keep the offset on one), the rest through the page cache, after which the file stays
+    /// buffered.
+    fn write_data(&mut self, mut offset: u64, mut data: &[u8]) -> io::Result<()> {
         let Some(file) = self.file.as_mut() else {
             return Err(io::Error::other("spool already finished"));
         };
         let counters = &self.inner.counters;
         while self.direct && !data.is_empty() {
             let aligned = (data.as_ptr() as usize).is_multiple_of(ALIGN)
-                && self.written.is_multiple_of(ALIGN as u64);
+                && offset.is_multiple_of(ALIGN as u64);
             let n = if aligned {
                 data.len() / ALIGN * ALIGN
             } else {
@@ -240,7 +238,7 @@ impl Spool {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(w) => {
                     counters.written(w, true);
-                    self.written += w as u64;
+                    offset += w as u64;
                     data = &data[w..];
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -255,7 +253,6 @@ impl Spool {
         if !data.is_empty() {
             file.write_all(data)?;
             counters.written(data.len(), false);
-            self.written += data.len() as u64;
         }
         Ok(())
     }
@@ -294,9 +291,9 @@ impl Spool {
     /// Queue `buf[..len]` in the lanes, write it to the file, then wait until it is hashed;
     /// returns with the buffer back in the pool.
     ///
-    /// Queued *before* the write: while this thread copies the buffer into the page cache (half
-    /// of a PUT's time), other writers' buffers queue beside it, and whoever hashes next takes
-    /// them all in one batch of lanes. Queued after the write, a buffer almost always found the
+    /// Queued *before* the write: while this thread writes the buffer (and, with `O_DIRECT`,
+    /// sleeps until the device has it), other writers' buffers queue beside it, and whoever
+    /// hashes next takes them all in one batch of lanes. Queued after the write, a buffer almost always found the
     /// lanes empty and was hashed alone (the profile showed only the one-lane path).
     fn hand_off(&mut self, buf: PooledBuf<'static>, len: usize) -> io::Result<()> {
         if len == 0 {
@@ -314,9 +311,10 @@ impl Spool {
                 },
             )
             .map_err(lanes_err)?;
+        let offset = self.len;
         self.len += len as u64;
         // Hashed even if the write fails, so a digest taken afterwards is still right.
-        let written = self.write_data(buf.get(..len).unwrap_or_default());
+        let written = self.write_data(offset, buf.get(..len).unwrap_or_default());
         drop(buf);
         self.inner.lanes.wait_hashed(stream).map_err(lanes_err)?;
         written
