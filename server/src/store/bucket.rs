@@ -1,4 +1,5 @@
-//! Buckets: create, delete, head, list.
+//! Buckets: create, delete, head, list, and their settings (owner, policy, ACL, CORS,
+//! tagging).
 
 use std::ops::Bound;
 
@@ -10,13 +11,61 @@ use super::codec::{self, BucketRecord};
 use super::fence::take_fence_for_delete;
 use super::types::{BucketInfo, BucketsPage};
 use super::{
-    BUCKETS, FENCES, MAX_LIST, OBJECTS, Store, UPLOADS, bucket_exists, bucket_prefix,
-    check_bucket_name, db_err, now,
+    BUCKET_SETTINGS, BUCKETS, FENCES, MAX_LIST, OBJECTS, Store, UPLOADS, bucket_exists,
+    bucket_prefix, check_bucket_name, db_err, now,
 };
+
+/// A bucket-level setting, stored as one document per bucket and kind, as the operation that
+/// sets it gave it (the store does not read it; the node parses and checks it before storing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BucketSetting {
+    /// The owning user's canonical id.
+    Owner,
+    /// The bucket policy (JSON).
+    Policy,
+    /// The access control list.
+    Acl,
+    /// The CORS configuration.
+    Cors,
+    /// The bucket's tag set.
+    Tagging,
+}
+
+impl BucketSetting {
+    /// Every kind, for removing them all with the bucket.
+    pub const ALL: [BucketSetting; 5] = [
+        BucketSetting::Owner,
+        BucketSetting::Policy,
+        BucketSetting::Acl,
+        BucketSetting::Cors,
+        BucketSetting::Tagging,
+    ];
+
+    /// Its key in the settings table. Stored: never change one.
+    pub fn name(self) -> &'static str {
+        match self {
+            BucketSetting::Owner => "owner",
+            BucketSetting::Policy => "policy",
+            BucketSetting::Acl => "acl",
+            BucketSetting::Cors => "cors",
+            BucketSetting::Tagging => "tagging",
+        }
+    }
+}
 
 impl Store {
     /// Create bucket `name`: `BucketAlreadyOwnedByYou` if it exists.
     pub fn create_bucket(&self, name: &str) -> S3Result<BucketInfo> {
+        self.create_bucket_with(name, &[])
+    }
+
+    /// Create bucket `name` with `settings` in the same commit: `BucketAlreadyOwnedByYou` if it
+    /// exists (and nothing changes).
+    pub fn create_bucket_with(
+        &self,
+        name: &str,
+        settings: &[(BucketSetting, &[u8])],
+    ) -> S3Result<BucketInfo> {
         check_bucket_name(name)?;
         let created = now();
         let rec = codec::encode(&BucketRecord { created })?;
@@ -26,6 +75,10 @@ impl Store {
                 return Err(S3Error::new(S3ErrorCode::BucketAlreadyOwnedByYou));
             }
             buckets.insert(name, rec.as_slice()).map_err(db_err)?;
+            let mut table = txn.open_table(BUCKET_SETTINGS).map_err(db_err)?;
+            for (kind, value) in settings {
+                table.insert((name, kind.name()), *value).map_err(db_err)?;
+            }
             // A lapsed fence of an earlier bucket of that name means nothing to this one.
             txn.open_table(FENCES)
                 .map_err(db_err)?
@@ -81,7 +134,46 @@ impl Store {
                 return Err(S3Error::new(S3ErrorCode::BucketNotEmpty));
             }
             buckets.remove(name).map_err(db_err)?;
+            let mut settings = txn.open_table(BUCKET_SETTINGS).map_err(db_err)?;
+            for kind in BucketSetting::ALL {
+                settings.remove((name, kind.name())).map_err(db_err)?;
+            }
             Ok(())
+        })
+    }
+
+    /// Bucket `name`'s setting `kind`, `None` if it has none: `NoSuchBucket` if the bucket does
+    /// not exist.
+    pub fn bucket_setting(&self, name: &str, kind: BucketSetting) -> S3Result<Option<Vec<u8>>> {
+        let txn = self.read_txn()?;
+        let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
+        if !bucket_exists(&buckets, name)? {
+            return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
+        }
+        let settings = txn.open_table(BUCKET_SETTINGS).map_err(db_err)?;
+        let value = settings.get((name, kind.name())).map_err(db_err)?;
+        Ok(value.map(|v| v.value().to_vec()))
+    }
+
+    /// Set bucket `name`'s setting `kind` to `value` (`None` removes it): `NoSuchBucket` if the
+    /// bucket does not exist.
+    pub fn set_bucket_setting(
+        &self,
+        name: &str,
+        kind: BucketSetting,
+        value: Option<&[u8]>,
+    ) -> S3Result<()> {
+        self.update(None, |txn| {
+            let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
+            if !bucket_exists(&buckets, name)? {
+                return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
+            }
+            let mut settings = txn.open_table(BUCKET_SETTINGS).map_err(db_err)?;
+            match value {
+                Some(v) => settings.insert((name, kind.name()), v).map(drop),
+                None => settings.remove((name, kind.name())).map(drop),
+            }
+            .map_err(db_err)
         })
     }
 

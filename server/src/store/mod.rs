@@ -81,6 +81,7 @@ use redb::{
     Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction,
 };
 
+pub use bucket::BucketSetting;
 pub use fence::MAX_FENCE_LEASE;
 pub use files::CleanupReport;
 pub use meta::{ROOM_TO_RECOVER, Writability};
@@ -188,6 +189,11 @@ const UPLOADS: TableDefinition<'_, (&[u8], &str), &[u8]> = TableDefinition::new(
 const PARTS: TableDefinition<'_, (&str, u32), &[u8]> = TableDefinition::new("parts");
 /// Bucket name → `FenceRecord`: buckets closed to writes for a while (see [`fence`]).
 const FENCES: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("fences");
+/// (bucket name, [`BucketSetting::name`]) → the setting's document, stored as given (see
+/// [`BucketSetting`]). Kept apart from `BucketRecord` so a new kind of setting needs no new
+/// record format; removed with the bucket.
+const BUCKET_SETTINGS: TableDefinition<'_, (&str, &str), &[u8]> =
+    TableDefinition::new("bucket_settings");
 
 impl Store {
     /// Open (or create) the store in `dir` with default settings.
@@ -332,6 +338,7 @@ fn init_tables(db: &Database) -> io::Result<()> {
         txn.open_table(UPLOADS).map_err(io::Error::other)?;
         txn.open_table(PARTS).map_err(io::Error::other)?;
         txn.open_table(FENCES).map_err(io::Error::other)?;
+        txn.open_table(BUCKET_SETTINGS).map_err(io::Error::other)?;
     }
     txn.commit().map_err(io::Error::other)
 }

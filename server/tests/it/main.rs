@@ -36,3 +36,4 @@ mod store_full_disk;
 mod store_list;
 mod store_multipart;
 mod store_objects;
+mod store_settings;
