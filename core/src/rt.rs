@@ -73,6 +73,12 @@ pub trait Stream: Read + Write + Send {
         None
     }
 
+    /// Whether the stream is encrypted (TLS): what `aws:SecureTransport` tells a bucket policy.
+    /// `false` by default.
+    fn is_secure(&self) -> bool {
+        false
+    }
+
     /// Whether [`Stream::send_file`] can send on this stream (plain TCP on Linux): asked before
     /// a body is read into memory, so that a stream that cannot gets the copy instead.
     #[cfg(feature = "std")]

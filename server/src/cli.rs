@@ -44,6 +44,22 @@ pub enum Command {
     Node(NodeArgs),
     /// Run the frontend proxy: one S3 endpoint in front of many backends.
     Proxy(ProxyArgs),
+    /// Manage the users file that `ferry node --users` and `ferry proxy --users` read.
+    #[command(subcommand)]
+    User(UserCommand),
+}
+
+/// `ferry user ...`.
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Add a user with a generated key pair and canonical id; prints its keys.
+    Add {
+        /// The user's name (letters, digits, '.', '_', '-').
+        name: String,
+        /// The users file (created, readable by its owner only, if missing).
+        #[arg(long, value_name = "FILE", default_value = "users.toml")]
+        users: PathBuf,
+    },
 }
 
 /// Options of `ferry` without a subcommand (the local cluster).
@@ -61,6 +77,10 @@ pub struct ClusterArgs {
     /// Async runtime: tokio or smol.
     #[arg(long, value_name = "NAME", default_value_t = RuntimeKind::Tokio)]
     pub runtime: RuntimeKind,
+    /// A users file (TOML, written by `ferry user add`): its users may sign requests too,
+    /// each owning the buckets it creates.
+    #[arg(long, value_name = "FILE")]
+    pub users: Option<PathBuf>,
     /// HTTPS for the S3 endpoint.
     #[command(flatten)]
     pub tls: TlsArgs,
@@ -148,7 +168,7 @@ pub struct ProxyArgs {
     /// A TOML file with the same settings (listen, admin_listen, region, runtime, threads,
     /// buffer_size, connect_timeout_ms, io_timeout_ms, health_interval_ms, backend_max_connections,
     /// max_connections, header_timeout_ms, idle_timeout_ms, body_timeout_ms, min_body_rate,
-    /// token_secret,
+    /// token_secret, users,
     /// tls_cert, tls_key, [[credentials]] access_key/secret_key, [[backend]] id/url/weight/access_key/secret_key/
     /// kind/auth/region); command-line options win.
     #[arg(long, value_name = "FILE")]
@@ -184,6 +204,11 @@ pub struct ProxyArgs {
     /// AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY).
     #[arg(long, value_name = "FILE")]
     pub credentials: Option<PathBuf>,
+    /// A users file (TOML, written by `ferry user add`; `users` in the config file): its users
+    /// may sign requests too. The nodes behind must read the same file: they decide what
+    /// each user may do.
+    #[arg(long, value_name = "FILE")]
+    pub users: Option<PathBuf>,
     /// HTTPS for the S3 listener (the admin listener stays plain HTTP).
     #[command(flatten)]
     pub tls: TlsArgs,
@@ -217,6 +242,16 @@ pub struct NodeArgs {
     /// neither FERRY_ACCESS_KEY/FERRY_SECRET_KEY nor AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY).
     #[arg(long, value_name = "FILE")]
     pub credentials: Option<PathBuf>,
+    /// A users file (TOML, written by `ferry user add`): its users may sign requests too, each
+    /// owning the buckets it creates. The proxies in front must read the same file.
+    #[arg(long, value_name = "FILE")]
+    pub users: Option<PathBuf>,
+    /// A proxy whose x-ferry-client-ip and x-ferry-client-tls headers the node believes (the
+    /// address and transport of the proxy's client, for bucket policies' aws:SourceIp and
+    /// aws:SecureTransport conditions). Repeat for each proxy; without it, every request is
+    /// from its connection's peer.
+    #[arg(long = "trusted-proxy", value_name = "IP")]
+    pub trusted_proxies: Vec<std::net::IpAddr>,
     /// Do not fsync writes (tests and benchmarks only: a crash may lose acknowledged writes).
     #[arg(long)]
     pub no_fsync: bool,
@@ -355,7 +390,7 @@ fn read_credentials(path: &Path) -> io::Result<(String, String)> {
 
 /// A random access key (20 upper-case letters and digits, as AWS's look) and secret (40
 /// letters and digits).
-fn generate_credentials() -> io::Result<(String, String)> {
+pub(crate) fn generate_credentials() -> io::Result<(String, String)> {
     const UPPER: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
     const ANY: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut bytes = [0u8; 60];
@@ -369,7 +404,7 @@ fn generate_credentials() -> io::Result<(String, String)> {
 }
 
 /// Create `path` readable by its owner only, and write `data` durably.
-fn write_private(path: &Path, data: &[u8]) -> io::Result<()> {
+pub(crate) fn write_private(path: &Path, data: &[u8]) -> io::Result<()> {
     let mut options = fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -402,6 +437,8 @@ pub fn run_node(args: NodeArgs) -> io::Result<()> {
         eprintln!("secret key: {}", creds.secret_key);
     }
     let mut cfg = NodeConfig::new(&args.data, args.listen, creds.access_key, creds.secret_key);
+    cfg.users = users_of(args.users.as_deref())?;
+    cfg.trusted_proxies.clone_from(&args.trusted_proxies);
     cfg.region = args.region;
     cfg.runtime = args.runtime;
     cfg.threads = args.threads;
@@ -490,6 +527,9 @@ pub fn proxy_config(
     if let Some(tls) = args.tls.files() {
         cfg.tls = Some(tls);
     }
+    if args.users.is_some() {
+        cfg.users = users_of(args.users.as_deref())?;
+    }
     args.limits.apply(&mut cfg.limits);
     // The environment's (or --credentials') key comes first; the file's keys are kept too.
     let has_env = |a: &str, s: &str| {
@@ -504,7 +544,7 @@ pub fn proxy_config(
         cfg.credentials
             .insert(0, Credentials::new(c.access_key, c.secret_key));
     }
-    if cfg.credentials.is_empty() {
+    if cfg.credentials.is_empty() && cfg.users.is_empty() {
         return Err(invalid(
             "no client key: set FERRY_ACCESS_KEY and FERRY_SECRET_KEY, or pass --credentials \
              FILE, or list [[credentials]] in the config file"
@@ -550,6 +590,31 @@ pub fn run_proxy(args: ProxyArgs) -> io::Result<()> {
     Ok(())
 }
 
+/// `ferry user ...`.
+pub fn run_user(cmd: UserCommand) -> io::Result<()> {
+    match cmd {
+        UserCommand::Add { name, users } => {
+            let user = crate::users::add_user(&users, &name)?;
+            let mut out = io::stdout().lock();
+            writeln!(out, "added user {} to {}", user.name, users.display())?;
+            writeln!(out, "  access key:   {}", user.access_key)?;
+            writeln!(out, "  secret key:   {}", user.secret_key)?;
+            writeln!(out, "  canonical id: {}", user.canonical_id)?;
+            writeln!(
+                out,
+                "restart the nodes and proxies that read {} for it to take effect",
+                users.display()
+            )?;
+            out.flush()
+        }
+    }
+}
+
+/// The users of `--users FILE`, none without it.
+fn users_of(file: Option<&Path>) -> io::Result<Vec<crate::users::User>> {
+    file.map_or_else(|| Ok(Vec::new()), crate::users::load_users)
+}
+
 /// `ferry` alone: a local cluster (two nodes behind a proxy) until SIGTERM or SIGINT.
 pub fn run_cluster(args: ClusterArgs) -> io::Result<()> {
     let mut signals = Signals::new([SIGTERM, SIGINT])?;
@@ -559,6 +624,7 @@ pub fn run_cluster(args: ClusterArgs) -> io::Result<()> {
     cfg.listen = args.listen;
     cfg.nodes = args.nodes;
     cfg.runtime = args.runtime;
+    cfg.users = users_of(args.users.as_deref())?;
     cfg.tls = args.tls.files();
     let scheme = scheme(cfg.tls.as_ref());
     let cluster = start_cluster(cfg)?;
@@ -624,6 +690,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Node(args)) => run_node(args),
         Some(Command::Proxy(args)) => run_proxy(args),
+        Some(Command::User(cmd)) => run_user(cmd),
         None => run_cluster(cli.cluster),
     };
     match result {

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use crate::node::{NodeConfig, NodeHandle, RuntimeKind, start_node};
 use crate::proxy::{BackendConfig, ProxyConfig, ProxyHandle, start_proxy};
 use crate::tls::TlsFiles;
+use crate::users::User;
 
 /// Everything a local cluster needs.
 #[derive(Debug, Clone)]
@@ -24,6 +25,8 @@ pub struct ClusterConfig {
     pub access_key: String,
     /// Its secret.
     pub secret_key: String,
+    /// Users besides the key's, from a users file: the proxy and every node know them.
+    pub users: Vec<User>,
     /// Runtime of the proxy and the nodes.
     pub runtime: RuntimeKind,
     /// Worker threads of each runtime (0: one per CPU).
@@ -53,6 +56,7 @@ impl ClusterConfig {
             nodes: 2,
             access_key: access_key.into(),
             secret_key: secret_key.into(),
+            users: Vec::new(),
             runtime: RuntimeKind::Tokio,
             threads: 0,
             fsync: true,
@@ -127,6 +131,10 @@ pub fn start_cluster(cfg: ClusterConfig) -> io::Result<Cluster> {
             &cfg.access_key,
             &cfg.secret_key,
         );
+        n.users.clone_from(&cfg.users);
+        // The proxy in front is this process's, on loopback: its word on its clients'
+        // addresses counts for the nodes' policy conditions.
+        n.trusted_proxies = vec![std::net::IpAddr::from([127, 0, 0, 1])];
         n.runtime = cfg.runtime;
         n.threads = cfg.threads;
         n.fsync = cfg.fsync;
@@ -143,6 +151,7 @@ pub fn start_cluster(cfg: ClusterConfig) -> io::Result<Cluster> {
         nodes.push(node);
     }
     let mut p = ProxyConfig::new(cfg.listen, backends, &cfg.access_key, &cfg.secret_key);
+    p.users = cfg.users;
     p.admin_listen = cfg.admin_listen;
     p.runtime = cfg.runtime;
     p.threads = cfg.threads;

@@ -16,9 +16,11 @@ pub mod proxy;
 mod service;
 pub mod store;
 pub mod tls;
+pub mod users;
 
 pub use cluster::{Cluster, ClusterConfig, start_cluster};
 pub use limits::ConnLimits;
 pub use node::{NodeConfig, NodeHandle, RuntimeKind, start_node};
 pub use proxy::{BackendConfig, ProxyConfig, ProxyHandle, start_proxy};
 pub use tls::TlsFiles;
+pub use users::{User, Users};

@@ -166,6 +166,10 @@ impl<A: Adapter> Stream for NetStream<A> {
         Some(self)
     }
 
+    fn is_secure(&self) -> bool {
+        matches!(self.conn, Conn::Tls(_))
+    }
+
     #[cfg(target_os = "linux")]
     fn can_send_file(&self) -> bool {
         matches!(self.conn, Conn::Tcp(_))

@@ -206,6 +206,10 @@ impl<C: Clock, S: Stream> Stream for Timed<C, S> {
         self.inner.as_any_mut()
     }
 
+    fn is_secure(&self) -> bool {
+        self.inner.is_secure()
+    }
+
     #[cfg(feature = "std")]
     fn can_send_file(&self) -> bool {
         self.inner.can_send_file()

@@ -67,6 +67,8 @@ s3_error_codes! {
     InvalidRange => 416, "The requested range is not satisfiable";
     InvalidRequest => 400, "Invalid Request";
     KeyTooLongError => 400, "Your key is too long.";
+    MalformedACLError => 400, "The XML you provided was not well-formed or did not validate against our published schema.";
+    MalformedPolicy => 400, "Policies must be valid JSON and the first byte must be '{'";
     MalformedTrailerError => 400, "The request contained trailing data that was not well-formed or did not conform to our published schema.";
     MalformedXML => 400, "The XML you provided was not well-formed or did not validate against our published schema.";
     MetadataTooLarge => 400, "Your metadata headers exceed the maximum allowed metadata size.";
@@ -74,6 +76,7 @@ s3_error_codes! {
     MissingContentLength => 411, "You must provide the Content-Length HTTP header.";
     MissingSecurityHeader => 400, "Your request is missing a required header.";
     NoSuchBucket => 404, "The specified bucket does not exist.";
+    NoSuchBucketPolicy => 404, "The bucket policy does not exist";
     NoSuchKey => 404, "The specified key does not exist.";
     NoSuchUpload => 404, "The specified multipart upload does not exist.";
     NotImplemented => 501, "A header or query you provided implies functionality that is not implemented.";

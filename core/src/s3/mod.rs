@@ -1,10 +1,12 @@
 //! S3: errors, request model, SigV4, XML.
 
+pub mod acl;
 pub mod body;
 pub mod checksum;
 pub mod conditions;
 pub mod error;
 pub mod outbound;
+pub mod policy;
 pub mod query;
 pub mod range;
 pub mod request;

@@ -59,8 +59,6 @@ const UNSUPPORTED_SUBRESOURCES: &[&str] = &[
     "notification",
     "object-lock",
     "ownershipControls",
-    "policy",
-    "policyStatus",
     "publicAccessBlock",
     "renameObject",
     "replication",
@@ -95,6 +93,8 @@ const KNOWN_PARAMETERS: &[&str] = &[
     "max-uploads",
     "part-number-marker",
     "partNumber",
+    "policy",
+    "policyStatus",
     "prefix",
     "start-after",
     "upload-id-marker",
@@ -415,6 +415,14 @@ pub enum Endpoint<'a> {
     GetBucketLocation,
     /// `GET /bucket?versioning`.
     GetBucketVersioning,
+    /// `PUT /bucket?policy` (body: the policy, JSON).
+    PutBucketPolicy,
+    /// `GET /bucket?policy`.
+    GetBucketPolicy,
+    /// `DELETE /bucket?policy`.
+    DeleteBucketPolicy,
+    /// `GET /bucket?policyStatus`.
+    GetBucketPolicyStatus,
     /// `GET /bucket` (v1).
     ListObjects {
         /// `prefix` (empty when absent).
@@ -619,9 +627,11 @@ impl<'a> Endpoint<'a> {
     }
 
     fn bucket(method: &str, q: &Query<'a>, headers: &[Header<'a>]) -> S3Result<Self> {
-        const KEYWORDS: [&str; 7] = [
+        const KEYWORDS: [&str; 9] = [
             "location",
             "versioning",
+            "policy",
+            "policyStatus",
             "uploads",
             "delete",
             "uploadId",
@@ -636,6 +646,10 @@ impl<'a> Endpoint<'a> {
         Ok(match (method, keyword) {
             ("GET", Some("location")) => Self::GetBucketLocation,
             ("GET", Some("versioning")) => Self::GetBucketVersioning,
+            ("PUT", Some("policy")) => Self::PutBucketPolicy,
+            ("GET", Some("policy")) => Self::GetBucketPolicy,
+            ("DELETE", Some("policy")) => Self::DeleteBucketPolicy,
+            ("GET", Some("policyStatus")) => Self::GetBucketPolicyStatus,
             ("GET", Some("uploads")) => Self::ListMultipartUploads {
                 prefix: q.get_cow("prefix").unwrap_or_default(),
                 delimiter: non_empty(q, "delimiter"),
@@ -732,7 +746,7 @@ impl<'a> Endpoint<'a> {
         key: &str,
     ) -> S3Result<Self> {
         // Bucket-level keywords on an object path are no operation of ours.
-        if ["location", "versioning", "delete"]
+        if ["location", "versioning", "delete", "policy", "policyStatus"]
             .iter()
             .any(|k| q.has(k))
         {
@@ -852,6 +866,10 @@ impl<'a> Endpoint<'a> {
             Self::HeadBucket => "HeadBucket",
             Self::GetBucketLocation => "GetBucketLocation",
             Self::GetBucketVersioning => "GetBucketVersioning",
+            Self::PutBucketPolicy => "PutBucketPolicy",
+            Self::GetBucketPolicy => "GetBucketPolicy",
+            Self::DeleteBucketPolicy => "DeleteBucketPolicy",
+            Self::GetBucketPolicyStatus => "GetBucketPolicyStatus",
             Self::ListObjects { .. } => "ListObjects",
             Self::ListObjectsV2 { .. } => "ListObjectsV2",
             Self::ListMultipartUploads { .. } => "ListMultipartUploads",
@@ -982,6 +1000,11 @@ mod tests {
             // GetBucketLocation / GetBucketVersioning
             ("GET", "/?location", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None, Endpoint::GetBucketLocation),
             ("GET", "/?versioning", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None, Endpoint::GetBucketVersioning),
+            // PutBucketPolicy / GetBucketPolicy / DeleteBucketPolicy / GetBucketPolicyStatus
+            ("PUT", "/?policy", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None, Endpoint::PutBucketPolicy),
+            ("GET", "/?policy", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None, Endpoint::GetBucketPolicy),
+            ("DELETE", "/?policy", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None, Endpoint::DeleteBucketPolicy),
+            ("GET", "/?policyStatus", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None, Endpoint::GetBucketPolicyStatus),
             // ListObjects (v1)
             ("GET", "/?prefix=N&marker=Ned&max-keys=40", "quotes.s3.amazonaws.com", &[], Some("quotes"), None,
              Endpoint::ListObjects { prefix: b("N"), delimiter: None, marker: Some(b("Ned")), max_keys: 40, encoding_type_url: false }),
@@ -1112,7 +1135,7 @@ mod tests {
             ("PUT", "/bucket?acl", &[]),
             ("GET", "/bucket/key?acl", &[]),
             ("GET", "/bucket/key?tagging", &[]),
-            ("PUT", "/bucket?policy", &[]),
+            ("PUT", "/bucket/key?policy", &[]),
             ("DELETE", "/bucket?lifecycle", &[]),
             ("GET", "/bucket?versions", &[]),
             ("GET", "/?acl", &[]),

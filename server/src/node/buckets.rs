@@ -15,10 +15,11 @@ use ferry_core::s3::xml::{
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
+use super::access;
 use super::context::Cx;
 use crate::front::Headers;
 use crate::front::body::read_small;
-use crate::store::{BucketInfo, ListQuery, MAX_LIST};
+use crate::store::{BucketInfo, BucketSetting, ListQuery, MAX_LIST};
 use ferry_core::s3::body::{BodyLimit, Checks};
 
 /// Continuation tokens are the key (or bucket name) to continue after, base64url-encoded:
@@ -42,15 +43,13 @@ pub(crate) fn decode_token(token: &str) -> S3Result<String> {
         })
 }
 
-/// The owner of everything on this node (one access key).
-pub(crate) fn owner<R: Runtime>(cx: &Cx<'_, R>) -> Owner<'static> {
-    Owner {
-        id: Cow::Owned(cx.owner_id().to_owned()),
-        display_name: Some(Cow::Borrowed("ferry")),
-    }
+/// The owner of `bucket` (objects and uploads in it are listed with it as their owner).
+pub(crate) fn owner<R: Runtime>(cx: &Cx<'_, R>, bucket: &str) -> S3Result<Owner<'static>> {
+    let settings = cx.node.store.bucket_settings(bucket)?;
+    Ok(access::owner_of(cx, access::owner_id(cx, &settings)))
 }
 
-/// ListBuckets: all buckets, or pages of `max_buckets` with a continuation token; `prefix`
+/// ListBuckets: the caller's buckets, or pages of `max_buckets` with a continuation token; `prefix`
 /// filters names.
 pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
@@ -73,6 +72,8 @@ pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
     let after = token.map(decode_token).transpose()?;
     let prefix_owned = prefix.unwrap_or_default().to_owned();
     let limit = max_buckets.map_or(usize::MAX, |n| n as usize);
+    let me = cx.caller.canonical_id.clone();
+    let primary = cx.users().primary().canonical_id.clone();
     let (buckets, truncated) = cx
         .unblock(move |store| -> S3Result<(Vec<BucketInfo>, bool)> {
             let mut out = Vec::new();
@@ -86,6 +87,19 @@ pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
                         if b.name > prefix_owned {
                             return Ok((out, false));
                         }
+                        continue;
+                    }
+                    let settings = match store.bucket_settings(&b.name) {
+                        Ok(s) => s,
+                        // Deleted since the page was read.
+                        Err(e) if e.code == S3ErrorCode::NoSuchBucket => continue,
+                        Err(e) => return Err(e),
+                    };
+                    let owner = settings
+                        .get(BucketSetting::Owner)
+                        .and_then(|v| std::str::from_utf8(v).ok())
+                        .unwrap_or(&primary);
+                    if owner != me {
                         continue;
                     }
                     if out.len() == limit {
@@ -105,7 +119,7 @@ pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
         None
     };
     let doc = ListAllMyBucketsResult {
-        owner: Some(owner(cx)),
+        owner: Some(access::user_owner(cx.caller)),
         buckets: buckets
             .iter()
             .map(|b| BucketEntry {
@@ -134,8 +148,28 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
     let (xml, _) = read_small(body, verifier).await?;
     CreateBucketConfiguration::check_region(&xml, cx.region())?;
-    let b = bucket.to_owned();
-    cx.unblock(move |store| store.create_bucket(&b)).await?;
+    let (b, me) = (bucket.to_owned(), cx.caller.canonical_id.clone());
+    let primary = cx.users().primary().canonical_id.clone();
+    cx.unblock(move |store| {
+        let owner = [(BucketSetting::Owner, me.as_bytes())];
+        match store.create_bucket_with(&b, &owner) {
+            Err(e) if e.code == S3ErrorCode::BucketAlreadyOwnedByYou => {
+                // Someone else's: its name is taken (as AWS answers across accounts).
+                let settings = store.bucket_settings(&b)?;
+                let owner = settings
+                    .get(BucketSetting::Owner)
+                    .unwrap_or(primary.as_bytes());
+                let theirs = owner != me.as_bytes();
+                Err(if theirs {
+                    S3Error::new(S3ErrorCode::BucketAlreadyExists)
+                } else {
+                    e
+                })
+            }
+            other => other,
+        }
+    })
+    .await?;
     let mut h = Headers::new();
     h.push("Location", format!("/{bucket}"));
     cx.req.send(res, 200, h, &[]).await
@@ -288,7 +322,11 @@ pub(crate) async fn list_objects<R: Runtime, S: Stream>(
             store.list_objects(&b, &q)
         })
         .await?;
-    let owner = fetch_owner.then(|| owner(cx));
+    let owner = if fetch_owner {
+        Some(owner(cx, bucket)?)
+    } else {
+        None
+    };
     let version = match v2 {
         None => ListVersion::V1 {
             marker: match endpoint {

@@ -1,16 +1,18 @@
 //! The node ([`NodeApi`]: runtime, store, region, owner) and what every operation gets
 //! ([`Cx`]: the node and the request).
 
+use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use ferry_core::http::Header;
 use ferry_core::rt::Runtime;
-
-use ferry_core::s3::sigv4::{Hex64, sha256};
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::NodeConfig;
+use super::access::Client;
 use crate::front::Request;
 use crate::store::Store;
+use crate::users::{User, Users};
 
 /// The storage node: the S3 operations over its store, written once over any [`Runtime`].
 #[derive(Debug)]
@@ -18,7 +20,10 @@ pub struct NodeApi<R> {
     pub(super) rt: R,
     pub(super) store: Store,
     pub(super) region: String,
-    pub(super) owner_id: String,
+    /// Who may sign requests, and who they are.
+    pub(super) users: Users,
+    /// Peers whose `x-ferry-client-*` headers are believed (`NodeConfig::trusted_proxies`).
+    pub(super) trusted_proxies: Vec<std::net::IpAddr>,
     /// Whether GET bodies may go out with `sendfile(2)` (`NodeConfig::sendfile`).
     pub(super) sendfile: bool,
     /// Whether GET and HEAD look the object up on the runtime thread (`NodeConfig::open_inline`).
@@ -28,15 +33,14 @@ pub struct NodeApi<R> {
 }
 
 impl<R: Runtime> NodeApi<R> {
-    /// The node serving `store` on `rt`, with the region and owner of `cfg`.
-    pub fn new(rt: R, store: Store, cfg: &NodeConfig) -> Self {
+    /// The node serving `store` on `rt` for `users`, with the region of `cfg`.
+    pub fn new(rt: R, store: Store, cfg: &NodeConfig, users: Users) -> Self {
         Self {
             rt,
             store,
             region: cfg.region.clone(),
-            owner_id: Hex64::of(&sha256(cfg.access_key.as_bytes()))
-                .as_str()
-                .to_owned(),
+            users,
+            trusted_proxies: cfg.trusted_proxies.clone(),
             sendfile: cfg.sendfile,
             open_inline: cfg.open_inline,
             sendfile_bytes: AtomicU64::new(0),
@@ -50,16 +54,32 @@ pub(crate) struct Cx<'a, R> {
     pub req: &'a Request<'a>,
     pub headers: &'a [Header<'a>],
     pub id: &'a str,
+    /// Who signed the request.
+    pub caller: &'a Arc<User>,
+    /// Where it comes from.
+    pub client: Client,
 }
 
 impl<'a, R: Runtime> Cx<'a, R> {
-    pub(crate) fn new(node: &'a NodeApi<R>, req: &'a Request<'a>) -> Self {
-        Self {
+    /// The context of `req`: `AccessDenied` if its signer is not a user (the front checked the
+    /// signature against the same users, so only a stale key could be).
+    pub(crate) fn new(
+        node: &'a NodeApi<R>,
+        req: &'a Request<'a>,
+        client: Client,
+    ) -> S3Result<Self> {
+        let caller = node
+            .users
+            .by_access_key(&req.verified.access_key_id)
+            .ok_or_else(|| S3Error::new(S3ErrorCode::AccessDenied))?;
+        Ok(Self {
             node,
             req,
             headers: req.head.headers,
             id: req.id,
-        }
+            caller,
+            client,
+        })
     }
 
     pub(crate) fn rt(&self) -> &R {
@@ -74,8 +94,9 @@ impl<'a, R: Runtime> Cx<'a, R> {
         &self.node.region
     }
 
-    pub(crate) fn owner_id(&self) -> &str {
-        &self.node.owner_id
+    /// The users the node knows.
+    pub(crate) fn users(&self) -> &Users {
+        &self.node.users
     }
 
     /// Run a blocking store call off the reactor.

@@ -5,7 +5,7 @@ use ferry_core::s3::S3Result;
 use ferry_core::s3::request::Endpoint;
 
 use super::context::{Cx, NodeApi};
-use super::{buckets, multipart, objects};
+use super::{access, buckets, multipart, objects, policy};
 use crate::front::{Op, S3Api};
 
 impl<R: Runtime> S3Api for NodeApi<R> {
@@ -14,7 +14,15 @@ impl<R: Runtime> S3Api for NodeApi<R> {
     /// Run the operation `s3` names.
     async fn dispatch<S: Stream>(&self, op: Op<'_, '_, '_, S>) -> S3Result<()> {
         let Op { req, s3, body, res } = op;
-        let cx = &Cx::new(self, req);
+        let peer = res.peer().map(|a| a.ip());
+        let client = access::Client::of(
+            peer,
+            res.is_secure(),
+            req.head.headers,
+            &self.trusted_proxies,
+        );
+        let cx = &Cx::new(self, req, client)?;
+        access::authorize(cx, s3)?;
         let bucket = s3.bucket_str();
         let key = s3.key_str();
         match &s3.endpoint {
@@ -28,6 +36,10 @@ impl<R: Runtime> S3Api for NodeApi<R> {
             Endpoint::HeadBucket => buckets::head(cx, res, bucket).await,
             Endpoint::GetBucketLocation => buckets::location(cx, res, bucket).await,
             Endpoint::GetBucketVersioning => buckets::versioning(cx, res, bucket).await,
+            Endpoint::PutBucketPolicy => policy::put(cx, body, res, bucket).await,
+            Endpoint::GetBucketPolicy => policy::get(cx, res, bucket).await,
+            Endpoint::DeleteBucketPolicy => policy::delete(cx, res, bucket).await,
+            Endpoint::GetBucketPolicyStatus => policy::status(cx, res, bucket).await,
             Endpoint::ListObjects { .. } | Endpoint::ListObjectsV2 { .. } => {
                 buckets::list_objects(cx, res, bucket, &s3.endpoint).await
             }

@@ -9,6 +9,7 @@
 //! Every store call is blocking and runs through [`Runtime::unblock`]; bodies stream through
 //! pooled 256 KiB buffers in both directions, so a request holds at most two of them.
 
+mod access;
 pub(crate) mod body;
 pub(crate) mod buckets;
 mod context;
@@ -17,6 +18,7 @@ pub(crate) mod headers;
 mod metrics;
 mod multipart;
 mod objects;
+mod policy;
 
 use std::io;
 use std::net::SocketAddr;
@@ -25,7 +27,6 @@ use std::sync::Arc;
 
 use ferry_core::http::head::HeadLimits;
 use ferry_core::rt::Signal;
-use ferry_core::s3::sigv4::MemoryCredentials;
 use ferry_net::NetRuntime;
 
 use crate::front::Auth;
@@ -34,6 +35,7 @@ use crate::limits::ConnLimits;
 use crate::service::{self, Server, ServiceHandle};
 use crate::store::{DEFAULT_MIN_PART_SIZE, Store, StoreConfig};
 use crate::tls::TlsFiles;
+use crate::users::{User, Users};
 
 pub use context::NodeApi;
 pub use ferry_runtime::RuntimeKind;
@@ -49,6 +51,14 @@ pub struct NodeConfig {
     pub access_key: String,
     /// Its secret.
     pub secret_key: String,
+    /// Users besides the primary one (whose key is `access_key`), from a users file: each may
+    /// sign requests, and owns the buckets it creates.
+    pub users: Vec<User>,
+    /// Proxies whose word the node takes on where a request comes from (their
+    /// `x-ferry-client-ip` and `x-ferry-client-tls` headers), for the `aws:SourceIp` and
+    /// `aws:SecureTransport` conditions of bucket policies. Default none: every request is
+    /// from its connection's peer. The local cluster trusts its own proxy (127.0.0.1).
+    pub trusted_proxies: Vec<std::net::IpAddr>,
     /// The region signatures are scoped to (default `us-east-1`).
     pub region: String,
     /// The runtime to serve on (default tokio).
@@ -98,6 +108,8 @@ impl NodeConfig {
             listen,
             access_key: access_key.into(),
             secret_key: secret_key.into(),
+            users: Vec::new(),
+            trusted_proxies: Vec::new(),
             region: "us-east-1".into(),
             runtime: RuntimeKind::Tokio,
             min_part_size: DEFAULT_MIN_PART_SIZE,
@@ -159,8 +171,10 @@ impl Server for Node {
     fn build<R: NetRuntime>(self, rt: &R, _stop: &Arc<Signal>) -> io::Result<(NodeApi<R>, Auth)> {
         let cfg = self.cfg;
         tracing::info!(data = %cfg.data_dir.display(), fsync = cfg.fsync, "store opened");
-        let credentials = MemoryCredentials::new().with(&cfg.access_key, &cfg.secret_key);
-        let auth = Auth::new(credentials, &cfg.region);
-        Ok((NodeApi::new(rt.clone(), self.store, &cfg), auth))
+        let primary = User::primary(&cfg.access_key, &cfg.secret_key);
+        let users = Users::new(primary, &cfg.users)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let auth = Auth::new(users.credentials(), &cfg.region);
+        Ok((NodeApi::new(rt.clone(), self.store, &cfg, users), auth))
     }
 }

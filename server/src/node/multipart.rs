@@ -217,8 +217,8 @@ pub(crate) async fn list_parts<R: Runtime, S: Stream>(
         bucket: Cow::Borrowed(bucket),
         key: Cow::Borrowed(key),
         upload_id: Cow::Borrowed(upload_id),
-        initiator: Some(owner(cx)),
-        owner: Some(owner(cx)),
+        initiator: Some(owner(cx, bucket)?),
+        owner: Some(owner(cx, bucket)?),
         storage_class: Cow::Borrowed(STANDARD),
         part_number_marker: marker,
         next_part_number_marker: page.next_part_number_marker,
@@ -281,6 +281,7 @@ pub(crate) async fn list_uploads<R: Runtime, S: Stream>(
             store.list_uploads(&b, &q)
         })
         .await?;
+    let bucket_owner = owner(cx, bucket)?;
     let doc = ListMultipartUploadsResult {
         bucket: Cow::Borrowed(bucket),
         key_marker: Cow::Borrowed(key_marker.as_deref().unwrap_or_default()),
@@ -298,8 +299,8 @@ pub(crate) async fn list_uploads<R: Runtime, S: Stream>(
             .map(|u| UploadEntry {
                 key: Cow::Borrowed(&u.key),
                 upload_id: Cow::Borrowed(&u.upload_id),
-                initiator: Some(owner(cx)),
-                owner: Some(owner(cx)),
+                initiator: Some(bucket_owner.clone()),
+                owner: Some(bucket_owner.clone()),
                 storage_class: Cow::Borrowed(STANDARD),
                 initiated_unix: u.initiated.to_unix(),
             })

@@ -521,13 +521,21 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
             )
         })
         .collect();
+    // Each key is a DeleteObject: one the policy denies fails alone, as in S3.
+    let permits: Vec<S3Result<()>> = keys
+        .iter()
+        .map(|(key, _)| super::access::may_delete(cx, bucket, key))
+        .collect();
     let b = bucket.to_owned();
     let outcomes = cx
         .unblock(move |store| -> S3Result<Vec<Result<(), S3Error>>> {
             store.head_bucket(&b)?;
             Ok(keys
                 .iter()
-                .map(|(key, version)| delete_one(&store, &b, key, version.as_deref()))
+                .zip(permits)
+                .map(|((key, version), permit)| {
+                    permit.and_then(|()| delete_one(&store, &b, key, version.as_deref()))
+                })
                 .collect())
         })
         .await?;

@@ -42,7 +42,7 @@ fn require_all_up<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<()> {
 /// Send `call` to every backend in parallel; the replies in backend order.
 async fn everywhere<R: Runtime>(cx: &Cx<'_, R>, call: &Call) -> S3Result<Vec<Reply>> {
     let handles: Vec<_> = (0..cx.p.backends.len())
-        .map(|i| spawn_call(cx.p, i, cx.client_key(), call.clone()))
+        .map(|i| spawn_call(cx.p, i, cx.caller(), call.clone()))
         .collect();
     join_all(handles).await
 }
@@ -89,7 +89,7 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
             .map(|(i, b)| {
                 let mut call = Call::new("PUT", bucket_path(bucket), String::new());
                 call.body = create_bucket_body(&b.region);
-                spawn_call(cx.p, i, cx.client_key(), call)
+                spawn_call(cx.p, i, cx.caller(), call)
             })
             .collect();
     let replies = join_all(handles).await?;
@@ -97,6 +97,13 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
         .iter()
         .find(|r| !r.ok() && r.error_code().as_deref() != Some("BucketAlreadyOwnedByYou"))
     {
+        if bad.error_code().as_deref() == Some("BucketAlreadyExists") {
+            // Another user has the name on some backend (or created it at the same moment
+            // through another proxy): what this call created elsewhere is empty; remove it, so
+            // that no bucket is owned by different users on different backends.
+            let created: Vec<usize> = (0..replies.len()).filter(|&i| replies[i].ok()).collect();
+            undo_create(cx, bucket, &created).await;
+        }
         return Err(bad.to_error());
     }
     if let Some(owned) = replies
@@ -109,6 +116,70 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     let location = format!("/{bucket}");
     cx.front
         .send(res, 200, Headers::new().with("Location", location), &[])
+        .await
+}
+
+/// Delete the empty `bucket` a CreateBucket just made on the backends `on` (best effort: a
+/// backend that does not answer keeps it, as after any partial create, and a retry by its
+/// owner completes it).
+async fn undo_create<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, on: &[usize]) {
+    let handles: Vec<_> = on
+        .iter()
+        .map(|&i| {
+            let call = Call::new("DELETE", bucket_path(bucket), String::new());
+            (i, spawn_call(cx.p, i, cx.caller(), call))
+        })
+        .collect();
+    for (i, h) in handles {
+        if !h.await.is_ok_and(|r| r.ok()) {
+            let backend = cx.backend(i).map_or("?", |b| b.id.as_str());
+            tracing::warn!(
+                backend,
+                bucket,
+                "CreateBucket lost to another owner and could not remove what it created here"
+            );
+        }
+    }
+}
+
+/// The largest bucket setting document the proxy relays (a policy is at most 20 KB, CORS
+/// and tagging documents smaller; each backend applies its own limit).
+const MAX_SETTING_BODY: usize = 64 * 1024;
+
+/// A bucket-level setting (PutBucketPolicy, DeleteBucketPolicy, ...) on every backend, each
+/// checking and storing it alike: every backend must be up; the first refusal is the answer
+/// (a document one backend refuses, all refuse), else the first backend's answer.
+pub(crate) async fn set_everywhere<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    s3: &S3Request<'_>,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+) -> S3Result<()> {
+    let (doc, _) = read_small(cx, body, MAX_SETTING_BODY).await?;
+    require_all_up(cx)?;
+    let origin = uri::origin_form(cx.req.target);
+    let query = origin.split_once('?').map_or("", |(_, q)| q);
+    let method = match cx.req.method {
+        "PUT" => "PUT",
+        "DELETE" => "DELETE",
+        "POST" => "POST",
+        _ => return Err(S3Error::new(S3ErrorCode::MethodNotAllowed)),
+    };
+    let mut call = Call::new(method, bucket_path(s3.bucket_str()), query.to_owned());
+    for name in ["content-type", "content-md5"] {
+        if let Some(v) = ferry_core::http::find_header_str(cx.req.headers, name) {
+            call.headers.push((name, v.to_owned()));
+        }
+    }
+    call.body = doc;
+    let replies = everywhere(cx, &call).await?;
+    if let Some(bad) = replies.iter().find(|r| !r.ok()) {
+        return Err(bad.to_error());
+    }
+    let status = replies.first().map_or(204, |r| r.status);
+    let h = Headers::new();
+    cx.front
+        .send(res, status, h, replies.first().map_or(&[][..], |r| &r.body))
         .await
 }
 
@@ -176,7 +247,7 @@ impl Fences {
             .filter(|&i| cx.backend(i).is_ok_and(|b| b.kind == BackendKind::Ferry))
             .map(|i| {
                 let call = Call::new("POST", fences.path.clone(), query.clone());
-                (i, spawn_call(cx.p, i, cx.client_key(), call))
+                (i, spawn_call(cx.p, i, cx.caller(), call))
             })
             .collect();
         let mut refused = None;
@@ -214,7 +285,7 @@ impl Fences {
             .iter()
             .map(|&i| {
                 let call = Call::new("POST", self.path.clone(), query.clone());
-                (i, spawn_call(cx.p, i, cx.client_key(), call))
+                (i, spawn_call(cx.p, i, cx.caller(), call))
             })
             .collect();
         for (i, h) in handles {
@@ -281,7 +352,7 @@ async fn delete_fenced<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, fences: &Fences
             if fences.held.contains(&i) {
                 call.headers.push((FENCE_HEADER, fences.token.clone()));
             }
-            spawn_call(cx.p, i, cx.client_key(), call)
+            spawn_call(cx.p, i, cx.caller(), call)
         })
         .collect();
     let mut failed = None;
@@ -316,7 +387,7 @@ async fn restore<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, on: &[usize]) {
             let b = cx.backend(i).ok()?;
             let mut call = Call::new("PUT", bucket_path(bucket), String::new());
             call.body = create_bucket_body(&b.region);
-            Some((i, spawn_call(cx.p, i, cx.client_key(), call)))
+            Some((i, spawn_call(cx.p, i, cx.caller(), call)))
         })
         .collect();
     for (i, h) in handles {
@@ -374,7 +445,7 @@ pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
             spawn_call(
                 cx.p,
                 i,
-                cx.client_key(),
+                cx.caller(),
                 Call::new("GET", "/".into(), String::new()),
             )
         })
@@ -545,7 +616,7 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
         call.headers
             .push(("Content-Type", "application/xml".into()));
         call.body = xml;
-        handles.push(Some(spawn_call(cx.p, i, cx.client_key(), call)));
+        handles.push(Some(spawn_call(cx.p, i, cx.caller(), call)));
     }
     let mut doc: DeleteResult<'static> = DeleteResult::default();
     for ((i, group), handle) in groups.iter().enumerate().zip(handles) {

@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use crate::limits::ConnLimits;
 use crate::tls::TlsFiles;
+use crate::users::User;
 use ferry_runtime::RuntimeKind;
 
 /// Default size of the proxy's pooled I/O buffers (connection buffers, re-framed chunks).
@@ -217,6 +218,11 @@ pub struct ProxyConfig {
     pub backends: Vec<BackendConfig>,
     /// The keys clients sign with.
     pub credentials: Vec<Credentials>,
+    /// The users of a users file (`--users`, `users` in TOML): their keys are accepted too.
+    /// The nodes behind the proxy know the same users and decide what each may do; the proxy
+    /// forwards every request with its signer's identity (passthrough, or re-signed with the
+    /// signer's own key), so every backend must share the clients' keys.
+    pub users: Vec<User>,
     /// The region client signatures are scoped to (default `us-east-1`).
     pub region: String,
     /// The runtime to serve on.
@@ -257,6 +263,7 @@ impl ProxyConfig {
             admin_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
             backends,
             credentials: vec![Credentials::new(access_key, secret_key)],
+            users: Vec::new(),
             region: "us-east-1".into(),
             runtime: RuntimeKind::Tokio,
             threads: 0,
@@ -333,6 +340,9 @@ impl ProxyConfig {
         }
         cfg.token_secret = f.token_secret.map(String::into_bytes);
         cfg.tls = TlsFiles::pair(f.tls_cert, f.tls_key, "tls_cert and tls_key")?;
+        if let Some(path) = &f.users {
+            cfg.users = crate::users::load_users(path).map_err(|e| e.to_string())?;
+        }
         for c in f.credentials {
             cfg.credentials
                 .push(Credentials::new(c.access_key, c.secret_key));
@@ -362,8 +372,18 @@ impl ProxyConfig {
         for b in &self.backends {
             b.validate()?;
         }
-        if self.credentials.is_empty() {
+        if self.credentials.is_empty() && self.users.is_empty() {
             return Err("the proxy needs at least one client key".into());
+        }
+        if !self.users.is_empty()
+            && let Some(b) = self.backends.iter().find(|b| b.credentials.is_some())
+        {
+            return Err(format!(
+                "backend {:?} signs with a key of its own, so it cannot tell the users of the \
+                 users file apart: with users, every backend must be a Ferry node sharing the \
+                 users file",
+                b.id
+            ));
         }
         if self.buffer_size < 16 * 1024 || self.buffer_size > 16 << 20 {
             return Err("buffer_size must be between 16 KiB and 16 MiB".into());
@@ -391,6 +411,7 @@ struct FileConfig {
     body_timeout_ms: Option<u64>,
     min_body_rate: Option<u64>,
     token_secret: Option<String>,
+    users: Option<PathBuf>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
     #[serde(default)]
@@ -422,6 +443,32 @@ struct FileBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn users_need_backends_that_see_the_caller() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("users.toml");
+        std::fs::write(
+            &path,
+            "[[user]]\nname = \"alice\"\naccess_key = \"AKA\"\nsecret_key = \"sa\"\n",
+        )
+        .unwrap();
+        let text = format!(
+            "users = {:?}\n[[backend]]\nid = \"n1\"\nurl = \"http://127.0.0.1:9001\"\n",
+            path.display().to_string()
+        );
+        let cfg = ProxyConfig::from_toml(&text).unwrap();
+        assert_eq!(cfg.users.len(), 1);
+        assert_eq!(cfg.users[0].name, "alice");
+        // The users' keys are enough: no other client key is needed.
+        cfg.validate().unwrap();
+        let mut own_key = cfg.clone();
+        own_key.backends[0].credentials = Some(Credentials::new("B", "sb"));
+        let e = own_key.validate().unwrap_err();
+        assert!(e.contains("key of its own"), "{e}");
+        let missing = ProxyConfig::from_toml("users = \"/nonexistent/users.toml\"\n");
+        assert!(missing.unwrap_err().contains("/nonexistent/users.toml"));
+    }
 
     #[test]
     fn backend_specs() {

@@ -1,5 +1,6 @@
 //! What every proxy operation gets: the proxy and the request.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use ferry_core::http::head::RequestHead;
@@ -17,6 +18,44 @@ pub(crate) struct Cx<'a, R: Runtime> {
     pub front: &'a Request<'a>,
     pub req: &'a RequestHead<'a, 'a>,
     pub verified: &'a VerifiedRequest,
+    /// Who the request is from, as the backends are told.
+    pub caller: Caller,
+}
+
+/// Who a request is from, told to the backends with every request made for it: the key the
+/// client signed with (the proxy signs with the same key where the backend shares it), and
+/// where it came from, for the nodes' policy conditions (`x-ferry-client-ip` and
+/// `x-ferry-client-tls`, which a node believes from the proxies it trusts).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Caller {
+    /// The access key the client signed with.
+    pub key: String,
+    /// The client's address.
+    pub ip: Option<IpAddr>,
+    /// Whether the client came over TLS.
+    pub secure: bool,
+}
+
+/// The header in which the proxy tells a node its client's address.
+pub(crate) const CLIENT_IP_HEADER: &str = "x-ferry-client-ip";
+/// The header in which the proxy tells a node whether its client came over TLS.
+pub(crate) const CLIENT_TLS_HEADER: &str = "x-ferry-client-tls";
+
+impl Caller {
+    /// Whether `name` is one of the headers the proxy sets itself (a client's own are dropped).
+    pub fn is_own_header(name: &str) -> bool {
+        name.eq_ignore_ascii_case(CLIENT_IP_HEADER) || name.eq_ignore_ascii_case(CLIENT_TLS_HEADER)
+    }
+
+    /// The headers that tell a backend where the request came from.
+    pub fn headers(&self) -> impl Iterator<Item = (&'static str, String)> + '_ {
+        let ip = self.ip.map(|ip| (CLIENT_IP_HEADER, ip.to_string()));
+        let tls = (
+            CLIENT_TLS_HEADER,
+            String::from(if self.secure { "true" } else { "false" }),
+        );
+        ip.into_iter().chain(std::iter::once(tls))
+    }
 }
 
 impl<R: Runtime> Cx<'_, R> {
@@ -35,6 +74,11 @@ impl<R: Runtime> Cx<'_, R> {
 
     /// The access key the client signed with.
     pub fn client_key(&self) -> &str {
-        &self.verified.access_key_id
+        &self.caller.key
+    }
+
+    /// Who the request is from.
+    pub fn caller(&self) -> &Caller {
+        &self.caller
     }
 }

@@ -114,6 +114,9 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     if keep_checksum {
         get.header("x-amz-checksum-mode", &b"ENABLED"[..]);
     }
+    for (n, v) in cx.caller().headers() {
+        get.header(n, v.into_bytes());
+    }
     let creds = cx.p.credentials_for(sb, cx.client_key())?;
     sign(cx.p, sb, &creds, &mut get, EMPTY_SHA256)?;
     let get_views = get.views();
@@ -198,6 +201,9 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
                 put.header(name, v.as_bytes().to_vec());
             }
         }
+    }
+    for (n, v) in cx.caller().headers() {
+        put.header(n, v.into_bytes());
     }
     let creds = cx.p.credentials_for(db, cx.client_key())?;
     sign(cx.p, db, &creds, &mut put, UNSIGNED_PAYLOAD)?;

@@ -44,7 +44,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::Proxy;
 use super::backend::Backend;
-use super::context::Cx;
+use super::context::{Caller, Cx};
 use super::sign::{is_hop_by_hop, sign};
 
 /// Response header fields read per backend response.
@@ -142,7 +142,12 @@ fn prepare<'a, R: Runtime, S: Stream>(
         };
         let mut request = OutboundRequest::new(req.method, path, raw_query);
         for h in req.headers.iter().filter(|h| !is_hop_by_hop(h.name)) {
-            request.header(h.name, h.value);
+            if !Caller::is_own_header(h.name) {
+                request.header(h.name, h.value);
+            }
+        }
+        for (n, v) in cx.caller().headers() {
+            request.header(n, v.into_bytes());
         }
         return Ok(Outbound {
             target: Cow::Borrowed(origin),
@@ -199,7 +204,7 @@ fn prepare<'a, R: Runtime, S: Stream>(
     };
     let mut request = OutboundRequest::new(req.method, path, strip_presign(raw_query));
     for h in req.headers {
-        if is_hop_by_hop(h.name) || is_auth_header(h.name) {
+        if is_hop_by_hop(h.name) || is_auth_header(h.name) || Caller::is_own_header(h.name) {
             continue;
         }
         if plain {
@@ -217,7 +222,10 @@ fn prepare<'a, R: Runtime, S: Stream>(
         }
         request.header(h.name, h.value);
     }
-    let creds = cx.p.credentials_for(b, &cx.verified.access_key_id)?;
+    for (n, v) in cx.caller().headers() {
+        request.header(n, v.into_bytes());
+    }
+    let creds = cx.p.credentials_for(b, cx.client_key())?;
     sign(cx.p, b, &creds, &mut request, &payload_hash)?;
     let target = Cow::Owned(request.target().into_owned());
     Ok(Outbound {
@@ -474,21 +482,25 @@ impl Call {
     }
 }
 
-/// Send `call` to backend `idx`, signed for `client_key`, and read the whole answer.
+/// Send `call` to backend `idx` for `caller` (signed with its key where the backend shares
+/// it), and read the whole answer.
 pub(crate) async fn call<R: Runtime>(
     p: &Proxy<R>,
     idx: usize,
-    client_key: &str,
+    caller: &Caller,
     call: &Call,
 ) -> S3Result<Reply> {
     let b = p
         .backends
         .get(idx)
         .ok_or_else(|| S3Error::new(S3ErrorCode::InternalError))?;
-    let creds = p.credentials_for(b, client_key)?;
+    let creds = p.credentials_for(b, &caller.key)?;
     let mut request = OutboundRequest::new(call.method, call.path.as_str(), call.query.as_str());
     for (n, v) in &call.headers {
         request.header(*n, v.as_bytes());
+    }
+    for (n, v) in caller.headers() {
+        request.header(n, v.into_bytes());
     }
     let hash = Hex64::of(&sha256(&call.body));
     sign(p, b, &creds, &mut request, hash.as_str())?;
@@ -548,10 +560,10 @@ async fn exchange<C: Clock, T: Stream>(
 pub(crate) fn spawn_call<R: Runtime>(
     p: &Arc<Proxy<R>>,
     idx: usize,
-    client_key: &str,
+    caller: &Caller,
     c: Call,
 ) -> impl Future<Output = S3Result<Reply>> + Send + 'static {
     let p2 = p.clone();
-    let key = client_key.to_owned();
-    p.rt.spawn(async move { call(&p2, idx, &key, &c).await })
+    let caller = caller.clone();
+    p.rt.spawn(async move { call(&p2, idx, &caller, &c).await })
 }

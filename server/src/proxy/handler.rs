@@ -9,7 +9,7 @@ use ferry_core::s3::request::{Endpoint, S3Request};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::Proxy;
-use super::context::Cx;
+use super::context::{Caller, Cx};
 use super::{buckets, copy, forward, list};
 use crate::front::{ALL_BACKENDS, Op, S3Api};
 
@@ -40,6 +40,11 @@ impl<R: Runtime> S3Api for ProxyApi<R> {
             front: req,
             req: req.head,
             verified: req.verified,
+            caller: Caller {
+                key: req.verified.access_key_id.clone(),
+                ip: res.peer().map(|a| a.ip()),
+                secure: res.is_secure(),
+            },
         };
         dispatch(&cx, s3, body, res).await
     }
@@ -86,10 +91,14 @@ fn route(endpoint: &Endpoint<'_>) -> Route {
         | Endpoint::ListObjectsV2 { .. }
         | Endpoint::ListMultipartUploads { .. }
         | Endpoint::DeleteObjects { .. }
-        | Endpoint::BucketFence { .. } => Route::FanOut,
-        Endpoint::HeadBucket | Endpoint::GetBucketLocation | Endpoint::GetBucketVersioning => {
-            Route::AnyBackend
-        }
+        | Endpoint::BucketFence { .. }
+        | Endpoint::PutBucketPolicy
+        | Endpoint::DeleteBucketPolicy => Route::FanOut,
+        Endpoint::HeadBucket
+        | Endpoint::GetBucketLocation
+        | Endpoint::GetBucketVersioning
+        | Endpoint::GetBucketPolicy
+        | Endpoint::GetBucketPolicyStatus => Route::AnyBackend,
         Endpoint::CopyObject { .. } | Endpoint::UploadPartCopy { .. } => Route::Copy,
         Endpoint::GetObject { .. }
         | Endpoint::HeadObject { .. }
@@ -140,6 +149,9 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
                 }
                 Endpoint::ListMultipartUploads { .. } => list::list_uploads(cx, s3, res).await,
                 Endpoint::DeleteObjects { .. } => buckets::delete_objects(cx, s3, body, res).await,
+                Endpoint::PutBucketPolicy | Endpoint::DeleteBucketPolicy => {
+                    buckets::set_everywhere(cx, s3, body, res).await
+                }
                 // Between the proxy and its nodes only (see `buckets::delete`).
                 Endpoint::BucketFence { .. } => Err(S3Error::with_message(
                     S3ErrorCode::NotImplemented,

@@ -299,7 +299,7 @@ async fn merged<R: Runtime>(
     if max == 0 {
         return Ok((Vec::new(), false));
     }
-    let key = cx.client_key();
+    let key = cx.caller();
     let mut starts = Vec::with_capacity(p.backends.len());
     let mut calls = Vec::with_capacity(p.backends.len());
     for i in 0..p.backends.len() {

@@ -208,6 +208,9 @@ fn build<R: Runtime>(rt: R, cfg: &ProxyConfig, resolved: Resolved) -> S3Result<P
     for c in &cfg.credentials {
         credentials.insert(&c.access_key_id, &c.secret_access_key);
     }
+    for u in &cfg.users {
+        credentials.insert(&u.access_key, &u.secret_key);
+    }
     Ok(Proxy {
         rt,
         backends,

@@ -1,7 +1,12 @@
 //! Buckets: create, delete, head, list, and their settings (owner, policy, ACL, CORS,
 //! tagging).
 
+use std::collections::HashMap;
 use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use ferry_core::s3::policy::Policy;
 
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
@@ -53,6 +58,94 @@ impl BucketSetting {
     }
 }
 
+/// A bucket's settings, read together.
+#[derive(Debug, Clone, Default)]
+pub struct BucketSettings {
+    bucket: String,
+    /// By the index of the kind in [`BucketSetting::ALL`].
+    values: [Option<Vec<u8>>; BucketSetting::ALL.len()],
+    /// The policy, parsed once (settings are cached: see [`SettingsCache`]).
+    policy: OnceLock<Result<Option<Arc<Policy>>, S3Error>>,
+}
+
+impl BucketSettings {
+    /// The setting `kind`, if the bucket has it.
+    pub fn get(&self, kind: BucketSetting) -> Option<&[u8]> {
+        let i = BucketSetting::ALL.iter().position(|k| *k == kind)?;
+        self.values[i].as_deref()
+    }
+
+    /// The bucket's policy, if it has one. It was checked before it was stored; one this
+    /// build cannot read (stored by another version) is an `InternalError`.
+    pub fn policy(&self) -> S3Result<Option<Arc<Policy>>> {
+        self.policy
+            .get_or_init(|| {
+                let Some(doc) = self.get(BucketSetting::Policy) else {
+                    return Ok(None);
+                };
+                Policy::parse(doc, &self.bucket)
+                    .map(|p| Some(Arc::new(p)))
+                    .map_err(|e| {
+                        S3Error::with_message(
+                            S3ErrorCode::InternalError,
+                            format!(
+                                "stored policy of {} does not parse: {}",
+                                self.bucket, e.message
+                            ),
+                        )
+                    })
+            })
+            .clone()
+    }
+}
+
+/// Most buckets whose settings are kept in memory; past it the cache starts over.
+const SETTINGS_CACHE_MAX: usize = 4096;
+
+/// Buckets' settings (or their absence) as last read, so that the node's per-request access
+/// check costs no database read. Every change to a bucket removes its entry after its commit
+/// and bumps the generation; a reader offers what it read only if the generation did not move
+/// meanwhile, so an entry read before a change never outlives it.
+#[derive(Debug, Default)]
+pub(crate) struct SettingsCache {
+    map: Mutex<HashMap<String, Option<Arc<BucketSettings>>>>,
+    generation: AtomicU64,
+}
+
+impl SettingsCache {
+    fn get(&self, name: &str) -> Option<Option<Arc<BucketSettings>>> {
+        self.lock().get(name).cloned()
+    }
+
+    fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    fn offer(&self, name: &str, generation: u64, value: Option<Arc<BucketSettings>>) {
+        let mut map = self.lock();
+        if self.generation.load(Ordering::Acquire) != generation {
+            return;
+        }
+        if map.len() >= SETTINGS_CACHE_MAX {
+            map.clear();
+        }
+        map.insert(name.to_owned(), value);
+    }
+
+    fn invalidate(&self, name: &str) {
+        let mut map = self.lock();
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        map.remove(name);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Option<Arc<BucketSettings>>>> {
+        // A panic while holding it cannot leave the map inconsistent: use it as is.
+        self.map
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 impl Store {
     /// Create bucket `name`: `BucketAlreadyOwnedByYou` if it exists.
     pub fn create_bucket(&self, name: &str) -> S3Result<BucketInfo> {
@@ -86,6 +179,7 @@ impl Store {
                 .map_err(db_err)?;
             Ok(())
         })?;
+        self.inner.settings.invalidate(name);
         Ok(BucketInfo {
             name: name.to_owned(),
             created: DateTime::from_unix(created),
@@ -139,20 +233,52 @@ impl Store {
                 settings.remove((name, kind.name())).map_err(db_err)?;
             }
             Ok(())
-        })
+        })?;
+        self.inner.settings.invalidate(name);
+        Ok(())
     }
 
     /// Bucket `name`'s setting `kind`, `None` if it has none: `NoSuchBucket` if the bucket does
     /// not exist.
     pub fn bucket_setting(&self, name: &str, kind: BucketSetting) -> S3Result<Option<Vec<u8>>> {
+        Ok(self.bucket_settings(name)?.get(kind).map(<[u8]>::to_vec))
+    }
+
+    /// Every setting of bucket `name`: `NoSuchBucket` if the bucket does not exist. Served from
+    /// memory after the first read (what the node asks on every request), and read again
+    /// after any change to the bucket.
+    pub fn bucket_settings(&self, name: &str) -> S3Result<Arc<BucketSettings>> {
+        let cache = &self.inner.settings;
+        let found = match cache.get(name) {
+            Some(found) => found,
+            None => {
+                let generation = cache.generation();
+                let found = self.read_settings(name)?.map(Arc::new);
+                cache.offer(name, generation, found.clone());
+                found
+            }
+        };
+        found.ok_or_else(|| S3Error::new(S3ErrorCode::NoSuchBucket))
+    }
+
+    fn read_settings(&self, name: &str) -> S3Result<Option<BucketSettings>> {
         let txn = self.read_txn()?;
         let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
         if !bucket_exists(&buckets, name)? {
-            return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
+            return Ok(None);
         }
-        let settings = txn.open_table(BUCKET_SETTINGS).map_err(db_err)?;
-        let value = settings.get((name, kind.name())).map_err(db_err)?;
-        Ok(value.map(|v| v.value().to_vec()))
+        let table = txn.open_table(BUCKET_SETTINGS).map_err(db_err)?;
+        let mut out = BucketSettings {
+            bucket: name.to_owned(),
+            ..BucketSettings::default()
+        };
+        for (i, kind) in BucketSetting::ALL.into_iter().enumerate() {
+            out.values[i] = table
+                .get((name, kind.name()))
+                .map_err(db_err)?
+                .map(|v| v.value().to_vec());
+        }
+        Ok(Some(out))
     }
 
     /// Set bucket `name`'s setting `kind` to `value` (`None` removes it): `NoSuchBucket` if the
@@ -174,7 +300,9 @@ impl Store {
                 None => settings.remove((name, kind.name())).map(drop),
             }
             .map_err(db_err)
-        })
+        })?;
+        self.inner.settings.invalidate(name);
+        Ok(())
     }
 
     /// Bucket `name`'s info: `NoSuchBucket` if it does not exist.

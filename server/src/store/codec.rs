@@ -107,6 +107,20 @@ pub(crate) struct PartRecord {
     pub last_modified: i64,
 }
 
+/// A completed multipart upload, kept for a while so that a retried complete gets the same
+/// answer (see `store::multipart`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct CompletedRecord {
+    /// `bucket ++ \0 ++ key`.
+    pub object_key: Vec<u8>,
+    /// The part list it was completed with: numbers and ETags.
+    pub parts: Vec<(u32, String)>,
+    pub etag: String,
+    pub size: u64,
+    /// When it completed, Unix seconds.
+    pub completed: i64,
+}
+
 /// A bucket fence (see `store::fence`): who holds it, and until when.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct FenceRecord {

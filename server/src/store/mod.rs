@@ -81,7 +81,7 @@ use redb::{
     Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction,
 };
 
-pub use bucket::BucketSetting;
+pub use bucket::{BucketSetting, BucketSettings};
 pub use fence::MAX_FENCE_LEASE;
 pub use files::CleanupReport;
 pub use meta::{ROOM_TO_RECOVER, Writability};
@@ -156,6 +156,8 @@ pub(crate) struct Inner {
     lanes: files::Lanes,
     /// Cleared when the file system refused an `O_DIRECT` open: later files do not try.
     direct_ok: std::sync::atomic::AtomicBool,
+    /// Buckets' settings as last committed (see [`bucket::SettingsCache`]).
+    settings: bucket::SettingsCache,
 }
 
 impl fmt::Debug for Store {
@@ -189,6 +191,11 @@ const UPLOADS: TableDefinition<'_, (&[u8], &str), &[u8]> = TableDefinition::new(
 const PARTS: TableDefinition<'_, (&str, u32), &[u8]> = TableDefinition::new("parts");
 /// Bucket name → `FenceRecord`: buckets closed to writes for a while (see [`fence`]).
 const FENCES: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("fences");
+/// Upload id → `CompletedRecord`: uploads completed in the last [`COMPLETED_TTL_SECS`], so
+/// that a CompleteMultipartUpload retried after its answer was lost gets the same answer.
+const COMPLETED: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("completed_uploads");
+/// How long a completed upload answers a retried CompleteMultipartUpload (seconds).
+pub const COMPLETED_TTL_SECS: i64 = 15 * 60;
 /// (bucket name, [`BucketSetting::name`]) → the setting's document, stored as given (see
 /// [`BucketSetting`]). Kept apart from `BucketRecord` so a new kind of setting needs no new
 /// record format; removed with the bucket.
@@ -236,6 +243,7 @@ impl Store {
                 committer: group::Committer::default(),
                 lanes: files::Lanes::new(),
                 direct_ok: std::sync::atomic::AtomicBool::new(config.direct_io),
+                settings: bucket::SettingsCache::default(),
             }),
         })
     }
@@ -339,6 +347,7 @@ fn init_tables(db: &Database) -> io::Result<()> {
         txn.open_table(PARTS).map_err(io::Error::other)?;
         txn.open_table(FENCES).map_err(io::Error::other)?;
         txn.open_table(BUCKET_SETTINGS).map_err(io::Error::other)?;
+        txn.open_table(COMPLETED).map_err(io::Error::other)?;
     }
     txn.commit().map_err(io::Error::other)
 }

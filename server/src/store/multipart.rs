@@ -10,7 +10,9 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
 use redb::{ReadableTable, WriteTransaction};
 
-use super::codec::{self, DataLayout, ObjectRecord, PartLoc, PartRecord, UploadRecord};
+use super::codec::{
+    self, CompletedRecord, DataLayout, ObjectRecord, PartLoc, PartRecord, UploadRecord,
+};
 use super::fence::check_unfenced;
 use super::files::{FileId, Spool};
 use super::object::put_record;
@@ -19,8 +21,8 @@ use super::types::{
     WriteConditions,
 };
 use super::{
-    BUCKETS, MAX_LIST, MAX_PARTS, PARTS, Store, UPLOADS, bucket_exists, check_bucket_name,
-    check_key, db_err, now, object_key,
+    BUCKETS, COMPLETED, COMPLETED_TTL_SECS, MAX_LIST, MAX_PARTS, PARTS, Store, UPLOADS,
+    bucket_exists, check_bucket_name, check_key, db_err, now, object_key,
 };
 
 /// An UploadPart in progress: like [`ObjectWriter`](super::ObjectWriter), for one part.
@@ -384,7 +386,14 @@ impl Store {
                 let removed = uploads.remove((k.as_slice(), upload_id)).map_err(db_err)?;
                 match removed {
                     Some(v) => codec::decode(v.value())?,
-                    None => return Err(S3Error::new(S3ErrorCode::NoSuchUpload)),
+                    None => {
+                        // Completed already, with these parts: the same answer again, and
+                        // nothing changes.
+                        let done = completed_before(txn, upload_id, &k, &parts, last_modified)?;
+                        return done
+                            .map(|r| (r, None, None))
+                            .ok_or_else(|| S3Error::new(S3ErrorCode::NoSuchUpload));
+                    }
                 }
             };
             let stored = take_parts(txn, upload_id)?;
@@ -448,15 +457,99 @@ impl Store {
             let bytes = codec::encode(&rec)?;
             let replaced = put_record(txn, bucket, key, &bytes, conditions)?;
             retired.extend(replaced.files);
+            remember_completed(
+                txn,
+                upload_id,
+                &k,
+                &parts,
+                etag.as_str(),
+                size,
+                last_modified,
+            )?;
             let result = PutResult {
                 etag,
                 size,
                 last_modified: DateTime::from_unix(last_modified),
             };
-            Ok((result, retired, replaced.size))
+            Ok((result, Some(retired), replaced.size))
         })?;
-        self.inner.counters.put(result.size, replaced);
-        self.inner.retire(&retired);
+        // `None`: a retry of a completed upload, which changed nothing.
+        if let Some(retired) = retired {
+            self.inner.counters.put(result.size, replaced);
+            self.inner.retire(&retired);
+        }
         Ok(result)
     }
+}
+
+/// Most expired completed-upload records one complete removes (the oldest first).
+const COMPLETED_SWEEP: usize = 16;
+
+/// Remember that `upload_id` completed `object_key` with `parts`, and forget a few completions
+/// older than [`COMPLETED_TTL_SECS`] (upload ids sort by creation, so the oldest come first).
+fn remember_completed(
+    txn: &WriteTransaction,
+    upload_id: &str,
+    object_key: &[u8],
+    parts: &[CompletedPart],
+    etag: &str,
+    size: u64,
+    now: i64,
+) -> S3Result<()> {
+    let mut table = txn.open_table(COMPLETED).map_err(db_err)?;
+    let mut expired = Vec::new();
+    for item in table.iter().map_err(db_err)?.take(COMPLETED_SWEEP) {
+        let (id, v) = item.map_err(db_err)?;
+        let rec: CompletedRecord = codec::decode(v.value())?;
+        if now - rec.completed > COMPLETED_TTL_SECS {
+            expired.push(id.value().to_owned());
+        }
+    }
+    for id in expired {
+        table.remove(id.as_str()).map_err(db_err)?;
+    }
+    let rec = CompletedRecord {
+        object_key: object_key.to_vec(),
+        parts: parts
+            .iter()
+            .map(|p| (p.part_number, p.etag.as_str().to_owned()))
+            .collect(),
+        etag: etag.to_owned(),
+        size,
+        completed: now,
+    };
+    table
+        .insert(upload_id, codec::encode(&rec)?.as_slice())
+        .map_err(db_err)?;
+    Ok(())
+}
+
+/// The answer `upload_id` got when it completed `object_key` with the same `parts`, if it did
+/// within [`COMPLETED_TTL_SECS`].
+fn completed_before(
+    txn: &WriteTransaction,
+    upload_id: &str,
+    object_key: &[u8],
+    parts: &[CompletedPart],
+    now: i64,
+) -> S3Result<Option<PutResult>> {
+    let table = txn.open_table(COMPLETED).map_err(db_err)?;
+    let Some(v) = table.get(upload_id).map_err(db_err)? else {
+        return Ok(None);
+    };
+    let rec: CompletedRecord = codec::decode(v.value())?;
+    let same_parts = rec.parts.len() == parts.len()
+        && rec
+            .parts
+            .iter()
+            .zip(parts)
+            .all(|((n, e), p)| *n == p.part_number && e == p.etag.as_str());
+    if rec.object_key != object_key || !same_parts || now - rec.completed > COMPLETED_TTL_SECS {
+        return Ok(None);
+    }
+    Ok(Some(PutResult {
+        etag: codec::stored_etag(&rec.etag)?,
+        size: rec.size,
+        last_modified: DateTime::from_unix(rec.completed),
+    }))
 }

@@ -22,6 +22,7 @@ on_every_target!(
     complete_if_none_match,
     real_five_mib_minimum,
     multipart_object_ranges_and_copies,
+    complete_retried_after_success,
 );
 
 /// The minimum part size of the small-part nodes.
@@ -964,4 +965,87 @@ async fn multipart_object_ranges_and_copies(target: Target) {
         .await
         .unwrap_or_else(|e| panic!("complete: {}", show(&e)));
     assert_eq!(n.get("mpu", "assembled").await, &whole[range.0..=range.1]);
+}
+
+/// A CompleteMultipartUpload retried after it succeeded (its answer lost) answers 200 with the
+/// same ETag for the same part list, and changes nothing; another part list, or another key,
+/// is `NoSuchUpload`. The same through boto3.
+async fn complete_retried_after_success(target: Target) {
+    let n = small_parts(target);
+    n.bucket("mpu").await;
+    let c = &n.client;
+    let (a, b) = (pattern(MIN as usize, 1), pattern(1000, 2));
+    let id = create(c, "mpu", "retried").await;
+    let e1 = upload(c, "mpu", "retried", &id, 1, &a).await;
+    let e2 = upload(c, "mpu", "retried", &id, 2, &b).await;
+    let complete = |parts: CompletedMultipartUpload, key: &'static str| {
+        c.complete_multipart_upload()
+            .bucket("mpu")
+            .key(key)
+            .upload_id(&id)
+            .multipart_upload(parts)
+            .send()
+    };
+    let first = complete(completed(&[(1, &e1), (2, &e2)]), "retried")
+        .await
+        .unwrap_or_else(|e| panic!("complete: {}", show(&e)));
+    let want = multipart_etag(&[&a, &b]);
+    assert_eq!(first.e_tag(), Some(want.as_str()));
+    let again = complete(completed(&[(1, &e1), (2, &e2)]), "retried")
+        .await
+        .unwrap_or_else(|e| panic!("complete again: {}", show(&e)));
+    assert_eq!(again.e_tag(), Some(want.as_str()));
+    assert_code(
+        complete(completed(&[(1, &e1)]), "retried").await,
+        404,
+        "NoSuchUpload",
+    );
+    assert_code(
+        complete(completed(&[(1, &e1), (2, &e2)]), "elsewhere").await,
+        404,
+        "NoSuchUpload",
+    );
+    // One object, whole.
+    assert_eq!(n.get("mpu", "retried").await, [a, b].concat());
+    let listed = c
+        .list_objects_v2()
+        .bucket("mpu")
+        .send()
+        .await
+        .expect("list");
+    assert_eq!(listed.key_count(), Some(1));
+
+    let script = r#"
+import sys
+import boto3
+from botocore.config import Config
+ep, ak, sk = sys.argv[1:4]
+c = boto3.client("s3", endpoint_url=ep, aws_access_key_id=ak, aws_secret_access_key=sk,
+                 region_name="us-east-1",
+                 config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+up = c.create_multipart_upload(Bucket="mpu", Key="boto")["UploadId"]
+etag = c.upload_part(Bucket="mpu", Key="boto", UploadId=up, PartNumber=1, Body=b"x" * 10)["ETag"]
+parts = {"Parts": [{"PartNumber": 1, "ETag": etag}]}
+one = c.complete_multipart_upload(Bucket="mpu", Key="boto", UploadId=up, MultipartUpload=parts)
+two = c.complete_multipart_upload(Bucket="mpu", Key="boto", UploadId=up, MultipartUpload=parts)
+assert one["ETag"] == two["ETag"], (one, two)
+assert c.get_object(Bucket="mpu", Key="boto")["Body"].read() == b"x" * 10
+print("ok")
+"#;
+    let endpoint = n.endpoint();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("python3")
+            .args(["-c", script, &endpoint])
+            .args([crate::support::ACCESS_KEY, crate::support::SECRET_KEY])
+            .output()
+            .expect("python3 runs")
+    })
+    .await
+    .expect("join");
+    assert!(
+        out.status.success() && out.stdout.starts_with(b"ok"),
+        "boto3 script failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -53,6 +53,8 @@ struct ConnCx<'a, C, H: ?Sized> {
     /// notified (the one idle longest: listeners are notified in the order they started).
     idle: Option<&'a Event>,
     peer: Option<SocketAddr>,
+    /// Whether the connection is TLS.
+    secure: bool,
 }
 
 impl<C, H: ?Sized> ConnCx<'_, C, H> {
@@ -128,6 +130,7 @@ where
         stop,
         idle: None,
         peer,
+        secure: stream.is_secure(),
     };
     serve(&cx, stream).await
 }
@@ -154,6 +157,7 @@ where
         stop: Some(stop),
         idle: Some(idle),
         peer: Some(peer),
+        secure: stream.is_secure(),
     };
     serve(&cx, stream).await
 }
@@ -413,6 +417,7 @@ where
             shared.reset(false);
             let mut res = ResponseWriter::new(shared, out, info, cx.stop, 0, cx.clock.unix_time());
             res.peer = cx.peer;
+            res.secure = cx.secure;
             let e = H::Error::from(HttpError::Protocol(e));
             render(cx.handler, Some(head), &e, &mut res).await;
             return if res.state == RespState::Failed {
@@ -443,6 +448,7 @@ where
         cx.clock.unix_time(),
     );
     res.peer = cx.peer;
+    res.secure = cx.secure;
     let result = cx.handler.handle(head, &mut body, &mut res).await;
     match result {
         Ok(()) if res.is_started() => res.settle().await,

@@ -57,6 +57,8 @@ pub struct ResponseWriter<'c, S> {
     pub(crate) close_requested: bool,
     /// The client's address, when the accept loop knows it.
     pub(crate) peer: Option<SocketAddr>,
+    /// Whether the connection is TLS.
+    pub(crate) secure: bool,
     /// The status once started (0 before).
     pub(crate) status: u16,
     /// Body bytes handed to [`ResponseWriter::write`] and sent (not counted for `HEAD`).
@@ -84,6 +86,7 @@ impl<'c, S: Stream> ResponseWriter<'c, S> {
             persist: false,
             close_requested: false,
             peer: None,
+            secure: false,
             status: 0,
             body_sent: 0,
         }
@@ -92,6 +95,11 @@ impl<'c, S: Stream> ResponseWriter<'c, S> {
     /// The client's address, if known (connections served by [`serve`] know it).
     pub fn peer(&self) -> Option<SocketAddr> {
         self.peer
+    }
+
+    /// Whether the connection is TLS.
+    pub fn is_secure(&self) -> bool {
+        self.secure
     }
 
     /// The status of the response once started; 0 before.

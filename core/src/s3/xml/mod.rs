@@ -18,6 +18,7 @@ use super::{S3Error, S3ErrorCode, S3Result};
 mod parse;
 mod write;
 
+pub use parse::{AclDocument, AclDocumentGrant};
 pub use write::{write_location_constraint, write_versioning_configuration};
 
 /// The S3 XML namespace of response documents.

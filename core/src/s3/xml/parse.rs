@@ -636,3 +636,50 @@ impl<'a> ErrorResponse<'a> {
         })
     }
 }
+
+/// An `AccessControlPolicy` document as written: the owner's id and each grant's grantee
+/// (by `ID`, `URI` or `EmailAddress`) and permission, unchecked (`s3::acl` checks them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AclDocument<'a> {
+    /// `Owner/ID`.
+    pub owner: Cow<'a, str>,
+    /// The grants, in order.
+    pub grants: Vec<AclDocumentGrant<'a>>,
+}
+
+/// One `Grant` of an [`AclDocument`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AclDocumentGrant<'a> {
+    /// `Grantee/ID` (a canonical user).
+    pub id: Option<Cow<'a, str>>,
+    /// `Grantee/URI` (a group).
+    pub uri: Option<Cow<'a, str>>,
+    /// `Grantee/EmailAddress`.
+    pub email: Option<Cow<'a, str>>,
+    /// `Permission`.
+    pub permission: Cow<'a, str>,
+}
+
+impl<'a> AclDocument<'a> {
+    /// Parse an `AccessControlPolicy` of at most `max_len` bytes and `max_grants` grants.
+    pub fn parse_xml(body: &'a [u8], max_len: usize, max_grants: usize) -> S3Result<Self> {
+        let doc = Doc::parse(body, max_len, 8 + max_grants * 8)?;
+        let root = doc.root("AccessControlPolicy")?;
+        let owner = root.child("Owner").ok_or_else(malformed)?.req("ID")?;
+        let list = root.child("AccessControlList").ok_or_else(malformed)?;
+        let mut grants = Vec::new();
+        for g in list.all("Grant") {
+            let grantee = g.child("Grantee").ok_or_else(malformed)?;
+            grants.push(AclDocumentGrant {
+                id: grantee.opt("ID").map(trimmed),
+                uri: grantee.opt("URI").map(trimmed),
+                email: grantee.opt("EmailAddress").map(trimmed),
+                permission: trimmed(g.req("Permission")?),
+            });
+        }
+        Ok(Self {
+            owner: trimmed(owner),
+            grants,
+        })
+    }
+}

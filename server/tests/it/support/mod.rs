@@ -51,3 +51,40 @@ pub const ACCESS_KEY: &str = "AKIAFERRYTESTKEY0001";
 pub const SECRET_KEY: &str = "ferry+test/secret+key/0123456789abcdefghij";
 /// The region the servers sign for.
 pub const REGION: &str = "us-east-1";
+
+/// A user of a users file, for tests with several users.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TestUser {
+    /// Its name (and display name).
+    pub name: &'static str,
+    /// Its access key.
+    pub access_key: &'static str,
+    /// Its secret.
+    pub secret_key: &'static str,
+}
+
+impl TestUser {
+    /// As the server takes it (canonical id derived from the access key).
+    pub fn user(&self) -> ferry_server::User {
+        ferry_server::User::new(self.name, self.access_key, self.secret_key)
+    }
+
+    /// Its canonical id.
+    pub fn canonical_id(&self) -> String {
+        self.user().canonical_id
+    }
+}
+
+/// A second user.
+pub const ALICE: TestUser = TestUser {
+    name: "alice",
+    access_key: "AKIAFERRYTESTALICE01",
+    secret_key: "alice/secret+key/0123456789abcdefghijklm",
+};
+
+/// A third user.
+pub const BOB: TestUser = TestUser {
+    name: "bob",
+    access_key: "AKIAFERRYTESTBOB0001",
+    secret_key: "bob/secret+key/0123456789abcdefghijklmno",
+};

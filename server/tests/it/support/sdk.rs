@@ -22,7 +22,7 @@ use md5::{Digest, Md5};
 use tempfile::TempDir;
 
 use super::node::node_config;
-use super::{ACCESS_KEY, REGION, SECRET_KEY};
+use super::{ACCESS_KEY, REGION, SECRET_KEY, TestUser};
 
 /// S3's smallest part size (every part but the last).
 pub const MIB5: u64 = 5 << 20;
@@ -85,6 +85,8 @@ pub struct Options {
     pub fsync: bool,
     /// The node's region (the client signs for the same one).
     pub region: &'static str,
+    /// Users besides the test key's (the proxy and every node know them).
+    pub users: &'static [TestUser],
 }
 
 impl Default for Options {
@@ -93,6 +95,7 @@ impl Default for Options {
             min_part_size: MIB5,
             fsync: false,
             region: REGION,
+            users: &[],
         }
     }
 }
@@ -116,12 +119,14 @@ impl Server {
             cfg.fsync = options.fsync;
             cfg.min_part_size = Some(options.min_part_size);
             cfg.region = options.region.to_owned();
+            cfg.users = options.users.iter().map(TestUser::user).collect();
             return Self::Cluster(start_cluster(cfg).expect("start cluster"));
         }
         let mut cfg = node_config(dir, target.runtime);
         cfg.min_part_size = options.min_part_size;
         cfg.fsync = options.fsync;
         cfg.region = options.region.to_owned();
+        cfg.users = options.users.iter().map(TestUser::user).collect();
         // Many tests run at once on few cores: two workers each is plenty.
         cfg.threads = 2;
         Self::Node(start_node(cfg).expect("start node"))
@@ -202,6 +207,17 @@ impl TestNode {
         let weighted: Vec<(&str, u32)> = ids.iter().map(|id| (id.as_str(), 1)).collect();
         let placement = Placement::new(&weighted).expect("placement");
         Some(placement.pick(a.0, a.1) != placement.pick(b.0, b.1))
+    }
+
+    /// An SDK client that signs as `user`.
+    pub fn client_as(&self, user: &TestUser) -> Client {
+        let creds = Credentials::new(user.access_key, user.secret_key, None, None, user.name);
+        Client::from_conf(
+            config(self.addr)
+                .region(Region::new(self.options.region))
+                .credentials_provider(creds)
+                .build(),
+        )
     }
 
     /// `http://127.0.0.1:PORT`.

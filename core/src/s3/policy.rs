@@ -1,0 +1,973 @@
+//! Bucket policies: AWS's policy grammar, the part S3 bucket policies use, parsed and checked
+//! once when a policy is stored, and evaluated per request.
+//!
+//! Evaluation is AWS's: a matching `Deny` statement wins over everything, then a matching
+//! `Allow`; with neither the policy says nothing ([`Decision::Default`]) and the caller's
+//! ownership (or an ACL) decides. A statement matches when its principal, action, resource
+//! and every condition match the request.
+//!
+//! What is supported: `Version` 2012-10-17 or 2008-10-17; `Statement` (one or a list) with
+//! `Sid`, `Effect`, `Principal` (`"*"`, `{"AWS": ...}` with `*` or user ARNs
+//! `arn:aws:iam::ACCOUNT:user/NAME`, `{"CanonicalUser": ...}`), `Action` / `NotAction` and
+//! `Resource` / `NotResource` with `*` and `?` wildcards, and `Condition` with the operators
+//! `String(Not)Equals(IgnoreCase)`, `String(Not)Like`, `(Not)IpAddress`, `Bool`,
+//! `Numeric*`, `Null`, and `...IfExists` forms, over the keys of [`CONDITION_KEYS`]. Anything
+//! else (`NotPrincipal`, policy variables, other keys) is refused when the policy is stored,
+//! with `MalformedPolicy` saying what.
+//!
+//! A policy is at most [`MAX_POLICY_LEN`] bytes (S3's limit).
+
+use alloc::borrow::ToOwned;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::net::IpAddr;
+
+use serde_json::{Map, Value};
+
+use super::{S3Error, S3ErrorCode, S3Result};
+
+/// The largest policy document S3 takes (20 KB).
+pub const MAX_POLICY_LEN: usize = 20 * 1024;
+
+/// The condition keys a policy may use (compared without regard to case); the `/<tag key>`
+/// of `s3:ExistingObjectTag/` is any tag key.
+pub const CONDITION_KEYS: &[&str] = &[
+    "aws:SourceIp",
+    "aws:SecureTransport",
+    "aws:UserAgent",
+    "aws:Referer",
+    "aws:username",
+    "aws:PrincipalType",
+    "s3:prefix",
+    "s3:delimiter",
+    "s3:max-keys",
+    "s3:x-amz-acl",
+    "s3:x-amz-content-sha256",
+    "s3:authType",
+    "s3:signatureversion",
+    "s3:ExistingObjectTag/",
+];
+
+/// The S3 actions a policy's `Action` may name (each pattern must match one of them).
+pub const ACTIONS: &[&str] = &[
+    "s3:AbortMultipartUpload",
+    "s3:CreateBucket",
+    "s3:DeleteBucket",
+    "s3:DeleteBucketPolicy",
+    "s3:DeleteObject",
+    "s3:DeleteObjectTagging",
+    "s3:GetBucketAcl",
+    "s3:GetBucketCORS",
+    "s3:GetBucketLocation",
+    "s3:GetBucketPolicy",
+    "s3:GetBucketPolicyStatus",
+    "s3:GetBucketTagging",
+    "s3:GetBucketVersioning",
+    "s3:GetObject",
+    "s3:GetObjectAcl",
+    "s3:GetObjectTagging",
+    "s3:ListAllMyBuckets",
+    "s3:ListBucket",
+    "s3:ListBucketMultipartUploads",
+    "s3:ListMultipartUploadParts",
+    "s3:PutBucketAcl",
+    "s3:PutBucketCORS",
+    "s3:PutBucketPolicy",
+    "s3:PutBucketTagging",
+    "s3:PutObject",
+    "s3:PutObjectAcl",
+    "s3:PutObjectTagging",
+];
+
+/// What a policy says about a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// A `Deny` statement matches: refused, whoever asks.
+    Deny,
+    /// An `Allow` statement matches and no `Deny` does.
+    Allow,
+    /// No statement matches.
+    Default,
+}
+
+/// Who asks: `None` for an anonymous request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Principal<'a> {
+    /// The user's name (matched by `arn:aws:iam::ACCOUNT:user/NAME`).
+    pub name: &'a str,
+    /// The user's canonical id (matched by `{"CanonicalUser": ID}`).
+    pub canonical_id: &'a str,
+}
+
+/// One request as a policy sees it.
+#[derive(Debug, Clone)]
+pub struct PolicyRequest<'a> {
+    /// The signer, or `None` for an anonymous request.
+    pub principal: Option<Principal<'a>>,
+    /// The action, as `s3:GetObject`.
+    pub action: &'a str,
+    /// The resource's ARN: `arn:aws:s3:::bucket` or `arn:aws:s3:::bucket/key`.
+    pub resource: &'a str,
+    /// Condition keys present in the request and their values (key compared without regard
+    /// to case).
+    pub context: &'a [(&'a str, &'a str)],
+}
+
+impl PolicyRequest<'_> {
+    fn values(&self, key: &str) -> Vec<&str> {
+        self.context
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| *v)
+            .collect()
+    }
+}
+
+/// A checked bucket policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    statements: Vec<Statement>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Statement {
+    allow: bool,
+    principal: PrincipalSet,
+    actions: Patterns,
+    resources: Patterns,
+    conditions: Vec<Condition>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum PrincipalSet {
+    /// `"*"` or `{"AWS": "*"}`: everyone, anonymous included.
+    Anyone,
+    /// User ARNs' names and canonical ids.
+    Some {
+        user_names: Vec<String>,
+        canonical_ids: Vec<String>,
+    },
+}
+
+/// `Action` or `NotAction` (and the same for resources): patterns with `*` and `?`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Patterns {
+    negated: bool,
+    patterns: Vec<String>,
+}
+
+impl Patterns {
+    fn matches(&self, value: &str, ignore_case: bool) -> bool {
+        let any = self
+            .patterns
+            .iter()
+            .any(|p| wildcard_match(p, value, ignore_case));
+        any != self.negated
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Condition {
+    op: Op,
+    negated: bool,
+    if_exists: bool,
+    key: String,
+    values: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    StringEquals,
+    StringEqualsIgnoreCase,
+    StringLike,
+    IpAddress,
+    Bool,
+    NumericEquals,
+    NumericLessThan,
+    NumericLessThanEquals,
+    NumericGreaterThan,
+    NumericGreaterThanEquals,
+    Null,
+}
+
+fn malformed(message: impl Into<String>) -> S3Error {
+    S3Error::with_message(S3ErrorCode::MalformedPolicy, message.into())
+}
+
+impl Policy {
+    /// Parse and check a policy for `bucket`: every resource must be the bucket or objects in
+    /// it. `MalformedPolicy` says what is wrong.
+    pub fn parse(text: &[u8], bucket: &str) -> S3Result<Self> {
+        if text.len() > MAX_POLICY_LEN {
+            return Err(malformed(format!(
+                "Policies must be {MAX_POLICY_LEN} bytes or less"
+            )));
+        }
+        let doc: Value = serde_json::from_slice(text)
+            .map_err(|e| malformed(format!("This policy contains invalid JSON: {e}")))?;
+        let Value::Object(doc) = doc else {
+            return Err(malformed("A policy must be a JSON object"));
+        };
+        for key in doc.keys() {
+            if !matches!(key.as_str(), "Version" | "Id" | "Statement") {
+                return Err(malformed(format!("Unknown field {key}")));
+            }
+        }
+        match doc.get("Version") {
+            None => {}
+            Some(Value::String(v)) if v == "2012-10-17" || v == "2008-10-17" => {}
+            Some(_) => {
+                return Err(malformed(
+                    "Version must be \"2012-10-17\" or \"2008-10-17\"",
+                ));
+            }
+        }
+        let statements = match doc.get("Statement") {
+            Some(Value::Array(list)) if !list.is_empty() => list.iter().collect(),
+            Some(s @ Value::Object(_)) => alloc::vec![s],
+            _ => return Err(malformed("Missing required field Statement")),
+        };
+        let statements = statements
+            .into_iter()
+            .map(|s| parse_statement(s, bucket))
+            .collect::<S3Result<Vec<_>>>()?;
+        Ok(Self { statements })
+    }
+
+    /// What the policy says about `req`.
+    pub fn evaluate(&self, req: &PolicyRequest<'_>) -> Decision {
+        let mut allowed = false;
+        for s in &self.statements {
+            if s.matches(req) {
+                if !s.allow {
+                    return Decision::Deny;
+                }
+                allowed = true;
+            }
+        }
+        if allowed {
+            Decision::Allow
+        } else {
+            Decision::Default
+        }
+    }
+
+    /// Whether the policy makes the bucket public, as GetBucketPolicyStatus tells: an `Allow`
+    /// for anyone without a condition that narrows who (a source IP range, say).
+    pub fn is_public(&self) -> bool {
+        self.statements.iter().any(|s| {
+            s.allow
+                && s.principal == PrincipalSet::Anyone
+                && !s.conditions.iter().any(|c| {
+                    matches!(c.op, Op::IpAddress) && !c.negated
+                        || c.key.eq_ignore_ascii_case("aws:username")
+                })
+        })
+    }
+}
+
+impl Statement {
+    fn matches(&self, req: &PolicyRequest<'_>) -> bool {
+        let principal = match (&self.principal, req.principal) {
+            (PrincipalSet::Anyone, _) => true,
+            (PrincipalSet::Some { .. }, None) => false,
+            (
+                PrincipalSet::Some {
+                    user_names,
+                    canonical_ids,
+                },
+                Some(p),
+            ) => {
+                user_names.iter().any(|n| n == p.name)
+                    || canonical_ids.iter().any(|c| c == p.canonical_id)
+            }
+        };
+        principal
+            // Action names are case-insensitive in AWS; ARNs are not.
+            && self.actions.matches(req.action, true)
+            && self.resources.matches(req.resource, false)
+            && self.conditions.iter().all(|c| c.holds(req))
+    }
+}
+
+fn parse_statement(v: &Value, bucket: &str) -> S3Result<Statement> {
+    let Value::Object(s) = v else {
+        return Err(malformed("Each statement must be a JSON object"));
+    };
+    for key in s.keys() {
+        match key.as_str() {
+            "Sid" | "Effect" | "Principal" | "Action" | "NotAction" | "Resource"
+            | "NotResource" | "Condition" => {}
+            "NotPrincipal" => return Err(malformed("NotPrincipal is not supported")),
+            other => return Err(malformed(format!("Unknown field {other}"))),
+        }
+    }
+    let allow = match s.get("Effect") {
+        Some(Value::String(e)) if e == "Allow" => true,
+        Some(Value::String(e)) if e == "Deny" => false,
+        Some(_) => return Err(malformed("Effect must be \"Allow\" or \"Deny\"")),
+        None => return Err(malformed("Missing required field Effect")),
+    };
+    let principal = parse_principal(
+        s.get("Principal")
+            .ok_or_else(|| malformed("Missing required field Principal"))?,
+    )?;
+    let actions = one_of(s, "Action", "NotAction")?;
+    for a in &actions.patterns {
+        let known = a == "*" || ACTIONS.iter().any(|name| wildcard_match(a, name, true));
+        if !known {
+            return Err(malformed(format!("Policy has invalid action: {a}")));
+        }
+    }
+    let resources = one_of(s, "Resource", "NotResource")?;
+    for r in &resources.patterns {
+        check_resource(r, bucket)?;
+    }
+    let conditions = match s.get("Condition") {
+        None => Vec::new(),
+        Some(Value::Object(c)) => parse_conditions(c)?,
+        Some(_) => return Err(malformed("Condition must be a JSON object")),
+    };
+    Ok(Statement {
+        allow,
+        principal,
+        actions,
+        resources,
+        conditions,
+    })
+}
+
+/// Exactly one of `name` and `not_name`, as a string or a non-empty list of strings.
+fn one_of(s: &Map<String, Value>, name: &str, not_name: &str) -> S3Result<Patterns> {
+    let (value, negated) = match (s.get(name), s.get(not_name)) {
+        (Some(v), None) => (v, false),
+        (None, Some(v)) => (v, true),
+        (None, None) => return Err(malformed(format!("Missing required field {name}"))),
+        (Some(_), Some(_)) => {
+            return Err(malformed(format!(
+                "A statement cannot have both {name} and {not_name}"
+            )));
+        }
+    };
+    let patterns = strings(value).ok_or_else(|| {
+        malformed(format!(
+            "{name} must be a string or a non-empty list of strings"
+        ))
+    })?;
+    Ok(Patterns { negated, patterns })
+}
+
+/// A string, or a non-empty list of strings.
+fn strings(v: &Value) -> Option<Vec<String>> {
+    match v {
+        Value::String(s) => Some(alloc::vec![s.clone()]),
+        Value::Array(list) if !list.is_empty() => list
+            .iter()
+            .map(|x| x.as_str().map(ToOwned::to_owned))
+            .collect(),
+        _ => None,
+    }
+}
+
+/// Condition values may also be booleans and numbers (`"Bool": {"aws:SecureTransport": false}`).
+fn condition_values(v: &Value) -> Option<Vec<String>> {
+    let one = |x: &Value| match x {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(if *b { "true" } else { "false" }.to_owned()),
+        Value::Number(n) => Some(format!("{n}")),
+        _ => None,
+    };
+    match v {
+        Value::Array(list) if !list.is_empty() => list.iter().map(one).collect(),
+        Value::Array(_) => None,
+        x => one(x).map(|s| alloc::vec![s]),
+    }
+}
+
+fn parse_principal(v: &Value) -> S3Result<PrincipalSet> {
+    let invalid = || malformed("Invalid principal in policy");
+    match v {
+        Value::String(s) if s == "*" => Ok(PrincipalSet::Anyone),
+        Value::Object(m) if !m.is_empty() => {
+            let mut user_names = Vec::new();
+            let mut canonical_ids = Vec::new();
+            for (kind, value) in m {
+                let list = strings(value).ok_or_else(invalid)?;
+                match kind.as_str() {
+                    "AWS" => {
+                        for p in list {
+                            if p == "*" {
+                                return Ok(PrincipalSet::Anyone);
+                            }
+                            user_names.push(user_arn_name(&p).ok_or_else(|| {
+                                malformed(format!(
+                                    "Invalid principal in policy: {p} (expected * or \
+                                     arn:aws:iam::ACCOUNT:user/NAME)"
+                                ))
+                            })?);
+                        }
+                    }
+                    "CanonicalUser" => {
+                        for id in list {
+                            let ok = id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit());
+                            if !ok {
+                                return Err(malformed(format!(
+                                    "Invalid principal in policy: canonical id {id}"
+                                )));
+                            }
+                            canonical_ids.push(id.to_ascii_lowercase());
+                        }
+                    }
+                    _ => return Err(invalid()),
+                }
+            }
+            Ok(PrincipalSet::Some {
+                user_names,
+                canonical_ids,
+            })
+        }
+        _ => Err(invalid()),
+    }
+}
+
+/// `arn:aws:iam::ACCOUNT:user/NAME` (any account: Ferry has one) → `NAME`.
+fn user_arn_name(arn: &str) -> Option<String> {
+    let rest = arn.strip_prefix("arn:aws:iam::")?;
+    let (_account, resource) = rest.split_once(':')?;
+    let name = resource.strip_prefix("user/")?;
+    // A path before the name (`user/division/NAME`) is allowed: the name is the last part.
+    let name = name.rsplit('/').next()?;
+    (!name.is_empty()).then(|| name.to_owned())
+}
+
+/// A resource must be `arn:aws:s3:::BUCKET` or `arn:aws:s3:::BUCKET/...` of this bucket (a
+/// wildcard may stand for the bucket name only if it matches it).
+fn check_resource(r: &str, bucket: &str) -> S3Result<()> {
+    let invalid = || malformed(format!("Policy has invalid resource: {r}"));
+    let rest = r.strip_prefix("arn:aws:s3:::").ok_or_else(invalid)?;
+    let name = rest.split('/').next().unwrap_or_default();
+    if name.is_empty() || !wildcard_match(name, bucket, false) {
+        return Err(invalid());
+    }
+    Ok(())
+}
+
+fn parse_conditions(c: &Map<String, Value>) -> S3Result<Vec<Condition>> {
+    let mut out = Vec::new();
+    for (op_name, block) in c {
+        let (base, if_exists) = match op_name.strip_suffix("IfExists") {
+            Some(b) => (b, true),
+            None => (op_name.as_str(), false),
+        };
+        let (op, negated) = match base {
+            "StringEquals" => (Op::StringEquals, false),
+            "StringNotEquals" => (Op::StringEquals, true),
+            "StringEqualsIgnoreCase" => (Op::StringEqualsIgnoreCase, false),
+            "StringNotEqualsIgnoreCase" => (Op::StringEqualsIgnoreCase, true),
+            "StringLike" => (Op::StringLike, false),
+            "StringNotLike" => (Op::StringLike, true),
+            "IpAddress" => (Op::IpAddress, false),
+            "NotIpAddress" => (Op::IpAddress, true),
+            "Bool" => (Op::Bool, false),
+            "NumericEquals" => (Op::NumericEquals, false),
+            "NumericNotEquals" => (Op::NumericEquals, true),
+            "NumericLessThan" => (Op::NumericLessThan, false),
+            "NumericLessThanEquals" => (Op::NumericLessThanEquals, false),
+            "NumericGreaterThan" => (Op::NumericGreaterThan, false),
+            "NumericGreaterThanEquals" => (Op::NumericGreaterThanEquals, false),
+            "Null" if !if_exists => (Op::Null, false),
+            _ => {
+                return Err(malformed(format!(
+                    "Policy has an invalid condition operator: {op_name}"
+                )));
+            }
+        };
+        let Value::Object(block) = block else {
+            return Err(malformed(format!(
+                "{op_name} must map condition keys to values"
+            )));
+        };
+        for (key, values) in block {
+            let known = CONDITION_KEYS.iter().any(|k| {
+                if k.ends_with('/') {
+                    key.len() > k.len() && starts_with_ignore_case(key, k)
+                } else {
+                    key.eq_ignore_ascii_case(k)
+                }
+            });
+            if !known {
+                return Err(malformed(format!(
+                    "Policy has an invalid condition key: {key}"
+                )));
+            }
+            let values = condition_values(values)
+                .ok_or_else(|| malformed(format!("Invalid value for condition key {key}")))?;
+            for v in &values {
+                check_value(op, key, v)?;
+            }
+            out.push(Condition {
+                op,
+                negated,
+                if_exists,
+                key: key.clone(),
+                values,
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
+    s.len() >= prefix.len() && s.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+}
+
+fn check_value(op: Op, key: &str, v: &str) -> S3Result<()> {
+    let ok = match op {
+        Op::IpAddress => parse_cidr(v).is_some(),
+        Op::Bool | Op::Null => v == "true" || v == "false",
+        Op::NumericEquals
+        | Op::NumericLessThan
+        | Op::NumericLessThanEquals
+        | Op::NumericGreaterThan
+        | Op::NumericGreaterThanEquals => v.parse::<f64>().is_ok(),
+        Op::StringEquals | Op::StringEqualsIgnoreCase | Op::StringLike => true,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(malformed(format!(
+            "Invalid value {v} for condition key {key}"
+        )))
+    }
+}
+
+impl Condition {
+    fn holds(&self, req: &PolicyRequest<'_>) -> bool {
+        let present = req.values(&self.key);
+        if self.op == Op::Null {
+            // `"Null": {"key": "true"}` holds when the key is absent.
+            let want_absent = self.values.iter().any(|v| v == "true");
+            return present.is_empty() == want_absent;
+        }
+        if present.is_empty() {
+            // Absent: `...IfExists` holds, a negated operator holds, a positive one does not.
+            return self.if_exists || self.negated;
+        }
+        let any = present
+            .iter()
+            .any(|have| self.values.iter().any(|want| self.test(have, want)));
+        any != self.negated
+    }
+
+    fn test(&self, have: &str, want: &str) -> bool {
+        match self.op {
+            Op::StringEquals => have == want,
+            Op::StringEqualsIgnoreCase => have.eq_ignore_ascii_case(want),
+            Op::StringLike => wildcard_match(want, have, false),
+            Op::IpAddress => match (have.parse::<IpAddr>(), parse_cidr(want)) {
+                (Ok(ip), Some((net, bits))) => in_network(ip, net, bits),
+                _ => false,
+            },
+            Op::Bool => have.eq_ignore_ascii_case(want),
+            Op::NumericEquals
+            | Op::NumericLessThan
+            | Op::NumericLessThanEquals
+            | Op::NumericGreaterThan
+            | Op::NumericGreaterThanEquals => {
+                let (Ok(h), Ok(w)) = (have.parse::<f64>(), want.parse::<f64>()) else {
+                    return false;
+                };
+                match self.op {
+                    Op::NumericEquals => h == w,
+                    Op::NumericLessThan => h < w,
+                    Op::NumericLessThanEquals => h <= w,
+                    Op::NumericGreaterThan => h > w,
+                    _ => h >= w,
+                }
+            }
+            Op::Null => false,
+        }
+    }
+}
+
+/// `a.b.c.d/n`, `a.b.c.d`, or IPv6 likewise.
+fn parse_cidr(s: &str) -> Option<(IpAddr, u8)> {
+    let (addr, bits) = match s.split_once('/') {
+        Some((a, b)) => (a, Some(b.parse::<u8>().ok()?)),
+        None => (s, None),
+    };
+    let ip: IpAddr = addr.parse().ok()?;
+    let max = if ip.is_ipv4() { 32 } else { 128 };
+    let bits = bits.unwrap_or(max);
+    (bits <= max).then_some((ip, bits))
+}
+
+fn in_network(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
+    let to_v6 = |a: IpAddr| match a {
+        IpAddr::V4(v4) => (u128::from(v4.to_ipv6_mapped()), 96),
+        IpAddr::V6(v6) => (u128::from(v6), 0),
+    };
+    let (ip, _) = to_v6(match ip {
+        // An IPv4-mapped client address is its IPv4 address.
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    });
+    let (net, offset) = to_v6(net);
+    let bits = u32::from(bits) + offset;
+    if bits == 0 {
+        return true;
+    }
+    let mask = u128::MAX << (128 - bits.min(128));
+    ip & mask == net & mask
+}
+
+/// `pattern` with `*` (any run) and `?` (any one character) against `value`.
+pub fn wildcard_match(pattern: &str, value: &str, ignore_case: bool) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let v: Vec<char> = value.chars().collect();
+    let eq = |a: char, b: char| {
+        if ignore_case {
+            a.eq_ignore_ascii_case(&b)
+        } else {
+            a == b
+        }
+    };
+    // Iterative matching with one backtrack point: linear in practice, never exponential.
+    let (mut pi, mut vi) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while vi < v.len() {
+        if pi < p.len() && (p[pi] == '?' || (p[pi] != '*' && eq(p[pi], v[vi]))) {
+            pi += 1;
+            vi += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, vi));
+            pi += 1;
+        } else if let Some((sp, sv)) = star {
+            pi = sp + 1;
+            vi = sv + 1;
+            star = Some((sp, sv + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALICE: Principal<'static> = Principal {
+        name: "alice",
+        canonical_id: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    };
+    const BOB: Principal<'static> = Principal {
+        name: "bob",
+        canonical_id: "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+    };
+
+    fn req<'a>(
+        principal: Option<Principal<'a>>,
+        action: &'a str,
+        resource: &'a str,
+        context: &'a [(&'a str, &'a str)],
+    ) -> PolicyRequest<'a> {
+        PolicyRequest {
+            principal,
+            action,
+            resource,
+            context,
+        }
+    }
+
+    fn policy(json: &str) -> Policy {
+        Policy::parse(json.as_bytes(), "docs").unwrap_or_else(|e| panic!("{json}: {e:?}"))
+    }
+
+    fn refused(json: &str) -> String {
+        let e = Policy::parse(json.as_bytes(), "docs").unwrap_err();
+        assert_eq!(e.code, S3ErrorCode::MalformedPolicy, "{json}");
+        e.message.into_owned()
+    }
+
+    #[test]
+    fn wildcards() {
+        assert!(wildcard_match("s3:Get*", "s3:GetObject", false));
+        assert!(wildcard_match("s3:*Object", "s3:PutObject", false));
+        assert!(wildcard_match("a?c", "abc", false));
+        assert!(!wildcard_match("a?c", "ac", false));
+        assert!(wildcard_match("*", "", false));
+        assert!(wildcard_match("a*b*c", "axxbyyc", false));
+        assert!(!wildcard_match("a*b*c", "axxbyy", false));
+        assert!(wildcard_match("S3:getobject", "s3:GetObject", true));
+        assert!(!wildcard_match("S3:getobject", "s3:GetObject", false));
+        assert!(wildcard_match(
+            "arn:aws:s3:::docs/*",
+            "arn:aws:s3:::docs/a/b",
+            false
+        ));
+    }
+
+    #[test]
+    fn public_read_allows_anyone_to_get_and_nothing_else() {
+        let p = policy(
+            r#"{"Version":"2012-10-17","Statement":[{"Sid":"PublicRead","Effect":"Allow",
+            "Principal":"*","Action":["s3:GetObject"],"Resource":["arn:aws:s3:::docs/*"]}]}"#,
+        );
+        let get = req(None, "s3:GetObject", "arn:aws:s3:::docs/a.txt", &[]);
+        assert_eq!(p.evaluate(&get), Decision::Allow);
+        let put = req(None, "s3:PutObject", "arn:aws:s3:::docs/a.txt", &[]);
+        assert_eq!(p.evaluate(&put), Decision::Default);
+        let list = req(Some(BOB), "s3:ListBucket", "arn:aws:s3:::docs", &[]);
+        assert_eq!(p.evaluate(&list), Decision::Default);
+        assert!(p.is_public());
+    }
+
+    #[test]
+    fn deny_wins_and_principals_name_users() {
+        let p = policy(
+            r#"{"Statement":[
+              {"Effect":"Allow","Principal":{"AWS":["arn:aws:iam::123456789012:user/bob"]},
+               "Action":"s3:*","Resource":["arn:aws:s3:::docs","arn:aws:s3:::docs/*"]},
+              {"Effect":"Deny","Principal":"*","Action":"s3:DeleteObject",
+               "Resource":"arn:aws:s3:::docs/keep/*"}]}"#,
+        );
+        let del =
+            |p: Principal<'static>, key: &'static str| req(Some(p), "s3:DeleteObject", key, &[]);
+        assert_eq!(
+            p.evaluate(&del(BOB, "arn:aws:s3:::docs/tmp/x")),
+            Decision::Allow
+        );
+        assert_eq!(
+            p.evaluate(&del(BOB, "arn:aws:s3:::docs/keep/x")),
+            Decision::Deny
+        );
+        assert_eq!(
+            p.evaluate(&del(ALICE, "arn:aws:s3:::docs/keep/x")),
+            Decision::Deny
+        );
+        assert_eq!(
+            p.evaluate(&del(ALICE, "arn:aws:s3:::docs/tmp/x")),
+            Decision::Default
+        );
+        assert_eq!(
+            p.evaluate(&req(None, "s3:GetObject", "arn:aws:s3:::docs/a", &[])),
+            Decision::Default
+        );
+        assert!(!p.is_public());
+        let by_id = policy(&format!(
+            r#"{{"Statement":{{"Effect":"Allow","Principal":{{"CanonicalUser":"{}"}},
+            "Action":"s3:GetObject","Resource":"arn:aws:s3:::docs/*"}}}}"#,
+            ALICE.canonical_id
+        ));
+        let get = |p| req(Some(p), "s3:GetObject", "arn:aws:s3:::docs/a", &[]);
+        assert_eq!(by_id.evaluate(&get(ALICE)), Decision::Allow);
+        assert_eq!(by_id.evaluate(&get(BOB)), Decision::Default);
+    }
+
+    #[test]
+    fn not_action_and_not_resource() {
+        let p = policy(
+            r#"{"Statement":[{"Effect":"Deny","Principal":"*","NotAction":"s3:Get*",
+            "NotResource":"arn:aws:s3:::docs/public/*"}]}"#,
+        );
+        let r = |a: &'static str, k: &'static str| req(Some(BOB), a, k, &[]);
+        assert_eq!(
+            p.evaluate(&r("s3:PutObject", "arn:aws:s3:::docs/x")),
+            Decision::Deny
+        );
+        assert_eq!(
+            p.evaluate(&r("s3:GetObject", "arn:aws:s3:::docs/x")),
+            Decision::Default
+        );
+        assert_eq!(
+            p.evaluate(&r("s3:PutObject", "arn:aws:s3:::docs/public/x")),
+            Decision::Default
+        );
+    }
+
+    #[test]
+    fn conditions() {
+        let p = policy(
+            r#"{"Statement":[
+              {"Effect":"Allow","Principal":"*","Action":"s3:ListBucket","Resource":"arn:aws:s3:::docs",
+               "Condition":{"StringLike":{"s3:prefix":["home/*","public/*"]},
+                            "NumericLessThanEquals":{"s3:max-keys":"100"}}},
+              {"Effect":"Deny","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::docs/*",
+               "Condition":{"Bool":{"aws:SecureTransport":false}}},
+              {"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::docs/*",
+               "Condition":{"IpAddress":{"aws:SourceIp":["10.0.0.0/8","2001:db8::/32"]},
+                            "StringEquals":{"s3:ExistingObjectTag/class":"public"}}},
+              {"Effect":"Allow","Principal":"*","Action":"s3:PutObject","Resource":"arn:aws:s3:::docs/*",
+               "Condition":{"StringEquals":{"s3:x-amz-acl":"bucket-owner-full-control"},
+                            "NotIpAddress":{"aws:SourceIp":"10.9.0.0/16"}}}]}"#,
+        );
+        let list = |ctx: &[(&str, &str)]| {
+            p.evaluate(&req(None, "s3:ListBucket", "arn:aws:s3:::docs", ctx))
+        };
+        assert_eq!(
+            list(&[("s3:prefix", "home/x"), ("s3:max-keys", "50")]),
+            Decision::Allow
+        );
+        assert_eq!(
+            list(&[("s3:prefix", "home/x"), ("s3:max-keys", "500")]),
+            Decision::Default
+        );
+        assert_eq!(
+            list(&[("s3:prefix", "private/"), ("s3:max-keys", "50")]),
+            Decision::Default
+        );
+        assert_eq!(list(&[("s3:max-keys", "50")]), Decision::Default);
+
+        let get = |ctx: &[(&str, &str)]| {
+            p.evaluate(&req(None, "s3:GetObject", "arn:aws:s3:::docs/a", ctx))
+        };
+        let tls = ("aws:SecureTransport", "true");
+        let plain = ("aws:SecureTransport", "false");
+        let public = ("s3:ExistingObjectTag/class", "public");
+        assert_eq!(
+            get(&[tls, ("aws:SourceIp", "10.1.2.3"), public]),
+            Decision::Allow
+        );
+        assert_eq!(
+            get(&[tls, ("aws:SourceIp", "2001:db8::7"), public]),
+            Decision::Allow
+        );
+        assert_eq!(
+            get(&[tls, ("aws:SourceIp", "11.1.2.3"), public]),
+            Decision::Default
+        );
+        assert_eq!(
+            get(&[
+                tls,
+                ("aws:SourceIp", "10.1.2.3"),
+                ("s3:ExistingObjectTag/class", "x")
+            ]),
+            Decision::Default
+        );
+        assert_eq!(
+            get(&[plain, ("aws:SourceIp", "10.1.2.3"), public]),
+            Decision::Deny
+        );
+
+        let put = |ctx: &[(&str, &str)]| {
+            p.evaluate(&req(Some(BOB), "s3:PutObject", "arn:aws:s3:::docs/a", ctx))
+        };
+        let acl = ("s3:x-amz-acl", "bucket-owner-full-control");
+        assert_eq!(
+            put(&[tls, acl, ("aws:SourceIp", "127.0.0.1")]),
+            Decision::Allow
+        );
+        assert_eq!(
+            put(&[tls, acl, ("aws:SourceIp", "10.9.1.1")]),
+            Decision::Default
+        );
+        assert_eq!(
+            put(&[tls, ("aws:SourceIp", "127.0.0.1")]),
+            Decision::Default
+        );
+        // An IPv4 client seen through an IPv6 socket is its IPv4 address.
+        assert_eq!(
+            put(&[tls, acl, ("aws:SourceIp", "::ffff:10.9.1.1")]),
+            Decision::Default
+        );
+    }
+
+    #[test]
+    fn absent_keys_and_if_exists() {
+        let p = policy(
+            r#"{"Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:PutObject",
+            "Resource":"arn:aws:s3:::docs/*",
+            "Condition":{"StringNotEqualsIfExists":{"s3:x-amz-acl":"private"}}},
+            {"Effect":"Deny","Principal":"*","Action":"s3:GetObject",
+            "Resource":"arn:aws:s3:::docs/*","Condition":{"Null":{"aws:UserAgent":"true"}}}]}"#,
+        );
+        let put = |ctx: &[(&str, &str)]| {
+            p.evaluate(&req(Some(BOB), "s3:PutObject", "arn:aws:s3:::docs/a", ctx))
+        };
+        // `...IfExists` holds when the key is absent (AWS: "evaluate the condition as true").
+        assert_eq!(put(&[]), Decision::Deny);
+        assert_eq!(put(&[("s3:x-amz-acl", "private")]), Decision::Default);
+        assert_eq!(put(&[("s3:x-amz-acl", "public-read")]), Decision::Deny);
+        let get = |ctx: &[(&str, &str)]| {
+            p.evaluate(&req(Some(BOB), "s3:GetObject", "arn:aws:s3:::docs/a", ctx))
+        };
+        assert_eq!(get(&[]), Decision::Deny);
+        assert_eq!(get(&[("aws:UserAgent", "curl")]), Decision::Default);
+    }
+
+    #[test]
+    fn malformed_policies_say_what_is_wrong() {
+        let ok_statement = r#""Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::docs/*""#;
+        assert!(refused("not json").contains("invalid JSON"));
+        assert!(refused("[]").contains("JSON object"));
+        assert!(refused(r#"{"Version":"2012-10-17"}"#).contains("Statement"));
+        assert!(refused(r#"{"Version":"2020-01-01","Statement":[]}"#).contains("Version"));
+        let with = |s: &str| format!(r#"{{"Statement":[{{{s}}}]}}"#);
+        assert!(refused(&with(&ok_statement.replace("Allow", "Permit"))).contains("Effect"));
+        assert!(
+            refused(&with(
+                r#""Effect":"Allow","Action":"s3:GetObject","Resource":"arn:aws:s3:::docs/*""#
+            ))
+            .contains("Principal")
+        );
+        assert!(
+            refused(&with(&ok_statement.replace("s3:GetObject", "s3:Fly")))
+                .contains("invalid action")
+        );
+        assert!(
+            refused(&with(
+                &ok_statement.replace("arn:aws:s3:::docs/*", "arn:aws:s3:::other/*")
+            ))
+            .contains("invalid resource")
+        );
+        assert!(
+            refused(&with(
+                &ok_statement.replace("arn:aws:s3:::docs/*", "docs/*")
+            ))
+            .contains("invalid resource")
+        );
+        assert!(
+            refused(&with(&format!(
+                r#"{ok_statement},"NotAction":"s3:PutObject""#
+            )))
+            .contains("both")
+        );
+        assert!(
+            refused(&with(&format!(
+                r#"{ok_statement},"Condition":{{"StringFoo":{{"s3:prefix":"a"}}}}"#
+            )))
+            .contains("operator")
+        );
+        assert!(
+            refused(&with(&format!(
+                r#"{ok_statement},"Condition":{{"StringEquals":{{"s3:colour":"a"}}}}"#
+            )))
+            .contains("condition key")
+        );
+        assert!(
+            refused(&with(&format!(
+                r#"{ok_statement},"Condition":{{"IpAddress":{{"aws:SourceIp":"10.0.0.0/40"}}}}"#
+            )))
+            .contains("Invalid value")
+        );
+        assert!(
+            refused(&with(&ok_statement.replace("\"*\"", r#"{"AWS":"bob"}"#)))
+                .contains("principal")
+        );
+        assert!(
+            refused(&with(&ok_statement.replace("Principal", "NotPrincipal")))
+                .contains("NotPrincipal")
+        );
+        let big = format!(
+            r#"{{"Statement":[{{{ok_statement},"Sid":"{}"}}]}}"#,
+            "x".repeat(MAX_POLICY_LEN)
+        );
+        assert!(refused(&big).contains("bytes or less"));
+        // A wildcard bucket that covers this one is fine.
+        policy(&with(
+            &ok_statement.replace("arn:aws:s3:::docs/*", "arn:aws:s3:::do*"),
+        ));
+    }
+}

@@ -1,0 +1,279 @@
+//! Who may do what, as S3 decides it for one account's buckets: a bucket's policy first (an
+//! explicit `Deny` refuses anyone, the owner too; an `Allow` admits whoever it names), then
+//! ownership: the owner may do everything else with its bucket, others nothing. A bucket
+//! records its owner (the user who created it); one without (created before users existed)
+//! belongs to the primary user. The owner may always read, replace and delete the policy
+//! itself, so that no policy locks it out (as AWS lets the account's root user).
+
+use std::borrow::Cow;
+
+use ferry_core::http::find_header_str;
+use ferry_core::rt::Runtime;
+use ferry_core::s3::policy::{Decision, PolicyRequest, Principal};
+use ferry_core::s3::request::{Endpoint, S3Request};
+use ferry_core::s3::sigv4::AuthKind;
+use ferry_core::s3::xml::Owner;
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+
+use super::context::Cx;
+use crate::store::{BucketSetting, BucketSettings};
+use crate::users::User;
+
+/// The canonical id of the owner of a bucket with `settings`.
+pub(crate) fn owner_id<'s, R: Runtime>(cx: &'s Cx<'_, R>, settings: &'s BucketSettings) -> &'s str {
+    settings
+        .get(BucketSetting::Owner)
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .unwrap_or(&cx.users().primary().canonical_id)
+}
+
+/// `id` as an `Owner` element: with the display name of the user it is, if the node knows it.
+pub(crate) fn owner_of<R: Runtime>(cx: &Cx<'_, R>, id: &str) -> Owner<'static> {
+    Owner {
+        id: Cow::Owned(id.to_owned()),
+        display_name: cx
+            .users()
+            .by_canonical_id(id)
+            .map(|u| Cow::Owned(u.display_name.clone())),
+    }
+}
+
+/// `user` as an `Owner` element.
+pub(crate) fn user_owner(user: &User) -> Owner<'static> {
+    Owner {
+        id: Cow::Owned(user.canonical_id.clone()),
+        display_name: Some(Cow::Owned(user.display_name.clone())),
+    }
+}
+
+/// The S3 action an endpoint is, as policies name it, and whether its resource is an object
+/// (`arn:aws:s3:::bucket/key`) rather than the bucket. `None`: no policy applies (ListBuckets
+/// and CreateBucket are the caller's own; the fence is the owner's alone).
+fn action(endpoint: &Endpoint<'_>) -> Option<(&'static str, bool)> {
+    Some(match endpoint {
+        Endpoint::ListBuckets { .. } | Endpoint::CreateBucket | Endpoint::BucketFence { .. } => {
+            return None;
+        }
+        Endpoint::DeleteBucket => ("s3:DeleteBucket", false),
+        Endpoint::HeadBucket | Endpoint::ListObjects { .. } | Endpoint::ListObjectsV2 { .. } => {
+            ("s3:ListBucket", false)
+        }
+        Endpoint::GetBucketLocation => ("s3:GetBucketLocation", false),
+        Endpoint::GetBucketVersioning => ("s3:GetBucketVersioning", false),
+        Endpoint::PutBucketPolicy => ("s3:PutBucketPolicy", false),
+        Endpoint::GetBucketPolicy => ("s3:GetBucketPolicy", false),
+        Endpoint::DeleteBucketPolicy => ("s3:DeleteBucketPolicy", false),
+        Endpoint::GetBucketPolicyStatus => ("s3:GetBucketPolicyStatus", false),
+        Endpoint::ListMultipartUploads { .. } => ("s3:ListBucketMultipartUploads", false),
+        // Each key is checked as a DeleteObject by the operation (`may_delete`).
+        Endpoint::DeleteObjects { .. } => return None,
+        Endpoint::GetObject { .. } | Endpoint::HeadObject { .. } => ("s3:GetObject", true),
+        Endpoint::PutObject { .. }
+        | Endpoint::CopyObject { .. }
+        | Endpoint::CreateMultipartUpload
+        | Endpoint::UploadPart { .. }
+        | Endpoint::UploadPartCopy { .. }
+        | Endpoint::CompleteMultipartUpload { .. } => ("s3:PutObject", true),
+        Endpoint::DeleteObject => ("s3:DeleteObject", true),
+        Endpoint::AbortMultipartUpload { .. } => ("s3:AbortMultipartUpload", true),
+        Endpoint::ListParts { .. } => ("s3:ListMultipartUploadParts", true),
+    })
+}
+
+/// Where a request comes from, for `aws:SourceIp` and `aws:SecureTransport`: the connection's
+/// peer, or what a trusted proxy says of its client (`x-ferry-client-ip`,
+/// `x-ferry-client-tls`; see `NodeConfig::trusted_proxies`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Client {
+    /// The client's address, if known.
+    pub ip: Option<std::net::IpAddr>,
+    /// Whether it came over TLS.
+    pub secure: bool,
+}
+
+/// The header in which a proxy tells a node its client's address.
+pub(crate) const CLIENT_IP_HEADER: &str = "x-ferry-client-ip";
+/// The header in which a proxy tells a node whether its client came over TLS (`true`).
+pub(crate) const CLIENT_TLS_HEADER: &str = "x-ferry-client-tls";
+
+impl Client {
+    /// The client of a request from `peer` on a connection that is `secure` or not, with
+    /// `headers`: a peer in `trusted` speaks for its client.
+    pub(crate) fn of(
+        peer: Option<std::net::IpAddr>,
+        secure: bool,
+        headers: &[ferry_core::http::Header<'_>],
+        trusted: &[std::net::IpAddr],
+    ) -> Self {
+        let direct = Self { ip: peer, secure };
+        if !peer.is_some_and(|p| trusted.contains(&p)) {
+            return direct;
+        }
+        let Some(ip) = find_header_str(headers, CLIENT_IP_HEADER)
+            .and_then(|v| v.trim().parse::<std::net::IpAddr>().ok())
+        else {
+            return direct;
+        };
+        let secure = find_header_str(headers, CLIENT_TLS_HEADER)
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+        Self {
+            ip: Some(ip),
+            secure,
+        }
+    }
+}
+
+/// Whether the caller may run `s3` (and read a copy's source): `NoSuchBucket` for a bucket
+/// that does not exist, `AccessDenied` for what the policy denies or, without its leave, for
+/// another user's bucket. ListBuckets and CreateBucket are any user's (each sees its own
+/// buckets; creating checks the name's owner itself); DeleteObjects checks each key.
+///
+/// Runs on the runtime thread: the settings (and the parsed policy) come from the store's
+/// cache, read from the database only after a change to the bucket (as
+/// `NodeConfig::open_inline` lookups do).
+pub(crate) fn authorize<R: Runtime>(cx: &Cx<'_, R>, s3: &S3Request<'_>) -> S3Result<()> {
+    match &s3.endpoint {
+        Endpoint::ListBuckets { .. } | Endpoint::CreateBucket => return Ok(()),
+        Endpoint::BucketFence { .. } | Endpoint::DeleteObjects { .. } => {
+            // The fence is Ferry's own, the owner's alone; DeleteObjects is checked per key
+            // by the operation, here only that the bucket exists.
+            let settings = cx.node.store.bucket_settings(s3.bucket_str())?;
+            if matches!(s3.endpoint, Endpoint::BucketFence { .. })
+                && owner_id(cx, &settings) != cx.caller.canonical_id
+            {
+                return Err(S3Error::new(S3ErrorCode::AccessDenied));
+            }
+            return Ok(());
+        }
+        _ => {}
+    }
+    let Some((action, on_object)) = action(&s3.endpoint) else {
+        return Ok(());
+    };
+    let bucket = s3.bucket_str();
+    let resource = if on_object {
+        format!("arn:aws:s3:::{bucket}/{}", s3.key_str())
+    } else {
+        format!("arn:aws:s3:::{bucket}")
+    };
+    decide(cx, Some(&s3.endpoint), bucket, action, &resource)?;
+    // A copy reads its source.
+    if let Endpoint::CopyObject { source, .. } | Endpoint::UploadPartCopy { source, .. } =
+        &s3.endpoint
+    {
+        let resource = format!("arn:aws:s3:::{}/{}", source.bucket, source.key);
+        decide(cx, None, &source.bucket, "s3:GetObject", &resource)?;
+    }
+    Ok(())
+}
+
+/// Whether the caller may delete `key` in `bucket` (each key of a DeleteObjects).
+pub(crate) fn may_delete<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, key: &str) -> S3Result<()> {
+    let resource = format!("arn:aws:s3:::{bucket}/{key}");
+    decide(cx, None, bucket, "s3:DeleteObject", &resource)
+}
+
+/// `endpoint`: for its parameters' condition keys (a listing's prefix).
+fn decide<R: Runtime>(
+    cx: &Cx<'_, R>,
+    endpoint: Option<&Endpoint<'_>>,
+    bucket: &str,
+    action: &str,
+    resource: &str,
+) -> S3Result<()> {
+    let settings = cx.node.store.bucket_settings(bucket)?;
+    let is_owner = owner_id(cx, &settings) == cx.caller.canonical_id;
+    if is_owner
+        && matches!(
+            action,
+            "s3:GetBucketPolicy" | "s3:PutBucketPolicy" | "s3:DeleteBucketPolicy"
+        )
+    {
+        return Ok(());
+    }
+    let decision = match settings.policy()? {
+        Some(policy) => {
+            let context = context(cx, endpoint);
+            let context: Vec<(&str, &str)> =
+                context.iter().map(|(k, v)| (*k, v.as_ref())).collect();
+            policy.evaluate(&PolicyRequest {
+                principal: Some(Principal {
+                    name: &cx.caller.name,
+                    canonical_id: &cx.caller.canonical_id,
+                }),
+                action,
+                resource,
+                context: &context,
+            })
+        }
+        None => Decision::Default,
+    };
+    match decision {
+        Decision::Allow => Ok(()),
+        Decision::Default if is_owner => Ok(()),
+        Decision::Deny | Decision::Default => Err(S3Error::new(S3ErrorCode::AccessDenied)),
+    }
+}
+
+/// The condition keys a request has, with their values.
+fn context<'a, R: Runtime>(
+    cx: &'a Cx<'_, R>,
+    endpoint: Option<&'a Endpoint<'_>>,
+) -> Vec<(&'static str, Cow<'a, str>)> {
+    let mut c: Vec<(&'static str, Cow<'a, str>)> = Vec::with_capacity(12);
+    if let Some(ip) = cx.client.ip {
+        c.push(("aws:SourceIp", Cow::Owned(ip.to_string())));
+    }
+    c.push((
+        "aws:SecureTransport",
+        Cow::Borrowed(if cx.client.secure { "true" } else { "false" }),
+    ));
+    c.push(("aws:username", Cow::Borrowed(&cx.caller.name)));
+    c.push(("aws:PrincipalType", Cow::Borrowed("User")));
+    let auth_type = match cx.req.verified.kind {
+        AuthKind::Header => "REST-HEADER",
+        AuthKind::Presigned { .. } => "REST-QUERY-STRING",
+    };
+    c.push(("s3:authType", Cow::Borrowed(auth_type)));
+    c.push(("s3:signatureversion", Cow::Borrowed("AWS4-HMAC-SHA256")));
+    for (key, header) in [
+        ("aws:UserAgent", "user-agent"),
+        ("aws:Referer", "referer"),
+        ("s3:x-amz-acl", "x-amz-acl"),
+        ("s3:x-amz-content-sha256", "x-amz-content-sha256"),
+    ] {
+        if let Some(v) = find_header_str(cx.headers, header) {
+            c.push((key, Cow::Borrowed(v.trim())));
+        }
+    }
+    match endpoint {
+        Some(Endpoint::ListObjects {
+            prefix,
+            delimiter,
+            max_keys,
+            ..
+        })
+        | Some(Endpoint::ListObjectsV2 {
+            prefix,
+            delimiter,
+            max_keys,
+            ..
+        }) => {
+            c.push(("s3:prefix", Cow::Borrowed(prefix.as_ref())));
+            if let Some(d) = delimiter {
+                c.push(("s3:delimiter", Cow::Borrowed(d.as_ref())));
+            }
+            c.push(("s3:max-keys", Cow::Owned(max_keys.to_string())));
+        }
+        Some(Endpoint::ListMultipartUploads {
+            prefix, delimiter, ..
+        }) => {
+            c.push(("s3:prefix", Cow::Borrowed(prefix.as_ref())));
+            if let Some(d) = delimiter {
+                c.push(("s3:delimiter", Cow::Borrowed(d.as_ref())));
+            }
+        }
+        _ => {}
+    }
+    c
+}

@@ -1,0 +1,509 @@
+//! Bucket policies through the AWS SDK for Rust and boto3, on a node and through the proxy, on
+//! both runtimes: Put/Get/DeleteBucketPolicy and GetBucketPolicyStatus, malformed policies,
+//! and their effect: another user let in by name and prefix, an explicit Deny that stops the
+//! owner too (per key in DeleteObjects), and source-address conditions (the proxy tells its
+//! nodes its client's address; a node believes only proxies it trusts).
+
+use aws_sdk_s3::Client;
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{Delete, ObjectIdentifier};
+use ferry_server::start_node;
+
+use crate::support::http::Client as RawClient;
+use crate::support::node::node_config;
+use crate::support::sdk::{self, Options, Target, TestNode, assert_code, show};
+use crate::support::{ALICE, BOB, TestUser};
+
+on_every_target!(
+    policy_round_trip_and_malformed_policies,
+    a_policy_lets_another_user_in,
+    deny_stops_the_owner_too,
+    source_address_conditions,
+    boto3_policies,
+);
+
+fn with_users(target: Target) -> TestNode {
+    TestNode::start_with(
+        target,
+        Options {
+            users: &[ALICE, BOB],
+            ..Options::default()
+        },
+    )
+}
+
+async fn put(c: &Client, bucket: &str, key: &str) {
+    c.put_object()
+        .bucket(bucket)
+        .key(key)
+        .body(ByteStream::from(key.as_bytes().to_vec()))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("put {bucket}/{key}: {}", show(&e)));
+}
+
+async fn set_policy(c: &Client, bucket: &str, policy: &str) {
+    c.put_bucket_policy()
+        .bucket(bucket)
+        .policy(policy)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("put policy on {bucket}: {}", show(&e)));
+}
+
+async fn policy_round_trip_and_malformed_policies(target: Target) {
+    let n = with_users(target);
+    let alice = n.client_as(&ALICE);
+    alice
+        .create_bucket()
+        .bucket("pol")
+        .send()
+        .await
+        .expect("create");
+    assert_code(
+        alice.get_bucket_policy().bucket("pol").send().await,
+        404,
+        "NoSuchBucketPolicy",
+    );
+    assert_code(
+        alice.get_bucket_policy_status().bucket("pol").send().await,
+        404,
+        "NoSuchBucketPolicy",
+    );
+    let public = r#"{"Version":"2012-10-17","Statement":[{"Sid":"Public","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::pol/*"}]}"#;
+    set_policy(&alice, "pol", public).await;
+    let got = alice
+        .get_bucket_policy()
+        .bucket("pol")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("get policy: {}", show(&e)));
+    assert_eq!(got.policy(), Some(public), "stored as sent");
+    let status = alice
+        .get_bucket_policy_status()
+        .bucket("pol")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("policy status: {}", show(&e)));
+    assert_eq!(
+        status.policy_status().and_then(|s| s.is_public()),
+        Some(true)
+    );
+
+    // Refused policies change nothing.
+    for bad in [
+        "{not json",
+        r#"{"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::other/*"}]}"#,
+        r#"{"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:Teleport","Resource":"arn:aws:s3:::pol/*"}]}"#,
+        r#"{"Statement":[{"Effect":"Allow","Action":"s3:GetObject","Resource":"arn:aws:s3:::pol/*"}]}"#,
+        r#"{"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::pol/*","Condition":{"StringEquals":{"s3:nonsense":"x"}}}]}"#,
+    ] {
+        assert_code(
+            alice
+                .put_bucket_policy()
+                .bucket("pol")
+                .policy(bad)
+                .send()
+                .await,
+            400,
+            "MalformedPolicy",
+        );
+    }
+    let got = alice
+        .get_bucket_policy()
+        .bucket("pol")
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(got.policy(), Some(public));
+
+    // Someone else's bucket's policy is not theirs to read or change.
+    let bob = n.client_as(&BOB);
+    assert_code(
+        bob.get_bucket_policy().bucket("pol").send().await,
+        403,
+        "AccessDenied",
+    );
+    assert_code(
+        bob.put_bucket_policy()
+            .bucket("pol")
+            .policy(public)
+            .send()
+            .await,
+        403,
+        "AccessDenied",
+    );
+    assert_code(
+        bob.delete_bucket_policy().bucket("pol").send().await,
+        403,
+        "AccessDenied",
+    );
+
+    alice
+        .delete_bucket_policy()
+        .bucket("pol")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("delete policy: {}", show(&e)));
+    assert_code(
+        alice.get_bucket_policy().bucket("pol").send().await,
+        404,
+        "NoSuchBucketPolicy",
+    );
+    // Deleting what is not there is fine, as in S3.
+    alice
+        .delete_bucket_policy()
+        .bucket("pol")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("delete policy again: {}", show(&e)));
+    assert_code(
+        alice
+            .put_bucket_policy()
+            .bucket("nope")
+            .policy(public)
+            .send()
+            .await,
+        404,
+        "NoSuchBucket",
+    );
+}
+
+async fn a_policy_lets_another_user_in(target: Target) {
+    let n = with_users(target);
+    let (alice, bob) = (n.client_as(&ALICE), n.client_as(&BOB));
+    alice
+        .create_bucket()
+        .bucket("shared")
+        .send()
+        .await
+        .expect("create");
+    for key in ["public/a", "public/b", "private/c"] {
+        put(&alice, "shared", key).await;
+    }
+    assert_code(
+        bob.get_object()
+            .bucket("shared")
+            .key("public/a")
+            .send()
+            .await,
+        403,
+        "AccessDenied",
+    );
+    set_policy(
+        &alice,
+        "shared",
+        r#"{"Version":"2012-10-17","Statement":[
+          {"Sid":"ReadPublic","Effect":"Allow","Principal":{"AWS":["arn:aws:iam::000000000000:user/bob"]},
+           "Action":["s3:GetObject"],"Resource":["arn:aws:s3:::shared/public/*"]},
+          {"Sid":"ListPublic","Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:user/bob"},
+           "Action":"s3:ListBucket","Resource":"arn:aws:s3:::shared",
+           "Condition":{"StringLike":{"s3:prefix":"public/*"}}},
+          {"Sid":"Drop","Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:user/bob"},
+           "Action":"s3:PutObject","Resource":"arn:aws:s3:::shared/dropbox/*"}]}"#,
+    )
+    .await;
+    let got = bob
+        .get_object()
+        .bucket("shared")
+        .key("public/a")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("bob get public/a: {}", show(&e)));
+    assert_eq!(sdk::body_bytes(got.body).await, b"public/a");
+    assert_code(
+        bob.get_object()
+            .bucket("shared")
+            .key("private/c")
+            .send()
+            .await,
+        403,
+        "AccessDenied",
+    );
+    let listed = bob
+        .list_objects_v2()
+        .bucket("shared")
+        .prefix("public/")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("bob list public/: {}", show(&e)));
+    let keys: Vec<&str> = listed.contents().iter().filter_map(|o| o.key()).collect();
+    assert_eq!(keys, ["public/a", "public/b"]);
+    assert_code(
+        bob.list_objects_v2().bucket("shared").send().await,
+        403,
+        "AccessDenied",
+    );
+    put(&bob, "shared", "dropbox/from-bob").await;
+    assert_code(
+        bob.put_object()
+            .bucket("shared")
+            .key("public/a")
+            .body(ByteStream::from_static(b"overwritten"))
+            .send()
+            .await,
+        403,
+        "AccessDenied",
+    );
+    // The bucket is still alice's alone to list whole, and in ListBuckets.
+    let all = alice
+        .list_objects_v2()
+        .bucket("shared")
+        .send()
+        .await
+        .expect("list");
+    assert_eq!(all.key_count(), Some(4));
+    let bobs = bob.list_buckets().send().await.expect("list buckets");
+    assert!(bobs.buckets().is_empty());
+}
+
+async fn deny_stops_the_owner_too(target: Target) {
+    let n = with_users(target);
+    let alice = n.client_as(&ALICE);
+    alice
+        .create_bucket()
+        .bucket("vault")
+        .send()
+        .await
+        .expect("create");
+    for key in ["keep/1", "keep/2", "tmp/1"] {
+        put(&alice, "vault", key).await;
+    }
+    set_policy(
+        &alice,
+        "vault",
+        r#"{"Statement":[{"Effect":"Deny","Principal":"*","Action":["s3:DeleteObject","s3:PutObject"],
+            "Resource":"arn:aws:s3:::vault/keep/*"}]}"#,
+    )
+    .await;
+    assert_code(
+        alice
+            .delete_object()
+            .bucket("vault")
+            .key("keep/1")
+            .send()
+            .await,
+        403,
+        "AccessDenied",
+    );
+    assert_code(
+        alice
+            .put_object()
+            .bucket("vault")
+            .key("keep/3")
+            .body(ByteStream::from_static(b"x"))
+            .send()
+            .await,
+        403,
+        "AccessDenied",
+    );
+    // DeleteObjects: the denied keys fail alone.
+    let ids = ["keep/2", "tmp/1"].map(|k| ObjectIdentifier::builder().key(k).build().expect("id"));
+    let out = alice
+        .delete_objects()
+        .bucket("vault")
+        .delete(
+            Delete::builder()
+                .set_objects(Some(ids.to_vec()))
+                .build()
+                .expect("delete"),
+        )
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("delete objects: {}", show(&e)));
+    let deleted: Vec<&str> = out.deleted().iter().filter_map(|d| d.key()).collect();
+    assert_eq!(deleted, ["tmp/1"]);
+    let errors: Vec<(&str, &str)> = out
+        .errors()
+        .iter()
+        .map(|e| (e.key().unwrap_or_default(), e.code().unwrap_or_default()))
+        .collect();
+    assert_eq!(errors, [("keep/2", "AccessDenied")]);
+    let left = alice
+        .list_objects_v2()
+        .bucket("vault")
+        .send()
+        .await
+        .expect("list");
+    let keys: Vec<&str> = left.contents().iter().filter_map(|o| o.key()).collect();
+    assert_eq!(keys, ["keep/1", "keep/2"]);
+    // The owner can always take the policy away (a policy cannot lock it out).
+    set_policy(
+        &alice,
+        "vault",
+        r#"{"Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:*","Resource":["arn:aws:s3:::vault","arn:aws:s3:::vault/*"]}]}"#,
+    )
+    .await;
+    assert_code(
+        alice.list_objects_v2().bucket("vault").send().await,
+        403,
+        "AccessDenied",
+    );
+    alice
+        .delete_bucket_policy()
+        .bucket("vault")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("delete policy: {}", show(&e)));
+    alice
+        .delete_object()
+        .bucket("vault")
+        .key("keep/1")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("delete after the policy went: {}", show(&e)));
+}
+
+async fn source_address_conditions(target: Target) {
+    let n = with_users(target);
+    let (alice, bob) = (n.client_as(&ALICE), n.client_as(&BOB));
+    alice
+        .create_bucket()
+        .bucket("net")
+        .send()
+        .await
+        .expect("create");
+    put(&alice, "net", "k").await;
+    // Requests come from 127.0.0.1 (through the proxy as well: it tells its nodes).
+    set_policy(
+        &alice,
+        "net",
+        r#"{"Statement":[
+          {"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::1:user/bob"},"Action":"s3:GetObject",
+           "Resource":"arn:aws:s3:::net/*","Condition":{"IpAddress":{"aws:SourceIp":"127.0.0.0/8"}}},
+          {"Effect":"Deny","Principal":"*","Action":"s3:PutObject","Resource":"arn:aws:s3:::net/*",
+           "Condition":{"NotIpAddress":{"aws:SourceIp":"10.0.0.0/8"}}},
+          {"Effect":"Deny","Principal":"*","Action":"s3:DeleteObject","Resource":"arn:aws:s3:::net/*",
+           "Condition":{"Bool":{"aws:SecureTransport":"false"}}}]}"#,
+    )
+    .await;
+    bob.get_object()
+        .bucket("net")
+        .key("k")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("bob from 127.0.0.1: {}", show(&e)));
+    assert_code(
+        alice
+            .put_object()
+            .bucket("net")
+            .key("k")
+            .body(ByteStream::from_static(b"x"))
+            .send()
+            .await,
+        403,
+        "AccessDenied",
+    );
+    assert_code(
+        alice.delete_object().bucket("net").key("k").send().await,
+        403,
+        "AccessDenied",
+    );
+    // A client cannot claim another address, at the proxy or at a node that trusts nobody.
+    let mut raw = RawClient::connect(n.addr);
+    raw.credentials = key_of(&ALICE);
+    let r = raw.request(
+        "PUT",
+        "/net/k",
+        &[
+            ("x-ferry-client-ip", "10.1.2.3"),
+            ("x-ferry-client-tls", "true"),
+        ],
+        b"spoofed",
+    );
+    // Refused: at a node, the claim is not believed (AccessDenied); at the proxy, which sets
+    // those headers itself, the client's signature over its own no longer holds.
+    assert_eq!(r.status, 403, "{}", r.text());
+    let got = alice
+        .get_object()
+        .bucket("net")
+        .key("k")
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(sdk::body_bytes(got.body).await, b"k");
+}
+
+/// `user`'s key, for the hand-written client.
+fn key_of(user: &TestUser) -> ferry_core::s3::sigv4::Credentials {
+    ferry_core::s3::sigv4::Credentials::new(user.access_key, user.secret_key)
+}
+
+/// A node that trusts a proxy at 127.0.0.1 believes what it says of its client.
+#[test]
+fn a_node_believes_the_proxies_it_trusts() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut cfg = node_config(dir.path(), ferry_server::RuntimeKind::Tokio);
+    cfg.users = vec![ALICE.user()];
+    cfg.trusted_proxies = vec![std::net::IpAddr::from([127, 0, 0, 1])];
+    cfg.fsync = false;
+    let node = start_node(cfg).expect("node");
+    let mut raw = RawClient::connect(node.local_addr());
+    raw.credentials = key_of(&ALICE);
+    assert_eq!(raw.put("/trust", b"").status, 200);
+    let policy = r#"{"Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:PutObject","Resource":"arn:aws:s3:::trust/*","Condition":{"NotIpAddress":{"aws:SourceIp":"10.0.0.0/8"}}}]}"#;
+    assert_eq!(raw.put("/trust?policy", policy.as_bytes()).status, 204);
+    raw.put("/trust/k", b"x").expect_error(403, "AccessDenied");
+    let said = [
+        ("x-ferry-client-ip", "10.1.2.3"),
+        ("x-ferry-client-tls", "false"),
+    ];
+    assert_eq!(raw.request("PUT", "/trust/k", &said, b"x").status, 200);
+    node.stop();
+}
+
+/// The same through boto3 (the second client).
+async fn boto3_policies(target: Target) {
+    let n = with_users(target);
+    let script = r#"
+import json, sys
+import boto3
+from botocore.config import Config
+ep = sys.argv[1]
+def client(ak, sk):
+    return boto3.client("s3", endpoint_url=ep, aws_access_key_id=ak, aws_secret_access_key=sk,
+                        region_name="us-east-1",
+                        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+alice = client(sys.argv[2], sys.argv[3])
+bob = client(sys.argv[4], sys.argv[5])
+alice.create_bucket(Bucket="boto-pol")
+alice.put_object(Bucket="boto-pol", Key="doc", Body=b"v")
+def code(call):
+    try:
+        call()
+    except alice.exceptions.ClientError as e:
+        return e.response["Error"]["Code"]
+    return "ok"
+assert code(lambda: alice.get_bucket_policy(Bucket="boto-pol")) == "NoSuchBucketPolicy"
+policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow",
+          "Principal": {"AWS": ["arn:aws:iam::000000000000:user/bob"]},
+          "Action": ["s3:GetObject"], "Resource": ["arn:aws:s3:::boto-pol/*"]}]}
+assert code(lambda: bob.get_object(Bucket="boto-pol", Key="doc")) == "AccessDenied"
+alice.put_bucket_policy(Bucket="boto-pol", Policy=json.dumps(policy))
+assert json.loads(alice.get_bucket_policy(Bucket="boto-pol")["Policy"]) == policy
+assert alice.get_bucket_policy_status(Bucket="boto-pol")["PolicyStatus"]["IsPublic"] is False
+assert bob.get_object(Bucket="boto-pol", Key="doc")["Body"].read() == b"v"
+assert code(lambda: bob.put_object(Bucket="boto-pol", Key="doc", Body=b"x")) == "AccessDenied"
+assert code(lambda: alice.put_bucket_policy(Bucket="boto-pol", Policy="{")) == "MalformedPolicy"
+alice.delete_bucket_policy(Bucket="boto-pol")
+assert code(lambda: bob.get_object(Bucket="boto-pol", Key="doc")) == "AccessDenied"
+print("ok")
+"#;
+    let endpoint = n.endpoint();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("python3")
+            .args(["-c", script, &endpoint])
+            .args([ALICE.access_key, ALICE.secret_key])
+            .args([BOB.access_key, BOB.secret_key])
+            .output()
+            .expect("python3 runs")
+    })
+    .await
+    .expect("join");
+    assert!(
+        out.status.success() && out.stdout.starts_with(b"ok"),
+        "boto3 script failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
