@@ -90,6 +90,7 @@ s3_error_codes! {
     ServiceUnavailable => 503, "Service is unable to handle request.";
     SignatureDoesNotMatch => 403, "The request signature we calculated does not match the signature you provided.";
     SlowDown => 503, "Please reduce your request rate.";
+    UnexpectedContent => 400, "This request does not support content.";
     XAmzContentSHA256Mismatch => 400, "The provided 'x-amz-content-sha256' header does not match what was computed.";
 }
 

@@ -41,7 +41,6 @@ pub const FENCE_HEADER: &str = "x-ferry-fence";
 const UNSUPPORTED_SUBRESOURCES: &[&str] = &[
     "abac",
     "accelerate",
-    "acl",
     "analytics",
     "attributes",
     "cors",
@@ -78,6 +77,7 @@ const UNSUPPORTED_SUBRESOURCES: &[&str] = &[
 /// Ferry does not serve: `NotImplemented`, never a wrong operation. Other valued parameters are
 /// ignored, as S3 ignores them (cache busters and the like).
 const KNOWN_PARAMETERS: &[&str] = &[
+    "acl",
     "continuation-token",
     "delete",
     "delimiter",
@@ -135,12 +135,22 @@ fn unsupported_header(name: &str, value: &[u8]) -> Option<S3Error> {
             "Object ownership other than BucketOwnerEnforced is not implemented",
         ));
     }
-    // ACLs are disabled, as on a new AWS bucket: only the canned ACLs that grant nothing more
-    // than the owner has pass.
+    None
+}
+
+/// ACL headers on an operation that does not take them: objects have no ACLs of their own, so
+/// only the canned ACLs that grant nothing more than the owner has pass (as on an AWS bucket
+/// with ACLs disabled). CreateBucket and PutBucketAcl take them.
+fn unsupported_acl_header(endpoint: &Endpoint<'_>, name: &str, value: &[u8]) -> Option<S3Error> {
+    if matches!(endpoint, Endpoint::CreateBucket | Endpoint::PutBucketAcl) {
+        return None;
+    }
+    let value = value.trim_ascii();
     let owner_only = |v: &[u8]| {
         v.eq_ignore_ascii_case(b"private") || v.eq_ignore_ascii_case(b"bucket-owner-full-control")
     };
-    if lower("x-amz-grant-") || (is("x-amz-acl") && !owner_only(value)) {
+    let grant = starts_with_ignore_case(name, "x-amz-grant-");
+    if grant || (name.eq_ignore_ascii_case("x-amz-acl") && !owner_only(value)) {
         return Some(S3Error::new(S3ErrorCode::AccessControlListNotSupported));
     }
     None
@@ -423,6 +433,10 @@ pub enum Endpoint<'a> {
     DeleteBucketPolicy,
     /// `GET /bucket?policyStatus`.
     GetBucketPolicyStatus,
+    /// `GET /bucket?acl`.
+    GetBucketAcl,
+    /// `PUT /bucket?acl` (an `AccessControlPolicy` body, or `x-amz-acl` / `x-amz-grant-*`).
+    PutBucketAcl,
     /// `GET /bucket` (v1).
     ListObjects {
         /// `prefix` (empty when absent).
@@ -591,6 +605,12 @@ impl<'a> Endpoint<'a> {
             (Some(_), None) => Self::bucket(method, &query, headers)?,
             (Some(bucket), Some(key)) => Self::object(method, &query, headers, bucket, key)?,
         };
+        if let Some(e) = headers
+            .iter()
+            .find_map(|h| unsupported_acl_header(&endpoint, h.name, h.value))
+        {
+            return Err(e);
+        }
         Ok(S3Request {
             bucket: addr.bucket,
             key: addr.key,
@@ -604,6 +624,20 @@ impl<'a> Endpoint<'a> {
     fn service(method: &str, q: &Query<'a>) -> S3Result<Self> {
         if method != "GET" {
             return Err(not_implemented("Only GET is implemented without a bucket"));
+        }
+        // A bucket's or an object's subresource without a bucket is no operation.
+        let subresources = [
+            "acl",
+            "location",
+            "versioning",
+            "policy",
+            "policyStatus",
+            "uploads",
+            "delete",
+            "uploadId",
+        ];
+        if subresources.iter().any(|k| q.has(k)) {
+            return Err(not_implemented("This operation is not implemented"));
         }
         let max_buckets = q
             .get("max-buckets")
@@ -627,7 +661,8 @@ impl<'a> Endpoint<'a> {
     }
 
     fn bucket(method: &str, q: &Query<'a>, headers: &[Header<'a>]) -> S3Result<Self> {
-        const KEYWORDS: [&str; 9] = [
+        const KEYWORDS: [&str; 10] = [
+            "acl",
             "location",
             "versioning",
             "policy",
@@ -650,6 +685,8 @@ impl<'a> Endpoint<'a> {
             ("GET", Some("policy")) => Self::GetBucketPolicy,
             ("DELETE", Some("policy")) => Self::DeleteBucketPolicy,
             ("GET", Some("policyStatus")) => Self::GetBucketPolicyStatus,
+            ("GET", Some("acl")) => Self::GetBucketAcl,
+            ("PUT", Some("acl")) => Self::PutBucketAcl,
             ("GET", Some("uploads")) => Self::ListMultipartUploads {
                 prefix: q.get_cow("prefix").unwrap_or_default(),
                 delimiter: non_empty(q, "delimiter"),
@@ -751,6 +788,9 @@ impl<'a> Endpoint<'a> {
             .any(|k| q.has(k))
         {
             return Err(not_implemented("This object operation is not implemented"));
+        }
+        if q.has("acl") {
+            return Err(not_implemented("Object ACLs are not implemented"));
         }
         let upload_id = q.get_cow("uploadId");
         let uploads = q.has("uploads");
@@ -870,6 +910,8 @@ impl<'a> Endpoint<'a> {
             Self::GetBucketPolicy => "GetBucketPolicy",
             Self::DeleteBucketPolicy => "DeleteBucketPolicy",
             Self::GetBucketPolicyStatus => "GetBucketPolicyStatus",
+            Self::GetBucketAcl => "GetBucketAcl",
+            Self::PutBucketAcl => "PutBucketAcl",
             Self::ListObjects { .. } => "ListObjects",
             Self::ListObjectsV2 { .. } => "ListObjectsV2",
             Self::ListMultipartUploads { .. } => "ListMultipartUploads",
@@ -1005,6 +1047,9 @@ mod tests {
             ("GET", "/?policy", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None, Endpoint::GetBucketPolicy),
             ("DELETE", "/?policy", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None, Endpoint::DeleteBucketPolicy),
             ("GET", "/?policyStatus", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None, Endpoint::GetBucketPolicyStatus),
+            // GetBucketAcl / PutBucketAcl
+            ("GET", "/?acl", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None, Endpoint::GetBucketAcl),
+            ("PUT", "/?acl", "bucket.s3.us-west-2.amazonaws.com", &[("x-amz-acl", "public-read")], Some("bucket"), None, Endpoint::PutBucketAcl),
             // ListObjects (v1)
             ("GET", "/?prefix=N&marker=Ned&max-keys=40", "quotes.s3.amazonaws.com", &[], Some("quotes"), None,
              Endpoint::ListObjects { prefix: b("N"), delimiter: None, marker: Some(b("Ned")), max_keys: 40, encoding_type_url: false }),
@@ -1131,8 +1176,8 @@ mod tests {
     fn unsupported_requests_are_not_implemented() {
         #[rustfmt::skip]
         let cases: [(&str, &str, Extra<'_>); 24] = [
-            ("GET", "/bucket?acl", &[]),
-            ("PUT", "/bucket?acl", &[]),
+            ("GET", "/bucket?notification", &[]),
+            ("PUT", "/bucket?ownershipControls", &[]),
             ("GET", "/bucket/key?acl", &[]),
             ("GET", "/bucket/key?tagging", &[]),
             ("PUT", "/bucket/key?policy", &[]),
@@ -1297,7 +1342,11 @@ mod tests {
         }
         let acl: [(&str, &str, Extra<'_>); 5] = [
             ("PUT", "/bkt/k", &[("x-amz-acl", "public-read")]),
-            ("PUT", "/bkt", &[("x-amz-acl", "public-read-write")]),
+            (
+                "PUT",
+                "/bkt/k?partNumber=1&uploadId=u",
+                &[("x-amz-acl", "public-read-write")],
+            ),
             ("PUT", "/bkt/k", &[("x-amz-grant-read", "id=1")]),
             (
                 "POST",

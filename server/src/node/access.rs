@@ -9,6 +9,7 @@ use std::borrow::Cow;
 
 use ferry_core::http::find_header_str;
 use ferry_core::rt::Runtime;
+use ferry_core::s3::acl::Permission;
 use ferry_core::s3::policy::{Decision, PolicyRequest, Principal};
 use ferry_core::s3::request::{Endpoint, S3Request};
 use ferry_core::s3::sigv4::AuthKind;
@@ -64,6 +65,8 @@ fn action(endpoint: &Endpoint<'_>) -> Option<(&'static str, bool)> {
         Endpoint::GetBucketPolicy => ("s3:GetBucketPolicy", false),
         Endpoint::DeleteBucketPolicy => ("s3:DeleteBucketPolicy", false),
         Endpoint::GetBucketPolicyStatus => ("s3:GetBucketPolicyStatus", false),
+        Endpoint::GetBucketAcl => ("s3:GetBucketAcl", false),
+        Endpoint::PutBucketAcl => ("s3:PutBucketAcl", false),
         Endpoint::ListMultipartUploads { .. } => ("s3:ListBucketMultipartUploads", false),
         // Each key is checked as a DeleteObject by the operation (`may_delete`).
         Endpoint::DeleteObjects { .. } => return None,
@@ -208,11 +211,30 @@ fn decide<R: Runtime>(
         }
         None => Decision::Default,
     };
+    let granted = || -> S3Result<bool> {
+        let Some(want) = acl_permission(action) else {
+            return Ok(false);
+        };
+        let acl = super::acl::bucket_acl(cx, &settings)?;
+        Ok(acl.allows(Some(&cx.caller.canonical_id), want))
+    };
     match decision {
         Decision::Allow => Ok(()),
-        Decision::Default if is_owner => Ok(()),
+        Decision::Default if is_owner || granted()? => Ok(()),
         Decision::Deny | Decision::Default => Err(S3Error::new(S3ErrorCode::AccessDenied)),
     }
+}
+
+/// The bucket ACL permission that lets a non-owner do `action`, if one does: READ lists,
+/// WRITE writes and deletes objects, READ_ACP and WRITE_ACP read and replace the ACL.
+fn acl_permission(action: &str) -> Option<Permission> {
+    Some(match action {
+        "s3:ListBucket" | "s3:ListBucketMultipartUploads" => Permission::Read,
+        "s3:PutObject" | "s3:DeleteObject" | "s3:AbortMultipartUpload" => Permission::Write,
+        "s3:GetBucketAcl" => Permission::ReadAcp,
+        "s3:PutBucketAcl" => Permission::WriteAcp,
+        _ => return None,
+    })
 }
 
 /// The condition keys a request has, with their values.

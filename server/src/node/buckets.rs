@@ -150,9 +150,16 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     CreateBucketConfiguration::check_region(&xml, cx.region())?;
     let (b, me) = (bucket.to_owned(), cx.caller.canonical_id.clone());
     let primary = cx.users().primary().canonical_id.clone();
+    // The ACL the headers ask for, if any (private otherwise).
+    let acl = ferry_core::s3::acl::Acl::from_headers(cx.headers, &me, &me)?
+        .map(|acl| super::acl::stored(cx, &acl))
+        .transpose()?;
     cx.unblock(move |store| {
-        let owner = [(BucketSetting::Owner, me.as_bytes())];
-        match store.create_bucket_with(&b, &owner) {
+        let mut settings = vec![(BucketSetting::Owner, me.as_bytes())];
+        if let Some(acl) = &acl {
+            settings.push((BucketSetting::Acl, acl.as_slice()));
+        }
+        match store.create_bucket_with(&b, &settings) {
             Err(e) if e.code == S3ErrorCode::BucketAlreadyOwnedByYou => {
                 // Someone else's: its name is taken (as AWS answers across accounts).
                 let settings = store.bucket_settings(&b)?;

@@ -5,7 +5,7 @@ use ferry_core::s3::S3Result;
 use ferry_core::s3::request::Endpoint;
 
 use super::context::{Cx, NodeApi};
-use super::{access, buckets, multipart, objects, policy};
+use super::{access, acl, buckets, multipart, objects, policy};
 use crate::front::{Op, S3Api};
 
 impl<R: Runtime> S3Api for NodeApi<R> {
@@ -40,6 +40,8 @@ impl<R: Runtime> S3Api for NodeApi<R> {
             Endpoint::GetBucketPolicy => policy::get(cx, res, bucket).await,
             Endpoint::DeleteBucketPolicy => policy::delete(cx, res, bucket).await,
             Endpoint::GetBucketPolicyStatus => policy::status(cx, res, bucket).await,
+            Endpoint::GetBucketAcl => acl::get_bucket(cx, res, bucket).await,
+            Endpoint::PutBucketAcl => acl::put_bucket(cx, body, res, bucket).await,
             Endpoint::ListObjects { .. } | Endpoint::ListObjectsV2 { .. } => {
                 buckets::list_objects(cx, res, bucket, &s3.endpoint).await
             }

@@ -10,6 +10,7 @@
 //! pooled 256 KiB buffers in both directions, so a request holds at most two of them.
 
 mod access;
+mod acl;
 pub(crate) mod body;
 pub(crate) mod buckets;
 mod context;

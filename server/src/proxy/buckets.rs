@@ -31,6 +31,25 @@ fn bucket_path(bucket: &str) -> String {
     format!("/{}", uri::encode_path(bucket))
 }
 
+/// The ACL headers (`x-amz-acl`, `x-amz-grant-*`) of the client's request, on `call`.
+fn push_acl_headers<R: Runtime>(cx: &Cx<'_, R>, call: &mut Call) {
+    const NAMES: [&str; 6] = [
+        "x-amz-acl",
+        "x-amz-grant-read",
+        "x-amz-grant-write",
+        "x-amz-grant-read-acp",
+        "x-amz-grant-write-acp",
+        "x-amz-grant-full-control",
+    ];
+    for h in cx.req.headers {
+        if let Some(name) = NAMES.iter().find(|n| h.name.eq_ignore_ascii_case(n))
+            && let Ok(v) = std::str::from_utf8(h.value)
+        {
+            call.headers.push((name, v.to_owned()));
+        }
+    }
+}
+
 /// Every backend must be up for an operation that changes all of them.
 fn require_all_up<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<()> {
     match cx.p.backends.iter().find(|b| !b.is_up()) {
@@ -89,6 +108,7 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
             .map(|(i, b)| {
                 let mut call = Call::new("PUT", bucket_path(bucket), String::new());
                 call.body = create_bucket_body(&b.region);
+                push_acl_headers(cx, &mut call);
                 spawn_call(cx.p, i, cx.caller(), call)
             })
             .collect();
@@ -171,6 +191,7 @@ pub(crate) async fn set_everywhere<R: Runtime, S: Stream>(
             call.headers.push((name, v.to_owned()));
         }
     }
+    push_acl_headers(cx, &mut call);
     call.body = doc;
     let replies = everywhere(cx, &call).await?;
     if let Some(bad) = replies.iter().find(|r| !r.ok()) {

@@ -93,12 +93,14 @@ fn route(endpoint: &Endpoint<'_>) -> Route {
         | Endpoint::DeleteObjects { .. }
         | Endpoint::BucketFence { .. }
         | Endpoint::PutBucketPolicy
-        | Endpoint::DeleteBucketPolicy => Route::FanOut,
+        | Endpoint::DeleteBucketPolicy
+        | Endpoint::PutBucketAcl => Route::FanOut,
         Endpoint::HeadBucket
         | Endpoint::GetBucketLocation
         | Endpoint::GetBucketVersioning
         | Endpoint::GetBucketPolicy
-        | Endpoint::GetBucketPolicyStatus => Route::AnyBackend,
+        | Endpoint::GetBucketPolicyStatus
+        | Endpoint::GetBucketAcl => Route::AnyBackend,
         Endpoint::CopyObject { .. } | Endpoint::UploadPartCopy { .. } => Route::Copy,
         Endpoint::GetObject { .. }
         | Endpoint::HeadObject { .. }
@@ -149,9 +151,9 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
                 }
                 Endpoint::ListMultipartUploads { .. } => list::list_uploads(cx, s3, res).await,
                 Endpoint::DeleteObjects { .. } => buckets::delete_objects(cx, s3, body, res).await,
-                Endpoint::PutBucketPolicy | Endpoint::DeleteBucketPolicy => {
-                    buckets::set_everywhere(cx, s3, body, res).await
-                }
+                Endpoint::PutBucketPolicy
+                | Endpoint::DeleteBucketPolicy
+                | Endpoint::PutBucketAcl => buckets::set_everywhere(cx, s3, body, res).await,
                 // Between the proxy and its nodes only (see `buckets::delete`).
                 Endpoint::BucketFence { .. } => Err(S3Error::with_message(
                     S3ErrorCode::NotImplemented,

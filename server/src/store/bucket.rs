@@ -6,6 +6,7 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use ferry_core::s3::acl::Acl;
 use ferry_core::s3::policy::Policy;
 
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
@@ -66,6 +67,8 @@ pub struct BucketSettings {
     values: [Option<Vec<u8>>; BucketSetting::ALL.len()],
     /// The policy, parsed once (settings are cached: see [`SettingsCache`]).
     policy: OnceLock<Result<Option<Arc<Policy>>, S3Error>>,
+    /// The ACL, parsed once.
+    acl: OnceLock<Result<Option<Arc<Acl>>, S3Error>>,
 }
 
 impl BucketSettings {
@@ -73,6 +76,26 @@ impl BucketSettings {
     pub fn get(&self, kind: BucketSetting) -> Option<&[u8]> {
         let i = BucketSetting::ALL.iter().position(|k| *k == kind)?;
         self.values[i].as_deref()
+    }
+
+    /// The bucket's ACL, if it has one (it was checked before it was stored).
+    pub fn acl(&self) -> S3Result<Option<Arc<Acl>>> {
+        self.acl
+            .get_or_init(|| {
+                let Some(doc) = self.get(BucketSetting::Acl) else {
+                    return Ok(None);
+                };
+                Acl::parse_xml(doc).map(|a| Some(Arc::new(a))).map_err(|e| {
+                    S3Error::with_message(
+                        S3ErrorCode::InternalError,
+                        format!(
+                            "stored ACL of {} does not parse: {}",
+                            self.bucket, e.message
+                        ),
+                    )
+                })
+            })
+            .clone()
     }
 
     /// The bucket's policy, if it has one. It was checked before it was stored; one this

@@ -23,6 +23,7 @@ mod proxy_list;
 mod proxy_resign_moto;
 mod proxy_s3;
 mod proxy_tls;
+mod sdk_acl;
 mod sdk_buckets;
 mod sdk_checksums;
 mod sdk_large;

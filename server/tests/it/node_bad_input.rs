@@ -345,7 +345,7 @@ fn unsupported_operations(rt: RuntimeKind) {
     let mut c = node.client();
     assert_eq!(c.put("/unsup", b"").status, 200);
     for (method, target) in [
-        ("GET", "/unsup?acl"),
+        ("GET", "/unsup?notification"),
         ("PUT", "/unsup?lifecycle"),
         ("GET", "/unsup?versions"),
         ("PUT", "/unsup/k?tagging"),
@@ -359,7 +359,7 @@ fn unsupported_operations(rt: RuntimeKind) {
         r.expect_error(501, "NotImplemented");
     }
     // HEAD errors carry the status and the request id, and no body.
-    let r = c.request("HEAD", "/unsup?acl", &[], b"");
+    let r = c.request("HEAD", "/unsup?notification", &[], b"");
     assert_eq!(r.status, 501);
     assert!(r.header("x-amz-request-id").is_some());
     assert!(r.body.is_empty());

@@ -1,8 +1,8 @@
 //! Requests for what Ferry does not do are refused, never served with the feature ignored:
 //! server-side encryption (all three kinds, on PUT, copy, multipart and reads), object lock,
-//! tagging, website redirects and unknown subresources answer `501 NotImplemented`; ACL grants
-//! and canned ACLs beyond the owner's answer `400 AccessControlListNotSupported` (AWS's answer
-//! for buckets with ACLs disabled). Nothing is stored. On a node and through the proxy, both
+//! tagging, website redirects and unknown subresources answer `501 NotImplemented`; object ACL
+//! grants and canned ACLs beyond the owner's answer `400 AccessControlListNotSupported` (AWS's
+//! answer for ACLs disabled; buckets have ACLs, objects do not). Nothing is stored. On a node and through the proxy, both
 //! runtimes; a raw signed client for every header family and the AWS SDK for a few.
 
 use aws_sdk_s3::types::{ObjectCannedAcl, ServerSideEncryption};
@@ -149,7 +149,7 @@ async fn feature_headers_refused(target: Target) {
     let uploads = c.get("/feat?uploads");
     assert_eq!(uploads.status, 200);
     assert!(uploads.xml_values("UploadId").is_empty(), "{uploads:?}");
-    // A bucket with object lock or ACLs is not created either.
+    // A bucket with object lock is not created either.
     let r = c.request(
         "PUT",
         "/feat-locked",
@@ -157,13 +157,15 @@ async fn feature_headers_refused(target: Target) {
         b"",
     );
     assert_eq!((r.status, code(&r).as_str()), (501, "NotImplemented"));
-    let r = c.request("PUT", "/feat-public", &[("x-amz-acl", "public-read")], b"");
-    assert_eq!(
-        (r.status, code(&r).as_str()),
-        (400, "AccessControlListNotSupported")
-    );
     assert_eq!(c.request("HEAD", "/feat-locked", &[], b"").status, 404);
-    assert_eq!(c.request("HEAD", "/feat-public", &[], b"").status, 404);
+    // Buckets have ACLs (objects do not): a canned ACL on CreateBucket is kept.
+    let r = c.request("PUT", "/feat-public", &[("x-amz-acl", "public-read")], b"");
+    assert_eq!(r.status, 200, "{r:?}");
+    let acl = c.get("/feat-public?acl");
+    assert_eq!(
+        acl.xml_values("URI"),
+        ["http://acs.amazonaws.com/groups/global/AllUsers"]
+    );
     // What asks for nothing more than Ferry does still works.
     for headers in [
         vec![("x-amz-acl", "private")],

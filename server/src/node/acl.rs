@@ -1,0 +1,106 @@
+//! Bucket ACLs: GetBucketAcl and PutBucketAcl (an `AccessControlPolicy` document, or a canned
+//! ACL or grant headers), and the ACL CreateBucket's headers ask for. The grants are checked
+//! (`ferry_core::s3::acl`) and stored as Ferry writes them; [`super::access`] honours them.
+
+use std::sync::Arc;
+
+use ferry_core::http::server::{BodyReader, ResponseWriter};
+use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::acl::{Acl, Grantee, MAX_ACL_BODY};
+use ferry_core::s3::body::{BodyLimit, Checks};
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+
+use super::access;
+use super::context::Cx;
+use crate::front::Headers;
+use crate::front::body::read_small;
+use crate::store::{BucketSetting, BucketSettings};
+
+/// The bucket's ACL: the stored one, or `private` for its owner.
+pub(crate) fn bucket_acl<R: Runtime>(
+    cx: &Cx<'_, R>,
+    settings: &BucketSettings,
+) -> S3Result<Arc<Acl>> {
+    match settings.acl()? {
+        Some(acl) => Ok(acl),
+        None => Ok(Arc::new(Acl::private(access::owner_id(cx, settings)))),
+    }
+}
+
+/// `acl` as stored: checked (every user it names exists) and written as a document.
+pub(crate) fn stored<R: Runtime>(cx: &Cx<'_, R>, acl: &Acl) -> S3Result<Vec<u8>> {
+    for g in &acl.grants {
+        if let Grantee::User(id) = &g.grantee
+            && cx.users().by_canonical_id(id).is_none()
+        {
+            return Err(S3Error::with_message(
+                S3ErrorCode::InvalidArgument,
+                format!("Invalid id: no user has the canonical id {id}"),
+            ));
+        }
+    }
+    let mut xml = Vec::new();
+    acl.write_xml(&mut xml, &|_| None);
+    Ok(xml)
+}
+
+/// GetBucketAcl.
+pub(crate) async fn get_bucket<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+) -> S3Result<()> {
+    let settings = cx.node.store.bucket_settings(bucket)?;
+    let acl = bucket_acl(cx, &settings)?;
+    let users = cx.users();
+    let mut xml = Vec::new();
+    acl.write_xml(&mut xml, &|id| {
+        users.by_canonical_id(id).map(|u| u.display_name.clone())
+    });
+    cx.req.send_xml(res, Headers::new(), &xml).await
+}
+
+/// PutBucketAcl: a document, or headers, not both; the document's owner must be the bucket's.
+pub(crate) async fn put_bucket<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+) -> S3Result<()> {
+    let limit = BodyLimit::document(MAX_ACL_BODY as u64);
+    let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
+    let (doc, _) = read_small(body, verifier).await?;
+    let settings = cx.node.store.bucket_settings(bucket)?;
+    let owner = access::owner_id(cx, &settings).to_owned();
+    let from_headers = Acl::from_headers(cx.headers, &owner, &owner)?;
+    let acl = match (from_headers, doc.trim_ascii().is_empty()) {
+        (Some(_), false) => {
+            return Err(S3Error::with_message(
+                S3ErrorCode::UnexpectedContent,
+                "This request does not support content when ACL headers are given",
+            ));
+        }
+        (Some(acl), true) => acl,
+        (None, false) => {
+            let acl = Acl::parse_xml(&doc)?;
+            if acl.owner != owner {
+                return Err(S3Error::with_message(
+                    S3ErrorCode::AccessDenied,
+                    "The ACL's owner is not the bucket's owner",
+                ));
+            }
+            acl
+        }
+        (None, true) => {
+            return Err(S3Error::with_message(
+                S3ErrorCode::MissingSecurityHeader,
+                "Your request was missing a required header: x-amz-acl, or an ACL document",
+            ));
+        }
+    };
+    let xml = stored(cx, &acl)?;
+    let b = bucket.to_owned();
+    cx.unblock(move |store| store.set_bucket_setting(&b, BucketSetting::Acl, Some(&xml)))
+        .await?;
+    cx.req.send(res, 200, Headers::new(), &[]).await
+}
