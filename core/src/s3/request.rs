@@ -44,7 +44,6 @@ const UNSUPPORTED_SUBRESOURCES: &[&str] = &[
     "acl",
     "analytics",
     "attributes",
-    "cors",
     "encryption",
     "intelligent-tiering",
     "inventory",
@@ -81,6 +80,7 @@ const UNSUPPORTED_SUBRESOURCES: &[&str] = &[
 /// ignored, as S3 ignores them (cache busters and the like).
 const KNOWN_PARAMETERS: &[&str] = &[
     "continuation-token",
+    "cors",
     "delete",
     "delimiter",
     "encoding-type",
@@ -415,6 +415,15 @@ pub enum Endpoint<'a> {
     GetBucketLocation,
     /// `GET /bucket?versioning`.
     GetBucketVersioning,
+    /// `GET /bucket?cors`.
+    GetBucketCors,
+    /// `PUT /bucket?cors` (the body is read by the operation).
+    PutBucketCors {
+        /// `Content-MD5` (this or an `x-amz-checksum-*` is required).
+        content_md5: Option<[u8; 16]>,
+    },
+    /// `DELETE /bucket?cors`.
+    DeleteBucketCors,
     /// `GET /bucket` (v1).
     ListObjects {
         /// `prefix` (empty when absent).
@@ -619,8 +628,9 @@ impl<'a> Endpoint<'a> {
     }
 
     fn bucket(method: &str, q: &Query<'a>, headers: &[Header<'a>]) -> S3Result<Self> {
-        const KEYWORDS: [&str; 7] = [
+        const KEYWORDS: [&str; 8] = [
             "location",
+            "cors",
             "versioning",
             "uploads",
             "delete",
@@ -636,6 +646,11 @@ impl<'a> Endpoint<'a> {
         Ok(match (method, keyword) {
             ("GET", Some("location")) => Self::GetBucketLocation,
             ("GET", Some("versioning")) => Self::GetBucketVersioning,
+            ("GET", Some("cors")) => Self::GetBucketCors,
+            ("PUT", Some("cors")) => Self::PutBucketCors {
+                content_md5: validate::find_content_md5(headers)?,
+            },
+            ("DELETE", Some("cors")) => Self::DeleteBucketCors,
             ("GET", Some("uploads")) => Self::ListMultipartUploads {
                 prefix: q.get_cow("prefix").unwrap_or_default(),
                 delimiter: non_empty(q, "delimiter"),
@@ -732,7 +747,7 @@ impl<'a> Endpoint<'a> {
         key: &str,
     ) -> S3Result<Self> {
         // Bucket-level keywords on an object path are no operation of ours.
-        if ["location", "versioning", "delete"]
+        if ["location", "versioning", "delete", "cors"]
             .iter()
             .any(|k| q.has(k))
         {
@@ -852,6 +867,9 @@ impl<'a> Endpoint<'a> {
             Self::HeadBucket => "HeadBucket",
             Self::GetBucketLocation => "GetBucketLocation",
             Self::GetBucketVersioning => "GetBucketVersioning",
+            Self::GetBucketCors => "GetBucketCors",
+            Self::PutBucketCors { .. } => "PutBucketCors",
+            Self::DeleteBucketCors => "DeleteBucketCors",
             Self::ListObjects { .. } => "ListObjects",
             Self::ListObjectsV2 { .. } => "ListObjectsV2",
             Self::ListMultipartUploads { .. } => "ListMultipartUploads",
@@ -982,6 +1000,11 @@ mod tests {
             // GetBucketLocation / GetBucketVersioning
             ("GET", "/?location", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None, Endpoint::GetBucketLocation),
             ("GET", "/?versioning", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None, Endpoint::GetBucketVersioning),
+            // GetBucketCors / PutBucketCors / DeleteBucketCors
+            ("GET", "/?cors", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None, Endpoint::GetBucketCors),
+            ("PUT", "/?cors", "examplebucket.s3.amazonaws.com", &[("Content-MD5", "1B2M2Y8AsgTpgAmY7PhCfg==")], Some("examplebucket"), None,
+             Endpoint::PutBucketCors { content_md5: validate::parse_content_md5(b"1B2M2Y8AsgTpgAmY7PhCfg==").ok() }),
+            ("DELETE", "/?cors", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None, Endpoint::DeleteBucketCors),
             // ListObjects (v1)
             ("GET", "/?prefix=N&marker=Ned&max-keys=40", "quotes.s3.amazonaws.com", &[], Some("quotes"), None,
              Endpoint::ListObjects { prefix: b("N"), delimiter: None, marker: Some(b("Ned")), max_keys: 40, encoding_type_url: false }),
@@ -1107,8 +1130,10 @@ mod tests {
     #[test]
     fn unsupported_requests_are_not_implemented() {
         #[rustfmt::skip]
-        let cases: [(&str, &str, Extra<'_>); 24] = [
+        let cases: [(&str, &str, Extra<'_>); 26] = [
             ("GET", "/bucket?acl", &[]),
+            ("GET", "/bucket/key?cors", &[]),
+            ("POST", "/bucket?cors", &[]),
             ("PUT", "/bucket?acl", &[]),
             ("GET", "/bucket/key?acl", &[]),
             ("GET", "/bucket/key?tagging", &[]),

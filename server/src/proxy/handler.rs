@@ -6,11 +6,12 @@ use std::sync::Arc;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::request::{Endpoint, S3Request};
+use ferry_core::s3::xml::CorsConfiguration;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::Proxy;
 use super::context::Cx;
-use super::{buckets, copy, forward, list};
+use super::{buckets, copy, cors, forward, list};
 use crate::front::{ALL_BACKENDS, Op, S3Api};
 
 /// The proxy behind the S3 front.
@@ -42,6 +43,11 @@ impl<R: Runtime> S3Api for ProxyApi<R> {
             verified: req.verified,
         };
         dispatch(&cx, s3, body, res).await
+    }
+
+    /// From the proxy's short-lived cache of each bucket's rules (see `proxy::cors`).
+    async fn bucket_cors(&self, bucket: &str) -> S3Result<Option<Arc<CorsConfiguration>>> {
+        cors::bucket_cors(&self.p, bucket).await
     }
 
     fn backend_name(&self, idx: usize) -> &str {
@@ -86,10 +92,13 @@ fn route(endpoint: &Endpoint<'_>) -> Route {
         | Endpoint::ListObjectsV2 { .. }
         | Endpoint::ListMultipartUploads { .. }
         | Endpoint::DeleteObjects { .. }
-        | Endpoint::BucketFence { .. } => Route::FanOut,
-        Endpoint::HeadBucket | Endpoint::GetBucketLocation | Endpoint::GetBucketVersioning => {
-            Route::AnyBackend
-        }
+        | Endpoint::BucketFence { .. }
+        | Endpoint::PutBucketCors { .. }
+        | Endpoint::DeleteBucketCors => Route::FanOut,
+        Endpoint::HeadBucket
+        | Endpoint::GetBucketLocation
+        | Endpoint::GetBucketVersioning
+        | Endpoint::GetBucketCors => Route::AnyBackend,
         Endpoint::CopyObject { .. } | Endpoint::UploadPartCopy { .. } => Route::Copy,
         Endpoint::GetObject { .. }
         | Endpoint::HeadObject { .. }
@@ -140,6 +149,10 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
                 }
                 Endpoint::ListMultipartUploads { .. } => list::list_uploads(cx, s3, res).await,
                 Endpoint::DeleteObjects { .. } => buckets::delete_objects(cx, s3, body, res).await,
+                Endpoint::PutBucketCors { content_md5 } => {
+                    cors::put(cx, s3, *content_md5, body, res).await
+                }
+                Endpoint::DeleteBucketCors => cors::delete(cx, s3, res).await,
                 // Between the proxy and its nodes only (see `buckets::delete`).
                 Endpoint::BucketFence { .. } => Err(S3Error::with_message(
                     S3ErrorCode::NotImplemented,

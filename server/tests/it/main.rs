@@ -25,6 +25,7 @@ mod proxy_s3;
 mod proxy_tls;
 mod sdk_buckets;
 mod sdk_checksums;
+mod sdk_cors;
 mod sdk_large;
 mod sdk_list;
 mod sdk_multipart;
