@@ -379,6 +379,8 @@ impl<A: S3Api> Front<A> {
         res: &mut ResponseWriter<'_, S>,
         id: &str,
     ) -> S3Result<()> {
+        // Anonymous: a preflight has no body worth reading.
+        res.set_drain_limit(UNAUTHENTICATED_DRAIN_LIMIT);
         let non_empty = |name| {
             find_header_str(head.headers, name)
                 .map(str::trim)
@@ -423,7 +425,7 @@ impl<A: S3Api> Front<A> {
             .find(origin, method, Some(asked))
             .ok_or_else(|| S3Error::new(S3ErrorCode::AccessForbidden))?;
         let mut h = Headers::new();
-        for (name, value) in cors_headers(rule, origin, Some(asked)) {
+        for (name, value) in cors_headers(rule, origin, Some(asked), false) {
             h.push(name, value);
         }
         h.push("x-amz-request-id", id.to_owned());
@@ -454,7 +456,9 @@ impl<A: S3Api> Front<A> {
         let Some(rule) = config.find(origin, head.method, None) else {
             return;
         };
-        for (name, value) in cors_headers(rule, origin, None) {
+        let signed = find_header_str(head.headers, "authorization").is_some()
+            || head.target.contains("X-Amz-Credential=");
+        for (name, value) in cors_headers(rule, origin, None, signed) {
             // Values come from a parsed head and a checked configuration: they are valid.
             let _ = res.add_header(name, value.as_bytes());
         }

@@ -400,10 +400,21 @@ async fn actual_requests_carry_cors_headers(target: Target) {
         r.header("Access-Control-Allow-Origin"),
         Some("https://app.example")
     );
-    // Anyone's GET: `*`; anyone's DELETE: no rule, no headers (the request itself is served).
+    // Anyone's GET: `*` when anonymous, the origin itself (with credentials) when signed, as
+    // S3 answers; anyone's DELETE: no rule, no headers (the request itself is served).
     let other = [("Origin", "http://elsewhere.example")];
-    let r = raw.request("GET", "/site/page.html", &other, b"");
+    let r = http_request(n.addr, "GET", "/site/page.html", &other, b"");
+    r.expect_error(403, "AccessDenied");
     assert_eq!(r.header("Access-Control-Allow-Origin"), Some("*"));
+    assert_eq!(r.header("Access-Control-Allow-Credentials"), None);
+    let r = raw.request("GET", "/site/page.html", &other, b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        r.header("Access-Control-Allow-Origin"),
+        Some("http://elsewhere.example")
+    );
+    assert_eq!(r.header("Access-Control-Allow-Credentials"), Some("true"));
+    assert_eq!(r.header("Access-Control-Allow-Methods"), Some("GET"));
     let r = raw.request("DELETE", "/site/new.txt", &other, b"");
     assert_eq!(r.status, 204, "{}", r.text());
     assert_eq!(r.header("Access-Control-Allow-Origin"), None);

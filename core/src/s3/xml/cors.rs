@@ -223,14 +223,17 @@ impl CorsConfiguration {
 
 /// The CORS headers of a response that `rule` allowed, for a request from `origin`.
 /// `preflight`: the `Access-Control-Request-Headers` of a preflight (`Some("")` when it had
-/// none), `None` for an actual request.
+/// none), `None` for an actual request. `signed`: the request carries a signature, so a rule
+/// allowing any origin answers with the origin itself (with credentials, as S3 does: a
+/// browser refuses `*` on a credentialed request).
 pub fn cors_headers(
     rule: &CorsRule,
     origin: &str,
     preflight: Option<&str>,
+    signed: bool,
 ) -> Vec<(&'static str, String)> {
     let mut h = Vec::with_capacity(7);
-    if rule.any_origin() {
+    if rule.any_origin() && !signed {
         h.push(("Access-Control-Allow-Origin", String::from("*")));
     } else {
         h.push(("Access-Control-Allow-Origin", origin.to_string()));
@@ -394,13 +397,25 @@ mod tests {
         let any = c.find("http://other.example", "GET", None).expect("second");
         assert_eq!(any.allowed_origins, vec!["*"]);
         assert!(c.find("http://other.example", "PUT", None).is_none());
-        let h = cors_headers(any, "http://other.example", None);
+        let h = cors_headers(any, "http://other.example", None, false);
         assert_eq!(h[0], ("Access-Control-Allow-Origin", "*".into()));
         assert!(
             h.iter()
                 .all(|(n, _)| *n != "Access-Control-Allow-Credentials")
         );
-        let h = cors_headers(first, "http://www.example.com", Some("X-Amz-Date, a"));
+        // A signed request gets its origin back, with credentials, as from S3.
+        let h = cors_headers(any, "http://other.example", None, true);
+        assert_eq!(
+            h[0],
+            ("Access-Control-Allow-Origin", "http://other.example".into())
+        );
+        assert_eq!(h[1], ("Access-Control-Allow-Credentials", "true".into()));
+        let h = cors_headers(
+            first,
+            "http://www.example.com",
+            Some("X-Amz-Date, a"),
+            false,
+        );
         assert!(h.contains(&(
             "Access-Control-Allow-Origin",
             "http://www.example.com".into()
