@@ -130,13 +130,18 @@ impl<R: Runtime> S3Api for NodeApi<R> {
         }
     }
 
-    /// The stored configuration (checked when it was put), parsed.
+    /// The stored configuration (checked when it was put), parsed. Looked up where the node
+    /// looks objects up (`NodeConfig::open_inline`): a short read, cheaper than a trip to the
+    /// blocking pool.
     async fn bucket_cors(&self, bucket: &str) -> S3Result<Option<Arc<CorsConfiguration>>> {
-        let (store, b) = (self.store.clone(), bucket.to_owned());
-        let doc = self
-            .rt
-            .unblock(move || store.bucket_setting(&b, BucketSetting::Cors))
-            .await?;
+        let doc = if self.open_inline {
+            self.store.bucket_setting(bucket, BucketSetting::Cors)?
+        } else {
+            let (store, b) = (self.store.clone(), bucket.to_owned());
+            self.rt
+                .unblock(move || store.bucket_setting(&b, BucketSetting::Cors))
+                .await?
+        };
         doc.map(|d| CorsConfiguration::parse_xml(&d).map(Arc::new))
             .transpose()
     }

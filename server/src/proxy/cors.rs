@@ -121,7 +121,13 @@ async fn fetch<R: Runtime>(p: &Arc<Proxy<R>>, bucket: &str) -> S3Result<Known> {
         }
     };
     if reply.ok() {
-        let config = CorsConfiguration::parse_xml(&reply.body)?;
+        // A backend's document we cannot read is the backend's fault, not the client's.
+        let config = CorsConfiguration::parse_xml(&reply.body).map_err(|e| {
+            S3Error::with_message(
+                S3ErrorCode::InternalError,
+                format!("backend's CORS configuration: {}", e.message),
+            )
+        })?;
         return Ok(Known::Rules(Some(Arc::new(config))));
     }
     match reply.error_code().as_deref() {

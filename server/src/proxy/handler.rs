@@ -142,8 +142,17 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
             cx.set_backend(ALL_BACKENDS);
             match &s3.endpoint {
                 Endpoint::ListBuckets { .. } => buckets::list_buckets(cx, s3, res).await,
-                Endpoint::CreateBucket => buckets::create(cx, s3, body, res).await,
-                Endpoint::DeleteBucket => buckets::delete(cx, s3, res).await,
+                // A bucket made or gone through this proxy has no rules it knew of.
+                Endpoint::CreateBucket => {
+                    let done = buckets::create(cx, s3, body, res).await;
+                    cx.p.cors.forget(bucket);
+                    done
+                }
+                Endpoint::DeleteBucket => {
+                    let done = buckets::delete(cx, s3, res).await;
+                    cx.p.cors.forget(bucket);
+                    done
+                }
                 Endpoint::ListObjects { .. } | Endpoint::ListObjectsV2 { .. } => {
                     list::list_objects(cx, s3, res).await
                 }
