@@ -324,6 +324,13 @@ impl<A: S3Api> Front<A> {
         // answers to requests that fail to authenticate carry the headers too.
         if head.method == "OPTIONS" {
             log.op = "PreflightRequest";
+            if log.access() {
+                let host = find_header_str(head.headers, "host");
+                if let Ok(a) = Address::parse(head.target, host, &self.auth.addressing) {
+                    let (b, k) = (a.bucket.unwrap_or_default(), a.key.unwrap_or_default());
+                    log.names = Some((b.into_owned(), k.into_owned()));
+                }
+            }
             return self.preflight(head, res, id).await;
         }
         if let Some(origin) = find_header_str(head.headers, "origin") {
