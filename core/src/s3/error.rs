@@ -44,9 +44,11 @@ macro_rules! s3_error_codes {
 s3_error_codes! {
     AccessControlListNotSupported => 400, "The bucket does not allow ACLs";
     AccessDenied => 403, "Access Denied";
+    AccessForbidden => 403, "CORSResponse: This CORS request is not allowed. This is usually because the evalution of Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource's CORS spec.";
     AuthorizationHeaderMalformed => 400, "The authorization header is malformed.";
     AuthorizationQueryParametersError => 400, "Error parsing the X-Amz-Credential parameter.";
     BadDigest => 400, "The Content-MD5 or checksum you specified did not match what we received.";
+    BadRequest => 400, "Bad Request";
     BucketAlreadyExists => 409, "The requested bucket name is not available.";
     BucketAlreadyOwnedByYou => 409, "Your previous request to create the named bucket succeeded and you already own it.";
     BucketNotEmpty => 409, "The bucket you tried to delete is not empty.";
@@ -75,6 +77,7 @@ s3_error_codes! {
     MethodNotAllowed => 405, "The specified method is not allowed against this resource.";
     MissingContentLength => 411, "You must provide the Content-Length HTTP header.";
     MissingSecurityHeader => 400, "Your request is missing a required header.";
+    NoSuchCORSConfiguration => 404, "The CORS configuration does not exist";
     NoSuchBucket => 404, "The specified bucket does not exist.";
     NoSuchBucketPolicy => 404, "The bucket policy does not exist";
     NoSuchKey => 404, "The specified key does not exist.";

@@ -43,7 +43,6 @@ const UNSUPPORTED_SUBRESOURCES: &[&str] = &[
     "accelerate",
     "analytics",
     "attributes",
-    "cors",
     "encryption",
     "intelligent-tiering",
     "inventory",
@@ -79,6 +78,7 @@ const UNSUPPORTED_SUBRESOURCES: &[&str] = &[
 const KNOWN_PARAMETERS: &[&str] = &[
     "acl",
     "continuation-token",
+    "cors",
     "delete",
     "delimiter",
     "encoding-type",
@@ -437,6 +437,15 @@ pub enum Endpoint<'a> {
     GetBucketAcl,
     /// `PUT /bucket?acl` (an `AccessControlPolicy` body, or `x-amz-acl` / `x-amz-grant-*`).
     PutBucketAcl,
+    /// `GET /bucket?cors`.
+    GetBucketCors,
+    /// `PUT /bucket?cors` (the body is read by the operation).
+    PutBucketCors {
+        /// `Content-MD5` (this or an `x-amz-checksum-*` is required).
+        content_md5: Option<[u8; 16]>,
+    },
+    /// `DELETE /bucket?cors`.
+    DeleteBucketCors,
     /// `GET /bucket` (v1).
     ListObjects {
         /// `prefix` (empty when absent).
@@ -628,6 +637,7 @@ impl<'a> Endpoint<'a> {
         // A bucket's or an object's subresource without a bucket is no operation.
         let subresources = [
             "acl",
+            "cors",
             "location",
             "versioning",
             "policy",
@@ -661,9 +671,10 @@ impl<'a> Endpoint<'a> {
     }
 
     fn bucket(method: &str, q: &Query<'a>, headers: &[Header<'a>]) -> S3Result<Self> {
-        const KEYWORDS: [&str; 10] = [
+        const KEYWORDS: [&str; 11] = [
             "acl",
             "location",
+            "cors",
             "versioning",
             "policy",
             "policyStatus",
@@ -687,6 +698,11 @@ impl<'a> Endpoint<'a> {
             ("GET", Some("policyStatus")) => Self::GetBucketPolicyStatus,
             ("GET", Some("acl")) => Self::GetBucketAcl,
             ("PUT", Some("acl")) => Self::PutBucketAcl,
+            ("GET", Some("cors")) => Self::GetBucketCors,
+            ("PUT", Some("cors")) => Self::PutBucketCors {
+                content_md5: validate::find_content_md5(headers)?,
+            },
+            ("DELETE", Some("cors")) => Self::DeleteBucketCors,
             ("GET", Some("uploads")) => Self::ListMultipartUploads {
                 prefix: q.get_cow("prefix").unwrap_or_default(),
                 delimiter: non_empty(q, "delimiter"),
@@ -783,9 +799,16 @@ impl<'a> Endpoint<'a> {
         key: &str,
     ) -> S3Result<Self> {
         // Bucket-level keywords on an object path are no operation of ours.
-        if ["location", "versioning", "delete", "policy", "policyStatus"]
-            .iter()
-            .any(|k| q.has(k))
+        if [
+            "location",
+            "versioning",
+            "delete",
+            "policy",
+            "policyStatus",
+            "cors",
+        ]
+        .iter()
+        .any(|k| q.has(k))
         {
             return Err(not_implemented("This object operation is not implemented"));
         }
@@ -912,6 +935,9 @@ impl<'a> Endpoint<'a> {
             Self::GetBucketPolicyStatus => "GetBucketPolicyStatus",
             Self::GetBucketAcl => "GetBucketAcl",
             Self::PutBucketAcl => "PutBucketAcl",
+            Self::GetBucketCors => "GetBucketCors",
+            Self::PutBucketCors { .. } => "PutBucketCors",
+            Self::DeleteBucketCors => "DeleteBucketCors",
             Self::ListObjects { .. } => "ListObjects",
             Self::ListObjectsV2 { .. } => "ListObjectsV2",
             Self::ListMultipartUploads { .. } => "ListMultipartUploads",
@@ -1050,6 +1076,11 @@ mod tests {
             // GetBucketAcl / PutBucketAcl
             ("GET", "/?acl", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None, Endpoint::GetBucketAcl),
             ("PUT", "/?acl", "bucket.s3.us-west-2.amazonaws.com", &[("x-amz-acl", "public-read")], Some("bucket"), None, Endpoint::PutBucketAcl),
+            // GetBucketCors / PutBucketCors / DeleteBucketCors
+            ("GET", "/?cors", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None, Endpoint::GetBucketCors),
+            ("PUT", "/?cors", "examplebucket.s3.amazonaws.com", &[("Content-MD5", "1B2M2Y8AsgTpgAmY7PhCfg==")], Some("examplebucket"), None,
+             Endpoint::PutBucketCors { content_md5: validate::parse_content_md5(b"1B2M2Y8AsgTpgAmY7PhCfg==").ok() }),
+            ("DELETE", "/?cors", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None, Endpoint::DeleteBucketCors),
             // ListObjects (v1)
             ("GET", "/?prefix=N&marker=Ned&max-keys=40", "quotes.s3.amazonaws.com", &[], Some("quotes"), None,
              Endpoint::ListObjects { prefix: b("N"), delimiter: None, marker: Some(b("Ned")), max_keys: 40, encoding_type_url: false }),
@@ -1175,9 +1206,11 @@ mod tests {
     #[test]
     fn unsupported_requests_are_not_implemented() {
         #[rustfmt::skip]
-        let cases: [(&str, &str, Extra<'_>); 24] = [
+        let cases: [(&str, &str, Extra<'_>); 26] = [
             ("GET", "/bucket?notification", &[]),
             ("PUT", "/bucket?ownershipControls", &[]),
+            ("GET", "/bucket/key?cors", &[]),
+            ("POST", "/bucket?cors", &[]),
             ("GET", "/bucket/key?acl", &[]),
             ("GET", "/bucket/key?tagging", &[]),
             ("PUT", "/bucket/key?policy", &[]),

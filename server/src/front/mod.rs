@@ -21,20 +21,20 @@ pub(crate) mod metrics;
 pub(crate) mod serve;
 
 use std::future::Future;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use ferry_core::http::head::RequestHead;
 use ferry_core::http::server::{BodyReader, Handler, ResponseWriter, ServerHandle};
 use ferry_core::http::{HttpError, find_header_str};
 use ferry_core::rt::{Stream, system_unix_time};
-use ferry_core::s3::request::{AddressingConfig, Endpoint, S3Request};
+use ferry_core::s3::request::{Address, AddressingConfig, Endpoint, S3Request};
 use ferry_core::s3::sigv4::{
     MemoryCredentials, RequestParts, SharedSigningKeyCache, VerifiedRequest, verify_request,
 };
 use ferry_core::s3::uri::{origin_form, resource};
-use ferry_core::s3::xml::ErrorResponse;
+use ferry_core::s3::xml::{CorsConfiguration, ErrorResponse, cors_headers};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use access::{Access, RequestLog};
@@ -67,6 +67,17 @@ pub(crate) trait S3Api: Send + Sync + 'static {
         &self,
         op: Op<'_, '_, '_, S>,
     ) -> impl Future<Output = S3Result<()>> + Send;
+
+    /// The CORS configuration of `bucket`, `None` if it has none, `NoSuchBucket` if there is
+    /// no such bucket: what the front answers preflights (`OPTIONS`) from and the CORS headers
+    /// of every response come from. Asked without authentication, as S3 answers preflights.
+    fn bucket_cors(
+        &self,
+        bucket: &str,
+    ) -> impl Future<Output = S3Result<Option<Arc<CorsConfiguration>>>> + Send {
+        let _ = bucket;
+        async { Ok(None) }
+    }
 
     /// The backend `idx` of [`Request::set_backend`] in logs (`-` when there are none).
     fn backend_name(&self, idx: usize) -> &str {
@@ -309,6 +320,22 @@ impl<A: S3Api> Front<A> {
         log: &mut RequestLog,
         backend: &AtomicUsize,
     ) -> S3Result<()> {
+        // CORS comes before authentication, as in S3: preflights are anonymous, and the
+        // answers to requests that fail to authenticate carry the headers too.
+        if head.method == "OPTIONS" {
+            log.op = "PreflightRequest";
+            if log.access() {
+                let host = find_header_str(head.headers, "host");
+                if let Ok(a) = Address::parse(head.target, host, &self.auth.addressing) {
+                    let (b, k) = (a.bucket.unwrap_or_default(), a.key.unwrap_or_default());
+                    log.names = Some((b.into_owned(), k.into_owned()));
+                }
+            }
+            return self.preflight(head, res, id).await;
+        }
+        if let Some(origin) = find_header_str(head.headers, "origin") {
+            self.add_cors_headers(head, origin.trim(), res).await;
+        }
         // Every runtime's clock is the system's wall clock.
         let verified = match self.auth.authenticate(head, system_unix_time()) {
             Ok(v) => v,
@@ -339,6 +366,109 @@ impl<A: S3Api> Front<A> {
             res,
         };
         self.api.dispatch(op).await
+    }
+
+    /// The bucket a request names, if any.
+    fn bucket_of(&self, head: &RequestHead<'_, '_>) -> S3Result<Option<String>> {
+        let host = find_header_str(head.headers, "host");
+        let addr = Address::parse(head.target, host, &self.auth.addressing)?;
+        Ok(addr.bucket.map(|b| b.into_owned()))
+    }
+
+    /// Answer a CORS preflight (`OPTIONS`) from the bucket's rules, without authentication:
+    /// 200 with the `Access-Control-*` headers of the first rule that allows the origin, the
+    /// method and every requested header; `400 BadRequest` without `Origin` or
+    /// `Access-Control-Request-Method`; `403 AccessForbidden` when no rule matches, the bucket
+    /// has no CORS configuration or does not exist.
+    async fn preflight<S: Stream>(
+        &self,
+        head: &RequestHead<'_, '_>,
+        res: &mut ResponseWriter<'_, S>,
+        id: &str,
+    ) -> S3Result<()> {
+        // Anonymous: a preflight has no body worth reading.
+        res.set_drain_limit(UNAUTHENTICATED_DRAIN_LIMIT);
+        let non_empty = |name| {
+            find_header_str(head.headers, name)
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+        };
+        let origin = non_empty("origin").ok_or_else(|| {
+            S3Error::with_message(
+                S3ErrorCode::BadRequest,
+                "Insufficient information. Origin request header needed.",
+            )
+        })?;
+        let method = non_empty("access-control-request-method").ok_or_else(|| {
+            S3Error::with_message(
+                S3ErrorCode::BadRequest,
+                "Invalid Access-Control-Request-Method: null",
+            )
+        })?;
+        let forbidden =
+            |why: &'static str| S3Error::with_message(S3ErrorCode::AccessForbidden, why);
+        let Some(bucket) = self.bucket_of(head)? else {
+            return Err(forbidden("CORSResponse: Bucket not found"));
+        };
+        let config = match self.api.bucket_cors(&bucket).await {
+            Ok(Some(c)) => c,
+            Ok(None) => {
+                return Err(forbidden(
+                    "CORSResponse: CORS is not enabled for this bucket.",
+                ));
+            }
+            Err(e)
+                if matches!(
+                    e.code,
+                    S3ErrorCode::NoSuchBucket | S3ErrorCode::InvalidBucketName
+                ) =>
+            {
+                return Err(forbidden("CORSResponse: Bucket not found"));
+            }
+            Err(e) => return Err(e),
+        };
+        let asked = find_header_str(head.headers, "access-control-request-headers").unwrap_or("");
+        let rule = config
+            .find(origin, method, Some(asked))
+            .ok_or_else(|| S3Error::new(S3ErrorCode::AccessForbidden))?;
+        let mut h = Headers::new();
+        for (name, value) in cors_headers(rule, origin, Some(asked), false) {
+            h.push(name, value);
+        }
+        h.push("x-amz-request-id", id.to_owned());
+        res.send(200, &h.as_slice(), &[]).await?;
+        Ok(())
+    }
+
+    /// For a request with an `Origin`: the CORS headers of the bucket's first rule that allows
+    /// the origin and the method, on whatever answers it (errors too). Nothing when no rule
+    /// matches or the rules cannot be had (the request goes on; its own answer tells why).
+    async fn add_cors_headers<S: Stream>(
+        &self,
+        head: &RequestHead<'_, '_>,
+        origin: &str,
+        res: &mut ResponseWriter<'_, S>,
+    ) {
+        let Ok(Some(bucket)) = self.bucket_of(head) else {
+            return;
+        };
+        let config = match self.api.bucket_cors(&bucket).await {
+            Ok(Some(c)) => c,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::debug!(bucket = %bucket, error = %e, "no CORS rules for a request with an Origin");
+                return;
+            }
+        };
+        let Some(rule) = config.find(origin, head.method, None) else {
+            return;
+        };
+        let signed = find_header_str(head.headers, "authorization").is_some()
+            || head.target.contains("X-Amz-Credential=");
+        for (name, value) in cors_headers(rule, origin, None, signed) {
+            // Values come from a parsed head and a checked configuration: they are valid.
+            let _ = res.add_header(name, value.as_bytes());
+        }
     }
 
     /// Log a 5xx answer: at `warn`, but at `debug` for 503s, whose cause (a backend down or

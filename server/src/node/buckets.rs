@@ -7,11 +7,12 @@ use base64::Engine as _;
 use ferry_core::http::find_header_str;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::checksum::checksum_header;
 use ferry_core::s3::request::{Endpoint, FENCE_HEADER};
 use ferry_core::s3::xml::{
-    BucketEntry, CreateBucketConfiguration, ListAllMyBucketsResult, ListBucketResult, ListVersion,
-    MAX_CREATE_BUCKET_BODY, ObjectEntry, Owner, write_location_constraint,
-    write_versioning_configuration,
+    BucketEntry, CorsConfiguration, CreateBucketConfiguration, ListAllMyBucketsResult,
+    ListBucketResult, ListVersion, MAX_CORS_BODY, MAX_CREATE_BUCKET_BODY, ObjectEntry, Owner,
+    write_location_constraint, write_versioning_configuration,
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
@@ -215,6 +216,59 @@ pub(crate) async fn fence<R: Runtime, S: Stream>(
         n => store.fence_bucket(&b, &t, Duration::from_secs(u64::from(n))),
     })
     .await?;
+    cx.req.send(res, 204, Headers::new(), &[]).await
+}
+
+/// GetBucketCors: the configuration as stored (normalised when it was put);
+/// `NoSuchCORSConfiguration` when there is none.
+pub(crate) async fn get_cors<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+) -> S3Result<()> {
+    let b = bucket.to_owned();
+    let doc = cx
+        .unblock(move |store| store.bucket_setting(&b, BucketSetting::Cors))
+        .await?
+        .ok_or_else(|| S3Error::new(S3ErrorCode::NoSuchCORSConfiguration))?;
+    cx.req.send_xml(res, Headers::new(), &doc).await
+}
+
+/// PutBucketCors: the body (at most 64 KiB, with a `Content-MD5` or a checksum, as S3
+/// requires) parsed and checked, then stored normalised, replacing any configuration.
+pub(crate) async fn put_cors<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+    content_md5: Option<[u8; 16]>,
+) -> S3Result<()> {
+    let limit = BodyLimit::document(MAX_CORS_BODY as u64);
+    let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
+    let (xml, done) = read_small(body, verifier).await?;
+    if content_md5.is_none() && done.checksum.is_none() && checksum_header(cx.headers)?.is_none() {
+        return Err(S3Error::with_message(
+            S3ErrorCode::InvalidRequest,
+            "Missing required header for this request: Content-MD5 or x-amz-checksum-*",
+        ));
+    }
+    let mut doc = Vec::with_capacity(xml.len());
+    CorsConfiguration::parse_xml(&xml)?.write_xml(&mut doc);
+    let b = bucket.to_owned();
+    cx.unblock(move |store| store.set_bucket_setting(&b, BucketSetting::Cors, Some(&doc)))
+        .await?;
+    cx.req.send(res, 200, Headers::new(), &[]).await
+}
+
+/// DeleteBucketCors: 204, whether or not there was a configuration.
+pub(crate) async fn delete_cors<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+) -> S3Result<()> {
+    let b = bucket.to_owned();
+    cx.unblock(move |store| store.set_bucket_setting(&b, BucketSetting::Cors, None))
+        .await?;
     cx.req.send(res, 204, Headers::new(), &[]).await
 }
 

@@ -1,12 +1,16 @@
 //! The storage node behind the S3 front: its operations over the local store.
 
+use std::sync::Arc;
+
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::S3Result;
 use ferry_core::s3::request::Endpoint;
+use ferry_core::s3::xml::CorsConfiguration;
 
 use super::context::{Cx, NodeApi};
 use super::{access, acl, buckets, multipart, objects, policy};
 use crate::front::{Op, S3Api};
+use crate::store::BucketSetting;
 
 impl<R: Runtime> S3Api for NodeApi<R> {
     const SERVER: &'static str = "node";
@@ -42,6 +46,11 @@ impl<R: Runtime> S3Api for NodeApi<R> {
             Endpoint::GetBucketPolicyStatus => policy::status(cx, res, bucket).await,
             Endpoint::GetBucketAcl => acl::get_bucket(cx, res, bucket).await,
             Endpoint::PutBucketAcl => acl::put_bucket(cx, body, res, bucket).await,
+            Endpoint::GetBucketCors => buckets::get_cors(cx, res, bucket).await,
+            Endpoint::PutBucketCors { content_md5 } => {
+                buckets::put_cors(cx, body, res, bucket, *content_md5).await
+            }
+            Endpoint::DeleteBucketCors => buckets::delete_cors(cx, res, bucket).await,
             Endpoint::ListObjects { .. } | Endpoint::ListObjectsV2 { .. } => {
                 buckets::list_objects(cx, res, bucket, &s3.endpoint).await
             }
@@ -133,6 +142,22 @@ impl<R: Runtime> S3Api for NodeApi<R> {
                 multipart::list_parts(cx, res, bucket, key, &s3.endpoint).await
             }
         }
+    }
+
+    /// The stored configuration (checked when it was put), parsed. Looked up where the node
+    /// looks objects up (`NodeConfig::open_inline`): a short read, cheaper than a trip to the
+    /// blocking pool.
+    async fn bucket_cors(&self, bucket: &str) -> S3Result<Option<Arc<CorsConfiguration>>> {
+        let doc = if self.open_inline {
+            self.store.bucket_setting(bucket, BucketSetting::Cors)?
+        } else {
+            let (store, b) = (self.store.clone(), bucket.to_owned());
+            self.rt
+                .unblock(move || store.bucket_setting(&b, BucketSetting::Cors))
+                .await?
+        };
+        doc.map(|d| CorsConfiguration::parse_xml(&d).map(Arc::new))
+            .transpose()
     }
 
     fn readiness(&self) -> (bool, String) {

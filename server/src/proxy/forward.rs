@@ -320,6 +320,15 @@ pub(crate) async fn forward<R: Runtime, S: Stream>(
     Ok(())
 }
 
+/// A backend's CORS headers: the front adds the proxy's own (see `proxy::cors`), which must
+/// not come twice.
+fn is_cors_header(name: &str) -> bool {
+    name.eq_ignore_ascii_case("vary")
+        || name
+            .get(..15)
+            .is_some_and(|p| p.eq_ignore_ascii_case("access-control-"))
+}
+
 /// Send the response head and stream its body to the client.
 async fn relay<S: Stream, T: Stream>(
     resp: Response<'_, '_, T>,
@@ -331,7 +340,11 @@ async fn relay<S: Stream, T: Stream>(
     let headers: Vec<Header<'_>> = head
         .headers
         .iter()
-        .filter(|h| !is_hop_by_hop(h.name) && !h.name.eq_ignore_ascii_case("date"))
+        .filter(|h| {
+            !is_hop_by_hop(h.name)
+                && !h.name.eq_ignore_ascii_case("date")
+                && !is_cors_header(h.name)
+        })
         .copied()
         .collect();
     let kind = if matches!(status, 204 | 304) {

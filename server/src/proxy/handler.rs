@@ -6,11 +6,12 @@ use std::sync::Arc;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::request::{Endpoint, S3Request};
+use ferry_core::s3::xml::CorsConfiguration;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::Proxy;
 use super::context::{Caller, Cx};
-use super::{buckets, copy, forward, list};
+use super::{buckets, copy, cors, forward, list};
 use crate::front::{ALL_BACKENDS, Op, S3Api};
 
 /// The proxy behind the S3 front.
@@ -47,6 +48,11 @@ impl<R: Runtime> S3Api for ProxyApi<R> {
             },
         };
         dispatch(&cx, s3, body, res).await
+    }
+
+    /// From the proxy's short-lived cache of each bucket's rules (see `proxy::cors`).
+    async fn bucket_cors(&self, bucket: &str) -> S3Result<Option<Arc<CorsConfiguration>>> {
+        cors::bucket_cors(&self.p, bucket).await
     }
 
     fn backend_name(&self, idx: usize) -> &str {
@@ -94,13 +100,16 @@ fn route(endpoint: &Endpoint<'_>) -> Route {
         | Endpoint::BucketFence { .. }
         | Endpoint::PutBucketPolicy
         | Endpoint::DeleteBucketPolicy
-        | Endpoint::PutBucketAcl => Route::FanOut,
+        | Endpoint::PutBucketAcl
+        | Endpoint::PutBucketCors { .. }
+        | Endpoint::DeleteBucketCors => Route::FanOut,
         Endpoint::HeadBucket
         | Endpoint::GetBucketLocation
         | Endpoint::GetBucketVersioning
         | Endpoint::GetBucketPolicy
         | Endpoint::GetBucketPolicyStatus
-        | Endpoint::GetBucketAcl => Route::AnyBackend,
+        | Endpoint::GetBucketAcl
+        | Endpoint::GetBucketCors => Route::AnyBackend,
         Endpoint::CopyObject { .. } | Endpoint::UploadPartCopy { .. } => Route::Copy,
         Endpoint::GetObject { .. }
         | Endpoint::HeadObject { .. }
@@ -144,8 +153,17 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
             cx.set_backend(ALL_BACKENDS);
             match &s3.endpoint {
                 Endpoint::ListBuckets { .. } => buckets::list_buckets(cx, s3, res).await,
-                Endpoint::CreateBucket => buckets::create(cx, s3, body, res).await,
-                Endpoint::DeleteBucket => buckets::delete(cx, s3, res).await,
+                // A bucket made or gone through this proxy has no rules it knew of.
+                Endpoint::CreateBucket => {
+                    let done = buckets::create(cx, s3, body, res).await;
+                    cx.p.cors.forget(bucket);
+                    done
+                }
+                Endpoint::DeleteBucket => {
+                    let done = buckets::delete(cx, s3, res).await;
+                    cx.p.cors.forget(bucket);
+                    done
+                }
                 Endpoint::ListObjects { .. } | Endpoint::ListObjectsV2 { .. } => {
                     list::list_objects(cx, s3, res).await
                 }
@@ -154,6 +172,10 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
                 Endpoint::PutBucketPolicy
                 | Endpoint::DeleteBucketPolicy
                 | Endpoint::PutBucketAcl => buckets::set_everywhere(cx, s3, body, res).await,
+                Endpoint::PutBucketCors { content_md5 } => {
+                    cors::put(cx, s3, *content_md5, body, res).await
+                }
+                Endpoint::DeleteBucketCors => cors::delete(cx, s3, res).await,
                 // Between the proxy and its nodes only (see `buckets::delete`).
                 Endpoint::BucketFence { .. } => Err(S3Error::with_message(
                     S3ErrorCode::NotImplemented,

@@ -17,6 +17,7 @@ mod buckets;
 mod config;
 mod context;
 mod copy;
+mod cors;
 mod forward;
 mod handler;
 mod health;
@@ -72,6 +73,11 @@ pub(crate) struct Proxy<R: Runtime> {
     pub buffer_size: usize,
     /// Bytes copied between backends by the proxy.
     pub copied: AtomicU64,
+    /// The key the proxy signs its own requests with (CORS rules for anonymous preflights)
+    /// where a backend shares the clients' keys: the first configured.
+    pub own_key: String,
+    /// Buckets' CORS rules, kept a few seconds (`cors`).
+    pub cors: cors::CorsCache,
 }
 
 impl<R: Runtime> std::fmt::Debug for Proxy<R> {
@@ -221,6 +227,13 @@ fn build<R: Runtime>(rt: R, cfg: &ProxyConfig, resolved: Resolved) -> S3Result<P
         token_key: token_key(cfg),
         buffer_size: cfg.buffer_size,
         copied: AtomicU64::new(0),
+        own_key: cfg
+            .credentials
+            .first()
+            .map(|c| c.access_key_id.clone())
+            .or_else(|| cfg.users.first().map(|u| u.access_key.clone()))
+            .unwrap_or_default(),
+        cors: cors::CorsCache::default(),
     })
 }
 

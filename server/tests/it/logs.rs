@@ -54,9 +54,25 @@ fn json_access_events_of_the_proxy() {
     let r = c.get("/logs/dir/obj.txt");
     assert_eq!((r.status, r.body.as_slice()), (200, &b"hello"[..]));
     c.get("/logs/missing").expect_error(404, "NoSuchKey");
+    let preflight = [
+        ("Origin", "https://x.example"),
+        ("Access-Control-Request-Method", "GET"),
+    ];
+    let r = crate::support::http::http_request(addr, "OPTIONS", "/logs/p", &preflight, b"");
+    r.expect_error(403, "AccessForbidden");
     let client_port = c.stream.local_addr().unwrap().port();
     drop(c);
     let events = json_lines(&stop(child, "-TERM"));
+    let options = access_events(&events, "PreflightRequest");
+    assert_eq!(options.len(), 1, "{options:?}");
+    assert_eq!(
+        (
+            &options[0]["bucket"],
+            &options[0]["key"],
+            &options[0]["status"]
+        ),
+        (&Value::from("logs"), &Value::from("p"), &Value::from(403))
+    );
 
     let put = access_events(&events, "PutObject");
     assert_eq!(put.len(), 1, "{put:?}");

@@ -112,6 +112,51 @@ fn resign_against_moto(rt: RuntimeKind) {
         "/moto-bucket?list-type=2&continuation-token={token}"
     ));
     assert_eq!(r.xml_values("Key"), ["obj-2", "obj-3", "obj-4"]);
+    // CORS on an S3 backend: set and read through the proxy, which answers preflights and
+    // adds the headers from the rules it reads back from moto (moto's own headers dropped).
+    let cors = b"<CORSConfiguration><CORSRule><AllowedOrigin>https://m.example</AllowedOrigin>\
+        <AllowedMethod>GET</AllowedMethod><AllowedHeader>*</AllowedHeader></CORSRule>\
+        </CORSConfiguration>";
+    let md5c = content_md5(&md5(cors)).to_string();
+    let r = c.request("PUT", "/moto-bucket?cors", &[("Content-MD5", &md5c)], cors);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = c.get("/moto-bucket?cors");
+    assert_eq!(
+        r.xml_values("AllowedOrigin"),
+        ["https://m.example"],
+        "{}",
+        r.text()
+    );
+    let preflight = crate::support::http::http_request(
+        proxy.local_addr(),
+        "OPTIONS",
+        "/moto-bucket/obj-0",
+        &[
+            ("Origin", "https://m.example"),
+            ("Access-Control-Request-Method", "GET"),
+        ],
+        b"",
+    );
+    assert_eq!(preflight.status, 200, "{}", preflight.text());
+    assert_eq!(
+        preflight.header("Access-Control-Allow-Origin"),
+        Some("https://m.example")
+    );
+    let r = c.request(
+        "GET",
+        "/moto-bucket/obj-0",
+        &[("Origin", "https://m.example")],
+        b"",
+    );
+    assert_eq!(r.status, 200);
+    let allow: Vec<_> = r
+        .headers
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("access-control-allow-origin"))
+        .collect();
+    assert_eq!(allow.len(), 1, "{:?}", r.headers);
+    let r = c.request("DELETE", "/moto-bucket?cors", &[], b"");
+    assert_eq!(r.status, 204, "{}", r.text());
     // DeleteObjects, then the bucket.
     let mut xml = String::from("<Delete>");
     for i in 0..5 {

@@ -63,6 +63,8 @@ pub struct ResponseWriter<'c, S> {
     pub(crate) status: u16,
     /// Body bytes handed to [`ResponseWriter::write`] and sent (not counted for `HEAD`).
     pub(crate) body_sent: u64,
+    /// Header lines added to whatever response starts ([`ResponseWriter::add_header`]).
+    pub(crate) extra: Vec<u8>,
 }
 
 impl<'c, S: Stream> ResponseWriter<'c, S> {
@@ -89,7 +91,22 @@ impl<'c, S: Stream> ResponseWriter<'c, S> {
             secure: false,
             status: 0,
             body_sent: 0,
+            extra: Vec::new(),
         }
+    }
+
+    /// Add `name: value` to the response, whichever starts (an operation's answer, an error
+    /// rendered for it, a relayed one): for headers that depend on the request rather than on
+    /// the operation, such as CORS's. Call before [`ResponseWriter::start`].
+    pub fn add_header(&mut self, name: &str, value: &[u8]) -> Result<(), HttpError> {
+        if self.state != RespState::Idle {
+            return Err(HttpError::Usage("response already started"));
+        }
+        let mark = self.extra.len();
+        write::header(&mut self.extra, name, value).map_err(|e| {
+            self.extra.truncate(mark);
+            usage(e)
+        })
     }
 
     /// The client's address, if known (connections served by [`serve`] know it).
@@ -218,6 +235,7 @@ impl<'c, S: Stream> ResponseWriter<'c, S> {
                 return Err(usage(e));
             }
         }
+        self.out.extend_from_slice(&self.extra);
         write::end_head(self.out);
         self.persist = persist;
         self.status = status;

@@ -121,6 +121,15 @@ impl Handler for TestHandler {
                 self.counted.lock().push(seen);
             }
             "/err" => return Err(TestError(404)),
+            "/added" | "/added-err" => {
+                res.add_header("X-Added", b"1")?;
+                assert!(res.add_header("Bad Name", b"x").is_err());
+                if req.target == "/added-err" {
+                    return Err(TestError(404));
+                }
+                res.send(200, &[], b"ok").await?;
+                assert!(res.add_header("X-Late", b"1").is_err());
+            }
             "/silent" => {}
             "/stopping" => {
                 if let Some(s) = &self.stop {
@@ -292,6 +301,25 @@ fn response_writer_reports_peer_status_and_body_bytes() {
         None,
     ));
     assert_eq!(h.counted.lock()[0].0, None);
+}
+
+#[test]
+fn added_headers_go_on_whichever_response_starts() {
+    let input =
+        b"GET /added HTTP/1.1\r\n\r\nGET /added-err HTTP/1.1\r\n\r\nGET /ignore HTTP/1.1\r\n\r\n";
+    let (served, rs, _) = serve_bytes(input, 0, &config(), &[]);
+    assert_eq!(served, 3);
+    assert_eq!(
+        (rs[0].status, rs[0].header("x-added")),
+        (200, Some(&b"1"[..]))
+    );
+    assert_eq!(rs[0].body, b"ok");
+    assert_eq!(
+        (rs[1].status, rs[1].header("x-added")),
+        (404, Some(&b"1"[..]))
+    );
+    // One request's headers are not the next one's.
+    assert_eq!((rs[2].status, rs[2].header("x-added")), (200, None));
 }
 
 #[test]

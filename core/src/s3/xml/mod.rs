@@ -15,10 +15,16 @@ use alloc::vec::Vec;
 
 use super::{S3Error, S3ErrorCode, S3Result};
 
+mod cors;
 mod parse;
 mod write;
 
+pub use cors::{
+    CORS_METHODS, CORS_VARY, CorsConfiguration, CorsRule, MAX_CORS_BODY, MAX_CORS_RULE_ID,
+    MAX_CORS_RULES, cors_headers, requested_headers,
+};
 pub use parse::{AclDocument, AclDocumentGrant};
+
 pub use write::{write_location_constraint, write_versioning_configuration};
 
 /// The S3 XML namespace of response documents.

@@ -27,11 +27,11 @@ const MAX_CREATE_BUCKET_ELEMENTS: usize = 64;
 /// Elements of a response document (a listing page of 1,000 entries, 10,000 buckets).
 const MAX_RESPONSE_ELEMENTS: usize = 1 << 16;
 
-fn malformed() -> S3Error {
+pub(super) fn malformed() -> S3Error {
     S3ErrorCode::MalformedXML.into()
 }
 
-fn malformed_because(why: &'static str) -> S3Error {
+pub(super) fn malformed_because(why: &'static str) -> S3Error {
     S3Error::with_message(S3ErrorCode::MalformedXML, why)
 }
 
@@ -45,7 +45,7 @@ struct Node<'a> {
 }
 
 /// A parsed document: the root is node 0.
-struct Doc<'a> {
+pub(super) struct Doc<'a> {
     nodes: Vec<Node<'a>>,
 }
 
@@ -53,7 +53,7 @@ impl<'a> Doc<'a> {
     /// Parse `body` (at most `max_len` bytes) into at most `max_elements` elements: a tree
     /// node per element costs about a hundred bytes, so a body of empty elements would
     /// otherwise grow some 25 times in memory.
-    fn parse(body: &'a [u8], max_len: usize, max_elements: usize) -> S3Result<Self> {
+    pub(super) fn parse(body: &'a [u8], max_len: usize, max_elements: usize) -> S3Result<Self> {
         if body.len() > max_len {
             return Err(malformed_because("The XML body is too large"));
         }
@@ -147,7 +147,7 @@ impl<'a> Doc<'a> {
         Ok(Self { nodes })
     }
 
-    fn root(&self, name: &str) -> S3Result<El<'_, 'a>> {
+    pub(super) fn root(&self, name: &str) -> S3Result<El<'_, 'a>> {
         let node = self.nodes.first().ok_or_else(malformed)?;
         if node.name != name {
             return Err(malformed_because("Unexpected root element"));
@@ -214,7 +214,7 @@ pub(crate) fn decode_entities(raw: &str) -> S3Result<Cow<'_, str>> {
 
 /// An element of a parsed document.
 #[derive(Clone, Copy)]
-struct El<'d, 'a> {
+pub(super) struct El<'d, 'a> {
     doc: &'d Doc<'a>,
     node: &'d Node<'a>,
 }
@@ -229,19 +229,19 @@ impl<'d, 'a> El<'d, 'a> {
         .map(move |node| El { doc, node })
     }
 
-    fn all(self, name: &'d str) -> impl Iterator<Item = El<'d, 'a>> {
+    pub(super) fn all(self, name: &'d str) -> impl Iterator<Item = El<'d, 'a>> {
         self.children().filter(move |c| c.node.name == name)
     }
 
-    fn child(self, name: &str) -> Option<El<'d, 'a>> {
+    pub(super) fn child(self, name: &str) -> Option<El<'d, 'a>> {
         self.children().find(|c| c.node.name == name)
     }
 
-    fn text(self) -> Cow<'a, str> {
+    pub(super) fn text(self) -> Cow<'a, str> {
         self.node.text.clone()
     }
 
-    fn opt(self, name: &str) -> Option<Cow<'a, str>> {
+    pub(super) fn opt(self, name: &str) -> Option<Cow<'a, str>> {
         self.child(name).map(El::text)
     }
 
@@ -249,7 +249,7 @@ impl<'d, 'a> El<'d, 'a> {
         self.opt(name).ok_or_else(malformed)
     }
 
-    fn num<T: FromStr>(self, name: &str) -> S3Result<Option<T>> {
+    pub(super) fn num<T: FromStr>(self, name: &str) -> S3Result<Option<T>> {
         self.child(name)
             .map(|c| c.node.text.trim().parse().map_err(|_| malformed()))
             .transpose()

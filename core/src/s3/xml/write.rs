@@ -11,7 +11,7 @@ const DECLARATION: &str = r#"<?xml version="1.0" encoding="UTF-8"?>"#;
 
 /// Appends escaped text: `& < > " '` as entities, control characters (and the non-characters
 /// U+FFFE/U+FFFF) as numeric references, since XML 1.0 text cannot hold them literally.
-struct Escaper<'o>(&'o mut Vec<u8>);
+pub(super) struct Escaper<'o>(pub(super) &'o mut Vec<u8>);
 
 impl fmt::Write for Escaper<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
@@ -52,13 +52,13 @@ impl fmt::Write for Raw<'_> {
 }
 
 /// A minimal element writer over the caller's buffer.
-struct XmlWriter<'o> {
+pub(super) struct XmlWriter<'o> {
     out: &'o mut Vec<u8>,
 }
 
 impl<'o> XmlWriter<'o> {
     /// Start a document: declaration and root element, with the S3 namespace if `ns`.
-    fn document(out: &'o mut Vec<u8>, root: &str, ns: bool) -> Self {
+    pub(super) fn document(out: &'o mut Vec<u8>, root: &str, ns: bool) -> Self {
         out.extend_from_slice(DECLARATION.as_bytes());
         let mut w = Self { out };
         w.raw("<");
@@ -76,27 +76,27 @@ impl<'o> XmlWriter<'o> {
         self.out.extend_from_slice(s.as_bytes());
     }
 
-    fn open(&mut self, name: &str) {
+    pub(super) fn open(&mut self, name: &str) {
         self.raw("<");
         self.raw(name);
         self.raw(">");
     }
 
-    fn close(&mut self, name: &str) {
+    pub(super) fn close(&mut self, name: &str) {
         self.raw("</");
         self.raw(name);
         self.raw(">");
     }
 
     /// `<name>escaped value</name>`.
-    fn elem(&mut self, name: &str, value: impl Display) {
+    pub(super) fn elem(&mut self, name: &str, value: impl Display) {
         self.open(name);
         // Writing into a Vec cannot fail; a Display impl that errors only truncates its text.
         let _ = write!(Escaper(self.out), "{value}");
         self.close(name);
     }
 
-    fn opt(&mut self, name: &str, value: Option<&str>) {
+    pub(super) fn opt(&mut self, name: &str, value: Option<&str>) {
         if let Some(v) = value {
             self.elem(name, v);
         }

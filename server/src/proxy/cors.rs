@@ -1,0 +1,240 @@
+//! CORS through the proxy. PutBucketCors and DeleteBucketCors fan out to every backend (the
+//! configuration is checked here first, so a bad one changes nothing anywhere); GetBucketCors
+//! is read from any backend.
+//!
+//! Preflights and the CORS headers of answers are the front's, as on a node; the proxy gives
+//! it each bucket's rules from a small cache of its own, filled from a backend (GetBucketCors,
+//! signed with the proxy's first key or the backend's own). Proxies share no state: a change
+//! made through one proxy is seen by the others within [`CORS_CACHE_TTL`] (at once by the
+//! proxy it went through, which forgets its entry). The cache holds at most
+//! [`CORS_CACHE_ENTRIES`] buckets; a missing bucket is remembered as such for the same time,
+//! so a flood of anonymous preflights costs a backend one request per bucket and lifetime.
+//! Answers relayed from a backend lose the backend's own `Access-Control-*` and `Vary`
+//! headers (`forward::relay`): the front's are the answer's, on relayed answers and on the
+//! proxy's own errors alike.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use ferry_core::http::server::{BodyReader, ResponseWriter};
+use ferry_core::md5::{content_md5, md5};
+use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::body::{BodyLimit, Checks};
+use ferry_core::s3::checksum::checksum_header;
+use ferry_core::s3::request::S3Request;
+use ferry_core::s3::uri;
+use ferry_core::s3::xml::{CorsConfiguration, MAX_CORS_BODY};
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+
+use super::Proxy;
+use super::context::{Caller, Cx};
+use super::forward::{Call, Reply, call, spawn_call};
+use crate::front::Headers;
+
+/// How long the proxy keeps a bucket's CORS rules (or their absence).
+pub(crate) const CORS_CACHE_TTL: Duration = Duration::from_secs(5);
+/// The most buckets whose rules the proxy keeps.
+pub(crate) const CORS_CACHE_ENTRIES: usize = 1024;
+
+/// What the proxy knows of a bucket's CORS rules.
+#[derive(Debug, Clone)]
+enum Known {
+    /// The bucket does not exist (or its name is invalid).
+    NoBucket,
+    /// Its rules, or `None`.
+    Rules(Option<Arc<CorsConfiguration>>),
+}
+
+/// Buckets' CORS rules, each for [`CORS_CACHE_TTL`], [`CORS_CACHE_ENTRIES`] at most.
+#[derive(Debug, Default)]
+pub(crate) struct CorsCache {
+    entries: Mutex<HashMap<String, (Instant, Known)>>,
+}
+
+impl CorsCache {
+    fn get(&self, bucket: &str) -> Option<Known> {
+        let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        entries
+            .get(bucket)
+            .filter(|(at, _)| at.elapsed() < CORS_CACHE_TTL)
+            .map(|(_, k)| k.clone())
+    }
+
+    fn put(&self, bucket: &str, known: Known) {
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        if entries.len() >= CORS_CACHE_ENTRIES && !entries.contains_key(bucket) {
+            entries.retain(|_, (at, _)| at.elapsed() < CORS_CACHE_TTL);
+            if entries.len() >= CORS_CACHE_ENTRIES {
+                let oldest = entries
+                    .iter()
+                    .min_by_key(|(_, (at, _))| *at)
+                    .map(|(b, _)| b.clone());
+                if let Some(b) = oldest {
+                    entries.remove(&b);
+                }
+            }
+        }
+        entries.insert(bucket.to_owned(), (Instant::now(), known));
+    }
+
+    /// Forget `bucket` (its rules changed through this proxy).
+    pub(crate) fn forget(&self, bucket: &str) {
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        entries.remove(bucket);
+    }
+}
+
+fn cors_path(bucket: &str) -> String {
+    format!("/{}", uri::encode_path(bucket))
+}
+
+/// `bucket`'s CORS rules, from the cache or a backend: `NoSuchBucket` when there is no such
+/// bucket, a backend's failure (not cached) otherwise.
+pub(crate) async fn bucket_cors<R: Runtime>(
+    p: &Arc<Proxy<R>>,
+    bucket: &str,
+) -> S3Result<Option<Arc<CorsConfiguration>>> {
+    let known = match p.cors.get(bucket) {
+        Some(k) => k,
+        None => {
+            let k = fetch(p, bucket).await?;
+            p.cors.put(bucket, k.clone());
+            k
+        }
+    };
+    match known {
+        Known::NoBucket => Err(S3Error::new(S3ErrorCode::NoSuchBucket)),
+        Known::Rules(r) => Ok(r),
+    }
+}
+
+/// GetBucketCors from the first healthy backend that answers.
+async fn fetch<R: Runtime>(p: &Arc<Proxy<R>>, bucket: &str) -> S3Result<Known> {
+    let get = Call::new("GET", cors_path(bucket), "cors".to_owned());
+    let mut tries = p.backends.len();
+    let reply = loop {
+        let idx = p.any_healthy(bucket)?;
+        let own = Caller {
+            key: p.own_key.clone(),
+            ip: None,
+            secure: false,
+        };
+        match call(p, idx, &own, &get).await {
+            Err(e) if e.code == S3ErrorCode::ServiceUnavailable && tries > 1 => tries -= 1,
+            other => break other?,
+        }
+    };
+    if reply.ok() {
+        // A backend's document we cannot read is the backend's fault, not the client's.
+        let config = CorsConfiguration::parse_xml(&reply.body).map_err(|e| {
+            S3Error::with_message(
+                S3ErrorCode::InternalError,
+                format!("backend's CORS configuration: {}", e.message),
+            )
+        })?;
+        return Ok(Known::Rules(Some(Arc::new(config))));
+    }
+    match reply.error_code().as_deref() {
+        Some("NoSuchCORSConfiguration") => Ok(Known::Rules(None)),
+        Some("NoSuchBucket" | "InvalidBucketName") => Ok(Known::NoBucket),
+        _ => Err(reply.to_error()),
+    }
+}
+
+/// Every backend must be up for a change that all of them take.
+fn require_all_up<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<()> {
+    match cx.p.backends.iter().find(|b| !b.is_up()) {
+        Some(b) => Err(b.unavailable()),
+        None => Ok(()),
+    }
+}
+
+/// Send `call` to every backend at once: the first failure, if any.
+async fn on_every_backend<R: Runtime>(cx: &Cx<'_, R>, c: &Call) -> S3Result<()> {
+    let handles: Vec<_> = (0..cx.p.backends.len())
+        .map(|i| spawn_call(cx.p, i, cx.caller(), c.clone()))
+        .collect();
+    let mut failed = None;
+    for h in handles {
+        match h.await {
+            Ok(r) if r.ok() => {}
+            Ok(r) => {
+                failed.get_or_insert_with(|| Reply::to_error(&r));
+            }
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
+        }
+    }
+    failed.map_or(Ok(()), Err)
+}
+
+/// PutBucketCors on every backend: the body read, verified and checked here (a bad one is
+/// refused before any backend sees it), then sent normalised with its `Content-MD5`.
+pub(crate) async fn put<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    s3: &S3Request<'_>,
+    md5_header: Option<[u8; 16]>,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+) -> S3Result<()> {
+    let bucket = s3.bucket_str();
+    let limit = BodyLimit::document(MAX_CORS_BODY as u64);
+    let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
+    let (xml, done) = crate::front::body::read_small(body, verifier).await?;
+    if md5_header.is_none() && done.checksum.is_none() && checksum_header(cx.req.headers)?.is_none()
+    {
+        return Err(S3Error::with_message(
+            S3ErrorCode::InvalidRequest,
+            "Missing required header for this request: Content-MD5 or x-amz-checksum-*",
+        ));
+    }
+    let mut doc = Vec::with_capacity(xml.len());
+    CorsConfiguration::parse_xml(&xml)?.write_xml(&mut doc);
+    require_all_up(cx)?;
+    let mut c = Call::new("PUT", cors_path(bucket), "cors".to_owned());
+    c.headers
+        .push(("Content-MD5", content_md5(&md5(&doc)).as_str().to_owned()));
+    c.body = doc;
+    let done = on_every_backend(cx, &c).await;
+    cx.p.cors.forget(bucket);
+    done?;
+    cx.front.send(res, 200, Headers::new(), &[]).await
+}
+
+/// DeleteBucketCors on every backend: 204.
+pub(crate) async fn delete<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    s3: &S3Request<'_>,
+    res: &mut ResponseWriter<'_, S>,
+) -> S3Result<()> {
+    let bucket = s3.bucket_str();
+    require_all_up(cx)?;
+    let c = Call::new("DELETE", cors_path(bucket), "cors".to_owned());
+    let done = on_every_backend(cx, &c).await;
+    cx.p.cors.forget(bucket);
+    done?;
+    cx.front.send(res, 204, Headers::new(), &[]).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_is_bounded_and_forgets() {
+        let cache = CorsCache::default();
+        for i in 0..CORS_CACHE_ENTRIES + 10 {
+            cache.put(&format!("b{i}"), Known::NoBucket);
+        }
+        let len = cache.entries.lock().map(|e| e.len()).unwrap_or(0);
+        assert_eq!(len, CORS_CACHE_ENTRIES);
+        let last = format!("b{}", CORS_CACHE_ENTRIES + 9);
+        assert!(matches!(cache.get(&last), Some(Known::NoBucket)));
+        cache.forget(&last);
+        assert!(cache.get(&last).is_none());
+        cache.put("x", Known::Rules(None));
+        assert!(matches!(cache.get("x"), Some(Known::Rules(None))));
+    }
+}
