@@ -17,6 +17,7 @@ on_every_target!(
     users_own_their_buckets,
     a_user_is_denied_another_users_bucket,
     boto3_users_are_apart,
+    cors_of_another_users_bucket,
 );
 
 fn with_users(target: Target) -> TestNode {
@@ -433,4 +434,59 @@ fn buckets_from_before_users_belong_to_the_primary_user() {
         assert_error(alice.head_bucket().bucket("old").send().await, 403, None);
     });
     node.stop();
+}
+
+/// A bucket of a user other than the primary one answers preflights from its CORS rules (the
+/// proxy reads them with its own key, the primary user's), and its owner alone manages them.
+async fn cors_of_another_users_bucket(target: Target) {
+    use aws_sdk_s3::types::{CorsConfiguration, CorsRule};
+    let n = with_users(target);
+    let (alice, bob) = (n.client_as(&ALICE), n.client_as(&BOB));
+    create(&alice, "web").await;
+    let rules = CorsConfiguration::builder()
+        .cors_rules(
+            CorsRule::builder()
+                .allowed_origins("https://app.example")
+                .allowed_methods("GET")
+                .build()
+                .expect("rule"),
+        )
+        .build()
+        .expect("config");
+    assert_code(
+        bob.put_bucket_cors()
+            .bucket("web")
+            .cors_configuration(rules.clone())
+            .send()
+            .await,
+        403,
+        "AccessDenied",
+    );
+    alice
+        .put_bucket_cors()
+        .bucket("web")
+        .cors_configuration(rules)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("put cors: {}", show(&e)));
+    assert_code(
+        bob.get_bucket_cors().bucket("web").send().await,
+        403,
+        "AccessDenied",
+    );
+    let r = crate::support::http::http_request(
+        n.addr,
+        "OPTIONS",
+        "/web/index.html",
+        &[
+            ("Origin", "https://app.example"),
+            ("Access-Control-Request-Method", "GET"),
+        ],
+        b"",
+    );
+    assert_eq!(r.status, 200, "{r:?} {}", r.text());
+    assert_eq!(
+        r.header("Access-Control-Allow-Origin"),
+        Some("https://app.example")
+    );
 }
