@@ -147,6 +147,22 @@ impl<'a> OutboundRequest<'a> {
         Ok(sig.signing)
     }
 
+    /// Send anonymously (an anonymous client's request, forwarded as such): adds `Host` (first)
+    /// and `x-amz-content-sha256`, and no signature.
+    pub fn unsigned(&mut self, host: &str, payload_hash: &str) {
+        self.headers.insert(
+            0,
+            (
+                Cow::Borrowed(header::HOST),
+                Cow::Owned(host.as_bytes().to_vec()),
+            ),
+        );
+        self.headers.push((
+            Cow::Borrowed(header::X_AMZ_CONTENT_SHA256),
+            Cow::Owned(payload_hash.as_bytes().to_vec()),
+        ));
+    }
+
     /// The request-target: `path` or `path?query`.
     pub fn target(&self) -> Cow<'_, str> {
         if self.query.is_empty() {

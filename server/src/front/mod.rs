@@ -124,7 +124,8 @@ impl Auth {
         }
     }
 
-    /// Check the request's signature; anonymous requests are `AccessDenied`.
+    /// Check the request's signature; a request without any is anonymous (what it may do is
+    /// the server's to decide: a node evaluates its buckets' policies and ACLs).
     fn authenticate(&self, req: &RequestHead<'_, '_>, now: i64) -> S3Result<VerifiedRequest> {
         let origin = origin_form(req.target);
         let (path, query) = origin.split_once('?').unwrap_or((origin, ""));
@@ -142,7 +143,10 @@ impl Auth {
             &self.credentials,
             &mut keys,
         )?;
-        verified.ok_or_else(|| S3Error::new(S3ErrorCode::AccessDenied))
+        match verified {
+            Some(v) => Ok(v),
+            None => VerifiedRequest::anonymous(req.headers),
+        }
     }
 }
 
@@ -346,6 +350,10 @@ impl<A: S3Api> Front<A> {
                 return Err(e);
             }
         };
+        if verified.is_anonymous() {
+            // As for a request that failed to authenticate: a large body refused is not read.
+            res.set_drain_limit(UNAUTHENTICATED_DRAIN_LIMIT);
+        }
         let s3 = Endpoint::parse(
             head.method,
             head.target,

@@ -144,7 +144,7 @@ pub(crate) fn authorize<R: Runtime>(cx: &Cx<'_, R>, s3: &S3Request<'_>) -> S3Res
             // by the operation, here only that the bucket exists.
             let settings = cx.node.store.bucket_settings(s3.bucket_str())?;
             if matches!(s3.endpoint, Endpoint::BucketFence { .. })
-                && owner_id(cx, &settings) != cx.caller.canonical_id
+                && Some(owner_id(cx, &settings)) != cx.caller_id()
             {
                 return Err(S3Error::new(S3ErrorCode::AccessDenied));
             }
@@ -187,10 +187,12 @@ fn decide<R: Runtime>(
     resource: &str,
 ) -> S3Result<()> {
     let settings = cx.node.store.bucket_settings(bucket)?;
-    let is_owner = owner_id(cx, &settings) == cx.caller.canonical_id;
+    let is_owner = Some(owner_id(cx, &settings)) == cx.caller_id();
     // A proxy reads every bucket's CORS rules with its own key, the primary user's, to answer
     // preflights (which anyone may send, so the rules are no secret).
-    if action == "s3:GetBucketCORS" && cx.caller.canonical_id == cx.users().primary().canonical_id {
+    if action == "s3:GetBucketCORS"
+        && cx.caller_id() == Some(cx.users().primary().canonical_id.as_str())
+    {
         return Ok(());
     }
     if is_owner
@@ -207,9 +209,9 @@ fn decide<R: Runtime>(
             let context: Vec<(&str, &str)> =
                 context.iter().map(|(k, v)| (*k, v.as_ref())).collect();
             policy.evaluate(&PolicyRequest {
-                principal: Some(Principal {
-                    name: &cx.caller.name,
-                    canonical_id: &cx.caller.canonical_id,
+                principal: cx.caller.map(|u| Principal {
+                    name: &u.name,
+                    canonical_id: &u.canonical_id,
                 }),
                 action,
                 resource,
@@ -223,7 +225,7 @@ fn decide<R: Runtime>(
             return Ok(false);
         };
         let acl = super::acl::bucket_acl(cx, &settings)?;
-        Ok(acl.allows(Some(&cx.caller.canonical_id), want))
+        Ok(acl.allows(cx.caller_id(), want))
     };
     match decision {
         Decision::Allow => Ok(()),
@@ -257,14 +259,22 @@ fn context<'a, R: Runtime>(
         "aws:SecureTransport",
         Cow::Borrowed(if cx.client.secure { "true" } else { "false" }),
     ));
-    c.push(("aws:username", Cow::Borrowed(&cx.caller.name)));
-    c.push(("aws:PrincipalType", Cow::Borrowed("User")));
+    match cx.caller {
+        Some(u) => {
+            c.push(("aws:username", Cow::Borrowed(&u.name)));
+            c.push(("aws:PrincipalType", Cow::Borrowed("User")));
+        }
+        None => c.push(("aws:PrincipalType", Cow::Borrowed("Anonymous"))),
+    }
     let auth_type = match cx.req.verified.kind {
         AuthKind::Header => "REST-HEADER",
         AuthKind::Presigned { .. } => "REST-QUERY-STRING",
+        AuthKind::Anonymous => "",
     };
-    c.push(("s3:authType", Cow::Borrowed(auth_type)));
-    c.push(("s3:signatureversion", Cow::Borrowed("AWS4-HMAC-SHA256")));
+    if !auth_type.is_empty() {
+        c.push(("s3:authType", Cow::Borrowed(auth_type)));
+        c.push(("s3:signatureversion", Cow::Borrowed("AWS4-HMAC-SHA256")));
+    }
     for (key, header) in [
         ("aws:UserAgent", "user-agent"),
         ("aws:Referer", "referer"),

@@ -73,7 +73,7 @@ pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
     let after = token.map(decode_token).transpose()?;
     let prefix_owned = prefix.unwrap_or_default().to_owned();
     let limit = max_buckets.map_or(usize::MAX, |n| n as usize);
-    let me = cx.caller.canonical_id.clone();
+    let me = cx.user()?.canonical_id.clone();
     let primary = cx.users().primary().canonical_id.clone();
     let (buckets, truncated) = cx
         .unblock(move |store| -> S3Result<(Vec<BucketInfo>, bool)> {
@@ -120,7 +120,7 @@ pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
         None
     };
     let doc = ListAllMyBucketsResult {
-        owner: Some(access::user_owner(cx.caller)),
+        owner: Some(access::user_owner(cx.user()?)),
         buckets: buckets
             .iter()
             .map(|b| BucketEntry {
@@ -149,7 +149,7 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
     let (xml, _) = read_small(body, verifier).await?;
     CreateBucketConfiguration::check_region(&xml, cx.region())?;
-    let (b, me) = (bucket.to_owned(), cx.caller.canonical_id.clone());
+    let (b, me) = (bucket.to_owned(), cx.user()?.canonical_id.clone());
     let primary = cx.users().primary().canonical_id.clone();
     // The ACL the headers ask for, if any (private otherwise).
     let acl = ferry_core::s3::acl::Acl::from_headers(cx.headers, &me, &me)?

@@ -54,8 +54,8 @@ pub(crate) struct Cx<'a, R> {
     pub req: &'a Request<'a>,
     pub headers: &'a [Header<'a>],
     pub id: &'a str,
-    /// Who signed the request.
-    pub caller: &'a Arc<User>,
+    /// Who signed the request; `None` for an anonymous one.
+    pub caller: Option<&'a Arc<User>>,
     /// Where it comes from.
     pub client: Client,
 }
@@ -68,10 +68,15 @@ impl<'a, R: Runtime> Cx<'a, R> {
         req: &'a Request<'a>,
         client: Client,
     ) -> S3Result<Self> {
-        let caller = node
-            .users
-            .by_access_key(&req.verified.access_key_id)
-            .ok_or_else(|| S3Error::new(S3ErrorCode::AccessDenied))?;
+        let caller = if req.verified.is_anonymous() {
+            None
+        } else {
+            let user = node
+                .users
+                .by_access_key(&req.verified.access_key_id)
+                .ok_or_else(|| S3Error::new(S3ErrorCode::AccessDenied))?;
+            Some(user)
+        };
         Ok(Self {
             node,
             req,
@@ -92,6 +97,17 @@ impl<'a, R: Runtime> Cx<'a, R> {
 
     pub(crate) fn region(&self) -> &str {
         &self.node.region
+    }
+
+    /// The signer: `AccessDenied` for an anonymous request (for what only users may do).
+    pub(crate) fn user(&self) -> S3Result<&'a Arc<User>> {
+        self.caller
+            .ok_or_else(|| S3Error::new(S3ErrorCode::AccessDenied))
+    }
+
+    /// The signer's canonical id, if the request is signed.
+    pub(crate) fn caller_id(&self) -> Option<&'a str> {
+        self.caller.map(|u| u.canonical_id.as_str())
     }
 
     /// The users the node knows.

@@ -18,7 +18,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::context::Cx;
 use super::forward::Reply;
-use super::sign::sign;
+use super::sign::sign_as;
 use crate::front::Headers;
 
 /// Response header fields read per backend response.
@@ -117,8 +117,7 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     for (n, v) in cx.caller().headers() {
         get.header(n, v.into_bytes());
     }
-    let creds = cx.p.credentials_for(sb, cx.client_key())?;
-    sign(cx.p, sb, &creds, &mut get, EMPTY_SHA256)?;
+    sign_as(cx.p, sb, cx.client_key(), &mut get, EMPTY_SHA256)?;
     let get_views = get.views();
     let mut src_conn = sb.conn().await?;
     src_conn
@@ -205,8 +204,7 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     for (n, v) in cx.caller().headers() {
         put.header(n, v.into_bytes());
     }
-    let creds = cx.p.credentials_for(db, cx.client_key())?;
-    sign(cx.p, db, &creds, &mut put, UNSIGNED_PAYLOAD)?;
+    sign_as(cx.p, db, cx.client_key(), &mut put, UNSIGNED_PAYLOAD)?;
     let put_views = put.views();
     let target = put.target();
     let mut dst_conn = db.conn().await?;

@@ -45,7 +45,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use super::Proxy;
 use super::backend::Backend;
 use super::context::{Caller, Cx};
-use super::sign::{is_hop_by_hop, sign};
+use super::sign::{is_hop_by_hop, sign_as};
 
 /// Response header fields read per backend response.
 const MAX_HEADERS: usize = 128;
@@ -225,8 +225,7 @@ fn prepare<'a, R: Runtime, S: Stream>(
     for (n, v) in cx.caller().headers() {
         request.header(n, v.into_bytes());
     }
-    let creds = cx.p.credentials_for(b, cx.client_key())?;
-    sign(cx.p, b, &creds, &mut request, &payload_hash)?;
+    sign_as(cx.p, b, cx.client_key(), &mut request, &payload_hash)?;
     let target = Cow::Owned(request.target().into_owned());
     Ok(Outbound {
         target,
@@ -507,7 +506,6 @@ pub(crate) async fn call<R: Runtime>(
         .backends
         .get(idx)
         .ok_or_else(|| S3Error::new(S3ErrorCode::InternalError))?;
-    let creds = p.credentials_for(b, &caller.key)?;
     let mut request = OutboundRequest::new(call.method, call.path.as_str(), call.query.as_str());
     for (n, v) in &call.headers {
         request.header(*n, v.as_bytes());
@@ -516,7 +514,7 @@ pub(crate) async fn call<R: Runtime>(
         request.header(n, v.into_bytes());
     }
     let hash = Hex64::of(&sha256(&call.body));
-    sign(p, b, &creds, &mut request, hash.as_str())?;
+    sign_as(p, b, &caller.key, &mut request, hash.as_str())?;
     let hs = request.views();
     let target = request.target();
     let mut conn = b.conn().await?;

@@ -29,6 +29,24 @@ pub(crate) fn is_hop_by_hop(name: &str) -> bool {
     HOP_BY_HOP.iter().any(|n| n.eq_ignore_ascii_case(name))
 }
 
+/// Sign `req` for backend `b` as `caller` (with the backend's key, or the caller's where the
+/// backend shares it); an anonymous caller's request goes unsigned, never with a key of the
+/// proxy's.
+pub(crate) fn sign_as<R: Runtime>(
+    p: &Proxy<R>,
+    b: &Backend<R>,
+    caller_key: &str,
+    req: &mut OutboundRequest<'_>,
+    payload_hash: &str,
+) -> S3Result<()> {
+    if caller_key.is_empty() {
+        req.unsigned(&b.host, payload_hash);
+        return Ok(());
+    }
+    let creds = p.credentials_for(b, caller_key)?;
+    sign(p, b, &creds, req, payload_hash)
+}
+
 /// Sign `req` (whose headers hold no `Host` or auth header) for backend `b` with `creds`.
 pub(crate) fn sign<R: Runtime>(
     p: &Proxy<R>,

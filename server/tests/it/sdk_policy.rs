@@ -20,6 +20,7 @@ on_every_target!(
     deny_stops_the_owner_too,
     source_address_conditions,
     boto3_policies,
+    anonymous_requests_are_evaluated,
 );
 
 fn with_users(target: Target) -> TestNode {
@@ -495,6 +496,100 @@ print("ok")
             .args(["-c", script, &endpoint])
             .args([ALICE.access_key, ALICE.secret_key])
             .args([BOB.access_key, BOB.secret_key])
+            .output()
+            .expect("python3 runs")
+    })
+    .await
+    .expect("join");
+    assert!(
+        out.status.success() && out.stdout.starts_with(b"ok"),
+        "boto3 script failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Unsigned requests are anonymous: a public-read policy (or a public ACL) lets them in for
+/// what it grants, nothing else; without one they are refused. Through boto3's unsigned client
+/// too.
+async fn anonymous_requests_are_evaluated(target: Target) {
+    use crate::support::http::{http_request, plain_get};
+    let n = with_users(target);
+    let alice = n.client_as(&ALICE);
+    alice
+        .create_bucket()
+        .bucket("www")
+        .send()
+        .await
+        .expect("create");
+    put(&alice, "www", "index.html").await;
+    put(&alice, "www", "private/notes").await;
+    let anonymous_get = |target: &str| plain_get(n.addr, target);
+    anonymous_get("/www/index.html").expect_error(403, "AccessDenied");
+    set_policy(
+        &alice,
+        "www",
+        r#"{"Version":"2012-10-17","Statement":[
+          {"Sid":"PublicRead","Effect":"Allow","Principal":"*","Action":"s3:GetObject",
+           "Resource":"arn:aws:s3:::www/*"},
+          {"Effect":"Deny","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::www/private/*",
+           "Condition":{"StringEquals":{"aws:PrincipalType":"Anonymous"}}}]}"#,
+    )
+    .await;
+    let r = anonymous_get("/www/index.html");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.body, b"index.html");
+    anonymous_get("/www/private/notes").expect_error(403, "AccessDenied");
+    // The owner still reads it (the Deny names anonymous requests only).
+    alice
+        .get_object()
+        .bucket("www")
+        .key("private/notes")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("owner get: {}", show(&e)));
+    // Only what the policy grants: no listing, no writes, no ListBuckets.
+    anonymous_get("/www").expect_error(403, "AccessDenied");
+    http_request(n.addr, "PUT", "/www/index.html", &[], b"defaced")
+        .expect_error(403, "AccessDenied");
+    anonymous_get("/").expect_error(403, "AccessDenied");
+    http_request(n.addr, "PUT", "/anon-bucket", &[], b"").expect_error(403, "AccessDenied");
+    assert_eq!(anonymous_get("/www/index.html").body, b"index.html");
+    // A public-read ACL lets anyone list.
+    alice
+        .put_bucket_acl()
+        .bucket("www")
+        .acl(aws_sdk_s3::types::BucketCannedAcl::PublicRead)
+        .send()
+        .await
+        .expect("public-read");
+    let r = anonymous_get("/www?list-type=2");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.xml_values("Key"), ["index.html", "private/notes"]);
+
+    let script = r#"
+import sys
+import boto3
+from botocore import UNSIGNED
+from botocore.config import Config
+c = boto3.client("s3", endpoint_url=sys.argv[1], region_name="us-east-1",
+                 config=Config(signature_version=UNSIGNED, s3={"addressing_style": "path"},
+                               retries={"max_attempts": 1}))
+assert c.get_object(Bucket="www", Key="index.html")["Body"].read() == b"index.html"
+for call in [lambda: c.get_object(Bucket="www", Key="private/notes"),
+             lambda: c.put_object(Bucket="www", Key="x", Body=b"x")]:
+    try:
+        call()
+    except c.exceptions.ClientError as e:
+        assert e.response["Error"]["Code"] == "AccessDenied", e.response
+    else:
+        raise SystemExit("anonymous was let in")
+print("ok")
+"#;
+    let endpoint = n.endpoint();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("python3")
+            .args(["-c", script, &endpoint])
             .output()
             .expect("python3 runs")
     })

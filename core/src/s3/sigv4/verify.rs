@@ -15,7 +15,7 @@ use super::canonical::{
 };
 use super::{
     ALGORITHM, CredentialScope, KeyCache, MAX_CLOCK_SKEW, MAX_PRESIGNED_EXPIRES, PayloadHash,
-    RequestParts, SCOPE_TERMINATOR, SERVICE, Signature, SigningContext, SigningKey,
+    RequestParts, SCOPE_TERMINATOR, SERVICE, Signature, SigningContext, SigningKey, StreamingMode,
     UNSIGNED_PAYLOAD, header, query,
 };
 use crate::http::find_header;
@@ -84,6 +84,8 @@ pub enum AuthKind {
         /// When the URL stops being valid.
         expires_at: i64,
     },
+    /// No signature at all: an anonymous request (see [`VerifiedRequest::anonymous`]).
+    Anonymous,
 }
 
 /// A request whose signature checked out.
@@ -97,6 +99,47 @@ pub struct VerifiedRequest {
     pub payload: PayloadHash,
     /// Key, scope, time and seed signature, for aws-chunked chunk signatures.
     pub signing: SigningContext,
+}
+
+impl VerifiedRequest {
+    /// An anonymous request (no signature, no key): `access_key_id` is empty and the body is
+    /// what `x-amz-content-sha256` says (unsigned when absent; a SHA-256 is still checked).
+    /// The signed aws-chunked forms need a signature: `AccessDenied`.
+    pub fn anonymous(headers: &[crate::http::Header<'_>]) -> S3Result<Self> {
+        let payload = match crate::http::find_header_str(headers, "x-amz-content-sha256") {
+            None => PayloadHash::Unsigned,
+            Some(v) => PayloadHash::parse(v.trim())?,
+        };
+        if matches!(
+            payload,
+            PayloadHash::Streaming(StreamingMode::Signed | StreamingMode::SignedTrailer)
+        ) {
+            return Err(S3Error::with_message(
+                S3ErrorCode::AccessDenied,
+                "A signed aws-chunked body needs a signed request",
+            ));
+        }
+        Ok(Self {
+            access_key_id: String::new(),
+            kind: AuthKind::Anonymous,
+            payload,
+            signing: SigningContext {
+                key: SigningKey([0; 32]),
+                scope: CredentialScope {
+                    date: String::new(),
+                    region: String::new(),
+                    service: String::new(),
+                },
+                time: DateTime::from_unix(0),
+                seed_signature: Signature([0; 32]),
+            },
+        })
+    }
+
+    /// Whether the request is anonymous.
+    pub fn is_anonymous(&self) -> bool {
+        self.kind == AuthKind::Anonymous
+    }
 }
 
 /// The parts of an `Authorization: AWS4-HMAC-SHA256 ...` header.
