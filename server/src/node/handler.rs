@@ -5,7 +5,7 @@ use ferry_core::s3::S3Result;
 use ferry_core::s3::request::Endpoint;
 
 use super::context::{Cx, NodeApi};
-use super::{buckets, multipart, objects};
+use super::{buckets, multipart, objects, tagging};
 use crate::front::{Op, S3Api};
 
 impl<R: Runtime> S3Api for NodeApi<R> {
@@ -28,6 +28,9 @@ impl<R: Runtime> S3Api for NodeApi<R> {
             Endpoint::HeadBucket => buckets::head(cx, res, bucket).await,
             Endpoint::GetBucketLocation => buckets::location(cx, res, bucket).await,
             Endpoint::GetBucketVersioning => buckets::versioning(cx, res, bucket).await,
+            Endpoint::GetBucketTagging => tagging::get_bucket(cx, res, bucket).await,
+            Endpoint::PutBucketTagging => tagging::put_bucket(cx, body, res, bucket).await,
+            Endpoint::DeleteBucketTagging => tagging::delete_bucket(cx, res, bucket).await,
             Endpoint::ListObjects { .. } | Endpoint::ListObjectsV2 { .. } => {
                 buckets::list_objects(cx, res, bucket, &s3.endpoint).await
             }
@@ -87,6 +90,9 @@ impl<R: Runtime> S3Api for NodeApi<R> {
                 .await
             }
             Endpoint::DeleteObject => objects::delete(cx, res, bucket, key).await,
+            Endpoint::GetObjectTagging => tagging::get_object(cx, res, bucket, key).await,
+            Endpoint::PutObjectTagging => tagging::put_object(cx, body, res, bucket, key).await,
+            Endpoint::DeleteObjectTagging => tagging::delete_object(cx, res, bucket, key).await,
             Endpoint::CreateMultipartUpload => multipart::create(cx, res, bucket, key).await,
             Endpoint::UploadPart {
                 part_number,

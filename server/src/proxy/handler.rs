@@ -10,7 +10,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::Proxy;
 use super::context::Cx;
-use super::{buckets, copy, forward, list};
+use super::{buckets, copy, forward, list, tagging};
 use crate::front::{ALL_BACKENDS, Op, S3Api};
 
 /// The proxy behind the S3 front.
@@ -86,15 +86,21 @@ fn route(endpoint: &Endpoint<'_>) -> Route {
         | Endpoint::ListObjectsV2 { .. }
         | Endpoint::ListMultipartUploads { .. }
         | Endpoint::DeleteObjects { .. }
-        | Endpoint::BucketFence { .. } => Route::FanOut,
-        Endpoint::HeadBucket | Endpoint::GetBucketLocation | Endpoint::GetBucketVersioning => {
-            Route::AnyBackend
-        }
+        | Endpoint::BucketFence { .. }
+        | Endpoint::PutBucketTagging
+        | Endpoint::DeleteBucketTagging => Route::FanOut,
+        Endpoint::HeadBucket
+        | Endpoint::GetBucketLocation
+        | Endpoint::GetBucketVersioning
+        | Endpoint::GetBucketTagging => Route::AnyBackend,
         Endpoint::CopyObject { .. } | Endpoint::UploadPartCopy { .. } => Route::Copy,
         Endpoint::GetObject { .. }
         | Endpoint::HeadObject { .. }
         | Endpoint::PutObject { .. }
         | Endpoint::DeleteObject
+        | Endpoint::GetObjectTagging
+        | Endpoint::PutObjectTagging
+        | Endpoint::DeleteObjectTagging
         | Endpoint::CreateMultipartUpload
         | Endpoint::UploadPart { .. }
         | Endpoint::CompleteMultipartUpload { .. }
@@ -140,6 +146,8 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
                 }
                 Endpoint::ListMultipartUploads { .. } => list::list_uploads(cx, s3, res).await,
                 Endpoint::DeleteObjects { .. } => buckets::delete_objects(cx, s3, body, res).await,
+                Endpoint::PutBucketTagging => tagging::put_bucket(cx, s3, body, res).await,
+                Endpoint::DeleteBucketTagging => tagging::delete_bucket(cx, s3, res).await,
                 // Between the proxy and its nodes only (see `buckets::delete`).
                 Endpoint::BucketFence { .. } => Err(S3Error::with_message(
                     S3ErrorCode::NotImplemented,
