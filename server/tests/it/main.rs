@@ -22,6 +22,7 @@ mod proxy_health;
 mod proxy_list;
 mod proxy_resign_moto;
 mod proxy_s3;
+mod proxy_tagging;
 mod proxy_tls;
 mod sdk_buckets;
 mod sdk_checksums;
