@@ -71,24 +71,28 @@ fn invalid(why: &'static str) -> S3Error {
     S3Error::with_message(S3ErrorCode::InvalidTag, why)
 }
 
+fn bad_tagging_header() -> S3Error {
+    S3Error::with_message(
+        S3ErrorCode::InvalidArgument,
+        "The header 'x-amz-tagging' shall be encoded as UTF-8 then URLEncoded URL query \
+         parameters without tag name duplicates.",
+    )
+}
+
 /// Parse `x-amz-tagging` (`k1=v1&k2=v2`, URL-encoded as a query string: `+` is a space) and
 /// [`check`] it against the object limits. An empty value is no tags; a pair without `=` is
-/// a key with an empty value.
+/// a key with an empty value. A value that is not URL-encoded UTF-8 is `InvalidArgument`, with
+/// AWS's message.
 pub fn parse_header(value: &[u8]) -> S3Result<Vec<Tag<'_>>> {
     let text = core::str::from_utf8(value)
-        .map_err(|_| invalid("The header 'x-amz-tagging' shall be encoded as UTF-8"))?
+        .map_err(|_| bad_tagging_header())?
         .trim();
-    let bad_encoding = |_| {
-        invalid(
-            "The header 'x-amz-tagging' shall be encoded as UTF-8 then URLEncoded URL query parameters without tag name duplicates.",
-        )
-    };
     let mut tags = Vec::new();
     for pair in text.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         tags.push(Tag {
-            key: uri::decode(k, true).map_err(bad_encoding)?,
-            value: uri::decode(v, true).map_err(bad_encoding)?,
+            key: uri::decode(k, true).map_err(|_| bad_tagging_header())?,
+            value: uri::decode(v, true).map_err(|_| bad_tagging_header())?,
         });
     }
     check(&tags, TagOwner::Object)?;
@@ -196,11 +200,11 @@ mod tests {
         assert_eq!(e.code, S3ErrorCode::InvalidTag);
         assert_eq!(
             parse_header(b"a=%zz").unwrap_err().code,
-            S3ErrorCode::InvalidTag
+            S3ErrorCode::InvalidArgument
         );
         assert_eq!(
             parse_header(&[0xff]).unwrap_err().code,
-            S3ErrorCode::InvalidTag
+            S3ErrorCode::InvalidArgument
         );
     }
 

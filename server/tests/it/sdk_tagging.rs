@@ -526,6 +526,18 @@ async fn object_tag_limits(target: Target) {
             "InvalidTag",
         );
     }
+    // A header that is not URL-encoded UTF-8: AWS's InvalidArgument.
+    assert_code(
+        c.put_object()
+            .bucket("lim")
+            .key("refused")
+            .tagging("a=%zz")
+            .body(b"no".to_vec().into())
+            .send()
+            .await,
+        400,
+        "InvalidArgument",
+    );
     assert_code(
         c.head_object().bucket("lim").key("refused").send().await,
         404,
