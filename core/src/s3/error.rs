@@ -68,6 +68,7 @@ s3_error_codes! {
     InvalidPartOrder => 400, "The list of parts was not in ascending order.";
     InvalidRange => 416, "The requested range is not satisfiable";
     InvalidRequest => 400, "Invalid Request";
+    InvalidTag => 400, "The tag provided was not a valid tag.";
     KeyTooLongError => 400, "Your key is too long.";
     MalformedACLError => 400, "The XML you provided was not well-formed or did not validate against our published schema.";
     MalformedPolicy => 400, "Policies must be valid JSON and the first byte must be '{'";
@@ -81,6 +82,7 @@ s3_error_codes! {
     NoSuchBucket => 404, "The specified bucket does not exist.";
     NoSuchBucketPolicy => 404, "The bucket policy does not exist";
     NoSuchKey => 404, "The specified key does not exist.";
+    NoSuchTagSet => 404, "The TagSet does not exist";
     NoSuchUpload => 404, "The specified multipart upload does not exist.";
     NotImplemented => 501, "A header or query you provided implies functionality that is not implemented.";
     NotModified => 304, "Not Modified";

@@ -11,6 +11,7 @@ pub mod query;
 pub mod range;
 pub mod request;
 pub mod sigv4;
+pub mod tagging;
 pub mod uri;
 pub mod validate;
 pub mod xml;

@@ -65,7 +65,6 @@ const UNSUPPORTED_SUBRESOURCES: &[&str] = &[
     "retention",
     "select",
     "session",
-    "tagging",
     "torrent",
     "versions",
     "website",
@@ -97,6 +96,7 @@ const KNOWN_PARAMETERS: &[&str] = &[
     "policyStatus",
     "prefix",
     "start-after",
+    "tagging",
     "upload-id-marker",
     "uploadId",
     "uploads",
@@ -120,9 +120,6 @@ fn unsupported_header(name: &str, value: &[u8]) -> Option<S3Error> {
         || (is("x-amz-bucket-object-lock-enabled") && !value.eq_ignore_ascii_case(b"false"))
     {
         return Some(not_implemented("Object lock is not implemented"));
-    }
-    if is("x-amz-tagging") && !value.is_empty() {
-        return Some(not_implemented("Object tagging is not implemented"));
     }
     if is("x-amz-website-redirect-location") {
         return Some(not_implemented("Website redirects are not implemented"));
@@ -446,6 +443,12 @@ pub enum Endpoint<'a> {
     },
     /// `DELETE /bucket?cors`.
     DeleteBucketCors,
+    /// `GET /bucket?tagging`.
+    GetBucketTagging,
+    /// `PUT /bucket?tagging` (body: `<Tagging>`).
+    PutBucketTagging,
+    /// `DELETE /bucket?tagging`.
+    DeleteBucketTagging,
     /// `GET /bucket` (v1).
     ListObjects {
         /// `prefix` (empty when absent).
@@ -532,6 +535,12 @@ pub enum Endpoint<'a> {
     },
     /// `DELETE /bucket/key`.
     DeleteObject,
+    /// `GET /bucket/key?tagging`.
+    GetObjectTagging,
+    /// `PUT /bucket/key?tagging` (body: `<Tagging>`).
+    PutObjectTagging,
+    /// `DELETE /bucket/key?tagging`.
+    DeleteObjectTagging,
     /// `POST /bucket/key?uploads`.
     CreateMultipartUpload,
     /// `PUT /bucket/key?partNumber=N&uploadId=U`.
@@ -638,6 +647,7 @@ impl<'a> Endpoint<'a> {
         let subresources = [
             "acl",
             "cors",
+            "tagging",
             "location",
             "versioning",
             "policy",
@@ -671,13 +681,14 @@ impl<'a> Endpoint<'a> {
     }
 
     fn bucket(method: &str, q: &Query<'a>, headers: &[Header<'a>]) -> S3Result<Self> {
-        const KEYWORDS: [&str; 11] = [
+        const KEYWORDS: [&str; 12] = [
             "acl",
             "location",
             "cors",
             "versioning",
             "policy",
             "policyStatus",
+            "tagging",
             "uploads",
             "delete",
             "uploadId",
@@ -703,6 +714,9 @@ impl<'a> Endpoint<'a> {
                 content_md5: validate::find_content_md5(headers)?,
             },
             ("DELETE", Some("cors")) => Self::DeleteBucketCors,
+            ("GET", Some("tagging")) => Self::GetBucketTagging,
+            ("PUT", Some("tagging")) => Self::PutBucketTagging,
+            ("DELETE", Some("tagging")) => Self::DeleteBucketTagging,
             ("GET", Some("uploads")) => Self::ListMultipartUploads {
                 prefix: q.get_cow("prefix").unwrap_or_default(),
                 delimiter: non_empty(q, "delimiter"),
@@ -817,6 +831,9 @@ impl<'a> Endpoint<'a> {
         }
         let upload_id = q.get_cow("uploadId");
         let uploads = q.has("uploads");
+        if q.has("tagging") {
+            return Self::object_tagging(method, q, upload_id.is_some() || uploads);
+        }
         if uploads && upload_id.is_some() {
             return Err(not_implemented("Conflicting subresources"));
         }
@@ -919,6 +936,21 @@ impl<'a> Endpoint<'a> {
         })
     }
 
+    /// `?tagging` on an object. A `versionId` other than `null` is refused as on GetObject:
+    /// every Ferry bucket is unversioned.
+    fn object_tagging(method: &str, q: &Query<'a>, multipart: bool) -> S3Result<Self> {
+        if multipart || q.has("partNumber") {
+            return Err(not_implemented("Conflicting subresources"));
+        }
+        check_version_id(q.get("versionId"))?;
+        Ok(match method {
+            "GET" => Self::GetObjectTagging,
+            "PUT" => Self::PutObjectTagging,
+            "DELETE" => Self::DeleteObjectTagging,
+            _ => return Err(not_implemented("This object operation is not implemented")),
+        })
+    }
+
     /// The operation's name as in the S3 API reference (for logs and metrics).
     pub fn name(&self) -> &'static str {
         match self {
@@ -938,6 +970,9 @@ impl<'a> Endpoint<'a> {
             Self::GetBucketCors => "GetBucketCors",
             Self::PutBucketCors { .. } => "PutBucketCors",
             Self::DeleteBucketCors => "DeleteBucketCors",
+            Self::GetBucketTagging => "GetBucketTagging",
+            Self::PutBucketTagging => "PutBucketTagging",
+            Self::DeleteBucketTagging => "DeleteBucketTagging",
             Self::ListObjects { .. } => "ListObjects",
             Self::ListObjectsV2 { .. } => "ListObjectsV2",
             Self::ListMultipartUploads { .. } => "ListMultipartUploads",
@@ -947,6 +982,9 @@ impl<'a> Endpoint<'a> {
             Self::PutObject { .. } => "PutObject",
             Self::CopyObject { .. } => "CopyObject",
             Self::DeleteObject => "DeleteObject",
+            Self::GetObjectTagging => "GetObjectTagging",
+            Self::PutObjectTagging => "PutObjectTagging",
+            Self::DeleteObjectTagging => "DeleteObjectTagging",
             Self::CreateMultipartUpload => "CreateMultipartUpload",
             Self::UploadPart { .. } => "UploadPart",
             Self::UploadPartCopy { .. } => "UploadPartCopy",
@@ -1163,6 +1201,19 @@ mod tests {
                                     source_conditions: Conditions { if_match: Some("\"abc\""), ..Conditions::default() } }),
             ("DELETE", "/my-second-image.jpg", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), Some("my-second-image.jpg"),
              Endpoint::DeleteObject),
+            // Object and bucket tagging
+            ("GET", "/example-object?tagging", "examplebucket.s3.amazonaws.com", &[],
+             Some("examplebucket"), Some("example-object"), Endpoint::GetObjectTagging),
+            ("GET", "/example-object?tagging&versionId=null", "examplebucket.s3.amazonaws.com", &[],
+             Some("examplebucket"), Some("example-object"), Endpoint::GetObjectTagging),
+            ("PUT", "/object-key?tagging", "examplebucket.s3.amazonaws.com", &[("Content-Type", "text/plain")],
+             Some("examplebucket"), Some("object-key"), Endpoint::PutObjectTagging),
+            ("DELETE", "/exampleobject?tagging", "examplebucket.s3.amazonaws.com", &[],
+             Some("examplebucket"), Some("exampleobject"), Endpoint::DeleteObjectTagging),
+            ("GET", "/?tagging", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None, Endpoint::GetBucketTagging),
+            ("PUT", "/?tagging", "examplebucket.s3.amazonaws.com", &[("Content-MD5", "8dYiLewFWZyGgV2Q5FNI4W==")],
+             Some("examplebucket"), None, Endpoint::PutBucketTagging),
+            ("DELETE", "/?tagging", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None, Endpoint::DeleteBucketTagging),
             // Multipart uploads
             ("POST", "/example-object?uploads", "example-bucket.s3.us-west-2.amazonaws.com", &[],
              Some("example-bucket"), Some("example-object"), Endpoint::CreateMultipartUpload),
@@ -1206,14 +1257,17 @@ mod tests {
     #[test]
     fn unsupported_requests_are_not_implemented() {
         #[rustfmt::skip]
-        let cases: [(&str, &str, Extra<'_>); 26] = [
+        let cases: [(&str, &str, Extra<'_>); 29] = [
             ("GET", "/bucket?notification", &[]),
             ("PUT", "/bucket?ownershipControls", &[]),
             ("GET", "/bucket/key?cors", &[]),
             ("POST", "/bucket?cors", &[]),
             ("GET", "/bucket/key?acl", &[]),
-            ("GET", "/bucket/key?tagging", &[]),
             ("PUT", "/bucket/key?policy", &[]),
+            ("POST", "/bucket/key?tagging", &[]),
+            ("HEAD", "/bucket?tagging", &[]),
+            ("PUT", "/bucket/key?tagging&uploadId=x", &[]),
+            ("GET", "/bucket?tagging&location", &[]),
             ("DELETE", "/bucket?lifecycle", &[]),
             ("GET", "/bucket?versions", &[]),
             ("GET", "/?acl", &[]),
@@ -1311,7 +1365,7 @@ mod tests {
 
     #[test]
     fn feature_headers_are_refused_not_ignored() {
-        let not_implemented: [(&str, &str, Extra<'_>); 14] = [
+        let not_implemented: [(&str, &str, Extra<'_>); 13] = [
             (
                 "PUT",
                 "/bkt/k",
@@ -1360,7 +1414,6 @@ mod tests {
                 "/bkt",
                 &[("x-amz-bucket-object-lock-enabled", "true")],
             ),
-            ("PUT", "/bkt/k", &[("x-amz-tagging", "a=b")]),
             (
                 "PUT",
                 "/bkt/k",
@@ -1413,7 +1466,7 @@ mod tests {
                 "/bkt/k",
                 &[("x-amz-acl", "bucket-owner-full-control")],
             ),
-            ("PUT", "/bkt/k", &[("x-amz-tagging", "")]),
+            ("PUT", "/bkt/k", &[("x-amz-tagging", "a=b")]),
             (
                 "PUT",
                 "/bkt",
@@ -1443,7 +1496,7 @@ mod tests {
     fn invalid_requests_get_the_s3_error() {
         let long_key = alloc::format!("/bucket/{}", "k".repeat(1025));
         #[rustfmt::skip]
-        let cases: [(&str, &str, Extra<'_>, S3ErrorCode); 25] = [
+        let cases: [(&str, &str, Extra<'_>, S3ErrorCode); 28] = [
             ("GET", "/Bucket/key", &[], S3ErrorCode::InvalidBucketName),
             ("GET", "/b/key", &[], S3ErrorCode::InvalidBucketName),
             ("GET", "/192.168.5.4", &[], S3ErrorCode::InvalidBucketName),
@@ -1463,6 +1516,9 @@ mod tests {
             ("PUT", "/bucket/key?partNumber=1", &[], S3ErrorCode::InvalidArgument),
             ("GET", "/bucket/key?partNumber=1", &[("Range", "bytes=0-1")], S3ErrorCode::InvalidRequest),
             ("GET", "/bucket/key?versionId=3HL4kqtJlcpXroDTDmJ", &[], S3ErrorCode::InvalidArgument),
+            ("GET", "/bucket/key?tagging&versionId=3HL4kqtJlcpXroDTDmJ", &[], S3ErrorCode::InvalidArgument),
+            ("PUT", "/bucket/key?tagging&versionId=v1", &[], S3ErrorCode::InvalidArgument),
+            ("DELETE", "/bucket/key?tagging&versionId=v1", &[], S3ErrorCode::InvalidArgument),
             ("GET", "/bucket/%ZZ", &[], S3ErrorCode::InvalidArgument),
             ("GET", "/bucket/%C3%28", &[], S3ErrorCode::InvalidArgument),
             ("GET", "bucket/key", &[], S3ErrorCode::InvalidRequest),

@@ -67,6 +67,13 @@ fn action(endpoint: &Endpoint<'_>) -> Option<(&'static str, bool)> {
         Endpoint::GetBucketPolicyStatus => ("s3:GetBucketPolicyStatus", false),
         Endpoint::GetBucketAcl => ("s3:GetBucketAcl", false),
         Endpoint::GetBucketCors => ("s3:GetBucketCORS", false),
+        Endpoint::GetBucketTagging => ("s3:GetBucketTagging", false),
+        Endpoint::PutBucketTagging | Endpoint::DeleteBucketTagging => {
+            ("s3:PutBucketTagging", false)
+        }
+        Endpoint::GetObjectTagging { .. } => ("s3:GetObjectTagging", true),
+        Endpoint::PutObjectTagging { .. } => ("s3:PutObjectTagging", true),
+        Endpoint::DeleteObjectTagging { .. } => ("s3:DeleteObjectTagging", true),
         Endpoint::PutBucketCors { .. } | Endpoint::DeleteBucketCors => ("s3:PutBucketCORS", false),
         Endpoint::PutBucketAcl => ("s3:PutBucketAcl", false),
         Endpoint::ListMultipartUploads { .. } => ("s3:ListBucketMultipartUploads", false),

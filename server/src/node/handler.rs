@@ -8,7 +8,7 @@ use ferry_core::s3::request::Endpoint;
 use ferry_core::s3::xml::CorsConfiguration;
 
 use super::context::{Cx, NodeApi};
-use super::{access, acl, buckets, multipart, objects, policy};
+use super::{access, acl, buckets, multipart, objects, policy, tagging};
 use crate::front::{Op, S3Api};
 use crate::store::BucketSetting;
 
@@ -51,6 +51,9 @@ impl<R: Runtime> S3Api for NodeApi<R> {
                 buckets::put_cors(cx, body, res, bucket, *content_md5).await
             }
             Endpoint::DeleteBucketCors => buckets::delete_cors(cx, res, bucket).await,
+            Endpoint::GetBucketTagging => tagging::get_bucket(cx, res, bucket).await,
+            Endpoint::PutBucketTagging => tagging::put_bucket(cx, body, res, bucket).await,
+            Endpoint::DeleteBucketTagging => tagging::delete_bucket(cx, res, bucket).await,
             Endpoint::ListObjects { .. } | Endpoint::ListObjectsV2 { .. } => {
                 buckets::list_objects(cx, res, bucket, &s3.endpoint).await
             }
@@ -110,6 +113,9 @@ impl<R: Runtime> S3Api for NodeApi<R> {
                 .await
             }
             Endpoint::DeleteObject => objects::delete(cx, res, bucket, key).await,
+            Endpoint::GetObjectTagging => tagging::get_object(cx, res, bucket, key).await,
+            Endpoint::PutObjectTagging => tagging::put_object(cx, body, res, bucket, key).await,
+            Endpoint::DeleteObjectTagging => tagging::delete_object(cx, res, bucket, key).await,
             Endpoint::CreateMultipartUpload => multipart::create(cx, res, bucket, key).await,
             Endpoint::UploadPart {
                 part_number,

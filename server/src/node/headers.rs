@@ -6,6 +6,7 @@ use base64::Engine as _;
 use ferry_core::http::{Header, find_header, find_header_str};
 use ferry_core::md5::ETag;
 use ferry_core::s3::checksum::ChecksumAlgorithm;
+use ferry_core::s3::tagging;
 use ferry_core::s3::validate::{self, ContentHeaders};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
@@ -39,7 +40,19 @@ pub(crate) fn object_meta(headers: &[Header<'_>]) -> S3Result<ObjectMeta> {
             .map(|m| (m.name.to_ascii_lowercase(), rfc2047_decode(m.value)))
             .collect(),
         checksums: Vec::new(),
+        tags: object_tags(headers)?,
     })
+}
+
+/// The tags of `x-amz-tagging` (none without it), checked against the object limits.
+pub(crate) fn object_tags(headers: &[Header<'_>]) -> S3Result<Vec<(String, String)>> {
+    let Some(value) = find_header(headers, tagging::TAGGING_HEADER) else {
+        return Ok(Vec::new());
+    };
+    Ok(tagging::parse_header(value)?
+        .into_iter()
+        .map(|t| (t.key.into_owned(), t.value.into_owned()))
+        .collect())
 }
 
 /// `Content-Encoding` without its `aws-chunked` coding; `None` if nothing else is left.
@@ -132,6 +145,9 @@ pub(crate) fn object_headers(
     }
     for (name, value) in &m.user_metadata {
         h.push(format!("x-amz-meta-{name}"), header_safe(value));
+    }
+    if !m.tags.is_empty() {
+        h.push(tagging::TAGGING_COUNT_HEADER, m.tags.len().to_string());
     }
     if with_checksums {
         for c in &m.checksums {

@@ -3,7 +3,7 @@
 //! [`start_node`] opens the store, starts the chosen runtime on threads of its own and serves
 //! the S3 API there until [`NodeHandle::stop`], with the admin listener beside it. The S3 front
 //! ([`crate::front`]) authenticates and routes; the node implements the operations
-//! ([`handler`] dispatches to [`buckets`], [`objects`] and [`multipart`]) once, generic over
+//! ([`handler`] dispatches to [`buckets`], [`objects`], [`multipart`] and [`tagging`]) once, generic over
 //! [`Runtime`]: tokio and smol are both compiled in and picked at run time.
 //!
 //! Every store call is blocking and runs through [`Runtime::unblock`]; bodies stream through
@@ -20,6 +20,7 @@ mod metrics;
 mod multipart;
 mod objects;
 mod policy;
+mod tagging;
 
 use std::io;
 use std::net::SocketAddr;

@@ -5,6 +5,7 @@ use std::io::Read as _;
 use std::sync::atomic::Ordering;
 
 use ferry_core::http::body::BodyKind;
+use ferry_core::http::find_header;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::md5::Md5Digest;
 use ferry_core::pool::{BufferPool, PooledBuf};
@@ -14,6 +15,7 @@ use ferry_core::s3::checksum::{self, checksum_header};
 use ferry_core::s3::conditions::Conditions;
 use ferry_core::s3::range::ByteRange;
 use ferry_core::s3::request::{CopySource, MetadataDirective};
+use ferry_core::s3::tagging::{TAGGING_DIRECTIVE_HEADER, TaggingDirective};
 use ferry_core::s3::validate::{self, ContentHeaders};
 use ferry_core::s3::xml::{
     CopyKind, CopyResult, Delete, DeleteError, DeleteResult, DeletedEntry, MAX_DELETE_BODY,
@@ -23,7 +25,8 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use super::body::stream_into;
 use super::context::Cx;
 use super::headers::{
-    checksum_mode, object_headers, object_meta, push_checksum, push_validators, write_conditions,
+    checksum_mode, object_headers, object_meta, object_tags, push_checksum, push_validators,
+    write_conditions,
 };
 use crate::front::Headers;
 use crate::front::body::{read_small, require_length};
@@ -450,7 +453,8 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
     cx.req.send(res, 204, Headers::new(), &[]).await
 }
 
-/// CopyObject: `COPY` keeps the source's metadata, `REPLACE` takes this request's.
+/// CopyObject: `COPY` keeps the source's metadata, `REPLACE` takes this request's; the same
+/// for tags with `x-amz-tagging-directive`.
 pub(crate) async fn copy<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     res: &mut ResponseWriter<'_, S>,
@@ -464,6 +468,12 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
         MetadataDirective::Copy => store::MetadataDirective::Copy,
         MetadataDirective::Replace => store::MetadataDirective::Replace(object_meta(cx.headers)?),
     };
+    let tagging_directive =
+        TaggingDirective::parse(find_header(cx.headers, TAGGING_DIRECTIVE_HEADER))?;
+    let tags = match tagging_directive {
+        TaggingDirective::Copy => None,
+        TaggingDirective::Replace => Some(object_tags(cx.headers)?),
+    };
     let conditions = write_conditions(cx.headers)?;
     let source_conditions = OwnedConditions::new(source_conditions);
     let (sb, sk) = (source.bucket.to_string(), source.key.to_string());
@@ -475,7 +485,7 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
                 key: &sk,
                 range: None,
             };
-            store.copy_object(src, &b, &k, directive, conditions, |info| {
+            store.copy_object_tagged(src, &b, &k, directive, tags, conditions, |info| {
                 source_conditions.check_copy_source(info)
             })
         })

@@ -27,7 +27,7 @@ use super::forward::{Call, Reply, spawn_call};
 use super::list::{bucket_token, read_bucket_token};
 use crate::front::Headers;
 
-fn bucket_path(bucket: &str) -> String {
+pub(crate) fn bucket_path(bucket: &str) -> String {
     format!("/{}", uri::encode_path(bucket))
 }
 
@@ -51,7 +51,7 @@ fn push_acl_headers<R: Runtime>(cx: &Cx<'_, R>, call: &mut Call) {
 }
 
 /// Every backend must be up for an operation that changes all of them.
-fn require_all_up<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<()> {
+pub(crate) fn require_all_up<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<()> {
     match cx.p.backends.iter().find(|b| !b.is_up()) {
         Some(b) => Err(b.unavailable()),
         None => Ok(()),
@@ -59,7 +59,7 @@ fn require_all_up<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<()> {
 }
 
 /// Send `call` to every backend in parallel; the replies in backend order.
-async fn everywhere<R: Runtime>(cx: &Cx<'_, R>, call: &Call) -> S3Result<Vec<Reply>> {
+pub(crate) async fn everywhere<R: Runtime>(cx: &Cx<'_, R>, call: &Call) -> S3Result<Vec<Reply>> {
     let handles: Vec<_> = (0..cx.p.backends.len())
         .map(|i| spawn_call(cx.p, i, cx.caller(), call.clone()))
         .collect();
@@ -529,7 +529,7 @@ pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
 
 /// Read a small request body whole, verified: every signature, hash and checksum (and
 /// `Content-MD5`) checked.
-async fn read_small<R: Runtime, S: Stream>(
+pub(crate) async fn read_small<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     body: &mut BodyReader<'_, S>,
     max: usize,

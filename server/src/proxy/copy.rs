@@ -6,18 +6,21 @@ use std::sync::atomic::Ordering;
 
 use ferry_core::http::body::BodyKind;
 use ferry_core::http::server::ResponseWriter;
-use ferry_core::http::{EMPTY_HEADER, Header, find_header_str};
+use ferry_core::http::{EMPTY_HEADER, Header, find_header, find_header_str};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::checksum::ChecksumAlgorithm;
 use ferry_core::s3::outbound::{OutboundRequest, strip_presign};
 use ferry_core::s3::request::{Endpoint, MetadataDirective, S3Request};
 use ferry_core::s3::sigv4::{EMPTY_SHA256, UNSIGNED_PAYLOAD};
+use ferry_core::s3::tagging::{
+    self, TAGGING_COUNT_HEADER, TAGGING_DIRECTIVE_HEADER, TAGGING_HEADER, TaggingDirective,
+};
 use ferry_core::s3::uri::{self, origin_form};
-use ferry_core::s3::xml::{CopyKind, CopyResult};
+use ferry_core::s3::xml::{CopyKind, CopyResult, Tagging};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::context::Cx;
-use super::forward::Reply;
+use super::forward::{self, Call, Reply};
 use super::sign::sign_as;
 use crate::front::Headers;
 
@@ -82,6 +85,18 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     };
     let (sb, db) = (cx.backend(src)?, cx.backend(dst)?);
     let client_headers = cx.req.headers;
+    let tagging_directive = match kind {
+        CopyKind::Object => {
+            TaggingDirective::parse(find_header(client_headers, TAGGING_DIRECTIVE_HEADER))?
+        }
+        CopyKind::Part => TaggingDirective::Replace,
+    };
+    // Bad tags are refused before anything is read (the destination would refuse them too).
+    if tagging_directive == TaggingDirective::Replace
+        && let Some(v) = find_header(client_headers, TAGGING_HEADER)
+    {
+        tagging::parse_header(v)?;
+    }
 
     // The source: a GET with the copy-source conditions as ordinary ones.
     let src_path = format!(
@@ -195,6 +210,20 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
                 put.header(h.name.to_owned(), h.value.to_vec());
             }
         }
+        match tagging_directive {
+            TaggingDirective::Replace => {
+                if let Some(v) = find_header(client_headers, TAGGING_HEADER) {
+                    put.header(TAGGING_HEADER, v.to_vec());
+                }
+            }
+            TaggingDirective::Copy => {
+                let count = find_header_str(src_resp.head.headers, TAGGING_COUNT_HEADER);
+                if count.is_some_and(|c| c.trim() != "0") {
+                    let tags = source_tags(cx, src, &src_path).await?;
+                    put.header(TAGGING_HEADER, tags.into_bytes());
+                }
+            }
+        }
         for name in ["x-amz-storage-class", "if-match", "if-none-match"] {
             if let Some(v) = find_header_str(client_headers, name) {
                 put.header(name, v.as_bytes().to_vec());
@@ -255,6 +284,21 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
     cx.front.send_xml(res, Headers::new(), &xml).await
+}
+
+/// The tags of the source object, in the `x-amz-tagging` form: GetObjectTagging on its
+/// backend (a GET carries only their count). Tags changed between the GET and this call are
+/// the ones copied.
+async fn source_tags<R: Runtime>(cx: &Cx<'_, R>, src: usize, path: &str) -> S3Result<String> {
+    let call = Call::new("GET", path.to_owned(), "tagging".into());
+    let reply = forward::call(cx.p, src, cx.caller(), &call).await?;
+    if !reply.ok() {
+        return Err(reply.to_error());
+    }
+    let doc = Tagging::parse_xml(&reply.body)?;
+    Ok(tagging::header_value(
+        doc.tags.iter().map(|t| (t.key.as_ref(), t.value.as_ref())),
+    ))
 }
 
 #[cfg(test)]

@@ -119,7 +119,9 @@ fn prepare<'a, R: Runtime, S: Stream>(
     // An empty body keeps its `Content-Length: 0` (S3 wants a length on writes).
     let client_kind = body.kind();
     let has_body = has_content(client_kind);
-    let expect = has_body && expects_continue(req.headers);
+    // An anonymous write waits for the backend's leave before its body goes: the backend refuses
+    // most of them, and the proxy must not read (or wait for) a body that is refused.
+    let expect = has_body && (expects_continue(req.headers) || cx.verified.is_anonymous());
     // The proxy checks what the signature covers; the backend gets the same checksum and
     // Content-MD5 headers and checks them itself. Objects too large are refused before their
     // body, as a node does: the backend's early answer would wait behind a body the client

@@ -11,7 +11,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::Proxy;
 use super::context::{Caller, Cx};
-use super::{buckets, copy, cors, forward, list};
+use super::{buckets, copy, cors, forward, list, tagging};
 use crate::front::{ALL_BACKENDS, Op, S3Api};
 
 /// The proxy behind the S3 front.
@@ -102,19 +102,25 @@ fn route(endpoint: &Endpoint<'_>) -> Route {
         | Endpoint::DeleteBucketPolicy
         | Endpoint::PutBucketAcl
         | Endpoint::PutBucketCors { .. }
-        | Endpoint::DeleteBucketCors => Route::FanOut,
+        | Endpoint::DeleteBucketCors
+        | Endpoint::PutBucketTagging
+        | Endpoint::DeleteBucketTagging => Route::FanOut,
         Endpoint::HeadBucket
         | Endpoint::GetBucketLocation
         | Endpoint::GetBucketVersioning
         | Endpoint::GetBucketPolicy
         | Endpoint::GetBucketPolicyStatus
         | Endpoint::GetBucketAcl
-        | Endpoint::GetBucketCors => Route::AnyBackend,
+        | Endpoint::GetBucketCors
+        | Endpoint::GetBucketTagging => Route::AnyBackend,
         Endpoint::CopyObject { .. } | Endpoint::UploadPartCopy { .. } => Route::Copy,
         Endpoint::GetObject { .. }
         | Endpoint::HeadObject { .. }
         | Endpoint::PutObject { .. }
         | Endpoint::DeleteObject
+        | Endpoint::GetObjectTagging
+        | Endpoint::PutObjectTagging
+        | Endpoint::DeleteObjectTagging
         | Endpoint::CreateMultipartUpload
         | Endpoint::UploadPart { .. }
         | Endpoint::CompleteMultipartUpload { .. }
@@ -176,6 +182,8 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
                     cors::put(cx, s3, *content_md5, body, res).await
                 }
                 Endpoint::DeleteBucketCors => cors::delete(cx, s3, res).await,
+                Endpoint::PutBucketTagging => tagging::put_bucket(cx, s3, body, res).await,
+                Endpoint::DeleteBucketTagging => tagging::delete_bucket(cx, s3, res).await,
                 // Between the proxy and its nodes only (see `buckets::delete`).
                 Endpoint::BucketFence { .. } => Err(S3Error::with_message(
                     S3ErrorCode::NotImplemented,

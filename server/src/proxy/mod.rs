@@ -24,6 +24,7 @@ mod health;
 mod list;
 mod metrics;
 mod sign;
+mod tagging;
 
 use std::io;
 use std::net::SocketAddr;

@@ -1,7 +1,14 @@
 //! Metadata records and their encoding: postcard, behind a leading format byte.
 //!
 //! postcard is compact and fast but not self-describing, so a record's layout is fixed by its
-//! format byte: changing a record means a new format byte and keeping a decoder for the old one.
+//! format byte: changing a record's fields means a new format byte and keeping a decoder for the
+//! old one.
+//!
+//! What only some records carry (an object's tags; later its ACL) goes in optional
+//! [`Extension`] entries after the fixed fields, each `(kind, postcard bytes)`. A record without
+//! any is byte for byte what builds before extensions wrote, so their records read as "no
+//! extensions"; a reader skips kinds it does not know, and builds before extensions ignore the
+//! entries altogether (decoding ignores trailing bytes).
 
 use ferry_core::md5::{ETag, Md5Digest};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
@@ -13,15 +20,83 @@ use super::types::ObjectMeta;
 /// The format byte every record starts with.
 const FORMAT_V1: u8 = 1;
 
-/// Encode `value` as `[FORMAT_V1] ++ postcard(value)`.
-pub(crate) fn encode<T: Serialize>(value: &T) -> S3Result<Vec<u8>> {
-    postcard::to_extend(value, vec![FORMAT_V1]).map_err(|e| corrupt(&e))
+/// An optional part of a record, stored after its fixed fields. Kinds are stored numbers
+/// ([`Extension::kind`]): never reuse one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Extension {
+    /// An object's (or a multipart upload's) tags, in the order given; never empty (no tags,
+    /// no entry).
+    Tags(Vec<(String, String)>),
 }
 
-/// Decode a record written by [`encode`]. Trailing bytes are ignored, which lets a reader decode
-/// a leading subset of a record's fields (see [`ListFields`]).
-pub(crate) fn decode<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> S3Result<T> {
+/// The stored kind of [`Extension::Tags`].
+const EXT_TAGS: u32 = 1;
+
+/// An extension as stored: its kind, and its value in postcard.
+#[derive(Serialize, Deserialize)]
+struct ExtensionEntry<'a> {
+    kind: u32,
+    #[serde(borrow)]
+    body: &'a [u8],
+}
+
+impl Extension {
+    fn kind(&self) -> u32 {
+        match self {
+            Extension::Tags(_) => EXT_TAGS,
+        }
+    }
+
+    fn body(&self) -> Result<Vec<u8>, postcard::Error> {
+        match self {
+            Extension::Tags(tags) => postcard::to_allocvec(tags),
+        }
+    }
+
+    /// The extension an entry holds; `None` for a kind this build does not know.
+    fn from_entry(entry: &ExtensionEntry<'_>) -> Result<Option<Self>, postcard::Error> {
+        Ok(match entry.kind {
+            EXT_TAGS => Some(Extension::Tags(postcard::from_bytes(entry.body)?)),
+            _ => None,
+        })
+    }
+}
+
+/// A stored record: its fixed fields are its serde form, and it may carry [`Extension`]s.
+pub(crate) trait Record {
+    /// Whether entries after the fixed fields are read: only for records that carry
+    /// extensions (views of a leading subset of fields, such as [`ListFields`], skip them).
+    const EXTENSIBLE: bool = false;
+
+    /// The extensions to store after the fixed fields.
+    fn extensions(&self) -> Vec<Extension> {
+        Vec::new()
+    }
+
+    /// Take an extension read back.
+    fn apply(&mut self, _ext: Extension) {}
+}
+
+/// Encode `value` as `[FORMAT_V1] ++ postcard(value) ++ its extension entries`.
+pub(crate) fn encode<T: Serialize + Record>(value: &T) -> S3Result<Vec<u8>> {
+    let mut out = postcard::to_extend(value, vec![FORMAT_V1]).map_err(|e| corrupt(&e))?;
+    for ext in value.extensions() {
+        let body = ext.body().map_err(|e| corrupt(&e))?;
+        let entry = ExtensionEntry {
+            kind: ext.kind(),
+            body: &body,
+        };
+        out = postcard::to_extend(&entry, out).map_err(|e| corrupt(&e))?;
+    }
+    Ok(out)
+}
+
+/// Decode a record written by [`encode`] (or by a build before extensions). Trailing bytes
+/// are ignored unless the record is [`Record::EXTENSIBLE`], which lets a reader decode a leading
+/// subset of a record's fields (see [`ListFields`]).
+pub(crate) fn decode<'a, T: Deserialize<'a> + Record>(bytes: &'a [u8]) -> S3Result<T> {
     match bytes.split_first() {
+        Some((&FORMAT_V1, rest)) if T::EXTENSIBLE => decode_extended(rest).map_err(|e| corrupt(&e)),
         Some((&FORMAT_V1, rest)) => postcard::from_bytes(rest).map_err(|e| corrupt(&e)),
         Some((v, _)) => Err(S3Error::with_message(
             S3ErrorCode::InternalError,
@@ -32,6 +107,18 @@ pub(crate) fn decode<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> S3Result<T> {
             "empty metadata record",
         )),
     }
+}
+
+fn decode_extended<'a, T: Deserialize<'a> + Record>(bytes: &'a [u8]) -> postcard::Result<T> {
+    let (mut value, mut rest) = postcard::take_from_bytes::<T>(bytes)?;
+    while !rest.is_empty() {
+        let (entry, more) = postcard::take_from_bytes::<ExtensionEntry<'_>>(rest)?;
+        if let Some(ext) = Extension::from_entry(&entry)? {
+            value.apply(ext);
+        }
+        rest = more;
+    }
+    Ok(value)
 }
 
 fn corrupt(e: &postcard::Error) -> S3Error {
@@ -45,7 +132,9 @@ pub(crate) struct BucketRecord {
     pub created: i64,
 }
 
-/// A committed object. The first three fields are what listings need ([`ListFields`]).
+impl Record for BucketRecord {}
+
+/// A committed object (its tags in an [`Extension`]). The first three fields are what listings need ([`ListFields`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct ObjectRecord {
     pub size: u64,
@@ -62,6 +151,34 @@ pub(crate) struct ListFields<'a> {
     pub etag: &'a str,
     pub last_modified: i64,
 }
+
+impl Record for ObjectRecord {
+    const EXTENSIBLE: bool = true;
+
+    fn extensions(&self) -> Vec<Extension> {
+        tags_extension(&self.meta)
+    }
+
+    fn apply(&mut self, ext: Extension) {
+        apply_to_meta(&mut self.meta, ext);
+    }
+}
+
+fn tags_extension(meta: &ObjectMeta) -> Vec<Extension> {
+    if meta.tags.is_empty() {
+        Vec::new()
+    } else {
+        vec![Extension::Tags(meta.tags.clone())]
+    }
+}
+
+fn apply_to_meta(meta: &mut ObjectMeta, ext: Extension) {
+    match ext {
+        Extension::Tags(tags) => meta.tags = tags,
+    }
+}
+
+impl Record for ListFields<'_> {}
 
 /// Where an object's bytes are.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -89,13 +206,25 @@ impl DataLayout {
     }
 }
 
-/// An in-progress multipart upload.
+/// An in-progress multipart upload (the tags the object will get in an [`Extension`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct UploadRecord {
     /// Creation time, Unix seconds.
     pub initiated: i64,
     /// The metadata the completed object will get.
     pub meta: ObjectMeta,
+}
+
+impl Record for UploadRecord {
+    const EXTENSIBLE: bool = true;
+
+    fn extensions(&self) -> Vec<Extension> {
+        tags_extension(&self.meta)
+    }
+
+    fn apply(&mut self, ext: Extension) {
+        apply_to_meta(&mut self.meta, ext);
+    }
 }
 
 /// An uploaded part.
@@ -121,6 +250,10 @@ pub(crate) struct CompletedRecord {
     pub completed: i64,
 }
 
+impl Record for CompletedRecord {}
+
+impl Record for PartRecord {}
+
 /// A bucket fence (see `store::fence`): who holds it, and until when.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct FenceRecord {
@@ -128,6 +261,8 @@ pub(crate) struct FenceRecord {
     /// When it lapses, Unix milliseconds.
     pub expires_ms: u64,
 }
+
+impl Record for FenceRecord {}
 
 /// Parse an ETag this store wrote.
 pub(crate) fn stored_etag(s: &str) -> S3Result<ETag> {
@@ -185,6 +320,137 @@ mod tests {
         assert_eq!(f.size, rec.size);
         assert_eq!(f.etag, rec.etag);
         assert_eq!(f.last_modified, rec.last_modified);
+    }
+
+    /// `ObjectMeta` and `ObjectRecord` as builds before extensions declared them.
+    #[derive(Serialize, Deserialize)]
+    struct OldMeta {
+        content_type: Option<String>,
+        content_encoding: Option<String>,
+        content_disposition: Option<String>,
+        content_language: Option<String>,
+        cache_control: Option<String>,
+        expires: Option<String>,
+        user_metadata: Vec<(String, String)>,
+        checksums: Vec<Checksum>,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    struct OldObjectRecord {
+        size: u64,
+        etag: String,
+        last_modified: i64,
+        meta: OldMeta,
+        data: DataLayout,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    struct OldUploadRecord {
+        initiated: i64,
+        meta: OldMeta,
+    }
+
+    fn old_meta(m: &ObjectMeta) -> OldMeta {
+        OldMeta {
+            content_type: m.content_type.clone(),
+            content_encoding: m.content_encoding.clone(),
+            content_disposition: m.content_disposition.clone(),
+            content_language: m.content_language.clone(),
+            cache_control: m.cache_control.clone(),
+            expires: m.expires.clone(),
+            user_metadata: m.user_metadata.clone(),
+            checksums: m.checksums.clone(),
+        }
+    }
+
+    fn old_encoding(rec: &ObjectRecord) -> Vec<u8> {
+        let old = OldObjectRecord {
+            size: rec.size,
+            etag: rec.etag.clone(),
+            last_modified: rec.last_modified,
+            meta: old_meta(&rec.meta),
+            data: rec.data.clone(),
+        };
+        postcard::to_extend(&old, vec![FORMAT_V1]).unwrap()
+    }
+
+    fn tags() -> Vec<(String, String)> {
+        vec![
+            ("project".into(), "blue sky".into()),
+            ("é".into(), String::new()),
+        ]
+    }
+
+    #[test]
+    fn records_written_before_extensions_read_as_untagged() {
+        let rec = sample();
+        let old = old_encoding(&rec);
+        let back: ObjectRecord = decode(&old).unwrap();
+        assert_eq!(back.meta, rec.meta);
+        assert!(back.meta.tags.is_empty());
+        assert_eq!(back.data.files(), rec.data.files());
+        // An untagged record is written byte for byte as before.
+        assert_eq!(encode(&rec).unwrap(), old);
+
+        let up = UploadRecord {
+            initiated: 7,
+            meta: rec.meta.clone(),
+        };
+        let old_up = postcard::to_extend(
+            &OldUploadRecord {
+                initiated: 7,
+                meta: old_meta(&rec.meta),
+            },
+            vec![FORMAT_V1],
+        )
+        .unwrap();
+        let back: UploadRecord = decode(&old_up).unwrap();
+        assert_eq!(back.meta, up.meta);
+        assert_eq!(encode(&up).unwrap(), old_up);
+    }
+
+    #[test]
+    fn tags_round_trip_in_an_extension() {
+        let mut rec = sample();
+        rec.meta.tags = tags();
+        let bytes = encode(&rec).unwrap();
+        assert!(bytes.starts_with(&old_encoding(&rec)));
+        let back: ObjectRecord = decode(&bytes).unwrap();
+        assert_eq!(back.meta.tags, tags());
+        assert_eq!(back.meta, rec.meta);
+        // Listings and builds before extensions read the fixed fields and ignore the rest.
+        let f: ListFields<'_> = decode(&bytes).unwrap();
+        assert_eq!((f.size, f.etag), (rec.size, rec.etag.as_str()));
+        let old: OldObjectRecord = postcard::from_bytes(&bytes[1..]).unwrap();
+        assert_eq!(old.meta.user_metadata, rec.meta.user_metadata);
+
+        let up = UploadRecord {
+            initiated: 9,
+            meta: rec.meta.clone(),
+        };
+        let back: UploadRecord = decode(&encode(&up).unwrap()).unwrap();
+        assert_eq!(back.meta.tags, tags());
+    }
+
+    #[test]
+    fn unknown_extensions_are_skipped_and_broken_ones_refused() {
+        let mut rec = sample();
+        rec.meta.tags = tags();
+        let mut bytes = encode(&rec).unwrap();
+        let later = ExtensionEntry {
+            kind: 77,
+            body: b"a later build's extension",
+        };
+        bytes = postcard::to_extend(&later, bytes).unwrap();
+        let back: ObjectRecord = decode(&bytes).unwrap();
+        assert_eq!(back.meta.tags, tags());
+        // A truncated entry is corruption, not "no tags".
+        let mut cut = encode(&rec).unwrap();
+        cut.pop();
+        assert_eq!(
+            decode::<ObjectRecord>(&cut).unwrap_err().code,
+            S3ErrorCode::InternalError
+        );
     }
 
     #[test]

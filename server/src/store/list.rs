@@ -67,6 +67,8 @@ struct UploadListFields {
     initiated: i64,
 }
 
+impl codec::Record for UploadListFields {}
+
 impl Store {
     /// ListObjects (v1 and v2): keys of `bucket` matching `q`, sorted, with common prefixes.
     pub fn list_objects(&self, bucket: &str, q: &ListQuery<'_>) -> S3Result<ObjectsPage> {

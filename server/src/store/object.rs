@@ -8,7 +8,7 @@ use ferry_core::md5::{ETag, Md5Digest};
 use ferry_core::pool::PooledBuf;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
-use redb::WriteTransaction;
+use redb::{ReadableTable as _, WriteTransaction};
 
 use super::codec::{self, DataLayout, ObjectRecord, stored_etag};
 use super::fence::check_unfenced;
@@ -470,18 +470,71 @@ impl Store {
         Ok(())
     }
 
+    /// Replace the tags of `bucket`/`key` (empty: remove them) without touching its data, ETag
+    /// or modification time: a metadata-only commit in the next group commit. `NoSuchBucket`,
+    /// `NoSuchKey`, or `OperationAborted` while a fence holds the bucket. The caller checks the
+    /// tags (`ferry_core::s3::tagging::check`).
+    pub fn put_object_tagging(
+        &self,
+        bucket: &str,
+        key: &str,
+        tags: Vec<(String, String)>,
+    ) -> S3Result<()> {
+        check_bucket_name(bucket)?;
+        check_key(key)?;
+        let k = object_key(bucket, key)?;
+        let bucket = bucket.to_owned();
+        // Judged against the record current in the group's transaction, so a PUT committed
+        // just before is the object tagged, and one just after replaces it whole.
+        self.update_grouped(None, move |txn| {
+            let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
+            if !bucket_exists(&buckets, &bucket)? {
+                return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
+            }
+            check_unfenced(txn, &bucket)?;
+            let mut objects = txn.open_table(OBJECTS).map_err(db_err)?;
+            let mut rec = match objects.get(k.as_slice()).map_err(db_err)? {
+                Some(v) => codec::decode::<ObjectRecord>(v.value())?,
+                None => return Err(S3Error::new(S3ErrorCode::NoSuchKey)),
+            };
+            rec.meta.tags.clone_from(&tags);
+            let bytes = codec::encode(&rec)?;
+            objects
+                .insert(k.as_slice(), bytes.as_slice())
+                .map_err(db_err)?;
+            Ok(())
+        })
+    }
+
     /// CopyObject: copy `src` to `bucket`/`key`, streaming through one pooled buffer.
     ///
     /// `check_source` sees the source's metadata (the version being copied) first: evaluate the
     /// `x-amz-copy-source-if-*` conditions there. `directive` picks the new object's metadata;
     /// `conditions` are checked against the destination at commit. Copying an object onto itself
-    /// needs [`MetadataDirective::Replace`] (`InvalidRequest` otherwise, as in S3).
+    /// needs [`MetadataDirective::Replace`] (`InvalidRequest` otherwise, as in S3). The copy
+    /// keeps the source's tags; [`Store::copy_object_tagged`] chooses.
     pub fn copy_object(
         &self,
         src: CopySource<'_>,
         bucket: &str,
         key: &str,
         directive: MetadataDirective,
+        conditions: WriteConditions,
+        check_source: impl FnOnce(&ObjectInfo) -> S3Result<()>,
+    ) -> S3Result<PutResult> {
+        self.copy_object_tagged(src, bucket, key, directive, None, conditions, check_source)
+    }
+
+    /// [`Store::copy_object`] with the copy's tags: `None` keeps the source's
+    /// (`x-amz-tagging-directive: COPY`), `Some` gives these (`REPLACE`).
+    #[allow(clippy::too_many_arguments)] // CopyObject's own parameters, each a plain value.
+    pub fn copy_object_tagged(
+        &self,
+        src: CopySource<'_>,
+        bucket: &str,
+        key: &str,
+        directive: MetadataDirective,
+        tags: Option<Vec<(String, String)>>,
         conditions: WriteConditions,
         check_source: impl FnOnce(&ObjectInfo) -> S3Result<()>,
     ) -> S3Result<PutResult> {
@@ -509,10 +562,12 @@ impl Store {
                 "copy source ended early",
             ));
         }
-        let meta = match directive {
+        let source_tags = info.meta.tags.clone();
+        let mut meta = match directive {
             MetadataDirective::Copy => info.meta,
             MetadataDirective::Replace(m) => m,
         };
+        meta.tags = tags.unwrap_or(source_tags);
         writer.commit(meta, conditions)
     }
 

@@ -20,7 +20,8 @@ pub struct Checksum {
 /// What a client says about an object besides its bytes: content headers, user metadata,
 /// checksums. Stored with the object (or the multipart upload) and returned by GET/HEAD.
 ///
-/// Serialized as is into metadata records: changing its fields needs a new record format.
+/// Serialized as is into metadata records: changing its serialized fields needs a new record
+/// format. `tags` is not among them: records carry it in an extension entry (`store::codec`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ObjectMeta {
     /// `Content-Type`.
@@ -39,6 +40,10 @@ pub struct ObjectMeta {
     pub user_metadata: Vec<(String, String)>,
     /// Checksums the caller computed over the body.
     pub checksums: Vec<Checksum>,
+    /// Tags (key, value), in the order given: at most 10, checked by the caller
+    /// (`ferry_core::s3::tagging::check`). Stored in the record's extension, not here.
+    #[serde(skip)]
+    pub tags: Vec<(String, String)>,
 }
 
 /// Conditions of a conditional write, checked atomically with the write.
@@ -304,6 +309,9 @@ pub struct CopySource<'a> {
 }
 
 /// `x-amz-metadata-directive` of CopyObject.
+// One value per CopyObject, moved once: its size does not matter, a `Box` would only add an
+// allocation.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum MetadataDirective {
     /// Keep the source's content headers, user metadata and checksums.

@@ -348,7 +348,7 @@ fn unsupported_operations(rt: RuntimeKind) {
         ("GET", "/unsup?notification"),
         ("PUT", "/unsup?lifecycle"),
         ("GET", "/unsup?versions"),
-        ("PUT", "/unsup/k?tagging"),
+        ("POST", "/unsup/k?tagging"),
         ("GET", "/unsup/k?attributes"),
         ("POST", "/unsup/k"),
         ("PATCH", "/unsup/k"),

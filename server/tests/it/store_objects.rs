@@ -122,6 +122,7 @@ fn put_get_head_round_trip_with_metadata() {
             algorithm: "SHA256".into(),
             value: "abc=".into(),
         }],
+        tags: vec![("t".into(), "v".into())],
     };
     let mut w = s.object_writer("b", "obj").unwrap();
     // Chunks smaller and larger than the 256 KiB buffer, and an empty one.

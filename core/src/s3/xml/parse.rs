@@ -24,6 +24,9 @@ const MAX_DELETE_ELEMENTS: usize = 2 + MAX_DELETE_OBJECTS * 6;
 const MAX_COMPLETE_ELEMENTS: usize = 1 + 10_000 * 8;
 /// Elements of a `<CreateBucketConfiguration>`.
 const MAX_CREATE_BUCKET_ELEMENTS: usize = 64;
+/// Elements of a `<Tagging>`: the root, `TagSet`, and per tag `Tag`, `Key` and `Value`, for
+/// up to 1,000 tags (more than any limit, so that too many tags are `InvalidTag`).
+const MAX_TAGGING_ELEMENTS: usize = 2 + 1000 * 3;
 /// Elements of a response document (a listing page of 1,000 entries, 10,000 buckets).
 const MAX_RESPONSE_ELEMENTS: usize = 1 << 16;
 
@@ -377,6 +380,28 @@ impl<'a> CreateBucketConfiguration<'a> {
         Ok(Self {
             location_constraint: root.opt("LocationConstraint").map(trimmed),
         })
+    }
+}
+
+impl<'a> Tagging<'a> {
+    /// Parse a `<Tagging>` document (at most [`MAX_TAGGING_BODY`] bytes): a `TagSet` is
+    /// required, and each `Tag` needs a `Key` and a `Value`; keys and values are kept as sent.
+    pub fn parse_xml(body: &'a [u8]) -> S3Result<Self> {
+        let doc = Doc::parse(body, MAX_TAGGING_BODY, MAX_TAGGING_ELEMENTS)?;
+        let root = doc.root("Tagging")?;
+        let set = root
+            .child("TagSet")
+            .ok_or_else(|| malformed_because("The TagSet element is missing"))?;
+        let tags = set
+            .all("Tag")
+            .map(|t| {
+                Ok(crate::s3::tagging::Tag {
+                    key: t.req("Key")?,
+                    value: t.req("Value")?,
+                })
+            })
+            .collect::<S3Result<_>>()?;
+        Ok(Self { tags })
     }
 }
 

@@ -340,6 +340,22 @@ impl DeleteResult<'_> {
     }
 }
 
+impl Tagging<'_> {
+    /// Append the document to `out`.
+    pub fn write_xml(&self, out: &mut Vec<u8>) {
+        let mut w = XmlWriter::document(out, "Tagging", true);
+        w.open("TagSet");
+        for t in &self.tags {
+            w.open("Tag");
+            w.elem("Key", &t.key);
+            w.elem("Value", &t.value);
+            w.close("Tag");
+        }
+        w.close("TagSet");
+        w.close("Tagging");
+    }
+}
+
 impl ErrorResponse<'_> {
     /// Append the document to `out` (S3 writes `<Error>` without a namespace).
     pub fn write_xml(&self, out: &mut Vec<u8>) {

@@ -1,0 +1,63 @@
+//! Bucket tagging through the proxy: every backend holds the bucket, so Put and Delete go to
+//! all of them (GetBucketTagging reads any one, and object tagging goes by key, in `handler`).
+
+use ferry_core::http::server::{BodyReader, ResponseWriter};
+use ferry_core::md5::{content_md5, md5};
+use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::S3Result;
+use ferry_core::s3::request::S3Request;
+use ferry_core::s3::tagging::{self, TagOwner};
+use ferry_core::s3::xml::{MAX_TAGGING_BODY, Tagging};
+
+use super::buckets::{bucket_path, everywhere, read_small, require_all_up};
+use super::context::Cx;
+use super::forward::Call;
+use crate::front::Headers;
+
+/// PutBucketTagging on every backend: the document is checked here first (a bad one changes
+/// nothing anywhere), then sent as Ferry writes it. Every backend must be up; the first
+/// backend's refusal is the answer (a retry completes a partial put).
+pub(crate) async fn put_bucket<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    s3: &S3Request<'_>,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+) -> S3Result<()> {
+    let (xml, _) = read_small(cx, body, MAX_TAGGING_BODY).await?;
+    let doc = Tagging::parse_xml(&xml)?;
+    tagging::check(&doc.tags, TagOwner::Bucket)?;
+    let mut out = Vec::new();
+    doc.write_xml(&mut out);
+    require_all_up(cx)?;
+    let mut call = Call::new("PUT", bucket_path(s3.bucket_str()), "tagging".into());
+    call.headers
+        .push(("Content-MD5", content_md5(&md5(&out)).as_str().to_owned()));
+    call.headers
+        .push(("Content-Type", "application/xml".into()));
+    call.body = out;
+    fan_out(cx, &call, res).await
+}
+
+/// DeleteBucketTagging on every backend.
+pub(crate) async fn delete_bucket<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    s3: &S3Request<'_>,
+    res: &mut ResponseWriter<'_, S>,
+) -> S3Result<()> {
+    require_all_up(cx)?;
+    let call = Call::new("DELETE", bucket_path(s3.bucket_str()), "tagging".into());
+    fan_out(cx, &call, res).await
+}
+
+/// Send `call` everywhere: 204 if every backend took it, else the first refusal.
+async fn fan_out<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    call: &Call,
+    res: &mut ResponseWriter<'_, S>,
+) -> S3Result<()> {
+    let replies = everywhere(cx, call).await?;
+    if let Some(bad) = replies.iter().find(|r| !r.ok()) {
+        return Err(bad.to_error());
+    }
+    cx.front.send(res, 204, Headers::new(), &[]).await
+}
