@@ -8,6 +8,7 @@ pub mod outbound;
 pub mod query;
 pub mod range;
 pub mod request;
+pub mod sigv2;
 pub mod sigv4;
 pub mod uri;
 pub mod validate;

@@ -203,6 +203,13 @@ impl AddressingConfig {
             .max_by_key(|(len, _)| *len)
             .map(|(_, bucket)| bucket)
     }
+
+    /// The bucket a request names by its Host (or, in absolute-form, by the target's
+    /// authority), as [`Address::parse`] finds it: what SigV2 puts in front of the resource.
+    pub fn virtual_bucket<'a>(&self, target: &'a str, host: Option<&'a str>) -> Option<&'a str> {
+        let host = split_absolute_form(target).map_or(host, |(h, _)| Some(h));
+        host.and_then(|h| self.bucket_from_host(h))
+    }
 }
 
 fn strip_port(host: &str) -> &str {

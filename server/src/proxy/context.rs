@@ -1,10 +1,12 @@
 //! What every proxy operation gets: the proxy and the request.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use ferry_core::http::head::RequestHead;
 use ferry_core::rt::Runtime;
 use ferry_core::s3::sigv4::VerifiedRequest;
+use ferry_core::s3::uri;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::Proxy;
@@ -17,6 +19,8 @@ pub(crate) struct Cx<'a, R: Runtime> {
     pub front: &'a Request<'a>,
     pub req: &'a RequestHead<'a, 'a>,
     pub verified: &'a VerifiedRequest,
+    /// The bucket, when the Host named it (virtual-hosted-style): backends get path-style.
+    pub virtual_bucket: Option<&'a str>,
 }
 
 impl<R: Runtime> Cx<'_, R> {
@@ -31,6 +35,22 @@ impl<R: Runtime> Cx<'_, R> {
     /// Remember the backend the request goes to.
     pub fn set_backend(&self, idx: usize) {
         self.front.set_backend(idx);
+    }
+
+    /// The request's raw path as a backend takes it: path-style, `/bucket` put in front when
+    /// the client addressed the bucket by its Host.
+    pub fn backend_path<'p>(&self, raw_path: &'p str) -> Cow<'p, str> {
+        match self.virtual_bucket {
+            Some(b) => Cow::Owned(format!("/{}{raw_path}", uri::encode_path(b))),
+            None => Cow::Borrowed(raw_path),
+        }
+    }
+
+    /// Whether the client's request can go to a passthrough backend unchanged: SigV4 and
+    /// path-style, as a node accepts whatever its `--domain` and `--no-sigv2` say. Others are
+    /// re-signed with the client's own key, which passthrough backends share.
+    pub fn passes_through(&self) -> bool {
+        self.virtual_bucket.is_none() && !self.verified.kind.is_sigv2()
     }
 
     /// The access key the client signed with.

@@ -40,6 +40,7 @@ impl<R: Runtime> S3Api for ProxyApi<R> {
             front: req,
             req: req.head,
             verified: req.verified,
+            virtual_bucket: s3.virtual_hosted.then(|| s3.bucket_str()),
         };
         dispatch(&cx, s3, body, res).await
     }

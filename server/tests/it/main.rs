@@ -30,6 +30,7 @@ mod sdk_list;
 mod sdk_multipart;
 mod sdk_objects;
 mod sdk_presign;
+mod sdk_sigv2;
 mod sdk_unsupported;
 mod sdk_wire;
 mod store_full_disk;

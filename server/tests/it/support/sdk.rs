@@ -85,6 +85,10 @@ pub struct Options {
     pub fsync: bool,
     /// The node's region (the client signs for the same one).
     pub region: &'static str,
+    /// Accept SigV2 (node and proxy).
+    pub sigv2: bool,
+    /// Virtual-hosted base domains (the node's, or the proxy's).
+    pub domains: &'static [&'static str],
 }
 
 impl Default for Options {
@@ -93,6 +97,8 @@ impl Default for Options {
             min_part_size: MIB5,
             fsync: false,
             region: REGION,
+            sigv2: true,
+            domains: &[],
         }
     }
 }
@@ -116,12 +122,16 @@ impl Server {
             cfg.fsync = options.fsync;
             cfg.min_part_size = Some(options.min_part_size);
             cfg.region = options.region.to_owned();
+            cfg.sigv2 = options.sigv2;
+            cfg.domains = options.domains.iter().map(|d| (*d).to_owned()).collect();
             return Self::Cluster(start_cluster(cfg).expect("start cluster"));
         }
         let mut cfg = node_config(dir, target.runtime);
         cfg.min_part_size = options.min_part_size;
         cfg.fsync = options.fsync;
         cfg.region = options.region.to_owned();
+        cfg.sigv2 = options.sigv2;
+        cfg.domains = options.domains.iter().map(|d| (*d).to_owned()).collect();
         // Many tests run at once on few cores: two workers each is plenty.
         cfg.threads = 2;
         Self::Node(start_node(cfg).expect("start node"))
