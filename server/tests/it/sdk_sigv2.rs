@@ -27,6 +27,7 @@ on_every_target!(
     sdk_virtual_hosted,
     boto3_virtual_hosted_sigv2_and_sigv4,
     raw_sigv2_edges,
+    aws_cli_v1_and_s3cmd_sign_with_sigv2,
 );
 
 on_both_runtimes!(
@@ -389,6 +390,80 @@ async fn boto3_virtual_hosted_sigv2_and_sigv4(target: Target) {
         },
     );
     python(with_prelude(VIRTUAL_SCRIPT), args(n.endpoint())).await;
+}
+
+/// aws-cli v1 (`aws s3 presign`) and s3cmd (header auth with `x-amz-date`, `signurl`), path-
+/// style and, for s3cmd, virtual-hosted through its HTTP proxy setting (absolute-form requests
+/// with `Host: BUCKET.DOMAIN:PORT`).
+const TOOLS_SCRIPT: &str = r#"
+import os, subprocess, tempfile
+port = ep.rsplit(":", 1)[1]
+tmp = tempfile.mkdtemp()
+env = dict(os.environ, AWS_ACCESS_KEY_ID=ak, AWS_SECRET_ACCESS_KEY=sk, AWS_DEFAULT_REGION="us-east-1",
+           AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull)
+def run(*cmd):
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, (cmd, r.stdout, r.stderr)
+    return r.stdout
+url = run("aws", "--endpoint-url", ep, "s3", "presign", "s3://tools/a key", "--expires-in", "300").strip()
+assert "AWSAccessKeyId=" in url and "Signature=" in url, url
+assert urllib.request.urlopen(url).read() == b"from the sdk"
+def s3cmd_config(name, extra):
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        f.write("[default]\naccess_key = %s\nsecret_key = %s\nuse_https = False\n"
+                "signature_v2 = True\nbucket_location = us-east-1\n%s" % (ak, sk, extra))
+    return path
+configs = [s3cmd_config("path.cfg", "host_base = 127.0.0.1:%s\nhost_bucket = 127.0.0.1:%s\n" % (port, port)),
+           s3cmd_config("virtual.cfg", "host_base = %s:%s\nhost_bucket = %%(bucket)s.%s:%s\n"
+                        "proxy_host = 127.0.0.1\nproxy_port = %s\n" % (DOMAIN, port, DOMAIN, port, port))]
+src = os.path.join(tmp, "src")
+with open(src, "wb") as f:
+    f.write(b"from s3cmd")
+for i, cfg in enumerate(configs):
+    key = "s3cmd/obj %d" % i
+    run("s3cmd", "-c", cfg, "put", src, "s3://tools/" + key)
+    out = os.path.join(tmp, "out%d" % i)
+    run("s3cmd", "-c", cfg, "get", "s3://tools/" + key, out)
+    assert open(out, "rb").read() == b"from s3cmd"
+    assert "s3://tools/" + key in run("s3cmd", "-c", cfg, "ls", "s3://tools/s3cmd/")
+    signed = run("s3cmd", "-c", cfg, "signurl", "s3://tools/" + key, "+300").strip()
+    assert "Signature=" in signed, signed
+    if i == 0:
+        assert urllib.request.urlopen(signed).read() == b"from s3cmd"
+    run("s3cmd", "-c", cfg, "del", "s3://tools/" + key)
+# Another secret: a listing (a GET, whose error has a body) is refused.
+bad = s3cmd_config("bad.cfg", "host_base = 127.0.0.1:%s\nhost_bucket = 127.0.0.1:%s\n" % (port, port))
+with open(bad) as f:
+    text = f.read().replace("secret_key = " + sk, "secret_key = " + sk + "x")
+with open(bad, "w") as f:
+    f.write(text)
+r = subprocess.run(["s3cmd", "-c", bad, "ls", "s3://tools/"],
+                   env=env, capture_output=True, text=True, timeout=120)
+assert r.returncode != 0 and "SignatureDoesNotMatch" in r.stdout + r.stderr, (r.stdout, r.stderr)
+print("ok")
+"#;
+
+async fn aws_cli_v1_and_s3cmd_sign_with_sigv2(target: Target) {
+    let n = TestNode::start_with(
+        target,
+        Options {
+            domains: &[DOMAIN],
+            ..Options::default()
+        },
+    );
+    n.bucket("tools").await;
+    n.put("tools", "a key", "from the sdk").await;
+    python(with_prelude(TOOLS_SCRIPT), args(n.endpoint())).await;
+    let left = n
+        .client
+        .list_objects_v2()
+        .bucket("tools")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("list: {}", show(&e)));
+    let keys: Vec<&str> = left.contents().iter().filter_map(|o| o.key()).collect();
+    assert_eq!(keys, ["a key"]);
 }
 
 /// A SigV2-signed raw request: `Date` now, `extra` headers, signed for `virtual_bucket`.
