@@ -203,6 +203,8 @@ pub(crate) struct Request<'a> {
     pub verified: &'a VerifiedRequest,
     /// The request id (`x-amz-request-id`).
     pub id: &'a str,
+    /// Whether the Host named the bucket (virtual-hosted-style).
+    pub virtual_hosted: bool,
     /// The backend asked, for the access log.
     backend: &'a AtomicUsize,
 }
@@ -358,6 +360,7 @@ impl<A: S3Api> Front<A> {
             head,
             verified: &verified,
             id,
+            virtual_hosted: s3.virtual_hosted,
             backend,
         };
         let op = Op {

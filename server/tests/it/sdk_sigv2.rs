@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use aws_sdk_s3::Client;
 use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use aws_smithy_http_client::proxy::ProxyConfig;
 use aws_smithy_http_client::{Builder, Connector};
 use ferry_core::http::Header;
@@ -319,6 +320,50 @@ async fn sdk_virtual_hosted(target: Target) {
         .send()
         .await
         .unwrap_or_else(|e| panic!("copy: {}", show(&e)));
+    // Multipart, virtual-hosted: the node's Location is the URL the client used.
+    let up = c
+        .create_multipart_upload()
+        .bucket("vhost")
+        .key("mp key")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("create upload: {}", show(&e)));
+    let id = up.upload_id().expect("upload id");
+    let part = c
+        .upload_part()
+        .bucket("vhost")
+        .key("mp key")
+        .upload_id(id)
+        .part_number(1)
+        .body(ByteStream::from_static(b"one part"))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("upload part: {}", show(&e)));
+    let done = c
+        .complete_multipart_upload()
+        .bucket("vhost")
+        .key("mp key")
+        .upload_id(id)
+        .multipart_upload(
+            CompletedMultipartUpload::builder()
+                .parts(
+                    CompletedPart::builder()
+                        .part_number(1)
+                        .set_e_tag(part.e_tag().map(str::to_owned))
+                        .build(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("complete: {}", show(&e)));
+    if !n.target.proxy {
+        assert_eq!(
+            done.location(),
+            Some(format!("http://vhost.{DOMAIN}:{port}/mp%20key").as_str())
+        );
+    }
+    assert_eq!(n.get("vhost", "mp key").await, b"one part");
     // Host = the domain itself: no bucket in it, path-style.
     let buckets = c
         .list_buckets()
