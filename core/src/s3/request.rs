@@ -1443,6 +1443,20 @@ mod tests {
             AddressingConfig::path_style().bucket_from_host("b.example.com"),
             None
         );
+        // The Host header, or the authority of an absolute-form target, which wins.
+        assert_eq!(
+            c.virtual_bucket("/k", Some("b.example.com:9000")),
+            Some("b")
+        );
+        assert_eq!(c.virtual_bucket("/b/k", Some("example.com")), None);
+        assert_eq!(
+            c.virtual_bucket("http://a.example.com/k", Some("b.example.com")),
+            Some("a")
+        );
+        assert_eq!(
+            c.virtual_bucket("http://127.0.0.1:9/b/k", Some("b.example.com")),
+            None
+        );
         // A host that names an invalid bucket is an error, not path-style.
         let e = Endpoint::parse(
             "GET",

@@ -379,7 +379,8 @@ pub fn parse_presigned(raw_query: &str) -> S3Result<Option<PresignedV2<'_>>> {
         let Some(i) = NAMES.iter().position(|n| *n == name) else {
             continue;
         };
-        let value = decode(value, true)?;
+        // A base64 signature has no spaces: a `+` left unencoded (some tools do) is a `+`.
+        let value = decode(value, name != query::SIGNATURE)?;
         if let Some(slot) = found.get_mut(i)
             && slot.replace(value).is_some()
         {
@@ -813,6 +814,10 @@ mod tests {
         );
         let e = verify_request(&r, None, 1_175_139_000, &store).unwrap_err();
         assert_eq!(e.code, S3ErrorCode::SignatureDoesNotMatch);
+        // The signature's `+` unencoded.
+        let raw_plus = target.replace("%2B", "+");
+        let r = parts("GET", &raw_plus, &hs);
+        assert!(verify_request(&r, Some("johnsmith"), 1_175_139_000, &store).is_ok());
         let partial = parts("GET", "/k?AWSAccessKeyId=a&Signature=b", &hs);
         assert_eq!(
             verify_request(&partial, None, 0, &store).unwrap_err().code,
