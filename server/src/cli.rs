@@ -64,6 +64,9 @@ pub struct ClusterArgs {
     /// HTTPS for the S3 endpoint.
     #[command(flatten)]
     pub tls: TlsArgs,
+    /// SigV2 and virtual-hosted-style addressing (the proxy's; SigV2 on the nodes too).
+    #[command(flatten)]
+    pub auth: AuthArgs,
 }
 
 /// `--tls-cert` and `--tls-key`: serve HTTPS instead of HTTP.
@@ -611,6 +614,11 @@ pub fn run_cluster(args: ClusterArgs) -> io::Result<()> {
     cfg.nodes = args.nodes;
     cfg.runtime = args.runtime;
     cfg.tls = args.tls.files();
+    cfg.sigv2 = !args.auth.no_sigv2;
+    for d in &args.auth.domains {
+        check_domain(d)?;
+    }
+    cfg.domains.clone_from(&args.auth.domains);
     let scheme = scheme(cfg.tls.as_ref());
     let cluster = start_cluster(cfg)?;
     let endpoint = format!("{scheme}://{}", cluster.endpoint());
@@ -963,6 +971,9 @@ mod tests {
         };
         assert!(args.auth.no_sigv2);
         assert_eq!(args.auth.domains, ["s3.example.com", "s3.local"]);
+        let cli = Cli::try_parse_from(["ferry", "--domain", "s3.local", "--no-sigv2"]).unwrap();
+        assert!(cli.command.is_none() && cli.cluster.auth.no_sigv2);
+        assert_eq!(cli.cluster.auth.domains, ["s3.local"]);
         let keys = env(&[("FERRY_ACCESS_KEY", "fa"), ("FERRY_SECRET_KEY", "fs")]);
         let proxy = ["ferry", "proxy", "--backend", "a=http://127.0.0.1:9001"];
         let Some(Command::Proxy(args)) = Cli::try_parse_from(proxy).unwrap().command else {
