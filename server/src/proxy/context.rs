@@ -47,8 +47,8 @@ impl<R: Runtime> Cx<'_, R> {
     }
 
     /// Whether the client's request can go to a passthrough backend unchanged: SigV4 and
-    /// path-style, as a node accepts whatever its `--domain` and `--no-sigv2` say. Others are
-    /// re-signed with the client's own key, which passthrough backends share.
+    /// path-style, which a node accepts whatever its own `--domain`s and `--no-sigv2`. Others
+    /// are re-signed with the client's own key, which passthrough backends share.
     pub fn passes_through(&self) -> bool {
         self.virtual_bucket.is_none() && !self.verified.kind.is_sigv2()
     }
