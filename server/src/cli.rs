@@ -84,6 +84,9 @@ pub struct ClusterArgs {
     /// HTTPS for the S3 endpoint.
     #[command(flatten)]
     pub tls: TlsArgs,
+    /// SigV2 and virtual-hosted-style addressing (the proxy's; SigV2 on the nodes too).
+    #[command(flatten)]
+    pub auth: AuthArgs,
 }
 
 /// `--tls-cert` and `--tls-key`: serve HTTPS instead of HTTP.
@@ -168,7 +171,7 @@ pub struct ProxyArgs {
     /// A TOML file with the same settings (listen, admin_listen, region, runtime, threads,
     /// buffer_size, connect_timeout_ms, io_timeout_ms, health_interval_ms, backend_max_connections,
     /// max_connections, header_timeout_ms, idle_timeout_ms, body_timeout_ms, min_body_rate,
-    /// token_secret, users,
+    /// token_secret, users, sigv2 (true/false), domains (a list),
     /// tls_cert, tls_key, [[credentials]] access_key/secret_key, [[backend]] id/url/weight/access_key/secret_key/
     /// kind/auth/region); command-line options win.
     #[arg(long, value_name = "FILE")]
@@ -215,6 +218,41 @@ pub struct ProxyArgs {
     /// Limits on client connections.
     #[command(flatten)]
     pub limits: LimitArgs,
+    /// SigV2 and virtual-hosted-style addressing.
+    #[command(flatten)]
+    pub auth: AuthArgs,
+}
+
+/// `--no-sigv2` and `--domain`, for `ferry node` and `ferry proxy`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct AuthArgs {
+    /// Refuse SigV2 signatures (`Authorization: AWS ...`, `Signature=` presigned URLs) with
+    /// 403 AccessDenied; SigV4 only.
+    #[arg(long)]
+    pub no_sigv2: bool,
+    /// A base domain for virtual-hosted-style requests: `Host: BUCKET.NAME[:port]` addresses
+    /// BUCKET (a Host equal to NAME, or any other, is path-style). Repeatable.
+    #[arg(long = "domain", value_name = "NAME")]
+    pub domains: Vec<String>,
+}
+
+/// A `--domain` value: a host name, without port, scheme or path.
+fn check_domain(d: &str) -> io::Result<()> {
+    let ok = !d.is_empty()
+        && d.len() <= 253
+        && d.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("--domain {d:?}: expected a host name such as s3.example.com"),
+        ))
+    }
 }
 
 /// `ferry node` options.
@@ -279,6 +317,9 @@ pub struct NodeArgs {
     /// Limits on client connections.
     #[command(flatten)]
     pub limits: LimitArgs,
+    /// SigV2 and virtual-hosted-style addressing.
+    #[command(flatten)]
+    pub auth: AuthArgs,
 }
 
 /// Where the node's key came from.
@@ -449,6 +490,11 @@ pub fn run_node(args: NodeArgs) -> io::Result<()> {
     cfg.open_inline = !args.open_on_pool;
     cfg.tls = args.tls.files();
     args.limits.apply(&mut cfg.limits);
+    cfg.sigv2 = !args.auth.no_sigv2;
+    for d in &args.auth.domains {
+        check_domain(d)?;
+    }
+    cfg.domains.clone_from(&args.auth.domains);
     if let Some(a) = &args.admin_listen {
         cfg.admin_listen = admin_listen(a)?;
     }
@@ -531,6 +577,14 @@ pub fn proxy_config(
         cfg.users = users_of(args.users.as_deref())?;
     }
     args.limits.apply(&mut cfg.limits);
+    if args.auth.no_sigv2 {
+        cfg.sigv2 = false;
+    }
+    // Command-line domains add to the file's.
+    cfg.domains.extend(args.auth.domains.iter().cloned());
+    for d in &cfg.domains {
+        check_domain(d)?;
+    }
     // The environment's (or --credentials') key comes first; the file's keys are kept too.
     let has_env = |a: &str, s: &str| {
         env(a).is_some_and(|v| !v.is_empty()) && env(s).is_some_and(|v| !v.is_empty())
@@ -626,6 +680,11 @@ pub fn run_cluster(args: ClusterArgs) -> io::Result<()> {
     cfg.runtime = args.runtime;
     cfg.users = users_of(args.users.as_deref())?;
     cfg.tls = args.tls.files();
+    cfg.sigv2 = !args.auth.no_sigv2;
+    for d in &args.auth.domains {
+        check_domain(d)?;
+    }
+    cfg.domains.clone_from(&args.auth.domains);
     let scheme = scheme(cfg.tls.as_ref());
     let cluster = start_cluster(cfg)?;
     let endpoint = format!("{scheme}://{}", cluster.endpoint());
@@ -955,6 +1014,65 @@ mod tests {
             panic!("not a proxy command");
         };
         assert!(proxy_config(&args, &keys).is_err());
+    }
+
+    #[test]
+    fn sigv2_and_domains_on_both_commands_and_over_the_file() {
+        let node = ["ferry", "node", "--data", "d", "--listen", "127.0.0.1:0"];
+        let Some(Command::Node(args)) = Cli::try_parse_from(node).unwrap().command else {
+            panic!("not a node command");
+        };
+        assert_eq!((args.auth.no_sigv2, args.auth.domains.len()), (false, 0));
+        let flags = [
+            "--no-sigv2",
+            "--domain",
+            "s3.example.com",
+            "--domain",
+            "s3.local",
+        ];
+        let Some(Command::Node(args)) = Cli::try_parse_from(node.iter().chain(&flags))
+            .unwrap()
+            .command
+        else {
+            panic!("not a node command");
+        };
+        assert!(args.auth.no_sigv2);
+        assert_eq!(args.auth.domains, ["s3.example.com", "s3.local"]);
+        let cli = Cli::try_parse_from(["ferry", "--domain", "s3.local", "--no-sigv2"]).unwrap();
+        assert!(cli.command.is_none() && cli.cluster.auth.no_sigv2);
+        assert_eq!(cli.cluster.auth.domains, ["s3.local"]);
+        let keys = env(&[("FERRY_ACCESS_KEY", "fa"), ("FERRY_SECRET_KEY", "fs")]);
+        let proxy = ["ferry", "proxy", "--backend", "a=http://127.0.0.1:9001"];
+        let Some(Command::Proxy(args)) = Cli::try_parse_from(proxy).unwrap().command else {
+            panic!("not a proxy command");
+        };
+        let cfg = proxy_config(&args, &keys).unwrap();
+        assert!(cfg.sigv2 && cfg.domains.is_empty());
+        // The file's domains, and the command line's added; the file turns SigV2 off.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("proxy.toml");
+        fs::write(
+            &file,
+            "sigv2 = false\ndomains = [\"s3.example.com\"]\n\
+             [[backend]]\nid = \"a\"\nurl = \"http://127.0.0.1:9001\"\n",
+        )
+        .unwrap();
+        let path = file.to_str().unwrap();
+        let args = ["ferry", "proxy", "--config", path, "--domain", "s3.local"];
+        let Some(Command::Proxy(args)) = Cli::try_parse_from(args).unwrap().command else {
+            panic!("not a proxy command");
+        };
+        let cfg = proxy_config(&args, &keys).unwrap();
+        assert!(!cfg.sigv2);
+        assert_eq!(cfg.domains, ["s3.example.com", "s3.local"]);
+        // A domain with a port, a scheme or an empty label is refused.
+        for bad in ["s3.local:9000", "http://s3.local", "s3..local", ""] {
+            let args = proxy.iter().copied().chain(["--domain", bad]);
+            let Some(Command::Proxy(args)) = Cli::try_parse_from(args).unwrap().command else {
+                panic!("not a proxy command");
+            };
+            assert!(proxy_config(&args, &keys).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -40,6 +40,10 @@ pub struct ClusterConfig {
     /// Serve HTTPS on the proxy's S3 listener with this certificate and key (default: plain
     /// HTTP; the nodes behind it stay plain on loopback).
     pub tls: Option<TlsFiles>,
+    /// Accept SigV2 signatures, on the proxy and the nodes (default `true`).
+    pub sigv2: bool,
+    /// The proxy's virtual-hosted base domains (the nodes behind it are sent path-style).
+    pub domains: Vec<String>,
 }
 
 impl ClusterConfig {
@@ -63,6 +67,8 @@ impl ClusterConfig {
             min_part_size: None,
             region: "us-east-1".into(),
             tls: None,
+            sigv2: true,
+            domains: Vec::new(),
         }
     }
 }
@@ -139,6 +145,7 @@ pub fn start_cluster(cfg: ClusterConfig) -> io::Result<Cluster> {
         n.threads = cfg.threads;
         n.fsync = cfg.fsync;
         n.region.clone_from(&cfg.region);
+        n.sigv2 = cfg.sigv2;
         if let Some(m) = cfg.min_part_size {
             n.min_part_size = m;
         }
@@ -157,6 +164,8 @@ pub fn start_cluster(cfg: ClusterConfig) -> io::Result<Cluster> {
     p.threads = cfg.threads;
     p.region = cfg.region;
     p.tls = cfg.tls;
+    p.sigv2 = cfg.sigv2;
+    p.domains = cfg.domains;
     let proxy = start_proxy(p)?;
     Ok(Cluster {
         proxy: Some(proxy),

@@ -10,6 +10,7 @@ pub mod policy;
 pub mod query;
 pub mod range;
 pub mod request;
+pub mod sigv2;
 pub mod sigv4;
 pub mod tagging;
 pub mod uri;

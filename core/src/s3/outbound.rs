@@ -28,9 +28,9 @@ const AUTH_HEADERS: [&str; 6] = [
     "date",
 ];
 
-/// Presigned-URL parameters: dropped from the query when a request is signed anew with header
-/// auth.
-const PRESIGN_PARAMS: [&str; 8] = [
+/// Presigned-URL parameters (SigV4's, then SigV2's): dropped from the query when a request is
+/// signed anew with header auth.
+const PRESIGN_PARAMS: [&str; 11] = [
     query::X_AMZ_ALGORITHM,
     query::X_AMZ_CREDENTIAL,
     query::X_AMZ_DATE,
@@ -39,6 +39,9 @@ const PRESIGN_PARAMS: [&str; 8] = [
     query::X_AMZ_SIGNATURE,
     query::X_AMZ_SECURITY_TOKEN,
     query::X_AMZ_CONTENT_SHA256,
+    super::sigv2::query::ACCESS_KEY_ID,
+    super::sigv2::query::EXPIRES,
+    super::sigv2::query::SIGNATURE,
 ];
 
 /// Whether a client header is replaced when the request is signed anew.
@@ -204,6 +207,10 @@ mod tests {
             "partNumber=1&uploadId=u"
         );
         assert_eq!(strip_presign("X-Amz-Signature=1"), "");
+        assert_eq!(
+            strip_presign("AWSAccessKeyId=A&Expires=9&uploadId=u&Signature=a%2Bb%3D"),
+            "uploadId=u"
+        );
         // Encoded names are the same parameters to the verifier, so they go too.
         assert_eq!(
             strip_presign("X%2DAmz%2DSignature=00&uploadId=u&X-Amz-%44ate=x"),

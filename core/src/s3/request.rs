@@ -210,6 +210,13 @@ impl AddressingConfig {
             .max_by_key(|(len, _)| *len)
             .map(|(_, bucket)| bucket)
     }
+
+    /// The bucket a request names by its Host (or, in absolute-form, by the target's
+    /// authority), as [`Address::parse`] finds it: what SigV2 puts in front of the resource.
+    pub fn virtual_bucket<'a>(&self, target: &'a str, host: Option<&'a str>) -> Option<&'a str> {
+        let host = split_absolute_form(target).map_or(host, |(h, _)| Some(h));
+        host.and_then(|h| self.bucket_from_host(h))
+    }
 }
 
 fn strip_port(host: &str) -> &str {
@@ -1595,6 +1602,20 @@ mod tests {
         assert_eq!(c.bucket_from_host("127.0.0.1"), None);
         assert_eq!(
             AddressingConfig::path_style().bucket_from_host("b.example.com"),
+            None
+        );
+        // The Host header, or the authority of an absolute-form target, which wins.
+        assert_eq!(
+            c.virtual_bucket("/k", Some("b.example.com:9000")),
+            Some("b")
+        );
+        assert_eq!(c.virtual_bucket("/b/k", Some("example.com")), None);
+        assert_eq!(
+            c.virtual_bucket("http://a.example.com/k", Some("b.example.com")),
+            Some("a")
+        );
+        assert_eq!(
+            c.virtual_bucket("http://127.0.0.1:9/b/k", Some("b.example.com")),
             None
         );
         // A host that names an invalid bucket is an error, not path-style.

@@ -30,6 +30,7 @@ use ferry_core::http::server::{BodyReader, Handler, ResponseWriter, ServerHandle
 use ferry_core::http::{HttpError, find_header_str};
 use ferry_core::rt::{Stream, system_unix_time};
 use ferry_core::s3::request::{Address, AddressingConfig, Endpoint, S3Request};
+use ferry_core::s3::sigv2::{self, Scheme};
 use ferry_core::s3::sigv4::{
     MemoryCredentials, RequestParts, SharedSigningKeyCache, VerifiedRequest, verify_request,
 };
@@ -103,13 +104,14 @@ pub(crate) trait S3Api: Send + Sync + 'static {
     }
 }
 
-/// Who may sign requests, and where: the keys, the signing-key cache, the region and the
-/// addressing style.
+/// Who may sign requests, and where: the keys, the signing-key cache, the region, whether
+/// SigV2 is accepted and the addressing style.
 #[derive(Debug)]
 pub(crate) struct Auth {
     credentials: MemoryCredentials,
     keys: SharedSigningKeyCache,
     region: String,
+    sigv2: bool,
     addressing: AddressingConfig,
 }
 
@@ -120,12 +122,26 @@ impl Auth {
             credentials,
             keys: SharedSigningKeyCache::new(KEY_CACHE),
             region: region.to_owned(),
+            sigv2: true,
             addressing: AddressingConfig::path_style(),
         }
     }
 
-    /// Check the request's signature; a request without any is anonymous (what it may do is
-    /// the server's to decide: a node evaluates its buckets' policies and ACLs).
+    /// Accept SigV2 (`Authorization: AWS ...`, `Signature=` URLs) or not (`--no-sigv2`).
+    pub(crate) fn with_sigv2(mut self, on: bool) -> Self {
+        self.sigv2 = on;
+        self
+    }
+
+    /// Virtual-hosted-style under `domains` (`--domain`): `Host: BUCKET.DOMAIN` names BUCKET.
+    pub(crate) fn with_domains(mut self, domains: &[String]) -> Self {
+        self.addressing = AddressingConfig::with_base_domains(domains.iter().cloned());
+        self
+    }
+
+    /// Check the request's signature (SigV4, or SigV2 unless turned off); a request without
+    /// any is anonymous (what it may do is the server's to decide: a node evaluates its
+    /// buckets' policies and ACLs).
     fn authenticate(&self, req: &RequestHead<'_, '_>, now: i64) -> S3Result<VerifiedRequest> {
         let origin = origin_form(req.target);
         let (path, query) = origin.split_once('?').unwrap_or((origin, ""));
@@ -135,6 +151,18 @@ impl Auth {
             query,
             headers: req.headers,
         };
+        if sigv2::scheme(&parts) == Scheme::V2 {
+            if !self.sigv2 {
+                return Err(S3Error::with_message(
+                    S3ErrorCode::AccessDenied,
+                    "Signature Version 2 is turned off on this server (--no-sigv2); sign with \
+                     AWS4-HMAC-SHA256",
+                ));
+            }
+            let host = find_header_str(req.headers, "host");
+            let bucket = self.addressing.virtual_bucket(req.target, host);
+            return sigv2::verify_request(&parts, bucket, now, &self.credentials);
+        }
         let mut keys = &self.keys;
         let verified = verify_request(
             &parts,
@@ -190,6 +218,8 @@ pub(crate) struct Request<'a> {
     pub verified: &'a VerifiedRequest,
     /// The request id (`x-amz-request-id`).
     pub id: &'a str,
+    /// Whether the Host named the bucket (virtual-hosted-style).
+    pub virtual_hosted: bool,
     /// The backend asked, for the access log.
     backend: &'a AtomicUsize,
 }
@@ -365,6 +395,7 @@ impl<A: S3Api> Front<A> {
             head,
             verified: &verified,
             id,
+            virtual_hosted: s3.virtual_hosted,
             backend,
         };
         let op = Op {

@@ -273,14 +273,17 @@ fn context<'a, R: Runtime>(
         }
         None => c.push(("aws:PrincipalType", Cow::Borrowed("Anonymous"))),
     }
-    let auth_type = match cx.req.verified.kind {
-        AuthKind::Header => "REST-HEADER",
-        AuthKind::Presigned { .. } => "REST-QUERY-STRING",
-        AuthKind::Anonymous => "",
+    // (s3:authType, s3:signatureversion), as AWS names them.
+    let auth = match cx.req.verified.kind {
+        AuthKind::Header => Some(("REST-HEADER", "AWS4-HMAC-SHA256")),
+        AuthKind::Presigned { .. } => Some(("REST-QUERY-STRING", "AWS4-HMAC-SHA256")),
+        AuthKind::HeaderV2 => Some(("REST-HEADER", "AWS")),
+        AuthKind::PresignedV2 { .. } => Some(("REST-QUERY-STRING", "AWS")),
+        AuthKind::Anonymous => None,
     };
-    if !auth_type.is_empty() {
+    if let Some((auth_type, version)) = auth {
         c.push(("s3:authType", Cow::Borrowed(auth_type)));
-        c.push(("s3:signatureversion", Cow::Borrowed("AWS4-HMAC-SHA256")));
+        c.push(("s3:signatureversion", Cow::Borrowed(version)));
     }
     for (key, header) in [
         ("aws:UserAgent", "user-agent"),

@@ -91,6 +91,11 @@ pub struct NodeConfig {
     pub admin_listen: Option<SocketAddr>,
     /// Limits on client connections (count, head, body and idle timeouts).
     pub limits: ConnLimits,
+    /// Accept SigV2 signatures (default `true`; `--no-sigv2` turns it off).
+    pub sigv2: bool,
+    /// Base domains of virtual-hosted-style requests (`--domain`): `Host: BUCKET.DOMAIN`
+    /// names BUCKET; none by default (path-style only).
+    pub domains: Vec<String>,
 }
 
 /// Descriptors a node's connection may hold: its socket, and a data file while a request reads
@@ -123,6 +128,8 @@ impl NodeConfig {
             tls: None,
             admin_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
             limits: ConnLimits::default(),
+            sigv2: true,
+            domains: Vec::new(),
         }
     }
 }
@@ -176,7 +183,9 @@ impl Server for Node {
         let primary = User::primary(&cfg.access_key, &cfg.secret_key);
         let users = Users::new(primary, &cfg.users)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        let auth = Auth::new(users.credentials(), &cfg.region);
+        let auth = Auth::new(users.credentials(), &cfg.region)
+            .with_sigv2(cfg.sigv2)
+            .with_domains(&cfg.domains);
         Ok((NodeApi::new(rt.clone(), self.store, &cfg, users), auth))
     }
 }

@@ -159,12 +159,17 @@ pub(crate) async fn complete<R: Runtime, S: Stream>(
     let put = cx
         .unblock(move |store| store.complete_multipart_upload(&b, &k, &u, &parts, conditions))
         .await?;
-    let location = format!(
-        "http://{}/{}/{}",
-        cx.req.host(),
-        uri::encode(bucket),
-        uri::encode_path(key)
-    );
+    // The object's URL as the client addressed it: `BUCKET.DOMAIN/key` or `HOST/BUCKET/key`.
+    let location = if cx.req.virtual_hosted {
+        format!("http://{}/{}", cx.req.host(), uri::encode_path(key))
+    } else {
+        format!(
+            "http://{}/{}/{}",
+            cx.req.host(),
+            uri::encode(bucket),
+            uri::encode_path(key)
+        )
+    };
     let doc = CompleteMultipartUploadResult {
         location: Cow::Owned(location),
         bucket: Cow::Borrowed(bucket),

@@ -248,6 +248,11 @@ pub struct ProxyConfig {
     pub tls: Option<TlsFiles>,
     /// Limits on client connections (count, head, body and idle timeouts).
     pub limits: ConnLimits,
+    /// Accept SigV2 client signatures (default `true`; `--no-sigv2` turns it off).
+    pub sigv2: bool,
+    /// Base domains of virtual-hosted-style requests (`--domain`): `Host: BUCKET.DOMAIN`
+    /// names BUCKET; none by default (path-style only).
+    pub domains: Vec<String>,
 }
 
 impl ProxyConfig {
@@ -275,6 +280,8 @@ impl ProxyConfig {
             token_secret: None,
             tls: None,
             limits: ConnLimits::default(),
+            sigv2: true,
+            domains: Vec::new(),
         }
     }
 
@@ -339,6 +346,10 @@ impl ProxyConfig {
             cfg.limits.min_body_rate = rate;
         }
         cfg.token_secret = f.token_secret.map(String::into_bytes);
+        if let Some(on) = f.sigv2 {
+            cfg.sigv2 = on;
+        }
+        cfg.domains = f.domains;
         cfg.tls = TlsFiles::pair(f.tls_cert, f.tls_key, "tls_cert and tls_key")?;
         if let Some(path) = &f.users {
             cfg.users = crate::users::load_users(path).map_err(|e| e.to_string())?;
@@ -412,6 +423,9 @@ struct FileConfig {
     min_body_rate: Option<u64>,
     token_secret: Option<String>,
     users: Option<PathBuf>,
+    sigv2: Option<bool>,
+    #[serde(default)]
+    domains: Vec<String>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
     #[serde(default)]

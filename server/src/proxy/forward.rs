@@ -4,8 +4,11 @@
 //! Authentication towards the backend:
 //! - *passthrough*: the client's request goes out unchanged (its `Host`, signature, body
 //!   framing), for backends that share the proxy's keys and accept any `Host` (Ferry nodes,
-//!   path-style). The proxy still checks every signature itself first.
-//! - *re-sign*: the proxy signs a new request with the backend's key. Plain bodies keep their
+//!   path-style). The proxy still checks every signature itself first. SigV2 and
+//!   virtual-hosted requests are re-signed instead (below, with the client's own key, which
+//!   such backends share): the backend then needs neither SigV2 nor the proxy's `--domain`s.
+//! - *re-sign*: the proxy signs a new SigV4, path-style request with the backend's key (a
+//!   virtual-hosted client request gets `/bucket` in front of its path). Plain bodies keep their
 //!   payload hash (the client's hex SHA-256, or `UNSIGNED-PAYLOAD`). aws-chunked bodies are
 //!   decoded (every chunk and trailer signature checked here) and sent on as
 //!   `STREAMING-UNSIGNED-PAYLOAD-TRAILER` re-framed into fixed-size chunks when the client sent
@@ -136,7 +139,7 @@ fn prepare<'a, R: Runtime, S: Stream>(
     };
     let origin = origin_form(req.target);
     let (path, raw_query) = origin.split_once('?').unwrap_or((origin, ""));
-    if b.passthrough {
+    if b.passthrough && cx.passes_through() {
         let pump = match verifier {
             None => Pump::Empty,
             Some(v) if v.is_transparent() => Pump::Relay,
@@ -204,6 +207,7 @@ fn prepare<'a, R: Runtime, S: Stream>(
             (pump, client_kind, hash, false)
         }
     };
+    let path = cx.backend_path(path);
     let mut request = OutboundRequest::new(req.method, path, strip_presign(raw_query));
     for h in req.headers {
         if is_hop_by_hop(h.name) || is_auth_header(h.name) || Caller::is_own_header(h.name) {

@@ -46,6 +46,7 @@ impl<R: Runtime> S3Api for ProxyApi<R> {
                 ip: res.peer().map(|a| a.ip()),
                 secure: res.is_secure(),
             },
+            virtual_bucket: s3.virtual_hosted.then(|| s3.bucket_str()),
         };
         dispatch(&cx, s3, body, res).await
     }

@@ -268,7 +268,9 @@ impl Server for ProxyServer {
             stop.clone(),
             cfg.health_interval,
         )));
-        let auth = Auth::new(proxy.credentials.clone(), &cfg.region);
+        let auth = Auth::new(proxy.credentials.clone(), &cfg.region)
+            .with_sigv2(cfg.sigv2)
+            .with_domains(&cfg.domains);
         Ok((ProxyApi::new(proxy), auth))
     }
 }

@@ -35,6 +35,7 @@ mod sdk_multipart;
 mod sdk_objects;
 mod sdk_policy;
 mod sdk_presign;
+mod sdk_sigv2;
 mod sdk_tagging;
 mod sdk_unsupported;
 mod sdk_users;

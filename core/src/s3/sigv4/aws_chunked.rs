@@ -201,7 +201,12 @@ impl AwsChunkedDecoder {
                     })?,
             ),
         };
-        Self::new(mode, len, trailer, verified.map(|v| &v.signing))
+        Self::new(
+            mode,
+            len,
+            trailer,
+            verified.and_then(|v| v.signing.as_ref()),
+        )
     }
 
     /// The framing being decoded.
@@ -856,7 +861,7 @@ mod tests {
         }
 
         // The encoder writes the documented body byte for byte.
-        let mut enc = AwsChunkedEncoder::signed(&verified.signing, None);
+        let mut enc = AwsChunkedEncoder::signed(verified.signing.as_ref().expect("SigV4"), None);
         assert_eq!(enc.mode().as_str(), "STREAMING-AWS4-HMAC-SHA256-PAYLOAD");
         let mut out = Vec::new();
         enc.encode_chunk(&[b'a'; 65_536], &mut out);
@@ -961,7 +966,10 @@ mod tests {
             }
         }
 
-        let mut enc = AwsChunkedEncoder::signed(&verified.signing, Some(ChecksumAlgorithm::Crc32c));
+        let mut enc = AwsChunkedEncoder::signed(
+            verified.signing.as_ref().expect("SigV4"),
+            Some(ChecksumAlgorithm::Crc32c),
+        );
         assert_eq!(enc.mode(), StreamingMode::SignedTrailer);
         let mut out = Vec::new();
         let data = [b'a'; 65_536];

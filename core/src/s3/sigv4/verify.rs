@@ -86,6 +86,20 @@ pub enum AuthKind {
     },
     /// No signature at all: an anonymous request (see [`VerifiedRequest::anonymous`]).
     Anonymous,
+    /// SigV2 `Authorization: AWS ...` header (`s3::sigv2`).
+    HeaderV2,
+    /// SigV2 presigned URL (`AWSAccessKeyId`, `Expires`, `Signature`), valid until `expires_at`.
+    PresignedV2 {
+        /// When the URL stops being valid.
+        expires_at: i64,
+    },
+}
+
+impl AuthKind {
+    /// Whether the request was signed with SigV2.
+    pub fn is_sigv2(self) -> bool {
+        matches!(self, Self::HeaderV2 | Self::PresignedV2 { .. })
+    }
 }
 
 /// A request whose signature checked out.
@@ -97,8 +111,9 @@ pub struct VerifiedRequest {
     pub kind: AuthKind,
     /// What `x-amz-content-sha256` promised about the body (still to be checked by the body reader).
     pub payload: PayloadHash,
-    /// Key, scope, time and seed signature, for aws-chunked chunk signatures.
-    pub signing: SigningContext,
+    /// Key, scope, time and seed signature, for aws-chunked chunk signatures; `None` for
+    /// SigV2, which has none.
+    pub signing: Option<SigningContext>,
 }
 
 impl VerifiedRequest {
@@ -123,16 +138,7 @@ impl VerifiedRequest {
             access_key_id: String::new(),
             kind: AuthKind::Anonymous,
             payload,
-            signing: SigningContext {
-                key: SigningKey([0; 32]),
-                scope: CredentialScope {
-                    date: String::new(),
-                    region: String::new(),
-                    service: String::new(),
-                },
-                time: DateTime::from_unix(0),
-                seed_signature: Signature([0; 32]),
-            },
+            signing: None,
         })
     }
 
@@ -569,12 +575,12 @@ pub fn verify_header_auth(
         access_key_id: auth.access_key_id.into(),
         kind: AuthKind::Header,
         payload,
-        signing: SigningContext {
+        signing: Some(SigningContext {
             key,
             scope,
             time,
             seed_signature: computed,
-        },
+        }),
     })
 }
 
@@ -714,12 +720,12 @@ pub fn verify_presigned(
         access_key_id: c.access_key_id.into(),
         kind: AuthKind::Presigned { expires_at },
         payload,
-        signing: SigningContext {
+        signing: Some(SigningContext {
             key,
             scope,
             time: params.time,
             seed_signature: computed,
-        },
+        }),
     })
 }
 
@@ -867,7 +873,9 @@ mod tests {
                 };
                 let got = verify_request(&req, now, Some(&region), &store, &mut NoKeyCache);
                 match got {
-                    Ok(Some(v)) => assert!(ok && v.signing.scope.region == region),
+                    Ok(Some(v)) => {
+                        assert!(ok && v.signing.is_some_and(|s| s.scope.region == region))
+                    }
                     Err(e) => assert!(!ok && e.code == S3ErrorCode::SignatureDoesNotMatch),
                     Ok(None) => panic!("signed request seen as anonymous"),
                 }

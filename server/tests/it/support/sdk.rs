@@ -87,6 +87,10 @@ pub struct Options {
     pub region: &'static str,
     /// Users besides the test key's (the proxy and every node know them).
     pub users: &'static [TestUser],
+    /// Accept SigV2 (node and proxy).
+    pub sigv2: bool,
+    /// Virtual-hosted base domains (the node's, or the proxy's).
+    pub domains: &'static [&'static str],
 }
 
 impl Default for Options {
@@ -96,6 +100,8 @@ impl Default for Options {
             fsync: false,
             region: REGION,
             users: &[],
+            sigv2: true,
+            domains: &[],
         }
     }
 }
@@ -120,6 +126,8 @@ impl Server {
             cfg.min_part_size = Some(options.min_part_size);
             cfg.region = options.region.to_owned();
             cfg.users = options.users.iter().map(TestUser::user).collect();
+            cfg.sigv2 = options.sigv2;
+            cfg.domains = options.domains.iter().map(|d| (*d).to_owned()).collect();
             return Self::Cluster(start_cluster(cfg).expect("start cluster"));
         }
         let mut cfg = node_config(dir, target.runtime);
@@ -127,6 +135,8 @@ impl Server {
         cfg.fsync = options.fsync;
         cfg.region = options.region.to_owned();
         cfg.users = options.users.iter().map(TestUser::user).collect();
+        cfg.sigv2 = options.sigv2;
+        cfg.domains = options.domains.iter().map(|d| (*d).to_owned()).collect();
         // Many tests run at once on few cores: two workers each is plenty.
         cfg.threads = 2;
         Self::Node(start_node(cfg).expect("start node"))
