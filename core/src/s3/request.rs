@@ -135,11 +135,19 @@ fn unsupported_header(name: &str, value: &[u8]) -> Option<S3Error> {
     None
 }
 
-/// ACL headers on an operation that does not take them: objects have no ACLs of their own, so
-/// only the canned ACLs that grant nothing more than the owner has pass (as on an AWS bucket
-/// with ACLs disabled). CreateBucket and PutBucketAcl take them.
+/// ACL headers on an operation that does not take them: only the canned ACLs that grant
+/// nothing more than the owner has pass (as when ACLs are disabled on AWS). The operations that
+/// create a bucket or an object, and those that set an ACL, take them.
 fn unsupported_acl_header(endpoint: &Endpoint<'_>, name: &str, value: &[u8]) -> Option<S3Error> {
-    if matches!(endpoint, Endpoint::CreateBucket | Endpoint::PutBucketAcl) {
+    if matches!(
+        endpoint,
+        Endpoint::CreateBucket
+            | Endpoint::PutBucketAcl
+            | Endpoint::PutObject { .. }
+            | Endpoint::CopyObject { .. }
+            | Endpoint::CreateMultipartUpload
+            | Endpoint::PutObjectAcl
+    ) {
         return None;
     }
     let value = value.trim_ascii();
@@ -544,6 +552,10 @@ pub enum Endpoint<'a> {
     DeleteObject,
     /// `GET /bucket/key?tagging`.
     GetObjectTagging,
+    /// `GET /bucket/key?acl`.
+    GetObjectAcl,
+    /// `PUT /bucket/key?acl` (an `AccessControlPolicy` body, or `x-amz-acl` / `x-amz-grant-*`).
+    PutObjectAcl,
     /// `PUT /bucket/key?tagging` (body: `<Tagging>`).
     PutObjectTagging,
     /// `DELETE /bucket/key?tagging`.
@@ -833,11 +845,19 @@ impl<'a> Endpoint<'a> {
         {
             return Err(not_implemented("This object operation is not implemented"));
         }
-        if q.has("acl") {
-            return Err(not_implemented("Object ACLs are not implemented"));
-        }
         let upload_id = q.get_cow("uploadId");
         let uploads = q.has("uploads");
+        if q.has("acl") {
+            if upload_id.is_some() || uploads || q.has("tagging") || q.has("partNumber") {
+                return Err(not_implemented("Conflicting subresources"));
+            }
+            check_version_id(q.get("versionId"))?;
+            return Ok(match method {
+                "GET" => Self::GetObjectAcl,
+                "PUT" => Self::PutObjectAcl,
+                _ => return Err(not_implemented("This object operation is not implemented")),
+            });
+        }
         if q.has("tagging") {
             return Self::object_tagging(method, q, upload_id.is_some() || uploads);
         }
@@ -990,6 +1010,8 @@ impl<'a> Endpoint<'a> {
             Self::CopyObject { .. } => "CopyObject",
             Self::DeleteObject => "DeleteObject",
             Self::GetObjectTagging => "GetObjectTagging",
+            Self::GetObjectAcl => "GetObjectAcl",
+            Self::PutObjectAcl => "PutObjectAcl",
             Self::PutObjectTagging => "PutObjectTagging",
             Self::DeleteObjectTagging => "DeleteObjectTagging",
             Self::CreateMultipartUpload => "CreateMultipartUpload",
@@ -1269,7 +1291,7 @@ mod tests {
             ("PUT", "/bucket?ownershipControls", &[]),
             ("GET", "/bucket/key?cors", &[]),
             ("POST", "/bucket?cors", &[]),
-            ("GET", "/bucket/key?acl", &[]),
+            ("POST", "/bucket/key?acl", &[]),
             ("PUT", "/bucket/key?policy", &[]),
             ("POST", "/bucket/key?tagging", &[]),
             ("HEAD", "/bucket?tagging", &[]),
@@ -1434,25 +1456,22 @@ mod tests {
             assert_eq!(e.code, S3ErrorCode::NotImplemented, "{extra:?}");
         }
         let acl: [(&str, &str, Extra<'_>); 5] = [
-            ("PUT", "/bkt/k", &[("x-amz-acl", "public-read")]),
             (
                 "PUT",
                 "/bkt/k?partNumber=1&uploadId=u",
                 &[("x-amz-acl", "public-read-write")],
             ),
-            ("PUT", "/bkt/k", &[("x-amz-grant-read", "id=1")]),
+            ("POST", "/bkt/k?uploadId=u", &[("x-amz-grant-read", "id=1")]),
+            ("DELETE", "/bkt/k", &[("x-amz-acl", "public-read")]),
             (
-                "POST",
-                "/bkt/k?uploads",
+                "PUT",
+                "/bkt/k?tagging",
                 &[("x-amz-grant-full-control", "id=1")],
             ),
             (
-                "PUT",
-                "/bkt/k",
-                &[
-                    ("x-amz-copy-source", "bkt/s"),
-                    ("x-amz-acl", "authenticated-read"),
-                ],
+                "POST",
+                "/bkt?delete",
+                &[("x-amz-acl", "authenticated-read")],
             ),
         ];
         for (method, target, extra) in acl {

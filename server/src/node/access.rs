@@ -66,6 +66,8 @@ fn action(endpoint: &Endpoint<'_>) -> Option<(&'static str, bool)> {
         Endpoint::DeleteBucketPolicy => ("s3:DeleteBucketPolicy", false),
         Endpoint::GetBucketPolicyStatus => ("s3:GetBucketPolicyStatus", false),
         Endpoint::GetBucketAcl => ("s3:GetBucketAcl", false),
+        Endpoint::GetObjectAcl => ("s3:GetObjectAcl", true),
+        Endpoint::PutObjectAcl => ("s3:PutObjectAcl", true),
         Endpoint::GetBucketCors => ("s3:GetBucketCORS", false),
         Endpoint::GetBucketTagging => ("s3:GetBucketTagging", false),
         Endpoint::PutBucketTagging | Endpoint::DeleteBucketTagging => {
@@ -228,10 +230,27 @@ fn decide<R: Runtime>(
         None => Decision::Default,
     };
     let granted = || -> S3Result<bool> {
-        let Some(want) = acl_permission(action) else {
+        if let Some(want) = acl_permission(action) {
+            let acl = super::acl::bucket_acl(cx, &settings)?;
+            return Ok(acl.allows(cx.caller_id(), want));
+        }
+        // What an object's own ACL grants: read it, read or replace its ACL.
+        let want = match action {
+            "s3:GetObject" => Permission::Read,
+            "s3:GetObjectAcl" => Permission::ReadAcp,
+            "s3:PutObjectAcl" => Permission::WriteAcp,
+            _ => return Ok(false),
+        };
+        let Some(key) = resource.strip_prefix(&format!("arn:aws:s3:::{bucket}/")) else {
             return Ok(false);
         };
-        let acl = super::acl::bucket_acl(cx, &settings)?;
+        let info = match cx.node.store.head_object(bucket, key) {
+            Ok(info) => info,
+            // Nothing to grant on: refused as any other (no hint that the key is absent).
+            Err(e) if e.code == S3ErrorCode::NoSuchKey => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        let acl = super::acl::object_acl(cx, &settings, info.meta.acl.as_deref())?;
         Ok(acl.allows(cx.caller_id(), want))
     };
     match decision {

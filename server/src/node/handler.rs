@@ -45,6 +45,8 @@ impl<R: Runtime> S3Api for NodeApi<R> {
             Endpoint::DeleteBucketPolicy => policy::delete(cx, res, bucket).await,
             Endpoint::GetBucketPolicyStatus => policy::status(cx, res, bucket).await,
             Endpoint::GetBucketAcl => acl::get_bucket(cx, res, bucket).await,
+            Endpoint::GetObjectAcl => acl::get_object(cx, res, bucket, key).await,
+            Endpoint::PutObjectAcl => acl::put_object(cx, body, res, bucket, key).await,
             Endpoint::PutBucketAcl => acl::put_bucket(cx, body, res, bucket).await,
             Endpoint::GetBucketCors => buckets::get_cors(cx, res, bucket).await,
             Endpoint::PutBucketCors { content_md5 } => {

@@ -41,6 +41,8 @@ pub(crate) fn object_meta(headers: &[Header<'_>]) -> S3Result<ObjectMeta> {
             .collect(),
         checksums: Vec::new(),
         tags: object_tags(headers)?,
+        // Set by the operation, which knows the bucket's owner (`node::acl::request_object_acl`).
+        acl: None,
     })
 }
 

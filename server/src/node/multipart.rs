@@ -36,7 +36,8 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     bucket: &str,
     key: &str,
 ) -> S3Result<()> {
-    let meta = object_meta(cx.headers)?;
+    let mut meta = object_meta(cx.headers)?;
+    meta.acl = super::acl::request_object_acl(cx, bucket)?;
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let upload_id = cx
         .unblock(move |store| store.create_multipart_upload(&b, &k, meta))

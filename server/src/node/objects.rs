@@ -426,6 +426,7 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
         .req
         .body_verifier(body, Checks::All, BodyLimit::object())?;
     let mut meta = object_meta(cx.headers)?;
+    meta.acl = super::acl::request_object_acl(cx, bucket)?;
     let conditions = write_conditions(cx.headers)?;
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let writer = cx.unblock(move |store| store.object_writer(&b, &k)).await?;
@@ -475,6 +476,7 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
         TaggingDirective::Replace => Some(object_tags(cx.headers)?),
     };
     let conditions = write_conditions(cx.headers)?;
+    let acl = super::acl::request_object_acl(cx, bucket)?;
     let source_conditions = OwnedConditions::new(source_conditions);
     let (sb, sk) = (source.bucket.to_string(), source.key.to_string());
     let (b, k) = (bucket.to_owned(), key.to_owned());
@@ -485,7 +487,7 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
                 key: &sk,
                 range: None,
             };
-            store.copy_object_tagged(src, &b, &k, directive, tags, conditions, |info| {
+            store.copy_object_tagged(src, &b, &k, directive, tags, acl, conditions, |info| {
                 source_conditions.check_copy_source(info)
             })
         })

@@ -229,6 +229,16 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
                 put.header(name, v.as_bytes().to_vec());
             }
         }
+        // The copy's ACL is its request's (never its source's).
+        let acl = client_headers.iter().filter(|h| {
+            h.name.eq_ignore_ascii_case("x-amz-acl")
+                || h.name
+                    .get(..12)
+                    .is_some_and(|p| p.eq_ignore_ascii_case("x-amz-grant-"))
+        });
+        for h in acl {
+            put.header(h.name.to_owned(), h.value.to_vec());
+        }
     }
     for (n, v) in cx.caller().headers() {
         put.header(n, v.into_bytes());

@@ -126,7 +126,9 @@ fn route(endpoint: &Endpoint<'_>) -> Route {
         | Endpoint::UploadPart { .. }
         | Endpoint::CompleteMultipartUpload { .. }
         | Endpoint::AbortMultipartUpload { .. }
-        | Endpoint::ListParts { .. } => Route::Key,
+        | Endpoint::ListParts { .. }
+        | Endpoint::GetObjectAcl
+        | Endpoint::PutObjectAcl => Route::Key,
     }
 }
 

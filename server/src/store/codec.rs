@@ -27,10 +27,14 @@ pub(crate) enum Extension {
     /// An object's (or a multipart upload's) tags, in the order given; never empty (no tags,
     /// no entry).
     Tags(Vec<(String, String)>),
+    /// An object's (or a multipart upload's) ACL document.
+    Acl(Vec<u8>),
 }
 
 /// The stored kind of [`Extension::Tags`].
 const EXT_TAGS: u32 = 1;
+/// The stored kind of [`Extension::Acl`].
+const EXT_ACL: u32 = 2;
 
 /// An extension as stored: its kind, and its value in postcard.
 #[derive(Serialize, Deserialize)]
@@ -44,12 +48,14 @@ impl Extension {
     fn kind(&self) -> u32 {
         match self {
             Extension::Tags(_) => EXT_TAGS,
+            Extension::Acl(_) => EXT_ACL,
         }
     }
 
     fn body(&self) -> Result<Vec<u8>, postcard::Error> {
         match self {
             Extension::Tags(tags) => postcard::to_allocvec(tags),
+            Extension::Acl(doc) => postcard::to_allocvec(doc),
         }
     }
 
@@ -57,6 +63,7 @@ impl Extension {
     fn from_entry(entry: &ExtensionEntry<'_>) -> Result<Option<Self>, postcard::Error> {
         Ok(match entry.kind {
             EXT_TAGS => Some(Extension::Tags(postcard::from_bytes(entry.body)?)),
+            EXT_ACL => Some(Extension::Acl(postcard::from_bytes(entry.body)?)),
             _ => None,
         })
     }
@@ -165,16 +172,20 @@ impl Record for ObjectRecord {
 }
 
 fn tags_extension(meta: &ObjectMeta) -> Vec<Extension> {
-    if meta.tags.is_empty() {
-        Vec::new()
-    } else {
-        vec![Extension::Tags(meta.tags.clone())]
+    let mut out = Vec::new();
+    if !meta.tags.is_empty() {
+        out.push(Extension::Tags(meta.tags.clone()));
     }
+    if let Some(acl) = &meta.acl {
+        out.push(Extension::Acl(acl.clone()));
+    }
+    out
 }
 
 fn apply_to_meta(meta: &mut ObjectMeta, ext: Extension) {
     match ext {
         Extension::Tags(tags) => meta.tags = tags,
+        Extension::Acl(doc) => meta.acl = Some(doc),
     }
 }
 

@@ -474,18 +474,24 @@ impl Store {
     /// or modification time: a metadata-only commit in the next group commit. `NoSuchBucket`,
     /// `NoSuchKey`, or `OperationAborted` while a fence holds the bucket. The caller checks the
     /// tags (`ferry_core::s3::tagging::check`).
-    pub fn put_object_tagging(
+    /// Replace the ACL of `bucket`/`key` (a document the caller checked) without touching its
+    /// data, ETag or modification time, as [`Store::put_object_tagging`] does its tags.
+    pub fn put_object_acl(&self, bucket: &str, key: &str, acl: Vec<u8>) -> S3Result<()> {
+        self.update_object_meta(bucket, key, move |meta| meta.acl = Some(acl.clone()))
+    }
+
+    /// [`Store::put_object_tagging`] and [`Store::put_object_acl`]: change the record's
+    /// metadata with `change` in a metadata-only commit.
+    fn update_object_meta(
         &self,
         bucket: &str,
         key: &str,
-        tags: Vec<(String, String)>,
+        change: impl Fn(&mut ObjectMeta) + Send + 'static,
     ) -> S3Result<()> {
         check_bucket_name(bucket)?;
         check_key(key)?;
         let k = object_key(bucket, key)?;
         let bucket = bucket.to_owned();
-        // Judged against the record current in the group's transaction, so a PUT committed
-        // just before is the object tagged, and one just after replaces it whole.
         self.update_grouped(None, move |txn| {
             let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
             if !bucket_exists(&buckets, &bucket)? {
@@ -497,13 +503,24 @@ impl Store {
                 Some(v) => codec::decode::<ObjectRecord>(v.value())?,
                 None => return Err(S3Error::new(S3ErrorCode::NoSuchKey)),
             };
-            rec.meta.tags.clone_from(&tags);
+            change(&mut rec.meta);
             let bytes = codec::encode(&rec)?;
             objects
                 .insert(k.as_slice(), bytes.as_slice())
                 .map_err(db_err)?;
             Ok(())
         })
+    }
+
+    pub fn put_object_tagging(
+        &self,
+        bucket: &str,
+        key: &str,
+        tags: Vec<(String, String)>,
+    ) -> S3Result<()> {
+        // Judged against the record current in the group's transaction, so a PUT committed
+        // just before is the object tagged, and one just after replaces it whole.
+        self.update_object_meta(bucket, key, move |meta| meta.tags.clone_from(&tags))
     }
 
     /// CopyObject: copy `src` to `bucket`/`key`, streaming through one pooled buffer.
@@ -522,11 +539,21 @@ impl Store {
         conditions: WriteConditions,
         check_source: impl FnOnce(&ObjectInfo) -> S3Result<()>,
     ) -> S3Result<PutResult> {
-        self.copy_object_tagged(src, bucket, key, directive, None, conditions, check_source)
+        self.copy_object_tagged(
+            src,
+            bucket,
+            key,
+            directive,
+            None,
+            None,
+            conditions,
+            check_source,
+        )
     }
 
     /// [`Store::copy_object`] with the copy's tags: `None` keeps the source's
-    /// (`x-amz-tagging-directive: COPY`), `Some` gives these (`REPLACE`).
+    /// (`x-amz-tagging-directive: COPY`), `Some` gives these (`REPLACE`); and its ACL document
+    /// (`None`: private).
     #[allow(clippy::too_many_arguments)] // CopyObject's own parameters, each a plain value.
     pub fn copy_object_tagged(
         &self,
@@ -535,6 +562,7 @@ impl Store {
         key: &str,
         directive: MetadataDirective,
         tags: Option<Vec<(String, String)>>,
+        acl: Option<Vec<u8>>,
         conditions: WriteConditions,
         check_source: impl FnOnce(&ObjectInfo) -> S3Result<()>,
     ) -> S3Result<PutResult> {
@@ -568,6 +596,8 @@ impl Store {
             MetadataDirective::Replace(m) => m,
         };
         meta.tags = tags.unwrap_or(source_tags);
+        // A copy gets the ACL of its request (none: private), never its source's, as in S3.
+        meta.acl = acl;
         writer.commit(meta, conditions)
     }
 

@@ -44,6 +44,10 @@ pub struct ObjectMeta {
     /// (`ferry_core::s3::tagging::check`). Stored in the record's extension, not here.
     #[serde(skip)]
     pub tags: Vec<(String, String)>,
+    /// The object's ACL (an `AccessControlPolicy` document as Ferry writes it), if it has one
+    /// of its own; checked by the caller. Stored in the record's extension, not here.
+    #[serde(skip)]
+    pub acl: Option<Vec<u8>>,
 }
 
 /// Conditions of a conditional write, checked atomically with the write.

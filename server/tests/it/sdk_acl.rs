@@ -14,7 +14,9 @@ use crate::support::{ALICE, BOB};
 on_every_target!(
     bucket_acls_grant_access,
     acl_documents_and_errors,
-    boto3_bucket_acls
+    boto3_bucket_acls,
+    object_acls,
+    boto3_object_acls,
 );
 
 fn with_users(target: Target) -> TestNode {
@@ -274,19 +276,6 @@ async fn acl_documents_and_errors(target: Target) {
         400,
         "InvalidArgument",
     );
-    // Objects have no ACLs of their own: asking for one is refused, not ignored.
-    assert_code(
-        alice
-            .put_object()
-            .bucket("docs")
-            .key("k")
-            .acl(aws_sdk_s3::types::ObjectCannedAcl::PublicRead)
-            .body(ByteStream::from_static(b"v"))
-            .send()
-            .await,
-        400,
-        "AccessControlListNotSupported",
-    );
 }
 
 /// The same through boto3 (the second client).
@@ -330,6 +319,251 @@ print("ok")
             .args(["-c", script, &endpoint])
             .args([ALICE.access_key, ALICE.secret_key])
             .args([BOB.access_key, BOB.secret_key, &bob_id])
+            .output()
+            .expect("python3 runs")
+    })
+    .await
+    .expect("join");
+    assert!(
+        out.status.success() && out.stdout.starts_with(b"ok"),
+        "boto3 script failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+async fn object_grants(c: &Client, bucket: &str, key: &str) -> Vec<(String, String)> {
+    let out = c
+        .get_object_acl()
+        .bucket(bucket)
+        .key(key)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("get acl of {bucket}/{key}: {}", show(&e)));
+    out.grants()
+        .iter()
+        .map(|g| {
+            let who = g.grantee().map_or(String::new(), |w| {
+                w.id().or(w.uri()).map(str::to_owned).unwrap_or_default()
+            });
+            let what = g
+                .permission()
+                .map(|p| p.as_str().to_owned())
+                .unwrap_or_default();
+            (who, what)
+        })
+        .collect()
+}
+
+/// Objects' own ACLs: canned ACLs and grants on PutObject, CopyObject (never the source's)
+/// and CreateMultipartUpload, Get/PutObjectAcl (a metadata-only change), and what they let
+/// another user and anonymous requests do.
+async fn object_acls(target: Target) {
+    use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart, ObjectCannedAcl};
+    let n = with_users(target);
+    let (alice, bob) = (n.client_as(&ALICE), n.client_as(&BOB));
+    let (a_id, b_id) = (ALICE.canonical_id(), BOB.canonical_id());
+    alice
+        .create_bucket()
+        .bucket("objs")
+        .send()
+        .await
+        .expect("create");
+    let put = |key: &'static str| {
+        alice
+            .put_object()
+            .bucket("objs")
+            .key(key)
+            .body(ByteStream::from(key.as_bytes().to_vec()))
+    };
+    put("private").send().await.expect("put private");
+    put("public")
+        .acl(ObjectCannedAcl::PublicRead)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("put public-read: {}", show(&e)));
+    put("for-bob")
+        .grant_read(format!("id=\"{b_id}\""))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("put with grant: {}", show(&e)));
+    assert_eq!(
+        object_grants(&alice, "objs", "private").await,
+        [(a_id.clone(), "FULL_CONTROL".to_owned())]
+    );
+    assert_eq!(
+        object_grants(&alice, "objs", "public").await,
+        [
+            (a_id.clone(), "FULL_CONTROL".to_owned()),
+            (
+                "http://acs.amazonaws.com/groups/global/AllUsers".to_owned(),
+                "READ".to_owned()
+            )
+        ]
+    );
+    let got = |c: Client, key: &'static str| async move {
+        c.get_object()
+            .bucket("objs")
+            .key(key)
+            .send()
+            .await
+            .map(|_| ())
+    };
+    assert!(got(bob.clone(), "public").await.is_ok());
+    assert!(got(bob.clone(), "for-bob").await.is_ok());
+    assert_code(got(bob.clone(), "private").await, 403, "AccessDenied");
+    let anon = crate::support::http::plain_get(n.addr, "/objs/public");
+    assert_eq!((anon.status, anon.body.as_slice()), (200, &b"public"[..]));
+    crate::support::http::plain_get(n.addr, "/objs/for-bob").expect_error(403, "AccessDenied");
+    // READ on an object is not its ACL.
+    assert_code(
+        bob.get_object_acl()
+            .bucket("objs")
+            .key("for-bob")
+            .send()
+            .await,
+        403,
+        "AccessDenied",
+    );
+
+    // PutObjectAcl: data, ETag and time stay; the grants change.
+    let head = || alice.head_object().bucket("objs").key("private").send();
+    let before = head().await.expect("head");
+    alice
+        .put_object_acl()
+        .bucket("objs")
+        .key("private")
+        .acl(ObjectCannedAcl::AuthenticatedRead)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("put object acl: {}", show(&e)));
+    let after = head().await.expect("head");
+    assert_eq!(after.e_tag(), before.e_tag());
+    assert_eq!(after.last_modified(), before.last_modified());
+    assert!(got(bob.clone(), "private").await.is_ok());
+    crate::support::http::plain_get(n.addr, "/objs/private").expect_error(403, "AccessDenied");
+    assert_code(
+        bob.put_object_acl()
+            .bucket("objs")
+            .key("private")
+            .acl(ObjectCannedAcl::PublicRead)
+            .send()
+            .await,
+        403,
+        "AccessDenied",
+    );
+    assert_code(
+        alice
+            .put_object_acl()
+            .bucket("objs")
+            .key("missing")
+            .acl(ObjectCannedAcl::PublicRead)
+            .send()
+            .await,
+        404,
+        "NoSuchKey",
+    );
+
+    // A copy gets its request's ACL, not its source's; a multipart object its upload's.
+    alice
+        .copy_object()
+        .bucket("objs")
+        .key("copied")
+        .copy_source("objs/public")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("copy: {}", show(&e)));
+    assert_eq!(object_grants(&alice, "objs", "copied").await.len(), 1);
+    alice
+        .copy_object()
+        .bucket("objs")
+        .key("copied-public")
+        .copy_source("objs/private")
+        .acl(ObjectCannedAcl::PublicRead)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("copy with acl: {}", show(&e)));
+    assert_eq!(
+        object_grants(&alice, "objs", "copied-public").await.len(),
+        2
+    );
+    let up = alice
+        .create_multipart_upload()
+        .bucket("objs")
+        .key("mp")
+        .acl(ObjectCannedAcl::PublicRead)
+        .send()
+        .await
+        .expect("create upload");
+    let id = up.upload_id().expect("upload id");
+    let part = alice
+        .upload_part()
+        .bucket("objs")
+        .key("mp")
+        .upload_id(id)
+        .part_number(1)
+        .body(ByteStream::from_static(b"mp"))
+        .send()
+        .await
+        .expect("part");
+    alice
+        .complete_multipart_upload()
+        .bucket("objs")
+        .key("mp")
+        .upload_id(id)
+        .multipart_upload(
+            CompletedMultipartUpload::builder()
+                .parts(
+                    CompletedPart::builder()
+                        .part_number(1)
+                        .e_tag(part.e_tag().expect("etag"))
+                        .build(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("complete: {}", show(&e)));
+    let anon = crate::support::http::plain_get(n.addr, "/objs/mp");
+    assert_eq!((anon.status, anon.body.as_slice()), (200, &b"mp"[..]));
+}
+
+/// Object ACLs through boto3.
+async fn boto3_object_acls(target: Target) {
+    let n = with_users(target);
+    let script = r#"
+import sys
+import boto3
+from botocore import UNSIGNED
+from botocore.config import Config
+ep = sys.argv[1]
+def client(ak, sk):
+    return boto3.client("s3", endpoint_url=ep, aws_access_key_id=ak, aws_secret_access_key=sk,
+                        region_name="us-east-1",
+                        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+alice = client(sys.argv[2], sys.argv[3])
+anon = boto3.client("s3", endpoint_url=ep, region_name="us-east-1",
+                    config=Config(signature_version=UNSIGNED, s3={"addressing_style": "path"},
+                                  retries={"max_attempts": 1}))
+alice.create_bucket(Bucket="boto-oacl")
+alice.put_object(Bucket="boto-oacl", Key="k", Body=b"v", ACL="public-read")
+acl = alice.get_object_acl(Bucket="boto-oacl", Key="k")
+assert {g["Permission"] for g in acl["Grants"]} == {"FULL_CONTROL", "READ"}, acl
+assert anon.get_object(Bucket="boto-oacl", Key="k")["Body"].read() == b"v"
+alice.put_object_acl(Bucket="boto-oacl", Key="k", ACL="private")
+try:
+    anon.get_object(Bucket="boto-oacl", Key="k")
+except anon.exceptions.ClientError as e:
+    assert e.response["Error"]["Code"] == "AccessDenied", e.response
+else:
+    raise SystemExit("private object served anonymously")
+print("ok")
+"#;
+    let endpoint = n.endpoint();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("python3")
+            .args(["-c", script, &endpoint])
+            .args([ALICE.access_key, ALICE.secret_key])
             .output()
             .expect("python3 runs")
     })

@@ -1,8 +1,8 @@
 //! Requests for what Ferry does not do are refused, never served with the feature ignored:
 //! server-side encryption (all three kinds, on PUT, copy, multipart and reads), object lock,
-//! website redirects and unknown subresources answer `501 NotImplemented`; object ACL grants
-//! and canned ACLs beyond the owner's answer `400 AccessControlListNotSupported` (AWS's answer
-//! for ACLs disabled; buckets have ACLs, objects do not). Nothing is stored. On a node and through the proxy, both
+//! website redirects and unknown subresources answer `501 NotImplemented`; ACL headers on an
+//! operation that sets no ACL answer `400 AccessControlListNotSupported`, grants by e-mail
+//! `501 NotImplemented`. Nothing is stored. On a node and through the proxy, both
 //! runtimes; a raw signed client for every header family and the AWS SDK for a few.
 
 use aws_sdk_s3::types::{ObjectCannedAcl, ServerSideEncryption};
@@ -94,29 +94,39 @@ async fn feature_headers_refused(target: Target) {
             501,
             "NotImplemented",
         ),
+        // An ACL on an operation that sets none (objects and buckets take them where they are
+        // created or their ACL is set).
         (
             "PUT",
-            "/feat/k",
+            "/feat/k?tagging",
             vec![("x-amz-acl", "public-read")],
             400,
             "AccessControlListNotSupported",
         ),
         (
-            "PUT",
+            "DELETE",
             "/feat/k",
             vec![("x-amz-grant-read", "id=someone")],
             400,
             "AccessControlListNotSupported",
+        ),
+        // Grants to unknown users, or by e-mail address.
+        (
+            "PUT",
+            "/feat/k",
+            vec![("x-amz-grant-read", "id=someone")],
+            400,
+            "InvalidArgument",
         ),
         (
             "PUT",
             "/feat/k",
             vec![
                 ("x-amz-copy-source", "feat/src"),
-                ("x-amz-grant-full-control", "id=x"),
+                ("x-amz-grant-full-control", "emailAddress=\"x@example.com\""),
             ],
-            400,
-            "AccessControlListNotSupported",
+            501,
+            "NotImplemented",
         ),
         ("GET", "/feat/src?torrent", vec![], 501, "NotImplemented"),
         ("GET", "/feat/src?attributes", vec![], 501, "NotImplemented"),
@@ -187,8 +197,6 @@ async fn sdk_requests_refused(target: Target) {
         .send()
         .await;
     sdk::assert_error(r, 501, Some("NotImplemented"));
-    let r = put().acl(ObjectCannedAcl::PublicRead).send().await;
-    sdk::assert_error(r, 400, Some("AccessControlListNotSupported"));
     let r = n
         .client
         .head_object()

@@ -123,6 +123,7 @@ fn put_get_head_round_trip_with_metadata() {
             value: "abc=".into(),
         }],
         tags: vec![("t".into(), "v".into())],
+        acl: Some(b"<AccessControlPolicy/>".to_vec()),
     };
     let mut w = s.object_writer("b", "obj").unwrap();
     // Chunks smaller and larger than the 256 KiB buffer, and an empty one.

@@ -133,6 +133,7 @@ fn copies_keep_or_replace_tags() {
         "new",
         MetadataDirective::Copy,
         Some(tags(&[("to", "new")])),
+        None,
         none,
         ok,
     )
@@ -152,6 +153,7 @@ fn copies_keep_or_replace_tags() {
         "bare",
         MetadataDirective::Replace(meta),
         Some(Vec::new()),
+        None,
         none,
         ok,
     )
