@@ -253,6 +253,16 @@ impl Policy {
         }
     }
 
+    /// Whether a condition of the policy uses a key starting with `prefix` (compared without
+    /// regard to case): the caller gathers costly values (an object's tags) only then.
+    pub fn uses_key_prefix(&self, prefix: &str) -> bool {
+        self.statements.iter().any(|s| {
+            s.conditions
+                .iter()
+                .any(|c| starts_with_ignore_case(&c.key, prefix))
+        })
+    }
+
     /// Whether the policy makes the bucket public, as GetBucketPolicyStatus tells: an `Allow`
     /// for anyone without a condition that narrows who (a source IP range, say).
     pub fn is_public(&self) -> bool {

@@ -214,9 +214,31 @@ fn decide<R: Runtime>(
     }
     let decision = match settings.policy()? {
         Some(policy) => {
-            let context = context(cx, endpoint);
-            let context: Vec<(&str, &str)> =
-                context.iter().map(|(k, v)| (*k, v.as_ref())).collect();
+            let mut context: Vec<(Cow<'_, str>, Cow<'_, str>)> = context(cx, endpoint)
+                .into_iter()
+                .map(|(k, v)| (Cow::Borrowed(k), v))
+                .collect();
+            // s3:ExistingObjectTag/<key>: the object's tags, read only for a policy that asks.
+            if policy.uses_key_prefix(EXISTING_OBJECT_TAG)
+                && let Some(key) = resource.strip_prefix(&format!("arn:aws:s3:::{bucket}/"))
+            {
+                match cx.node.store.head_object(bucket, key) {
+                    Ok(info) => {
+                        for (k, v) in info.meta.tags {
+                            context.push((
+                                Cow::Owned(format!("{EXISTING_OBJECT_TAG}{k}")),
+                                Cow::Owned(v),
+                            ));
+                        }
+                    }
+                    Err(e) if e.code == S3ErrorCode::NoSuchKey => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            let context: Vec<(&str, &str)> = context
+                .iter()
+                .map(|(k, v)| (k.as_ref(), v.as_ref()))
+                .collect();
             policy.evaluate(&PolicyRequest {
                 principal: cx.caller.map(|u| Principal {
                     name: &u.name,
@@ -271,6 +293,9 @@ fn acl_permission(action: &str) -> Option<Permission> {
         _ => return None,
     })
 }
+
+/// The condition key prefix of an existing object's tags.
+const EXISTING_OBJECT_TAG: &str = "s3:ExistingObjectTag/";
 
 /// The condition keys a request has, with their values.
 fn context<'a, R: Runtime>(

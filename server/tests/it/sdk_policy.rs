@@ -21,6 +21,7 @@ on_every_target!(
     source_address_conditions,
     boto3_policies,
     anonymous_requests_are_evaluated,
+    existing_object_tags_in_conditions,
 );
 
 fn with_users(target: Target) -> TestNode {
@@ -600,5 +601,59 @@ print("ok")
         "boto3 script failed: {}\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `s3:ExistingObjectTag/<key>`: a policy that lets bob read the objects tagged
+/// `class=public`, and only those; retagging changes what he may read.
+async fn existing_object_tags_in_conditions(target: Target) {
+    let n = with_users(target);
+    let (alice, bob) = (n.client_as(&ALICE), n.client_as(&BOB));
+    alice
+        .create_bucket()
+        .bucket("tagged")
+        .send()
+        .await
+        .expect("create");
+    alice
+        .put_object()
+        .bucket("tagged")
+        .key("open")
+        .tagging("class=public")
+        .body(ByteStream::from_static(b"open"))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("put tagged: {}", show(&e)));
+    put(&alice, "tagged", "closed").await;
+    set_policy(
+        &alice,
+        "tagged",
+        r#"{"Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::1:user/bob"},
+          "Action":"s3:GetObject","Resource":"arn:aws:s3:::tagged/*",
+          "Condition":{"StringEquals":{"s3:ExistingObjectTag/class":"public"}}}]}"#,
+    )
+    .await;
+    bob.get_object()
+        .bucket("tagged")
+        .key("open")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("bob reads the public object: {}", show(&e)));
+    assert_code(
+        bob.get_object().bucket("tagged").key("closed").send().await,
+        403,
+        "AccessDenied",
+    );
+    alice
+        .delete_object_tagging()
+        .bucket("tagged")
+        .key("open")
+        .send()
+        .await
+        .expect("untag");
+    assert_code(
+        bob.get_object().bucket("tagged").key("open").send().await,
+        403,
+        "AccessDenied",
     );
 }
