@@ -501,6 +501,9 @@ pub enum Endpoint<'a> {
         /// `encoding-type=url`.
         encoding_type_url: bool,
     },
+    /// `POST /bucket` with a `multipart/form-data` body: a browser upload (POST Object), its
+    /// key, authentication and metadata in the form (`super::post`).
+    PostObject,
     /// `POST /bucket?delete` (body: `<Delete>`).
     DeleteObjects {
         /// `Content-MD5`, decoded.
@@ -740,6 +743,13 @@ impl<'a> Endpoint<'a> {
                 content_md5: validate::find_content_md5(headers)?,
             },
             ("POST", Some("x-ferry-fence")) => Self::bucket_fence(q)?,
+            ("POST", None)
+                if crate::http::find_header_str(headers, "content-type")
+                    .and_then(super::post::form_boundary)
+                    .is_some() =>
+            {
+                Self::PostObject
+            }
             _ => return Err(not_implemented("This bucket operation is not implemented")),
         })
     }
@@ -984,6 +994,7 @@ impl<'a> Endpoint<'a> {
             Self::ListObjectsV2 { .. } => "ListObjectsV2",
             Self::ListMultipartUploads { .. } => "ListMultipartUploads",
             Self::DeleteObjects { .. } => "DeleteObjects",
+            Self::PostObject => "PostObject",
             Self::GetObject { .. } => "GetObject",
             Self::HeadObject { .. } => "HeadObject",
             Self::PutObject { .. } => "PutObject",

@@ -79,6 +79,8 @@ fn action(endpoint: &Endpoint<'_>) -> Option<(&'static str, bool)> {
         Endpoint::ListMultipartUploads { .. } => ("s3:ListBucketMultipartUploads", false),
         // Each key is checked as a DeleteObject by the operation (`may_delete`).
         Endpoint::DeleteObjects { .. } => return None,
+        // The key and the signer are in the form: checked by the operation (`may_put`).
+        Endpoint::PostObject => return None,
         Endpoint::GetObject { .. } | Endpoint::HeadObject { .. } => ("s3:GetObject", true),
         Endpoint::PutObject { .. }
         | Endpoint::CopyObject { .. }
@@ -183,6 +185,12 @@ pub(crate) fn authorize<R: Runtime>(cx: &Cx<'_, R>, s3: &S3Request<'_>) -> S3Res
 pub(crate) fn may_delete<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, key: &str) -> S3Result<()> {
     let resource = format!("arn:aws:s3:::{bucket}/{key}");
     decide(cx, None, bucket, "s3:DeleteObject", &resource)
+}
+
+/// Whether the caller may write `key` in `bucket` (a POST Object, once its form is read).
+pub(crate) fn may_put<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, key: &str) -> S3Result<()> {
+    let resource = format!("arn:aws:s3:::{bucket}/{key}");
+    decide(cx, None, bucket, "s3:PutObject", &resource)
 }
 
 /// `endpoint`: for its parameters' condition keys (a listing's prefix).
