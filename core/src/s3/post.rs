@@ -464,6 +464,31 @@ mod tests {
     }
 
     #[test]
+    fn limits() {
+        let field = |name: &str, len: usize| {
+            let mut f = format!("--xx\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n");
+            f.push_str(&"a".repeat(len));
+            f.push_str("\r\n");
+            f
+        };
+        let big = field("key", MAX_FIELD_LEN + 1) + "--xx";
+        let e = parse_fields(big.as_bytes(), "xx").unwrap_err();
+        assert_eq!(e.code, S3ErrorCode::MaxPostPreDataLengthExceeded);
+        let mut many: String = (0..=MAX_FIELDS)
+            .map(|i| field(&format!("x-ignore-{i}"), 1))
+            .collect();
+        many.push_str("--xx");
+        let e = parse_fields(many.as_bytes(), "xx").unwrap_err();
+        assert_eq!(e.code, S3ErrorCode::MaxPostPreDataLengthExceeded);
+        assert_eq!(
+            form_boundary("multipart/form-data; boundary=\"ab\""),
+            Some("ab")
+        );
+        assert_eq!(form_boundary("multipart/form-data"), None);
+        assert_eq!(form_boundary("text/plain; boundary=ab"), None);
+    }
+
+    #[test]
     fn policy_conditions() {
         let doc = r#"{"expiration":"2030-01-01T00:00:00Z","conditions":[{"bucket":"b"},["starts-with","$key","u/"],["content-length-range",1,10]]}"#;
         let p = PostPolicy::parse(&base64::engine::general_purpose::STANDARD.encode(doc)).unwrap();

@@ -1179,6 +1179,10 @@ mod tests {
              Some("bucketname"), None,
              Endpoint::DeleteObjects { content_md5: Some([0xa7, 0x9f, 0xd6, 0x03, 0xfa, 0x04, 0xaf, 0x7d,
                                                           0x2a, 0xac, 0x41, 0x35, 0xdb, 0x53, 0xc0, 0xab]) }),
+            // POST Object (the reference's browser-upload form)
+            ("POST", "/", "sigv4examplebucket.s3.amazonaws.com",
+             &[("Content-Type", "multipart/form-data; boundary=9431149156168")],
+             Some("sigv4examplebucket"), None, Endpoint::PostObject),
             // GetObject / HeadObject
             ("GET", "/my-image.jpg", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), Some("my-image.jpg"),
              Endpoint::GetObject { range: None, conditions: Conditions::default(), part_number: None,
@@ -1275,8 +1279,11 @@ mod tests {
     #[test]
     fn unsupported_requests_are_not_implemented() {
         #[rustfmt::skip]
-        let cases: [(&str, &str, Extra<'_>); 29] = [
+        let cases: [(&str, &str, Extra<'_>); 31] = [
             ("GET", "/bucket?notification", &[]),
+            // Only a multipart/form-data body is a POST Object.
+            ("POST", "/bucket", &[("Content-Type", "application/x-www-form-urlencoded")]),
+            ("POST", "/bucket", &[("Content-Type", "multipart/form-data")]),
             ("PUT", "/bucket?ownershipControls", &[]),
             ("GET", "/bucket/key?cors", &[]),
             ("POST", "/bucket?cors", &[]),
