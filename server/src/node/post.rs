@@ -331,11 +331,15 @@ async fn respond<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     let host = find_header_str(cx.headers, "host").unwrap_or("localhost");
     let scheme = if cx.client.secure { "https" } else { "http" };
-    let location = format!(
-        "{scheme}://{host}/{}/{}",
-        uri::encode(bucket),
-        uri::encode_path(key)
-    );
+    let location = if cx.req.virtual_hosted {
+        format!("{scheme}://{host}/{}", uri::encode_path(key))
+    } else {
+        format!(
+            "{scheme}://{host}/{}/{}",
+            uri::encode(bucket),
+            uri::encode_path(key)
+        )
+    };
     let mut h = Headers::new();
     h.push("ETag", etag.to_owned());
     let redirect = form

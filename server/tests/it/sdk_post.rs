@@ -149,6 +149,20 @@ assert t == [{"Key": "k", "Value": "v"}], t
 # Anonymous form: the bucket is private.
 error(post({"key": "anon"}), 403, "AccessDenied")
 absent("anon")
+# A signed form's s3:authType is POST.
+c.put_bucket_policy(Bucket="forms", Policy=json.dumps({"Version": "2012-10-17", "Statement": [{
+    "Effect": "Deny", "Principal": "*", "Action": "s3:PutObject",
+    "Resource": "arn:aws:s3:::forms/formonly/*",
+    "Condition": {"StringNotEquals": {"s3:authType": "POST"}}}]}))
+try:
+    c.put_object(Bucket="forms", Key="formonly/x", Body=b"x")
+except c.exceptions.ClientError as e:
+    assert e.response["Error"]["Code"] == "AccessDenied", e.response
+else:
+    raise SystemExit("PutObject passed a POST-only policy")
+r = post(form({"key": "formonly/x"}, []))
+assert r.status_code == 204, (r.status_code, r.text)
+c.delete_bucket_policy(Bucket="forms")
 # No file field.
 r = requests.post(ep + "/forms", files={"key": (None, "nofile")})
 error(r, 400, "IncorrectNumberOfFilesInPostRequest")
