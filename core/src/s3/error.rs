@@ -56,6 +56,7 @@ s3_error_codes! {
     EntityTooSmall => 400, "Your proposed upload is smaller than the minimum allowed object size.";
     ExpiredToken => 400, "The provided token has expired.";
     IllegalLocationConstraintException => 400, "The location constraint you specified is not the region this endpoint serves.";
+    IncorrectNumberOfFilesInPostRequest => 400, "POST requires exactly one file upload per request.";
     IncompleteBody => 400, "You did not provide the number of bytes specified by the Content-Length HTTP header.";
     InsufficientStorage => 507, "There is not enough space left on the storage to complete the request.";
     InternalError => 500, "We encountered an internal error. Please try again.";
@@ -66,14 +67,17 @@ s3_error_codes! {
     InvalidPart => 400, "One or more of the specified parts could not be found.";
     InvalidPartNumber => 416, "The requested partnumber is not satisfiable";
     InvalidPartOrder => 400, "The list of parts was not in ascending order.";
+    InvalidPolicyDocument => 400, "The content of the form does not meet the conditions specified in the policy document.";
     InvalidRange => 416, "The requested range is not satisfiable";
     InvalidRequest => 400, "Invalid Request";
     InvalidTag => 400, "The tag provided was not a valid tag.";
     KeyTooLongError => 400, "Your key is too long.";
     MalformedACLError => 400, "The XML you provided was not well-formed or did not validate against our published schema.";
     MalformedPolicy => 400, "Policies must be valid JSON and the first byte must be '{'";
+    MalformedPOSTRequest => 400, "The body of your POST request is not well-formed multipart/form-data.";
     MalformedTrailerError => 400, "The request contained trailing data that was not well-formed or did not conform to our published schema.";
     MalformedXML => 400, "The XML you provided was not well-formed or did not validate against our published schema.";
+    MaxPostPreDataLengthExceeded => 400, "Your POST request fields preceding the upload file were too large.";
     MetadataTooLarge => 400, "Your metadata headers exceed the maximum allowed metadata size.";
     MethodNotAllowed => 405, "The specified method is not allowed against this resource.";
     MissingContentLength => 411, "You must provide the Content-Length HTTP header.";

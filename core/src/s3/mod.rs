@@ -7,6 +7,7 @@ pub mod conditions;
 pub mod error;
 pub mod outbound;
 pub mod policy;
+pub mod post;
 pub mod query;
 pub mod range;
 pub mod request;

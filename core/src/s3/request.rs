@@ -509,6 +509,9 @@ pub enum Endpoint<'a> {
         /// `encoding-type=url`.
         encoding_type_url: bool,
     },
+    /// `POST /bucket` with a `multipart/form-data` body: a browser upload (POST Object), its
+    /// key, authentication and metadata in the form (`super::post`).
+    PostObject,
     /// `POST /bucket?delete` (body: `<Delete>`).
     DeleteObjects {
         /// `Content-MD5`, decoded.
@@ -752,6 +755,13 @@ impl<'a> Endpoint<'a> {
                 content_md5: validate::find_content_md5(headers)?,
             },
             ("POST", Some("x-ferry-fence")) => Self::bucket_fence(q)?,
+            ("POST", None)
+                if crate::http::find_header_str(headers, "content-type")
+                    .and_then(super::post::form_boundary)
+                    .is_some() =>
+            {
+                Self::PostObject
+            }
             _ => return Err(not_implemented("This bucket operation is not implemented")),
         })
     }
@@ -1004,6 +1014,7 @@ impl<'a> Endpoint<'a> {
             Self::ListObjectsV2 { .. } => "ListObjectsV2",
             Self::ListMultipartUploads { .. } => "ListMultipartUploads",
             Self::DeleteObjects { .. } => "DeleteObjects",
+            Self::PostObject => "PostObject",
             Self::GetObject { .. } => "GetObject",
             Self::HeadObject { .. } => "HeadObject",
             Self::PutObject { .. } => "PutObject",
@@ -1190,6 +1201,10 @@ mod tests {
              Some("bucketname"), None,
              Endpoint::DeleteObjects { content_md5: Some([0xa7, 0x9f, 0xd6, 0x03, 0xfa, 0x04, 0xaf, 0x7d,
                                                           0x2a, 0xac, 0x41, 0x35, 0xdb, 0x53, 0xc0, 0xab]) }),
+            // POST Object (the reference's browser-upload form)
+            ("POST", "/", "sigv4examplebucket.s3.amazonaws.com",
+             &[("Content-Type", "multipart/form-data; boundary=9431149156168")],
+             Some("sigv4examplebucket"), None, Endpoint::PostObject),
             // GetObject / HeadObject
             ("GET", "/my-image.jpg", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), Some("my-image.jpg"),
              Endpoint::GetObject { range: None, conditions: Conditions::default(), part_number: None,
@@ -1286,8 +1301,11 @@ mod tests {
     #[test]
     fn unsupported_requests_are_not_implemented() {
         #[rustfmt::skip]
-        let cases: [(&str, &str, Extra<'_>); 29] = [
+        let cases: [(&str, &str, Extra<'_>); 31] = [
             ("GET", "/bucket?notification", &[]),
+            // Only a multipart/form-data body is a POST Object.
+            ("POST", "/bucket", &[("Content-Type", "application/x-www-form-urlencoded")]),
+            ("POST", "/bucket", &[("Content-Type", "multipart/form-data")]),
             ("PUT", "/bucket?ownershipControls", &[]),
             ("GET", "/bucket/key?cors", &[]),
             ("POST", "/bucket?cors", &[]),

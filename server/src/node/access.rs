@@ -81,6 +81,8 @@ fn action(endpoint: &Endpoint<'_>) -> Option<(&'static str, bool)> {
         Endpoint::ListMultipartUploads { .. } => ("s3:ListBucketMultipartUploads", false),
         // Each key is checked as a DeleteObject by the operation (`may_delete`).
         Endpoint::DeleteObjects { .. } => return None,
+        // The key and the signer are in the form: checked by the operation (`may_put`).
+        Endpoint::PostObject => return None,
         Endpoint::GetObject { .. } | Endpoint::HeadObject { .. } => ("s3:GetObject", true),
         Endpoint::PutObject { .. }
         | Endpoint::CopyObject { .. }
@@ -185,6 +187,12 @@ pub(crate) fn authorize<R: Runtime>(cx: &Cx<'_, R>, s3: &S3Request<'_>) -> S3Res
 pub(crate) fn may_delete<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, key: &str) -> S3Result<()> {
     let resource = format!("arn:aws:s3:::{bucket}/{key}");
     decide(cx, None, bucket, "s3:DeleteObject", &resource)
+}
+
+/// Whether the caller may write `key` in `bucket` (a POST Object, once its form is read).
+pub(crate) fn may_put<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, key: &str) -> S3Result<()> {
+    let resource = format!("arn:aws:s3:::{bucket}/{key}");
+    decide(cx, None, bucket, "s3:PutObject", &resource)
 }
 
 /// `endpoint`: for its parameters' condition keys (a listing's prefix).
@@ -323,6 +331,8 @@ fn context<'a, R: Runtime>(
         AuthKind::Presigned { .. } => Some(("REST-QUERY-STRING", "AWS4-HMAC-SHA256")),
         AuthKind::HeaderV2 => Some(("REST-HEADER", "AWS")),
         AuthKind::PresignedV2 { .. } => Some(("REST-QUERY-STRING", "AWS")),
+        // A POST Object form's signer: the request is unsigned, the form is not.
+        AuthKind::Anonymous if cx.caller.is_some() => Some(("POST", "AWS4-HMAC-SHA256")),
         AuthKind::Anonymous => None,
     };
     if let Some((auth_type, version)) = auth {

@@ -8,7 +8,7 @@ use ferry_core::s3::request::Endpoint;
 use ferry_core::s3::xml::CorsConfiguration;
 
 use super::context::{Cx, NodeApi};
-use super::{access, acl, buckets, multipart, objects, policy, tagging};
+use super::{access, acl, buckets, multipart, objects, policy, post, tagging};
 use crate::front::{Op, S3Api};
 use crate::store::BucketSetting;
 
@@ -62,6 +62,7 @@ impl<R: Runtime> S3Api for NodeApi<R> {
             Endpoint::ListMultipartUploads { .. } => {
                 multipart::list_uploads(cx, res, bucket, &s3.endpoint).await
             }
+            Endpoint::PostObject => post::post_object(cx, body, res, bucket).await,
             Endpoint::DeleteObjects { content_md5 } => {
                 objects::delete_objects(cx, body, res, bucket, *content_md5).await
             }

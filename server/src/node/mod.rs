@@ -20,6 +20,7 @@ mod metrics;
 mod multipart;
 mod objects;
 mod policy;
+mod post;
 mod tagging;
 
 use std::io;

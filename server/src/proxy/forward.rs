@@ -37,6 +37,7 @@ use ferry_core::rt::{Clock, Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, BodyVerifier, Checks, Emit, Reframer};
 use ferry_core::s3::checksum::ChecksumAlgorithm;
 use ferry_core::s3::outbound::{OutboundRequest, is_auth_header, strip_presign};
+use ferry_core::s3::post;
 use ferry_core::s3::sigv4::aws_chunked::AwsChunkedEncoder;
 use ferry_core::s3::sigv4::{
     Hex64, PayloadHash, STREAMING_UNSIGNED_PAYLOAD_TRAILER, StreamingMode, UNSIGNED_PAYLOAD, sha256,
@@ -262,6 +263,58 @@ pub(crate) async fn forward<R: Runtime, S: Stream>(
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
+    forward_after(cx, idx, &[], body, res).await
+}
+
+/// POST Object: the key is in the form. Read the leading fields (bounded as the node bounds
+/// them: `ferry_core::s3::post::parse_fields`) to find it, with `${filename}` from the file
+/// part's header, then forward the request to the key's backend: the bytes read, then the rest
+/// of the body streamed. The node checks the form (signature, policy) and stores the file.
+pub(crate) async fn post_form<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    bucket: &str,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+) -> S3Result<()> {
+    let boundary = find_header_str(cx.req.headers, "content-type")
+        .and_then(post::form_boundary)
+        .ok_or_else(|| S3Error::new(S3ErrorCode::MalformedPOSTRequest))?
+        .to_owned();
+    // Only a plain body can be read ahead and sent on as it came.
+    let verifier = cx
+        .front
+        .body_verifier(body, Checks::Signature, BodyLimit::object())?;
+    if !verifier.is_transparent() {
+        return Err(S3Error::with_message(
+            S3ErrorCode::NotImplemented,
+            "POST Object takes a plain multipart/form-data body",
+        ));
+    }
+    let mut head = Vec::new();
+    let form = loop {
+        let Some(chunk) = body.next_chunk().await? else {
+            return Err(S3Error::with_message(
+                S3ErrorCode::MalformedPOSTRequest,
+                "The body of your POST request ended before the file field.",
+            ));
+        };
+        head.extend_from_slice(chunk);
+        if let Some((form, _)) = post::parse_fields(&head, &boundary)? {
+            break form;
+        }
+    };
+    let key = form.key()?;
+    forward_after(cx, cx.p.pick(bucket, &key), &head, body, res).await
+}
+
+/// [`forward`], with `prefix`: the start of the body, already read from the client.
+async fn forward_after<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    idx: usize,
+    prefix: &[u8],
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+) -> S3Result<()> {
     let b = cx.backend(idx)?;
     cx.set_backend(idx);
     let out = prepare(cx, b, body)?;
@@ -297,6 +350,9 @@ pub(crate) async fn forward<R: Runtime, S: Stream>(
         if early {
             drop(w);
         } else {
+            if !prefix.is_empty() {
+                w.write(prefix).await.map_err(|e| backend_failed(b, &e))?;
+            }
             match run_pump(body, &mut w, &mut pump).await {
                 Ok(()) => {}
                 Err(PumpError::Client(e)) => return Err(e),

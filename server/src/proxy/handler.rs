@@ -87,6 +87,8 @@ enum Route {
     Copy,
     /// To every backend, answers merged.
     FanOut,
+    /// POST Object: to the backend that holds the key the form names (`forward::post_form`).
+    Form,
 }
 
 fn route(endpoint: &Endpoint<'_>) -> Route {
@@ -106,6 +108,7 @@ fn route(endpoint: &Endpoint<'_>) -> Route {
         | Endpoint::DeleteBucketCors
         | Endpoint::PutBucketTagging
         | Endpoint::DeleteBucketTagging => Route::FanOut,
+        Endpoint::PostObject => Route::Form,
         Endpoint::HeadBucket
         | Endpoint::GetBucketLocation
         | Endpoint::GetBucketVersioning
@@ -158,6 +161,7 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
                 copy::copy_across(cx, res, s3, src, dst).await
             }
         }
+        Route::Form => forward::post_form(cx, bucket, body, res).await,
         Route::FanOut => {
             cx.set_backend(ALL_BACKENDS);
             match &s3.endpoint {

@@ -34,6 +34,7 @@ mod sdk_list;
 mod sdk_multipart;
 mod sdk_objects;
 mod sdk_policy;
+mod sdk_post;
 mod sdk_presign;
 mod sdk_sigv2;
 mod sdk_tagging;

@@ -1,0 +1,549 @@
+//! Browser uploads (POST Object): the `multipart/form-data` form, its policy document and its
+//! SigV4 form signature.
+//!
+//! The form's fields come first and are small; the `file` part comes last and is streamed:
+//! [`parse_fields`] reads the leading fields out of the first bytes of the body (bounded by
+//! [`MAX_FIELD_LEN`], [`MAX_FIELDS`] and [`MAX_PRE_DATA`]), and [`FileScanner`] finds the end
+//! of the file's content in the rest without holding it.
+
+use alloc::borrow::ToOwned;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use base64::Engine as _;
+use serde_json::Value;
+
+use super::sigv4::{Signature, derive_signing_key, sign};
+use super::{S3Error, S3ErrorCode, S3Result};
+use crate::time::DateTime;
+
+/// The longest value of one form field before the file (bytes).
+pub const MAX_FIELD_LEN: usize = 20 * 1024;
+/// The most form fields before the file.
+pub const MAX_FIELDS: usize = 100;
+/// The most bytes of the body before the file's content (fields and part headers).
+pub const MAX_PRE_DATA: usize = 256 * 1024;
+/// The longest header block of one part.
+const MAX_PART_HEADERS: usize = 8 * 1024;
+
+fn malformed(what: &str) -> S3Error {
+    S3Error::with_message(S3ErrorCode::MalformedPOSTRequest, what.to_owned())
+}
+
+fn too_large() -> S3Error {
+    S3Error::new(S3ErrorCode::MaxPostPreDataLengthExceeded)
+}
+
+/// The boundary of a `multipart/form-data` content type; `None` for any other type.
+pub fn form_boundary(content_type: &str) -> Option<&str> {
+    let mut parts = content_type.split(';');
+    let mime = parts.next()?.trim();
+    if !mime.eq_ignore_ascii_case("multipart/form-data") {
+        return None;
+    }
+    for p in parts {
+        let (name, value) = p.trim().split_once('=')?;
+        if name.trim().eq_ignore_ascii_case("boundary") {
+            let v = value.trim().trim_matches('"');
+            return (!v.is_empty() && v.len() <= 70).then_some(v);
+        }
+    }
+    None
+}
+
+/// The leading fields of a form, and the file part's header.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Form {
+    /// (name in lower case, value), in the order sent; the `file` part is not one.
+    pub fields: Vec<(String, String)>,
+    /// The file part's `filename`.
+    pub filename: String,
+    /// The file part's `Content-Type`, if it had one.
+    pub file_content_type: Option<String>,
+}
+
+impl Form {
+    /// The value of field `name` (lower case).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The object key: the `key` field with `${filename}` replaced by the file's name.
+    pub fn key(&self) -> S3Result<String> {
+        let key = self.get("key").ok_or_else(|| {
+            S3Error::with_message(
+                S3ErrorCode::InvalidArgument,
+                "Bucket POST must contain a field named 'key'.  If it is specified, please check the order of the fields.",
+            )
+        })?;
+        Ok(key.replace("${filename}", &self.filename))
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    memchr::memmem::find(hay, needle)
+}
+
+/// One parameter (`name="..."`) of a `Content-Disposition` value.
+fn disposition_param<'a>(value: &'a str, want: &str) -> Option<&'a str> {
+    for p in value.split(';').skip(1) {
+        let (n, v) = p.trim().split_once('=')?;
+        if n.trim().eq_ignore_ascii_case(want) {
+            let v = v.trim();
+            return Some(
+                v.strip_prefix('"')
+                    .and_then(|v| v.strip_suffix('"'))
+                    .unwrap_or(v),
+            );
+        }
+    }
+    None
+}
+
+/// Read the fields before the file out of `buf`, the start of the body: `Ok(None)` while
+/// more bytes are needed; `Ok(Some((form, n)))` when the file part's headers end at `n`, where
+/// the file's content starts.
+pub fn parse_fields(buf: &[u8], boundary: &str) -> S3Result<Option<(Form, usize)>> {
+    let dash = format!("--{boundary}");
+    let delim = format!("\r\n--{boundary}");
+    // The first boundary (a preamble before it is ignored).
+    let Some(first) = find(buf, dash.as_bytes()) else {
+        return if buf.len() > MAX_PRE_DATA {
+            Err(malformed("no boundary found"))
+        } else {
+            Ok(None)
+        };
+    };
+    let mut pos = first + dash.len();
+    let mut form = Form::default();
+    loop {
+        if pos > MAX_PRE_DATA {
+            return Err(too_large());
+        }
+        let Some(after) = buf.get(pos..pos + 2) else {
+            return Ok(None);
+        };
+        if after == b"--" {
+            return Err(S3Error::new(
+                S3ErrorCode::IncorrectNumberOfFilesInPostRequest,
+            ));
+        }
+        if after != b"\r\n" {
+            return Err(malformed("a boundary is not followed by CRLF"));
+        }
+        pos += 2;
+        let rest = buf.get(pos..).unwrap_or_default();
+        let Some(end) = find(rest, b"\r\n\r\n") else {
+            if rest.len() > MAX_PART_HEADERS {
+                return Err(malformed("part headers too long"));
+            }
+            return Ok(None);
+        };
+        let headers = core::str::from_utf8(rest.get(..end).unwrap_or_default())
+            .map_err(|_| malformed("part headers are not UTF-8"))?;
+        let mut name = None;
+        let mut filename = None;
+        let mut content_type = None;
+        for line in headers.split("\r\n") {
+            let Some((h, v)) = line.split_once(':') else {
+                continue;
+            };
+            if h.trim().eq_ignore_ascii_case("content-disposition") {
+                name = disposition_param(v, "name").map(str::to_owned);
+                filename = disposition_param(v, "filename").map(str::to_owned);
+            } else if h.trim().eq_ignore_ascii_case("content-type") {
+                content_type = Some(v.trim().to_owned());
+            }
+        }
+        let name = name
+            .ok_or_else(|| malformed("a part has no Content-Disposition name"))?
+            .to_ascii_lowercase();
+        pos += end + 4;
+        if name == "file" {
+            form.filename = filename.unwrap_or_default();
+            form.file_content_type = content_type;
+            return Ok(Some((form, pos)));
+        }
+        let rest = buf.get(pos..).unwrap_or_default();
+        let Some(len) = find(rest, delim.as_bytes()) else {
+            if rest.len() > MAX_FIELD_LEN + delim.len() {
+                return Err(too_large());
+            }
+            return Ok(None);
+        };
+        if len > MAX_FIELD_LEN {
+            return Err(too_large());
+        }
+        if form.fields.len() == MAX_FIELDS {
+            return Err(too_large());
+        }
+        let value = core::str::from_utf8(rest.get(..len).unwrap_or_default())
+            .map_err(|_| malformed("a field is not UTF-8"))?;
+        form.fields.push((name, value.to_owned()));
+        pos += len + delim.len();
+    }
+}
+
+/// Finds where the file's content ends (`\r\n--boundary`) in the bytes after its headers,
+/// holding back only what could be the start of the delimiter.
+#[derive(Debug)]
+pub struct FileScanner {
+    delim: Vec<u8>,
+    held: Vec<u8>,
+    done: bool,
+}
+
+impl FileScanner {
+    /// A scanner for the form with `boundary`.
+    pub fn new(boundary: &str) -> Self {
+        Self {
+            delim: format!("\r\n--{boundary}").into_bytes(),
+            held: Vec::new(),
+            done: false,
+        }
+    }
+
+    /// Whether the delimiter was found (what follows is ignored).
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Take `input`; call `out` with the file content that is certain. Nothing more is given
+    /// once the delimiter is found.
+    pub fn feed(
+        &mut self,
+        input: &[u8],
+        mut out: impl FnMut(&[u8]) -> S3Result<()>,
+    ) -> S3Result<()> {
+        if self.done {
+            return Ok(());
+        }
+        self.held.extend_from_slice(input);
+        if let Some(i) = find(&self.held, &self.delim) {
+            out(self.held.get(..i).unwrap_or_default())?;
+            self.held.clear();
+            self.done = true;
+            return Ok(());
+        }
+        let keep = self.delim.len() - 1;
+        if self.held.len() > keep {
+            let n = self.held.len() - keep;
+            out(self.held.get(..n).unwrap_or_default())?;
+            self.held.drain(..n);
+        }
+        Ok(())
+    }
+}
+
+/// One condition of a policy document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Condition {
+    /// Field (lower case, without `$`) equals the value; `bucket` is the bucket.
+    Eq(String, String),
+    /// Field starts with the prefix (empty: anything).
+    StartsWith(String, String),
+    /// The file's length, inclusive.
+    Range(u64, u64),
+}
+
+/// A POST policy document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostPolicy {
+    expiration: i64,
+    conditions: Vec<(Condition, String)>,
+}
+
+fn invalid_policy(what: &str) -> S3Error {
+    S3Error::with_message(
+        S3ErrorCode::InvalidPolicyDocument,
+        format!("Invalid Policy: {what}"),
+    )
+}
+
+fn denied(what: String) -> S3Error {
+    S3Error::with_message(
+        S3ErrorCode::AccessDenied,
+        format!("Invalid according to Policy: {what}"),
+    )
+}
+
+fn field_name(v: &str) -> String {
+    v.strip_prefix('$').unwrap_or(v).to_ascii_lowercase()
+}
+
+fn number(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+impl PostPolicy {
+    /// Parse the base64 `policy` field.
+    pub fn parse(b64: &str) -> S3Result<Self> {
+        let json = base64::engine::general_purpose::STANDARD
+            .decode(b64.trim())
+            .map_err(|_| invalid_policy("Invalid Base64 encoding"))?;
+        let doc: Value =
+            serde_json::from_slice(&json).map_err(|_| invalid_policy("Invalid JSON."))?;
+        let exp = doc
+            .get("expiration")
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid_policy("Policy missing expiration."))?;
+        let expiration = DateTime::parse_iso8601(exp)
+            .ok_or_else(|| invalid_policy("Invalid 'expiration' value."))?
+            .to_unix();
+        let list = doc
+            .get("conditions")
+            .and_then(Value::as_array)
+            .ok_or_else(|| invalid_policy("Policy missing conditions."))?;
+        let mut conditions = Vec::with_capacity(list.len());
+        for c in list {
+            let text = c.to_string();
+            match c {
+                Value::Object(m) => {
+                    for (k, v) in m {
+                        let v = v
+                            .as_str()
+                            .ok_or_else(|| invalid_policy("Invalid simple condition value."))?;
+                        conditions.push((Condition::Eq(field_name(k), v.to_owned()), text.clone()));
+                    }
+                }
+                Value::Array(a) => {
+                    let op = a.first().and_then(Value::as_str).unwrap_or_default();
+                    let cond = match (op.to_ascii_lowercase().as_str(), a.len()) {
+                        ("eq", 3) | ("starts-with", 3) => {
+                            let (Some(f), Some(v)) = (a[1].as_str(), a[2].as_str()) else {
+                                return Err(invalid_policy("Invalid condition."));
+                            };
+                            if op.eq_ignore_ascii_case("eq") {
+                                Condition::Eq(field_name(f), v.to_owned())
+                            } else {
+                                Condition::StartsWith(field_name(f), v.to_owned())
+                            }
+                        }
+                        ("content-length-range", 3) => {
+                            let (Some(min), Some(max)) = (number(&a[1]), number(&a[2])) else {
+                                return Err(invalid_policy("Invalid content-length-range."));
+                            };
+                            Condition::Range(min, max)
+                        }
+                        _ => return Err(invalid_policy(&format!("Invalid condition: {text}"))),
+                    };
+                    conditions.push((cond, text));
+                }
+                _ => return Err(invalid_policy("Invalid condition.")),
+            }
+        }
+        Ok(Self {
+            expiration,
+            conditions,
+        })
+    }
+
+    /// Check `form` for `bucket` at `now`: every condition holds and every field is covered.
+    /// Returns the `content-length-range` to enforce on the file, if any.
+    pub fn check(&self, form: &Form, bucket: &str, now: i64) -> S3Result<Option<(u64, u64)>> {
+        if now >= self.expiration {
+            return Err(denied("Policy expired.".to_owned()));
+        }
+        let value = |f: &str| -> Option<&str> {
+            if f == "bucket" {
+                Some(bucket)
+            } else {
+                form.get(f)
+            }
+        };
+        let mut range = None;
+        for (c, text) in &self.conditions {
+            let ok = match c {
+                Condition::Eq(f, v) => value(f) == Some(v.as_str()),
+                Condition::StartsWith(f, p) => value(f).unwrap_or_default().starts_with(p.as_str()),
+                Condition::Range(min, max) => {
+                    range = Some((*min, *max));
+                    true
+                }
+            };
+            if !ok {
+                return Err(denied(format!("Policy Condition failed: {text}")));
+            }
+        }
+        let covered = |name: &str| {
+            self.conditions.iter().any(|(c, _)| match c {
+                Condition::Eq(f, _) | Condition::StartsWith(f, _) => f == name,
+                Condition::Range(..) => false,
+            })
+        };
+        let extra: Vec<&str> = form
+            .fields
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .filter(|n| {
+                !matches!(*n, "x-amz-signature" | "file" | "policy")
+                    && !n.starts_with("x-ignore-")
+                    && !covered(n)
+            })
+            .collect();
+        if !extra.is_empty() {
+            return Err(denied(format!("Extra input fields: {}", extra.join(", "))));
+        }
+        Ok(range)
+    }
+}
+
+/// The parts of an `x-amz-credential` field: (access key id, date, region, service).
+pub fn parse_credential(s: &str) -> Option<(&str, &str, &str, &str)> {
+    let mut it = s.rsplitn(5, '/');
+    let term = it.next()?;
+    let service = it.next()?;
+    let region = it.next()?;
+    let date = it.next()?;
+    let key = it.next()?;
+    let ok = term == "aws4_request"
+        && !key.is_empty()
+        && date.len() == 8
+        && date.bytes().all(|b| b.is_ascii_digit());
+    ok.then_some((key, date, region, service))
+}
+
+/// Whether `signature` (hex) is the SigV4 form signature of `policy` (the base64 field as
+/// sent) by `secret` for the credential scope (date, region, service); compared in constant
+/// time.
+pub fn form_signature_matches(
+    secret: &str,
+    date: &str,
+    region: &str,
+    service: &str,
+    policy: &str,
+    signature: &str,
+) -> bool {
+    let key = derive_signing_key(secret, date, region, service);
+    let computed = sign(&key, policy.as_bytes());
+    Signature::from_hex(signature.trim()).is_some_and(|s| s == computed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    #[test]
+    fn fields_then_file() {
+        let body = b"--xx\r\nContent-Disposition: form-data; name=\"Key\"\r\n\r\na/${filename}\r\n--xx\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f.txt\"\r\nContent-Type: text/plain\r\n\r\nhello\r\n--xx--\r\n";
+        for cut in 0..body.len() {
+            if let Some((_, n)) = parse_fields(&body[..cut], "xx").unwrap() {
+                assert!(n <= cut);
+            }
+        }
+        let (form, n) = parse_fields(body, "xx").unwrap().unwrap();
+        assert_eq!(form.key().unwrap(), "a/f.txt");
+        assert_eq!(form.file_content_type.as_deref(), Some("text/plain"));
+        let mut out = Vec::new();
+        let mut s = FileScanner::new("xx");
+        for b in &body[n..] {
+            s.feed(&[*b], |d| {
+                out.extend_from_slice(d);
+                Ok(())
+            })
+            .unwrap();
+        }
+        assert!(s.is_done());
+        assert_eq!(out, b"hello");
+    }
+
+    #[test]
+    fn no_file() {
+        let body = b"--xx\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\nk\r\n--xx--\r\n";
+        let e = parse_fields(body, "xx").unwrap_err();
+        assert_eq!(e.code, S3ErrorCode::IncorrectNumberOfFilesInPostRequest);
+    }
+
+    #[test]
+    fn limits() {
+        let field = |name: &str, len: usize| {
+            let mut f = format!("--xx\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n");
+            f.push_str(&"a".repeat(len));
+            f.push_str("\r\n");
+            f
+        };
+        let big = field("key", MAX_FIELD_LEN + 1) + "--xx";
+        let e = parse_fields(big.as_bytes(), "xx").unwrap_err();
+        assert_eq!(e.code, S3ErrorCode::MaxPostPreDataLengthExceeded);
+        let mut many: String = (0..=MAX_FIELDS)
+            .map(|i| field(&format!("x-ignore-{i}"), 1))
+            .collect();
+        many.push_str("--xx");
+        let e = parse_fields(many.as_bytes(), "xx").unwrap_err();
+        assert_eq!(e.code, S3ErrorCode::MaxPostPreDataLengthExceeded);
+        assert_eq!(
+            form_boundary("multipart/form-data; boundary=\"ab\""),
+            Some("ab")
+        );
+        assert_eq!(form_boundary("multipart/form-data"), None);
+        assert_eq!(form_boundary("text/plain; boundary=ab"), None);
+    }
+
+    #[test]
+    fn policy_conditions() {
+        let doc = r#"{"expiration":"2030-01-01T00:00:00Z","conditions":[{"bucket":"b"},["starts-with","$key","u/"],["content-length-range",1,10]]}"#;
+        let p = PostPolicy::parse(&base64::engine::general_purpose::STANDARD.encode(doc)).unwrap();
+        let mut form = Form {
+            fields: vec![("key".into(), "u/x".into())],
+            ..Form::default()
+        };
+        assert_eq!(p.check(&form, "b", 0).unwrap(), Some((1, 10)));
+        assert_eq!(
+            p.check(&form, "c", 0).unwrap_err().code,
+            S3ErrorCode::AccessDenied
+        );
+        let e = p.check(&form, "b", 1_900_000_000).unwrap_err();
+        assert_eq!(e.message, "Invalid according to Policy: Policy expired.");
+        form.fields.push(("x-amz-meta-a".into(), "1".into()));
+        let e = p.check(&form, "b", 0).unwrap_err();
+        assert_eq!(
+            e.message,
+            "Invalid according to Policy: Extra input fields: x-amz-meta-a"
+        );
+    }
+
+    #[test]
+    fn signature() {
+        // A form signed with the derived key verifies; any change does not.
+        let key = derive_signing_key("secret", "20260101", "us-east-1", "s3");
+        let sig = sign(&key, b"cG9saWN5").to_hex();
+        let sig = sig.as_str();
+        assert!(form_signature_matches(
+            "secret",
+            "20260101",
+            "us-east-1",
+            "s3",
+            "cG9saWN5",
+            sig
+        ));
+        assert!(!form_signature_matches(
+            "secret",
+            "20260102",
+            "us-east-1",
+            "s3",
+            "cG9saWN5",
+            sig
+        ));
+        assert!(!form_signature_matches(
+            "other",
+            "20260101",
+            "us-east-1",
+            "s3",
+            "cG9saWN5",
+            sig
+        ));
+        assert_eq!(
+            parse_credential("AK/20260101/us-east-1/s3/aws4_request"),
+            Some(("AK", "20260101", "us-east-1", "s3"))
+        );
+    }
+}

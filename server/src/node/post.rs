@@ -1,0 +1,391 @@
+//! POST Object: browser uploads with an HTML form (`multipart/form-data`).
+//!
+//! The request itself is unsigned (the front sees it as anonymous): its authentication is in
+//! the form, a SigV4 signature of the base64 `policy` field. The leading fields are read whole
+//! (bounded: `ferry_core::s3::post::{MAX_FIELD_LEN, MAX_FIELDS, MAX_PRE_DATA}`), the signer
+//! is checked against the node's users and the policy's conditions against the fields, the
+//! write is authorized for the form's signer (anonymous without a signature), then the `file`
+//! part is streamed into the store through pooled buffers, never held whole; fields after it
+//! are ignored, as S3 does.
+
+use std::sync::Arc;
+
+use ferry_core::http::server::{BodyReader, ResponseWriter};
+use ferry_core::http::{Header, find_header_str};
+use ferry_core::pool::BufferPool;
+use ferry_core::rt::system_unix_time;
+use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::body::{BodyLimit, BodyVerifier, Checks};
+use ferry_core::s3::post::{self, FileScanner, Form, PostPolicy};
+use ferry_core::s3::tagging::{self, TagOwner};
+use ferry_core::s3::uri;
+use ferry_core::s3::validate;
+use ferry_core::s3::xml::Tagging;
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+
+use super::access;
+use super::context::Cx;
+use super::headers::{object_meta, write_conditions};
+use crate::front::Headers;
+use crate::front::body::require_length;
+use crate::store::{COPY_BUF_SIZE, ObjectWriter};
+use crate::users::User;
+
+fn invalid(what: &'static str) -> S3Error {
+    S3Error::with_message(S3ErrorCode::InvalidArgument, what)
+}
+
+/// Feed `chunk` through the verifier, handing the decoded bytes to `out`.
+fn decode(
+    verifier: &mut BodyVerifier,
+    mut chunk: &[u8],
+    mut out: impl FnMut(&[u8]) -> S3Result<()>,
+) -> S3Result<()> {
+    while !chunk.is_empty() {
+        let step = verifier.feed(chunk)?;
+        out(step.data)?;
+        chunk = chunk.get(step.consumed..).unwrap_or_default();
+    }
+    Ok(())
+}
+
+/// The form's signer (`None`: an anonymous upload) and its policy, if it has one.
+fn authenticate<'a, R: Runtime>(
+    cx: &Cx<'a, R>,
+    form: &Form,
+) -> S3Result<(Option<&'a Arc<User>>, Option<PostPolicy>)> {
+    let policy_text = form.get("policy").filter(|p| !p.is_empty());
+    let policy = policy_text.map(PostPolicy::parse).transpose()?;
+    if form.get("awsaccesskeyid").is_some() || form.get("signature").is_some() {
+        return Err(S3Error::with_message(
+            S3ErrorCode::NotImplemented,
+            "POST forms signed with Signature Version 2 are not supported; sign with AWS4-HMAC-SHA256",
+        ));
+    }
+    let Some(signature) = form.get("x-amz-signature") else {
+        if form.get("x-amz-credential").is_some() {
+            return Err(invalid(
+                "Bucket POST must contain a field named 'x-amz-signature'.",
+            ));
+        }
+        return Ok((None, policy));
+    };
+    let need = |name: &'static str, what: &'static str| form.get(name).ok_or_else(|| invalid(what));
+    let policy_text = policy_text.ok_or_else(|| {
+        invalid("Bucket POST must contain a field named 'policy'.  If it is specified, please check the order of the fields.")
+    })?;
+    let algorithm = need(
+        "x-amz-algorithm",
+        "Bucket POST must contain a field named 'x-amz-algorithm'.",
+    )?;
+    if algorithm != "AWS4-HMAC-SHA256" {
+        return Err(invalid(
+            "Unsupported x-amz-algorithm: use AWS4-HMAC-SHA256.",
+        ));
+    }
+    need(
+        "x-amz-date",
+        "Bucket POST must contain a field named 'x-amz-date'.",
+    )?;
+    let credential = need(
+        "x-amz-credential",
+        "Bucket POST must contain a field named 'x-amz-credential'.",
+    )?;
+    let (access_key, date, region, service) = post::parse_credential(credential)
+        .ok_or_else(|| invalid("Error parsing the X-Amz-Credential field."))?;
+    if service != "s3" || region != cx.region() {
+        return Err(S3Error::with_message(
+            S3ErrorCode::InvalidArgument,
+            format!(
+                "Error parsing the X-Amz-Credential field; the region '{region}' is wrong; expecting '{}'",
+                cx.region()
+            ),
+        ));
+    }
+    let node = cx.node;
+    let user = node
+        .users
+        .by_access_key(access_key)
+        .ok_or_else(|| S3Error::new(S3ErrorCode::InvalidAccessKeyId))?;
+    if !post::form_signature_matches(
+        &user.secret_key,
+        date,
+        region,
+        service,
+        policy_text,
+        signature,
+    ) {
+        return Err(S3Error::new(S3ErrorCode::SignatureDoesNotMatch));
+    }
+    Ok((Some(user), policy))
+}
+
+/// The fields that become the object's metadata, as the headers PutObject would carry.
+const META_FIELDS: [&str; 6] = [
+    "content-type",
+    "cache-control",
+    "content-disposition",
+    "content-encoding",
+    "content-language",
+    "expires",
+];
+
+/// Stream the decoded body into the store through pooled buffers.
+struct FileSink<'r, R> {
+    rt: &'r R,
+    writer: Option<ObjectWriter>,
+    staged: Vec<u8>,
+    size: u64,
+    max: u64,
+}
+
+impl<R: Runtime> FileSink<'_, R> {
+    fn take(&mut self, data: &[u8]) -> S3Result<()> {
+        self.size += data.len() as u64;
+        if self.size > self.max {
+            return Err(S3Error::with_message(
+                S3ErrorCode::EntityTooLarge,
+                "Your proposed upload exceeds the maximum allowed size",
+            ));
+        }
+        self.staged.extend_from_slice(data);
+        Ok(())
+    }
+
+    /// Write full buffers (all that is staged with `all`) on a blocking thread.
+    async fn flush(&mut self, all: bool) -> S3Result<()> {
+        while self.staged.len() >= COPY_BUF_SIZE || (all && !self.staged.is_empty()) {
+            let n = self.staged.len().min(COPY_BUF_SIZE);
+            let mut buf = BufferPool::global().get(COPY_BUF_SIZE);
+            buf.get_mut(..n)
+                .ok_or_else(|| S3Error::new(S3ErrorCode::InternalError))?
+                .copy_from_slice(self.staged.get(..n).unwrap_or_default());
+            self.staged.drain(..n);
+            let mut w = self
+                .writer
+                .take()
+                .ok_or_else(|| S3Error::new(S3ErrorCode::InternalError))?;
+            let (w, r) = self
+                .rt
+                .unblock(move || {
+                    let r = w.write_buf(buf, n);
+                    (w, r)
+                })
+                .await;
+            self.writer = Some(w);
+            r?;
+        }
+        Ok(())
+    }
+}
+
+/// POST Object.
+pub(crate) async fn post_object<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+) -> S3Result<()> {
+    require_length(body)?;
+    let boundary = find_header_str(cx.headers, "content-type")
+        .and_then(post::form_boundary)
+        .ok_or_else(|| invalid("POST Object needs a multipart/form-data body with a boundary"))?
+        .to_owned();
+    let mut verifier = cx
+        .req
+        .body_verifier(body, Checks::All, BodyLimit::object())?;
+
+    // The fields, up to the file's content.
+    let mut head = Vec::new();
+    let (form, start) = loop {
+        let Some(chunk) = body.next_chunk().await? else {
+            return Err(S3Error::with_message(
+                S3ErrorCode::MalformedPOSTRequest,
+                "The body of your POST request ended before the file field.",
+            ));
+        };
+        decode(&mut verifier, chunk, |d| {
+            head.extend_from_slice(d);
+            Ok(())
+        })?;
+        if let Some(found) = post::parse_fields(&head, &boundary)? {
+            break found;
+        }
+    };
+
+    let (signer, policy) = authenticate(cx, &form)?;
+    let key = form.key()?;
+    if key.is_empty() {
+        return Err(S3Error::with_message(
+            S3ErrorCode::InvalidArgument,
+            "User key must have a length greater than 0.",
+        ));
+    }
+    validate::object_key(&key)?;
+    let range = match &policy {
+        Some(p) => p.check(&form, bucket, system_unix_time())?,
+        None => None,
+    };
+    // The write is the form signer's.
+    let signer_cx = Cx {
+        node: cx.node,
+        req: cx.req,
+        headers: cx.headers,
+        id: cx.id,
+        caller: signer,
+        client: cx.client,
+    };
+    access::may_put(&signer_cx, bucket, &key)?;
+    if let Some(acl) = form.get("acl")
+        && !matches!(acl, "private" | "bucket-owner-full-control")
+    {
+        return Err(S3Error::new(S3ErrorCode::AccessControlListNotSupported));
+    }
+
+    // Metadata: the fields PutObject takes as headers.
+    let mut meta_headers: Vec<Header<'_>> = form
+        .fields
+        .iter()
+        .filter(|(n, _)| META_FIELDS.contains(&n.as_str()) || n.starts_with("x-amz-meta-"))
+        .map(|(n, v)| Header {
+            name: n,
+            value: v.as_bytes(),
+        })
+        .collect();
+    if form.get("content-type").is_none()
+        && let Some(t) = &form.file_content_type
+    {
+        meta_headers.push(Header {
+            name: "content-type",
+            value: t.as_bytes(),
+        });
+    }
+    let mut meta = object_meta(&meta_headers)?;
+    if let Some(doc) = form.get("tagging") {
+        let doc = Tagging::parse_xml(doc.as_bytes())?;
+        tagging::check(&doc.tags, TagOwner::Object)?;
+        meta.tags = doc
+            .tags
+            .iter()
+            .map(|t| (t.key.to_string(), t.value.to_string()))
+            .collect();
+    }
+    let conditions = write_conditions(cx.headers)?;
+    let (min, max) = range.unwrap_or((0, u64::MAX));
+
+    // The file, streamed.
+    let (b, k) = (bucket.to_owned(), key.clone());
+    let writer = cx.unblock(move |store| store.object_writer(&b, &k)).await?;
+    let mut sink = FileSink {
+        rt: cx.rt(),
+        writer: Some(writer),
+        staged: Vec::with_capacity(COPY_BUF_SIZE),
+        size: 0,
+        max,
+    };
+    let mut scanner = FileScanner::new(&boundary);
+    scanner.feed(head.get(start..).unwrap_or_default(), |d| sink.take(d))?;
+    drop(head);
+    while let Some(chunk) = body.next_chunk().await? {
+        let mut decoded = Vec::new();
+        decode(&mut verifier, chunk, |d| {
+            if !scanner.is_done() {
+                decoded.extend_from_slice(d);
+            }
+            Ok(())
+        })?;
+        scanner.feed(&decoded, |d| sink.take(d))?;
+        sink.flush(false).await?;
+    }
+    verifier.finish()?;
+    if !scanner.is_done() {
+        return Err(S3Error::with_message(
+            S3ErrorCode::IncompleteBody,
+            "The body of your POST request ended inside the file field.",
+        ));
+    }
+    if sink.size < min {
+        return Err(S3Error::with_message(
+            S3ErrorCode::EntityTooSmall,
+            "Your proposed upload is smaller than the minimum allowed size",
+        ));
+    }
+    sink.flush(true).await?;
+    let writer = sink
+        .writer
+        .take()
+        .ok_or_else(|| S3Error::new(S3ErrorCode::InternalError))?;
+    let put = cx.unblock(move |_| writer.commit(meta, conditions)).await?;
+    respond(cx, res, &form, bucket, &key, put.etag.as_str()).await
+}
+
+/// The answer: a redirect (`success_action_redirect`), or `success_action_status` (200, 201
+/// with a `PostResponse` document, 204 otherwise).
+async fn respond<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    form: &Form,
+    bucket: &str,
+    key: &str,
+    etag: &str,
+) -> S3Result<()> {
+    let host = find_header_str(cx.headers, "host").unwrap_or("localhost");
+    let scheme = if cx.client.secure { "https" } else { "http" };
+    let location = if cx.req.virtual_hosted {
+        format!("{scheme}://{host}/{}", uri::encode_path(key))
+    } else {
+        format!(
+            "{scheme}://{host}/{}/{}",
+            uri::encode(bucket),
+            uri::encode_path(key)
+        )
+    };
+    let mut h = Headers::new();
+    h.push("ETag", etag.to_owned());
+    let redirect = form
+        .get("success_action_redirect")
+        .or_else(|| form.get("redirect"))
+        .filter(|u| u.starts_with("http://") || u.starts_with("https://"));
+    if let Some(url) = redirect {
+        let sep = if url.contains('?') { '&' } else { '?' };
+        let to = format!(
+            "{url}{sep}bucket={}&key={}&etag={}",
+            uri::encode(bucket),
+            uri::encode(key),
+            uri::encode(etag)
+        );
+        h.push("Location", to);
+        return cx.req.send(res, 303, h, &[]).await;
+    }
+    h.push("Location", location.clone());
+    match form.get("success_action_status") {
+        Some("200") => cx.req.send(res, 200, h, &[]).await,
+        Some("201") => {
+            let xml = format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<PostResponse><Location>{}</Location><Bucket>{}</Bucket><Key>{}</Key><ETag>{}</ETag></PostResponse>",
+                xml_escape(&location),
+                xml_escape(bucket),
+                xml_escape(key),
+                xml_escape(etag)
+            );
+            let h = h.with("Content-Type", "application/xml");
+            cx.req.send(res, 201, h, xml.as_bytes()).await
+        }
+        _ => cx.req.send(res, 204, h, &[]).await,
+    }
+}
+
+fn xml_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&apos;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
