@@ -236,11 +236,6 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
         client: cx.client,
     };
     access::may_put(&signer_cx, bucket, &key)?;
-    if let Some(acl) = form.get("acl")
-        && !matches!(acl, "private" | "bucket-owner-full-control")
-    {
-        return Err(S3Error::new(S3ErrorCode::AccessControlListNotSupported));
-    }
 
     // Metadata: the fields PutObject takes as headers.
     let mut meta_headers: Vec<Header<'_>> = form
@@ -261,6 +256,13 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
         });
     }
     let mut meta = object_meta(&meta_headers)?;
+    // The `acl` field: a canned ACL for the object (as `x-amz-acl` on PutObject).
+    if let Some(name) = form.get("acl") {
+        let settings = cx.node.store.bucket_settings(bucket)?;
+        let owner = access::owner_id(cx, &settings).to_owned();
+        let acl = ferry_core::s3::acl::Acl::canned(name.trim(), &owner, &owner)?;
+        meta.acl = Some(super::acl::stored(cx, &acl)?);
+    }
     if let Some(doc) = form.get("tagging") {
         let doc = Tagging::parse_xml(doc.as_bytes())?;
         tagging::check(&doc.tags, TagOwner::Object)?;

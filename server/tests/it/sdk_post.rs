@@ -137,9 +137,12 @@ r = post(form({"key": "redir", "success_action_redirect": "http://example.com/do
 assert r.status_code == 303, (r.status_code, r.text)
 etag = hashlib.md5(b"r").hexdigest()
 assert r.headers["Location"] == "http://example.com/done?bucket=forms&key=redir&etag=%%22%s%%22" % etag, r.headers
-# ACLs: objects have none.
-error(post(form({"key": "acl", "acl": "public-read"}, [])), 400, "AccessControlListNotSupported")
+# ACLs: the acl field is the object's canned ACL; an unknown one is refused.
+error(post(form({"key": "acl", "acl": "world-writable"}, [])), 400, "InvalidArgument")
 absent("acl")
+assert post(form({"key": "acl", "acl": "public-read"}, [])).status_code == 204
+grants = c.get_object_acl(Bucket="forms", Key="acl")["Grants"]
+assert {g["Permission"] for g in grants} == {"FULL_CONTROL", "READ"}, grants
 assert post(form({"key": "acl", "acl": "private"}, [])).status_code == 204
 # Tagging.
 tags = "<Tagging><TagSet><Tag><Key>k</Key><Value>v</Value></Tag></TagSet></Tagging>"
