@@ -17,14 +17,13 @@ use ferry_core::s3::xml::Owner;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::context::Cx;
-use crate::store::{BucketSetting, BucketSettings};
+use crate::store::{BucketSettings, ObjectMeta};
 use crate::users::User;
 
 /// The canonical id of the owner of a bucket with `settings`.
 pub(crate) fn owner_id<'s, R: Runtime>(cx: &'s Cx<'_, R>, settings: &'s BucketSettings) -> &'s str {
     settings
-        .get(BucketSetting::Owner)
-        .and_then(|v| std::str::from_utf8(v).ok())
+        .owner()
         .unwrap_or(&cx.users().primary().canonical_id)
 }
 
@@ -166,33 +165,25 @@ pub(crate) fn authorize<R: Runtime>(cx: &Cx<'_, R>, s3: &S3Request<'_>) -> S3Res
     let Some((action, on_object)) = action(&s3.endpoint) else {
         return Ok(());
     };
-    let bucket = s3.bucket_str();
-    let resource = if on_object {
-        format!("arn:aws:s3:::{bucket}/{}", s3.key_str())
-    } else {
-        format!("arn:aws:s3:::{bucket}")
-    };
-    decide(cx, Some(&s3.endpoint), bucket, action, &resource)?;
+    let key = on_object.then(|| s3.key_str());
+    decide(cx, Some(&s3.endpoint), s3.bucket_str(), key, action)?;
     // A copy reads its source.
     if let Endpoint::CopyObject { source, .. } | Endpoint::UploadPartCopy { source, .. } =
         &s3.endpoint
     {
-        let resource = format!("arn:aws:s3:::{}/{}", source.bucket, source.key);
-        decide(cx, None, &source.bucket, "s3:GetObject", &resource)?;
+        decide(cx, None, &source.bucket, Some(&source.key), "s3:GetObject")?;
     }
     Ok(())
 }
 
 /// Whether the caller may delete `key` in `bucket` (each key of a DeleteObjects).
 pub(crate) fn may_delete<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, key: &str) -> S3Result<()> {
-    let resource = format!("arn:aws:s3:::{bucket}/{key}");
-    decide(cx, None, bucket, "s3:DeleteObject", &resource)
+    decide(cx, None, bucket, Some(key), "s3:DeleteObject")
 }
 
 /// Whether the caller may write `key` in `bucket` (a POST Object, once its form is read).
 pub(crate) fn may_put<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, key: &str) -> S3Result<()> {
-    let resource = format!("arn:aws:s3:::{bucket}/{key}");
-    decide(cx, None, bucket, "s3:PutObject", &resource)
+    decide(cx, None, bucket, Some(key), "s3:PutObject")
 }
 
 /// `endpoint`: for its parameters' condition keys (a listing's prefix).
@@ -200,8 +191,8 @@ fn decide<R: Runtime>(
     cx: &Cx<'_, R>,
     endpoint: Option<&Endpoint<'_>>,
     bucket: &str,
+    key: Option<&str>,
     action: &str,
-    resource: &str,
 ) -> S3Result<()> {
     let settings = cx.node.store.bucket_settings(bucket)?;
     let is_owner = Some(owner_id(cx, &settings)) == cx.caller_id();
@@ -220,32 +211,43 @@ fn decide<R: Runtime>(
     {
         return Ok(());
     }
+    // The object's metadata (its tags for the policy, its ACL for the grants), read at most
+    // once and only if asked; `None` when there is no such object.
+    let object = std::cell::OnceCell::new();
+    let object_meta = || -> S3Result<Option<&ObjectMeta>> {
+        let Some(key) = key else { return Ok(None) };
+        if let Some(found) = object.get() {
+            return Ok(Option::as_ref(found));
+        }
+        let found = match cx.node.store.head_object(bucket, key) {
+            Ok(info) => Some(info.meta),
+            Err(e) if e.code == S3ErrorCode::NoSuchKey => None,
+            Err(e) => return Err(e),
+        };
+        Ok(Option::as_ref(object.get_or_init(|| found)))
+    };
     let decision = match settings.policy()? {
         Some(policy) => {
-            let mut context: Vec<(Cow<'_, str>, Cow<'_, str>)> = context(cx, endpoint)
-                .into_iter()
-                .map(|(k, v)| (Cow::Borrowed(k), v))
-                .collect();
+            let resource = match key {
+                Some(key) => format!("arn:aws:s3:::{bucket}/{key}"),
+                None => format!("arn:aws:s3:::{bucket}"),
+            };
+            let request = context(cx, endpoint);
             // s3:ExistingObjectTag/<key>: the object's tags, read only for a policy that asks.
+            let mut tags: Vec<(String, &str)> = Vec::new();
             if policy.uses_key_prefix(EXISTING_OBJECT_TAG)
-                && let Some(key) = resource.strip_prefix(&format!("arn:aws:s3:::{bucket}/"))
+                && let Some(meta) = object_meta()?
             {
-                match cx.node.store.head_object(bucket, key) {
-                    Ok(info) => {
-                        for (k, v) in info.meta.tags {
-                            context.push((
-                                Cow::Owned(format!("{EXISTING_OBJECT_TAG}{k}")),
-                                Cow::Owned(v),
-                            ));
-                        }
-                    }
-                    Err(e) if e.code == S3ErrorCode::NoSuchKey => {}
-                    Err(e) => return Err(e),
-                }
+                tags = meta
+                    .tags
+                    .iter()
+                    .map(|(k, v)| (format!("{EXISTING_OBJECT_TAG}{k}"), v.as_str()))
+                    .collect();
             }
-            let context: Vec<(&str, &str)> = context
+            let context: Vec<(&str, &str)> = request
                 .iter()
-                .map(|(k, v)| (k.as_ref(), v.as_ref()))
+                .map(|(k, v)| (*k, v.as_ref()))
+                .chain(tags.iter().map(|(k, v)| (k.as_str(), *v)))
                 .collect();
             policy.evaluate(&PolicyRequest {
                 principal: cx.caller.map(|u| Principal {
@@ -253,7 +255,7 @@ fn decide<R: Runtime>(
                     canonical_id: &u.canonical_id,
                 }),
                 action,
-                resource,
+                resource: &resource,
                 context: &context,
             })
         }
@@ -271,16 +273,11 @@ fn decide<R: Runtime>(
             "s3:PutObjectAcl" => Permission::WriteAcp,
             _ => return Ok(false),
         };
-        let Some(key) = resource.strip_prefix(&format!("arn:aws:s3:::{bucket}/")) else {
+        // No object: nothing to grant on, refused as any other (no hint that it is absent).
+        let Some(meta) = object_meta()? else {
             return Ok(false);
         };
-        let info = match cx.node.store.head_object(bucket, key) {
-            Ok(info) => info,
-            // Nothing to grant on: refused as any other (no hint that the key is absent).
-            Err(e) if e.code == S3ErrorCode::NoSuchKey => return Ok(false),
-            Err(e) => return Err(e),
-        };
-        let acl = super::acl::object_acl(cx, &settings, info.meta.acl.as_deref())?;
+        let acl = super::acl::object_acl(cx, &settings, meta.acl.as_deref())?;
         Ok(acl.allows(cx.caller_id(), want))
     };
     match decision {

@@ -96,11 +96,7 @@ pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
                         Err(e) if e.code == S3ErrorCode::NoSuchBucket => continue,
                         Err(e) => return Err(e),
                     };
-                    let owner = settings
-                        .get(BucketSetting::Owner)
-                        .and_then(|v| std::str::from_utf8(v).ok())
-                        .unwrap_or(&primary);
-                    if owner != me {
+                    if settings.owner().unwrap_or(&primary) != me {
                         continue;
                     }
                     if out.len() == limit {
@@ -164,10 +160,7 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
             Err(e) if e.code == S3ErrorCode::BucketAlreadyOwnedByYou => {
                 // Someone else's: its name is taken (as AWS answers across accounts).
                 let settings = store.bucket_settings(&b)?;
-                let owner = settings
-                    .get(BucketSetting::Owner)
-                    .unwrap_or(primary.as_bytes());
-                let theirs = owner != me.as_bytes();
+                let theirs = settings.owner().unwrap_or(&primary) != me;
                 Err(if theirs {
                     S3Error::new(S3ErrorCode::BucketAlreadyExists)
                 } else {

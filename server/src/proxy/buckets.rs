@@ -193,15 +193,23 @@ pub(crate) async fn set_everywhere<R: Runtime, S: Stream>(
     }
     push_acl_headers(cx, &mut call);
     call.body = doc;
-    let replies = everywhere(cx, &call).await?;
+    relay_everywhere(cx, &call, res).await
+}
+
+/// Send a bucket setting's `call` to every backend: the first refusal is the answer, else the
+/// first backend's.
+pub(crate) async fn relay_everywhere<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    call: &Call,
+    res: &mut ResponseWriter<'_, S>,
+) -> S3Result<()> {
+    let replies = everywhere(cx, call).await?;
     if let Some(bad) = replies.iter().find(|r| !r.ok()) {
         return Err(bad.to_error());
     }
     let status = replies.first().map_or(204, |r| r.status);
-    let h = Headers::new();
-    cx.front
-        .send(res, status, h, replies.first().map_or(&[][..], |r| &r.body))
-        .await
+    let body = replies.first().map_or(&[][..], |r| &r.body);
+    cx.front.send(res, status, Headers::new(), body).await
 }
 
 /// How long a DeleteBucket's fences hold on the nodes: a proxy that dies mid-delete leaves the

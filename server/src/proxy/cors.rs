@@ -28,6 +28,7 @@ use ferry_core::s3::xml::{CorsConfiguration, MAX_CORS_BODY};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::Proxy;
+use super::buckets::require_all_up;
 use super::context::{Caller, Cx};
 use super::forward::{Call, Reply, call, spawn_call};
 use crate::front::Headers;
@@ -139,14 +140,6 @@ async fn fetch<R: Runtime>(p: &Arc<Proxy<R>>, bucket: &str) -> S3Result<Known> {
         Some("NoSuchCORSConfiguration") => Ok(Known::Rules(None)),
         Some("NoSuchBucket" | "InvalidBucketName") => Ok(Known::NoBucket),
         _ => Err(reply.to_error()),
-    }
-}
-
-/// Every backend must be up for a change that all of them take.
-fn require_all_up<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<()> {
-    match cx.p.backends.iter().find(|b| !b.is_up()) {
-        Some(b) => Err(b.unavailable()),
-        None => Ok(()),
     }
 }
 

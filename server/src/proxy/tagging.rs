@@ -9,10 +9,9 @@ use ferry_core::s3::request::S3Request;
 use ferry_core::s3::tagging::{self, TagOwner};
 use ferry_core::s3::xml::{MAX_TAGGING_BODY, Tagging};
 
-use super::buckets::{bucket_path, everywhere, read_small, require_all_up};
+use super::buckets::{bucket_path, read_small, relay_everywhere, require_all_up};
 use super::context::Cx;
 use super::forward::Call;
-use crate::front::Headers;
 
 /// PutBucketTagging on every backend: the document is checked here first (a bad one changes
 /// nothing anywhere), then sent as Ferry writes it. Every backend must be up; the first
@@ -35,7 +34,7 @@ pub(crate) async fn put_bucket<R: Runtime, S: Stream>(
     call.headers
         .push(("Content-Type", "application/xml".into()));
     call.body = out;
-    fan_out(cx, &call, res).await
+    relay_everywhere(cx, &call, res).await
 }
 
 /// DeleteBucketTagging on every backend.
@@ -46,18 +45,5 @@ pub(crate) async fn delete_bucket<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     require_all_up(cx)?;
     let call = Call::new("DELETE", bucket_path(s3.bucket_str()), "tagging".into());
-    fan_out(cx, &call, res).await
-}
-
-/// Send `call` everywhere: 204 if every backend took it, else the first refusal.
-async fn fan_out<R: Runtime, S: Stream>(
-    cx: &Cx<'_, R>,
-    call: &Call,
-    res: &mut ResponseWriter<'_, S>,
-) -> S3Result<()> {
-    let replies = everywhere(cx, call).await?;
-    if let Some(bad) = replies.iter().find(|r| !r.ok()) {
-        return Err(bad.to_error());
-    }
-    cx.front.send(res, 204, Headers::new(), &[]).await
+    relay_everywhere(cx, &call, res).await
 }

@@ -78,6 +78,13 @@ impl BucketSettings {
         self.values[i].as_deref()
     }
 
+    /// The owner's canonical id, if the bucket records one (buckets created before users
+    /// existed do not: they are the primary user's).
+    pub fn owner(&self) -> Option<&str> {
+        self.get(BucketSetting::Owner)
+            .and_then(|v| std::str::from_utf8(v).ok())
+    }
+
     /// The bucket's ACL, if it has one (it was checked before it was stored).
     pub fn acl(&self) -> S3Result<Option<Arc<Acl>>> {
         self.acl

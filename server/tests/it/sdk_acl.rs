@@ -314,22 +314,18 @@ print("ok")
 "#;
     let endpoint = n.endpoint();
     let bob_id = BOB.canonical_id();
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new("python3")
-            .args(["-c", script, &endpoint])
-            .args([ALICE.access_key, ALICE.secret_key])
-            .args([BOB.access_key, BOB.secret_key, &bob_id])
-            .output()
-            .expect("python3 runs")
-    })
-    .await
-    .expect("join");
-    assert!(
-        out.status.success() && out.stdout.starts_with(b"ok"),
-        "boto3 script failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::support::sdk::run_python(
+        script,
+        vec![
+            endpoint,
+            ALICE.access_key.to_owned(),
+            ALICE.secret_key.to_owned(),
+            BOB.access_key.to_owned(),
+            BOB.secret_key.to_owned(),
+            bob_id,
+        ],
+    )
+    .await;
 }
 
 async fn object_grants(c: &Client, bucket: &str, key: &str) -> Vec<(String, String)> {
@@ -560,19 +556,13 @@ else:
 print("ok")
 "#;
     let endpoint = n.endpoint();
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new("python3")
-            .args(["-c", script, &endpoint])
-            .args([ALICE.access_key, ALICE.secret_key])
-            .output()
-            .expect("python3 runs")
-    })
-    .await
-    .expect("join");
-    assert!(
-        out.status.success() && out.stdout.starts_with(b"ok"),
-        "boto3 script failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::support::sdk::run_python(
+        script,
+        vec![
+            endpoint,
+            ALICE.access_key.to_owned(),
+            ALICE.secret_key.to_owned(),
+        ],
+    )
+    .await;
 }

@@ -753,19 +753,13 @@ for bad in ["doc-.bucket", "doc.-bucket", "doc..bucket", "192.168.5.4"]:
 print("ok")
 "#;
     let endpoint = format!("http://{}", n.addr);
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new("python3")
-            .args(["-c", script, &endpoint])
-            .args([crate::support::ACCESS_KEY, crate::support::SECRET_KEY])
-            .output()
-            .expect("python3 runs")
-    })
-    .await
-    .expect("joined");
-    assert!(
-        out.status.success() && out.stdout.starts_with(b"ok"),
-        "boto3 script failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::support::sdk::run_python(
+        script,
+        vec![
+            endpoint,
+            crate::support::ACCESS_KEY.to_owned(),
+            crate::support::SECRET_KEY.to_owned(),
+        ],
+    )
+    .await;
 }

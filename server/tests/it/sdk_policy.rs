@@ -492,22 +492,17 @@ assert code(lambda: bob.get_object(Bucket="boto-pol", Key="doc")) == "AccessDeni
 print("ok")
 "#;
     let endpoint = n.endpoint();
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new("python3")
-            .args(["-c", script, &endpoint])
-            .args([ALICE.access_key, ALICE.secret_key])
-            .args([BOB.access_key, BOB.secret_key])
-            .output()
-            .expect("python3 runs")
-    })
-    .await
-    .expect("join");
-    assert!(
-        out.status.success() && out.stdout.starts_with(b"ok"),
-        "boto3 script failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::support::sdk::run_python(
+        script,
+        vec![
+            endpoint,
+            ALICE.access_key.to_owned(),
+            ALICE.secret_key.to_owned(),
+            BOB.access_key.to_owned(),
+            BOB.secret_key.to_owned(),
+        ],
+    )
+    .await;
 }
 
 /// Unsigned requests are anonymous: a public-read policy (or a public ACL) lets them in for
@@ -588,20 +583,7 @@ for call in [lambda: c.get_object(Bucket="www", Key="private/notes"),
 print("ok")
 "#;
     let endpoint = n.endpoint();
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new("python3")
-            .args(["-c", script, &endpoint])
-            .output()
-            .expect("python3 runs")
-    })
-    .await
-    .expect("join");
-    assert!(
-        out.status.success() && out.stdout.starts_with(b"ok"),
-        "boto3 script failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::support::sdk::run_python(script, vec![endpoint]).await;
 }
 
 /// `s3:ExistingObjectTag/<key>`: a policy that lets bob read the objects tagged

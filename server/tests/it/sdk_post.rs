@@ -173,21 +173,8 @@ print("ok")
 "#;
 
 async fn run_script(endpoint: String) {
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new("python3")
-            .args(["-c", SCRIPT, &endpoint])
-            .args([crate::support::ACCESS_KEY, crate::support::SECRET_KEY])
-            .output()
-            .expect("python3 runs")
-    })
-    .await
-    .expect("joined");
-    assert!(
-        out.status.success() && out.stdout.starts_with(b"ok"),
-        "python script failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let key = [crate::support::ACCESS_KEY, crate::support::SECRET_KEY].map(str::to_owned);
+    crate::support::sdk::run_python(SCRIPT, [vec![endpoint], key.to_vec()].concat()).await;
 }
 
 async fn browser_uploads(target: Target) {

@@ -41,26 +41,6 @@ on_both_runtimes!(
 /// `getaddrinfo` for boto3).
 const DOMAIN: &str = "s3.ferry.test";
 
-/// Run a python3 script with `args`; it must print `ok`.
-async fn python(script: String, args: Vec<String>) {
-    let out = ::tokio::task::spawn_blocking(move || {
-        std::process::Command::new("python3")
-            .arg("-c")
-            .arg(script)
-            .args(&args)
-            .output()
-            .expect("python3 runs")
-    })
-    .await
-    .expect("joined");
-    assert!(
-        out.status.success() && out.stdout.starts_with(b"ok"),
-        "python script failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 fn args(endpoint: String) -> Vec<String> {
     vec![endpoint, ACCESS_KEY.to_owned(), SECRET_KEY.to_owned()]
 }
@@ -179,7 +159,7 @@ print("ok")
 /// boto3 signing with SigV2 (header auth and presigned URLs) against a node or the proxy.
 async fn boto3_sigv2_header_and_presigned(target: Target) {
     let n = TestNode::start(target);
-    python(with_prelude(SIGV2_SCRIPT), args(n.endpoint())).await;
+    crate::support::sdk::run_python(with_prelude(SIGV2_SCRIPT), args(n.endpoint())).await;
 }
 
 /// [`PRELUDE`] followed by `script`.
@@ -212,7 +192,7 @@ url = v4.generate_presigned_url("get_object", Params={"Bucket": "v4only", "Key":
 assert urllib.request.urlopen(url).read() == b"sigv4 data"
 print("ok")
 "#;
-    python(with_prelude(SCRIPT), args(n.endpoint())).await;
+    crate::support::sdk::run_python(with_prelude(SCRIPT), args(n.endpoint())).await;
     assert_eq!(n.get("v4only", "k").await, b"sigv4 data");
 }
 
@@ -434,7 +414,7 @@ async fn boto3_virtual_hosted_sigv2_and_sigv4(target: Target) {
             ..Options::default()
         },
     );
-    python(with_prelude(VIRTUAL_SCRIPT), args(n.endpoint())).await;
+    crate::support::sdk::run_python(with_prelude(VIRTUAL_SCRIPT), args(n.endpoint())).await;
 }
 
 /// aws-cli v1 (`aws s3 presign`) and s3cmd (header auth with `x-amz-date`, `signurl`), path-
@@ -499,7 +479,7 @@ async fn aws_cli_v1_and_s3cmd_sign_with_sigv2(target: Target) {
     );
     n.bucket("tools").await;
     n.put("tools", "a key", "from the sdk").await;
-    python(with_prelude(TOOLS_SCRIPT), args(n.endpoint())).await;
+    crate::support::sdk::run_python(with_prelude(TOOLS_SCRIPT), args(n.endpoint())).await;
     let left = n
         .client
         .list_objects_v2()
@@ -627,8 +607,8 @@ fn proxy_sigv2_and_virtual(runtime: RuntimeKind, auth: Auth) {
     let setup = Setup::start_with(runtime, 2, auth, |cfg| cfg.domains = vec![DOMAIN.into()]);
     let endpoint = format!("http://{}", setup.addr);
     sdk::block_on(async move {
-        python(with_prelude(SIGV2_SCRIPT), args(endpoint.clone())).await;
-        python(with_prelude(VIRTUAL_SCRIPT), args(endpoint)).await;
+        crate::support::sdk::run_python(with_prelude(SIGV2_SCRIPT), args(endpoint.clone())).await;
+        crate::support::sdk::run_python(with_prelude(VIRTUAL_SCRIPT), args(endpoint)).await;
     });
     drop(setup);
 }

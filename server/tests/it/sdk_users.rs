@@ -316,22 +316,17 @@ assert alice.get_object(Bucket="boto-alice", Key="k")["Body"].read() == b"v"
 print("ok")
 "#;
     let endpoint = n.endpoint();
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new("python3")
-            .args(["-c", script, &endpoint])
-            .args([ALICE.access_key, ALICE.secret_key])
-            .args([BOB.access_key, BOB.secret_key])
-            .output()
-            .expect("python3 runs")
-    })
-    .await
-    .expect("join");
-    assert!(
-        out.status.success() && out.stdout.starts_with(b"ok"),
-        "boto3 script failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::support::sdk::run_python(
+        script,
+        vec![
+            endpoint,
+            ALICE.access_key.to_owned(),
+            ALICE.secret_key.to_owned(),
+            BOB.access_key.to_owned(),
+            BOB.secret_key.to_owned(),
+        ],
+    )
+    .await;
 }
 
 /// `ferry user add` writes a file that `ferry node --users` reads: the new user signs in with

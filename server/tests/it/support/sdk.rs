@@ -591,3 +591,25 @@ pub fn sign_headers_at(
         .map(|h| (h.name().to_owned(), h.value().to_owned()))
         .collect()
 }
+
+/// Run a python3 script (a boto3 client's steps) with `args` on the blocking pool; it must
+/// exit successfully and print `ok` first.
+pub async fn run_python(script: impl Into<String>, args: Vec<String>) {
+    let script = script.into();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("python3")
+            .arg("-c")
+            .arg(script)
+            .args(&args)
+            .output()
+            .expect("python3 runs")
+    })
+    .await
+    .expect("joined");
+    assert!(
+        out.status.success() && out.stdout.starts_with(b"ok"),
+        "python script failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
