@@ -107,8 +107,8 @@ const KNOWN_PARAMETERS: &[&str] = &[
 
 /// What a request header asks for that Ferry does not do. Such a request is answered with the
 /// error, never served with the header ignored: a client that asked for encryption, a lock or
-/// ACL grants must not believe it got them.
-fn unsupported_header(name: &str, value: &[u8]) -> Option<S3Error> {
+/// ACL grants must not believe it got them. POST Object asks the same of its form fields.
+pub fn unsupported_header(name: &str, value: &[u8]) -> Option<S3Error> {
     let lower = |p: &str| starts_with_ignore_case(name, p);
     let is = |n: &str| name.eq_ignore_ascii_case(n);
     let value = value.trim_ascii();

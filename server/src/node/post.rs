@@ -236,6 +236,15 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
         client: cx.client,
     };
     access::may_put(&signer_cx, bucket, &key)?;
+    // A field asking for what PutObject refuses as a header (encryption, object lock, ...) is
+    // refused the same way, never ignored.
+    if let Some(e) = form
+        .fields
+        .iter()
+        .find_map(|(n, v)| ferry_core::s3::request::unsupported_header(n, v.as_bytes()))
+    {
+        return Err(e);
+    }
 
     // Metadata: the fields PutObject takes as headers.
     let mut meta_headers: Vec<Header<'_>> = form

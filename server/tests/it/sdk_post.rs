@@ -108,6 +108,9 @@ r = post(f)
 error(r, 403, "AccessDenied")
 assert "Invalid according to Policy: Policy Condition failed: [&quot;eq&quot;,&quot;$key&quot;,&quot;wanted&quot;]" in r.text, r.text
 absent("extra"); absent("other")
+# A field asking for what Ferry does not do is refused, not ignored.
+error(post(form({"key": "enc", "x-amz-server-side-encryption": "AES256"}, [])), 501, "NotImplemented")
+absent("enc")
 # x-ignore-* fields need no condition.
 f = form({"key": "ignored"}, [])
 f["x-ignore-me"] = "whatever"
