@@ -60,6 +60,8 @@ fn action(endpoint: &Endpoint<'_>) -> Option<(&'static str, bool)> {
         }
         Endpoint::GetBucketLocation => ("s3:GetBucketLocation", false),
         Endpoint::GetBucketVersioning => ("s3:GetBucketVersioning", false),
+        Endpoint::PutBucketVersioning { .. } => ("s3:PutBucketVersioning", false),
+        Endpoint::ListObjectVersions { .. } => ("s3:ListBucketVersions", false),
         Endpoint::PutBucketPolicy => ("s3:PutBucketPolicy", false),
         Endpoint::GetBucketPolicy => ("s3:GetBucketPolicy", false),
         Endpoint::DeleteBucketPolicy => ("s3:DeleteBucketPolicy", false),

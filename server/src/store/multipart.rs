@@ -453,9 +453,10 @@ impl Store {
                 last_modified,
                 meta: up.meta,
                 data: DataLayout::Parts(locs),
+                version: None,
             };
             let bytes = codec::encode(&rec)?;
-            let replaced = put_record(txn, bucket, key, &bytes, conditions)?;
+            let replaced = put_record(txn, bucket, key, &rec, &bytes, conditions)?;
             retired.extend(replaced.files);
             remember_completed(
                 txn,
@@ -470,6 +471,7 @@ impl Store {
                 etag,
                 size,
                 last_modified: DateTime::from_unix(last_modified),
+                version_id: replaced.version_id,
             };
             Ok((result, Some(retired), replaced.size))
         })?;
@@ -551,5 +553,7 @@ fn completed_before(
         etag: codec::stored_etag(&rec.etag)?,
         size: rec.size,
         last_modified: DateTime::from_unix(rec.completed),
+        // Not remembered: a retried complete answers without it.
+        version_id: None,
     }))
 }
