@@ -617,7 +617,10 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
     // Each key is a DeleteObject: one the policy denies fails alone, as in S3.
     let permits: Vec<S3Result<()>> = keys
         .iter()
-        .map(|(key, _)| super::access::may_delete(cx, bucket, key))
+        .map(|(key, version)| {
+            let version = version.as_deref().map(VersionId::parse).transpose()?;
+            super::access::may_delete(cx, bucket, key, version)
+        })
         .collect();
     let b = bucket.to_owned();
     let outcomes = cx

@@ -173,7 +173,7 @@ impl SettingsCache {
         map.insert(name.to_owned(), value);
     }
 
-    fn invalidate(&self, name: &str) {
+    pub(crate) fn invalidate(&self, name: &str) {
         let mut map = self.lock();
         self.generation.fetch_add(1, Ordering::AcqRel);
         map.remove(name);
@@ -340,6 +340,17 @@ impl Store {
         kind: BucketSetting,
         value: Option<&[u8]>,
     ) -> S3Result<()> {
+        if kind == BucketSetting::Versioning {
+            // Never removed, and the store must know it has versions: one way in.
+            let state = value.and_then(ferry_core::s3::version::Versioning::parse);
+            return match state {
+                Some(state) => self.set_versioning(name, state),
+                None => Err(S3Error::with_message(
+                    S3ErrorCode::InvalidArgument,
+                    "The versioning state is Enabled or Suspended",
+                )),
+            };
+        }
         self.update(None, |txn| {
             let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
             if !bucket_exists(&buckets, name)? {

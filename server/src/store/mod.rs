@@ -168,6 +168,10 @@ pub(crate) struct Inner {
     direct_ok: std::sync::atomic::AtomicBool,
     /// Buckets' settings as last committed (see [`bucket::SettingsCache`]).
     settings: bucket::SettingsCache,
+    /// Some bucket has (or had) a versioning state: writes read their bucket's state in
+    /// their transaction. While no bucket ever had one, they skip that lookup (see
+    /// [`version`]).
+    versioned: std::sync::atomic::AtomicBool,
 }
 
 impl fmt::Debug for Store {
@@ -243,7 +247,7 @@ impl Store {
         }
         let path = root.join("meta.redb");
         let db = Database::create(&path).map_err(io::Error::other)?;
-        init_tables(&db)?;
+        let layout = init_tables(&db)?;
         let (referenced, objects, bytes) = referenced_files(&db)?;
         let fans = FanDirs::new();
         let cleanup = files::cleanup(&tmp, &data, &referenced, &fans)?;
@@ -262,6 +266,7 @@ impl Store {
                 lanes: files::Lanes::new(),
                 direct_ok: std::sync::atomic::AtomicBool::new(config.direct_io),
                 settings: bucket::SettingsCache::default(),
+                versioned: std::sync::atomic::AtomicBool::new(layout == VERSIONED_LAYOUT),
             }),
         })
     }
@@ -339,27 +344,30 @@ impl Store {
     }
 }
 
-fn init_tables(db: &Database) -> io::Result<()> {
+/// Create the tables a store lacks; the store's layout.
+fn init_tables(db: &Database) -> io::Result<u64> {
     let txn = db.begin_write().map_err(io::Error::other)?;
-    {
+    let found = {
         let mut meta = txn.open_table(META).map_err(io::Error::other)?;
         let layout = meta
             .get("layout")
             .map_err(io::Error::other)?
             .map(|v| v.value());
-        match layout {
+        let found = match layout {
             None => {
                 meta.insert("layout", LAYOUT_VERSION)
                     .map_err(io::Error::other)?;
+                LAYOUT_VERSION
             }
-            Some(LAYOUT_VERSION | VERSIONED_LAYOUT) => {}
+            Some(v @ (LAYOUT_VERSION | VERSIONED_LAYOUT)) => v,
             Some(v) => {
                 return Err(io::Error::other(format!(
                     "store layout {v} is not supported (this build reads {LAYOUT_VERSION} and \
                      {VERSIONED_LAYOUT})"
                 )));
             }
-        }
+        };
+        drop(meta);
         txn.open_table(BUCKETS).map_err(io::Error::other)?;
         txn.open_table(OBJECTS).map_err(io::Error::other)?;
         // Stores written before versions get the (empty) table here.
@@ -369,8 +377,10 @@ fn init_tables(db: &Database) -> io::Result<()> {
         txn.open_table(FENCES).map_err(io::Error::other)?;
         txn.open_table(BUCKET_SETTINGS).map_err(io::Error::other)?;
         txn.open_table(COMPLETED).map_err(io::Error::other)?;
-    }
-    txn.commit().map_err(io::Error::other)
+        found
+    };
+    txn.commit().map_err(io::Error::other)?;
+    Ok(found)
 }
 
 /// Every data file committed metadata references (objects' files, every version's, and

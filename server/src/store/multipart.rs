@@ -379,6 +379,7 @@ impl Store {
         let k = object_key(bucket, key)?;
         let (bucket, key, upload_id) = (bucket.to_owned(), key.to_owned(), upload_id.to_owned());
         let parts = parts.to_vec();
+        let store = self.clone();
         let (result, retired, replaced) = self.update_grouped(None, move |txn| {
             let (bucket, key, upload_id) = (bucket.as_str(), key.as_str(), upload_id.as_str());
             let up: UploadRecord = {
@@ -456,7 +457,7 @@ impl Store {
                 version: None,
             };
             let bytes = codec::encode(&rec)?;
-            let replaced = put_record(txn, bucket, key, &rec, &bytes, conditions)?;
+            let replaced = put_record(&store, txn, bucket, key, &rec, &bytes, conditions)?;
             retired.extend(replaced.files);
             remember_completed(
                 txn,

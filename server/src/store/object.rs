@@ -315,6 +315,7 @@ pub(crate) struct Replaced {
 /// state it replaces that object, which is returned; in a versioned one it becomes a new
 /// version (see `store::version`).
 pub(crate) fn put_record(
+    store: &Store,
     txn: &WriteTransaction,
     bucket: &str,
     key: &str,
@@ -327,7 +328,7 @@ pub(crate) fn put_record(
         return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
     }
     check_unfenced(txn, bucket)?;
-    let state = versioning_in(txn, bucket)?;
+    let state = versioning_in(store, txn, bucket)?;
     let k = object_key(bucket, key)?;
     let mut objects = txn.open_table(OBJECTS).map_err(db_err)?;
     let Some(state) = state else {
@@ -415,8 +416,9 @@ impl Store {
             version_id: None,
         };
         let bytes = codec::encode(&rec)?;
+        let store = self.clone();
         let old = self.update_grouped(staged, move |txn| {
-            put_record(txn, &bucket, &key, &rec, &bytes, conditions)
+            put_record(&store, txn, &bucket, &key, &rec, &bytes, conditions)
         })?;
         self.inner.counters.put(result.size, old.size);
         self.inner.retire(&old.files);

@@ -23,6 +23,7 @@
 //! never had a state costs what it cost before, plus that one settings lookup.
 
 use std::ops::Bound;
+use std::sync::atomic::Ordering;
 
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
@@ -54,8 +55,18 @@ pub(crate) enum Slot {
     Old(u64),
 }
 
-/// The versioning state of `bucket` in `txn`'s view (`None`: never versioned).
-pub(crate) fn versioning_in(txn: &WriteTransaction, bucket: &str) -> S3Result<Option<Versioning>> {
+/// The versioning state of `bucket` in `txn`'s view (`None`: never versioned), looked up
+/// only if `store` has had a versioned bucket. Call it inside the transaction (the flag is
+/// set before a state's commit, and write transactions are serialised, so a state committed
+/// before `txn` began is seen).
+pub(crate) fn versioning_in(
+    store: &Store,
+    txn: &WriteTransaction,
+    bucket: &str,
+) -> S3Result<Option<Versioning>> {
+    if !store.maybe_versioned() {
+        return Ok(None);
+    }
     let settings = txn.open_table(BUCKET_SETTINGS).map_err(db_err)?;
     let found = settings
         .get((bucket, BucketSetting::Versioning.name()))
@@ -251,6 +262,7 @@ type Deleted = (DeleteOutcome, Vec<FileId>, Option<u64>);
 
 /// In `txn`: DeleteObject of `k` (of `bucket`), of `version` if named.
 fn delete_in(
+    store: &Store,
     txn: &WriteTransaction,
     bucket: &str,
     k: &[u8],
@@ -264,7 +276,7 @@ fn delete_in(
     }
     let mut objects = txn.open_table(OBJECTS).map_err(db_err)?;
     let Some(v) = version else {
-        let state = versioning_in(txn, bucket)?;
+        let state = versioning_in(store, txn, bucket)?;
         let Some(state) = state else {
             // Never versioned: the key goes, as it always did.
             let old = match objects.remove(k).map_err(db_err)? {
@@ -325,13 +337,37 @@ impl Store {
     }
 
     /// Set the versioning state of `bucket` (PutBucketVersioning). A bucket never goes back to
-    /// unversioned: `Enabled` and `Suspended` are the only states.
+    /// unversioned: `Enabled` and `Suspended` are the only states. The store's layout becomes
+    /// [`VERSIONED_LAYOUT`] in the same commit.
     pub fn set_versioning(&self, bucket: &str, state: Versioning) -> S3Result<()> {
-        self.set_bucket_setting(
-            bucket,
-            BucketSetting::Versioning,
-            Some(state.as_str().as_bytes()),
-        )
+        check_bucket_name(bucket)?;
+        // Before the commit: a write whose transaction runs after it reads the state (see
+        // `Inner::versioned`; write transactions are serialised, and a write reads the flag
+        // inside its own).
+        self.inner.versioned.store(true, Ordering::SeqCst);
+        self.update(None, |txn| {
+            let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
+            if !bucket_exists(&buckets, bucket)? {
+                return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
+            }
+            let mut settings = txn.open_table(BUCKET_SETTINGS).map_err(db_err)?;
+            settings
+                .insert(
+                    (bucket, BucketSetting::Versioning.name()),
+                    state.as_str().as_bytes(),
+                )
+                .map_err(db_err)?;
+            let mut meta = txn.open_table(META).map_err(db_err)?;
+            meta.insert("layout", VERSIONED_LAYOUT).map_err(db_err)?;
+            Ok(())
+        })?;
+        self.inner.settings.invalidate(bucket);
+        Ok(())
+    }
+
+    /// Whether writes must read their bucket's versioning state (some bucket has one).
+    pub(crate) fn maybe_versioned(&self) -> bool {
+        self.inner.versioned.load(Ordering::SeqCst)
     }
 
     /// DeleteObject of `bucket`/`key`: without `version`, the key goes (never versioned), or a
@@ -361,7 +397,7 @@ impl Store {
             }
         }
         let (outcome, files, size) =
-            self.update(None, |txn| delete_in(txn, bucket, &k, version))?;
+            self.update(None, |txn| delete_in(self, txn, bucket, &k, version))?;
         if let Some(size) = size {
             self.inner.counters.deleted(size);
         }

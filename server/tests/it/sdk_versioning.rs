@@ -30,6 +30,7 @@ on_every_target!(
     delete_objects_with_versions,
     tagging_by_version,
     a_bucket_with_versions_is_not_empty,
+    version_actions_in_policies,
     boto3_versions_and_delete_markers,
 );
 
@@ -1039,6 +1040,71 @@ async fn a_bucket_with_versions_is_not_empty(target: Target) {
         .send()
         .await
         .unwrap_or_else(|e| panic!("delete bucket: {}", show(&e)));
+}
+
+async fn version_actions_in_policies(target: Target) {
+    let n = TestNode::start(target);
+    let c = &n.client;
+    versioned(&n, "guarded").await;
+    let v1 = put(c, "guarded", "k", b"one").await;
+    put(c, "guarded", "k", b"two").await;
+    // Versions may be neither removed nor read by id, by anyone (the owner included).
+    let policy = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Deny","Principal":"*",
+        "Action":["s3:DeleteObjectVersion","s3:GetObjectVersion"],
+        "Resource":"arn:aws:s3:::guarded/*"}]}"#;
+    c.put_bucket_policy()
+        .bucket("guarded")
+        .policy(policy)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("put policy: {}", show(&e)));
+    let r = c
+        .delete_object()
+        .bucket("guarded")
+        .key("k")
+        .version_id(&v1)
+        .send()
+        .await;
+    assert_code(r, 403, "AccessDenied");
+    let r = c
+        .get_object()
+        .bucket("guarded")
+        .key("k")
+        .version_id(&v1)
+        .send()
+        .await;
+    assert_code(r, 403, "AccessDenied");
+    let out = c
+        .delete_objects()
+        .bucket("guarded")
+        .delete(
+            Delete::builder()
+                .objects(
+                    ObjectIdentifier::builder()
+                        .key("k")
+                        .version_id(&v1)
+                        .build()
+                        .expect("identifier"),
+                )
+                .build()
+                .expect("delete"),
+        )
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("delete objects: {}", show(&e)));
+    assert_eq!(out.errors().len(), 1);
+    assert_eq!(out.errors()[0].code(), Some("AccessDenied"));
+    // The current version and a delete marker are other actions.
+    assert_eq!(get(c, "guarded", "k").await, b"two");
+    let del = c
+        .delete_object()
+        .bucket("guarded")
+        .key("k")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("delete: {}", show(&e)));
+    assert_eq!(del.delete_marker(), Some(true));
+    assert_eq!(all_versions(c, "guarded").await.len(), 3);
 }
 
 async fn boto3_versions_and_delete_markers(target: Target) {

@@ -315,6 +315,49 @@ fn tags_and_acls_change_one_version() {
 }
 
 #[test]
+fn the_state_alone_survives_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = open(dir.path());
+        s.create_bucket("b").unwrap();
+        s.create_bucket("plain").unwrap();
+        assert_eq!(put(&s, "plain", "k", b"x"), None);
+        s.set_versioning("b", Versioning::Suspended).unwrap();
+        assert_eq!(
+            code(s.set_versioning("missing", Versioning::Enabled)),
+            S3ErrorCode::NoSuchBucket
+        );
+    }
+    let s = open(dir.path());
+    assert_eq!(s.versioning("b").unwrap(), Some(Versioning::Suspended));
+    assert_eq!(put(&s, "b", "k", b"x"), Some(VersionId::Null));
+    // A bucket that never had a state stays unversioned.
+    assert_eq!(put(&s, "plain", "k", b"y"), None);
+    assert_eq!(listed(&s, "plain"), [l("k", VersionId::Null, true, false)]);
+    s.set_versioning("b", Versioning::Enabled).unwrap();
+    assert!(matches!(put(&s, "b", "k", b"z"), Some(VersionId::Seq(_))));
+    // The settings API takes the same way in, and nothing but the two states.
+    s.set_bucket_setting(
+        "plain",
+        ferry_server::store::BucketSetting::Versioning,
+        Some(b"Enabled"),
+    )
+    .unwrap();
+    assert!(matches!(
+        put(&s, "plain", "k", b"w"),
+        Some(VersionId::Seq(_))
+    ));
+    assert_eq!(
+        code(s.set_bucket_setting(
+            "plain",
+            ferry_server::store::BucketSetting::Versioning,
+            None
+        )),
+        S3ErrorCode::InvalidArgument
+    );
+}
+
+#[test]
 fn a_store_from_before_versions_opens_and_versions() {
     let dir = tempfile::tempdir().unwrap();
     {
