@@ -17,6 +17,7 @@ mod node_multipart;
 mod node_objects;
 mod node_s3;
 mod node_sendfile;
+mod node_versions;
 mod proxy_cors;
 mod proxy_delete_bucket;
 mod proxy_health;
