@@ -426,7 +426,7 @@ impl Store {
     /// with `change`, in a metadata-only group commit: `NoSuchKey`, `NoSuchVersion`,
     /// `MethodNotAllowed` for a delete marker, `NoSuchBucket`, or `OperationAborted` while a
     /// fence holds the bucket.
-    pub(crate) fn update_version_meta(
+    pub fn update_version_meta(
         &self,
         bucket: &str,
         key: &str,
