@@ -88,6 +88,7 @@ s3_error_codes! {
     NoSuchKey => 404, "The specified key does not exist.";
     NoSuchTagSet => 404, "The TagSet does not exist";
     NoSuchUpload => 404, "The specified multipart upload does not exist.";
+    NoSuchVersion => 404, "The specified version does not exist.";
     NotImplemented => 501, "A header or query you provided implies functionality that is not implemented.";
     NotModified => 304, "Not Modified";
     OperationAborted => 409, "A conflicting conditional operation is currently in progress against this resource. Try again.";

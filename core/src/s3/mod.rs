@@ -16,6 +16,7 @@ pub mod sigv4;
 pub mod tagging;
 pub mod uri;
 pub mod validate;
+pub mod version;
 pub mod xml;
 
 pub use error::{S3Error, S3ErrorCode, S3Result};

@@ -6,9 +6,9 @@
 //!
 //! Choices where S3 leaves room:
 //! - `+` in the path is a literal `+` (RFC 3986); in the query it is a space.
-//! - `versionId` (on objects and in `x-amz-copy-source`) is accepted only as `null`, the
-//!   version of every object in an unversioned bucket; any other value is `InvalidArgument`
-//!   ("Invalid version id specified"), as S3 answers for unversioned buckets.
+//! - `versionId` (on objects and in `x-amz-copy-source`) is `null` or a Ferry version id
+//!   ([`VersionId`]); anything else is `InvalidArgument` ("Invalid version id specified"), as
+//!   S3 answers a malformed id.
 //! - `max-keys`, `max-uploads`, `max-parts` above 1000 are clamped to 1000, as S3 does.
 
 use alloc::borrow::Cow;
@@ -19,6 +19,7 @@ use super::conditions::Conditions;
 use super::query::Query;
 use super::range::{ByteRange, CopySourceRange};
 use super::validate::{self, ContentHeaders};
+use super::version::VersionId;
 use super::{S3Error, S3ErrorCode, S3Result, uri};
 use crate::http::{Header, find_header, find_header_str};
 
@@ -66,7 +67,6 @@ const UNSUPPORTED_SUBRESOURCES: &[&str] = &[
     "select",
     "session",
     "torrent",
-    "versions",
     "website",
 ];
 
@@ -100,8 +100,10 @@ const KNOWN_PARAMETERS: &[&str] = &[
     "upload-id-marker",
     "uploadId",
     "uploads",
+    "version-id-marker",
     "versionId",
     "versioning",
+    "versions",
     "x-id",
 ];
 
@@ -120,6 +122,9 @@ pub fn unsupported_header(name: &str, value: &[u8]) -> Option<S3Error> {
         || (is("x-amz-bucket-object-lock-enabled") && !value.eq_ignore_ascii_case(b"false"))
     {
         return Some(not_implemented("Object lock is not implemented"));
+    }
+    if is("x-amz-mfa") {
+        return Some(not_implemented("MFA delete is not implemented"));
     }
     if is("x-amz-website-redirect-location") {
         return Some(not_implemented("Website redirects are not implemented"));
@@ -331,13 +336,14 @@ pub struct CopySource<'a> {
     pub bucket: Cow<'a, str>,
     /// Source key.
     pub key: Cow<'a, str>,
+    /// `?versionId=`: the version to copy (none: the current one).
+    pub version_id: Option<VersionId>,
 }
 
 impl<'a> CopySource<'a> {
-    /// Parse `[/]bucket/key[?versionId=null]` (URL-encoded).
+    /// Parse `[/]bucket/key[?versionId=id]` (URL-encoded).
     ///
-    /// A `versionId` other than `null` is `InvalidArgument` (buckets are unversioned);
-    /// access-point ARNs and malformed values are `InvalidArgument`.
+    /// A malformed `versionId`, access-point ARNs and malformed values are `InvalidArgument`.
     pub fn parse(value: &'a [u8]) -> S3Result<Self> {
         let invalid = || {
             S3Error::with_message(
@@ -356,19 +362,22 @@ impl<'a> CopySource<'a> {
         validate::bucket_name(&bucket)?;
         let key = uri::decode(key, false)?;
         validate::object_key(&key)?;
-        check_version_id(Query::parse(query)?.get("versionId"))?;
-        Ok(Self { bucket, key })
+        let version_id = version_id(&Query::parse(query)?)?;
+        Ok(Self {
+            bucket,
+            key,
+            version_id,
+        })
     }
 }
 
+/// The `versionId` parameter of an object request: `InvalidArgument` if malformed.
+pub fn version_id(q: &Query<'_>) -> S3Result<Option<VersionId>> {
+    q.get("versionId").map(VersionId::parse).transpose()
+}
+
 fn check_version_id(version: Option<&str>) -> S3Result<()> {
-    match version {
-        None | Some("null") => Ok(()),
-        Some(_) => Err(S3Error::with_message(
-            S3ErrorCode::InvalidArgument,
-            "Invalid version id specified",
-        )),
-    }
+    version.map(VersionId::parse).transpose().map(drop)
 }
 
 /// A parsed request: where it points, what it does, and its sorted query.
@@ -437,6 +446,26 @@ pub enum Endpoint<'a> {
     GetBucketLocation,
     /// `GET /bucket?versioning`.
     GetBucketVersioning,
+    /// `PUT /bucket?versioning` (body: `<VersioningConfiguration>`).
+    PutBucketVersioning {
+        /// `Content-MD5`, decoded.
+        content_md5: Option<[u8; 16]>,
+    },
+    /// `GET /bucket?versions`.
+    ListObjectVersions {
+        /// `prefix` (empty when absent).
+        prefix: Cow<'a, str>,
+        /// `delimiter`.
+        delimiter: Option<Cow<'a, str>>,
+        /// `key-marker`.
+        key_marker: Option<Cow<'a, str>>,
+        /// `version-id-marker` (only with `key-marker`).
+        version_id_marker: Option<VersionId>,
+        /// `max-keys`, default 1000, clamped to 1000.
+        max_keys: u32,
+        /// `encoding-type=url`.
+        encoding_type_url: bool,
+    },
     /// `PUT /bucket?policy` (body: the policy, JSON).
     PutBucketPolicy,
     /// `GET /bucket?policy`.
@@ -672,6 +701,7 @@ impl<'a> Endpoint<'a> {
             "tagging",
             "location",
             "versioning",
+            "versions",
             "policy",
             "policyStatus",
             "uploads",
@@ -703,11 +733,12 @@ impl<'a> Endpoint<'a> {
     }
 
     fn bucket(method: &str, q: &Query<'a>, headers: &[Header<'a>]) -> S3Result<Self> {
-        const KEYWORDS: [&str; 12] = [
+        const KEYWORDS: [&str; 13] = [
             "acl",
             "location",
             "cors",
             "versioning",
+            "versions",
             "policy",
             "policyStatus",
             "tagging",
@@ -725,6 +756,10 @@ impl<'a> Endpoint<'a> {
         Ok(match (method, keyword) {
             ("GET", Some("location")) => Self::GetBucketLocation,
             ("GET", Some("versioning")) => Self::GetBucketVersioning,
+            ("PUT", Some("versioning")) => Self::PutBucketVersioning {
+                content_md5: validate::find_content_md5(headers)?,
+            },
+            ("GET", Some("versions")) => Self::list_versions(q)?,
             ("PUT", Some("policy")) => Self::PutBucketPolicy,
             ("GET", Some("policy")) => Self::GetBucketPolicy,
             ("DELETE", Some("policy")) => Self::DeleteBucketPolicy,
@@ -790,6 +825,28 @@ impl<'a> Endpoint<'a> {
         })
     }
 
+    fn list_versions(q: &Query<'a>) -> S3Result<Self> {
+        let key_marker = non_empty(q, "key-marker");
+        let version_id_marker = match q.get("version-id-marker").filter(|v| !v.is_empty()) {
+            None => None,
+            Some(_) if key_marker.is_none() => {
+                return Err(S3Error::with_message(
+                    S3ErrorCode::InvalidArgument,
+                    "A version-id marker cannot be specified without a key marker.",
+                ));
+            }
+            Some(v) => Some(VersionId::parse(v)?),
+        };
+        Ok(Self::ListObjectVersions {
+            prefix: q.get_cow("prefix").unwrap_or_default(),
+            delimiter: non_empty(q, "delimiter"),
+            key_marker,
+            version_id_marker,
+            max_keys: page_size(q, "max-keys")?,
+            encoding_type_url: encoding_type_url(q)?,
+        })
+    }
+
     fn list_objects(q: &Query<'a>) -> S3Result<Self> {
         let prefix = q.get_cow("prefix").unwrap_or_default();
         let delimiter = non_empty(q, "delimiter");
@@ -845,6 +902,7 @@ impl<'a> Endpoint<'a> {
         if [
             "location",
             "versioning",
+            "versions",
             "delete",
             "policy",
             "policyStatus",
@@ -918,6 +976,7 @@ impl<'a> Endpoint<'a> {
                         let metadata_directive = metadata_directive(headers)?;
                         if source.bucket == bucket
                             && source.key == key
+                            && source.version_id.is_none()
                             && metadata_directive == MetadataDirective::Copy
                         {
                             return Err(S3Error::with_message(
@@ -973,8 +1032,7 @@ impl<'a> Endpoint<'a> {
         })
     }
 
-    /// `?tagging` on an object. A `versionId` other than `null` is refused as on GetObject:
-    /// every Ferry bucket is unversioned.
+    /// `?tagging` on an object (of the version `versionId` names, if any).
     fn object_tagging(method: &str, q: &Query<'a>, multipart: bool) -> S3Result<Self> {
         if multipart || q.has("partNumber") {
             return Err(not_implemented("Conflicting subresources"));
@@ -998,6 +1056,8 @@ impl<'a> Endpoint<'a> {
             Self::HeadBucket => "HeadBucket",
             Self::GetBucketLocation => "GetBucketLocation",
             Self::GetBucketVersioning => "GetBucketVersioning",
+            Self::PutBucketVersioning { .. } => "PutBucketVersioning",
+            Self::ListObjectVersions { .. } => "ListObjectVersions",
             Self::PutBucketPolicy => "PutBucketPolicy",
             Self::GetBucketPolicy => "GetBucketPolicy",
             Self::DeleteBucketPolicy => "DeleteBucketPolicy",
@@ -1146,6 +1206,16 @@ mod tests {
             // GetBucketLocation / GetBucketVersioning
             ("GET", "/?location", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None, Endpoint::GetBucketLocation),
             ("GET", "/?versioning", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None, Endpoint::GetBucketVersioning),
+            // PutBucketVersioning / ListObjectVersions
+            ("PUT", "/?versioning", "bucket.s3.us-west-2.amazonaws.com", &[],
+             Some("bucket"), None, Endpoint::PutBucketVersioning { content_md5: None }),
+            ("GET", "/?versions", "bucketname.s3.us-west-2.amazonaws.com", &[], Some("bucketname"), None,
+             Endpoint::ListObjectVersions { prefix: b(""), delimiter: None, key_marker: None, version_id_marker: None,
+                                            max_keys: 1000, encoding_type_url: false }),
+            ("GET", "/?versions&key-marker=key2&version-id-marker=fffffffffffffff0&max-keys=3&prefix=k&delimiter=/",
+             "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None,
+             Endpoint::ListObjectVersions { prefix: b("k"), delimiter: Some(b("/")), key_marker: Some(b("key2")),
+                                            version_id_marker: Some(VersionId::Seq(15)), max_keys: 3, encoding_type_url: false }),
             // PutBucketPolicy / GetBucketPolicy / DeleteBucketPolicy / GetBucketPolicyStatus
             ("PUT", "/?policy", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None, Endpoint::PutBucketPolicy),
             ("GET", "/?policy", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None, Endpoint::GetBucketPolicy),
@@ -1234,13 +1304,13 @@ mod tests {
              Some("examplebucket"), Some("my-image.jpg"), Endpoint::PutObject { content_md5: None }),
             ("PUT", "/my-second-image.jpg", "bucket.s3.us-west-2.amazonaws.com", &[("x-amz-copy-source", "/bucket/my-image.jpg")],
              Some("bucket"), Some("my-second-image.jpg"),
-             Endpoint::CopyObject { source: CopySource { bucket: b("bucket"), key: b("my-image.jpg") },
+             Endpoint::CopyObject { source: CopySource { bucket: b("bucket"), key: b("my-image.jpg"), version_id: None },
                                     metadata_directive: MetadataDirective::Copy, source_conditions: Conditions::default() }),
             ("PUT", "/my-second-image.jpg", "bucket.s3.us-west-2.amazonaws.com",
              &[("x-amz-copy-source", "/bucket/my-image.jpg"), ("x-amz-metadata-directive", "REPLACE"),
                   ("x-amz-copy-source-if-match", "\"abc\"")],
              Some("bucket"), Some("my-second-image.jpg"),
-             Endpoint::CopyObject { source: CopySource { bucket: b("bucket"), key: b("my-image.jpg") },
+             Endpoint::CopyObject { source: CopySource { bucket: b("bucket"), key: b("my-image.jpg"), version_id: None },
                                     metadata_directive: MetadataDirective::Replace,
                                     source_conditions: Conditions { if_match: Some("\"abc\""), ..Conditions::default() } }),
             ("DELETE", "/my-second-image.jpg", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), Some("my-second-image.jpg"),
@@ -1269,7 +1339,7 @@ mod tests {
              &[("x-amz-copy-source", "/source-bucket/sourceobject"), ("x-amz-copy-source-range", "bytes=500-6291456")],
              Some("target-bucket"), Some("newobject"),
              Endpoint::UploadPartCopy { part_number: 2, upload_id: b(upload),
-                                        source: CopySource { bucket: b("source-bucket"), key: b("sourceobject") },
+                                        source: CopySource { bucket: b("source-bucket"), key: b("sourceobject"), version_id: None },
                                         source_range: Some(CopySourceRange { first: 500, last: 6_291_456 }),
                                         source_conditions: Conditions::default() }),
             ("POST", "/example-object?uploadId=AAAsb2FkIElEIGZvciBlbHZpbmcncyWeeS1tb3ZpZS5tMnRzIRRwbG9hZA",
@@ -1316,11 +1386,11 @@ mod tests {
             ("PUT", "/bucket/key?tagging&uploadId=x", &[]),
             ("GET", "/bucket?tagging&location", &[]),
             ("DELETE", "/bucket?lifecycle", &[]),
-            ("GET", "/bucket?versions", &[]),
             ("GET", "/?acl", &[]),
             ("POST", "/bucket/key?restore", &[]),
             ("POST", "/bucket/key?select&select-type=2", &[]),
-            ("PUT", "/bucket?versioning", &[]),
+            ("POST", "/bucket?versioning", &[]),
+            ("GET", "/bucket/key?versions", &[]),
             ("DELETE", "/bucket?uploads", &[]),
             ("POST", "/bucket", &[]),
             ("POST", "/bucket/key", &[]),
@@ -1540,7 +1610,7 @@ mod tests {
     fn invalid_requests_get_the_s3_error() {
         let long_key = alloc::format!("/bucket/{}", "k".repeat(1025));
         #[rustfmt::skip]
-        let cases: [(&str, &str, Extra<'_>, S3ErrorCode); 28] = [
+        let cases: [(&str, &str, Extra<'_>, S3ErrorCode); 31] = [
             ("GET", "/Bucket/key", &[], S3ErrorCode::InvalidBucketName),
             ("GET", "/b/key", &[], S3ErrorCode::InvalidBucketName),
             ("GET", "/192.168.5.4", &[], S3ErrorCode::InvalidBucketName),
@@ -1563,6 +1633,9 @@ mod tests {
             ("GET", "/bucket/key?tagging&versionId=3HL4kqtJlcpXroDTDmJ", &[], S3ErrorCode::InvalidArgument),
             ("PUT", "/bucket/key?tagging&versionId=v1", &[], S3ErrorCode::InvalidArgument),
             ("DELETE", "/bucket/key?tagging&versionId=v1", &[], S3ErrorCode::InvalidArgument),
+            ("DELETE", "/bucket/key?versionId=", &[], S3ErrorCode::InvalidArgument),
+            ("GET", "/bucket?versions&version-id-marker=null", &[], S3ErrorCode::InvalidArgument),
+            ("GET", "/bucket?versions&key-marker=a&version-id-marker=zz", &[], S3ErrorCode::InvalidArgument),
             ("GET", "/bucket/%ZZ", &[], S3ErrorCode::InvalidArgument),
             ("GET", "/bucket/%C3%28", &[], S3ErrorCode::InvalidArgument),
             ("GET", "bucket/key", &[], S3ErrorCode::InvalidRequest),
@@ -1678,13 +1751,22 @@ mod tests {
             Ok(CopySource {
                 bucket: Cow::Owned(String::from(b)),
                 key: Cow::Owned(String::from(k)),
+                version_id: None,
             })
         };
         assert_eq!(cs("/bucket/key"), ok("bucket", "key"));
         assert_eq!(cs("bucket/dir/key"), ok("bucket", "dir/key"));
         assert_eq!(
-            cs("/bucket/a%20b%3Fc?versionId=null"),
-            ok("bucket", "a b?c")
+            cs("/bucket/a%20b%3Fc?versionId=null").map(|c| c.version_id),
+            Ok(Some(VersionId::Null))
+        );
+        assert_eq!(
+            cs("/bucket/k?versionId=fffffffffffffffe").map(|c| (c.key, c.version_id)),
+            Ok((Cow::Borrowed("k"), Some(VersionId::Seq(1))))
+        );
+        assert_eq!(
+            cs("/bucket/a%20b%3Fc").map(|c| c.key),
+            Ok(Cow::Owned(String::from("a b?c")))
         );
         assert_eq!(cs("/bucket/a+b"), ok("bucket", "a+b"));
         for (bad, code) in [

@@ -11,13 +11,13 @@ use ferry_core::http::find_header_str;
 use ferry_core::rt::Runtime;
 use ferry_core::s3::acl::Permission;
 use ferry_core::s3::policy::{Decision, PolicyRequest, Principal};
-use ferry_core::s3::request::{Endpoint, S3Request};
+use ferry_core::s3::request::{Endpoint, S3Request, version_id};
 use ferry_core::s3::sigv4::AuthKind;
 use ferry_core::s3::xml::Owner;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::context::Cx;
-use crate::store::{BucketSettings, ObjectMeta};
+use crate::store::{BucketSettings, ObjectMeta, VersionId};
 use crate::users::User;
 
 /// The canonical id of the owner of a bucket with `settings`.
@@ -60,6 +60,8 @@ fn action(endpoint: &Endpoint<'_>) -> Option<(&'static str, bool)> {
         }
         Endpoint::GetBucketLocation => ("s3:GetBucketLocation", false),
         Endpoint::GetBucketVersioning => ("s3:GetBucketVersioning", false),
+        Endpoint::PutBucketVersioning { .. } => ("s3:PutBucketVersioning", false),
+        Endpoint::ListObjectVersions { .. } => ("s3:ListBucketVersions", false),
         Endpoint::PutBucketPolicy => ("s3:PutBucketPolicy", false),
         Endpoint::GetBucketPolicy => ("s3:GetBucketPolicy", false),
         Endpoint::DeleteBucketPolicy => ("s3:DeleteBucketPolicy", false),
@@ -165,25 +167,64 @@ pub(crate) fn authorize<R: Runtime>(cx: &Cx<'_, R>, s3: &S3Request<'_>) -> S3Res
     let Some((action, on_object)) = action(&s3.endpoint) else {
         return Ok(());
     };
-    let key = on_object.then(|| s3.key_str());
+    let action = if on_object && s3.query.has("versionId") {
+        of_version(action)
+    } else {
+        action
+    };
+    // A malformed id is refused by the operation; the policy sees the current version then.
+    let version = version_id(&s3.query).ok().flatten();
+    let key = on_object.then(|| (s3.key_str(), version));
     decide(cx, Some(&s3.endpoint), s3.bucket_str(), key, action)?;
     // A copy reads its source.
     if let Endpoint::CopyObject { source, .. } | Endpoint::UploadPartCopy { source, .. } =
         &s3.endpoint
     {
-        decide(cx, None, &source.bucket, Some(&source.key), "s3:GetObject")?;
+        let read = if source.version_id.is_some() {
+            "s3:GetObjectVersion"
+        } else {
+            "s3:GetObject"
+        };
+        let src = (source.key.as_ref(), source.version_id);
+        decide(cx, None, &source.bucket, Some(src), read)?;
     }
     Ok(())
 }
 
-/// Whether the caller may delete `key` in `bucket` (each key of a DeleteObjects).
-pub(crate) fn may_delete<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, key: &str) -> S3Result<()> {
-    decide(cx, None, bucket, Some(key), "s3:DeleteObject")
+/// The action of an object operation on a version named by `versionId`, as AWS names it
+/// (GetObject of a version is `s3:GetObjectVersion`, ...); writes keep theirs.
+fn of_version(action: &'static str) -> &'static str {
+    match action {
+        "s3:GetObject" => "s3:GetObjectVersion",
+        "s3:DeleteObject" => "s3:DeleteObjectVersion",
+        "s3:GetObjectTagging" => "s3:GetObjectVersionTagging",
+        "s3:PutObjectTagging" => "s3:PutObjectVersionTagging",
+        "s3:DeleteObjectTagging" => "s3:DeleteObjectVersionTagging",
+        "s3:GetObjectAcl" => "s3:GetObjectVersionAcl",
+        "s3:PutObjectAcl" => "s3:PutObjectVersionAcl",
+        other => other,
+    }
+}
+
+/// Whether the caller may delete `key` in `bucket` (each key of a DeleteObjects; of a
+/// version if it names one).
+pub(crate) fn may_delete<R: Runtime>(
+    cx: &Cx<'_, R>,
+    bucket: &str,
+    key: &str,
+    version: Option<VersionId>,
+) -> S3Result<()> {
+    let action = if version.is_some() {
+        "s3:DeleteObjectVersion"
+    } else {
+        "s3:DeleteObject"
+    };
+    decide(cx, None, bucket, Some((key, version)), action)
 }
 
 /// Whether the caller may write `key` in `bucket` (a POST Object, once its form is read).
 pub(crate) fn may_put<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, key: &str) -> S3Result<()> {
-    decide(cx, None, bucket, Some(key), "s3:PutObject")
+    decide(cx, None, bucket, Some((key, None)), "s3:PutObject")
 }
 
 /// `endpoint`: for its parameters' condition keys (a listing's prefix).
@@ -191,7 +232,7 @@ fn decide<R: Runtime>(
     cx: &Cx<'_, R>,
     endpoint: Option<&Endpoint<'_>>,
     bucket: &str,
-    key: Option<&str>,
+    key: Option<(&str, Option<VersionId>)>,
     action: &str,
 ) -> S3Result<()> {
     let settings = cx.node.store.bucket_settings(bucket)?;
@@ -215,13 +256,24 @@ fn decide<R: Runtime>(
     // once and only if asked; `None` when there is no such object.
     let object = std::cell::OnceCell::new();
     let object_meta = || -> S3Result<Option<&ObjectMeta>> {
-        let Some(key) = key else { return Ok(None) };
+        let Some((key, version)) = key else {
+            return Ok(None);
+        };
         if let Some(found) = object.get() {
             return Ok(Option::as_ref(found));
         }
-        let found = match cx.node.store.head_object(bucket, key) {
+        let found = match cx.node.store.head_object_version(bucket, key, version) {
             Ok(info) => Some(info.meta),
-            Err(e) if e.code == S3ErrorCode::NoSuchKey => None,
+            Err(e)
+                if matches!(
+                    e.code,
+                    S3ErrorCode::NoSuchKey
+                        | S3ErrorCode::NoSuchVersion
+                        | S3ErrorCode::MethodNotAllowed
+                ) =>
+            {
+                None
+            }
             Err(e) => return Err(e),
         };
         Ok(Option::as_ref(object.get_or_init(|| found)))
@@ -229,7 +281,7 @@ fn decide<R: Runtime>(
     let decision = match settings.policy()? {
         Some(policy) => {
             let resource = match key {
-                Some(key) => format!("arn:aws:s3:::{bucket}/{key}"),
+                Some((key, _)) => format!("arn:aws:s3:::{bucket}/{key}"),
                 None => format!("arn:aws:s3:::{bucket}"),
             };
             let request = context(cx, endpoint);
@@ -268,9 +320,9 @@ fn decide<R: Runtime>(
         }
         // What an object's own ACL grants: read it, read or replace its ACL.
         let want = match action {
-            "s3:GetObject" => Permission::Read,
-            "s3:GetObjectAcl" => Permission::ReadAcp,
-            "s3:PutObjectAcl" => Permission::WriteAcp,
+            "s3:GetObject" | "s3:GetObjectVersion" => Permission::Read,
+            "s3:GetObjectAcl" | "s3:GetObjectVersionAcl" => Permission::ReadAcp,
+            "s3:PutObjectAcl" | "s3:PutObjectVersionAcl" => Permission::WriteAcp,
             _ => return Ok(false),
         };
         // No object: nothing to grant on, refused as any other (no hint that it is absent).
@@ -291,8 +343,13 @@ fn decide<R: Runtime>(
 /// WRITE writes and deletes objects, READ_ACP and WRITE_ACP read and replace the ACL.
 fn acl_permission(action: &str) -> Option<Permission> {
     Some(match action {
-        "s3:ListBucket" | "s3:ListBucketMultipartUploads" => Permission::Read,
-        "s3:PutObject" | "s3:DeleteObject" | "s3:AbortMultipartUpload" => Permission::Write,
+        "s3:ListBucket" | "s3:ListBucketMultipartUploads" | "s3:ListBucketVersions" => {
+            Permission::Read
+        }
+        "s3:PutObject"
+        | "s3:DeleteObject"
+        | "s3:DeleteObjectVersion"
+        | "s3:AbortMultipartUpload" => Permission::Write,
         "s3:GetBucketAcl" => Permission::ReadAcp,
         "s3:PutBucketAcl" => Permission::WriteAcp,
         _ => return None,

@@ -120,9 +120,12 @@ pub(crate) async fn get_object<R: Runtime, S: Stream>(
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
     key: &str,
+    version: Option<crate::store::VersionId>,
 ) -> S3Result<()> {
     let (b, k) = (bucket.to_owned(), key.to_owned());
-    let info = cx.unblock(move |store| store.head_object(&b, &k)).await?;
+    let info = cx
+        .unblock(move |store| store.head_object_version(&b, &k, version))
+        .await?;
     let settings = cx.node.store.bucket_settings(bucket)?;
     let acl = object_acl(cx, &settings, info.meta.acl.as_deref())?;
     let users = cx.users();
@@ -141,6 +144,7 @@ pub(crate) async fn put_object<R: Runtime, S: Stream>(
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
     key: &str,
+    version: Option<crate::store::VersionId>,
 ) -> S3Result<()> {
     let limit = BodyLimit::document(MAX_ACL_BODY as u64);
     let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
@@ -150,7 +154,7 @@ pub(crate) async fn put_object<R: Runtime, S: Stream>(
     let acl = acl_of_request(cx, &doc, &owner)?;
     let xml = stored(cx, &acl)?;
     let (b, k) = (bucket.to_owned(), key.to_owned());
-    cx.unblock(move |store| store.put_object_acl(&b, &k, xml))
+    cx.unblock(move |store| store.put_object_acl_version(&b, &k, version, xml))
         .await?;
     cx.req.send(res, 200, Headers::new(), &[]).await
 }

@@ -11,7 +11,8 @@ use ferry_core::s3::checksum::checksum_header;
 use ferry_core::s3::request::{Endpoint, FENCE_HEADER};
 use ferry_core::s3::xml::{
     BucketEntry, CorsConfiguration, CreateBucketConfiguration, ListAllMyBucketsResult,
-    ListBucketResult, ListVersion, MAX_CORS_BODY, MAX_CREATE_BUCKET_BODY, ObjectEntry, Owner,
+    ListBucketResult, ListVersion, ListVersionsResult, MAX_CORS_BODY, MAX_CREATE_BUCKET_BODY,
+    MAX_VERSIONING_BODY, ObjectEntry, Owner, VersionEntry, VersioningConfiguration,
     write_location_constraint, write_versioning_configuration,
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
@@ -20,7 +21,7 @@ use super::access;
 use super::context::Cx;
 use crate::front::Headers;
 use crate::front::body::read_small;
-use crate::store::{BucketInfo, BucketSetting, ListQuery, MAX_LIST};
+use crate::store::{BucketInfo, BucketSetting, ListQuery, MAX_LIST, VersionsQuery};
 use ferry_core::s3::body::{BodyLimit, Checks};
 
 /// Continuation tokens are the key (or bucket name) to continue after, base64url-encoded:
@@ -299,15 +300,120 @@ pub(crate) async fn location<R: Runtime, S: Stream>(
     cx.req.send_xml(res, Headers::new(), &xml).await
 }
 
-/// GetBucketVersioning: buckets are never versioned, so the configuration is empty.
+/// GetBucketVersioning: `Enabled` or `Suspended`; an empty configuration for a bucket that was
+/// never versioned.
 pub(crate) async fn versioning<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
 ) -> S3Result<()> {
-    require_bucket(cx, bucket).await?;
+    let b = bucket.to_owned();
+    let state = cx.unblock(move |store| store.versioning(&b)).await?;
     let mut xml = Vec::new();
-    write_versioning_configuration(&mut xml, None);
+    write_versioning_configuration(&mut xml, state.map(|s| s.as_str()));
+    cx.req.send_xml(res, Headers::new(), &xml).await
+}
+
+/// PutBucketVersioning: `Enabled` or `Suspended` (a bucket never goes back to unversioned).
+/// MFA delete (`MfaDelete`, `x-amz-mfa`) is not implemented: such a request changes nothing.
+pub(crate) async fn put_versioning<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+) -> S3Result<()> {
+    let limit = BodyLimit::document(MAX_VERSIONING_BODY as u64);
+    let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
+    let (xml, _) = read_small(body, verifier).await?;
+    let doc = VersioningConfiguration::parse_xml(&xml)?;
+    // (`x-amz-mfa` is refused with every request: `request::unsupported_header`.)
+    if doc.mfa_delete.is_some() {
+        return Err(S3Error::with_message(
+            S3ErrorCode::NotImplemented,
+            "MFA delete is not implemented",
+        ));
+    }
+    let (b, state) = (bucket.to_owned(), doc.status);
+    cx.unblock(move |store| store.set_versioning(&b, state))
+        .await?;
+    cx.req.send(res, 200, Headers::new(), &[]).await
+}
+
+/// ListObjectVersions: versions and delete markers by key, newest first within a key.
+pub(crate) async fn list_versions<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+    endpoint: &Endpoint<'_>,
+) -> S3Result<()> {
+    let Endpoint::ListObjectVersions {
+        prefix,
+        delimiter,
+        key_marker,
+        version_id_marker,
+        max_keys,
+        encoding_type_url,
+    } = endpoint
+    else {
+        return Err(S3Error::new(S3ErrorCode::InternalError));
+    };
+    let (b, p, d, km, vm, max) = (
+        bucket.to_owned(),
+        prefix.to_string(),
+        delimiter.as_deref().map(str::to_owned),
+        key_marker.as_deref().map(str::to_owned),
+        *version_id_marker,
+        *max_keys,
+    );
+    let page = cx
+        .unblock(move |store| {
+            let q = VersionsQuery {
+                prefix: &p,
+                delimiter: d.as_deref(),
+                key_marker: km.as_deref(),
+                version_id_marker: vm,
+                max_keys: max as usize,
+            };
+            store.list_versions(&b, &q)
+        })
+        .await?;
+    let owner = owner(cx, bucket)?;
+    let doc = ListVersionsResult {
+        name: Cow::Borrowed(bucket),
+        prefix: Cow::Borrowed(prefix),
+        key_marker: Cow::Borrowed(key_marker.as_deref().unwrap_or_default()),
+        version_id_marker: Cow::Owned(version_id_marker.map(|v| v.to_string()).unwrap_or_default()),
+        next_key_marker: page.next_key_marker.as_deref().map(Cow::Borrowed),
+        next_version_id_marker: page
+            .next_version_id_marker
+            .map(|v| Cow::Owned(v.to_string())),
+        delimiter: delimiter.as_deref().map(Cow::Borrowed),
+        max_keys: *max_keys,
+        is_truncated: page.is_truncated,
+        encoding_type_url: *encoding_type_url,
+        entries: page
+            .entries
+            .iter()
+            .map(|e| VersionEntry {
+                key: Cow::Borrowed(&e.key),
+                version_id: Cow::Owned(e.version_id.to_string()),
+                is_latest: e.is_latest,
+                last_modified_unix: e.last_modified.to_unix(),
+                delete_marker: e.delete_marker,
+                etag: Cow::Owned(e.etag.map(|t| t.as_str().to_owned()).unwrap_or_default()),
+                size: e.size,
+                storage_class: Cow::Borrowed("STANDARD"),
+                owner: Some(owner.clone()),
+            })
+            .collect(),
+        common_prefixes: page
+            .common_prefixes
+            .iter()
+            .map(|p| Cow::Borrowed(p.as_str()))
+            .collect(),
+    };
+    let mut xml = Vec::new();
+    doc.write_xml(&mut xml);
     cx.req.send_xml(res, Headers::new(), &xml).await
 }
 

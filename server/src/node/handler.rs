@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::S3Result;
-use ferry_core::s3::request::Endpoint;
+use ferry_core::s3::request::{Endpoint, version_id};
 use ferry_core::s3::xml::CorsConfiguration;
 
 use super::context::{Cx, NodeApi};
@@ -40,13 +40,23 @@ impl<R: Runtime> S3Api for NodeApi<R> {
             Endpoint::HeadBucket => buckets::head(cx, res, bucket).await,
             Endpoint::GetBucketLocation => buckets::location(cx, res, bucket).await,
             Endpoint::GetBucketVersioning => buckets::versioning(cx, res, bucket).await,
+            Endpoint::PutBucketVersioning { .. } => {
+                buckets::put_versioning(cx, body, res, bucket).await
+            }
+            Endpoint::ListObjectVersions { .. } => {
+                buckets::list_versions(cx, res, bucket, &s3.endpoint).await
+            }
             Endpoint::PutBucketPolicy => policy::put(cx, body, res, bucket).await,
             Endpoint::GetBucketPolicy => policy::get(cx, res, bucket).await,
             Endpoint::DeleteBucketPolicy => policy::delete(cx, res, bucket).await,
             Endpoint::GetBucketPolicyStatus => policy::status(cx, res, bucket).await,
             Endpoint::GetBucketAcl => acl::get_bucket(cx, res, bucket).await,
-            Endpoint::GetObjectAcl => acl::get_object(cx, res, bucket, key).await,
-            Endpoint::PutObjectAcl => acl::put_object(cx, body, res, bucket, key).await,
+            Endpoint::GetObjectAcl => {
+                acl::get_object(cx, res, bucket, key, version_id(&s3.query)?).await
+            }
+            Endpoint::PutObjectAcl => {
+                acl::put_object(cx, body, res, bucket, key, version_id(&s3.query)?).await
+            }
             Endpoint::PutBucketAcl => acl::put_bucket(cx, body, res, bucket).await,
             Endpoint::GetBucketCors => buckets::get_cors(cx, res, bucket).await,
             Endpoint::PutBucketCors { content_md5 } => {
@@ -78,6 +88,7 @@ impl<R: Runtime> S3Api for NodeApi<R> {
                     part_number: *part_number,
                     overrides: Some(response_overrides),
                     head: false,
+                    version: version_id(&s3.query)?,
                 };
                 objects::get(cx, res, bucket, key, read).await
             }
@@ -92,6 +103,7 @@ impl<R: Runtime> S3Api for NodeApi<R> {
                     part_number: *part_number,
                     overrides: None,
                     head: true,
+                    version: version_id(&s3.query)?,
                 };
                 objects::get(cx, res, bucket, key, read).await
             }
@@ -115,10 +127,18 @@ impl<R: Runtime> S3Api for NodeApi<R> {
                 )
                 .await
             }
-            Endpoint::DeleteObject => objects::delete(cx, res, bucket, key).await,
-            Endpoint::GetObjectTagging => tagging::get_object(cx, res, bucket, key).await,
-            Endpoint::PutObjectTagging => tagging::put_object(cx, body, res, bucket, key).await,
-            Endpoint::DeleteObjectTagging => tagging::delete_object(cx, res, bucket, key).await,
+            Endpoint::DeleteObject => {
+                objects::delete(cx, res, bucket, key, version_id(&s3.query)?).await
+            }
+            Endpoint::GetObjectTagging => {
+                tagging::get_object(cx, res, bucket, key, version_id(&s3.query)?).await
+            }
+            Endpoint::PutObjectTagging => {
+                tagging::put_object(cx, body, res, bucket, key, version_id(&s3.query)?).await
+            }
+            Endpoint::DeleteObjectTagging => {
+                tagging::delete_object(cx, res, bucket, key, version_id(&s3.query)?).await
+            }
             Endpoint::CreateMultipartUpload => multipart::create(cx, res, bucket, key).await,
             Endpoint::UploadPart {
                 part_number,

@@ -12,7 +12,14 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
 
 use crate::front::Headers;
-use crate::store::{Checksum, ObjectInfo, ObjectMeta, WriteConditions};
+use crate::store::{Checksum, ObjectInfo, ObjectMeta, VersionId, WriteConditions};
+
+/// `x-amz-version-id`, when the object has a version id.
+pub(crate) fn push_version(h: &mut Headers, version: Option<VersionId>) {
+    if let Some(v) = version {
+        h.push("x-amz-version-id", v.to_string());
+    }
+}
 
 /// The `Content-Type` S3 gives objects stored without one.
 pub(crate) const DEFAULT_CONTENT_TYPE: &str = "binary/octet-stream";

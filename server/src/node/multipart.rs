@@ -100,20 +100,28 @@ pub(crate) async fn upload_part_copy<R: Runtime, S: Stream>(
     copy: PartCopy<'_>,
 ) -> S3Result<()> {
     let source_conditions = OwnedConditions::new(copy.conditions);
-    let (sb, sk) = (copy.source.bucket.to_string(), copy.source.key.to_string());
+    let (sb, sk, sv) = (
+        copy.source.bucket.to_string(),
+        copy.source.key.to_string(),
+        copy.source.version_id,
+    );
     let (b, k, u) = (bucket.to_owned(), key.to_owned(), copy.upload_id.to_owned());
     let range = copy.range.map(|r| (r.first, r.last));
     let part_number = u32::from(copy.part_number);
-    let part = cx
+    let (part, source_version) = cx
         .unblock(move |store| {
             let src = store::CopySource {
                 bucket: &sb,
                 key: &sk,
                 range,
+                version_id: sv,
             };
-            store.upload_part_copy(&b, &k, &u, part_number, src, |info| {
+            let mut source_version = None;
+            let part = store.upload_part_copy(&b, &k, &u, part_number, src, |info| {
+                source_version = info.version_id;
                 source_conditions.check_copy_source(info)
-            })
+            })?;
+            Ok::<_, S3Error>((part, source_version))
         })
         .await?;
     let doc = CopyResult {
@@ -123,7 +131,11 @@ pub(crate) async fn upload_part_copy<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    let mut h = Headers::new();
+    if let Some(v) = source_version {
+        h.push("x-amz-copy-source-version-id", v.to_string());
+    }
+    cx.req.send_xml(res, h, &xml).await
 }
 
 /// CompleteMultipartUpload, with `If-None-Match: *` / `If-Match` as for PutObject.
@@ -179,7 +191,9 @@ pub(crate) async fn complete<R: Runtime, S: Stream>(
     };
     let mut out = Vec::new();
     doc.write_xml(&mut out);
-    cx.req.send_xml(res, Headers::new(), &out).await
+    let mut h = Headers::new();
+    super::headers::push_version(&mut h, put.version_id);
+    cx.req.send_xml(res, h, &out).await
 }
 
 /// AbortMultipartUpload: 204; `NoSuchUpload` if it is not in progress.

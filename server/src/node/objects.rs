@@ -26,11 +26,14 @@ use super::body::stream_into;
 use super::context::Cx;
 use super::headers::{
     checksum_mode, object_headers, object_meta, object_tags, push_checksum, push_validators,
-    write_conditions,
+    push_version, write_conditions,
 };
 use crate::front::Headers;
 use crate::front::body::{read_small, require_length};
-use crate::store::{self, COPY_BUF_SIZE, Checksum, ObjectInfo, ObjectReader, ReadRange, Store};
+use crate::store::{
+    self, COPY_BUF_SIZE, Checksum, DeleteOutcome, ObjectInfo, ObjectReader, ReadRange, Store,
+    VersionId,
+};
 
 /// `If-*` conditions owned, so they can be checked on a blocking thread.
 #[derive(Debug, Clone, Default)]
@@ -89,6 +92,8 @@ pub(crate) struct Read<'a> {
     pub part_number: Option<u16>,
     pub overrides: Option<&'a ContentHeaders<'a>>,
     pub head: bool,
+    /// `versionId`: the version to read (the current one if `None`).
+    pub version: Option<VersionId>,
 }
 
 /// A read that was refused: the error, and the object's metadata when the response needs it
@@ -182,17 +187,19 @@ fn read_block(mut reader: ObjectReader, buf: &mut [u8]) -> S3Result<(Option<Obje
 /// on the runtime thread).
 ///
 /// [`NodeConfig::open_inline`]: super::NodeConfig::open_inline
+#[allow(clippy::too_many_arguments)] // The request's parts, each a plain value.
 fn open(
     store: &Store,
     bucket: &str,
     key: &str,
+    version: Option<VersionId>,
     range: ReadRange,
     conditions: &OwnedConditions,
     head: bool,
     send_file: bool,
 ) -> Result<Opened, Refused> {
     if head {
-        let info = store.head_object(bucket, key)?;
+        let info = store.head_object_version(bucket, key, version)?;
         if let Err(e) = conditions.check(&info) {
             return Err(refuse(e, info));
         }
@@ -205,7 +212,7 @@ fn open(
             Err(e) => Err(refuse(e, info)),
         };
     }
-    match store.get_object(bucket, key, range) {
+    match store.get_object_version(bucket, key, version, range) {
         Ok(reader) => {
             if let Err(e) = conditions.check(reader.info()) {
                 return Err(refuse(e, reader.into_info()));
@@ -231,7 +238,7 @@ fn open(
         {
             // Conditions come before the range (RFC 9110 section 13.2.2), and a 416 names
             // the object's length.
-            let info = store.head_object(bucket, key)?;
+            let info = store.head_object_version(bucket, key, version)?;
             conditions
                 .check(&info)
                 .map_err(|c| refuse(c, info.clone()))?;
@@ -261,12 +268,21 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     let conditions = OwnedConditions::new(read.conditions);
     let range = read_range(read.range, read.part_number);
-    let (b, k, head) = (bucket.to_owned(), key.to_owned(), read.head);
+    let (b, k, head, version) = (bucket.to_owned(), key.to_owned(), read.head, read.version);
     let send_file = cx.node.sendfile && res.can_send_file();
     let opened = if cx.node.open_inline {
         // The lookup and the open on this thread (as nginx opens files on its event loop); a
         // body to copy is read on a blocking thread.
-        match open(&cx.node.store, &b, &k, range, &conditions, head, send_file) {
+        match open(
+            &cx.node.store,
+            &b,
+            &k,
+            version,
+            range,
+            &conditions,
+            head,
+            send_file,
+        ) {
             Ok(o) if matches!(o.body, Some(Body::Unread(_))) => {
                 cx.rt().unblock(move || read_first(o)).await
             }
@@ -274,7 +290,7 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
         }
     } else {
         cx.unblock(move |store| {
-            open(&store, &b, &k, range, &conditions, head, send_file).and_then(read_first)
+            open(&store, &b, &k, version, range, &conditions, head, send_file).and_then(read_first)
         })
         .await
     };
@@ -288,6 +304,17 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
                 }
                 (Some(i), S3ErrorCode::InvalidRange) => {
                     extra.push("Content-Range", format!("bytes */{}", i.size));
+                }
+                // A delete marker named by its id.
+                (None, S3ErrorCode::MethodNotAllowed) => {
+                    extra.push("x-amz-delete-marker", "true".to_owned());
+                    push_version(&mut extra, version);
+                }
+                (None, S3ErrorCode::NoSuchKey) if version.is_none() => {
+                    if let Some(marker) = current_delete_marker(cx, bucket, key).await {
+                        extra.push("x-amz-delete-marker", "true".to_owned());
+                        push_version(&mut extra, Some(marker));
+                    }
                 }
                 _ => {}
             }
@@ -312,6 +339,7 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
     {
         h.push("x-amz-mp-parts-count", n.to_string());
     }
+    push_version(&mut h, info.version_id);
     h.push("x-amz-request-id", cx.id.to_owned());
     res.start(status, &h.as_slice(), BodyKind::Length(len))?;
     drop(h);
@@ -325,6 +353,22 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
     }
     res.finish().await?;
     Ok(())
+}
+
+/// The delete marker that is `bucket`/`key`'s current version, if any: asked only of a
+/// bucket that has a versioning state (from the settings cache), so a 404 of a bucket that
+/// was never versioned costs no more than it did.
+async fn current_delete_marker<R: Runtime>(
+    cx: &Cx<'_, R>,
+    bucket: &str,
+    key: &str,
+) -> Option<VersionId> {
+    cx.node.store.versioning(bucket).ok()??;
+    let (b, k) = (bucket.to_owned(), key.to_owned());
+    cx.unblock(move |store| store.current_delete_marker(&b, &k))
+        .await
+        .ok()
+        .flatten()
 }
 
 /// Send the rest of an object: the next block is read on a blocking thread while the current
@@ -439,19 +483,34 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
     if let Some(c) = &stored {
         push_checksum(&mut h, c);
     }
+    push_version(&mut h, put.version_id);
     cx.req.send(res, 200, h, &[]).await
 }
 
-/// DeleteObject: 204 whether or not the key existed.
+/// `x-amz-delete-marker` and `x-amz-version-id` of a DELETE.
+fn delete_headers(outcome: DeleteOutcome) -> Headers {
+    let mut h = Headers::new();
+    if outcome.delete_marker {
+        h.push("x-amz-delete-marker", "true".to_owned());
+    }
+    push_version(&mut h, outcome.version_id);
+    h
+}
+
+/// DeleteObject: 204 whether or not the key (or version) existed; in a versioned bucket,
+/// without `versionId`, a delete marker.
 pub(crate) async fn delete<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
     key: &str,
+    version: Option<VersionId>,
 ) -> S3Result<()> {
     let (b, k) = (bucket.to_owned(), key.to_owned());
-    cx.unblock(move |store| store.delete_object(&b, &k)).await?;
-    cx.req.send(res, 204, Headers::new(), &[]).await
+    let outcome = cx
+        .unblock(move |store| store.delete_object_version(&b, &k, version))
+        .await?;
+    cx.req.send(res, 204, delete_headers(outcome), &[]).await
 }
 
 /// CopyObject: `COPY` keeps the source's metadata, `REPLACE` takes this request's; the same
@@ -478,18 +537,35 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
     let conditions = write_conditions(cx.headers)?;
     let acl = super::acl::request_object_acl(cx, bucket)?;
     let source_conditions = OwnedConditions::new(source_conditions);
-    let (sb, sk) = (source.bucket.to_string(), source.key.to_string());
+    let (sb, sk, sv) = (
+        source.bucket.to_string(),
+        source.key.to_string(),
+        source.version_id,
+    );
     let (b, k) = (bucket.to_owned(), key.to_owned());
-    let put = cx
+    let (put, source_version) = cx
         .unblock(move |store| {
             let src = store::CopySource {
                 bucket: &sb,
                 key: &sk,
                 range: None,
+                version_id: sv,
             };
-            store.copy_object_tagged(src, &b, &k, directive, tags, acl, conditions, |info| {
-                source_conditions.check_copy_source(info)
-            })
+            let mut source_version = None;
+            let put = store.copy_object_tagged(
+                src,
+                &b,
+                &k,
+                directive,
+                tags,
+                acl,
+                conditions,
+                |info| {
+                    source_version = info.version_id;
+                    source_conditions.check_copy_source(info)
+                },
+            )?;
+            Ok::<_, S3Error>((put, source_version))
         })
         .await?;
     let doc = CopyResult {
@@ -499,7 +575,12 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    let mut h = Headers::new();
+    if let Some(v) = source_version {
+        h.push("x-amz-copy-source-version-id", v.to_string());
+    }
+    push_version(&mut h, put.version_id);
+    cx.req.send_xml(res, h, &xml).await
 }
 
 /// DeleteObjects: up to 1000 keys; errors per key; `Quiet` reports errors only.
@@ -536,28 +617,48 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
     // Each key is a DeleteObject: one the policy denies fails alone, as in S3.
     let permits: Vec<S3Result<()>> = keys
         .iter()
-        .map(|(key, _)| super::access::may_delete(cx, bucket, key))
+        .map(|(key, version)| {
+            let version = version.as_deref().map(VersionId::parse).transpose()?;
+            super::access::may_delete(cx, bucket, key, version)
+        })
         .collect();
     let b = bucket.to_owned();
     let outcomes = cx
-        .unblock(move |store| -> S3Result<Vec<Result<(), S3Error>>> {
-            store.head_bucket(&b)?;
-            Ok(keys
-                .iter()
-                .zip(permits)
-                .map(|((key, version), permit)| {
-                    permit.and_then(|()| delete_one(&store, &b, key, version.as_deref()))
-                })
-                .collect())
-        })
+        .unblock(
+            move |store| -> S3Result<Vec<Result<DeleteOutcome, S3Error>>> {
+                store.head_bucket(&b)?;
+                Ok(keys
+                    .iter()
+                    .zip(permits)
+                    .map(|((key, version), permit)| {
+                        permit.and_then(|()| delete_one(&store, &b, key, version.as_deref()))
+                    })
+                    .collect())
+            },
+        )
         .await?;
     let mut doc = DeleteResult::default();
     for (o, outcome) in request.objects.iter().zip(&outcomes) {
         match outcome {
-            Ok(()) if request.quiet => {}
-            Ok(()) => doc.deleted.push(DeletedEntry {
-                key: o.key.clone(),
-                version_id: o.version_id.clone(),
+            Ok(_) if request.quiet => {}
+            // As S3: a named version echoes it, and says whether it was a delete marker; a
+            // delete marker created says so with its id.
+            Ok(d) => doc.deleted.push(match &o.version_id {
+                Some(v) => DeletedEntry {
+                    key: o.key.clone(),
+                    version_id: Some(v.clone()),
+                    delete_marker: d.delete_marker,
+                    delete_marker_version_id: d.delete_marker.then(|| v.clone()),
+                },
+                None => DeletedEntry {
+                    key: o.key.clone(),
+                    version_id: None,
+                    delete_marker: d.delete_marker,
+                    delete_marker_version_id: d
+                        .version_id
+                        .filter(|_| d.delete_marker)
+                        .map(|v| Cow::Owned(v.to_string())),
+                },
             }),
             Err(e) => doc.errors.push(DeleteError {
                 key: o.key.clone(),
@@ -573,7 +674,12 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
 }
 
 /// One key of a DeleteObjects request.
-fn delete_one(store: &Store, bucket: &str, key: &str, version: Option<&str>) -> S3Result<()> {
+fn delete_one(
+    store: &Store,
+    bucket: &str,
+    key: &str,
+    version: Option<&str>,
+) -> S3Result<DeleteOutcome> {
     if key.is_empty() {
         return Err(S3Error::with_message(
             S3ErrorCode::InvalidArgument,
@@ -581,11 +687,6 @@ fn delete_one(store: &Store, bucket: &str, key: &str, version: Option<&str>) -> 
         ));
     }
     validate::object_key(key)?;
-    match version {
-        None | Some("null") => store.delete_object(bucket, key),
-        Some(_) => Err(S3Error::with_message(
-            S3ErrorCode::InvalidArgument,
-            "Invalid version id specified",
-        )),
-    }
+    let version = version.map(VersionId::parse).transpose()?;
+    store.delete_object_version(bucket, key, version)
 }

@@ -327,7 +327,7 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
         .take()
         .ok_or_else(|| S3Error::new(S3ErrorCode::InternalError))?;
     let put = cx.unblock(move |_| writer.commit(meta, conditions)).await?;
-    respond(cx, res, &form, bucket, &key, put.etag.as_str()).await
+    respond(cx, res, &form, bucket, &key, &put).await
 }
 
 /// The answer: a redirect (`success_action_redirect`), or `success_action_status` (200, 201
@@ -338,8 +338,9 @@ async fn respond<R: Runtime, S: Stream>(
     form: &Form,
     bucket: &str,
     key: &str,
-    etag: &str,
+    put: &crate::store::PutResult,
 ) -> S3Result<()> {
+    let etag = put.etag.as_str();
     let host = find_header_str(cx.headers, "host").unwrap_or("localhost");
     let scheme = if cx.client.secure { "https" } else { "http" };
     let location = if cx.req.virtual_hosted {
@@ -353,6 +354,7 @@ async fn respond<R: Runtime, S: Stream>(
     };
     let mut h = Headers::new();
     h.push("ETag", etag.to_owned());
+    super::headers::push_version(&mut h, put.version_id);
     let redirect = form
         .get("success_action_redirect")
         .or_else(|| form.get("redirect"))

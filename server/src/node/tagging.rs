@@ -12,9 +12,10 @@ use ferry_core::s3::xml::{MAX_TAGGING_BODY, Tagging};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::context::Cx;
+use super::headers::push_version;
 use crate::front::Headers;
 use crate::front::body::read_small;
-use crate::store::BucketSetting;
+use crate::store::{BucketSetting, VersionId};
 
 /// Read and check a `<Tagging>` body against `owner`'s limits: its tags as owned pairs.
 async fn read_tags<R: Runtime, S: Stream>(
@@ -56,11 +57,16 @@ pub(crate) async fn get_object<R: Runtime, S: Stream>(
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
     key: &str,
+    version: Option<VersionId>,
 ) -> S3Result<()> {
     let (b, k) = (bucket.to_owned(), key.to_owned());
-    let info = cx.unblock(move |store| store.head_object(&b, &k)).await?;
+    let info = cx
+        .unblock(move |store| store.head_object_version(&b, &k, version))
+        .await?;
     let xml = tagging_xml(&info.meta.tags);
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    let mut h = Headers::new();
+    push_version(&mut h, info.version_id);
+    cx.req.send_xml(res, h, &xml).await
 }
 
 /// PutObjectTagging: replace the object's tags (data, ETag and modification time unchanged).
@@ -70,12 +76,15 @@ pub(crate) async fn put_object<R: Runtime, S: Stream>(
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
     key: &str,
+    version: Option<VersionId>,
 ) -> S3Result<()> {
     let tags = read_tags(cx, body, TagOwner::Object).await?;
     let (b, k) = (bucket.to_owned(), key.to_owned());
-    cx.unblock(move |store| store.put_object_tagging(&b, &k, tags))
+    cx.unblock(move |store| store.put_object_tagging_version(&b, &k, version, tags))
         .await?;
-    cx.req.send(res, 200, Headers::new(), &[]).await
+    let mut h = Headers::new();
+    push_version(&mut h, version);
+    cx.req.send(res, 200, h, &[]).await
 }
 
 /// DeleteObjectTagging: remove the object's tags; 204.
@@ -84,11 +93,14 @@ pub(crate) async fn delete_object<R: Runtime, S: Stream>(
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
     key: &str,
+    version: Option<VersionId>,
 ) -> S3Result<()> {
     let (b, k) = (bucket.to_owned(), key.to_owned());
-    cx.unblock(move |store| store.put_object_tagging(&b, &k, Vec::new()))
+    cx.unblock(move |store| store.put_object_tagging_version(&b, &k, version, Vec::new()))
         .await?;
-    cx.req.send(res, 204, Headers::new(), &[]).await
+    let mut h = Headers::new();
+    push_version(&mut h, version);
+    cx.req.send(res, 204, h, &[]).await
 }
 
 /// GetBucketTagging: the bucket's tags; `NoSuchTagSet` (404) when it has none, as AWS answers.

@@ -671,11 +671,16 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
             return Err(reply.to_error());
         }
         let part = DeleteResult::parse_xml(&reply.body)?;
-        doc.deleted
-            .extend(part.deleted.into_iter().map(|d| DeletedEntry {
+        doc.deleted.extend(part.deleted.into_iter().map(|d| {
+            DeletedEntry {
                 key: Cow::Owned(d.key.into_owned()),
                 version_id: d.version_id.map(|v| Cow::Owned(v.into_owned())),
-            }));
+                delete_marker: d.delete_marker,
+                delete_marker_version_id: d
+                    .delete_marker_version_id
+                    .map(|v| Cow::Owned(v.into_owned())),
+            }
+        }));
         doc.errors
             .extend(part.errors.into_iter().map(|e| DeleteError {
                 key: Cow::Owned(e.key.into_owned()),

@@ -104,7 +104,11 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
         uri::encode_path(&source.bucket),
         uri::encode_path(&source.key)
     );
-    let mut get = OutboundRequest::new("GET", src_path.as_str(), "");
+    let src_query = source
+        .version_id
+        .map(|v| format!("versionId={v}"))
+        .unwrap_or_default();
+    let mut get = OutboundRequest::new("GET", src_path.as_str(), src_query.as_str());
     for (from, to) in [
         ("x-amz-copy-source-if-match", "If-Match"),
         ("x-amz-copy-source-if-none-match", "If-None-Match"),
@@ -134,9 +138,10 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     }
     sign_as(cx.p, sb, cx.client_key(), &mut get, EMPTY_SHA256)?;
     let get_views = get.views();
+    let get_target = get.target();
     let mut src_conn = sb.conn().await?;
     src_conn
-        .send_request("GET", &src_path, &get_views, &[])
+        .send_request("GET", &get_target, &get_views, &[])
         .await
         .map_err(|_| failed(&sb.id))?;
     let mut src_storage = [EMPTY_HEADER; MAX_HEADERS];
@@ -180,6 +185,9 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     ) {
         r.resolve(total)?;
     }
+    // The version read, when the source's bucket has versions.
+    let source_version =
+        find_header_str(src_resp.head.headers, "x-amz-version-id").map(str::to_owned);
     let Some(len) = src_resp.body.content_length() else {
         return Err(S3Error::with_message(
             S3ErrorCode::InternalError,
@@ -219,7 +227,7 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
             TaggingDirective::Copy => {
                 let count = find_header_str(src_resp.head.headers, TAGGING_COUNT_HEADER);
                 if count.is_some_and(|c| c.trim() != "0") {
-                    let tags = source_tags(cx, src, &src_path).await?;
+                    let tags = source_tags(cx, src, &src_path, &src_query).await?;
                     put.header(TAGGING_HEADER, tags.into_bytes());
                 }
             }
@@ -270,6 +278,16 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
         .map_err(|_| failed(&db.id))?;
     let status = dst_resp.head.status;
     let etag = find_header_str(dst_resp.head.headers, "etag").map(str::to_owned);
+    // The versions of the source read and of the copy written, when their buckets have them.
+    let mut h = Headers::new();
+    if let Some(v) = source_version {
+        h.push("x-amz-copy-source-version-id", v);
+    }
+    if let Some(v) = find_header_str(dst_resp.head.headers, "x-amz-version-id")
+        .filter(|_| kind == CopyKind::Object)
+    {
+        h.push("x-amz-version-id", v.to_owned());
+    }
     let mut body = Vec::new();
     while let Some(c) = dst_resp
         .body
@@ -293,14 +311,24 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.front.send_xml(res, Headers::new(), &xml).await
+    cx.front.send_xml(res, h, &xml).await
 }
 
 /// The tags of the source object, in the `x-amz-tagging` form: GetObjectTagging on its
 /// backend (a GET carries only their count). Tags changed between the GET and this call are
 /// the ones copied.
-async fn source_tags<R: Runtime>(cx: &Cx<'_, R>, src: usize, path: &str) -> S3Result<String> {
-    let call = Call::new("GET", path.to_owned(), "tagging".into());
+async fn source_tags<R: Runtime>(
+    cx: &Cx<'_, R>,
+    src: usize,
+    path: &str,
+    version: &str,
+) -> S3Result<String> {
+    let query = if version.is_empty() {
+        "tagging".to_owned()
+    } else {
+        format!("tagging&{version}")
+    };
+    let call = Call::new("GET", path.to_owned(), query);
     let reply = forward::call(cx.p, src, cx.caller(), &call).await?;
     if !reply.ok() {
         return Err(reply.to_error());

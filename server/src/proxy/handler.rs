@@ -107,7 +107,9 @@ fn route(endpoint: &Endpoint<'_>) -> Route {
         | Endpoint::PutBucketCors { .. }
         | Endpoint::DeleteBucketCors
         | Endpoint::PutBucketTagging
-        | Endpoint::DeleteBucketTagging => Route::FanOut,
+        | Endpoint::DeleteBucketTagging
+        | Endpoint::PutBucketVersioning { .. }
+        | Endpoint::ListObjectVersions { .. } => Route::FanOut,
         Endpoint::PostObject => Route::Form,
         Endpoint::HeadBucket
         | Endpoint::GetBucketLocation
@@ -181,10 +183,14 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
                     list::list_objects(cx, s3, res).await
                 }
                 Endpoint::ListMultipartUploads { .. } => list::list_uploads(cx, s3, res).await,
+                Endpoint::ListObjectVersions { .. } => list::list_versions(cx, s3, res).await,
                 Endpoint::DeleteObjects { .. } => buckets::delete_objects(cx, s3, body, res).await,
                 Endpoint::PutBucketPolicy
                 | Endpoint::DeleteBucketPolicy
-                | Endpoint::PutBucketAcl => buckets::set_everywhere(cx, s3, body, res).await,
+                | Endpoint::PutBucketAcl
+                | Endpoint::PutBucketVersioning { .. } => {
+                    buckets::set_everywhere(cx, s3, body, res).await
+                }
                 Endpoint::PutBucketCors { content_md5 } => {
                     cors::put(cx, s3, *content_md5, body, res).await
                 }

@@ -1,5 +1,6 @@
-//! Listings across backends: ListObjects (v1, v2) and ListMultipartUploads, fanned out and
-//! k-way merged.
+//! Listings across backends: ListObjects (v1, v2), ListMultipartUploads and
+//! ListObjectVersions, fanned out and k-way merged. (A key lives on one backend, so all of its
+//! uploads, or versions, come from one backend in that backend's order.)
 //!
 //! Every backend lists the same range (prefix, delimiter, "after" position) with the client's
 //! page size; the pages are merged in key order, common prefixes reported by several backends
@@ -24,7 +25,8 @@ use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::request::{Endpoint, S3Request};
 use ferry_core::s3::uri;
 use ferry_core::s3::xml::{
-    ListBucketResult, ListMultipartUploadsResult, ListVersion, ObjectEntry, Owner, UploadEntry,
+    ListBucketResult, ListMultipartUploadsResult, ListVersion, ListVersionsResult, ObjectEntry,
+    Owner, UploadEntry, VersionEntry,
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use hmac::{KeyInit as _, Mac as _};
@@ -47,6 +49,7 @@ const TOKEN_B64: base64::engine::GeneralPurpose = base64::engine::general_purpos
 enum Item {
     Object(ObjectEntry<'static>),
     Upload(UploadEntry<'static>),
+    Version(VersionEntry<'static>),
     Prefix(String),
 }
 
@@ -55,6 +58,7 @@ impl Item {
         match self {
             Self::Object(o) => &o.key,
             Self::Upload(u) => &u.key,
+            Self::Version(v) => &v.key,
             Self::Prefix(p) => p,
         }
     }
@@ -69,6 +73,7 @@ impl Item {
             name: self.name().to_owned(),
             upload_id: match self {
                 Self::Upload(u) => Some(u.upload_id.to_string()),
+                Self::Version(v) => Some(v.version_id.to_string()),
                 _ => None,
             },
             is_prefix: self.is_prefix(),
@@ -80,7 +85,8 @@ impl Item {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Resume {
     name: String,
-    /// ListMultipartUploads: the upload of `name` to continue after.
+    /// ListMultipartUploads: the upload of `name` to continue after; ListObjectVersions: its
+    /// version.
     upload_id: Option<String>,
     /// `name` is a common prefix: continue after everything under it.
     is_prefix: bool,
@@ -91,6 +97,7 @@ struct Resume {
 enum Kind {
     Objects,
     Uploads,
+    Versions,
 }
 
 /// The listing's parameters, the same for every backend.
@@ -149,6 +156,10 @@ fn page_call(params: &Params, resume: Option<&Resume>, max: u32) -> Call {
             q.push_str("uploads&encoding-type=url");
             push_param(&mut q, "max-uploads", &max.to_string());
         }
+        Kind::Versions => {
+            q.push_str("versions&encoding-type=url");
+            push_param(&mut q, "max-keys", &max.to_string());
+        }
     }
     if !params.prefix.is_empty() {
         push_param(&mut q, "prefix", &params.prefix);
@@ -168,6 +179,12 @@ fn page_call(params: &Params, resume: Option<&Resume>, max: u32) -> Call {
                 push_param(&mut q, "key-marker", &after);
                 if let Some(u) = r.upload_id.as_deref().filter(|_| !r.is_prefix) {
                     push_param(&mut q, "upload-id-marker", u);
+                }
+            }
+            Kind::Versions => {
+                push_param(&mut q, "key-marker", &after);
+                if let Some(v) = r.upload_id.as_deref().filter(|_| !r.is_prefix) {
+                    push_param(&mut q, "version-id-marker", v);
                 }
             }
         }
@@ -258,6 +275,32 @@ fn parse_page(kind: Kind, reply: &Reply) -> S3Result<(Vec<Item>, bool)> {
                 .collect();
             Ok((interleave(entries, prefixes), doc.is_truncated))
         }
+        Kind::Versions => {
+            let doc = ListVersionsResult::parse_xml(&reply.body)?;
+            let entries = doc
+                .entries
+                .into_iter()
+                .map(|v| {
+                    Item::Version(VersionEntry {
+                        key: own(v.key),
+                        version_id: own(v.version_id),
+                        is_latest: v.is_latest,
+                        last_modified_unix: v.last_modified_unix,
+                        delete_marker: v.delete_marker,
+                        etag: own(v.etag),
+                        size: v.size,
+                        storage_class: own(v.storage_class),
+                        owner: own_owner(v.owner),
+                    })
+                })
+                .collect();
+            let prefixes = doc
+                .common_prefixes
+                .into_iter()
+                .map(Cow::into_owned)
+                .collect();
+            Ok((interleave(entries, prefixes), doc.is_truncated))
+        }
     }
 }
 
@@ -278,7 +321,8 @@ fn seen(kind: Kind, item: &Item, last: Option<&(String, bool)>) -> bool {
     match item.name().cmp(name.as_str()) {
         std::cmp::Ordering::Less => true,
         std::cmp::Ordering::Greater => false,
-        // Several uploads of one key are distinct entries; anything else equal is a duplicate.
+        // Several uploads (versions) of one key are distinct entries; anything else equal is a
+        // duplicate.
         std::cmp::Ordering::Equal => kind == Kind::Objects || item.is_prefix() || *was_prefix,
     }
 }
@@ -305,7 +349,7 @@ async fn merged<R: Runtime>(
     for i in 0..p.backends.len() {
         let mut r = after.clone();
         if let Some(r) = r.as_mut().filter(|_| upload_owner != Some(i)) {
-            // Only the backend holding the marker key knows its upload ids.
+            // Only the backend holding the marker key knows its upload (version) ids.
             r.upload_id = None;
         }
         calls.push(spawn_call(p, i, key, page_call(params, r.as_ref(), max)));
@@ -492,7 +536,7 @@ pub(crate) async fn list_objects<R: Runtime, S: Stream>(
                 contents.push(o);
             }
             Item::Prefix(p) => common_prefixes.push(Cow::Owned(p)),
-            Item::Upload(_) => {}
+            Item::Upload(_) | Item::Version(_) => {}
         }
     }
     let last = last.filter(|_| truncated);
@@ -588,7 +632,7 @@ pub(crate) async fn list_uploads<R: Runtime, S: Stream>(
         match it {
             Item::Upload(u) => uploads.push(u),
             Item::Prefix(p) => common_prefixes.push(Cow::Owned(p)),
-            Item::Object(_) => {}
+            Item::Object(_) | Item::Version(_) => {}
         }
     }
     let doc = ListMultipartUploadsResult {
@@ -603,6 +647,81 @@ pub(crate) async fn list_uploads<R: Runtime, S: Stream>(
         is_truncated: truncated,
         encoding_type_url: *encoding_type_url,
         uploads,
+        common_prefixes,
+    };
+    let mut xml = Vec::new();
+    doc.write_xml(&mut xml);
+    cx.front.send_xml(res, Headers::new(), &xml).await
+}
+
+/// ListObjectVersions over every backend: a key's versions all come from its backend, newest
+/// first; keys and common prefixes are merged as in ListObjects.
+pub(crate) async fn list_versions<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    s3: &S3Request<'_>,
+    res: &mut ResponseWriter<'_, S>,
+) -> S3Result<()> {
+    let (bucket, endpoint) = (s3.bucket_str(), &s3.endpoint);
+    let Endpoint::ListObjectVersions {
+        prefix,
+        delimiter,
+        key_marker,
+        version_id_marker,
+        max_keys,
+        encoding_type_url,
+    } = endpoint
+    else {
+        return Err(S3Error::new(S3ErrorCode::InternalError));
+    };
+    let delimiter = delimiter.as_deref();
+    let after = key_marker.as_deref().map(|k| {
+        let is_prefix = is_common_prefix(k, prefix, delimiter);
+        Resume {
+            name: k.to_owned(),
+            upload_id: version_id_marker
+                .filter(|_| !is_prefix)
+                .map(|v| v.to_string()),
+            is_prefix,
+        }
+    });
+    let owner = key_marker.as_deref().map(|k| cx.p.pick(bucket, k));
+    let params = Params {
+        kind: Kind::Versions,
+        bucket: bucket.to_owned(),
+        prefix: prefix.to_string(),
+        delimiter: delimiter.map(str::to_owned),
+        fetch_owner: false,
+    };
+    let (items, truncated) = merged(cx, &params, after, owner, *max_keys).await?;
+    let (next_key, next_version) = match items.last().filter(|_| truncated) {
+        Some(Item::Version(v)) => (
+            Some(Cow::Owned(v.key.to_string())),
+            Some(Cow::Owned(v.version_id.to_string())),
+        ),
+        Some(it) => (Some(Cow::Owned(it.name().to_owned())), None),
+        None => (None, None),
+    };
+    let mut entries = Vec::new();
+    let mut common_prefixes = Vec::new();
+    for it in items {
+        match it {
+            Item::Version(v) => entries.push(v),
+            Item::Prefix(p) => common_prefixes.push(Cow::Owned(p)),
+            Item::Object(_) | Item::Upload(_) => {}
+        }
+    }
+    let doc = ListVersionsResult {
+        name: Cow::Borrowed(bucket),
+        prefix: Cow::Borrowed(prefix),
+        key_marker: Cow::Borrowed(key_marker.as_deref().unwrap_or_default()),
+        version_id_marker: Cow::Owned(version_id_marker.map(|v| v.to_string()).unwrap_or_default()),
+        next_key_marker: next_key,
+        next_version_id_marker: next_version,
+        delimiter: delimiter.map(Cow::Borrowed),
+        max_keys: *max_keys,
+        is_truncated: truncated,
+        encoding_type_url: *encoding_type_url,
+        entries,
         common_prefixes,
     };
     let mut xml = Vec::new();

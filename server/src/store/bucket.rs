@@ -17,7 +17,7 @@ use super::codec::{self, BucketRecord};
 use super::fence::take_fence_for_delete;
 use super::types::{BucketInfo, BucketsPage};
 use super::{
-    BUCKET_SETTINGS, BUCKETS, FENCES, MAX_LIST, OBJECTS, Store, UPLOADS, bucket_exists,
+    BUCKET_SETTINGS, BUCKETS, FENCES, MAX_LIST, OBJECTS, Store, UPLOADS, VERSIONS, bucket_exists,
     bucket_prefix, check_bucket_name, db_err, now,
 };
 
@@ -35,16 +35,20 @@ pub enum BucketSetting {
     Cors,
     /// The bucket's tag set.
     Tagging,
+    /// The versioning state (`Enabled` or `Suspended`; none: never versioned), read by the
+    /// store itself (see `store::version`).
+    Versioning,
 }
 
 impl BucketSetting {
     /// Every kind, for removing them all with the bucket.
-    pub const ALL: [BucketSetting; 5] = [
+    pub const ALL: [BucketSetting; 6] = [
         BucketSetting::Owner,
         BucketSetting::Policy,
         BucketSetting::Acl,
         BucketSetting::Cors,
         BucketSetting::Tagging,
+        BucketSetting::Versioning,
     ];
 
     /// Its key in the settings table. Stored: never change one.
@@ -55,6 +59,7 @@ impl BucketSetting {
             BucketSetting::Acl => "acl",
             BucketSetting::Cors => "cors",
             BucketSetting::Tagging => "tagging",
+            BucketSetting::Versioning => "versioning",
         }
     }
 }
@@ -83,6 +88,12 @@ impl BucketSettings {
     pub fn owner(&self) -> Option<&str> {
         self.get(BucketSetting::Owner)
             .and_then(|v| std::str::from_utf8(v).ok())
+    }
+
+    /// The bucket's versioning state (`None`: never versioned).
+    pub fn versioning(&self) -> Option<ferry_core::s3::version::Versioning> {
+        self.get(BucketSetting::Versioning)
+            .and_then(ferry_core::s3::version::Versioning::parse)
     }
 
     /// The bucket's ACL, if it has one (it was checked before it was stored).
@@ -162,7 +173,7 @@ impl SettingsCache {
         map.insert(name.to_owned(), value);
     }
 
-    fn invalidate(&self, name: &str) {
+    pub(crate) fn invalidate(&self, name: &str) {
         let mut map = self.lock();
         self.generation.fetch_add(1, Ordering::AcqRel);
         map.remove(name);
@@ -254,7 +265,17 @@ impl Store {
                 Some(item) => item.map_err(db_err)?.0.value().0.starts_with(&prefix),
                 None => false,
             };
-            if has_object || has_upload {
+            // Noncurrent versions and delete markers count, as in S3.
+            let versions = txn.open_table(VERSIONS).map_err(db_err)?;
+            let has_version = match versions
+                .range::<(&[u8], u64)>((prefix.as_slice(), 0)..)
+                .map_err(db_err)?
+                .next()
+            {
+                Some(item) => item.map_err(db_err)?.0.value().0.starts_with(&prefix),
+                None => false,
+            };
+            if has_object || has_upload || has_version {
                 return Err(S3Error::new(S3ErrorCode::BucketNotEmpty));
             }
             buckets.remove(name).map_err(db_err)?;
@@ -319,6 +340,17 @@ impl Store {
         kind: BucketSetting,
         value: Option<&[u8]>,
     ) -> S3Result<()> {
+        if kind == BucketSetting::Versioning {
+            // Never removed, and the store must know it has versions: one way in.
+            let state = value.and_then(ferry_core::s3::version::Versioning::parse);
+            return match state {
+                Some(state) => self.set_versioning(name, state),
+                None => Err(S3Error::with_message(
+                    S3ErrorCode::InvalidArgument,
+                    "The versioning state is Enabled or Suspended",
+                )),
+            };
+        }
         self.update(None, |txn| {
             let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
             if !bucket_exists(&buckets, name)? {

@@ -11,6 +11,7 @@
 //! entries altogether (decoding ignores trailing bytes).
 
 use ferry_core::md5::{ETag, Md5Digest};
+use ferry_core::s3::version::VersionId;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use serde::{Deserialize, Serialize};
 
@@ -29,12 +30,17 @@ pub(crate) enum Extension {
     Tags(Vec<(String, String)>),
     /// An object's (or a multipart upload's) ACL document.
     Acl(Vec<u8>),
+    /// Which version of its key an object record is (records of buckets that were never
+    /// versioned have none: they are the null version).
+    Version(VersionStamp),
 }
 
 /// The stored kind of [`Extension::Tags`].
 const EXT_TAGS: u32 = 1;
 /// The stored kind of [`Extension::Acl`].
 const EXT_ACL: u32 = 2;
+/// The stored kind of [`Extension::Version`].
+const EXT_VERSION: u32 = 3;
 
 /// An extension as stored: its kind, and its value in postcard.
 #[derive(Serialize, Deserialize)]
@@ -49,6 +55,7 @@ impl Extension {
         match self {
             Extension::Tags(_) => EXT_TAGS,
             Extension::Acl(_) => EXT_ACL,
+            Extension::Version(_) => EXT_VERSION,
         }
     }
 
@@ -56,6 +63,7 @@ impl Extension {
         match self {
             Extension::Tags(tags) => postcard::to_allocvec(tags),
             Extension::Acl(doc) => postcard::to_allocvec(doc),
+            Extension::Version(stamp) => postcard::to_allocvec(stamp),
         }
     }
 
@@ -64,6 +72,7 @@ impl Extension {
         Ok(match entry.kind {
             EXT_TAGS => Some(Extension::Tags(postcard::from_bytes(entry.body)?)),
             EXT_ACL => Some(Extension::Acl(postcard::from_bytes(entry.body)?)),
+            EXT_VERSION => Some(Extension::Version(postcard::from_bytes(entry.body)?)),
             _ => None,
         })
     }
@@ -149,6 +158,64 @@ pub(crate) struct ObjectRecord {
     pub last_modified: i64,
     pub meta: ObjectMeta,
     pub data: DataLayout,
+    /// Its version, in an [`Extension`]; `None` in buckets that were never versioned.
+    #[serde(skip)]
+    pub version: Option<VersionStamp>,
+}
+
+/// Which version of its key an object record (or delete marker) is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct VersionStamp {
+    /// Orders the key's versions (larger: newer); a non-null version's id is made of it.
+    pub seq: u64,
+    /// The null version (written while versioning was suspended).
+    pub null: bool,
+    /// A delete marker (no data).
+    pub delete_marker: bool,
+}
+
+impl ObjectRecord {
+    /// A delete marker stamped `stamp`.
+    pub fn delete_marker(stamp: VersionStamp, last_modified: i64) -> Self {
+        ObjectRecord {
+            size: 0,
+            etag: String::new(),
+            last_modified,
+            meta: ObjectMeta::default(),
+            data: DataLayout::Parts(Vec::new()),
+            version: Some(stamp),
+        }
+    }
+
+    /// Where it sorts among its key's versions (larger: newer): its stamp's sequence, or
+    /// for a record written before its bucket was versioned, its modification time in
+    /// microseconds (every later sequence is larger).
+    pub fn order(&self) -> u64 {
+        match self.version {
+            Some(v) => v.seq,
+            None => u64::try_from(self.last_modified)
+                .unwrap_or(0)
+                .saturating_mul(1_000_000),
+        }
+    }
+
+    /// Whether it is the null version.
+    pub fn is_null(&self) -> bool {
+        self.version.is_none_or(|v| v.null)
+    }
+
+    /// Whether it is a delete marker.
+    pub fn is_delete_marker(&self) -> bool {
+        self.version.is_some_and(|v| v.delete_marker)
+    }
+
+    /// Its version id (`null` for a record without a stamp).
+    pub fn version_id(&self) -> VersionId {
+        match self.version {
+            Some(v) if !v.null => VersionId::Seq(v.seq),
+            _ => VersionId::Null,
+        }
+    }
 }
 
 /// The leading fields of an [`ObjectRecord`], decoded without the rest for listings.
@@ -163,11 +230,16 @@ impl Record for ObjectRecord {
     const EXTENSIBLE: bool = true;
 
     fn extensions(&self) -> Vec<Extension> {
-        tags_extension(&self.meta)
+        let mut out = tags_extension(&self.meta);
+        out.extend(self.version.map(Extension::Version));
+        out
     }
 
     fn apply(&mut self, ext: Extension) {
-        apply_to_meta(&mut self.meta, ext);
+        match ext {
+            Extension::Version(v) => self.version = Some(v),
+            ext => apply_to_meta(&mut self.meta, ext),
+        }
     }
 }
 
@@ -186,6 +258,8 @@ fn apply_to_meta(meta: &mut ObjectMeta, ext: Extension) {
     match ext {
         Extension::Tags(tags) => meta.tags = tags,
         Extension::Acl(doc) => meta.acl = Some(doc),
+        // Only object records carry one.
+        Extension::Version(_) => {}
     }
 }
 
@@ -308,6 +382,7 @@ mod tests {
                 },
                 PartLoc { file: 1, size: 0 },
             ]),
+            version: None,
         }
     }
 
@@ -441,6 +516,44 @@ mod tests {
         };
         let back: UploadRecord = decode(&encode(&up).unwrap()).unwrap();
         assert_eq!(back.meta.tags, tags());
+    }
+
+    #[test]
+    fn version_stamps_round_trip_and_unstamped_records_are_null() {
+        let mut rec = sample();
+        assert!(rec.is_null() && !rec.is_delete_marker());
+        assert_eq!(rec.version_id(), VersionId::Null);
+        assert_eq!(rec.order(), 1_700_000_000_000_000);
+        let stamp = VersionStamp {
+            seq: 42,
+            null: false,
+            delete_marker: false,
+        };
+        rec.version = Some(stamp);
+        rec.meta.tags = tags();
+        let bytes = encode(&rec).unwrap();
+        // Builds before versions read the same record, tags included.
+        assert!(bytes.starts_with(&old_encoding(&rec)));
+        let back: ObjectRecord = decode(&bytes).unwrap();
+        assert_eq!(back.version, Some(stamp));
+        assert_eq!(back.meta.tags, tags());
+        assert_eq!(back.version_id(), VersionId::Seq(42));
+        assert_eq!(back.order(), 42);
+        let f: ListFields<'_> = decode(&bytes).unwrap();
+        assert_eq!(f.size, rec.size);
+
+        let marker = ObjectRecord::delete_marker(
+            VersionStamp {
+                seq: 43,
+                null: true,
+                delete_marker: true,
+            },
+            5,
+        );
+        let back: ObjectRecord = decode(&encode(&marker).unwrap()).unwrap();
+        assert!(back.is_delete_marker() && back.is_null());
+        assert_eq!(back.version_id(), VersionId::Null);
+        assert!(back.data.files().is_empty());
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! # Layout
 //!
 //! ```text
-//! DIR/meta.redb          metadata (redb, ACID): buckets, objects, uploads, parts, fences
+//! DIR/meta.redb          metadata (redb, ACID): buckets, objects, object versions, uploads,
+//!                        parts, fences
 //! DIR/data/XY/<id>       immutable data files; <id> is 32 hex digits, XY its last two
 //!                        (each XY made, and data/ fsynced, on its first file)
 //! DIR/data/XY/<id>.tmp   data files being written (beside where they will be renamed)
@@ -29,6 +30,12 @@
 //! object, aborted or unused parts) are deleted after the commit. [`Store::open`] deletes every
 //! temp file and every data file that no committed record references, so whatever an
 //! interruption leaves behind is collected at the next start.
+//!
+//! # Versions
+//!
+//! A versioned bucket keeps every version of a key: the current one in the objects table (as
+//! in an unversioned bucket, so the latest version is one lookup) and the others, with delete
+//! markers, in a versions table (see [`version`]).
 //!
 //! Object, part and complete commits are group commits ([`group`]): those that queue while a
 //! commit runs share the next write transaction and its fsync, each acknowledged after it.
@@ -68,6 +75,7 @@ mod multipart;
 mod object;
 mod stats;
 mod types;
+mod version;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -83,15 +91,17 @@ use redb::{
 
 pub use bucket::{BucketSetting, BucketSettings};
 pub use fence::MAX_FENCE_LEASE;
+pub use ferry_core::s3::version::{VersionId, Versioning};
 pub use files::CleanupReport;
 pub use meta::{ROOM_TO_RECOVER, Writability};
 pub use multipart::PartWriter;
 pub use object::{ObjectReader, ObjectWriter};
 pub use stats::StoreStats;
 pub use types::{
-    BucketInfo, BucketsPage, Checksum, CompletedPart, CopySource, ListQuery, MetadataDirective,
-    ObjectEntry, ObjectInfo, ObjectMeta, ObjectsPage, PartEntry, PartsPage, PutResult, ReadRange,
-    UploadEntry, UploadsPage, UploadsQuery, WriteConditions,
+    BucketInfo, BucketsPage, Checksum, CompletedPart, CopySource, DeleteOutcome, ListQuery,
+    MetadataDirective, ObjectEntry, ObjectInfo, ObjectMeta, ObjectsPage, PartEntry, PartsPage,
+    PutResult, ReadRange, UploadEntry, UploadsPage, UploadsQuery, VersionEntry, VersionsPage,
+    VersionsQuery, WriteConditions,
 };
 
 use codec::{DataLayout, ObjectRecord, PartRecord};
@@ -158,6 +168,10 @@ pub(crate) struct Inner {
     direct_ok: std::sync::atomic::AtomicBool,
     /// Buckets' settings as last committed (see [`bucket::SettingsCache`]).
     settings: bucket::SettingsCache,
+    /// Some bucket has (or had) a versioning state: writes read their bucket's state in
+    /// their transaction. While no bucket ever had one, they skip that lookup (see
+    /// [`version`]).
+    versioned: std::sync::atomic::AtomicBool,
 }
 
 impl fmt::Debug for Store {
@@ -177,6 +191,10 @@ impl fmt::Debug for Inner {
 
 /// Metadata layout version, in [`META`]: bumped when tables change incompatibly.
 const LAYOUT_VERSION: u64 = 1;
+/// The layout once a bucket has had a versioning state: the versions table holds records that
+/// builds before it would not count (their open-time cleanup would delete the files of old
+/// versions), so they refuse such a store. Set by the first versioned write.
+const VERSIONED_LAYOUT: u64 = 2;
 
 /// Store-wide settings (`"layout"` → [`LAYOUT_VERSION`]).
 const META: TableDefinition<'_, &str, u64> = TableDefinition::new("meta");
@@ -187,6 +205,10 @@ const BUCKETS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("buckets"
 const OBJECTS: TableDefinition<'_, &[u8], &[u8]> = TableDefinition::new("objects");
 /// (`bucket ++ \0 ++ key`, upload id) → `UploadRecord`. Upload ids sort by creation time.
 const UPLOADS: TableDefinition<'_, (&[u8], &str), &[u8]> = TableDefinition::new("uploads");
+/// (`bucket ++ \0 ++ key`, `!seq`) → `ObjectRecord`: the versions of keys of versioned buckets
+/// that are not in [`OBJECTS`] (noncurrent ones, and a current delete marker), newest first
+/// (see [`version`]).
+const VERSIONS: TableDefinition<'_, (&[u8], u64), &[u8]> = TableDefinition::new("versions");
 /// (upload id, part number) → `PartRecord`.
 const PARTS: TableDefinition<'_, (&str, u32), &[u8]> = TableDefinition::new("parts");
 /// Bucket name → `FenceRecord`: buckets closed to writes for a while (see [`fence`]).
@@ -225,7 +247,7 @@ impl Store {
         }
         let path = root.join("meta.redb");
         let db = Database::create(&path).map_err(io::Error::other)?;
-        init_tables(&db)?;
+        let layout = init_tables(&db)?;
         let (referenced, objects, bytes) = referenced_files(&db)?;
         let fans = FanDirs::new();
         let cleanup = files::cleanup(&tmp, &data, &referenced, &fans)?;
@@ -244,6 +266,7 @@ impl Store {
                 lanes: files::Lanes::new(),
                 direct_ok: std::sync::atomic::AtomicBool::new(config.direct_io),
                 settings: bucket::SettingsCache::default(),
+                versioned: std::sync::atomic::AtomicBool::new(layout == VERSIONED_LAYOUT),
             }),
         })
     }
@@ -321,39 +344,48 @@ impl Store {
     }
 }
 
-fn init_tables(db: &Database) -> io::Result<()> {
+/// Create the tables a store lacks; the store's layout.
+fn init_tables(db: &Database) -> io::Result<u64> {
     let txn = db.begin_write().map_err(io::Error::other)?;
-    {
+    let found = {
         let mut meta = txn.open_table(META).map_err(io::Error::other)?;
         let layout = meta
             .get("layout")
             .map_err(io::Error::other)?
             .map(|v| v.value());
-        match layout {
+        let found = match layout {
             None => {
                 meta.insert("layout", LAYOUT_VERSION)
                     .map_err(io::Error::other)?;
+                LAYOUT_VERSION
             }
-            Some(LAYOUT_VERSION) => {}
+            Some(v @ (LAYOUT_VERSION | VERSIONED_LAYOUT)) => v,
             Some(v) => {
                 return Err(io::Error::other(format!(
-                    "store layout {v} is not supported (this build reads {LAYOUT_VERSION})"
+                    "store layout {v} is not supported (this build reads {LAYOUT_VERSION} and \
+                     {VERSIONED_LAYOUT})"
                 )));
             }
-        }
+        };
+        drop(meta);
         txn.open_table(BUCKETS).map_err(io::Error::other)?;
         txn.open_table(OBJECTS).map_err(io::Error::other)?;
+        // Stores written before versions get the (empty) table here.
+        txn.open_table(VERSIONS).map_err(io::Error::other)?;
         txn.open_table(UPLOADS).map_err(io::Error::other)?;
         txn.open_table(PARTS).map_err(io::Error::other)?;
         txn.open_table(FENCES).map_err(io::Error::other)?;
         txn.open_table(BUCKET_SETTINGS).map_err(io::Error::other)?;
         txn.open_table(COMPLETED).map_err(io::Error::other)?;
-    }
-    txn.commit().map_err(io::Error::other)
+        found
+    };
+    txn.commit().map_err(io::Error::other)?;
+    Ok(found)
 }
 
-/// Every data file committed metadata references (objects' files and uploaded parts), and the
-/// number of objects and their bytes.
+/// Every data file committed metadata references (objects' files, every version's, and
+/// uploaded parts), and the number of objects (every version but delete markers) and their
+/// bytes.
 fn referenced_files(db: &Database) -> io::Result<(HashSet<FileId>, u64, u64)> {
     let to_io = |e: S3Error| io::Error::other(e.to_string());
     let txn = db.begin_read().map_err(io::Error::other)?;
@@ -371,6 +403,16 @@ fn referenced_files(db: &Database) -> io::Result<(HashSet<FileId>, u64, u64)> {
             }
             DataLayout::Parts(parts) => set.extend(parts.iter().map(|p| p.file)),
         }
+    }
+    let versions = txn.open_table(VERSIONS).map_err(io::Error::other)?;
+    for item in versions.iter().map_err(io::Error::other)? {
+        let (_, v) = item.map_err(io::Error::other)?;
+        let rec: ObjectRecord = codec::decode(v.value()).map_err(to_io)?;
+        if !rec.is_delete_marker() {
+            count += 1;
+            bytes = bytes.saturating_add(rec.size);
+        }
+        set.extend(rec.data.files());
     }
     let parts = txn.open_table(PARTS).map_err(io::Error::other)?;
     for item in parts.iter().map_err(io::Error::other)? {

@@ -379,6 +379,7 @@ impl Store {
         let k = object_key(bucket, key)?;
         let (bucket, key, upload_id) = (bucket.to_owned(), key.to_owned(), upload_id.to_owned());
         let parts = parts.to_vec();
+        let store = self.clone();
         let (result, retired, replaced) = self.update_grouped(None, move |txn| {
             let (bucket, key, upload_id) = (bucket.as_str(), key.as_str(), upload_id.as_str());
             let up: UploadRecord = {
@@ -453,9 +454,10 @@ impl Store {
                 last_modified,
                 meta: up.meta,
                 data: DataLayout::Parts(locs),
+                version: None,
             };
             let bytes = codec::encode(&rec)?;
-            let replaced = put_record(txn, bucket, key, &bytes, conditions)?;
+            let replaced = put_record(&store, txn, bucket, key, &rec, &bytes, conditions)?;
             retired.extend(replaced.files);
             remember_completed(
                 txn,
@@ -470,6 +472,7 @@ impl Store {
                 etag,
                 size,
                 last_modified: DateTime::from_unix(last_modified),
+                version_id: replaced.version_id,
             };
             Ok((result, Some(retired), replaced.size))
         })?;
@@ -551,5 +554,7 @@ fn completed_before(
         etag: codec::stored_etag(&rec.etag)?,
         size: rec.size,
         last_modified: DateTime::from_unix(rec.completed),
+        // Not remembered: a retried complete answers without it.
+        version_id: None,
     }))
 }

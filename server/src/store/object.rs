@@ -14,11 +14,13 @@ use super::codec::{self, DataLayout, ObjectRecord, stored_etag};
 use super::fence::check_unfenced;
 use super::files::{self, FileId, PinGuard, Pins, Spool};
 use super::types::{
-    CopySource, MetadataDirective, ObjectInfo, ObjectMeta, PutResult, ReadRange, WriteConditions,
+    CopySource, DeleteOutcome, MetadataDirective, ObjectInfo, ObjectMeta, PutResult, ReadRange,
+    WriteConditions,
 };
+use super::version::{find_version, make_room, stamp_id, versioning_in};
 use super::{
-    BUCKETS, OBJECTS, Store, bucket_exists, check_bucket_name, check_key, db_err, io_err, now,
-    object_key,
+    BUCKETS, OBJECTS, Store, VERSIONS, VersionId, bucket_exists, check_bucket_name, check_key,
+    db_err, io_err, now, object_key,
 };
 
 /// A PUT in progress: bytes stream into a temp file (hashed as they go, in the store's MD5
@@ -91,6 +93,7 @@ impl ObjectWriter {
             last_modified: now(),
             meta,
             data: DataLayout::Single(staged.id),
+            version: None,
         };
         store.commit_object(bucket, key, Some(staged), rec, conditions)
     }
@@ -277,8 +280,10 @@ impl Read for ObjectReader {
     }
 }
 
-/// The public view of a record, and the files holding its bytes.
+/// The public view of a record, and the files holding its bytes. Its version id is given
+/// when it has a stamp (its bucket has a versioning state).
 pub(crate) fn info_of(rec: ObjectRecord) -> S3Result<(ObjectInfo, Vec<FileId>)> {
+    let version_id = rec.version.map(|_| rec.version_id());
     let files = rec.data.files();
     let part_sizes = match &rec.data {
         DataLayout::Single(_) => Vec::new(),
@@ -290,24 +295,32 @@ pub(crate) fn info_of(rec: ObjectRecord) -> S3Result<(ObjectInfo, Vec<FileId>)> 
         last_modified: DateTime::from_unix(rec.last_modified),
         meta: rec.meta,
         part_sizes,
+        version_id,
     };
     Ok((info, files))
 }
 
-/// The object a commit replaced: its files (to retire after the commit) and size.
+/// The version a commit removed (its files, to retire after the commit, and size), and the
+/// new version's id.
 #[derive(Debug, Default)]
 pub(crate) struct Replaced {
     pub files: Vec<FileId>,
     pub size: Option<u64>,
+    /// The new version's id, in a bucket with a versioning state.
+    pub version_id: Option<VersionId>,
 }
 
-/// In `txn`: store `rec` under `bucket`/`key` if the bucket exists and `conditions` hold against
-/// the object it replaces, which is returned.
+/// In `txn`: store `rec` (encoded as `bytes`) under `bucket`/`key` if the bucket exists and
+/// `conditions` hold against the current object. In a bucket that never had a versioning
+/// state it replaces that object, which is returned; in a versioned one it becomes a new
+/// version (see `store::version`).
 pub(crate) fn put_record(
+    store: &Store,
     txn: &WriteTransaction,
     bucket: &str,
     key: &str,
-    rec: &[u8],
+    rec: &ObjectRecord,
+    bytes: &[u8],
     conditions: WriteConditions,
 ) -> S3Result<Replaced> {
     let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
@@ -315,15 +328,45 @@ pub(crate) fn put_record(
         return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
     }
     check_unfenced(txn, bucket)?;
+    let state = versioning_in(store, txn, bucket)?;
+    let k = object_key(bucket, key)?;
     let mut objects = txn.open_table(OBJECTS).map_err(db_err)?;
-    // Insert first and judge the replaced record: a refusal aborts the transaction anyway.
-    let old = match objects
-        .insert(object_key(bucket, key)?.as_slice(), rec)
-        .map_err(db_err)?
-    {
-        Some(v) => Some(codec::decode::<ObjectRecord>(v.value())?),
+    let Some(state) = state else {
+        // Insert first and judge the replaced record: a refusal aborts the transaction anyway.
+        let old = match objects.insert(k.as_slice(), bytes).map_err(db_err)? {
+            Some(v) => Some(codec::decode::<ObjectRecord>(v.value())?),
+            None => None,
+        };
+        check_conditions(old.as_ref(), conditions)?;
+        return Ok(old.map_or_else(Replaced::default, |o| Replaced {
+            size: Some(o.size),
+            files: o.data.files(),
+            version_id: None,
+        }));
+    };
+    let old = match objects.get(k.as_slice()).map_err(db_err)? {
+        Some(v) => {
+            let bytes = v.value().to_vec();
+            Some((codec::decode::<ObjectRecord>(&bytes)?, bytes))
+        }
         None => None,
     };
+    check_conditions(old.as_ref().map(|(r, _)| r), conditions)?;
+    let (stamp, dropped) = make_room(txn, &k, state, old, false)?;
+    let mut rec = rec.clone();
+    rec.version = Some(stamp);
+    objects
+        .insert(k.as_slice(), codec::encode(&rec)?.as_slice())
+        .map_err(db_err)?;
+    Ok(Replaced {
+        files: dropped.files,
+        size: dropped.size,
+        version_id: Some(stamp_id(stamp)),
+    })
+}
+
+/// `If-None-Match: *` and `If-Match` against the current object `old`.
+fn check_conditions(old: Option<&ObjectRecord>, conditions: WriteConditions) -> S3Result<()> {
     if conditions.if_none_match_star && old.is_some() {
         return Err(S3Error::new(S3ErrorCode::PreconditionFailed));
     }
@@ -336,10 +379,7 @@ pub(crate) fn put_record(
             Some(_) => {}
         }
     }
-    Ok(old.map_or_else(Replaced::default, |o| Replaced {
-        size: Some(o.size),
-        files: o.data.files(),
-    }))
+    Ok(())
 }
 
 impl Store {
@@ -369,43 +409,71 @@ impl Store {
         rec: ObjectRecord,
         conditions: WriteConditions,
     ) -> S3Result<PutResult> {
-        let result = PutResult {
+        let mut result = PutResult {
             etag: stored_etag(&rec.etag)?,
             size: rec.size,
             last_modified: DateTime::from_unix(rec.last_modified),
+            version_id: None,
         };
         let bytes = codec::encode(&rec)?;
+        let store = self.clone();
         let old = self.update_grouped(staged, move |txn| {
-            put_record(txn, &bucket, &key, &bytes, conditions)
+            put_record(&store, txn, &bucket, &key, &rec, &bytes, conditions)
         })?;
         self.inner.counters.put(result.size, old.size);
         self.inner.retire(&old.files);
+        result.version_id = old.version_id;
         Ok(result)
     }
 
-    /// The record of `bucket`/`key` in a fresh snapshot: `NoSuchKey`, or `NoSuchBucket` if the
-    /// bucket does not exist. With `pin`, its files are pinned in the same snapshot.
+    /// The record of `bucket`/`key` (of `version`, if named) in a fresh snapshot: `NoSuchKey`,
+    /// `NoSuchVersion`, `MethodNotAllowed` for a delete marker named by its id, or
+    /// `NoSuchBucket` if the bucket does not exist. With `pin`, its files are pinned in the same
+    /// snapshot.
     fn object_record(
         &self,
         bucket: &str,
         key: &str,
+        version: Option<VersionId>,
         pin: bool,
     ) -> S3Result<(ObjectRecord, Option<PinGuard>)> {
         let k = object_key(bucket, key)?;
         let mut pins = pin.then(|| Pins::lock(&self.inner.pins));
         let txn = self.read_txn()?;
         let objects = txn.open_table(OBJECTS).map_err(db_err)?;
-        let found = match objects.get(k.as_slice()).map_err(db_err)? {
-            Some(v) => Some(codec::decode::<ObjectRecord>(v.value())?),
-            None => None,
+        let found = match version {
+            None => match objects.get(k.as_slice()).map_err(db_err)? {
+                Some(v) => Some(codec::decode::<ObjectRecord>(v.value())?),
+                None => None,
+            },
+            Some(v) => {
+                let versions = txn.open_table(VERSIONS).map_err(db_err)?;
+                match find_version(&objects, &versions, &k, v)? {
+                    Some((_, rec)) if rec.is_delete_marker() => {
+                        return Err(S3Error::new(S3ErrorCode::MethodNotAllowed));
+                    }
+                    Some((_, mut rec)) => {
+                        // Asked for by id: the answer names it, `null` included.
+                        rec.version.get_or_insert(super::codec::VersionStamp {
+                            seq: rec.order(),
+                            null: true,
+                            delete_marker: false,
+                        });
+                        Some(rec)
+                    }
+                    None => None,
+                }
+            }
         };
         let Some(rec) = found else {
             drop(pins);
             let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
-            return Err(if bucket_exists(&buckets, bucket)? {
-                S3Error::new(S3ErrorCode::NoSuchKey)
-            } else {
+            return Err(if !bucket_exists(&buckets, bucket)? {
                 S3Error::new(S3ErrorCode::NoSuchBucket)
+            } else if version.is_some() {
+                S3Error::new(S3ErrorCode::NoSuchVersion)
+            } else {
+                S3Error::new(S3ErrorCode::NoSuchKey)
             });
         };
         let guard = match pins.as_mut() {
@@ -421,7 +489,18 @@ impl Store {
 
     /// HEAD: the metadata of `bucket`/`key`.
     pub fn head_object(&self, bucket: &str, key: &str) -> S3Result<ObjectInfo> {
-        let (rec, _) = self.object_record(bucket, key, false)?;
+        self.head_object_version(bucket, key, None)
+    }
+
+    /// HEAD of version `version` of `bucket`/`key` (the current one if `None`): `NoSuchVersion`
+    /// if it does not exist, `MethodNotAllowed` if it is a delete marker.
+    pub fn head_object_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionId>,
+    ) -> S3Result<ObjectInfo> {
+        let (rec, _) = self.object_record(bucket, key, version, false)?;
         Ok(info_of(rec)?.0)
     }
 
@@ -431,7 +510,19 @@ impl Store {
     /// whatever happens to the key meanwhile. Check GET conditions (`If-Match`, ...) against
     /// [`ObjectReader::info`] and drop the reader if they fail.
     pub fn get_object(&self, bucket: &str, key: &str, range: ReadRange) -> S3Result<ObjectReader> {
-        let (rec, pins) = self.object_record(bucket, key, true)?;
+        self.get_object_version(bucket, key, None, range)
+    }
+
+    /// GET of version `version` of `bucket`/`key` (the current one if `None`), as
+    /// [`Store::get_object`]; errors as [`Store::head_object_version`].
+    pub fn get_object_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionId>,
+        range: ReadRange,
+    ) -> S3Result<ObjectReader> {
+        let (rec, pins) = self.object_record(bucket, key, version, true)?;
         let pins = pins.ok_or_else(|| S3Error::new(S3ErrorCode::InternalError))?;
         let (info, _) = info_of(rec)?;
         let range = range.resolve(&info)?;
@@ -439,35 +530,10 @@ impl Store {
     }
 
     /// DELETE: remove `bucket`/`key` if it exists (deleting a missing key succeeds, as in S3);
-    /// `NoSuchBucket` if the bucket does not exist.
-    pub fn delete_object(&self, bucket: &str, key: &str) -> S3Result<()> {
-        let k = object_key(bucket, key)?;
-        {
-            // Most deletes of missing keys need no write transaction (and no fsync).
-            let txn = self.read_txn()?;
-            let objects = txn.open_table(OBJECTS).map_err(db_err)?;
-            if objects.get(k.as_slice()).map_err(db_err)?.is_none() {
-                let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
-                return if bucket_exists(&buckets, bucket)? {
-                    Ok(())
-                } else {
-                    Err(S3Error::new(S3ErrorCode::NoSuchBucket))
-                };
-            }
-        }
-        let old = self.update(None, |txn| {
-            let mut objects = txn.open_table(OBJECTS).map_err(db_err)?;
-            let old = match objects.remove(k.as_slice()).map_err(db_err)? {
-                Some(v) => Some(codec::decode::<ObjectRecord>(v.value())?),
-                None => None,
-            };
-            Ok(old)
-        })?;
-        if let Some(old) = old {
-            self.inner.counters.deleted(old.size);
-            self.inner.retire(&old.data.files());
-        }
-        Ok(())
+    /// `NoSuchBucket` if the bucket does not exist. In a versioned bucket, a delete marker
+    /// (see [`Store::delete_object_version`]).
+    pub fn delete_object(&self, bucket: &str, key: &str) -> S3Result<DeleteOutcome> {
+        self.delete_object_version(bucket, key, None)
     }
 
     /// Replace the tags of `bucket`/`key` (empty: remove them) without touching its data, ETag
@@ -477,38 +543,19 @@ impl Store {
     /// Replace the ACL of `bucket`/`key` (a document the caller checked) without touching its
     /// data, ETag or modification time, as [`Store::put_object_tagging`] does its tags.
     pub fn put_object_acl(&self, bucket: &str, key: &str, acl: Vec<u8>) -> S3Result<()> {
-        self.update_object_meta(bucket, key, move |meta| meta.acl = Some(acl.clone()))
+        self.put_object_acl_version(bucket, key, None, acl)
     }
 
-    /// [`Store::put_object_tagging`] and [`Store::put_object_acl`]: change the record's
-    /// metadata with `change` in a metadata-only commit.
-    fn update_object_meta(
+    /// [`Store::put_object_acl`] of version `version` (the current one if `None`).
+    pub fn put_object_acl_version(
         &self,
         bucket: &str,
         key: &str,
-        change: impl Fn(&mut ObjectMeta) + Send + 'static,
+        version: Option<VersionId>,
+        acl: Vec<u8>,
     ) -> S3Result<()> {
-        check_bucket_name(bucket)?;
-        check_key(key)?;
-        let k = object_key(bucket, key)?;
-        let bucket = bucket.to_owned();
-        self.update_grouped(None, move |txn| {
-            let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
-            if !bucket_exists(&buckets, &bucket)? {
-                return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
-            }
-            check_unfenced(txn, &bucket)?;
-            let mut objects = txn.open_table(OBJECTS).map_err(db_err)?;
-            let mut rec = match objects.get(k.as_slice()).map_err(db_err)? {
-                Some(v) => codec::decode::<ObjectRecord>(v.value())?,
-                None => return Err(S3Error::new(S3ErrorCode::NoSuchKey)),
-            };
-            change(&mut rec.meta);
-            let bytes = codec::encode(&rec)?;
-            objects
-                .insert(k.as_slice(), bytes.as_slice())
-                .map_err(db_err)?;
-            Ok(())
+        self.update_version_meta(bucket, key, version, move |meta| {
+            meta.acl = Some(acl.clone());
         })
     }
 
@@ -518,9 +565,23 @@ impl Store {
         key: &str,
         tags: Vec<(String, String)>,
     ) -> S3Result<()> {
+        self.put_object_tagging_version(bucket, key, None, tags)
+    }
+
+    /// [`Store::put_object_tagging`] of version `version` (the current one if `None`):
+    /// `NoSuchVersion` if it does not exist, `MethodNotAllowed` if it is a delete marker.
+    pub fn put_object_tagging_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionId>,
+        tags: Vec<(String, String)>,
+    ) -> S3Result<()> {
         // Judged against the record current in the group's transaction, so a PUT committed
         // just before is the object tagged, and one just after replaces it whole.
-        self.update_object_meta(bucket, key, move |meta| meta.tags.clone_from(&tags))
+        self.update_version_meta(bucket, key, version, move |meta| {
+            meta.tags.clone_from(&tags);
+        })
     }
 
     /// CopyObject: copy `src` to `bucket`/`key`, streaming through one pooled buffer.
@@ -566,7 +627,12 @@ impl Store {
         conditions: WriteConditions,
         check_source: impl FnOnce(&ObjectInfo) -> S3Result<()>,
     ) -> S3Result<PutResult> {
-        if src.bucket == bucket && src.key == key && directive == MetadataDirective::Copy {
+        // Copying an older version onto its key is how a version is restored, as in S3.
+        if src.bucket == bucket
+            && src.key == key
+            && src.version_id.is_none()
+            && directive == MetadataDirective::Copy
+        {
             return Err(S3Error::with_message(
                 S3ErrorCode::InvalidRequest,
                 "This copy request is illegal because it is trying to copy an object to itself \
@@ -608,7 +674,16 @@ impl Store {
         src: CopySource<'_>,
         check_source: impl FnOnce(&ObjectInfo) -> S3Result<()>,
     ) -> S3Result<ObjectReader> {
-        let (rec, pins) = self.object_record(src.bucket, src.key, true)?;
+        let (rec, pins) = self
+            .object_record(src.bucket, src.key, src.version_id, true)
+            .map_err(|e| match e.code {
+                S3ErrorCode::MethodNotAllowed => S3Error::with_message(
+                    S3ErrorCode::InvalidRequest,
+                    "The source of a copy request may not specifically refer to a delete marker \
+                     by version id.",
+                ),
+                _ => e,
+            })?;
         let pins = pins.ok_or_else(|| S3Error::new(S3ErrorCode::InternalError))?;
         let (info, _) = info_of(rec)?;
         check_source(&info)?;

@@ -1,6 +1,7 @@
 //! The storage engine's public inputs and outputs.
 
 use ferry_core::md5::ETag;
+use ferry_core::s3::version::VersionId;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
 use serde::{Deserialize, Serialize};
@@ -69,6 +70,68 @@ pub struct PutResult {
     pub size: u64,
     /// Its modification time.
     pub last_modified: DateTime,
+    /// Its version id (`x-amz-version-id`), in a bucket that has a versioning state; `None`
+    /// in one that never had.
+    pub version_id: Option<VersionId>,
+}
+
+/// What a DELETE did (`x-amz-version-id`, `x-amz-delete-marker`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DeleteOutcome {
+    /// The version created (a delete marker) or removed; `None` in a bucket that never had a
+    /// versioning state, when no version was named.
+    pub version_id: Option<VersionId>,
+    /// The delete created a delete marker, or removed one.
+    pub delete_marker: bool,
+}
+
+/// A ListObjectVersions request as the store serves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct VersionsQuery<'a> {
+    /// Only keys starting with this.
+    pub prefix: &'a str,
+    /// Roll keys up to the first occurrence of this after the prefix.
+    pub delimiter: Option<&'a str>,
+    /// Only versions of keys after this one (or of this key, after `version_id_marker`).
+    pub key_marker: Option<&'a str>,
+    /// With `key_marker`: versions of that key older than this one.
+    pub version_id_marker: Option<VersionId>,
+    /// At most this many versions, delete markers and common prefixes (clamped to 1000).
+    pub max_keys: usize,
+}
+
+/// One version (or delete marker) in a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionEntry {
+    /// The key.
+    pub key: String,
+    /// Its version id.
+    pub version_id: VersionId,
+    /// Whether it is the key's current version.
+    pub is_latest: bool,
+    /// A delete marker (no ETag, size 0).
+    pub delete_marker: bool,
+    /// ETag (`None` for a delete marker).
+    pub etag: Option<ETag>,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time.
+    pub last_modified: DateTime,
+}
+
+/// A page of [`Store::list_versions`](super::Store::list_versions).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct VersionsPage {
+    /// Versions and delete markers, by key, newest first within a key.
+    pub entries: Vec<VersionEntry>,
+    /// Common prefixes, sorted.
+    pub common_prefixes: Vec<String>,
+    /// Whether more follow.
+    pub is_truncated: bool,
+    /// When truncated: `NextKeyMarker` (a key, or a common prefix).
+    pub next_key_marker: Option<String>,
+    /// When truncated on a version: `NextVersionIdMarker`.
+    pub next_version_id_marker: Option<VersionId>,
 }
 
 /// An object's metadata as GET/HEAD return it.
@@ -84,6 +147,8 @@ pub struct ObjectInfo {
     pub meta: ObjectMeta,
     /// Sizes of the parts of a multipart object, in order; empty for a single-part object.
     pub part_sizes: Vec<u64>,
+    /// Its version id, in a bucket that has a versioning state (or when asked for by id).
+    pub version_id: Option<VersionId>,
 }
 
 impl ObjectInfo {
@@ -310,6 +375,8 @@ pub struct CopySource<'a> {
     pub key: &'a str,
     /// `x-amz-copy-source-range` (inclusive), for UploadPartCopy only; CopyObject rejects it.
     pub range: Option<(u64, u64)>,
+    /// The version to copy (`None`: the current one).
+    pub version_id: Option<VersionId>,
 }
 
 /// `x-amz-metadata-directive` of CopyObject.
@@ -336,6 +403,7 @@ mod tests {
             last_modified: DateTime::from_unix(0),
             meta: ObjectMeta::default(),
             part_sizes: part_sizes.to_vec(),
+            version_id: None,
         }
     }
 

@@ -5,7 +5,10 @@
 //! - an overwritten key holds one whole version: the last acknowledged one or a later one,
 //! - the same for multipart uploads (one write in four): a completion is all or nothing,
 //! - the listing agrees (keys and sizes) with what GET returns,
-//! - readers running during the PUTs never see a partial or foreign object.
+//! - readers running during the PUTs never see a partial or foreign object,
+//! - in a versioned bucket written meanwhile (PUTs and DELETEs of a few keys), every
+//!   acknowledged version and delete marker is listed under its id after the restart, each
+//!   version with exactly its bytes.
 //!
 //! Rounds alternate between the tokio and smol runtimes. The sizes and choices come from a seed
 //! printed at the start (`FERRY_CRASH_SEED` replays them; the kill timing is not replayable);
@@ -22,7 +25,9 @@ use std::time::{Duration, Instant};
 use aws_sdk_s3::Client;
 use aws_sdk_s3::config::timeout::TimeoutConfig;
 use aws_sdk_s3::primitives::ByteStream;
-use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+use aws_sdk_s3::types::{
+    BucketVersioningStatus, CompletedMultipartUpload, CompletedPart, VersioningConfiguration,
+};
 use ferry_core::fill::ShardedFill;
 use md5::{Digest, Md5};
 use rand_core::{Rng, SeedableRng};
@@ -40,6 +45,10 @@ const READERS: usize = 2;
 /// Largest object (exclusive).
 const MAX_SIZE: u64 = 4 << 20;
 const BUCKET: &str = "crash";
+/// The versioned bucket.
+const VERSIONED: &str = "crash-versions";
+/// Keys of the versioned bucket (each gets many versions).
+const VERSIONED_KEYS: u64 = 5;
 
 /// One version of a key: the fill id its bytes come from, its length, and how it was written
 /// (0: one PUT; else a multipart upload of that many parts).
@@ -111,6 +120,9 @@ struct Ledger {
     unacked: u64,
     overwrites: u64,
     multipart_acked: u64,
+    /// The versioned bucket: acknowledged versions by id, with their key and (for an object)
+    /// the version they hold; `None` for a delete marker.
+    versions: BTreeMap<String, (String, Option<Version>)>,
 }
 
 /// A `ferry node` child process.
@@ -331,6 +343,122 @@ async fn writer(r: Arc<Round>, round: usize, task: usize, seed: u64) {
             }
         }
     }
+}
+
+/// Write the versioned bucket: PUTs of small objects to a few keys, one DELETE (a delete
+/// marker) in five; each acknowledged version or marker goes in the ledger.
+async fn versioned_writer(r: Arc<Round>, round: usize, seed: u64) {
+    let mut rng = Pcg64::seed_from_u64(seed ^ ((round as u64) << 32) ^ 0x7665_7273);
+    while !r.stop.load(Ordering::Relaxed) {
+        let key = format!("v{}", rng.next_u64() % VERSIONED_KEYS);
+        let (sent, version) = if rng.next_u64() % 5 == 0 {
+            let sent = r
+                .client
+                .delete_object()
+                .bucket(VERSIONED)
+                .key(&key)
+                .send()
+                .await
+                .map(|out| {
+                    assert_eq!(out.delete_marker(), Some(true), "{key}");
+                    out.version_id().map(str::to_owned)
+                });
+            (sent.map_err(|e| show(&e)), None)
+        } else {
+            let id = r.next_id.fetch_add(1, Ordering::Relaxed);
+            let version = Version {
+                id,
+                len: rng.next_u64() % (64 << 10),
+                parts: 0,
+            };
+            let data = r.fill.object(id).generate(version.len as usize);
+            let sent = r
+                .client
+                .put_object()
+                .bucket(VERSIONED)
+                .key(&key)
+                .body(ByteStream::from(data))
+                .send()
+                .await
+                .map(|out| out.version_id().map(str::to_owned));
+            (sent.map_err(|e| show(&e)), Some(version))
+        };
+        match sent {
+            Ok(id) => {
+                let id = id.unwrap_or_else(|| panic!("{key}: no version id"));
+                let mut l = r.ledger.lock().expect("ledger");
+                let old = l.versions.insert(id.clone(), (key, version));
+                assert!(old.is_none(), "version id {id} given twice");
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+/// After a restart: every acknowledged version and delete marker of the versioned bucket is
+/// listed under its id and key, each key's newest first; each version reads back whole.
+async fn verify_versions(client: &Client, fill: &ShardedFill, ledger: &Mutex<Ledger>) -> usize {
+    let mut listed: BTreeMap<String, (String, bool)> = BTreeMap::new();
+    let mut latest = BTreeSet::new();
+    let (mut key_marker, mut version_marker): (Option<String>, Option<String>) = (None, None);
+    loop {
+        let page = client
+            .list_object_versions()
+            .bucket(VERSIONED)
+            .max_keys(50)
+            .set_key_marker(key_marker.clone())
+            .set_version_id_marker(version_marker.clone())
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("list versions: {}", show(&e)));
+        let entries = page
+            .versions()
+            .iter()
+            .map(|v| (v.key(), v.version_id(), v.is_latest(), false))
+            .chain(
+                page.delete_markers()
+                    .iter()
+                    .map(|m| (m.key(), m.version_id(), m.is_latest(), true)),
+            );
+        for (key, id, is_latest, marker) in entries {
+            let (key, id) = (key.expect("key"), id.expect("version id"));
+            if is_latest == Some(true) {
+                assert!(latest.insert(key.to_owned()), "{key}: two latest versions");
+            }
+            listed.insert(id.to_owned(), (key.to_owned(), marker));
+        }
+        if page.is_truncated() != Some(true) {
+            break;
+        }
+        key_marker = page.next_key_marker().map(str::to_owned);
+        version_marker = page.next_version_id_marker().map(str::to_owned);
+    }
+    let acked = ledger.lock().expect("ledger").versions.clone();
+    for (id, (key, version)) in &acked {
+        let (k, marker) = listed
+            .get(id)
+            .unwrap_or_else(|| panic!("acknowledged version {id} of {key} is gone"));
+        assert_eq!(k, key, "version {id}");
+        assert_eq!(*marker, version.is_none(), "version {id} of {key}");
+        let Some(v) = version else { continue };
+        let out = client
+            .get_object()
+            .bucket(VERSIONED)
+            .key(key)
+            .version_id(id)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET {key}?versionId={id}: {}", show(&e)));
+        let (len, digest) = read_md5(out.body)
+            .await
+            .unwrap_or_else(|e| panic!("reading {key}@{id}: {e}"));
+        assert_eq!(
+            (len, digest),
+            (v.len, fill.object(v.id).md5(v.len)),
+            "{key}@{id}"
+        );
+    }
+    acked.len()
 }
 
 /// Create, upload the parts of and complete `version` at `key`; the final ETag.
@@ -568,6 +696,22 @@ async fn run(rounds: usize, seed: u64) {
         .send()
         .await
         .unwrap_or_else(|e| panic!("create bucket: {}", show(&e)));
+    let c = node.client();
+    c.create_bucket()
+        .bucket(VERSIONED)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("create bucket: {}", show(&e)));
+    c.put_bucket_versioning()
+        .bucket(VERSIONED)
+        .versioning_configuration(
+            VersioningConfiguration::builder()
+                .status(BucketVersioningStatus::Enabled)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("put versioning: {}", show(&e)));
 
     for round in 0..rounds {
         let client = node.client();
@@ -605,6 +749,7 @@ async fn run(rounds: usize, seed: u64) {
         let readers: Vec<_> = (0..READERS)
             .map(|t| tokio::spawn(reader(r.clone(), round, t, seed)))
             .collect();
+        let versioned = tokio::spawn(versioned_writer(r.clone(), round, seed));
 
         // Let a few PUTs be acknowledged, then kill at a random moment in the traffic.
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -618,6 +763,7 @@ async fn run(rounds: usize, seed: u64) {
         for w in writers {
             w.await.expect("writer");
         }
+        versioned.await.expect("versioned writer");
         let mut read_checks = 0;
         for t in readers {
             read_checks += t.await.expect("reader");
@@ -644,10 +790,12 @@ async fn run(rounds: usize, seed: u64) {
         };
         let last = round + 1 == rounds;
         let (present, absent) = verify(&client, &fill, &ledger, &touched, last).await;
+        let versions = verify_versions(&client, &fill, &ledger).await;
         let l = ledger.lock().expect("ledger");
         eprintln!(
             "round {round}: {} acked ({} multipart), {} unacked so far ({} overwrites); checked {} keys \
-             ({present} present, {absent} absent), {read_checks} concurrent reads; restarted on {runtime}; {:.1?}",
+             ({present} present, {absent} absent), {versions} versions, {read_checks} concurrent reads; \
+             restarted on {runtime}; {:.1?}",
             l.acked,
             l.multipart_acked,
             l.unacked,

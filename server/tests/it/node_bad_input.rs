@@ -347,7 +347,7 @@ fn unsupported_operations(rt: RuntimeKind) {
     for (method, target) in [
         ("GET", "/unsup?notification"),
         ("PUT", "/unsup?lifecycle"),
-        ("GET", "/unsup?versions"),
+        ("GET", "/unsup?inventory"),
         ("POST", "/unsup/k?tagging"),
         ("GET", "/unsup/k?attributes"),
         ("POST", "/unsup/k"),

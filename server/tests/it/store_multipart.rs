@@ -423,6 +423,7 @@ fn upload_part_copy_from_ranges() {
         bucket: "b",
         key: "src",
         range,
+        version_id: None,
     };
     let p1 = s
         .upload_part_copy("b", "dst", &id, 1, src(Some((100, 100_099))), |_| Ok(()))
@@ -466,6 +467,7 @@ fn upload_part_copy_from_ranges() {
         bucket: "b",
         key: "dst",
         range: Some((99_990, 100_009)),
+        version_id: None,
     };
     let p = s
         .upload_part_copy("b", "dst2", &id2, 1, from_mp, |_| Ok(()))

@@ -388,6 +388,7 @@ fn copy_object_directives() {
         bucket: "src",
         key: "k",
         range: None,
+        version_id: None,
     };
     let ok = |_: &_| Ok(());
 
@@ -475,6 +476,7 @@ fn copy_object_directives() {
         bucket: "src",
         key: "nope",
         range: None,
+        version_id: None,
     };
     assert_eq!(
         code(s.copy_object(
@@ -489,6 +491,7 @@ fn copy_object_directives() {
     );
     let ranged = CopySource {
         range: Some((0, 1)),
+        version_id: None,
         ..src
     };
     assert_eq!(

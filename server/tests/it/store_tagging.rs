@@ -106,6 +106,7 @@ fn copies_keep_or_replace_tags() {
         bucket: "b",
         key: "src",
         range: None,
+        version_id: None,
     };
     let ok = |_: &_| Ok(());
     let none = WriteConditions::default();

@@ -17,6 +17,7 @@ use super::{S3Error, S3ErrorCode, S3Result};
 
 mod cors;
 mod parse;
+mod versions;
 mod write;
 
 pub use cors::{
@@ -24,6 +25,9 @@ pub use cors::{
     MAX_CORS_RULES, cors_headers, requested_headers,
 };
 pub use parse::{AclDocument, AclDocumentGrant};
+pub use versions::{
+    ListVersionsResult, MAX_VERSIONING_BODY, VersionEntry, VersioningConfiguration,
+};
 
 pub use write::{write_location_constraint, write_versioning_configuration};
 
@@ -369,6 +373,10 @@ pub struct DeletedEntry<'a> {
     pub key: Cow<'a, str>,
     /// `VersionId`.
     pub version_id: Option<Cow<'a, str>>,
+    /// `DeleteMarker`: the delete created a delete marker, or removed one.
+    pub delete_marker: bool,
+    /// `DeleteMarkerVersionId`: the version id of that delete marker.
+    pub delete_marker_version_id: Option<Cow<'a, str>>,
 }
 
 /// One `<Error>` of DeleteResult.
@@ -1019,10 +1027,20 @@ mod tests {
         }
 
         let del = DeleteResult {
-            deleted: vec![DeletedEntry {
-                key: s("sample1.txt"),
-                version_id: None,
-            }],
+            deleted: vec![
+                DeletedEntry {
+                    key: s("sample1.txt"),
+                    version_id: None,
+                    delete_marker: false,
+                    delete_marker_version_id: None,
+                },
+                DeletedEntry {
+                    key: s("sample2.txt"),
+                    version_id: None,
+                    delete_marker: true,
+                    delete_marker_version_id: Some(s("fffe7a6b5c4d3e2f")),
+                },
+            ],
             errors: vec![DeleteError {
                 key: s(TRICKY),
                 version_id: Some(s("v")),

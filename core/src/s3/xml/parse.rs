@@ -28,7 +28,7 @@ const MAX_CREATE_BUCKET_ELEMENTS: usize = 64;
 /// up to 1,000 tags (more than any limit, so that too many tags are `InvalidTag`).
 const MAX_TAGGING_ELEMENTS: usize = 2 + 1000 * 3;
 /// Elements of a response document (a listing page of 1,000 entries, 10,000 buckets).
-const MAX_RESPONSE_ELEMENTS: usize = 1 << 16;
+pub(super) const MAX_RESPONSE_ELEMENTS: usize = 1 << 16;
 
 pub(super) fn malformed() -> S3Error {
     S3ErrorCode::MalformedXML.into()
@@ -223,7 +223,7 @@ pub(super) struct El<'d, 'a> {
 }
 
 impl<'d, 'a> El<'d, 'a> {
-    fn children(self) -> impl Iterator<Item = El<'d, 'a>> {
+    pub(super) fn children(self) -> impl Iterator<Item = El<'d, 'a>> {
         let doc = self.doc;
         core::iter::successors(
             self.node.first_child.and_then(|i| doc.nodes.get(i)),
@@ -240,6 +240,11 @@ impl<'d, 'a> El<'d, 'a> {
         self.children().find(|c| c.node.name == name)
     }
 
+    /// The element's local name.
+    pub(super) fn name(self) -> &'a str {
+        self.node.name
+    }
+
     pub(super) fn text(self) -> Cow<'a, str> {
         self.node.text.clone()
     }
@@ -248,7 +253,7 @@ impl<'d, 'a> El<'d, 'a> {
         self.child(name).map(El::text)
     }
 
-    fn req(self, name: &str) -> S3Result<Cow<'a, str>> {
+    pub(super) fn req(self, name: &str) -> S3Result<Cow<'a, str>> {
         self.opt(name).ok_or_else(malformed)
     }
 
@@ -258,7 +263,7 @@ impl<'d, 'a> El<'d, 'a> {
             .transpose()
     }
 
-    fn flag(self, name: &str) -> S3Result<Option<bool>> {
+    pub(super) fn flag(self, name: &str) -> S3Result<Option<bool>> {
         self.child(name)
             .map(|c| match c.node.text.trim() {
                 t if t.eq_ignore_ascii_case("true") => Ok(true),
@@ -268,7 +273,7 @@ impl<'d, 'a> El<'d, 'a> {
             .transpose()
     }
 
-    fn time(self, name: &str) -> S3Result<Option<i64>> {
+    pub(super) fn time(self, name: &str) -> S3Result<Option<i64>> {
         self.child(name)
             .map(|c| {
                 DateTime::parse_iso8601(c.node.text.trim())
@@ -278,7 +283,7 @@ impl<'d, 'a> El<'d, 'a> {
             .transpose()
     }
 
-    fn owner(self, name: &str) -> S3Result<Option<Owner<'a>>> {
+    pub(super) fn owner(self, name: &str) -> S3Result<Option<Owner<'a>>> {
         self.child(name)
             .map(|o| {
                 Ok(Owner {
@@ -289,12 +294,12 @@ impl<'d, 'a> El<'d, 'a> {
             .transpose()
     }
 
-    fn encoding_url(self) -> bool {
+    pub(super) fn encoding_url(self) -> bool {
         self.opt("EncodingType")
             .is_some_and(|e| e.trim().eq_ignore_ascii_case("url"))
     }
 
-    fn common_prefixes(self, url: bool) -> S3Result<Vec<Cow<'a, str>>> {
+    pub(super) fn common_prefixes(self, url: bool) -> S3Result<Vec<Cow<'a, str>>> {
         self.all("CommonPrefixes")
             .map(|c| url_decoded(c.req("Prefix")?, url))
             .collect()
@@ -302,7 +307,7 @@ impl<'d, 'a> El<'d, 'a> {
 }
 
 /// Undo `encoding-type=url` (S3 may write spaces as `+`, so `+` decodes to a space).
-fn url_decoded(value: Cow<'_, str>, url: bool) -> S3Result<Cow<'_, str>> {
+pub(super) fn url_decoded(value: Cow<'_, str>, url: bool) -> S3Result<Cow<'_, str>> {
     if !url {
         return Ok(value);
     }
@@ -315,7 +320,7 @@ fn url_decoded(value: Cow<'_, str>, url: bool) -> S3Result<Cow<'_, str>> {
     }
 }
 
-fn opt_url(value: Option<Cow<'_, str>>, url: bool) -> S3Result<Option<Cow<'_, str>>> {
+pub(super) fn opt_url(value: Option<Cow<'_, str>>, url: bool) -> S3Result<Option<Cow<'_, str>>> {
     value.map(|v| url_decoded(v, url)).transpose()
 }
 
@@ -630,6 +635,8 @@ impl<'a> DeleteResult<'a> {
                 Ok(DeletedEntry {
                     key: d.req("Key")?,
                     version_id: d.opt("VersionId"),
+                    delete_marker: d.flag("DeleteMarker")?.unwrap_or(false),
+                    delete_marker_version_id: d.opt("DeleteMarkerVersionId"),
                 })
             })
             .collect::<S3Result<_>>()?;

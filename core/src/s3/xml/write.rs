@@ -104,7 +104,7 @@ impl<'o> XmlWriter<'o> {
 
     /// A value that `encoding-type=url` encodes, as AWS does: every byte but the unreserved
     /// ones and `/` (a key `foo+1/bar` lists as `foo%2B1/bar`).
-    fn encoded(&mut self, name: &str, value: &str, url: bool) {
+    pub(super) fn encoded(&mut self, name: &str, value: &str, url: bool) {
         if url {
             self.elem(name, uri::encode_path(value));
         } else {
@@ -112,11 +112,11 @@ impl<'o> XmlWriter<'o> {
         }
     }
 
-    fn time(&mut self, name: &str, unix: i64) {
+    pub(super) fn time(&mut self, name: &str, unix: i64) {
         self.elem(name, DateTime::from_unix(unix).iso8601());
     }
 
-    fn owner(&mut self, name: &str, owner: Option<&Owner<'_>>) {
+    pub(super) fn owner(&mut self, name: &str, owner: Option<&Owner<'_>>) {
         if let Some(o) = owner {
             self.open(name);
             self.elem("ID", &o.id);
@@ -125,7 +125,7 @@ impl<'o> XmlWriter<'o> {
         }
     }
 
-    fn common_prefixes(&mut self, prefixes: &[Cow<'_, str>], url: bool) {
+    pub(super) fn common_prefixes(&mut self, prefixes: &[Cow<'_, str>], url: bool) {
         for p in prefixes {
             self.open("CommonPrefixes");
             self.encoded("Prefix", p, url);
@@ -133,7 +133,7 @@ impl<'o> XmlWriter<'o> {
         }
     }
 
-    fn encoding_type(&mut self, url: bool) {
+    pub(super) fn encoding_type(&mut self, url: bool) {
         if url {
             self.elem("EncodingType", "url");
         }
@@ -326,6 +326,13 @@ impl DeleteResult<'_> {
             w.open("Deleted");
             w.elem("Key", &d.key);
             w.opt("VersionId", d.version_id.as_deref());
+            if d.delete_marker {
+                w.elem("DeleteMarker", "true");
+            }
+            w.opt(
+                "DeleteMarkerVersionId",
+                d.delete_marker_version_id.as_deref(),
+            );
             w.close("Deleted");
         }
         for e in &self.errors {

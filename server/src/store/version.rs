@@ -1,0 +1,630 @@
+//! Object versions: the bucket's versioning state, the versions table, version-aware writes
+//! and deletes, lookups by version id, and ListObjectVersions.
+//!
+//! # Layout
+//!
+//! [`OBJECTS`] keeps each key's current version when it is an object, exactly as in a bucket
+//! that was never versioned: reading the latest version is one lookup, and ListObjects (which
+//! shows only current objects) is unchanged. [`VERSIONS`] keeps the rest, keyed
+//! (`bucket\0key`, `!seq`) so that a key's versions sort newest first: its noncurrent versions,
+//! and a current delete marker. So:
+//!
+//! - a key's entry in `OBJECTS`, if any, is newer than all of its entries in `VERSIONS`;
+//! - a key without an entry in `OBJECTS` has a delete marker (or nothing) as its newest
+//!   entry in `VERSIONS`: removing a version promotes the next one back when it is an object.
+//!
+//! Each record of a versioned bucket carries a [`VersionStamp`] (an extension: records of
+//! buckets never versioned are byte for byte as before, and are the null version). Sequence
+//! numbers come from one store-wide counter in `META` (microseconds since the epoch, and
+//! always more than the last one), so version ids are unique in the store and sort by age.
+//!
+//! The versioning state is a bucket setting ([`BucketSetting::Versioning`]); writes read it in
+//! their own transaction, so a write and a state change are ordered. A write in a bucket that
+//! never had a state costs what it cost before, plus that one settings lookup.
+
+use std::ops::Bound;
+use std::sync::atomic::Ordering;
+
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+use ferry_core::time::DateTime;
+use redb::{ReadableTable, Table, WriteTransaction};
+
+use super::codec::{self, ObjectRecord, VersionStamp, stored_etag};
+use super::fence::check_unfenced;
+use super::files::FileId;
+use super::list::{rolled_prefix, successor};
+use super::types::{DeleteOutcome, VersionEntry, VersionsPage, VersionsQuery};
+use super::{
+    BUCKET_SETTINGS, BUCKETS, BucketSetting, MAX_LIST, META, OBJECTS, Store, VERSIONED_LAYOUT,
+    VERSIONS, VersionId, Versioning, bucket_exists, bucket_prefix, check_bucket_name, check_key,
+    db_err, now, object_key,
+};
+
+/// The `META` entry holding the last version sequence number given out.
+const SEQ_KEY: &str = "version_seq";
+
+type Objects<'t> = Table<'t, &'static [u8], &'static [u8]>;
+type Versions<'t> = Table<'t, (&'static [u8], u64), &'static [u8]>;
+
+/// Where a version's record is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// The key's entry in `OBJECTS`.
+    Current,
+    /// The key's entry in `VERSIONS` under this (inverted) sequence.
+    Old(u64),
+}
+
+/// The versioning state of `bucket` in `txn`'s view (`None`: never versioned), looked up
+/// only if `store` has had a versioned bucket. Call it inside the transaction (the flag is
+/// set before a state's commit, and write transactions are serialised, so a state committed
+/// before `txn` began is seen).
+pub(crate) fn versioning_in(
+    store: &Store,
+    txn: &WriteTransaction,
+    bucket: &str,
+) -> S3Result<Option<Versioning>> {
+    if !store.maybe_versioned() {
+        return Ok(None);
+    }
+    let settings = txn.open_table(BUCKET_SETTINGS).map_err(db_err)?;
+    let found = settings
+        .get((bucket, BucketSetting::Versioning.name()))
+        .map_err(db_err)?;
+    Ok(found.and_then(|v| Versioning::parse(v.value())))
+}
+
+fn now_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+/// A new sequence number: after the last one given out and after `floor` (the newest version
+/// of the key), and marks the store as holding versions ([`VERSIONED_LAYOUT`]).
+fn next_seq(txn: &WriteTransaction, floor: u64) -> S3Result<u64> {
+    let mut meta = txn.open_table(META).map_err(db_err)?;
+    let last = meta.get(SEQ_KEY).map_err(db_err)?.map_or(0, |v| v.value());
+    let layout = meta.get("layout").map_err(db_err)?.map(|v| v.value());
+    let seq = now_micros()
+        .max(last.saturating_add(1))
+        .max(floor.saturating_add(1));
+    meta.insert(SEQ_KEY, seq).map_err(db_err)?;
+    if layout != Some(VERSIONED_LAYOUT) {
+        meta.insert("layout", VERSIONED_LAYOUT).map_err(db_err)?;
+    }
+    Ok(seq)
+}
+
+/// The range of `k`'s entries in `VERSIONS`.
+fn key_range(k: &[u8]) -> std::ops::RangeInclusive<(&[u8], u64)> {
+    (k, 0)..=(k, u64::MAX)
+}
+
+/// `k`'s newest entry in `VERSIONS`: its inverted sequence and record bytes.
+fn newest_old(
+    versions: &impl ReadableTable<(&'static [u8], u64), &'static [u8]>,
+    k: &[u8],
+) -> S3Result<Option<(u64, Vec<u8>)>> {
+    match versions.range(key_range(k)).map_err(db_err)?.next() {
+        Some(item) => {
+            let (key, v) = item.map_err(db_err)?;
+            Ok(Some((key.value().1, v.value().to_vec())))
+        }
+        None => Ok(None),
+    }
+}
+
+/// Find version `v` of `k`: in `OBJECTS` (the current one) or `VERSIONS`.
+pub(crate) fn find_version(
+    objects: &impl ReadableTable<&'static [u8], &'static [u8]>,
+    versions: &impl ReadableTable<(&'static [u8], u64), &'static [u8]>,
+    k: &[u8],
+    v: VersionId,
+) -> S3Result<Option<(Slot, ObjectRecord)>> {
+    if let Some(cur) = objects.get(k).map_err(db_err)? {
+        let rec: ObjectRecord = codec::decode(cur.value())?;
+        if rec.version_id() == v {
+            return Ok(Some((Slot::Current, rec)));
+        }
+    }
+    match v {
+        VersionId::Seq(seq) => match versions.get((k, !seq)).map_err(db_err)? {
+            Some(found) => {
+                let rec: ObjectRecord = codec::decode(found.value())?;
+                // A null version sorts by a sequence too, but its id is `null`.
+                Ok((rec.version_id() == v).then_some((Slot::Old(!seq), rec)))
+            }
+            None => Ok(None),
+        },
+        VersionId::Null => {
+            for item in versions.range(key_range(k)).map_err(db_err)? {
+                let (key, found) = item.map_err(db_err)?;
+                let rec: ObjectRecord = codec::decode(found.value())?;
+                if rec.is_null() {
+                    return Ok(Some((Slot::Old(key.value().1), rec)));
+                }
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// Remove `k`'s null version from `VERSIONS`, if it has one there.
+fn remove_old_null(versions: &mut Versions<'_>, k: &[u8]) -> S3Result<Option<ObjectRecord>> {
+    let mut found = None;
+    for item in versions.range(key_range(k)).map_err(db_err)? {
+        let (key, v) = item.map_err(db_err)?;
+        let rec: ObjectRecord = codec::decode(v.value())?;
+        if rec.is_null() {
+            found = Some((key.value().1, rec));
+            break;
+        }
+    }
+    let Some((inv, rec)) = found else {
+        return Ok(None);
+    };
+    versions.remove((k, inv)).map_err(db_err)?;
+    Ok(Some(rec))
+}
+
+/// If `k` has no current object, make its newest entry in `VERSIONS` current when it is an
+/// object (not a delete marker).
+fn promote(objects: &mut Objects<'_>, versions: &mut Versions<'_>, k: &[u8]) -> S3Result<()> {
+    if objects.get(k).map_err(db_err)?.is_some() {
+        return Ok(());
+    }
+    let Some((inv, bytes)) = newest_old(versions, k)? else {
+        return Ok(());
+    };
+    let rec: ObjectRecord = codec::decode(&bytes)?;
+    if !rec.is_delete_marker() {
+        versions.remove((k, inv)).map_err(db_err)?;
+        objects.insert(k, bytes.as_slice()).map_err(db_err)?;
+    }
+    Ok(())
+}
+
+/// What a versioned write left to clean up: files of the version it replaced (the null
+/// version, in a suspended bucket) and that version's size.
+#[derive(Debug, Default)]
+pub(crate) struct Dropped {
+    pub files: Vec<FileId>,
+    pub size: Option<u64>,
+}
+
+impl Dropped {
+    fn add(&mut self, rec: &ObjectRecord) {
+        self.files.extend(rec.data.files());
+        if !rec.is_delete_marker() {
+            self.size = Some(rec.size);
+        }
+    }
+}
+
+/// In `txn`, with `objects` open: make room for a new current version of `k` in a bucket in
+/// `state`. The current version `old` (its record and bytes, already taken out of `OBJECTS`
+/// or about to be replaced there) moves to `VERSIONS` unless it is the null version being
+/// replaced; in a suspended bucket the older null version goes too. Returns the new
+/// version's stamp and what was dropped.
+pub(crate) fn make_room(
+    txn: &WriteTransaction,
+    k: &[u8],
+    state: Versioning,
+    old: Option<(ObjectRecord, Vec<u8>)>,
+    delete_marker: bool,
+) -> S3Result<(VersionStamp, Dropped)> {
+    let mut versions = txn.open_table(VERSIONS).map_err(db_err)?;
+    let floor = match &old {
+        Some((rec, _)) => rec.order(),
+        None => newest_old(&versions, k)?.map_or(0, |(inv, _)| !inv),
+    };
+    let seq = next_seq(txn, floor)?;
+    let null = state == Versioning::Suspended;
+    let mut dropped = Dropped::default();
+    if let Some((rec, bytes)) = old {
+        if null && rec.is_null() {
+            dropped.add(&rec);
+        } else {
+            versions
+                .insert((k, !rec.order()), bytes.as_slice())
+                .map_err(db_err)?;
+        }
+    }
+    if null && let Some(rec) = remove_old_null(&mut versions, k)? {
+        dropped.add(&rec);
+    }
+    let stamp = VersionStamp {
+        seq,
+        null,
+        delete_marker,
+    };
+    if delete_marker {
+        let marker = ObjectRecord::delete_marker(stamp, now());
+        versions
+            .insert((k, !seq), codec::encode(&marker)?.as_slice())
+            .map_err(db_err)?;
+    }
+    Ok((stamp, dropped))
+}
+
+/// The id a stamp gives its version.
+pub(crate) fn stamp_id(stamp: VersionStamp) -> VersionId {
+    if stamp.null {
+        VersionId::Null
+    } else {
+        VersionId::Seq(stamp.seq)
+    }
+}
+
+/// What a delete removed: its outcome, files to retire, and the removed object's size.
+type Deleted = (DeleteOutcome, Vec<FileId>, Option<u64>);
+
+/// In `txn`: DeleteObject of `k` (of `bucket`), of `version` if named.
+fn delete_in(
+    store: &Store,
+    txn: &WriteTransaction,
+    bucket: &str,
+    k: &[u8],
+    version: Option<VersionId>,
+) -> S3Result<Deleted> {
+    {
+        let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
+        if !bucket_exists(&buckets, bucket)? {
+            return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
+        }
+    }
+    let mut objects = txn.open_table(OBJECTS).map_err(db_err)?;
+    let Some(v) = version else {
+        let state = versioning_in(store, txn, bucket)?;
+        let Some(state) = state else {
+            // Never versioned: the key goes, as it always did.
+            let old = match objects.remove(k).map_err(db_err)? {
+                Some(v) => Some(codec::decode::<ObjectRecord>(v.value())?),
+                None => None,
+            };
+            let (files, size) = old.map_or((Vec::new(), None), |o| (o.data.files(), Some(o.size)));
+            return Ok((DeleteOutcome::default(), files, size));
+        };
+        // A delete marker is a write: not while a fence holds the bucket.
+        check_unfenced(txn, bucket)?;
+        let old = match objects.remove(k).map_err(db_err)? {
+            Some(v) => {
+                let bytes = v.value().to_vec();
+                Some((codec::decode::<ObjectRecord>(&bytes)?, bytes))
+            }
+            None => None,
+        };
+        let (stamp, dropped) = make_room(txn, k, state, old, true)?;
+        let outcome = DeleteOutcome {
+            version_id: Some(stamp_id(stamp)),
+            delete_marker: true,
+        };
+        return Ok((outcome, dropped.files, dropped.size));
+    };
+    let mut versions = txn.open_table(VERSIONS).map_err(db_err)?;
+    let Some((slot, rec)) = find_version(&objects, &versions, k, v)? else {
+        // Deleting a version that does not exist succeeds, as in S3.
+        return Ok((
+            DeleteOutcome {
+                version_id: Some(v),
+                delete_marker: false,
+            },
+            Vec::new(),
+            None,
+        ));
+    };
+    match slot {
+        Slot::Current => objects.remove(k).map_err(db_err).map(drop)?,
+        Slot::Old(inv) => versions.remove((k, inv)).map_err(db_err).map(drop)?,
+    }
+    promote(&mut objects, &mut versions, k)?;
+    let outcome = DeleteOutcome {
+        version_id: Some(v),
+        delete_marker: rec.is_delete_marker(),
+    };
+    let size = (!rec.is_delete_marker()).then_some(rec.size);
+    Ok((outcome, rec.data.files(), size))
+}
+
+impl Store {
+    /// The versioning state of `bucket` (`None`: never versioned), from the settings cache:
+    /// `NoSuchBucket` if it does not exist.
+    pub fn versioning(&self, bucket: &str) -> S3Result<Option<Versioning>> {
+        Ok(self
+            .bucket_setting(bucket, BucketSetting::Versioning)?
+            .and_then(|v| Versioning::parse(&v)))
+    }
+
+    /// Set the versioning state of `bucket` (PutBucketVersioning). A bucket never goes back to
+    /// unversioned: `Enabled` and `Suspended` are the only states. The store's layout becomes
+    /// [`VERSIONED_LAYOUT`] in the same commit.
+    pub fn set_versioning(&self, bucket: &str, state: Versioning) -> S3Result<()> {
+        check_bucket_name(bucket)?;
+        // Before the commit: a write whose transaction runs after it reads the state (see
+        // `Inner::versioned`; write transactions are serialised, and a write reads the flag
+        // inside its own).
+        self.inner.versioned.store(true, Ordering::SeqCst);
+        self.update(None, |txn| {
+            let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
+            if !bucket_exists(&buckets, bucket)? {
+                return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
+            }
+            let mut settings = txn.open_table(BUCKET_SETTINGS).map_err(db_err)?;
+            settings
+                .insert(
+                    (bucket, BucketSetting::Versioning.name()),
+                    state.as_str().as_bytes(),
+                )
+                .map_err(db_err)?;
+            let mut meta = txn.open_table(META).map_err(db_err)?;
+            meta.insert("layout", VERSIONED_LAYOUT).map_err(db_err)?;
+            Ok(())
+        })?;
+        self.inner.settings.invalidate(bucket);
+        Ok(())
+    }
+
+    /// Whether writes must read their bucket's versioning state (some bucket has one).
+    pub(crate) fn maybe_versioned(&self) -> bool {
+        self.inner.versioned.load(Ordering::SeqCst)
+    }
+
+    /// DeleteObject of `bucket`/`key`: without `version`, the key goes (never versioned), or a
+    /// delete marker becomes its current version (`Enabled`; the null version when
+    /// `Suspended`, replacing the null version); with one, that version goes for good (its
+    /// data files after the commit) and the next newest object, if any, becomes current.
+    /// Deleting a missing key or version succeeds, as in S3; `NoSuchBucket` if the bucket does
+    /// not exist.
+    pub fn delete_object_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionId>,
+    ) -> S3Result<DeleteOutcome> {
+        let k = object_key(bucket, key)?;
+        if version.is_none() && self.versioning(bucket)?.is_none() {
+            // Most deletes of missing keys need no write transaction (and no fsync).
+            let txn = self.read_txn()?;
+            let objects = txn.open_table(OBJECTS).map_err(db_err)?;
+            if objects.get(k.as_slice()).map_err(db_err)?.is_none() {
+                let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
+                return if bucket_exists(&buckets, bucket)? {
+                    Ok(DeleteOutcome::default())
+                } else {
+                    Err(S3Error::new(S3ErrorCode::NoSuchBucket))
+                };
+            }
+        }
+        let (outcome, files, size) =
+            self.update(None, |txn| delete_in(self, txn, bucket, &k, version))?;
+        if let Some(size) = size {
+            self.inner.counters.deleted(size);
+        }
+        self.inner.retire(&files);
+        Ok(outcome)
+    }
+
+    /// The version id of `bucket`/`key`'s delete marker if one is its current version (what a
+    /// GET or HEAD that found no object answers with `x-amz-delete-marker`).
+    pub fn current_delete_marker(&self, bucket: &str, key: &str) -> S3Result<Option<VersionId>> {
+        let k = object_key(bucket, key)?;
+        let txn = self.read_txn()?;
+        let objects = txn.open_table(OBJECTS).map_err(db_err)?;
+        if objects.get(k.as_slice()).map_err(db_err)?.is_some() {
+            return Ok(None);
+        }
+        let versions = txn.open_table(VERSIONS).map_err(db_err)?;
+        let Some((_, bytes)) = newest_old(&versions, &k)? else {
+            return Ok(None);
+        };
+        let rec: ObjectRecord = codec::decode(&bytes)?;
+        Ok(rec.is_delete_marker().then(|| rec.version_id()))
+    }
+
+    /// Change the metadata of version `version` of `bucket`/`key` (the current one if `None`)
+    /// with `change`, in a metadata-only group commit: `NoSuchKey`, `NoSuchVersion`,
+    /// `MethodNotAllowed` for a delete marker, `NoSuchBucket`, or `OperationAborted` while a
+    /// fence holds the bucket.
+    pub fn update_version_meta(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionId>,
+        change: impl Fn(&mut super::ObjectMeta) + Send + 'static,
+    ) -> S3Result<()> {
+        check_bucket_name(bucket)?;
+        check_key(key)?;
+        let k = object_key(bucket, key)?;
+        let bucket = bucket.to_owned();
+        self.update_grouped(None, move |txn| {
+            let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
+            if !bucket_exists(&buckets, &bucket)? {
+                return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
+            }
+            check_unfenced(txn, &bucket)?;
+            let mut objects = txn.open_table(OBJECTS).map_err(db_err)?;
+            let mut versions = txn.open_table(VERSIONS).map_err(db_err)?;
+            let (slot, mut rec) = match version {
+                None => match objects.get(k.as_slice()).map_err(db_err)? {
+                    Some(v) => (Slot::Current, codec::decode::<ObjectRecord>(v.value())?),
+                    None => return Err(S3Error::new(S3ErrorCode::NoSuchKey)),
+                },
+                Some(v) => find_version(&objects, &versions, &k, v)?
+                    .ok_or_else(|| S3Error::new(S3ErrorCode::NoSuchVersion))?,
+            };
+            if rec.is_delete_marker() {
+                return Err(S3Error::new(S3ErrorCode::MethodNotAllowed));
+            }
+            change(&mut rec.meta);
+            let bytes = codec::encode(&rec)?;
+            match slot {
+                Slot::Current => objects.insert(k.as_slice(), bytes.as_slice()).map(drop),
+                Slot::Old(inv) => versions
+                    .insert((k.as_slice(), inv), bytes.as_slice())
+                    .map(drop),
+            }
+            .map_err(db_err)
+        })
+    }
+
+    /// ListObjectVersions: the versions and delete markers of `bucket` matching `q`, by key
+    /// and newest first within a key, with common prefixes.
+    pub fn list_versions(&self, bucket: &str, q: &VersionsQuery<'_>) -> S3Result<VersionsPage> {
+        let max = q.max_keys.min(MAX_LIST);
+        let txn = self.read_txn()?;
+        if !bucket_exists(&txn.open_table(BUCKETS).map_err(db_err)?, bucket)? {
+            return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
+        }
+        let mut page = VersionsPage::default();
+        if max == 0 {
+            return Ok(page);
+        }
+        let objects = txn.open_table(OBJECTS).map_err(db_err)?;
+        let versions = txn.open_table(VERSIONS).map_err(db_err)?;
+        let base = bucket_prefix(bucket);
+        let prefix = q.prefix.as_bytes();
+        let delim = q.delimiter.filter(|d| !d.is_empty()).map(str::as_bytes);
+        let mut full_prefix = base.clone();
+        full_prefix.extend_from_slice(prefix);
+
+        // The next key to look at: (full key, inclusive).
+        let mut from = (full_prefix.clone(), true);
+        // Versions of the marker key to skip: those at or newer than this one.
+        let mut skip: Option<(Vec<u8>, VersionId)> = None;
+        if let Some(km) = q.key_marker.map(str::as_bytes) {
+            let mut km_full = base.clone();
+            km_full.extend_from_slice(km);
+            if km_full >= full_prefix {
+                from = match (
+                    delim.and_then(|d| rolled_prefix(km, prefix, d)),
+                    q.version_id_marker,
+                ) {
+                    (Some(n), _) if n == km.len() => match successor(&km_full) {
+                        Some(s) => (s, true),
+                        None => return Ok(page),
+                    },
+                    (_, Some(vm)) => {
+                        skip = Some((km_full.clone(), vm));
+                        (km_full, true)
+                    }
+                    (_, None) => (km_full, false),
+                };
+            }
+        }
+
+        let full_of = |k: &[u8]| k.starts_with(&full_prefix);
+        let mut last_was_prefix = false;
+        loop {
+            let (at, inclusive) = (&from.0, from.1);
+            let lower = if inclusive {
+                Bound::Included(at.as_slice())
+            } else {
+                Bound::Excluded(at.as_slice())
+            };
+            let next_obj = match objects
+                .range::<&[u8]>((lower, Bound::Unbounded))
+                .map_err(db_err)?
+                .next()
+            {
+                Some(item) => Some(item.map_err(db_err)?.0.value().to_vec()),
+                None => None,
+            };
+            let vlower = if inclusive {
+                Bound::Included((at.as_slice(), 0))
+            } else {
+                Bound::Excluded((at.as_slice(), u64::MAX))
+            };
+            let next_ver = match versions
+                .range::<(&[u8], u64)>((vlower, Bound::Unbounded))
+                .map_err(db_err)?
+                .next()
+            {
+                Some(item) => Some(item.map_err(db_err)?.0.value().0.to_vec()),
+                None => None,
+            };
+            let full = match (
+                next_obj.filter(|k| full_of(k)),
+                next_ver.filter(|k| full_of(k)),
+            ) {
+                (Some(a), Some(b)) => a.min(b),
+                (Some(a), None) => a,
+                (None, Some(b)) => b,
+                (None, None) => break,
+            };
+            let key = &full[base.len()..];
+            let taken = page.entries.len() + page.common_prefixes.len();
+            if let Some(n) = delim.and_then(|d| rolled_prefix(key, prefix, d)) {
+                if taken == max {
+                    page.is_truncated = true;
+                    break;
+                }
+                page.common_prefixes.push(utf8(&key[..n])?);
+                last_was_prefix = true;
+                match successor(&full[..base.len() + n]) {
+                    Some(s) => from = (s, true),
+                    None => break,
+                }
+                continue;
+            }
+            // The key's versions, newest first: the current object, then the others.
+            let mut recs = Vec::new();
+            if let Some(v) = objects.get(full.as_slice()).map_err(db_err)? {
+                recs.push(codec::decode::<ObjectRecord>(v.value())?);
+            }
+            for item in versions.range(key_range(&full)).map_err(db_err)? {
+                let (_, v) = item.map_err(db_err)?;
+                recs.push(codec::decode::<ObjectRecord>(v.value())?);
+            }
+            let mut start = 0;
+            if let Some((_, vm)) = skip.take().filter(|(sk, _)| *sk == full) {
+                start = match vm {
+                    VersionId::Seq(s) => recs.iter().take_while(|r| r.order() >= s).count(),
+                    VersionId::Null => recs
+                        .iter()
+                        .position(ObjectRecord::is_null)
+                        .map_or(0, |i| i + 1),
+                };
+            }
+            let name = utf8(key)?;
+            for (i, rec) in recs.iter().enumerate().skip(start) {
+                if page.entries.len() + page.common_prefixes.len() == max {
+                    page.is_truncated = true;
+                    break;
+                }
+                page.entries.push(VersionEntry {
+                    key: name.clone(),
+                    version_id: rec.version_id(),
+                    is_latest: i == 0,
+                    delete_marker: rec.is_delete_marker(),
+                    etag: if rec.is_delete_marker() {
+                        None
+                    } else {
+                        Some(stored_etag(&rec.etag)?)
+                    },
+                    size: rec.size,
+                    last_modified: DateTime::from_unix(rec.last_modified),
+                });
+                last_was_prefix = false;
+            }
+            if page.is_truncated {
+                break;
+            }
+            from = (full, false);
+        }
+        if page.is_truncated {
+            if last_was_prefix {
+                page.next_key_marker = page.common_prefixes.last().cloned();
+            } else if let Some(e) = page.entries.last() {
+                page.next_key_marker = Some(e.key.clone());
+                page.next_version_id_marker = Some(e.version_id);
+            }
+        }
+        Ok(page)
+    }
+}
+
+fn utf8(b: &[u8]) -> S3Result<String> {
+    String::from_utf8(b.to_vec())
+        .map_err(|_| S3Error::with_message(S3ErrorCode::InternalError, "stored key is not UTF-8"))
+}
