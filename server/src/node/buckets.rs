@@ -151,10 +151,15 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     let acl = ferry_core::s3::acl::Acl::from_headers(cx.headers, &me, &me)?
         .map(|acl| super::acl::stored(cx, &acl))
         .transpose()?;
+    let lock = super::lock::requested_at_creation(cx.headers)?;
     cx.unblock(move |store| {
         let mut settings = vec![(BucketSetting::Owner, me.as_bytes())];
         if let Some(acl) = &acl {
             settings.push((BucketSetting::Acl, acl.as_slice()));
+        }
+        // MERGE: object lock turns versioning on.
+        if let Some(lock) = &lock {
+            settings.push((BucketSetting::ObjectLock, lock.as_bytes()));
         }
         match store.create_bucket_with(&b, &settings) {
             Err(e) if e.code == S3ErrorCode::BucketAlreadyOwnedByYou => {

@@ -28,6 +28,7 @@ use super::headers::{
     checksum_mode, object_headers, object_meta, object_tags, push_checksum, push_validators,
     write_conditions,
 };
+use super::lock;
 use crate::front::Headers;
 use crate::front::body::{read_small, require_length};
 use crate::store::{self, COPY_BUF_SIZE, Checksum, ObjectInfo, ObjectReader, ReadRange, Store};
@@ -427,6 +428,7 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
         .body_verifier(body, Checks::All, BodyLimit::object())?;
     let mut meta = object_meta(cx.headers)?;
     meta.acl = super::acl::request_object_acl(cx, bucket)?;
+    lock::apply(&mut meta, lock::for_write(cx, bucket, cx.headers, true)?);
     let conditions = write_conditions(cx.headers)?;
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let writer = cx.unblock(move |store| store.object_writer(&b, &k)).await?;
@@ -449,6 +451,19 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
     bucket: &str,
     key: &str,
 ) -> S3Result<()> {
+    let (b, k) = (bucket.to_owned(), key.to_owned());
+    // MERGE: with versioning, this check moves to the deletion of a version by id.
+    if lock::configuration(&*cx.node.store.bucket_settings(bucket)?).is_some() {
+        let meta = cx
+            .unblock(move |store| store.head_object(&b, &k))
+            .await
+            .map(|info| info.meta);
+        match meta {
+            Ok(meta) => lock::check_delete(cx, bucket, key, &meta)?,
+            Err(e) if e.code == S3ErrorCode::NoSuchKey => {}
+            Err(e) => return Err(e),
+        }
+    }
     let (b, k) = (bucket.to_owned(), key.to_owned());
     cx.unblock(move |store| store.delete_object(&b, &k)).await?;
     cx.req.send(res, 204, Headers::new(), &[]).await
@@ -476,7 +491,12 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
         TaggingDirective::Replace => Some(object_tags(cx.headers)?),
     };
     let conditions = write_conditions(cx.headers)?;
-    let acl = super::acl::request_object_acl(cx, bucket)?;
+    let (retention, legal_hold) = lock::for_write(cx, bucket, cx.headers, false)?;
+    let own = store::RequestOwned {
+        acl: super::acl::request_object_acl(cx, bucket)?,
+        retention,
+        legal_hold,
+    };
     let source_conditions = OwnedConditions::new(source_conditions);
     let (sb, sk) = (source.bucket.to_string(), source.key.to_string());
     let (b, k) = (bucket.to_owned(), key.to_owned());
@@ -487,7 +507,7 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
                 key: &sk,
                 range: None,
             };
-            store.copy_object_tagged(src, &b, &k, directive, tags, acl, conditions, |info| {
+            store.copy_object_tagged(src, &b, &k, directive, tags, own, conditions, |info| {
                 source_conditions.check_copy_source(info)
             })
         })

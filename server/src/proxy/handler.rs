@@ -107,7 +107,8 @@ fn route(endpoint: &Endpoint<'_>) -> Route {
         | Endpoint::PutBucketCors { .. }
         | Endpoint::DeleteBucketCors
         | Endpoint::PutBucketTagging
-        | Endpoint::DeleteBucketTagging => Route::FanOut,
+        | Endpoint::DeleteBucketTagging
+        | Endpoint::PutObjectLockConfiguration => Route::FanOut,
         Endpoint::PostObject => Route::Form,
         Endpoint::HeadBucket
         | Endpoint::GetBucketLocation
@@ -116,7 +117,8 @@ fn route(endpoint: &Endpoint<'_>) -> Route {
         | Endpoint::GetBucketPolicyStatus
         | Endpoint::GetBucketAcl
         | Endpoint::GetBucketCors
-        | Endpoint::GetBucketTagging => Route::AnyBackend,
+        | Endpoint::GetBucketTagging
+        | Endpoint::GetObjectLockConfiguration => Route::AnyBackend,
         Endpoint::CopyObject { .. } | Endpoint::UploadPartCopy { .. } => Route::Copy,
         Endpoint::GetObject { .. }
         | Endpoint::HeadObject { .. }
@@ -131,7 +133,11 @@ fn route(endpoint: &Endpoint<'_>) -> Route {
         | Endpoint::AbortMultipartUpload { .. }
         | Endpoint::ListParts { .. }
         | Endpoint::GetObjectAcl
-        | Endpoint::PutObjectAcl => Route::Key,
+        | Endpoint::PutObjectAcl
+        | Endpoint::GetObjectRetention
+        | Endpoint::PutObjectRetention
+        | Endpoint::GetObjectLegalHold
+        | Endpoint::PutObjectLegalHold => Route::Key,
     }
 }
 
@@ -184,7 +190,10 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
                 Endpoint::DeleteObjects { .. } => buckets::delete_objects(cx, s3, body, res).await,
                 Endpoint::PutBucketPolicy
                 | Endpoint::DeleteBucketPolicy
-                | Endpoint::PutBucketAcl => buckets::set_everywhere(cx, s3, body, res).await,
+                | Endpoint::PutBucketAcl
+                | Endpoint::PutObjectLockConfiguration => {
+                    buckets::set_everywhere(cx, s3, body, res).await
+                }
                 Endpoint::PutBucketCors { content_md5 } => {
                     cors::put(cx, s3, *content_md5, body, res).await
                 }

@@ -35,16 +35,20 @@ pub enum BucketSetting {
     Cors,
     /// The bucket's tag set.
     Tagging,
+    /// The object lock configuration (present: object lock is on), in
+    /// `ObjectLockConfiguration::to_stored`'s form.
+    ObjectLock,
 }
 
 impl BucketSetting {
     /// Every kind, for removing them all with the bucket.
-    pub const ALL: [BucketSetting; 5] = [
+    pub const ALL: [BucketSetting; 6] = [
         BucketSetting::Owner,
         BucketSetting::Policy,
         BucketSetting::Acl,
         BucketSetting::Cors,
         BucketSetting::Tagging,
+        BucketSetting::ObjectLock,
     ];
 
     /// Its key in the settings table. Stored: never change one.
@@ -55,6 +59,7 @@ impl BucketSetting {
             BucketSetting::Acl => "acl",
             BucketSetting::Cors => "cors",
             BucketSetting::Tagging => "tagging",
+            BucketSetting::ObjectLock => "object-lock",
         }
     }
 }

@@ -11,6 +11,7 @@
 //! entries altogether (decoding ignores trailing bytes).
 
 use ferry_core::md5::{ETag, Md5Digest};
+use ferry_core::s3::xml::lock::{Retention, RetentionMode};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use serde::{Deserialize, Serialize};
 
@@ -29,12 +30,21 @@ pub(crate) enum Extension {
     Tags(Vec<(String, String)>),
     /// An object's (or a multipart upload's) ACL document.
     Acl(Vec<u8>),
+    /// An object version's (or a multipart upload's) object lock retention: COMPLIANCE
+    /// (`true`) or GOVERNANCE, and its retain-until date in Unix seconds.
+    Retention((bool, i64)),
+    /// An object version's (or a multipart upload's) legal hold, when on.
+    LegalHold,
 }
 
 /// The stored kind of [`Extension::Tags`].
 const EXT_TAGS: u32 = 1;
 /// The stored kind of [`Extension::Acl`].
 const EXT_ACL: u32 = 2;
+/// The stored kind of [`Extension::Retention`].
+const EXT_RETENTION: u32 = 5;
+/// The stored kind of [`Extension::LegalHold`].
+const EXT_LEGAL_HOLD: u32 = 6;
 
 /// An extension as stored: its kind, and its value in postcard.
 #[derive(Serialize, Deserialize)]
@@ -49,6 +59,8 @@ impl Extension {
         match self {
             Extension::Tags(_) => EXT_TAGS,
             Extension::Acl(_) => EXT_ACL,
+            Extension::Retention(_) => EXT_RETENTION,
+            Extension::LegalHold => EXT_LEGAL_HOLD,
         }
     }
 
@@ -56,6 +68,8 @@ impl Extension {
         match self {
             Extension::Tags(tags) => postcard::to_allocvec(tags),
             Extension::Acl(doc) => postcard::to_allocvec(doc),
+            Extension::Retention(r) => postcard::to_allocvec(r),
+            Extension::LegalHold => Ok(Vec::new()),
         }
     }
 
@@ -64,6 +78,8 @@ impl Extension {
         Ok(match entry.kind {
             EXT_TAGS => Some(Extension::Tags(postcard::from_bytes(entry.body)?)),
             EXT_ACL => Some(Extension::Acl(postcard::from_bytes(entry.body)?)),
+            EXT_RETENTION => Some(Extension::Retention(postcard::from_bytes(entry.body)?)),
+            EXT_LEGAL_HOLD => Some(Extension::LegalHold),
             _ => None,
         })
     }
@@ -179,6 +195,15 @@ fn tags_extension(meta: &ObjectMeta) -> Vec<Extension> {
     if let Some(acl) = &meta.acl {
         out.push(Extension::Acl(acl.clone()));
     }
+    if let Some(r) = &meta.retention {
+        out.push(Extension::Retention((
+            r.mode == RetentionMode::Compliance,
+            r.until,
+        )));
+    }
+    if meta.legal_hold {
+        out.push(Extension::LegalHold);
+    }
     out
 }
 
@@ -186,6 +211,17 @@ fn apply_to_meta(meta: &mut ObjectMeta, ext: Extension) {
     match ext {
         Extension::Tags(tags) => meta.tags = tags,
         Extension::Acl(doc) => meta.acl = Some(doc),
+        Extension::Retention((compliance, until)) => {
+            meta.retention = Some(Retention {
+                mode: if compliance {
+                    RetentionMode::Compliance
+                } else {
+                    RetentionMode::Governance
+                },
+                until,
+            });
+        }
+        Extension::LegalHold => meta.legal_hold = true,
     }
 }
 

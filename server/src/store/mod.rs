@@ -91,7 +91,7 @@ pub use stats::StoreStats;
 pub use types::{
     BucketInfo, BucketsPage, Checksum, CompletedPart, CopySource, ListQuery, MetadataDirective,
     ObjectEntry, ObjectInfo, ObjectMeta, ObjectsPage, PartEntry, PartsPage, PutResult, ReadRange,
-    UploadEntry, UploadsPage, UploadsQuery, WriteConditions,
+    RequestOwned, UploadEntry, UploadsPage, UploadsQuery, WriteConditions,
 };
 
 use codec::{DataLayout, ObjectRecord, PartRecord};

@@ -6,6 +6,7 @@ use std::os::unix::fs::FileExt as _;
 
 use ferry_core::md5::{ETag, Md5Digest};
 use ferry_core::pool::PooledBuf;
+use ferry_core::s3::xml::lock::{self, Retention};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
 use redb::{ReadableTable as _, WriteTransaction};
@@ -14,7 +15,8 @@ use super::codec::{self, DataLayout, ObjectRecord, stored_etag};
 use super::fence::check_unfenced;
 use super::files::{self, FileId, PinGuard, Pins, Spool};
 use super::types::{
-    CopySource, MetadataDirective, ObjectInfo, ObjectMeta, PutResult, ReadRange, WriteConditions,
+    CopySource, MetadataDirective, ObjectInfo, ObjectMeta, PutResult, ReadRange, RequestOwned,
+    WriteConditions,
 };
 use super::{
     BUCKETS, OBJECTS, Store, bucket_exists, check_bucket_name, check_key, db_err, io_err, now,
@@ -477,7 +479,37 @@ impl Store {
     /// Replace the ACL of `bucket`/`key` (a document the caller checked) without touching its
     /// data, ETag or modification time, as [`Store::put_object_tagging`] does its tags.
     pub fn put_object_acl(&self, bucket: &str, key: &str, acl: Vec<u8>) -> S3Result<()> {
-        self.update_object_meta(bucket, key, move |meta| meta.acl = Some(acl.clone()))
+        self.update_object_meta(bucket, key, move |meta| {
+            meta.acl = Some(acl.clone());
+            Ok(())
+        })
+    }
+
+    /// Set the object lock retention of `bucket`/`key` (`None` removes it) in a metadata-only
+    /// commit, judged at `now` against the retention it has in that commit's transaction:
+    /// extending is always allowed, shortening or removing an active GOVERNANCE retention
+    /// only with `bypass`, an active COMPLIANCE one never (`AccessDenied`).
+    pub fn put_object_retention(
+        &self,
+        bucket: &str,
+        key: &str,
+        retention: Option<Retention>,
+        now: i64,
+        bypass: bool,
+    ) -> S3Result<()> {
+        self.update_object_meta(bucket, key, move |meta| {
+            lock::check_retention_change(meta.retention.as_ref(), retention.as_ref(), now, bypass)?;
+            meta.retention = retention;
+            Ok(())
+        })
+    }
+
+    /// Put a legal hold on `bucket`/`key`, or lift it, in a metadata-only commit.
+    pub fn put_object_legal_hold(&self, bucket: &str, key: &str, on: bool) -> S3Result<()> {
+        self.update_object_meta(bucket, key, move |meta| {
+            meta.legal_hold = on;
+            Ok(())
+        })
     }
 
     /// [`Store::put_object_tagging`] and [`Store::put_object_acl`]: change the record's
@@ -486,7 +518,7 @@ impl Store {
         &self,
         bucket: &str,
         key: &str,
-        change: impl Fn(&mut ObjectMeta) + Send + 'static,
+        change: impl Fn(&mut ObjectMeta) -> S3Result<()> + Send + 'static,
     ) -> S3Result<()> {
         check_bucket_name(bucket)?;
         check_key(key)?;
@@ -503,7 +535,7 @@ impl Store {
                 Some(v) => codec::decode::<ObjectRecord>(v.value())?,
                 None => return Err(S3Error::new(S3ErrorCode::NoSuchKey)),
             };
-            change(&mut rec.meta);
+            change(&mut rec.meta)?;
             let bytes = codec::encode(&rec)?;
             objects
                 .insert(k.as_slice(), bytes.as_slice())
@@ -520,7 +552,10 @@ impl Store {
     ) -> S3Result<()> {
         // Judged against the record current in the group's transaction, so a PUT committed
         // just before is the object tagged, and one just after replaces it whole.
-        self.update_object_meta(bucket, key, move |meta| meta.tags.clone_from(&tags))
+        self.update_object_meta(bucket, key, move |meta| {
+            meta.tags.clone_from(&tags);
+            Ok(())
+        })
     }
 
     /// CopyObject: copy `src` to `bucket`/`key`, streaming through one pooled buffer.
@@ -545,15 +580,16 @@ impl Store {
             key,
             directive,
             None,
-            None,
+            RequestOwned::default(),
             conditions,
             check_source,
         )
     }
 
     /// [`Store::copy_object`] with the copy's tags: `None` keeps the source's
-    /// (`x-amz-tagging-directive: COPY`), `Some` gives these (`REPLACE`); and its ACL document
-    /// (`None`: private).
+    /// (`x-amz-tagging-directive: COPY`), `Some` gives these (`REPLACE`); and what a copy takes
+    /// from its request, never from its source: its ACL document (`None`: private) and its
+    /// object lock.
     #[allow(clippy::too_many_arguments)] // CopyObject's own parameters, each a plain value.
     pub fn copy_object_tagged(
         &self,
@@ -562,7 +598,7 @@ impl Store {
         key: &str,
         directive: MetadataDirective,
         tags: Option<Vec<(String, String)>>,
-        acl: Option<Vec<u8>>,
+        own: RequestOwned,
         conditions: WriteConditions,
         check_source: impl FnOnce(&ObjectInfo) -> S3Result<()>,
     ) -> S3Result<PutResult> {
@@ -596,8 +632,11 @@ impl Store {
             MetadataDirective::Replace(m) => m,
         };
         meta.tags = tags.unwrap_or(source_tags);
-        // A copy gets the ACL of its request (none: private), never its source's, as in S3.
-        meta.acl = acl;
+        // A copy gets the ACL and the lock of its request (none: private, unlocked), never its
+        // source's, as in S3.
+        meta.acl = own.acl;
+        meta.retention = own.retention;
+        meta.legal_hold = own.legal_hold;
         writer.commit(meta, conditions)
     }
 
