@@ -42,9 +42,9 @@ const EXT_TAGS: u32 = 1;
 /// The stored kind of [`Extension::Acl`].
 const EXT_ACL: u32 = 2;
 /// The stored kind of [`Extension::Retention`].
-const EXT_RETENTION: u32 = 5;
+const EXT_RETENTION: u32 = 6;
 /// The stored kind of [`Extension::LegalHold`].
-const EXT_LEGAL_HOLD: u32 = 6;
+const EXT_LEGAL_HOLD: u32 = 7;
 
 /// An extension as stored: its kind, and its value in postcard.
 #[derive(Serialize, Deserialize)]
