@@ -61,6 +61,7 @@ s3_error_codes! {
     InsufficientStorage => 507, "There is not enough space left on the storage to complete the request.";
     InternalError => 500, "We encountered an internal error. Please try again.";
     InvalidAccessKeyId => 403, "The AWS access key ID you provided does not exist in our records.";
+    InvalidBucketState => 409, "The request is not valid with the current state of the bucket.";
     InvalidArgument => 400, "Invalid Argument";
     InvalidBucketName => 400, "The specified bucket is not valid.";
     InvalidDigest => 400, "The Content-MD5 you specified is not valid.";
@@ -85,12 +86,14 @@ s3_error_codes! {
     NoSuchCORSConfiguration => 404, "The CORS configuration does not exist";
     NoSuchBucket => 404, "The specified bucket does not exist.";
     NoSuchBucketPolicy => 404, "The bucket policy does not exist";
+    NoSuchObjectLockConfiguration => 404, "The specified object does not have a ObjectLock configuration";
     NoSuchKey => 404, "The specified key does not exist.";
     NoSuchTagSet => 404, "The TagSet does not exist";
     NoSuchUpload => 404, "The specified multipart upload does not exist.";
     NoSuchVersion => 404, "The specified version does not exist.";
     NotImplemented => 501, "A header or query you provided implies functionality that is not implemented.";
     NotModified => 304, "Not Modified";
+    ObjectLockConfigurationNotFoundError => 404, "Object Lock configuration does not exist for this bucket";
     OperationAborted => 409, "A conflicting conditional operation is currently in progress against this resource. Try again.";
     PreconditionFailed => 412, "At least one of the preconditions you specified did not hold.";
     RequestHeaderSectionTooLarge => 431, "Your request header section exceeds the maximum allowed size.";

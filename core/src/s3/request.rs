@@ -47,7 +47,6 @@ const UNSUPPORTED_SUBRESOURCES: &[&str] = &[
     "encryption",
     "intelligent-tiering",
     "inventory",
-    "legal-hold",
     "lifecycle",
     "logging",
     "metadataConfiguration",
@@ -56,14 +55,12 @@ const UNSUPPORTED_SUBRESOURCES: &[&str] = &[
     "metadataTable",
     "metrics",
     "notification",
-    "object-lock",
     "ownershipControls",
     "publicAccessBlock",
     "renameObject",
     "replication",
     "requestPayment",
     "restore",
-    "retention",
     "select",
     "session",
     "torrent",
@@ -83,6 +80,7 @@ const KNOWN_PARAMETERS: &[&str] = &[
     "encoding-type",
     "fetch-owner",
     "key-marker",
+    "legal-hold",
     "list-type",
     "location",
     "marker",
@@ -90,11 +88,13 @@ const KNOWN_PARAMETERS: &[&str] = &[
     "max-keys",
     "max-parts",
     "max-uploads",
+    "object-lock",
     "part-number-marker",
     "partNumber",
     "policy",
     "policyStatus",
     "prefix",
+    "retention",
     "start-after",
     "tagging",
     "upload-id-marker",
@@ -116,12 +116,6 @@ pub fn unsupported_header(name: &str, value: &[u8]) -> Option<S3Error> {
     let value = value.trim_ascii();
     if lower("x-amz-server-side-encryption") || lower("x-amz-copy-source-server-side-encryption") {
         return Some(not_implemented("Server-side encryption is not implemented"));
-    }
-    if lower("x-amz-object-lock-")
-        || is("x-amz-bypass-governance-retention")
-        || (is("x-amz-bucket-object-lock-enabled") && !value.eq_ignore_ascii_case(b"false"))
-    {
-        return Some(not_implemented("Object lock is not implemented"));
     }
     if is("x-amz-mfa") {
         return Some(not_implemented("MFA delete is not implemented"));
@@ -493,6 +487,10 @@ pub enum Endpoint<'a> {
     PutBucketTagging,
     /// `DELETE /bucket?tagging`.
     DeleteBucketTagging,
+    /// `GET /bucket?object-lock`.
+    GetObjectLockConfiguration,
+    /// `PUT /bucket?object-lock` (body: `<ObjectLockConfiguration>`).
+    PutObjectLockConfiguration,
     /// `GET /bucket` (v1).
     ListObjects {
         /// `prefix` (empty when absent).
@@ -592,6 +590,14 @@ pub enum Endpoint<'a> {
     PutObjectTagging,
     /// `DELETE /bucket/key?tagging`.
     DeleteObjectTagging,
+    /// `GET /bucket/key?retention`.
+    GetObjectRetention,
+    /// `PUT /bucket/key?retention` (body: `<Retention>`).
+    PutObjectRetention,
+    /// `GET /bucket/key?legal-hold`.
+    GetObjectLegalHold,
+    /// `PUT /bucket/key?legal-hold` (body: `<LegalHold>`).
+    PutObjectLegalHold,
     /// `POST /bucket/key?uploads`.
     CreateMultipartUpload,
     /// `PUT /bucket/key?partNumber=N&uploadId=U`.
@@ -707,6 +713,9 @@ impl<'a> Endpoint<'a> {
             "uploads",
             "delete",
             "uploadId",
+            "object-lock",
+            "retention",
+            "legal-hold",
         ];
         if subresources.iter().any(|k| q.has(k)) {
             return Err(not_implemented("This operation is not implemented"));
@@ -733,8 +742,9 @@ impl<'a> Endpoint<'a> {
     }
 
     fn bucket(method: &str, q: &Query<'a>, headers: &[Header<'a>]) -> S3Result<Self> {
-        const KEYWORDS: [&str; 13] = [
+        const KEYWORDS: [&str; 14] = [
             "acl",
+            "object-lock",
             "location",
             "cors",
             "versioning",
@@ -774,6 +784,8 @@ impl<'a> Endpoint<'a> {
             ("GET", Some("tagging")) => Self::GetBucketTagging,
             ("PUT", Some("tagging")) => Self::PutBucketTagging,
             ("DELETE", Some("tagging")) => Self::DeleteBucketTagging,
+            ("GET", Some("object-lock")) => Self::GetObjectLockConfiguration,
+            ("PUT", Some("object-lock")) => Self::PutObjectLockConfiguration,
             ("GET", Some("uploads")) => Self::ListMultipartUploads {
                 prefix: q.get_cow("prefix").unwrap_or_default(),
                 delimiter: non_empty(q, "delimiter"),
@@ -907,6 +919,7 @@ impl<'a> Endpoint<'a> {
             "policy",
             "policyStatus",
             "cors",
+            "object-lock",
         ]
         .iter()
         .any(|k| q.has(k))
@@ -928,6 +941,31 @@ impl<'a> Endpoint<'a> {
         }
         if q.has("tagging") {
             return Self::object_tagging(method, q, upload_id.is_some() || uploads);
+        }
+        for (name, get, put) in [
+            (
+                "retention",
+                Self::GetObjectRetention,
+                Self::PutObjectRetention,
+            ),
+            (
+                "legal-hold",
+                Self::GetObjectLegalHold,
+                Self::PutObjectLegalHold,
+            ),
+        ] {
+            if !q.has(name) {
+                continue;
+            }
+            if upload_id.is_some() || uploads || q.has("partNumber") || q.has("acl") {
+                return Err(not_implemented("Conflicting subresources"));
+            }
+            check_version_id(q.get("versionId"))?;
+            return Ok(match method {
+                "GET" => get,
+                "PUT" => put,
+                _ => return Err(not_implemented("This object operation is not implemented")),
+            });
         }
         if uploads && upload_id.is_some() {
             return Err(not_implemented("Conflicting subresources"));
@@ -1070,6 +1108,8 @@ impl<'a> Endpoint<'a> {
             Self::GetBucketTagging => "GetBucketTagging",
             Self::PutBucketTagging => "PutBucketTagging",
             Self::DeleteBucketTagging => "DeleteBucketTagging",
+            Self::GetObjectLockConfiguration => "GetObjectLockConfiguration",
+            Self::PutObjectLockConfiguration => "PutObjectLockConfiguration",
             Self::ListObjects { .. } => "ListObjects",
             Self::ListObjectsV2 { .. } => "ListObjectsV2",
             Self::ListMultipartUploads { .. } => "ListMultipartUploads",
@@ -1085,6 +1125,10 @@ impl<'a> Endpoint<'a> {
             Self::PutObjectAcl => "PutObjectAcl",
             Self::PutObjectTagging => "PutObjectTagging",
             Self::DeleteObjectTagging => "DeleteObjectTagging",
+            Self::GetObjectRetention => "GetObjectRetention",
+            Self::PutObjectRetention => "PutObjectRetention",
+            Self::GetObjectLegalHold => "GetObjectLegalHold",
+            Self::PutObjectLegalHold => "PutObjectLegalHold",
             Self::CreateMultipartUpload => "CreateMultipartUpload",
             Self::UploadPart { .. } => "UploadPart",
             Self::UploadPartCopy { .. } => "UploadPartCopy",
@@ -1328,6 +1372,14 @@ mod tests {
             ("PUT", "/?tagging", "examplebucket.s3.amazonaws.com", &[("Content-MD5", "8dYiLewFWZyGgV2Q5FNI4W==")],
              Some("examplebucket"), None, Endpoint::PutBucketTagging),
             ("DELETE", "/?tagging", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None, Endpoint::DeleteBucketTagging),
+            // Object lock, from the examples of the S3 API reference.
+            ("GET", "/?object-lock", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None, Endpoint::GetObjectLockConfiguration),
+            ("PUT", "/?object-lock", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None, Endpoint::PutObjectLockConfiguration),
+            ("GET", "/k?retention", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), Some("k"), Endpoint::GetObjectRetention),
+            ("PUT", "/k?retention&versionId=null", "examplebucket.s3.amazonaws.com", &[("x-amz-bypass-governance-retention", "true")],
+             Some("examplebucket"), Some("k"), Endpoint::PutObjectRetention),
+            ("GET", "/k?legal-hold", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), Some("k"), Endpoint::GetObjectLegalHold),
+            ("PUT", "/k?legal-hold", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), Some("k"), Endpoint::PutObjectLegalHold),
             // Multipart uploads
             ("POST", "/example-object?uploads", "example-bucket.s3.us-west-2.amazonaws.com", &[],
              Some("example-bucket"), Some("example-object"), Endpoint::CreateMultipartUpload),
@@ -1482,7 +1534,7 @@ mod tests {
 
     #[test]
     fn feature_headers_are_refused_not_ignored() {
-        let not_implemented: [(&str, &str, Extra<'_>); 13] = [
+        let not_implemented: [(&str, &str, Extra<'_>); 9] = [
             (
                 "PUT",
                 "/bkt/k",
@@ -1518,18 +1570,6 @@ mod tests {
                 "POST",
                 "/bkt/k?uploads",
                 &[("x-amz-server-side-encryption-aws-kms-key-id", "k")],
-            ),
-            ("PUT", "/bkt/k", &[("x-amz-object-lock-mode", "GOVERNANCE")]),
-            ("PUT", "/bkt/k", &[("x-amz-object-lock-legal-hold", "ON")]),
-            (
-                "DELETE",
-                "/bkt/k",
-                &[("x-amz-bypass-governance-retention", "true")],
-            ),
-            (
-                "PUT",
-                "/bkt",
-                &[("x-amz-bucket-object-lock-enabled", "true")],
             ),
             (
                 "PUT",

@@ -79,6 +79,12 @@ fn action(endpoint: &Endpoint<'_>) -> Option<(&'static str, bool)> {
         Endpoint::DeleteObjectTagging { .. } => ("s3:DeleteObjectTagging", true),
         Endpoint::PutBucketCors { .. } | Endpoint::DeleteBucketCors => ("s3:PutBucketCORS", false),
         Endpoint::PutBucketAcl => ("s3:PutBucketAcl", false),
+        Endpoint::GetObjectLockConfiguration => ("s3:GetBucketObjectLockConfiguration", false),
+        Endpoint::PutObjectLockConfiguration => ("s3:PutBucketObjectLockConfiguration", false),
+        Endpoint::GetObjectRetention => ("s3:GetObjectRetention", true),
+        Endpoint::PutObjectRetention => ("s3:PutObjectRetention", true),
+        Endpoint::GetObjectLegalHold => ("s3:GetObjectLegalHold", true),
+        Endpoint::PutObjectLegalHold => ("s3:PutObjectLegalHold", true),
         Endpoint::ListMultipartUploads { .. } => ("s3:ListBucketMultipartUploads", false),
         // Each key is checked as a DeleteObject by the operation (`may_delete`).
         Endpoint::DeleteObjects { .. } => return None,
@@ -225,6 +231,20 @@ pub(crate) fn may_delete<R: Runtime>(
 /// Whether the caller may write `key` in `bucket` (a POST Object, once its form is read).
 pub(crate) fn may_put<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, key: &str) -> S3Result<()> {
     decide(cx, None, bucket, Some((key, None)), "s3:PutObject")
+}
+
+/// Whether the caller may bypass GOVERNANCE retention on `key` in `bucket`
+/// (`s3:BypassGovernanceRetention`; asked only of requests that send
+/// `x-amz-bypass-governance-retention: true`).
+pub(crate) fn may_bypass_governance<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, key: &str) -> bool {
+    decide(
+        cx,
+        None,
+        bucket,
+        Some((key, None)),
+        "s3:BypassGovernanceRetention",
+    )
+    .is_ok()
 }
 
 /// `endpoint`: for its parameters' condition keys (a listing's prefix).

@@ -9,6 +9,7 @@ use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::checksum::checksum_header;
 use ferry_core::s3::request::{Endpoint, FENCE_HEADER};
+use ferry_core::s3::version::Versioning;
 use ferry_core::s3::xml::{
     BucketEntry, CorsConfiguration, CreateBucketConfiguration, ListAllMyBucketsResult,
     ListBucketResult, ListVersion, ListVersionsResult, MAX_CORS_BODY, MAX_CREATE_BUCKET_BODY,
@@ -152,10 +153,19 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     let acl = ferry_core::s3::acl::Acl::from_headers(cx.headers, &me, &me)?
         .map(|acl| super::acl::stored(cx, &acl))
         .transpose()?;
+    let lock = super::lock::requested_at_creation(cx.headers)?;
     cx.unblock(move |store| {
         let mut settings = vec![(BucketSetting::Owner, me.as_bytes())];
         if let Some(acl) = &acl {
             settings.push((BucketSetting::Acl, acl.as_slice()));
+        }
+        // Object lock turns versioning on, in the same commit.
+        if let Some(lock) = &lock {
+            settings.push((BucketSetting::ObjectLock, lock.as_bytes()));
+            settings.push((
+                BucketSetting::Versioning,
+                Versioning::Enabled.as_str().as_bytes(),
+            ));
         }
         match store.create_bucket_with(&b, &settings) {
             Err(e) if e.code == S3ErrorCode::BucketAlreadyOwnedByYou => {
@@ -331,6 +341,15 @@ pub(crate) async fn put_versioning<R: Runtime, S: Stream>(
         return Err(S3Error::with_message(
             S3ErrorCode::NotImplemented,
             "MFA delete is not implemented",
+        ));
+    }
+    if doc.status == Versioning::Suspended
+        && super::lock::configuration(&*cx.node.store.bucket_settings(bucket)?).is_some()
+    {
+        return Err(S3Error::with_message(
+            S3ErrorCode::InvalidBucketState,
+            "An Object Lock configuration is present on this bucket, so the versioning state \
+             cannot be changed.",
         ));
     }
     let (b, state) = (bucket.to_owned(), doc.status);

@@ -8,7 +8,7 @@ use ferry_core::s3::request::{Endpoint, version_id};
 use ferry_core::s3::xml::CorsConfiguration;
 
 use super::context::{Cx, NodeApi};
-use super::{access, acl, buckets, multipart, objects, policy, post, tagging};
+use super::{access, acl, buckets, lock, multipart, objects, policy, post, tagging};
 use crate::front::{Op, S3Api};
 use crate::store::BucketSetting;
 
@@ -66,6 +66,22 @@ impl<R: Runtime> S3Api for NodeApi<R> {
             Endpoint::GetBucketTagging => tagging::get_bucket(cx, res, bucket).await,
             Endpoint::PutBucketTagging => tagging::put_bucket(cx, body, res, bucket).await,
             Endpoint::DeleteBucketTagging => tagging::delete_bucket(cx, res, bucket).await,
+            Endpoint::GetObjectLockConfiguration => lock::get_configuration(cx, res, bucket).await,
+            Endpoint::PutObjectLockConfiguration => {
+                lock::put_configuration(cx, body, res, bucket).await
+            }
+            Endpoint::GetObjectRetention => {
+                lock::get_retention(cx, res, bucket, key, version_id(&s3.query)?).await
+            }
+            Endpoint::PutObjectRetention => {
+                lock::put_retention(cx, body, res, bucket, key, version_id(&s3.query)?).await
+            }
+            Endpoint::GetObjectLegalHold => {
+                lock::get_legal_hold(cx, res, bucket, key, version_id(&s3.query)?).await
+            }
+            Endpoint::PutObjectLegalHold => {
+                lock::put_legal_hold(cx, body, res, bucket, key, version_id(&s3.query)?).await
+            }
             Endpoint::ListObjects { .. } | Endpoint::ListObjectsV2 { .. } => {
                 buckets::list_objects(cx, res, bucket, &s3.endpoint).await
             }

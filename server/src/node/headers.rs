@@ -50,6 +50,9 @@ pub(crate) fn object_meta(headers: &[Header<'_>]) -> S3Result<ObjectMeta> {
         tags: object_tags(headers)?,
         // Set by the operation, which knows the bucket's owner (`node::acl::request_object_acl`).
         acl: None,
+        // Set by the operation, which knows the bucket's lock (`node::lock::for_write`).
+        retention: None,
+        legal_hold: false,
     })
 }
 
@@ -158,6 +161,7 @@ pub(crate) fn object_headers(
     if !m.tags.is_empty() {
         h.push(tagging::TAGGING_COUNT_HEADER, m.tags.len().to_string());
     }
+    super::lock::push_headers(&mut h, m);
     if with_checksums {
         for c in &m.checksums {
             push_checksum(&mut h, c);

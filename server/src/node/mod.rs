@@ -16,6 +16,7 @@ pub(crate) mod buckets;
 mod context;
 pub(crate) mod handler;
 pub(crate) mod headers;
+mod lock;
 mod metrics;
 mod multipart;
 mod objects;

@@ -38,6 +38,10 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     let mut meta = object_meta(cx.headers)?;
     meta.acl = super::acl::request_object_acl(cx, bucket)?;
+    super::lock::apply(
+        &mut meta,
+        super::lock::for_write(cx, bucket, cx.headers, false)?,
+    );
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let upload_id = cx
         .unblock(move |store| store.create_multipart_upload(&b, &k, meta))

@@ -28,6 +28,7 @@ use super::headers::{
     checksum_mode, object_headers, object_meta, object_tags, push_checksum, push_validators,
     push_version, write_conditions,
 };
+use super::lock;
 use crate::front::Headers;
 use crate::front::body::{read_small, require_length};
 use crate::store::{
@@ -471,6 +472,7 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
         .body_verifier(body, Checks::All, BodyLimit::object())?;
     let mut meta = object_meta(cx.headers)?;
     meta.acl = super::acl::request_object_acl(cx, bucket)?;
+    lock::apply(&mut meta, lock::for_write(cx, bucket, cx.headers, true)?);
     let conditions = write_conditions(cx.headers)?;
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let writer = cx.unblock(move |store| store.object_writer(&b, &k)).await?;
@@ -507,8 +509,9 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
     version: Option<VersionId>,
 ) -> S3Result<()> {
     let (b, k) = (bucket.to_owned(), key.to_owned());
+    let guard = lock::delete_guard(cx, bucket, key);
     let outcome = cx
-        .unblock(move |store| store.delete_object_version(&b, &k, version))
+        .unblock(move |store| store.delete_object_version_guarded(&b, &k, version, guard))
         .await?;
     cx.req.send(res, 204, delete_headers(outcome), &[]).await
 }
@@ -535,7 +538,12 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
         TaggingDirective::Replace => Some(object_tags(cx.headers)?),
     };
     let conditions = write_conditions(cx.headers)?;
-    let acl = super::acl::request_object_acl(cx, bucket)?;
+    let (retention, legal_hold) = lock::for_write(cx, bucket, cx.headers, false)?;
+    let own = store::RequestOwned {
+        acl: super::acl::request_object_acl(cx, bucket)?,
+        retention,
+        legal_hold,
+    };
     let source_conditions = OwnedConditions::new(source_conditions);
     let (sb, sk, sv) = (
         source.bucket.to_string(),
@@ -558,7 +566,7 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
                 &k,
                 directive,
                 tags,
-                acl,
+                own,
                 conditions,
                 |info| {
                     source_version = info.version_id;
@@ -614,12 +622,14 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
             )
         })
         .collect();
-    // Each key is a DeleteObject: one the policy denies fails alone, as in S3.
-    let permits: Vec<S3Result<()>> = keys
+    // Each key is a DeleteObject: one the policy denies fails alone, as in S3; so does one
+    // whose version object lock protects.
+    let permits: Vec<S3Result<_>> = keys
         .iter()
         .map(|(key, version)| {
             let version = version.as_deref().map(VersionId::parse).transpose()?;
-            super::access::may_delete(cx, bucket, key, version)
+            super::access::may_delete(cx, bucket, key, version)?;
+            Ok(lock::delete_guard(cx, bucket, key))
         })
         .collect();
     let b = bucket.to_owned();
@@ -631,7 +641,9 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
                     .iter()
                     .zip(permits)
                     .map(|((key, version), permit)| {
-                        permit.and_then(|()| delete_one(&store, &b, key, version.as_deref()))
+                        permit.and_then(|guard| {
+                            delete_one(&store, &b, key, version.as_deref(), guard)
+                        })
                     })
                     .collect())
             },
@@ -679,6 +691,7 @@ fn delete_one(
     bucket: &str,
     key: &str,
     version: Option<&str>,
+    guard: impl Fn(&store::ObjectMeta) -> S3Result<()>,
 ) -> S3Result<DeleteOutcome> {
     if key.is_empty() {
         return Err(S3Error::with_message(
@@ -688,5 +701,5 @@ fn delete_one(
     }
     validate::object_key(key)?;
     let version = version.map(VersionId::parse).transpose()?;
-    store.delete_object_version(bucket, key, version)
+    store.delete_object_version_guarded(bucket, key, version, guard)
 }

@@ -272,6 +272,21 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
         let acl = ferry_core::s3::acl::Acl::canned(name.trim(), &owner, &owner)?;
         meta.acl = Some(super::acl::stored(cx, &acl)?);
     }
+    // Object lock: the `x-amz-object-lock-*` fields, as PutObject's headers, or the bucket's
+    // default retention.
+    let lock_fields: Vec<Header<'_>> = form
+        .fields
+        .iter()
+        .filter(|(n, _)| n.starts_with("x-amz-object-lock-"))
+        .map(|(n, v)| Header {
+            name: n,
+            value: v.as_bytes(),
+        })
+        .collect();
+    super::lock::apply(
+        &mut meta,
+        super::lock::for_write(cx, bucket, &lock_fields, false)?,
+    );
     if let Some(doc) = form.get("tagging") {
         let doc = Tagging::parse_xml(doc.as_bytes())?;
         tagging::check(&doc.tags, TagOwner::Object)?;

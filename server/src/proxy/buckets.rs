@@ -31,9 +31,12 @@ pub(crate) fn bucket_path(bucket: &str) -> String {
     format!("/{}", uri::encode_path(bucket))
 }
 
-/// The ACL headers (`x-amz-acl`, `x-amz-grant-*`) of the client's request, on `call`.
-fn push_acl_headers<R: Runtime>(cx: &Cx<'_, R>, call: &mut Call) {
-    const NAMES: [&str; 6] = [
+/// The headers of the client's request a bucket is made or its ACL set with (`x-amz-acl`,
+/// `x-amz-grant-*`, `x-amz-bucket-object-lock-enabled`), on `call`.
+fn push_create_headers<R: Runtime>(cx: &Cx<'_, R>, call: &mut Call) {
+    const NAMES: [&str; 7] = [
+        // Not an ACL, but what the bucket is made with on every backend as well.
+        "x-amz-bucket-object-lock-enabled",
         "x-amz-acl",
         "x-amz-grant-read",
         "x-amz-grant-write",
@@ -108,7 +111,7 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
             .map(|(i, b)| {
                 let mut call = Call::new("PUT", bucket_path(bucket), String::new());
                 call.body = create_bucket_body(&b.region);
-                push_acl_headers(cx, &mut call);
+                push_create_headers(cx, &mut call);
                 spawn_call(cx.p, i, cx.caller(), call)
             })
             .collect();
@@ -191,7 +194,7 @@ pub(crate) async fn set_everywhere<R: Runtime, S: Stream>(
             call.headers.push((name, v.to_owned()));
         }
     }
-    push_acl_headers(cx, &mut call);
+    push_create_headers(cx, &mut call);
     call.body = doc;
     relay_everywhere(cx, &call, res).await
 }

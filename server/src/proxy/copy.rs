@@ -45,6 +45,19 @@ fn is_object_header(name: &str) -> bool {
             .is_some_and(|p| p.eq_ignore_ascii_case("x-amz-meta-"))
 }
 
+/// The MD5 an ETag is, when it is one (32 hex digits, quoted or not: not a multipart ETag).
+fn etag_md5(etag: &str) -> Option<ferry_core::md5::Md5Digest> {
+    let hex = etag.trim().trim_matches('"');
+    if hex.len() != 32 {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
 fn failed(backend: &str) -> S3Error {
     S3Error::with_message(
         S3ErrorCode::ServiceUnavailable,
@@ -247,6 +260,26 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
         for h in acl {
             put.header(h.name.to_owned(), h.value.to_vec());
         }
+        // So is its object lock. A PUT asking for one must carry an integrity check: the
+        // source's MD5 when its ETag is one (a whole source, not a multipart object), which the
+        // destination checks the copied bytes against; a source's checksum, kept above,
+        // serves as well.
+        let mut lock = client_headers.iter().filter(|h| {
+            h.name
+                .get(..18)
+                .is_some_and(|p| p.eq_ignore_ascii_case("x-amz-object-lock-"))
+        });
+        let asks_lock = lock.clone().next().is_some();
+        for h in lock.by_ref() {
+            put.header(h.name.to_owned(), h.value.to_vec());
+        }
+        if asks_lock
+            && range.is_none()
+            && let Some(md5) = find_header_str(src_resp.head.headers, "etag").and_then(etag_md5)
+        {
+            let value = ferry_core::md5::content_md5(&md5);
+            put.header("Content-MD5", value.as_str().as_bytes().to_vec());
+        }
     }
     for (n, v) in cx.caller().headers() {
         put.header(n, v.into_bytes());
@@ -342,6 +375,17 @@ async fn source_tags<R: Runtime>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn etag_md5_only_of_whole_objects() {
+        let md5 = ferry_core::md5::md5(b"abc");
+        let etag = ferry_core::md5::ETag::single(&md5);
+        assert_eq!(etag_md5(etag.as_str()), Some(md5));
+        assert_eq!(etag_md5(etag.unquoted()), Some(md5));
+        let multipart = ferry_core::md5::ETag::multipart([&md5, &md5]);
+        assert_eq!(etag_md5(multipart.as_str()), None);
+        assert_eq!(etag_md5("\"zz0123456789abcdef0123456789abcd\""), None);
+    }
 
     #[test]
     fn object_headers_and_ranges() {

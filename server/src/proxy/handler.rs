@@ -109,7 +109,8 @@ fn route(endpoint: &Endpoint<'_>) -> Route {
         | Endpoint::PutBucketTagging
         | Endpoint::DeleteBucketTagging
         | Endpoint::PutBucketVersioning { .. }
-        | Endpoint::ListObjectVersions { .. } => Route::FanOut,
+        | Endpoint::ListObjectVersions { .. }
+        | Endpoint::PutObjectLockConfiguration => Route::FanOut,
         Endpoint::PostObject => Route::Form,
         Endpoint::HeadBucket
         | Endpoint::GetBucketLocation
@@ -118,7 +119,8 @@ fn route(endpoint: &Endpoint<'_>) -> Route {
         | Endpoint::GetBucketPolicyStatus
         | Endpoint::GetBucketAcl
         | Endpoint::GetBucketCors
-        | Endpoint::GetBucketTagging => Route::AnyBackend,
+        | Endpoint::GetBucketTagging
+        | Endpoint::GetObjectLockConfiguration => Route::AnyBackend,
         Endpoint::CopyObject { .. } | Endpoint::UploadPartCopy { .. } => Route::Copy,
         Endpoint::GetObject { .. }
         | Endpoint::HeadObject { .. }
@@ -133,7 +135,11 @@ fn route(endpoint: &Endpoint<'_>) -> Route {
         | Endpoint::AbortMultipartUpload { .. }
         | Endpoint::ListParts { .. }
         | Endpoint::GetObjectAcl
-        | Endpoint::PutObjectAcl => Route::Key,
+        | Endpoint::PutObjectAcl
+        | Endpoint::GetObjectRetention
+        | Endpoint::PutObjectRetention
+        | Endpoint::GetObjectLegalHold
+        | Endpoint::PutObjectLegalHold => Route::Key,
     }
 }
 
@@ -188,7 +194,8 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
                 Endpoint::PutBucketPolicy
                 | Endpoint::DeleteBucketPolicy
                 | Endpoint::PutBucketAcl
-                | Endpoint::PutBucketVersioning { .. } => {
+                | Endpoint::PutBucketVersioning { .. }
+                | Endpoint::PutObjectLockConfiguration => {
                     buckets::set_everywhere(cx, s3, body, res).await
                 }
                 Endpoint::PutBucketCors { content_md5 } => {

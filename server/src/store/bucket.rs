@@ -38,17 +38,21 @@ pub enum BucketSetting {
     /// The versioning state (`Enabled` or `Suspended`; none: never versioned), read by the
     /// store itself (see `store::version`).
     Versioning,
+    /// The object lock configuration (present: object lock is on), in
+    /// `ObjectLockConfiguration::to_stored`'s form.
+    ObjectLock,
 }
 
 impl BucketSetting {
     /// Every kind, for removing them all with the bucket.
-    pub const ALL: [BucketSetting; 6] = [
+    pub const ALL: [BucketSetting; 7] = [
         BucketSetting::Owner,
         BucketSetting::Policy,
         BucketSetting::Acl,
         BucketSetting::Cors,
         BucketSetting::Tagging,
         BucketSetting::Versioning,
+        BucketSetting::ObjectLock,
     ];
 
     /// Its key in the settings table. Stored: never change one.
@@ -60,6 +64,7 @@ impl BucketSetting {
             BucketSetting::Cors => "cors",
             BucketSetting::Tagging => "tagging",
             BucketSetting::Versioning => "versioning",
+            BucketSetting::ObjectLock => "object-lock",
         }
     }
 }
@@ -203,6 +208,16 @@ impl Store {
         check_bucket_name(name)?;
         let created = now();
         let rec = codec::encode(&BucketRecord { created })?;
+        // A bucket made versioned (with object lock) marks the store as holding versions, as
+        // `Store::set_versioning` does: before the commit, and in it.
+        let versioned = settings
+            .iter()
+            .any(|(kind, _)| *kind == BucketSetting::Versioning);
+        if versioned {
+            self.inner
+                .versioned
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         self.update(None, |txn| {
             let mut buckets = txn.open_table(BUCKETS).map_err(db_err)?;
             if bucket_exists(&buckets, name)? {
@@ -212,6 +227,9 @@ impl Store {
             let mut table = txn.open_table(BUCKET_SETTINGS).map_err(db_err)?;
             for (kind, value) in settings {
                 table.insert((name, kind.name()), *value).map_err(db_err)?;
+            }
+            if versioned {
+                super::version::mark_versioned(txn)?;
             }
             // A lapsed fence of an earlier bucket of that name means nothing to this one.
             txn.open_table(FENCES)

@@ -12,6 +12,7 @@
 
 use ferry_core::md5::{ETag, Md5Digest};
 use ferry_core::s3::version::VersionId;
+use ferry_core::s3::xml::lock::{Retention, RetentionMode};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +34,11 @@ pub(crate) enum Extension {
     /// Which version of its key an object record is (records of buckets that were never
     /// versioned have none: they are the null version).
     Version(VersionStamp),
+    /// An object version's (or a multipart upload's) object lock retention: COMPLIANCE
+    /// (`true`) or GOVERNANCE, and its retain-until date in Unix seconds.
+    Retention((bool, i64)),
+    /// An object version's (or a multipart upload's) legal hold, when on.
+    LegalHold,
 }
 
 /// The stored kind of [`Extension::Tags`].
@@ -41,6 +47,10 @@ const EXT_TAGS: u32 = 1;
 const EXT_ACL: u32 = 2;
 /// The stored kind of [`Extension::Version`].
 const EXT_VERSION: u32 = 3;
+/// The stored kind of [`Extension::Retention`].
+const EXT_RETENTION: u32 = 6;
+/// The stored kind of [`Extension::LegalHold`].
+const EXT_LEGAL_HOLD: u32 = 7;
 
 /// An extension as stored: its kind, and its value in postcard.
 #[derive(Serialize, Deserialize)]
@@ -56,6 +66,8 @@ impl Extension {
             Extension::Tags(_) => EXT_TAGS,
             Extension::Acl(_) => EXT_ACL,
             Extension::Version(_) => EXT_VERSION,
+            Extension::Retention(_) => EXT_RETENTION,
+            Extension::LegalHold => EXT_LEGAL_HOLD,
         }
     }
 
@@ -64,6 +76,8 @@ impl Extension {
             Extension::Tags(tags) => postcard::to_allocvec(tags),
             Extension::Acl(doc) => postcard::to_allocvec(doc),
             Extension::Version(stamp) => postcard::to_allocvec(stamp),
+            Extension::Retention(r) => postcard::to_allocvec(r),
+            Extension::LegalHold => Ok(Vec::new()),
         }
     }
 
@@ -73,6 +87,8 @@ impl Extension {
             EXT_TAGS => Some(Extension::Tags(postcard::from_bytes(entry.body)?)),
             EXT_ACL => Some(Extension::Acl(postcard::from_bytes(entry.body)?)),
             EXT_VERSION => Some(Extension::Version(postcard::from_bytes(entry.body)?)),
+            EXT_RETENTION => Some(Extension::Retention(postcard::from_bytes(entry.body)?)),
+            EXT_LEGAL_HOLD => Some(Extension::LegalHold),
             _ => None,
         })
     }
@@ -251,6 +267,15 @@ fn tags_extension(meta: &ObjectMeta) -> Vec<Extension> {
     if let Some(acl) = &meta.acl {
         out.push(Extension::Acl(acl.clone()));
     }
+    if let Some(r) = &meta.retention {
+        out.push(Extension::Retention((
+            r.mode == RetentionMode::Compliance,
+            r.until,
+        )));
+    }
+    if meta.legal_hold {
+        out.push(Extension::LegalHold);
+    }
     out
 }
 
@@ -260,6 +285,17 @@ fn apply_to_meta(meta: &mut ObjectMeta, ext: Extension) {
         Extension::Acl(doc) => meta.acl = Some(doc),
         // Only object records carry one.
         Extension::Version(_) => {}
+        Extension::Retention((compliance, until)) => {
+            meta.retention = Some(Retention {
+                mode: if compliance {
+                    RetentionMode::Compliance
+                } else {
+                    RetentionMode::Governance
+                },
+                until,
+            });
+        }
+        Extension::LegalHold => meta.legal_hold = true,
     }
 }
 

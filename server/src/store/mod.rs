@@ -100,8 +100,8 @@ pub use stats::StoreStats;
 pub use types::{
     BucketInfo, BucketsPage, Checksum, CompletedPart, CopySource, DeleteOutcome, ListQuery,
     MetadataDirective, ObjectEntry, ObjectInfo, ObjectMeta, ObjectsPage, PartEntry, PartsPage,
-    PutResult, ReadRange, UploadEntry, UploadsPage, UploadsQuery, VersionEntry, VersionsPage,
-    VersionsQuery, WriteConditions,
+    PutResult, ReadRange, RequestOwned, UploadEntry, UploadsPage, UploadsQuery, VersionEntry,
+    VersionsPage, VersionsQuery, WriteConditions,
 };
 
 use codec::{DataLayout, ObjectRecord, PartRecord};

@@ -6,6 +6,7 @@ use std::os::unix::fs::FileExt as _;
 
 use ferry_core::md5::{ETag, Md5Digest};
 use ferry_core::pool::PooledBuf;
+use ferry_core::s3::xml::lock::{self, Retention};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
 use redb::{ReadableTable as _, WriteTransaction};
@@ -15,7 +16,7 @@ use super::fence::check_unfenced;
 use super::files::{self, FileId, PinGuard, Pins, Spool};
 use super::types::{
     CopySource, DeleteOutcome, MetadataDirective, ObjectInfo, ObjectMeta, PutResult, ReadRange,
-    WriteConditions,
+    RequestOwned, WriteConditions,
 };
 use super::version::{find_version, make_room, stamp_id, versioning_in};
 use super::{
@@ -556,6 +557,43 @@ impl Store {
     ) -> S3Result<()> {
         self.update_version_meta(bucket, key, version, move |meta| {
             meta.acl = Some(acl.clone());
+            Ok(())
+        })
+    }
+
+    /// Set the object lock retention of version `version` of `bucket`/`key` (the current one
+    /// if `None`; `None` removes it) in a metadata-only commit, judged at `now` against the
+    /// retention it has in that commit's transaction: extending is always allowed, shortening
+    /// or removing an active GOVERNANCE retention only with `bypass`, an active COMPLIANCE one
+    /// never (`AccessDenied`).
+    pub fn put_object_retention(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionId>,
+        retention: Option<Retention>,
+        now: i64,
+        bypass: bool,
+    ) -> S3Result<()> {
+        self.update_version_meta(bucket, key, version, move |meta| {
+            lock::check_retention_change(meta.retention.as_ref(), retention.as_ref(), now, bypass)?;
+            meta.retention = retention;
+            Ok(())
+        })
+    }
+
+    /// Put a legal hold on version `version` of `bucket`/`key` (the current one if `None`), or
+    /// lift it, in a metadata-only commit.
+    pub fn put_object_legal_hold(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionId>,
+        on: bool,
+    ) -> S3Result<()> {
+        self.update_version_meta(bucket, key, version, move |meta| {
+            meta.legal_hold = on;
+            Ok(())
         })
     }
 
@@ -581,6 +619,7 @@ impl Store {
         // just before is the object tagged, and one just after replaces it whole.
         self.update_version_meta(bucket, key, version, move |meta| {
             meta.tags.clone_from(&tags);
+            Ok(())
         })
     }
 
@@ -606,15 +645,16 @@ impl Store {
             key,
             directive,
             None,
-            None,
+            RequestOwned::default(),
             conditions,
             check_source,
         )
     }
 
     /// [`Store::copy_object`] with the copy's tags: `None` keeps the source's
-    /// (`x-amz-tagging-directive: COPY`), `Some` gives these (`REPLACE`); and its ACL document
-    /// (`None`: private).
+    /// (`x-amz-tagging-directive: COPY`), `Some` gives these (`REPLACE`); and what a copy takes
+    /// from its request, never from its source: its ACL document (`None`: private) and its
+    /// object lock.
     #[allow(clippy::too_many_arguments)] // CopyObject's own parameters, each a plain value.
     pub fn copy_object_tagged(
         &self,
@@ -623,7 +663,7 @@ impl Store {
         key: &str,
         directive: MetadataDirective,
         tags: Option<Vec<(String, String)>>,
-        acl: Option<Vec<u8>>,
+        own: RequestOwned,
         conditions: WriteConditions,
         check_source: impl FnOnce(&ObjectInfo) -> S3Result<()>,
     ) -> S3Result<PutResult> {
@@ -663,7 +703,9 @@ impl Store {
         };
         meta.tags = tags.unwrap_or(source_tags);
         // A copy gets the ACL of its request (none: private), never its source's, as in S3.
-        meta.acl = acl;
+        meta.acl = own.acl;
+        meta.retention = own.retention;
+        meta.legal_hold = own.legal_hold;
         writer.commit(meta, conditions)
     }
 

@@ -2,6 +2,7 @@
 
 use ferry_core::md5::ETag;
 use ferry_core::s3::version::VersionId;
+use ferry_core::s3::xml::lock::Retention;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
 use serde::{Deserialize, Serialize};
@@ -49,6 +50,24 @@ pub struct ObjectMeta {
     /// of its own; checked by the caller. Stored in the record's extension, not here.
     #[serde(skip)]
     pub acl: Option<Vec<u8>>,
+    /// The object lock retention of this version, if it has one; checked by the caller.
+    /// Stored in the record's extension, not here.
+    #[serde(skip)]
+    pub retention: Option<Retention>,
+    /// Whether a legal hold is on this version. Stored in the record's extension, not here.
+    #[serde(skip)]
+    pub legal_hold: bool,
+}
+
+/// What a copy takes from its request, never from its source (CopyObject).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestOwned {
+    /// The copy's ACL document (`None`: private).
+    pub acl: Option<Vec<u8>>,
+    /// The copy's object lock retention.
+    pub retention: Option<Retention>,
+    /// Whether the copy gets a legal hold.
+    pub legal_hold: bool,
 }
 
 /// Conditions of a conditional write, checked atomically with the write.

@@ -96,6 +96,14 @@ fn next_seq(txn: &WriteTransaction, floor: u64) -> S3Result<u64> {
     Ok(seq)
 }
 
+/// Mark the store as holding versions ([`VERSIONED_LAYOUT`]) in `txn`: a bucket made with
+/// versioning on (object lock) before any version was written.
+pub(crate) fn mark_versioned(txn: &WriteTransaction) -> S3Result<()> {
+    let mut meta = txn.open_table(META).map_err(db_err)?;
+    meta.insert("layout", VERSIONED_LAYOUT).map_err(db_err)?;
+    Ok(())
+}
+
 /// The range of `k`'s entries in `VERSIONS`.
 fn key_range(k: &[u8]) -> std::ops::RangeInclusive<(&[u8], u64)> {
     (k, 0)..=(k, u64::MAX)
@@ -267,6 +275,7 @@ fn delete_in(
     bucket: &str,
     k: &[u8],
     version: Option<VersionId>,
+    guard: &dyn Fn(&ObjectRecord) -> S3Result<()>,
 ) -> S3Result<Deleted> {
     {
         let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
@@ -314,6 +323,10 @@ fn delete_in(
             None,
         ));
     };
+    // Object lock: judged against the version as this transaction sees it.
+    if !rec.is_delete_marker() {
+        guard(&rec)?;
+    }
     match slot {
         Slot::Current => objects.remove(k).map_err(db_err).map(drop)?,
         Slot::Old(inv) => versions.remove((k, inv)).map_err(db_err).map(drop)?,
@@ -382,6 +395,20 @@ impl Store {
         key: &str,
         version: Option<VersionId>,
     ) -> S3Result<DeleteOutcome> {
+        self.delete_object_version_guarded(bucket, key, version, |_| Ok(()))
+    }
+
+    /// [`Store::delete_object_version`], where the removal of a version for good (not a delete
+    /// marker's) is first put to `guard` with the version's metadata, in the deleting
+    /// transaction: object lock refuses it there (`AccessDenied`), so no change of retention
+    /// or hold can slip between the check and the delete.
+    pub fn delete_object_version_guarded(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionId>,
+        guard: impl Fn(&super::ObjectMeta) -> S3Result<()>,
+    ) -> S3Result<DeleteOutcome> {
         let k = object_key(bucket, key)?;
         if version.is_none() && self.versioning(bucket)?.is_none() {
             // Most deletes of missing keys need no write transaction (and no fsync).
@@ -396,8 +423,9 @@ impl Store {
                 };
             }
         }
-        let (outcome, files, size) =
-            self.update(None, |txn| delete_in(self, txn, bucket, &k, version))?;
+        let (outcome, files, size) = self.update(None, |txn| {
+            delete_in(self, txn, bucket, &k, version, &|rec| guard(&rec.meta))
+        })?;
         if let Some(size) = size {
             self.inner.counters.deleted(size);
         }
@@ -431,7 +459,7 @@ impl Store {
         bucket: &str,
         key: &str,
         version: Option<VersionId>,
-        change: impl Fn(&mut super::ObjectMeta) + Send + 'static,
+        change: impl Fn(&mut super::ObjectMeta) -> S3Result<()> + Send + 'static,
     ) -> S3Result<()> {
         check_bucket_name(bucket)?;
         check_key(key)?;
@@ -456,7 +484,7 @@ impl Store {
             if rec.is_delete_marker() {
                 return Err(S3Error::new(S3ErrorCode::MethodNotAllowed));
             }
-            change(&mut rec.meta);
+            change(&mut rec.meta)?;
             let bytes = codec::encode(&rec)?;
             match slot {
                 Slot::Current => objects.insert(k.as_slice(), bytes.as_slice()).map(drop),

@@ -33,6 +33,7 @@ mod sdk_cors;
 mod sdk_large;
 mod sdk_list;
 mod sdk_multipart;
+mod sdk_object_lock;
 mod sdk_objects;
 mod sdk_policy;
 mod sdk_post;

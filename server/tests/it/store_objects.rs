@@ -8,6 +8,7 @@ use std::sync::{Arc, Barrier};
 
 use ferry_core::md5::{ETag, md5};
 use ferry_core::s3::S3ErrorCode;
+use ferry_core::s3::xml::lock::{Retention, RetentionMode};
 use ferry_server::store::{
     Checksum, CompletedPart, CopySource, ListQuery, MetadataDirective, ObjectMeta, PutResult,
     ReadRange, Store, StoreConfig, WriteConditions,
@@ -124,6 +125,12 @@ fn put_get_head_round_trip_with_metadata() {
         }],
         tags: vec![("t".into(), "v".into())],
         acl: Some(b"<AccessControlPolicy/>".to_vec()),
+        // Object lock: kept in the record's extensions, as tags and the ACL are.
+        retention: Some(Retention {
+            mode: RetentionMode::Compliance,
+            until: 2_000_000_000,
+        }),
+        legal_hold: true,
     };
     let mut w = s.object_writer("b", "obj").unwrap();
     // Chunks smaller and larger than the 256 KiB buffer, and an empty one.

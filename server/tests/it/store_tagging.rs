@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use ferry_core::s3::S3ErrorCode;
 use ferry_server::store::{
-    CompletedPart, CopySource, MetadataDirective, ObjectMeta, ReadRange, Store, WriteConditions,
+    CompletedPart, CopySource, MetadataDirective, ObjectMeta, ReadRange, RequestOwned, Store,
+    WriteConditions,
 };
 
 use crate::support::store::{code, get, open};
@@ -134,7 +135,7 @@ fn copies_keep_or_replace_tags() {
         "new",
         MetadataDirective::Copy,
         Some(tags(&[("to", "new")])),
-        None,
+        RequestOwned::default(),
         none,
         ok,
     )
@@ -154,7 +155,7 @@ fn copies_keep_or_replace_tags() {
         "bare",
         MetadataDirective::Replace(meta),
         Some(Vec::new()),
-        None,
+        RequestOwned::default(),
         none,
         ok,
     )

@@ -16,6 +16,7 @@ use alloc::vec::Vec;
 use super::{S3Error, S3ErrorCode, S3Result};
 
 mod cors;
+pub mod lock;
 mod parse;
 mod versions;
 mod write;
