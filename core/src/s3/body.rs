@@ -250,6 +250,18 @@ impl BodyVerifier {
         self
     }
 
+    /// Compute the body's `algorithm` checksum too, when the request carries none (a part of a
+    /// multipart upload whose checksum the server makes itself); [`VerifiedBody::checksum`]
+    /// has it. A checksum the request carries is kept.
+    pub fn with_computed_checksum(mut self, algorithm: ChecksumAlgorithm) -> Self {
+        if let Some(d) = &mut self.digests
+            && d.checksum.is_none()
+        {
+            d.checksum = Some(algorithm.hasher());
+        }
+        self
+    }
+
     /// Whether the body passes through unchanged with nothing to check on the way (plain,
     /// unsigned, no digest asked for): it can be relayed without being looked at.
     pub fn is_transparent(&self) -> bool {

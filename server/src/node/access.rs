@@ -83,6 +83,7 @@ fn action(endpoint: &Endpoint<'_>) -> Option<(&'static str, bool)> {
         // The key and the signer are in the form: checked by the operation (`may_put`).
         Endpoint::PostObject => return None,
         Endpoint::GetObject { .. } | Endpoint::HeadObject { .. } => ("s3:GetObject", true),
+        Endpoint::GetObjectAttributes { .. } => ("s3:GetObjectAttributes", true),
         Endpoint::PutObject { .. }
         | Endpoint::CopyObject { .. }
         | Endpoint::CreateMultipartUpload
@@ -268,7 +269,7 @@ fn decide<R: Runtime>(
         }
         // What an object's own ACL grants: read it, read or replace its ACL.
         let want = match action {
-            "s3:GetObject" => Permission::Read,
+            "s3:GetObject" | "s3:GetObjectAttributes" => Permission::Read,
             "s3:GetObjectAcl" => Permission::ReadAcp,
             "s3:PutObjectAcl" => Permission::WriteAcp,
             _ => return Ok(false),

@@ -8,7 +8,7 @@ use ferry_core::s3::request::Endpoint;
 use ferry_core::s3::xml::CorsConfiguration;
 
 use super::context::{Cx, NodeApi};
-use super::{access, acl, buckets, multipart, objects, policy, post, tagging};
+use super::{access, acl, attributes, buckets, multipart, objects, policy, post, tagging};
 use crate::front::{Op, S3Api};
 use crate::store::BucketSetting;
 
@@ -94,6 +94,18 @@ impl<R: Runtime> S3Api for NodeApi<R> {
                     head: true,
                 };
                 objects::get(cx, res, bucket, key, read).await
+            }
+            Endpoint::GetObjectAttributes {
+                attributes: wanted,
+                max_parts,
+                part_number_marker,
+            } => {
+                let q = attributes::AttributesQuery {
+                    attributes: *wanted,
+                    max_parts: *max_parts,
+                    part_number_marker: *part_number_marker,
+                };
+                attributes::get(cx, res, bucket, key, q).await
             }
             // Content-MD5 is checked with the body, by its verifier.
             Endpoint::PutObject { content_md5: _ } => {

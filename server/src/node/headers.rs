@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use base64::Engine as _;
 use ferry_core::http::{Header, find_header, find_header_str};
 use ferry_core::md5::ETag;
-use ferry_core::s3::checksum::ChecksumAlgorithm;
+use ferry_core::s3::checksum::{ChecksumAlgorithm, ChecksumType};
 use ferry_core::s3::tagging;
 use ferry_core::s3::validate::{self, ContentHeaders};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
@@ -43,6 +43,8 @@ pub(crate) fn object_meta(headers: &[Header<'_>]) -> S3Result<ObjectMeta> {
         tags: object_tags(headers)?,
         // Set by the operation, which knows the bucket's owner (`node::acl::request_object_acl`).
         acl: None,
+        // Set by CreateMultipartUpload (`x-amz-checksum-algorithm`, `x-amz-checksum-type`).
+        multipart_checksum: None,
     })
 }
 
@@ -106,6 +108,15 @@ pub(crate) fn push_checksum(h: &mut Headers, c: &Checksum) {
     }
 }
 
+/// The type of an object's checksum: `COMPOSITE` for a multipart object whose upload asked
+/// for it, `FULL_OBJECT` otherwise.
+pub(crate) fn checksum_type(m: &ObjectMeta) -> ChecksumType {
+    match &m.multipart_checksum {
+        Some(c) if !c.full_object => ChecksumType::Composite,
+        _ => ChecksumType::FullObject,
+    }
+}
+
 /// `ETag` and `Last-Modified`: what 304 responses carry too.
 pub(crate) fn push_validators(h: &mut Headers, etag: &ETag, last_modified: DateTime) {
     h.push("ETag", etag.as_str().to_owned());
@@ -156,7 +167,7 @@ pub(crate) fn object_headers(
             push_checksum(&mut h, c);
         }
         if !m.checksums.is_empty() {
-            h.push("x-amz-checksum-type", "FULL_OBJECT");
+            h.push("x-amz-checksum-type", checksum_type(m).as_str());
         }
     }
     h

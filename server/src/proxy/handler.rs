@@ -119,6 +119,7 @@ fn route(endpoint: &Endpoint<'_>) -> Route {
         | Endpoint::GetBucketTagging => Route::AnyBackend,
         Endpoint::CopyObject { .. } | Endpoint::UploadPartCopy { .. } => Route::Copy,
         Endpoint::GetObject { .. }
+        | Endpoint::GetObjectAttributes { .. }
         | Endpoint::HeadObject { .. }
         | Endpoint::PutObject { .. }
         | Endpoint::DeleteObject

@@ -26,6 +26,7 @@ fn completed(parts: &[PartEntry]) -> Vec<CompletedPart> {
         .map(|p| CompletedPart {
             part_number: p.part_number,
             etag: p.etag,
+            checksums: Vec::new(),
         })
         .collect()
 }
@@ -164,7 +165,7 @@ fn reuploading_a_part_replaces_it() {
     assert_ne!(first.etag, second.etag);
     assert_eq!(data_files(dir.path()), 1);
     let parts = s.list_parts("b", "k", &id, 0, 100).unwrap();
-    assert_eq!(parts.parts, vec![second]);
+    assert_eq!(parts.parts, vec![second.clone()]);
     // The old ETag no longer names the part.
     assert_eq!(
         code(s.complete_multipart_upload(
@@ -256,6 +257,7 @@ fn completion_errors_leave_the_upload_intact() {
     let c = |p: &PartEntry| CompletedPart {
         part_number: p.part_number,
         etag: p.etag,
+        checksums: Vec::new(),
     };
     assert_eq!(code(complete(&[])), S3ErrorCode::MalformedXML);
     assert_eq!(
@@ -269,11 +271,13 @@ fn completion_errors_leave_the_upload_intact() {
     let wrong = CompletedPart {
         part_number: 1,
         etag: p2.etag,
+        checksums: Vec::new(),
     };
     assert_eq!(code(complete(&[wrong])), S3ErrorCode::InvalidPart);
     let missing = CompletedPart {
         part_number: 4,
         etag: p3.etag,
+        checksums: Vec::new(),
     };
     assert_eq!(code(complete(&[c(&p1), missing])), S3ErrorCode::InvalidPart);
     // Part 2 is under the minimum and not last.
@@ -384,7 +388,13 @@ fn conditional_completion() {
         ..WriteConditions::default()
     };
     assert_eq!(
-        code(s.complete_multipart_upload("b", "k", &id, &completed(&[p]), none_match)),
+        code(s.complete_multipart_upload(
+            "b",
+            "k",
+            &id,
+            &completed(std::slice::from_ref(&p)),
+            none_match
+        )),
         S3ErrorCode::PreconditionFailed
     );
     let stale = WriteConditions {
@@ -392,7 +402,13 @@ fn conditional_completion() {
         ..WriteConditions::default()
     };
     assert_eq!(
-        code(s.complete_multipart_upload("b", "k", &id, &completed(&[p]), stale)),
+        code(s.complete_multipart_upload(
+            "b",
+            "k",
+            &id,
+            &completed(std::slice::from_ref(&p)),
+            stale
+        )),
         S3ErrorCode::PreconditionFailed
     );
     assert_eq!(get(&s, "b", "k", ReadRange::All), b"existing");
