@@ -27,6 +27,7 @@ on_every_target!(
     multipart_checksum_errors,
     bad_digest_for_every_algorithm,
     object_attributes,
+    copies_of_multipart_objects,
     boto3_multipart_checksums_and_attributes,
 );
 
@@ -780,6 +781,66 @@ async fn object_attributes(target: Target) {
     assert!(op.parts().is_empty());
     // No such key.
     assert_code(attrs("missing", &all).send().await, 404, "NoSuchKey");
+}
+
+/// A copy is one part: it keeps a full-object checksum and drops a composite one (on one node,
+/// and through the proxy between nodes).
+async fn copies_of_multipart_objects(target: Target) {
+    let n = small_parts(target);
+    n.bucket("sums").await;
+    let c = &n.client;
+    let (p1, p2) = (pattern(3000, 11), pattern(500, 12));
+    let parts: [&[u8]; 2] = [&p1, &p2];
+    let whole = parts.concat();
+    for (algorithm, kind) in [
+        (ChecksumAlgorithm::Sha256, ChecksumType::Composite),
+        (ChecksumAlgorithm::Crc32, ChecksumType::FullObject),
+    ] {
+        let key = format!("src-{}", kind.as_str());
+        let (id, done) = upload_parts(c, &key, &algorithm, Some(&kind), &parts).await;
+        c.complete_multipart_upload()
+            .bucket("sums")
+            .key(&key)
+            .upload_id(&id)
+            .multipart_upload(
+                CompletedMultipartUpload::builder()
+                    .set_parts(Some(done))
+                    .build(),
+            )
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("complete {key}: {}", show(&e)));
+        // A destination on another node than the source, when there are several.
+        let dst = (0..64)
+            .map(|i| format!("copy-{}-{i}", kind.as_str()))
+            .find(|d| n.apart(("sums", &key), ("sums", d)) != Some(false))
+            .expect("a destination on another node");
+        n.copy("sums", &dst, &format!("sums/{key}")).await;
+        let get = c
+            .get_object()
+            .bucket("sums")
+            .key(&dst)
+            .checksum_mode(ChecksumMode::Enabled)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("get {dst}: {}", show(&e)));
+        match kind {
+            ChecksumType::FullObject => {
+                assert_eq!(
+                    get.checksum_crc32(),
+                    Some(crc32_b64(&whole).as_str()),
+                    "{dst}"
+                );
+                assert_eq!(
+                    get.checksum_type(),
+                    Some(&ChecksumType::FullObject),
+                    "{dst}"
+                );
+            }
+            _ => assert_eq!(get.checksum_sha256(), None, "{dst}"),
+        }
+        assert_eq!(body_bytes(get.body).await, whole, "{dst}");
+    }
 }
 
 async fn boto3_multipart_checksums_and_attributes(target: Target) {
