@@ -66,6 +66,7 @@ pub const ACTIONS: &[&str] = &[
     "s3:GetBucketVersioning",
     "s3:GetObject",
     "s3:GetObjectAcl",
+    "s3:GetObjectAttributes",
     "s3:GetObjectTagging",
     "s3:ListAllMyBuckets",
     "s3:ListBucket",

@@ -541,13 +541,30 @@ async fn multipart_checksum_errors(target: Target) {
     let mut missing = done.clone();
     missing[0] = completed(1, done[0].e_tag().unwrap(), &sha, None);
     assert_code(complete(missing).await, 400, "InvalidRequest");
-    let ok = complete(done.clone())
+    // The object's checksum given with the complete must be the one S3 makes.
+    let composite = composite_of(&sha, &[&p1, &p2]);
+    let with_sum = |sum: String| {
+        c.complete_multipart_upload()
+            .bucket("sums")
+            .key("k")
+            .upload_id(&id)
+            .checksum_sha256(sum)
+            .multipart_upload(
+                CompletedMultipartUpload::builder()
+                    .set_parts(Some(done.clone()))
+                    .build(),
+            )
+            .send()
+    };
+    assert_code(
+        with_sum(format!("{}-2", sha256_b64(b"other"))).await,
+        400,
+        "BadDigest",
+    );
+    let ok = with_sum(composite.clone())
         .await
         .unwrap_or_else(|e| panic!("complete: {}", show(&e)));
-    assert_eq!(
-        ok.checksum_sha256(),
-        Some(composite_of(&sha, &[&p1, &p2]).as_str())
-    );
+    assert_eq!(ok.checksum_sha256(), Some(composite.as_str()));
 }
 
 async fn bad_digest_for_every_algorithm(target: Target) {
