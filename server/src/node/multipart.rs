@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 
+use ferry_core::http::find_header_str;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::md5::ETag;
 use ferry_core::rt::{Runtime, Stream};
@@ -25,7 +26,9 @@ use super::headers::{object_meta, push_checksum, write_conditions};
 use super::objects::{OwnedConditions, stored_checksum};
 use crate::front::Headers;
 use crate::front::body::{read_small, require_length};
-use crate::store::{self, Checksum, CompletedPart, MultipartChecksum, UploadsQuery};
+use crate::store::{
+    self, Checksum, CompletedPart, ExpectedChecksum, MultipartChecksum, UploadsQuery,
+};
 
 /// The storage class of every upload.
 const STANDARD: &str = "STANDARD";
@@ -209,7 +212,7 @@ pub(crate) async fn complete<R: Runtime, S: Stream>(
             })
         })
         .collect::<S3Result<Vec<_>>>()?;
-    let expected = expected_object_checksum(cx.headers);
+    let expected = expected_object_checksum(cx.headers)?;
     let (b, k, u) = (bucket.to_owned(), key.to_owned(), upload_id.to_owned());
     let done = cx
         .unblock(move |store| {
@@ -258,14 +261,33 @@ pub(crate) async fn complete<R: Runtime, S: Stream>(
 }
 
 /// The object checksum a CompleteMultipartUpload gives in `x-amz-checksum-*`, as sent (a
-/// composite one ends in `-N`): the store checks it against the one it makes.
-fn expected_object_checksum(headers: &[ferry_core::http::Header<'_>]) -> Option<Checksum> {
-    headers.iter().find_map(|h| {
+/// composite one ends in `-N`), and its `x-amz-checksum-type`: the store checks them against
+/// the upload and the checksum it makes.
+fn expected_object_checksum(
+    headers: &[ferry_core::http::Header<'_>],
+) -> S3Result<ExpectedChecksum> {
+    let checksum = headers.iter().find_map(|h| {
         let algorithm = ChecksumAlgorithm::from_header_name(h.name)?;
         Some(Checksum {
             algorithm: algorithm.as_str().to_owned(),
             value: std::str::from_utf8(h.value).ok()?.trim().to_owned(),
         })
+    });
+    let full_object = match find_header_str(headers, "x-amz-checksum-type") {
+        None => None,
+        Some(v) => match ChecksumType::parse(v) {
+            Some(t) => Some(t == ChecksumType::FullObject),
+            None => {
+                return Err(S3Error::with_message(
+                    S3ErrorCode::InvalidRequest,
+                    "Value for x-amz-checksum-type header is invalid.",
+                ));
+            }
+        },
+    };
+    Ok(ExpectedChecksum {
+        checksum,
+        full_object,
     })
 }
 

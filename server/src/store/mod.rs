@@ -89,10 +89,10 @@ pub use multipart::PartWriter;
 pub use object::{ObjectReader, ObjectWriter};
 pub use stats::StoreStats;
 pub use types::{
-    BucketInfo, BucketsPage, Checksum, CompleteResult, CompletedPart, CopySource, ListQuery,
-    MetadataDirective, MultipartChecksum, ObjectEntry, ObjectInfo, ObjectMeta, ObjectsPage,
-    PartEntry, PartsPage, PutResult, ReadRange, UploadEntry, UploadsPage, UploadsQuery,
-    WriteConditions,
+    BucketInfo, BucketsPage, Checksum, CompleteResult, CompletedPart, CopySource, ExpectedChecksum,
+    ListQuery, MetadataDirective, MultipartChecksum, ObjectEntry, ObjectInfo, ObjectMeta,
+    ObjectsPage, PartEntry, PartsPage, PutResult, ReadRange, UploadEntry, UploadsPage,
+    UploadsQuery, WriteConditions,
 };
 
 use codec::{DataLayout, ObjectRecord, PartRecord};

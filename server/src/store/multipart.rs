@@ -18,8 +18,8 @@ use super::fence::check_unfenced;
 use super::files::{FileId, Spool};
 use super::object::put_record;
 use super::types::{
-    Checksum, CompleteResult, CompletedPart, CopySource, MultipartChecksum, ObjectInfo, ObjectMeta,
-    PartEntry, PartsPage, PutResult, WriteConditions,
+    Checksum, CompleteResult, CompletedPart, CopySource, ExpectedChecksum, MultipartChecksum,
+    ObjectInfo, ObjectMeta, PartEntry, PartsPage, PutResult, WriteConditions,
 };
 use super::{
     BUCKETS, COMPLETED, COMPLETED_TTL_SECS, MAX_LIST, MAX_PARTS, PARTS, Store, UPLOADS,
@@ -420,7 +420,8 @@ impl Store {
         parts: &[CompletedPart],
         conditions: WriteConditions,
     ) -> S3Result<PutResult> {
-        self.complete_multipart_upload_checked(bucket, key, upload_id, parts, conditions, None)
+        let expected = ExpectedChecksum::default();
+        self.complete_multipart_upload_checked(bucket, key, upload_id, parts, conditions, expected)
             .map(|r| r.put)
     }
 
@@ -429,7 +430,8 @@ impl Store {
     /// for a `COMPOSITE` upload every part must give one, `InvalidRequest`; part numbers must
     /// then run 1, 2, 3..., `InvalidPartOrder`), and the object gets its checksum, composite or
     /// full-object (the parts' CRCs combined, no data read). `expected`, the object checksum
-    /// the request gives (`x-amz-checksum-*`), must match it (`BadDigest`).
+    /// the request gives (`x-amz-checksum-*`), must match it (`BadDigest`), and its type
+    /// (`x-amz-checksum-type`) the upload's (`InvalidRequest`).
     pub fn complete_multipart_upload_checked(
         &self,
         bucket: &str,
@@ -437,7 +439,7 @@ impl Store {
         upload_id: &str,
         parts: &[CompletedPart],
         conditions: WriteConditions,
-        expected: Option<Checksum>,
+        expected: ExpectedChecksum,
     ) -> S3Result<CompleteResult> {
         if parts.is_empty() {
             return Err(S3Error::with_message(
@@ -481,7 +483,8 @@ impl Store {
                 }
             };
             let stored = take_parts(txn, upload_id)?;
-            let mut sums = PartChecksums::new(up.meta.multipart_checksum.as_ref())?;
+            let mut sums =
+                PartChecksums::new(up.meta.multipart_checksum.as_ref(), expected.full_object)?;
             let mut locs = Vec::with_capacity(parts.len());
             let mut etag = MultipartETag::new();
             let mut size = 0u64;
@@ -534,7 +537,7 @@ impl Store {
                 .collect();
             let etag = etag.finish();
             let mut meta = up.meta;
-            let object_checksum = sums.finish(&mut meta, expected.as_ref())?;
+            let object_checksum = sums.finish(&mut meta, expected.checksum.as_ref())?;
             let rec = ObjectRecord {
                 size,
                 etag: etag.as_str().to_owned(),
@@ -604,7 +607,26 @@ struct PartChecksums {
 }
 
 impl PartChecksums {
-    fn new(spec: Option<&MultipartChecksum>) -> S3Result<Self> {
+    /// The checks of an upload with `spec`, completed by a request that names the type
+    /// `full_object` (`x-amz-checksum-type`), which must be the upload's.
+    fn new(spec: Option<&MultipartChecksum>, full_object: Option<bool>) -> S3Result<Self> {
+        if let Some(want) = full_object
+            && spec.map(|c| c.full_object) != Some(want)
+        {
+            let mode = |full: Option<bool>| match full {
+                Some(true) => "FULL_OBJECT",
+                Some(false) => "COMPOSITE",
+                None => "no",
+            };
+            return Err(S3Error::with_message(
+                S3ErrorCode::InvalidRequest,
+                format!(
+                    "The upload was created using the {} checksum mode. The complete request \
+                     must use the same checksum mode.",
+                    mode(spec.map(|c| c.full_object))
+                ),
+            ));
+        }
         let spec = match spec {
             None => None,
             Some(c) => {

@@ -327,6 +327,16 @@ pub struct CompletedPart {
     pub checksums: Vec<Checksum>,
 }
 
+/// What a CompleteMultipartUpload says of its object's checksum, to be checked against the
+/// upload: `x-amz-checksum-*` (the value, `-N` after a composite one) and `x-amz-checksum-type`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExpectedChecksum {
+    /// The object's checksum.
+    pub checksum: Option<Checksum>,
+    /// `FULL_OBJECT` (true) or `COMPOSITE` (false).
+    pub full_object: Option<bool>,
+}
+
 /// What CompleteMultipartUpload made.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompleteResult {

@@ -541,6 +541,21 @@ async fn multipart_checksum_errors(target: Target) {
     let mut missing = done.clone();
     missing[0] = completed(1, done[0].e_tag().unwrap(), &sha, None);
     assert_code(complete(missing).await, 400, "InvalidRequest");
+    // The type named with the complete must be the upload's.
+    let other_type = c
+        .complete_multipart_upload()
+        .bucket("sums")
+        .key("k")
+        .upload_id(&id)
+        .checksum_type(ChecksumType::FullObject)
+        .multipart_upload(
+            CompletedMultipartUpload::builder()
+                .set_parts(Some(done.clone()))
+                .build(),
+        )
+        .send()
+        .await;
+    assert_code(other_type, 400, "InvalidRequest");
     // The object's checksum given with the complete must be the one S3 makes.
     let composite = composite_of(&sha, &[&p1, &p2]);
     let with_sum = |sum: String| {
@@ -549,6 +564,7 @@ async fn multipart_checksum_errors(target: Target) {
             .key("k")
             .upload_id(&id)
             .checksum_sha256(sum)
+            .checksum_type(ChecksumType::Composite)
             .multipart_upload(
                 CompletedMultipartUpload::builder()
                     .set_parts(Some(done.clone()))

@@ -579,7 +579,7 @@ fn reader_of_a_multipart_object_survives_delete() {
 #[test]
 fn checksums_of_an_upload_with_an_algorithm() {
     use ferry_core::s3::checksum::ChecksumAlgorithm as A;
-    use ferry_server::store::{Checksum, MultipartChecksum};
+    use ferry_server::store::{Checksum, ExpectedChecksum, MultipartChecksum};
     let dir = tempfile::tempdir().unwrap();
     let mut s = open_with(dir.path(), 1);
     s.create_bucket("b").unwrap();
@@ -651,7 +651,7 @@ fn checksums_of_an_upload_with_an_algorithm() {
                 &id,
                 &parts,
                 WriteConditions::default(),
-                None,
+                ExpectedChecksum::default(),
             )
             .unwrap();
         let whole = datas.concat();
