@@ -1141,6 +1141,58 @@ mod tests {
     }
 
     #[test]
+    fn object_attributes_are_written_as_s3_writes_them() {
+        let doc = GetObjectAttributesResponse {
+            etag: Some(s("d41d8cd98f00b204e9800998ecf8427e-2")),
+            checksum: Some((
+                Checksums::one(ChecksumAlgorithm::Sha256, "aI8E="),
+                s("COMPOSITE"),
+            )),
+            object_parts: Some(ObjectAttributesParts {
+                total_parts_count: 2,
+                page: Some(ObjectPartsPage {
+                    part_number_marker: 0,
+                    next_part_number_marker: Some(1),
+                    max_parts: 1,
+                    is_truncated: true,
+                    parts: vec![(1, 5, Checksums::one(ChecksumAlgorithm::Sha256, "p1="))],
+                }),
+            }),
+            storage_class: Some(s("STANDARD")),
+            object_size: Some(10),
+        };
+        let xml = String::from_utf8(written(|o| doc.write_xml(o))).unwrap();
+        assert!(xml.ends_with(
+            "<GetObjectAttributesResponse xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\
+             <ETag>d41d8cd98f00b204e9800998ecf8427e-2</ETag>\
+             <Checksum><ChecksumSHA256>aI8E=</ChecksumSHA256><ChecksumType>COMPOSITE</ChecksumType></Checksum>\
+             <ObjectParts><PartsCount>2</PartsCount><PartNumberMarker>0</PartNumberMarker>\
+             <NextPartNumberMarker>1</NextPartNumberMarker><MaxParts>1</MaxParts>\
+             <IsTruncated>true</IsTruncated>\
+             <Part><PartNumber>1</PartNumber><Size>5</Size><ChecksumSHA256>p1=</ChecksumSHA256></Part>\
+             </ObjectParts><StorageClass>STANDARD</StorageClass><ObjectSize>10</ObjectSize>\
+             </GetObjectAttributesResponse>"
+        ), "{xml}");
+        // Only what was asked for; no parts listed without their checksums.
+        let size_only = GetObjectAttributesResponse {
+            object_size: Some(3),
+            object_parts: Some(ObjectAttributesParts {
+                total_parts_count: 4,
+                page: None,
+            }),
+            ..GetObjectAttributesResponse::default()
+        };
+        let xml = String::from_utf8(written(|o| size_only.write_xml(o))).unwrap();
+        assert!(
+            xml.ends_with(
+                "<ObjectParts><PartsCount>4</PartsCount></ObjectParts><ObjectSize>3</ObjectSize>\
+             </GetObjectAttributesResponse>"
+            ),
+            "{xml}"
+        );
+    }
+
+    #[test]
     fn copy_result_roots_are_distinct() {
         let c = CopyResult {
             kind: CopyKind::Part,
