@@ -108,6 +108,19 @@ pub(crate) fn push_checksum(h: &mut Headers, c: &Checksum) {
     }
 }
 
+/// The checksum of part `n` of a multipart object whose upload had a checksum algorithm, for
+/// a GET or HEAD of that part (`partNumber`) in checksum mode: the part's own checksum, which
+/// describes the bytes sent.
+pub(crate) fn push_part_checksum(h: &mut Headers, m: &ObjectMeta, n: u16) {
+    let Some(mc) = &m.multipart_checksum else {
+        return;
+    };
+    let part = usize::from(n).checked_sub(1).and_then(|i| mc.parts.get(i));
+    if let (Some(alg), Some((_, value))) = (ChecksumAlgorithm::parse(&mc.algorithm), part) {
+        h.push(alg.header_name(), value.clone());
+    }
+}
+
 /// The type of an object's checksum: `COMPOSITE` for a multipart object whose upload asked
 /// for it, `FULL_OBJECT` otherwise.
 pub(crate) fn checksum_type(m: &ObjectMeta) -> ChecksumType {

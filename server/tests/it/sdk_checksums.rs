@@ -465,6 +465,20 @@ async fn multipart_with_each_algorithm(target: Target) {
             "{key}"
         );
         assert_eq!(head.checksum_type(), Some(&kind), "{key}");
+        // A part read in checksum mode carries the part's own checksum (which the SDK checks
+        // the part's bytes against).
+        let part = c
+            .get_object()
+            .bucket("sums")
+            .key(&key)
+            .part_number(2)
+            .checksum_mode(ChecksumMode::Enabled)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("get part 2 of {key}: {}", show(&e)));
+        let want = b64_of(&algorithm, &p2);
+        assert_eq!(sum_of!(part, &algorithm), Some(want.as_str()), "{key}");
+        assert_eq!(body_bytes(part.body).await, p2, "{key}");
     }
 }
 
