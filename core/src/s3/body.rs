@@ -52,6 +52,10 @@ pub enum Checks {
     /// signatures and the trailer checksum. For a proxy forwarding the body: the backend gets
     /// the same `x-amz-checksum-*` and `Content-MD5` headers and checks them itself.
     Signature,
+    /// What the signature covers and `Content-MD5`, not `x-amz-checksum-*`: for a
+    /// CompleteMultipartUpload, whose checksum headers are the object's (a composite one ends
+    /// in `-N`), not its body's.
+    AllButChecksums,
 }
 
 /// The most decoded bytes a body may have, and the error for more.
@@ -210,6 +214,7 @@ impl BodyVerifier {
         };
         let (expected_checksum, algorithm, content_md5) = match checks {
             Checks::Signature => (None, None, None),
+            Checks::AllButChecksums => (None, None, find_content_md5(headers)?),
             Checks::All => {
                 let expected = checksum_header(headers)?;
                 let trailer =
@@ -246,6 +251,18 @@ impl BodyVerifier {
     pub fn with_external_md5(mut self) -> Self {
         if let Some(d) = &mut self.digests {
             d.md5 = None;
+        }
+        self
+    }
+
+    /// Compute the body's `algorithm` checksum too, when the request carries none (a part of a
+    /// multipart upload whose checksum the server makes itself); [`VerifiedBody::checksum`]
+    /// has it. A checksum the request carries is kept.
+    pub fn with_computed_checksum(mut self, algorithm: ChecksumAlgorithm) -> Self {
+        if let Some(d) = &mut self.digests
+            && d.checksum.is_none()
+        {
+            d.checksum = Some(algorithm.hasher());
         }
         self
     }
@@ -801,6 +818,27 @@ mod tests {
         v.feed(body).unwrap();
         let want = ChecksumAlgorithm::Crc32c.checksum(body);
         assert_eq!(v.finish().unwrap().checksum, Some(want));
+    }
+
+    #[test]
+    fn checksum_headers_can_be_left_to_the_operation() {
+        // A CompleteMultipartUpload names the object's composite checksum: not the body's.
+        let body = b"<CompleteMultipartUpload/>";
+        let md5 = crate::md5::content_md5(&crate::md5::md5(body));
+        let s = sign(
+            UNSIGNED_PAYLOAD,
+            &[
+                ("x-amz-checksum-sha256", "not-a-body-checksum-3"),
+                ("content-md5", md5.as_str()),
+            ],
+        );
+        assert!(s.verifier(None, Checks::All).is_err());
+        let mut v = s.verifier(None, Checks::AllButChecksums).unwrap();
+        v.feed(body).unwrap();
+        assert_eq!(v.finish().unwrap().checksum, None);
+        let mut v = s.verifier(None, Checks::AllButChecksums).unwrap();
+        v.feed(b"<other/>").unwrap();
+        assert_eq!(v.finish().unwrap_err().code, S3ErrorCode::BadDigest);
     }
 
     /// An aws-chunked body as an SDK sends it: signed chunks of `chunk` bytes and a CRC32

@@ -116,6 +116,215 @@ impl ChecksumAlgorithm {
     }
 }
 
+impl ChecksumAlgorithm {
+    /// Whether this is one of the CRCs (which combine, so a multipart object may have a
+    /// full-object checksum of this algorithm).
+    pub const fn is_crc(self) -> bool {
+        matches!(self, Self::Crc32 | Self::Crc32c | Self::Crc64Nvme)
+    }
+
+    /// The name in lower case, as AWS writes it in error messages (`crc32`, `sha256`).
+    pub const fn lower_name(self) -> &'static str {
+        match self {
+            Self::Crc32 => "crc32",
+            Self::Crc32c => "crc32c",
+            Self::Crc64Nvme => "crc64nvme",
+            Self::Sha1 => "sha1",
+            Self::Sha256 => "sha256",
+        }
+    }
+
+    /// The checksum type of a multipart upload that names this algorithm and no type:
+    /// `FULL_OBJECT` for CRC64NVME (it has no composite form), `COMPOSITE` for the others.
+    pub const fn default_multipart_type(self) -> ChecksumType {
+        match self {
+            Self::Crc64Nvme => ChecksumType::FullObject,
+            _ => ChecksumType::Composite,
+        }
+    }
+}
+
+/// How a multipart object's checksum is computed (`x-amz-checksum-type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChecksumType {
+    /// The checksum of the concatenated part checksums, with `-N` (N parts) after it.
+    Composite,
+    /// The checksum of the whole object's bytes (CRCs only: combined from the parts').
+    FullObject,
+}
+
+impl ChecksumType {
+    /// The header and XML value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Composite => "COMPOSITE",
+            Self::FullObject => "FULL_OBJECT",
+        }
+    }
+
+    /// Parse an `x-amz-checksum-type` value (ASCII case-insensitive).
+    pub fn parse(value: &str) -> Option<Self> {
+        let value = value.trim();
+        [Self::Composite, Self::FullObject]
+            .into_iter()
+            .find(|t| t.as_str().eq_ignore_ascii_case(value))
+    }
+}
+
+impl fmt::Display for ChecksumType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The checksum a CreateMultipartUpload asks for (`x-amz-checksum-algorithm` and
+/// `x-amz-checksum-type`), with AWS's rules: a type needs an algorithm, `FULL_OBJECT` only
+/// with a CRC, `COMPOSITE` not with CRC64NVME; no type is the algorithm's default.
+pub fn multipart_checksum(
+    headers: &[Header<'_>],
+) -> S3Result<Option<(ChecksumAlgorithm, ChecksumType)>> {
+    let algorithm = requested_algorithm(headers)?;
+    let kind = match crate::http::find_header(headers, "x-amz-checksum-type") {
+        None => None,
+        Some(raw) => Some(
+            core::str::from_utf8(raw)
+                .ok()
+                .and_then(ChecksumType::parse)
+                .ok_or_else(|| {
+                    S3Error::with_message(
+                        S3ErrorCode::InvalidRequest,
+                        "Value for x-amz-checksum-type header is invalid.",
+                    )
+                })?,
+        ),
+    };
+    let Some(algorithm) = algorithm else {
+        return match kind {
+            None => Ok(None),
+            Some(_) => Err(S3Error::with_message(
+                S3ErrorCode::InvalidRequest,
+                "The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header.",
+            )),
+        };
+    };
+    let kind = kind.unwrap_or(algorithm.default_multipart_type());
+    let allowed = match kind {
+        ChecksumType::FullObject => algorithm.is_crc(),
+        ChecksumType::Composite => algorithm != ChecksumAlgorithm::Crc64Nvme,
+    };
+    if !allowed {
+        return Err(S3Error::with_message(
+            S3ErrorCode::InvalidRequest,
+            alloc::format!(
+                "The {} checksum type cannot be used with the {} checksum algorithm.",
+                kind,
+                algorithm.lower_name()
+            ),
+        ));
+    }
+    Ok(Some((algorithm, kind)))
+}
+
+/// The composite checksum of a multipart object: the checksum, with the same algorithm, of
+/// its parts' raw checksums concatenated in part order (S3 writes it with `-N` after it).
+pub fn composite<'c>(
+    algorithm: ChecksumAlgorithm,
+    parts: impl IntoIterator<Item = &'c Checksum>,
+) -> Checksum {
+    let mut h = algorithm.hasher();
+    for p in parts {
+        h.update(p.as_bytes());
+    }
+    h.finalize()
+}
+
+/// The CRC of `A ++ B` from the CRCs of `A` (`first`) and `B` (`second`, of the same
+/// algorithm) and the length of `B`: how a full-object checksum is made from the parts'
+/// without reading the data again. `None` unless both are the same CRC algorithm.
+pub fn crc_combine(first: &Checksum, second: &Checksum, second_len: u64) -> Option<Checksum> {
+    let algorithm = first.algorithm;
+    if second.algorithm != algorithm || !algorithm.is_crc() {
+        return None;
+    }
+    let (a, b) = (first.crc_value(), second.crc_value());
+    let combined = combine_crc_values(algorithm, a, b, second_len);
+    let len = algorithm.digest_len();
+    let mut bytes = [0u8; MAX_CHECKSUM_LEN];
+    bytes[..len].copy_from_slice(&combined.to_be_bytes()[8 - len..]);
+    Some(Checksum { algorithm, bytes })
+}
+
+/// crc-fast's combination (the one the AWS SDKs use).
+#[cfg(feature = "std")]
+fn combine_crc_values(algorithm: ChecksumAlgorithm, a: u64, b: u64, b_len: u64) -> u64 {
+    use crc_fast::CrcAlgorithm as C;
+    let c = match algorithm {
+        ChecksumAlgorithm::Crc32 => C::Crc32IsoHdlc,
+        ChecksumAlgorithm::Crc32c => C::Crc32Iscsi,
+        _ => C::Crc64Nvme,
+    };
+    crc_fast::checksum_combine(c, a, b, b_len)
+}
+
+/// Without `std` there is no crc-fast (and the `crc` crate has no combination): zlib's
+/// method, for reflected CRCs whose init equals their xorout (all three here).
+#[cfg(not(feature = "std"))]
+fn combine_crc_values(algorithm: ChecksumAlgorithm, a: u64, b: u64, b_len: u64) -> u64 {
+    let (poly, width) = reflected_poly(algorithm);
+    gf2::combine(poly, width, a, b, b_len)
+}
+
+/// The reflected polynomial and width of a CRC algorithm.
+#[cfg(any(not(feature = "std"), test))]
+const fn reflected_poly(algorithm: ChecksumAlgorithm) -> (u64, u32) {
+    match algorithm {
+        ChecksumAlgorithm::Crc32 => (0xEDB8_8320, 32),
+        ChecksumAlgorithm::Crc32c => (0x82F6_3B78, 32),
+        _ => (0x9A6C_9329_AC4B_C9B5, 64),
+    }
+}
+
+/// CRC combination by polynomial arithmetic modulo the CRC's polynomial (zlib's
+/// `crc32_combine`, for any width up to 64): `crc(A ++ B) = crc(A) * x^(8 * len(B)) + crc(B)`.
+#[cfg(any(not(feature = "std"), test))]
+mod gf2 {
+    /// `a * b mod p`, in the reflected representation (the top bit is `x^0`).
+    fn mult_mod(poly: u64, width: u32, a: u64, mut b: u64) -> u64 {
+        let mut m = 1u64 << (width - 1);
+        let mut p = 0u64;
+        while m != 0 {
+            if a & m != 0 {
+                p ^= b;
+                if a & (m - 1) == 0 {
+                    break;
+                }
+            }
+            m >>= 1;
+            b = if b & 1 != 0 { (b >> 1) ^ poly } else { b >> 1 };
+        }
+        p
+    }
+
+    /// `x^(8 * len) mod p`, by squaring.
+    fn x_pow_8n(poly: u64, width: u32, mut len: u64) -> u64 {
+        let one = 1u64 << (width - 1);
+        let mut result = one;
+        let mut sq = one >> 8; // x^8
+        while len != 0 {
+            if len & 1 != 0 {
+                result = mult_mod(poly, width, sq, result);
+            }
+            sq = mult_mod(poly, width, sq, sq);
+            len >>= 1;
+        }
+        result
+    }
+
+    pub(super) fn combine(poly: u64, width: u32, a: u64, b: u64, b_len: u64) -> u64 {
+        mult_mod(poly, width, x_pow_8n(poly, width, b_len), a) ^ b
+    }
+}
+
 impl fmt::Display for ChecksumAlgorithm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -260,6 +469,16 @@ impl Checksum {
         &self.bytes[..self.algorithm.digest_len()]
     }
 
+    /// A CRC's value as a number (0 for the SHAs).
+    fn crc_value(&self) -> u64 {
+        let mut v = [0u8; 8];
+        let len = self.algorithm.digest_len();
+        if len <= 8 {
+            v[8 - len..].copy_from_slice(self.as_bytes());
+        }
+        u64::from_be_bytes(v)
+    }
+
     /// The base64 form S3 puts in headers and trailers.
     pub fn to_base64(&self) -> Base64Checksum {
         let mut buf = [0u8; MAX_CHECKSUM_BASE64_LEN];
@@ -360,6 +579,17 @@ pub fn checksum_header(headers: &[Header<'_>]) -> S3Result<Option<Checksum>> {
         }
     }
     Ok(found)
+}
+
+/// The algorithm of the checksum a request's body carries: its `x-amz-checksum-*` header, or
+/// the trailer its `x-amz-trailer` names.
+pub fn carried_algorithm(headers: &[Header<'_>]) -> S3Result<Option<ChecksumAlgorithm>> {
+    if let Some(c) = checksum_header(headers)? {
+        return Ok(Some(c.algorithm()));
+    }
+    Ok(crate::http::find_header(headers, "x-amz-trailer")
+        .and_then(|v| core::str::from_utf8(v).ok())
+        .and_then(ChecksumAlgorithm::from_header_name))
 }
 
 /// The algorithm a request asks for in `x-amz-sdk-checksum-algorithm` or `x-amz-checksum-algorithm`.
@@ -542,6 +772,113 @@ mod tests {
         }];
         assert!(requested_algorithm(&bad).is_err());
         assert_eq!(requested_algorithm(&[]).expect("valid"), None);
+    }
+
+    fn h<'a>(name: &'a str, value: &'a str) -> Header<'a> {
+        Header {
+            name,
+            value: value.as_bytes(),
+        }
+    }
+
+    #[test]
+    fn multipart_checksum_follows_aws_rules() {
+        use ChecksumAlgorithm as A;
+        use ChecksumType as T;
+        let get = |hs: &[Header<'_>]| multipart_checksum(hs).map_err(|e| e.code);
+        assert_eq!(get(&[]), Ok(None));
+        let alg = |v| h("x-amz-checksum-algorithm", v);
+        let kind = |v| h("x-amz-checksum-type", v);
+        assert_eq!(get(&[alg("SHA256")]), Ok(Some((A::Sha256, T::Composite))));
+        assert_eq!(get(&[alg("crc32")]), Ok(Some((A::Crc32, T::Composite))));
+        assert_eq!(
+            get(&[alg("CRC64NVME")]),
+            Ok(Some((A::Crc64Nvme, T::FullObject)))
+        );
+        assert_eq!(
+            get(&[alg("CRC32C"), kind("FULL_OBJECT")]),
+            Ok(Some((A::Crc32c, T::FullObject)))
+        );
+        assert_eq!(
+            get(&[alg("SHA1"), kind("COMPOSITE")]),
+            Ok(Some((A::Sha1, T::Composite)))
+        );
+        let refused = |hs: &[Header<'_>], msg: &str| {
+            let e = multipart_checksum(hs).expect_err("refused");
+            assert_eq!(e.code, S3ErrorCode::InvalidRequest);
+            assert_eq!(e.message, msg);
+        };
+        refused(
+            &[alg("SHA256"), kind("FULL_OBJECT")],
+            "The FULL_OBJECT checksum type cannot be used with the sha256 checksum algorithm.",
+        );
+        refused(
+            &[alg("CRC64NVME"), kind("COMPOSITE")],
+            "The COMPOSITE checksum type cannot be used with the crc64nvme checksum algorithm.",
+        );
+        refused(
+            &[kind("COMPOSITE")],
+            "The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header.",
+        );
+        refused(
+            &[alg("CRC32"), kind("PARTIAL")],
+            "Value for x-amz-checksum-type header is invalid.",
+        );
+    }
+
+    #[test]
+    fn composite_is_the_checksum_of_the_raw_part_checksums() {
+        let parts = [b"first part".as_slice(), b"second", b""];
+        for alg in ChecksumAlgorithm::ALL {
+            let sums: Vec<Checksum> = parts.iter().map(|p| alg.checksum(p)).collect();
+            let raw: Vec<u8> = sums.iter().flat_map(|c| c.as_bytes().to_vec()).collect();
+            assert_eq!(composite(alg, &sums), alg.checksum(&raw), "{alg}");
+        }
+    }
+
+    #[test]
+    fn crc_combine_refuses_shas_and_mixed_algorithms() {
+        let a = ChecksumAlgorithm::Crc32.checksum(b"a");
+        let c = ChecksumAlgorithm::Crc32c.checksum(b"a");
+        let s = ChecksumAlgorithm::Sha1.checksum(b"a");
+        assert_eq!(crc_combine(&a, &c, 1), None);
+        assert_eq!(crc_combine(&s, &s, 1), None);
+    }
+
+    proptest! {
+        /// The full-object CRC made from the parts' CRCs and lengths is the CRC of the whole
+        /// data, for any cut into parts (empty ones too); so is the hand-written combination
+        /// used without `std`.
+        #[test]
+        fn combined_crcs_equal_the_crc_of_the_whole(
+            data in proptest::collection::vec(any::<u8>(), 0..3000),
+            cuts in proptest::collection::vec(0usize..3000, 0..5),
+        ) {
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(data.len())).collect();
+            cuts.push(0);
+            cuts.push(data.len());
+            cuts.sort_unstable();
+            for alg in [ChecksumAlgorithm::Crc32, ChecksumAlgorithm::Crc32c, ChecksumAlgorithm::Crc64Nvme] {
+                let mut acc: Option<Checksum> = None;
+                let mut by_hand: Option<u64> = None;
+                let (poly, width) = reflected_poly(alg);
+                for w in cuts.windows(2) {
+                    let part = &data[w[0]..w[1]];
+                    let sum = alg.checksum(part);
+                    acc = Some(match acc {
+                        None => sum,
+                        Some(prev) => crc_combine(&prev, &sum, part.len() as u64).unwrap(),
+                    });
+                    by_hand = Some(match by_hand {
+                        None => sum.crc_value(),
+                        Some(prev) => gf2::combine(poly, width, prev, sum.crc_value(), part.len() as u64),
+                    });
+                }
+                let whole = alg.checksum(&data);
+                prop_assert_eq!(acc, Some(whole));
+                prop_assert_eq!(by_hand, Some(whole.crc_value()));
+            }
+        }
     }
 
     proptest! {

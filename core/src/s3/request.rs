@@ -569,6 +569,15 @@ pub enum Endpoint<'a> {
         /// `Content-MD5`, decoded.
         content_md5: Option<[u8; 16]>,
     },
+    /// `GET /bucket/key?attributes`.
+    GetObjectAttributes {
+        /// `x-amz-object-attributes`: what to return.
+        attributes: ObjectAttributes,
+        /// `x-amz-max-parts`, default 1000, clamped to 1000.
+        max_parts: u32,
+        /// `x-amz-part-number-marker`: parts after this one.
+        part_number_marker: u32,
+    },
     /// `PUT /bucket/key` with `x-amz-copy-source`.
     CopyObject {
         /// The source object.
@@ -659,12 +668,15 @@ impl<'a> Endpoint<'a> {
     ) -> S3Result<S3Request<'a>> {
         let addr = Address::parse(target, find_header_str(headers, "host"), cfg)?;
         let query = Query::parse(addr.raw_query)?;
+        // `?attributes` is served on an object only (GetObjectAttributes).
+        let object_attributes = |n: &str| n == "attributes" && addr.key.is_some();
         let unknown_subresource = |(n, v): (&str, &str)| {
-            UNSUPPORTED_SUBRESOURCES.contains(&n)
-                || (v.is_empty()
-                    && !KNOWN_PARAMETERS.contains(&n)
-                    && !starts_with_ignore_case(n, "x-amz-")
-                    && !n.starts_with("response-"))
+            !object_attributes(n)
+                && (UNSUPPORTED_SUBRESOURCES.contains(&n)
+                    || (v.is_empty()
+                        && !KNOWN_PARAMETERS.contains(&n)
+                        && !starts_with_ignore_case(n, "x-amz-")
+                        && !n.starts_with("response-")))
         };
         if query.iter().any(unknown_subresource) {
             return Err(not_implemented("This subresource is not implemented"));
@@ -967,6 +979,21 @@ impl<'a> Endpoint<'a> {
                 _ => return Err(not_implemented("This object operation is not implemented")),
             });
         }
+        if q.has("attributes") {
+            if upload_id.is_some() || uploads || q.has("partNumber") || method != "GET" {
+                return Err(not_implemented("This object operation is not implemented"));
+            }
+            // versionId as GetObject takes it.
+            check_version_id(q.get("versionId"))?;
+            return Ok(Self::GetObjectAttributes {
+                attributes: ObjectAttributes::from_headers(headers)?,
+                max_parts: header_page_size(headers, "x-amz-max-parts")?,
+                part_number_marker: find_header_str(headers, "x-amz-part-number-marker")
+                    .map(|v| validate::int_param("x-amz-part-number-marker", v.trim()))
+                    .transpose()?
+                    .unwrap_or(0),
+            });
+        }
         if uploads && upload_id.is_some() {
             return Err(not_implemented("Conflicting subresources"));
         }
@@ -1117,6 +1144,7 @@ impl<'a> Endpoint<'a> {
             Self::PostObject => "PostObject",
             Self::GetObject { .. } => "GetObject",
             Self::HeadObject { .. } => "HeadObject",
+            Self::GetObjectAttributes { .. } => "GetObjectAttributes",
             Self::PutObject { .. } => "PutObject",
             Self::CopyObject { .. } => "CopyObject",
             Self::DeleteObject => "DeleteObject",
@@ -1167,6 +1195,70 @@ fn metadata_directive(headers: &[Header<'_>]) -> S3Result<MetadataDirective> {
 }
 
 /// A page size parameter: default and maximum 1000, larger values clamped.
+/// A page size given in a header (`x-amz-max-parts`): default and clamp 1000.
+fn header_page_size(headers: &[Header<'_>], name: &'static str) -> S3Result<u32> {
+    Ok(find_header_str(headers, name)
+        .map(|v| validate::int_param(name, v.trim()))
+        .transpose()?
+        .map_or(MAX_LIST_PAGE, |n| n.min(MAX_LIST_PAGE)))
+}
+
+/// What a GetObjectAttributes asks for (`x-amz-object-attributes`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ObjectAttributes {
+    /// `ETag`.
+    pub etag: bool,
+    /// `Checksum`.
+    pub checksum: bool,
+    /// `ObjectParts`.
+    pub object_parts: bool,
+    /// `StorageClass`.
+    pub storage_class: bool,
+    /// `ObjectSize`.
+    pub object_size: bool,
+}
+
+impl ObjectAttributes {
+    /// Parse every `x-amz-object-attributes` header (comma-separated names, at least one);
+    /// a missing or empty list or an unknown name is `InvalidArgument`.
+    pub fn from_headers(headers: &[Header<'_>]) -> S3Result<Self> {
+        let mut a = Self::default();
+        let mut any = false;
+        let values = headers
+            .iter()
+            .filter(|h| h.name.eq_ignore_ascii_case("x-amz-object-attributes"));
+        for h in values {
+            let text = core::str::from_utf8(h.value).map_err(|_| invalid_attribute())?;
+            for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                let slot = match name {
+                    "ETag" => &mut a.etag,
+                    "Checksum" => &mut a.checksum,
+                    "ObjectParts" => &mut a.object_parts,
+                    "StorageClass" => &mut a.storage_class,
+                    "ObjectSize" => &mut a.object_size,
+                    _ => return Err(invalid_attribute()),
+                };
+                *slot = true;
+                any = true;
+            }
+        }
+        if !any {
+            return Err(S3Error::with_message(
+                S3ErrorCode::InvalidArgument,
+                "The x-amz-object-attributes header specifying the attributes to be retrieved is either missing or empty",
+            ));
+        }
+        Ok(a)
+    }
+}
+
+fn invalid_attribute() -> S3Error {
+    S3Error::with_message(
+        S3ErrorCode::InvalidArgument,
+        "Invalid attribute name specified.",
+    )
+}
+
 fn page_size(q: &Query<'_>, name: &'static str) -> S3Result<u32> {
     Ok(q.get(name)
         .map(|v| validate::int_param(name, v))
@@ -1236,8 +1328,27 @@ mod tests {
     #[test]
     fn aws_reference_examples() {
         let upload = "VCVsb2FkIElEIGZvciBlbZZpbmcncyBteS1tb3ZpZS5tMnRzIHVwbG9hZR";
+        let all_attributes = ObjectAttributes {
+            etag: true,
+            checksum: true,
+            object_parts: true,
+            storage_class: true,
+            object_size: true,
+        };
         #[rustfmt::skip]
         let cases: Vec<Case<'_>> = vec![
+            // GetObjectAttributes (the API reference's example)
+            ("GET", "/example-object?attributes", "examplebucket.s3.amazonaws.com",
+             &[("x-amz-object-attributes", "ETag,Checksum,ObjectParts,StorageClass,ObjectSize"),
+               ("x-amz-max-parts", "2"), ("x-amz-part-number-marker", "1")],
+             Some("examplebucket"), Some("example-object"),
+             Endpoint::GetObjectAttributes { attributes: all_attributes, max_parts: 2, part_number_marker: 1 }),
+            ("GET", "/example-object?attributes&versionId=null", "examplebucket.s3.amazonaws.com",
+             &[("x-amz-object-attributes", "ObjectSize"), ("x-amz-max-parts", "5000")],
+             Some("examplebucket"), Some("example-object"),
+             Endpoint::GetObjectAttributes {
+                 attributes: ObjectAttributes { object_size: true, ..ObjectAttributes::default() },
+                 max_parts: 1000, part_number_marker: 0 }),
             // ListBuckets
             ("GET", "/", "s3.amazonaws.com", &[], None, None,
              Endpoint::ListBuckets { prefix: None, continuation_token: None, max_buckets: None }),
@@ -1423,7 +1534,7 @@ mod tests {
     #[test]
     fn unsupported_requests_are_not_implemented() {
         #[rustfmt::skip]
-        let cases: [(&str, &str, Extra<'_>); 31] = [
+        let cases: [(&str, &str, Extra<'_>); 33] = [
             ("GET", "/bucket?notification", &[]),
             // Only a multipart/form-data body is a POST Object.
             ("POST", "/bucket", &[("Content-Type", "application/x-www-form-urlencoded")]),
@@ -1456,6 +1567,8 @@ mod tests {
             ("GET", "/bucket/key?uploads", &[]),
             ("POST", "/bucket/key?uploads&uploadId=x", &[]),
             ("HEAD", "/bucket/key?uploadId=x", &[("Range", "bytes=0-1")]),
+            ("PUT", "/bucket/key?attributes", &[("x-amz-object-attributes", "ETag")]),
+            ("GET", "/bucket/key?attributes&uploadId=x", &[("x-amz-object-attributes", "ETag")]),
         ];
         for (method, target, extra) in cases {
             let e = route(method, target, "localhost:9000", extra).expect_err(target);
@@ -1511,11 +1624,64 @@ mod tests {
     }
 
     #[test]
+    fn object_attributes_are_checked() {
+        fn code(extra: Extra<'_>) -> Result<(ObjectAttributes, u32, u32), S3ErrorCode> {
+            match route("GET", "/bucket/k?attributes", "h", extra).map(|r| r.endpoint) {
+                Ok(Endpoint::GetObjectAttributes {
+                    attributes,
+                    max_parts,
+                    part_number_marker,
+                }) => Ok((attributes, max_parts, part_number_marker)),
+                Ok(other) => panic!("routed to {}", other.name()),
+                Err(e) => Err(e.code),
+            }
+        }
+        for extra in [
+            &[][..],
+            &[("x-amz-object-attributes", " , ")],
+            &[("x-amz-object-attributes", "ETag,Size")],
+            &[("x-amz-object-attributes", "etag")],
+            &[
+                ("x-amz-object-attributes", "ETag"),
+                ("x-amz-max-parts", "-1"),
+            ],
+            &[
+                ("x-amz-object-attributes", "ETag"),
+                ("x-amz-part-number-marker", "x"),
+            ],
+        ] {
+            assert_eq!(code(extra), Err(S3ErrorCode::InvalidArgument), "{extra:?}");
+        }
+        // Several headers and spaces after commas, as some clients send them.
+        let both = ObjectAttributes {
+            etag: true,
+            object_size: true,
+            checksum: true,
+            ..ObjectAttributes::default()
+        };
+        assert_eq!(
+            code(&[
+                ("x-amz-object-attributes", "ETag, ObjectSize"),
+                ("x-amz-object-attributes", "Checksum")
+            ]),
+            Ok((both, 1000, 0))
+        );
+        let e = route(
+            "GET",
+            "/bucket/k?attributes&versionId=v1",
+            "h",
+            &[("x-amz-object-attributes", "ETag")],
+        );
+        assert_eq!(e.map_err(|e| e.code), Err(S3ErrorCode::InvalidArgument));
+    }
+
+    #[test]
     fn unknown_subresources_are_not_implemented_and_other_parameters_pass() {
         for target in [
             "/bucket/key?foo",
             "/bucket?objectlambda",
-            "/bucket/key?attributes&x=1",
+            "/bucket?attributes",
+            "/bucket/key?attributes&foo",
         ] {
             let e = route("GET", target, "h", &[]).expect_err(target);
             assert_eq!(e.code, S3ErrorCode::NotImplemented, "{target}");

@@ -242,6 +242,8 @@ impl<C: Clock> Handler for FakeS3<C> {
                     bucket: bucket.as_str().into(),
                     key: key.as_str().into(),
                     etag: etag.as_str().into(),
+                    checksums: Default::default(),
+                    checksum_type: None,
                 }
                 .write_xml(&mut out);
                 res.send(200, &[], &out).await?;

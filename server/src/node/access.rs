@@ -91,6 +91,7 @@ fn action(endpoint: &Endpoint<'_>) -> Option<(&'static str, bool)> {
         // The key and the signer are in the form: checked by the operation (`may_put`).
         Endpoint::PostObject => return None,
         Endpoint::GetObject { .. } | Endpoint::HeadObject { .. } => ("s3:GetObject", true),
+        Endpoint::GetObjectAttributes { .. } => ("s3:GetObjectAttributes", true),
         Endpoint::PutObject { .. }
         | Endpoint::CopyObject { .. }
         | Endpoint::CreateMultipartUpload
@@ -208,6 +209,7 @@ fn of_version(action: &'static str) -> &'static str {
         "s3:DeleteObjectTagging" => "s3:DeleteObjectVersionTagging",
         "s3:GetObjectAcl" => "s3:GetObjectVersionAcl",
         "s3:PutObjectAcl" => "s3:PutObjectVersionAcl",
+        "s3:GetObjectAttributes" => "s3:GetObjectVersionAttributes",
         other => other,
     }
 }
@@ -340,7 +342,10 @@ fn decide<R: Runtime>(
         }
         // What an object's own ACL grants: read it, read or replace its ACL.
         let want = match action {
-            "s3:GetObject" | "s3:GetObjectVersion" => Permission::Read,
+            "s3:GetObject"
+            | "s3:GetObjectVersion"
+            | "s3:GetObjectAttributes"
+            | "s3:GetObjectVersionAttributes" => Permission::Read,
             "s3:GetObjectAcl" | "s3:GetObjectVersionAcl" => Permission::ReadAcp,
             "s3:PutObjectAcl" | "s3:PutObjectVersionAcl" => Permission::WriteAcp,
             _ => return Ok(false),

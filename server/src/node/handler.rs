@@ -8,7 +8,7 @@ use ferry_core::s3::request::{Endpoint, version_id};
 use ferry_core::s3::xml::CorsConfiguration;
 
 use super::context::{Cx, NodeApi};
-use super::{access, acl, buckets, lock, multipart, objects, policy, post, tagging};
+use super::{access, acl, attributes, buckets, lock, multipart, objects, policy, post, tagging};
 use crate::front::{Op, S3Api};
 use crate::store::BucketSetting;
 
@@ -122,6 +122,18 @@ impl<R: Runtime> S3Api for NodeApi<R> {
                     version: version_id(&s3.query)?,
                 };
                 objects::get(cx, res, bucket, key, read).await
+            }
+            Endpoint::GetObjectAttributes {
+                attributes: wanted,
+                max_parts,
+                part_number_marker,
+            } => {
+                let q = attributes::AttributesQuery {
+                    attributes: *wanted,
+                    max_parts: *max_parts,
+                    part_number_marker: *part_number_marker,
+                };
+                attributes::get(cx, res, bucket, key, q, version_id(&s3.query)?).await
             }
             // Content-MD5 is checked with the body, by its verifier.
             Endpoint::PutObject { content_md5: _ } => {

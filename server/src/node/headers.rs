@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use base64::Engine as _;
 use ferry_core::http::{Header, find_header, find_header_str};
 use ferry_core::md5::ETag;
-use ferry_core::s3::checksum::ChecksumAlgorithm;
+use ferry_core::s3::checksum::{ChecksumAlgorithm, ChecksumType};
 use ferry_core::s3::tagging;
 use ferry_core::s3::validate::{self, ContentHeaders};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
@@ -53,6 +53,8 @@ pub(crate) fn object_meta(headers: &[Header<'_>]) -> S3Result<ObjectMeta> {
         // Set by the operation, which knows the bucket's lock (`node::lock::for_write`).
         retention: None,
         legal_hold: false,
+        // Set by CreateMultipartUpload (`x-amz-checksum-algorithm`, `x-amz-checksum-type`).
+        multipart_checksum: None,
     })
 }
 
@@ -116,6 +118,28 @@ pub(crate) fn push_checksum(h: &mut Headers, c: &Checksum) {
     }
 }
 
+/// The checksum of part `n` of a multipart object whose upload had a checksum algorithm, for
+/// a GET or HEAD of that part (`partNumber`) in checksum mode: the part's own checksum, which
+/// describes the bytes sent.
+pub(crate) fn push_part_checksum(h: &mut Headers, m: &ObjectMeta, n: u16) {
+    let Some(mc) = &m.multipart_checksum else {
+        return;
+    };
+    let part = usize::from(n).checked_sub(1).and_then(|i| mc.parts.get(i));
+    if let (Some(alg), Some((_, value))) = (ChecksumAlgorithm::parse(&mc.algorithm), part) {
+        h.push(alg.header_name(), value.clone());
+    }
+}
+
+/// The type of an object's checksum: `COMPOSITE` for a multipart object whose upload asked
+/// for it, `FULL_OBJECT` otherwise.
+pub(crate) fn checksum_type(m: &ObjectMeta) -> ChecksumType {
+    match &m.multipart_checksum {
+        Some(c) if !c.full_object => ChecksumType::Composite,
+        _ => ChecksumType::FullObject,
+    }
+}
+
 /// `ETag` and `Last-Modified`: what 304 responses carry too.
 pub(crate) fn push_validators(h: &mut Headers, etag: &ETag, last_modified: DateTime) {
     h.push("ETag", etag.as_str().to_owned());
@@ -167,7 +191,7 @@ pub(crate) fn object_headers(
             push_checksum(&mut h, c);
         }
         if !m.checksums.is_empty() {
-            h.push("x-amz-checksum-type", "FULL_OBJECT");
+            h.push("x-amz-checksum-type", checksum_type(m).as_str());
         }
     }
     h

@@ -11,6 +11,7 @@
 
 mod access;
 mod acl;
+mod attributes;
 pub(crate) mod body;
 pub(crate) mod buckets;
 mod context;

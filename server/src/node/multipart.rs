@@ -3,15 +3,17 @@
 
 use std::borrow::Cow;
 
+use ferry_core::http::find_header_str;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::md5::ETag;
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, Checks};
+use ferry_core::s3::checksum::{self, ChecksumAlgorithm, ChecksumType};
 use ferry_core::s3::conditions::Conditions;
 use ferry_core::s3::range::CopySourceRange;
 use ferry_core::s3::request::{CopySource, Endpoint};
 use ferry_core::s3::xml::{
-    CompleteMultipartUpload, CompleteMultipartUploadResult, CopyKind, CopyResult,
+    Checksums, CompleteMultipartUpload, CompleteMultipartUploadResult, CopyKind, CopyResult,
     InitiateMultipartUploadResult, ListMultipartUploadsResult, ListPartsResult, MAX_COMPLETE_BODY,
     PartEntry, UploadEntry,
 };
@@ -24,7 +26,9 @@ use super::headers::{object_meta, push_checksum, write_conditions};
 use super::objects::{OwnedConditions, stored_checksum};
 use crate::front::Headers;
 use crate::front::body::{read_small, require_length};
-use crate::store::{self, CompletedPart, UploadsQuery};
+use crate::store::{
+    self, Checksum, CompletedPart, ExpectedChecksum, MultipartChecksum, UploadsQuery,
+};
 
 /// The storage class of every upload.
 const STANDARD: &str = "STANDARD";
@@ -42,6 +46,12 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
         &mut meta,
         super::lock::for_write(cx, bucket, cx.headers, false)?,
     );
+    let checksum = checksum::multipart_checksum(cx.headers)?;
+    meta.multipart_checksum = checksum.map(|(algorithm, kind)| MultipartChecksum {
+        algorithm: algorithm.as_str().to_owned(),
+        full_object: kind == ChecksumType::FullObject,
+        parts: Vec::new(),
+    });
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let upload_id = cx
         .unblock(move |store| store.create_multipart_upload(&b, &k, meta))
@@ -53,7 +63,36 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    let mut h = Headers::new();
+    if let Some((algorithm, kind)) = checksum {
+        h.push("x-amz-checksum-algorithm", algorithm.as_str());
+        h.push("x-amz-checksum-type", kind.as_str());
+    }
+    cx.req.send_xml(res, h, &xml).await
+}
+
+/// The checksum an UploadPart into an upload with `spec` must carry: the upload's algorithm
+/// (AWS's `InvalidRequest` for another, or for none when the upload is `COMPOSITE`); a part of a
+/// `FULL_OBJECT` upload that carries none gets it computed. Returns the algorithm to compute.
+fn part_checksum(
+    headers: &[ferry_core::http::Header<'_>],
+    spec: &MultipartChecksum,
+) -> S3Result<Option<ChecksumAlgorithm>> {
+    let want = ChecksumAlgorithm::parse(&spec.algorithm)
+        .ok_or_else(|| S3Error::with_message(S3ErrorCode::InternalError, "stored algorithm"))?;
+    let carried = checksum::carried_algorithm(headers)?;
+    match carried {
+        Some(a) if a == want => Ok(None),
+        None if spec.full_object => Ok(Some(want)),
+        other => Err(S3Error::with_message(
+            S3ErrorCode::InvalidRequest,
+            format!(
+                "Checksum Type mismatch occurred, expected checksum Type: {}, actual checksum Type: {}",
+                want.lower_name(),
+                other.map_or("null", ChecksumAlgorithm::lower_name)
+            ),
+        )),
+    }
 }
 
 /// UploadPart: streamed like PutObject, into the upload's part.
@@ -68,14 +107,22 @@ pub(crate) async fn upload_part<R: Runtime, S: Stream>(
     part_number: u16,
 ) -> S3Result<()> {
     require_length(body)?;
-    let verifier = cx
+    let mut verifier = cx
         .req
         .body_verifier(body, Checks::All, BodyLimit::object())?;
     let (b, k, u) = (bucket.to_owned(), key.to_owned(), upload_id.to_owned());
     let writer = cx
         .unblock(move |store| store.part_writer(&b, &k, &u, u32::from(part_number)))
         .await?;
-    let (writer, done) = stream_into(cx.rt(), body, verifier, writer).await?;
+    if let Some(spec) = writer.upload_checksum()
+        && let Some(algorithm) = part_checksum(cx.headers, spec)?
+    {
+        verifier = verifier.with_computed_checksum(algorithm);
+    }
+    let (mut writer, done) = stream_into(cx.rt(), body, verifier, writer).await?;
+    if let Some(c) = &done.checksum {
+        writer.set_checksum(stored_checksum(c));
+    }
     let part = cx.unblock(move |_| writer.commit()).await?;
     let mut h = Headers::new();
     h.push("ETag", part.etag.as_str().to_owned());
@@ -153,7 +200,8 @@ pub(crate) async fn complete<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     let conditions = write_conditions(cx.headers)?;
     let limit = BodyLimit::document(MAX_COMPLETE_BODY as u64);
-    let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
+    // Its x-amz-checksum-* are the object's checksum, checked by the store.
+    let verifier = cx.req.body_verifier(body, Checks::AllButChecksums, limit)?;
     let (xml, _) = read_small(body, verifier).await?;
     let request = CompleteMultipartUpload::parse_xml(&xml)?;
     let parts = request
@@ -169,13 +217,25 @@ pub(crate) async fn complete<R: Runtime, S: Stream>(
             Ok(CompletedPart {
                 part_number: u32::from(p.part_number),
                 etag,
+                checksums: p
+                    .checksums
+                    .algorithms()
+                    .map(|a| Checksum {
+                        algorithm: a.as_str().to_owned(),
+                        value: p.checksums.get(a).unwrap_or_default().to_owned(),
+                    })
+                    .collect(),
             })
         })
         .collect::<S3Result<Vec<_>>>()?;
+    let expected = expected_object_checksum(cx.headers)?;
     let (b, k, u) = (bucket.to_owned(), key.to_owned(), upload_id.to_owned());
-    let put = cx
-        .unblock(move |store| store.complete_multipart_upload(&b, &k, &u, &parts, conditions))
+    let done = cx
+        .unblock(move |store| {
+            store.complete_multipart_upload_checked(&b, &k, &u, &parts, conditions, expected)
+        })
         .await?;
+    let put = done.put;
     // The object's URL as the client addressed it: `BUCKET.DOMAIN/key` or `HOST/BUCKET/key`.
     let location = if cx.req.virtual_hosted {
         format!("http://{}/{}", cx.req.host(), uri::encode_path(key))
@@ -192,12 +252,61 @@ pub(crate) async fn complete<R: Runtime, S: Stream>(
         bucket: Cow::Borrowed(bucket),
         key: Cow::Borrowed(key),
         etag: Cow::Borrowed(put.etag.as_str()),
+        checksums: done
+            .checksum
+            .as_ref()
+            .and_then(|c| {
+                Some(Checksums::one(
+                    ChecksumAlgorithm::parse(&c.algorithm)?,
+                    &c.value,
+                ))
+            })
+            .unwrap_or_default(),
+        checksum_type: done.checksum.as_ref().map(|_| {
+            let kind = if done.full_object {
+                ChecksumType::FullObject
+            } else {
+                ChecksumType::Composite
+            };
+            Cow::Borrowed(kind.as_str())
+        }),
     };
     let mut out = Vec::new();
     doc.write_xml(&mut out);
     let mut h = Headers::new();
     super::headers::push_version(&mut h, put.version_id);
     cx.req.send_xml(res, h, &out).await
+}
+
+/// The object checksum a CompleteMultipartUpload gives in `x-amz-checksum-*`, as sent (a
+/// composite one ends in `-N`), and its `x-amz-checksum-type`: the store checks them against
+/// the upload and the checksum it makes.
+fn expected_object_checksum(
+    headers: &[ferry_core::http::Header<'_>],
+) -> S3Result<ExpectedChecksum> {
+    let checksum = headers.iter().find_map(|h| {
+        let algorithm = ChecksumAlgorithm::from_header_name(h.name)?;
+        Some(Checksum {
+            algorithm: algorithm.as_str().to_owned(),
+            value: std::str::from_utf8(h.value).ok()?.trim().to_owned(),
+        })
+    });
+    let full_object = match find_header_str(headers, "x-amz-checksum-type") {
+        None => None,
+        Some(v) => match ChecksumType::parse(v) {
+            Some(t) => Some(t == ChecksumType::FullObject),
+            None => {
+                return Err(S3Error::with_message(
+                    S3ErrorCode::InvalidRequest,
+                    "Value for x-amz-checksum-type header is invalid.",
+                ));
+            }
+        },
+    };
+    Ok(ExpectedChecksum {
+        checksum,
+        full_object,
+    })
 }
 
 /// AbortMultipartUpload: 204; `NoSuchUpload` if it is not in progress.
@@ -258,8 +367,29 @@ pub(crate) async fn list_parts<R: Runtime, S: Stream>(
                 last_modified_unix: p.last_modified.to_unix(),
                 etag: Cow::Borrowed(p.etag.as_str()),
                 size: p.size,
+                checksums: p
+                    .checksum
+                    .as_ref()
+                    .and_then(|c| {
+                        Some(Checksums::one(
+                            ChecksumAlgorithm::parse(&c.algorithm)?,
+                            c.value.as_str(),
+                        ))
+                    })
+                    .unwrap_or_default(),
             })
             .collect(),
+        checksum_algorithm: page
+            .checksum
+            .as_ref()
+            .map(|c| Cow::Borrowed(c.algorithm.as_str())),
+        checksum_type: page.checksum.as_ref().map(|c| {
+            Cow::Borrowed(if c.full_object {
+                ChecksumType::FullObject.as_str()
+            } else {
+                ChecksumType::Composite.as_str()
+            })
+        }),
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);

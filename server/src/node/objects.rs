@@ -25,8 +25,8 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use super::body::stream_into;
 use super::context::Cx;
 use super::headers::{
-    checksum_mode, object_headers, object_meta, object_tags, push_checksum, push_validators,
-    push_version, write_conditions,
+    checksum_mode, object_headers, object_meta, object_tags, push_checksum, push_part_checksum,
+    push_validators, push_version, write_conditions,
 };
 use super::lock;
 use crate::front::Headers;
@@ -325,6 +325,9 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
     let Opened { info, range, body } = opened;
     let whole = range.is_none();
     let mut h = object_headers(&info, read.overrides, whole && checksum_mode(cx.headers));
+    if let Some(n) = read.part_number.filter(|_| checksum_mode(cx.headers)) {
+        push_part_checksum(&mut h, &info.meta, n);
+    }
     let (status, len) = match range {
         Some((first, last)) => {
             h.push(

@@ -220,8 +220,11 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
         for h in from.iter().filter(|h| is_object_header(h.name)) {
             put.header(h.name.to_owned(), h.value.to_vec());
         }
-        // The destination checks the copied bytes against it, and stores it.
-        if keep_checksum {
+        // The destination checks the copied bytes against it, and stores it; a composite
+        // checksum (of the source's parts) does not describe the copy, as on one node.
+        let composite = find_header_str(src_resp.head.headers, "x-amz-checksum-type")
+            .is_some_and(|t| t.trim().eq_ignore_ascii_case("COMPOSITE"));
+        if keep_checksum && !composite {
             let checksums = src_resp
                 .head
                 .headers

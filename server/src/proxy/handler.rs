@@ -123,6 +123,7 @@ fn route(endpoint: &Endpoint<'_>) -> Route {
         | Endpoint::GetObjectLockConfiguration => Route::AnyBackend,
         Endpoint::CopyObject { .. } | Endpoint::UploadPartCopy { .. } => Route::Copy,
         Endpoint::GetObject { .. }
+        | Endpoint::GetObjectAttributes { .. }
         | Endpoint::HeadObject { .. }
         | Endpoint::PutObject { .. }
         | Endpoint::DeleteObject

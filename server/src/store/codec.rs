@@ -17,7 +17,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use serde::{Deserialize, Serialize};
 
 use super::files::FileId;
-use super::types::ObjectMeta;
+use super::types::{Checksum, MultipartChecksum, ObjectMeta};
 
 /// The format byte every record starts with.
 const FORMAT_V1: u8 = 1;
@@ -39,6 +39,11 @@ pub(crate) enum Extension {
     Retention((bool, i64)),
     /// An object version's (or a multipart upload's) legal hold, when on.
     LegalHold,
+    /// A multipart upload's checksum algorithm and type; on the completed object, with its
+    /// parts' checksums.
+    MultipartChecksum(MultipartChecksum),
+    /// An uploaded part's checksum (of its upload's algorithm).
+    PartChecksum(Checksum),
 }
 
 /// The stored kind of [`Extension::Tags`].
@@ -51,6 +56,10 @@ const EXT_VERSION: u32 = 3;
 const EXT_RETENTION: u32 = 6;
 /// The stored kind of [`Extension::LegalHold`].
 const EXT_LEGAL_HOLD: u32 = 7;
+/// The stored kind of [`Extension::MultipartChecksum`].
+const EXT_MULTIPART_CHECKSUM: u32 = 4;
+/// The stored kind of [`Extension::PartChecksum`].
+const EXT_PART_CHECKSUM: u32 = 5;
 
 /// An extension as stored: its kind, and its value in postcard.
 #[derive(Serialize, Deserialize)]
@@ -68,6 +77,8 @@ impl Extension {
             Extension::Version(_) => EXT_VERSION,
             Extension::Retention(_) => EXT_RETENTION,
             Extension::LegalHold => EXT_LEGAL_HOLD,
+            Extension::MultipartChecksum(_) => EXT_MULTIPART_CHECKSUM,
+            Extension::PartChecksum(_) => EXT_PART_CHECKSUM,
         }
     }
 
@@ -78,6 +89,8 @@ impl Extension {
             Extension::Version(stamp) => postcard::to_allocvec(stamp),
             Extension::Retention(r) => postcard::to_allocvec(r),
             Extension::LegalHold => Ok(Vec::new()),
+            Extension::MultipartChecksum(c) => postcard::to_allocvec(c),
+            Extension::PartChecksum(c) => postcard::to_allocvec(c),
         }
     }
 
@@ -89,6 +102,10 @@ impl Extension {
             EXT_VERSION => Some(Extension::Version(postcard::from_bytes(entry.body)?)),
             EXT_RETENTION => Some(Extension::Retention(postcard::from_bytes(entry.body)?)),
             EXT_LEGAL_HOLD => Some(Extension::LegalHold),
+            EXT_MULTIPART_CHECKSUM => Some(Extension::MultipartChecksum(postcard::from_bytes(
+                entry.body,
+            )?)),
+            EXT_PART_CHECKSUM => Some(Extension::PartChecksum(postcard::from_bytes(entry.body)?)),
             _ => None,
         })
     }
@@ -276,6 +293,9 @@ fn tags_extension(meta: &ObjectMeta) -> Vec<Extension> {
     if meta.legal_hold {
         out.push(Extension::LegalHold);
     }
+    if let Some(c) = &meta.multipart_checksum {
+        out.push(Extension::MultipartChecksum(c.clone()));
+    }
     out
 }
 
@@ -296,6 +316,8 @@ fn apply_to_meta(meta: &mut ObjectMeta, ext: Extension) {
             });
         }
         Extension::LegalHold => meta.legal_hold = true,
+        Extension::MultipartChecksum(c) => meta.multipart_checksum = Some(c),
+        Extension::PartChecksum(_) => {}
     }
 }
 
@@ -348,13 +370,16 @@ impl Record for UploadRecord {
     }
 }
 
-/// An uploaded part.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+/// An uploaded part (its checksum in an [`Extension`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct PartRecord {
     pub file: FileId,
     pub size: u64,
     pub md5: Md5Digest,
     pub last_modified: i64,
+    /// Its checksum, when its upload has a checksum algorithm.
+    #[serde(skip)]
+    pub checksum: Option<Checksum>,
 }
 
 /// A completed multipart upload, kept for a while so that a retried complete gets the same
@@ -373,7 +398,22 @@ pub(crate) struct CompletedRecord {
 
 impl Record for CompletedRecord {}
 
-impl Record for PartRecord {}
+impl Record for PartRecord {
+    const EXTENSIBLE: bool = true;
+
+    fn extensions(&self) -> Vec<Extension> {
+        self.checksum
+            .iter()
+            .map(|c| Extension::PartChecksum(c.clone()))
+            .collect()
+    }
+
+    fn apply(&mut self, ext: Extension) {
+        if let Extension::PartChecksum(c) = ext {
+            self.checksum = Some(c);
+        }
+    }
+}
 
 /// A bucket fence (see `store::fence`): who holds it, and until when.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -590,6 +630,58 @@ mod tests {
         assert!(back.is_delete_marker() && back.is_null());
         assert_eq!(back.version_id(), VersionId::Null);
         assert!(back.data.files().is_empty());
+    }
+
+    #[test]
+    fn checksums_round_trip_in_extensions() {
+        // A part written before extensions (no checksum) reads as one without.
+        #[derive(Serialize)]
+        struct OldPartRecord {
+            file: FileId,
+            size: u64,
+            md5: Md5Digest,
+            last_modified: i64,
+        }
+        let old = postcard::to_extend(
+            &OldPartRecord {
+                file: 3,
+                size: 10,
+                md5: [1; 16],
+                last_modified: 5,
+            },
+            vec![FORMAT_V1],
+        )
+        .unwrap();
+        let back: PartRecord = decode(&old).unwrap();
+        assert_eq!((back.file, back.size, &back.checksum), (3, 10, &None));
+        let mut part = back.clone();
+        part.checksum = Some(Checksum {
+            algorithm: "SHA256".into(),
+            value: "x".into(),
+        });
+        assert_eq!(
+            encode(&back).unwrap(),
+            old,
+            "no checksum: written as before"
+        );
+        let bytes = encode(&part).unwrap();
+        assert!(bytes.starts_with(&old));
+        let again: PartRecord = decode(&bytes).unwrap();
+        assert_eq!(again.checksum, part.checksum);
+
+        let mut rec = sample();
+        rec.meta.multipart_checksum = Some(MultipartChecksum {
+            algorithm: "CRC32".into(),
+            full_object: true,
+            parts: vec![(1, "AAAAAA==".into()), (2, "AAAAAQ==".into())],
+        });
+        rec.meta.tags = tags();
+        let bytes = encode(&rec).unwrap();
+        let back: ObjectRecord = decode(&bytes).unwrap();
+        assert_eq!(back.meta, rec.meta);
+        // Builds before this extension read the record, tags and all, without it.
+        let old: OldObjectRecord = postcard::from_bytes(&bytes[1..]).unwrap();
+        assert_eq!(old.meta.checksums, rec.meta.checksums);
     }
 
     #[test]

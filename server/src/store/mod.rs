@@ -98,10 +98,10 @@ pub use multipart::PartWriter;
 pub use object::{ObjectReader, ObjectWriter};
 pub use stats::StoreStats;
 pub use types::{
-    BucketInfo, BucketsPage, Checksum, CompletedPart, CopySource, DeleteOutcome, ListQuery,
-    MetadataDirective, ObjectEntry, ObjectInfo, ObjectMeta, ObjectsPage, PartEntry, PartsPage,
-    PutResult, ReadRange, RequestOwned, UploadEntry, UploadsPage, UploadsQuery, VersionEntry,
-    VersionsPage, VersionsQuery, WriteConditions,
+    BucketInfo, BucketsPage, Checksum, CompleteResult, CompletedPart, CopySource, DeleteOutcome,
+    ExpectedChecksum, ListQuery, MetadataDirective, MultipartChecksum, ObjectEntry, ObjectInfo,
+    ObjectMeta, ObjectsPage, PartEntry, PartsPage, PutResult, ReadRange, RequestOwned, UploadEntry,
+    UploadsPage, UploadsQuery, VersionEntry, VersionsPage, VersionsQuery, WriteConditions,
 };
 
 use codec::{DataLayout, ObjectRecord, PartRecord};

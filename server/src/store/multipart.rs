@@ -6,6 +6,7 @@ use std::io::{self, Read, Write};
 
 use ferry_core::md5::{ETag, Md5Digest, MultipartETag};
 use ferry_core::pool::PooledBuf;
+use ferry_core::s3::checksum::{self, ChecksumAlgorithm, Checksummer};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
 use redb::{ReadableTable, WriteTransaction};
@@ -17,8 +18,8 @@ use super::fence::check_unfenced;
 use super::files::{FileId, Spool};
 use super::object::put_record;
 use super::types::{
-    CompletedPart, CopySource, ObjectInfo, ObjectMeta, PartEntry, PartsPage, PutResult,
-    WriteConditions,
+    Checksum, CompleteResult, CompletedPart, CopySource, ExpectedChecksum, MultipartChecksum,
+    ObjectInfo, ObjectMeta, PartEntry, PartsPage, PutResult, WriteConditions,
 };
 use super::{
     BUCKETS, COMPLETED, COMPLETED_TTL_SECS, MAX_LIST, MAX_PARTS, PARTS, Store, UPLOADS,
@@ -34,9 +35,25 @@ pub struct PartWriter {
     upload_id: String,
     part_number: u32,
     spool: Spool,
+    /// The upload's checksum algorithm and type, if it has one.
+    upload_checksum: Option<MultipartChecksum>,
+    /// The part's checksum, to store with it.
+    checksum: Option<Checksum>,
 }
 
 impl PartWriter {
+    /// The checksum algorithm and type of the part's upload, if it has one: the part must
+    /// carry (or be given) a checksum of that algorithm.
+    pub fn upload_checksum(&self) -> Option<&MultipartChecksum> {
+        self.upload_checksum.as_ref()
+    }
+
+    /// The part's checksum, verified by the caller, stored with the part if its upload has a
+    /// checksum algorithm (and then of that algorithm).
+    pub fn set_checksum(&mut self, checksum: Checksum) {
+        self.checksum = Some(checksum);
+    }
+
     /// Append a chunk of the part.
     /// A full disk is `InsufficientStorage`.
     pub fn write(&mut self, data: &[u8]) -> S3Result<()> {
@@ -87,13 +104,29 @@ impl PartWriter {
             upload_id,
             part_number,
             spool,
+            upload_checksum,
+            checksum,
         } = self;
+        let checksum = match (&upload_checksum, checksum) {
+            (Some(spec), Some(c)) if c.algorithm.eq_ignore_ascii_case(&spec.algorithm) => Some(c),
+            (Some(spec), _) => {
+                return Err(S3Error::with_message(
+                    S3ErrorCode::InvalidRequest,
+                    format!(
+                        "The upload was created using a {} checksum: the part needs one",
+                        spec.algorithm.to_ascii_lowercase()
+                    ),
+                ));
+            }
+            (None, _) => None,
+        };
         let staged = spool.finish().map_err(|e| store.inner.io_failed(e))?;
         let rec = PartRecord {
             file: staged.id,
             size: staged.size,
             md5: staged.md5,
             last_modified: now(),
+            checksum,
         };
         let bytes = codec::encode(&rec)?;
         let old = store.update_grouped(Some(staged), move |txn| {
@@ -122,6 +155,7 @@ impl PartWriter {
             etag: ETag::single(&rec.md5),
             size: rec.size,
             last_modified: DateTime::from_unix(rec.last_modified),
+            checksum: rec.checksum,
         })
     }
 }
@@ -208,15 +242,16 @@ impl Store {
 
     /// `NoSuchUpload` (or `NoSuchBucket`) unless `upload_id` is in progress for `bucket`/`key`.
     fn check_upload(&self, bucket: &str, key: &str, upload_id: &str) -> S3Result<()> {
+        self.upload_record(bucket, key, upload_id).map(|_| ())
+    }
+
+    /// The record of `upload_id`, in progress for `bucket`/`key`; errors as [`Self::check_upload`].
+    fn upload_record(&self, bucket: &str, key: &str, upload_id: &str) -> S3Result<UploadRecord> {
         let txn = self.read_txn()?;
         let uploads = txn.open_table(UPLOADS).map_err(db_err)?;
         let k = object_key(bucket, key)?;
-        if uploads
-            .get((k.as_slice(), upload_id))
-            .map_err(db_err)?
-            .is_some()
-        {
-            return Ok(());
+        if let Some(v) = uploads.get((k.as_slice(), upload_id)).map_err(db_err)? {
+            return codec::decode(v.value());
         }
         if bucket_exists(&txn.open_table(BUCKETS).map_err(db_err)?, bucket)? {
             Err(S3Error::new(S3ErrorCode::NoSuchUpload))
@@ -234,7 +269,7 @@ impl Store {
         part_number: u32,
     ) -> S3Result<PartWriter> {
         check_part_number(part_number)?;
-        self.check_upload(bucket, key, upload_id)?;
+        let upload = self.upload_record(bucket, key, upload_id)?;
         self.check_bucket_writable(bucket)?;
         self.check_room()?;
         Ok(PartWriter {
@@ -244,6 +279,8 @@ impl Store {
             upload_id: upload_id.to_owned(),
             part_number,
             spool: Spool::create(&self.inner).map_err(|e| self.inner.io_failed(e))?,
+            upload_checksum: upload.meta.multipart_checksum,
+            checksum: None,
         })
     }
 
@@ -262,12 +299,27 @@ impl Store {
         let mut writer = self.part_writer(bucket, key, upload_id, part_number)?;
         let mut reader = self.copy_reader(src, check_source)?;
         let want = reader.remaining();
-        let n = writer.write_from(&mut reader)?;
+        // An upload with a checksum algorithm gets the copied part's checksum computed here.
+        let algorithm = writer
+            .upload_checksum()
+            .and_then(|c| ChecksumAlgorithm::parse(&c.algorithm));
+        let mut hashing = HashingReader {
+            inner: &mut reader,
+            hasher: algorithm.map(Checksummer::new),
+        };
+        let n = writer.write_from(&mut hashing)?;
         if n != want {
             return Err(S3Error::with_message(
                 S3ErrorCode::InternalError,
                 "copy source ended early",
             ));
+        }
+        if let Some(h) = hashing.hasher.take() {
+            let sum = h.finalize();
+            writer.set_checksum(Checksum {
+                algorithm: sum.algorithm().as_str().to_owned(),
+                value: sum.to_base64().as_str().to_owned(),
+            });
         }
         drop(reader);
         writer.commit()
@@ -286,19 +338,24 @@ impl Store {
         let max = max_parts.min(MAX_LIST);
         let txn = self.read_txn()?;
         let k = object_key(bucket, key)?;
-        if txn
+        let upload: UploadRecord = match txn
             .open_table(UPLOADS)
             .map_err(db_err)?
             .get((k.as_slice(), upload_id))
             .map_err(db_err)?
-            .is_none()
         {
-            drop(txn);
-            return self
-                .check_upload(bucket, key, upload_id)
-                .map(|()| PartsPage::default());
-        }
-        let mut page = PartsPage::default();
+            Some(v) => codec::decode(v.value())?,
+            None => {
+                drop(txn);
+                return self
+                    .check_upload(bucket, key, upload_id)
+                    .map(|()| PartsPage::default());
+            }
+        };
+        let mut page = PartsPage {
+            checksum: upload.meta.multipart_checksum,
+            ..PartsPage::default()
+        };
         let Some(first) = part_number_marker.checked_add(1) else {
             return Ok(page);
         };
@@ -322,6 +379,7 @@ impl Store {
                 etag: ETag::single(&rec.md5),
                 size: rec.size,
                 last_modified: DateTime::from_unix(rec.last_modified),
+                checksum: rec.checksum,
             });
         }
         Ok(page)
@@ -362,6 +420,27 @@ impl Store {
         parts: &[CompletedPart],
         conditions: WriteConditions,
     ) -> S3Result<PutResult> {
+        let expected = ExpectedChecksum::default();
+        self.complete_multipart_upload_checked(bucket, key, upload_id, parts, conditions, expected)
+            .map(|r| r.put)
+    }
+
+    /// [`Store::complete_multipart_upload`], with the checksums of an upload that has a checksum
+    /// algorithm: each part's checksum given in `parts` must be the stored one (`InvalidPart`;
+    /// for a `COMPOSITE` upload every part must give one, `InvalidRequest`; part numbers must
+    /// then run 1, 2, 3..., `InvalidPartOrder`), and the object gets its checksum, composite or
+    /// full-object (the parts' CRCs combined, no data read). `expected`, the object checksum
+    /// the request gives (`x-amz-checksum-*`), must match it (`BadDigest`), and its type
+    /// (`x-amz-checksum-type`) the upload's (`InvalidRequest`).
+    pub fn complete_multipart_upload_checked(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        parts: &[CompletedPart],
+        conditions: WriteConditions,
+        expected: ExpectedChecksum,
+    ) -> S3Result<CompleteResult> {
         if parts.is_empty() {
             return Err(S3Error::with_message(
                 S3ErrorCode::MalformedXML,
@@ -392,12 +471,21 @@ impl Store {
                         // nothing changes.
                         let done = completed_before(txn, upload_id, &k, &parts, last_modified)?;
                         return done
-                            .map(|r| (r, None, None))
+                            .map(|put| {
+                                let r = CompleteResult {
+                                    put,
+                                    checksum: None,
+                                    full_object: false,
+                                };
+                                (r, None, None)
+                            })
                             .ok_or_else(|| S3Error::new(S3ErrorCode::NoSuchUpload));
                     }
                 }
             };
             let stored = take_parts(txn, upload_id)?;
+            let mut sums =
+                PartChecksums::new(up.meta.multipart_checksum.as_ref(), expected.full_object)?;
             let mut locs = Vec::with_capacity(parts.len());
             let mut etag = MultipartETag::new();
             let mut size = 0u64;
@@ -432,6 +520,7 @@ impl Store {
                         ),
                     ));
                 }
+                sums.push(i, want, rec)?;
                 etag.push_part(&rec.md5);
                 locs.push(PartLoc {
                     file: rec.file,
@@ -448,11 +537,13 @@ impl Store {
                 .filter(|f| !used.contains(f))
                 .collect();
             let etag = etag.finish();
+            let mut meta = up.meta;
+            let object_checksum = sums.finish(&mut meta, expected.checksum.as_ref())?;
             let rec = ObjectRecord {
                 size,
                 etag: etag.as_str().to_owned(),
                 last_modified,
-                meta: up.meta,
+                meta,
                 data: DataLayout::Parts(locs),
                 version: None,
             };
@@ -468,20 +559,214 @@ impl Store {
                 size,
                 last_modified,
             )?;
-            let result = PutResult {
-                etag,
-                size,
-                last_modified: DateTime::from_unix(last_modified),
-                version_id: replaced.version_id,
+            let result = CompleteResult {
+                put: PutResult {
+                    etag,
+                    size,
+                    last_modified: DateTime::from_unix(last_modified),
+                    version_id: replaced.version_id,
+                },
+                checksum: object_checksum,
+                full_object: rec
+                    .meta
+                    .multipart_checksum
+                    .as_ref()
+                    .is_some_and(|c| c.full_object),
             };
             Ok((result, Some(retired), replaced.size))
         })?;
         // `None`: a retry of a completed upload, which changed nothing.
         if let Some(retired) = retired {
-            self.inner.counters.put(result.size, replaced);
+            self.inner.counters.put(result.put.size, replaced);
             self.inner.retire(&retired);
         }
         Ok(result)
+    }
+}
+
+/// A reader that checksums what it reads (an UploadPartCopy into an upload with an algorithm).
+struct HashingReader<'r> {
+    inner: &'r mut dyn Read,
+    hasher: Option<Checksummer>,
+}
+
+impl Read for HashingReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let (Some(h), Some(read)) = (&mut self.hasher, buf.get(..n)) {
+            h.update(read);
+        }
+        Ok(n)
+    }
+}
+
+/// The checksums of a completing upload that has an algorithm: each part's checked against
+/// the request, and the object's made from them.
+struct PartChecksums {
+    /// The upload's algorithm and whether it is full-object; `None` without one.
+    spec: Option<(ChecksumAlgorithm, bool)>,
+    /// Each part's number, size and checksum, in order.
+    parts: Vec<(u32, u64, checksum::Checksum)>,
+}
+
+impl PartChecksums {
+    /// The checks of an upload with `spec`, completed by a request that names the type
+    /// `full_object` (`x-amz-checksum-type`), which must be the upload's.
+    fn new(spec: Option<&MultipartChecksum>, full_object: Option<bool>) -> S3Result<Self> {
+        if let Some(want) = full_object
+            && spec.map(|c| c.full_object) != Some(want)
+        {
+            let mode = |full: Option<bool>| match full {
+                Some(true) => "FULL_OBJECT",
+                Some(false) => "COMPOSITE",
+                None => "no",
+            };
+            return Err(S3Error::with_message(
+                S3ErrorCode::InvalidRequest,
+                format!(
+                    "The upload was created using the {} checksum mode. The complete request \
+                     must use the same checksum mode.",
+                    mode(spec.map(|c| c.full_object))
+                ),
+            ));
+        }
+        let spec = match spec {
+            None => None,
+            Some(c) => {
+                let algorithm = ChecksumAlgorithm::parse(&c.algorithm).ok_or_else(|| {
+                    S3Error::with_message(S3ErrorCode::InternalError, "stored checksum algorithm")
+                })?;
+                Some((algorithm, c.full_object))
+            }
+        };
+        Ok(Self {
+            spec,
+            parts: Vec::new(),
+        })
+    }
+
+    /// Check part `index` of the request (`want`) against its record.
+    fn push(&mut self, index: usize, want: &CompletedPart, rec: &PartRecord) -> S3Result<()> {
+        let Some((algorithm, full_object)) = self.spec else {
+            return Ok(());
+        };
+        let n = want.part_number;
+        if usize::try_from(n).ok() != Some(index + 1) {
+            return Err(S3Error::with_message(
+                S3ErrorCode::InvalidPartOrder,
+                "Parts of an upload with a checksum algorithm must be numbered 1, 2, 3 ... in order",
+            ));
+        }
+        let stored = rec
+            .checksum
+            .as_ref()
+            .and_then(|c| checksum::Checksum::from_base64(algorithm, &c.value))
+            .ok_or_else(|| {
+                S3Error::with_message(
+                    S3ErrorCode::InvalidPart,
+                    format!("Part {n} has no {algorithm} checksum"),
+                )
+            })?;
+        let mut given = None;
+        for c in &want.checksums {
+            if !c.algorithm.eq_ignore_ascii_case(algorithm.as_str()) {
+                return Err(S3Error::with_message(
+                    S3ErrorCode::InvalidRequest,
+                    format!(
+                        "The upload was created using a {} checksum. The complete request must \
+                         not include a {} checksum for part {n}.",
+                        algorithm.lower_name(),
+                        c.algorithm.to_ascii_lowercase()
+                    ),
+                ));
+            }
+            given = Some(c);
+        }
+        match given {
+            Some(c) if c.value.trim() != stored.to_base64().as_str() => {
+                return Err(S3Error::with_message(
+                    S3ErrorCode::InvalidPart,
+                    format!(
+                        "One or more of the specified parts could not be found. The part may not \
+                         have been uploaded, or the specified entity tag may not match the part's \
+                         entity tag. (The {} checksum of part {n} does not match.)",
+                        algorithm.lower_name()
+                    ),
+                ));
+            }
+            None if !full_object => {
+                return Err(S3Error::with_message(
+                    S3ErrorCode::InvalidRequest,
+                    format!(
+                        "The upload was created using a {} checksum. The complete request must \
+                         include the checksum for each part. It was missing for part {n} in the \
+                         request.",
+                        algorithm.lower_name()
+                    ),
+                ));
+            }
+            _ => {}
+        }
+        self.parts.push((n, rec.size, stored));
+        Ok(())
+    }
+
+    /// The object's checksum, put in `meta` (with the parts'), checked against `expected`.
+    fn finish(
+        self,
+        meta: &mut ObjectMeta,
+        expected: Option<&Checksum>,
+    ) -> S3Result<Option<Checksum>> {
+        let Some((algorithm, full_object)) = self.spec else {
+            return Ok(None);
+        };
+        let value = if full_object {
+            let mut acc: Option<checksum::Checksum> = None;
+            for (_, size, sum) in &self.parts {
+                acc = Some(match acc {
+                    None => *sum,
+                    Some(prev) => checksum::crc_combine(&prev, sum, *size).ok_or_else(|| {
+                        S3Error::with_message(
+                            S3ErrorCode::InternalError,
+                            "a full-object checksum needs a CRC",
+                        )
+                    })?,
+                });
+            }
+            acc.unwrap_or_else(|| algorithm.checksum(b""))
+                .to_base64()
+                .as_str()
+                .to_owned()
+        } else {
+            let sum = checksum::composite(algorithm, self.parts.iter().map(|(_, _, c)| c));
+            format!("{}-{}", sum.to_base64(), self.parts.len())
+        };
+        if let Some(want) = expected
+            && (!want.algorithm.eq_ignore_ascii_case(algorithm.as_str()) || want.value != value)
+        {
+            return Err(S3Error::with_message(
+                S3ErrorCode::BadDigest,
+                format!(
+                    "The {} you specified did not match the calculated checksum.",
+                    algorithm.header_name()
+                ),
+            ));
+        }
+        let object = Checksum {
+            algorithm: algorithm.as_str().to_owned(),
+            value,
+        };
+        meta.checksums = vec![object.clone()];
+        meta.multipart_checksum = Some(MultipartChecksum {
+            algorithm: algorithm.as_str().to_owned(),
+            full_object,
+            parts: self
+                .parts
+                .iter()
+                .map(|(n, _, c)| (*n, c.to_base64().as_str().to_owned()))
+                .collect(),
+        });
+        Ok(Some(object))
     }
 }
 

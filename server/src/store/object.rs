@@ -702,6 +702,13 @@ impl Store {
             MetadataDirective::Replace(m) => m,
         };
         meta.tags = tags.unwrap_or(source_tags);
+        // The copy is one part: a composite checksum (of the source's parts) does not describe
+        // it; a full-object one still does.
+        if let Some(m) = meta.multipart_checksum.take()
+            && !m.full_object
+        {
+            meta.checksums.clear();
+        }
         // A copy gets the ACL of its request (none: private), never its source's, as in S3.
         meta.acl = own.acl;
         meta.retention = own.retention;

@@ -19,6 +19,22 @@ pub struct Checksum {
     pub value: String,
 }
 
+/// A multipart upload's checksum (`x-amz-checksum-algorithm` and `x-amz-checksum-type` of
+/// CreateMultipartUpload), and on the completed object its parts' checksums.
+///
+/// Stored in the record's extension (`store::codec`), not in the fixed fields.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct MultipartChecksum {
+    /// The algorithm (`CRC32`, `CRC32C`, `CRC64NVME`, `SHA1`, `SHA256`).
+    pub algorithm: String,
+    /// `FULL_OBJECT` (a CRC of the whole object, combined from the parts') rather than
+    /// `COMPOSITE` (the checksum of the parts' checksums).
+    pub full_object: bool,
+    /// On a completed object: each part's number and base64 checksum, in order (empty on an
+    /// upload).
+    pub parts: Vec<(u32, String)>,
+}
+
 /// What a client says about an object besides its bytes: content headers, user metadata,
 /// checksums. Stored with the object (or the multipart upload) and returned by GET/HEAD.
 ///
@@ -50,6 +66,10 @@ pub struct ObjectMeta {
     /// of its own; checked by the caller. Stored in the record's extension, not here.
     #[serde(skip)]
     pub acl: Option<Vec<u8>>,
+    /// The checksum of a multipart upload and of the object it completes. Stored in the
+    /// record's extension, not here.
+    #[serde(skip)]
+    pub multipart_checksum: Option<MultipartChecksum>,
     /// The object lock retention of this version, if it has one; checked by the caller.
     /// Stored in the record's extension, not here.
     #[serde(skip)]
@@ -353,7 +373,7 @@ pub struct UploadsPage {
 }
 
 /// One uploaded part.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartEntry {
     /// Its part number (1..=10000).
     pub part_number: u32,
@@ -363,6 +383,8 @@ pub struct PartEntry {
     pub size: u64,
     /// When it was uploaded.
     pub last_modified: DateTime,
+    /// Its checksum, when its upload has a checksum algorithm.
+    pub checksum: Option<Checksum>,
 }
 
 /// A page of [`Store::list_parts`](super::Store::list_parts).
@@ -374,15 +396,40 @@ pub struct PartsPage {
     pub is_truncated: bool,
     /// When truncated: the last part number of this page (`NextPartNumberMarker`).
     pub next_part_number_marker: Option<u32>,
+    /// The upload's checksum algorithm and type, if it has one.
+    pub checksum: Option<MultipartChecksum>,
 }
 
 /// A part named in CompleteMultipartUpload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompletedPart {
     /// Part number.
     pub part_number: u32,
     /// The ETag the client got when it uploaded the part.
     pub etag: ETag,
+    /// The checksums the request gives for the part (`ChecksumCRC32` & co.).
+    pub checksums: Vec<Checksum>,
+}
+
+/// What a CompleteMultipartUpload says of its object's checksum, to be checked against the
+/// upload: `x-amz-checksum-*` (the value, `-N` after a composite one) and `x-amz-checksum-type`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExpectedChecksum {
+    /// The object's checksum.
+    pub checksum: Option<Checksum>,
+    /// `FULL_OBJECT` (true) or `COMPOSITE` (false).
+    pub full_object: Option<bool>,
+}
+
+/// What CompleteMultipartUpload made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompleteResult {
+    /// The object's ETag, size and time.
+    pub put: PutResult,
+    /// Its checksum (`base64-N` when composite), if its upload had an algorithm.
+    pub checksum: Option<Checksum>,
+    /// Whether that checksum is `FULL_OBJECT` rather than `COMPOSITE`.
+    pub full_object: bool,
 }
 
 /// Where a server-side copy reads from.

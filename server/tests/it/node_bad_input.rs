@@ -349,7 +349,9 @@ fn unsupported_operations(rt: RuntimeKind) {
         ("PUT", "/unsup?lifecycle"),
         ("GET", "/unsup?inventory"),
         ("POST", "/unsup/k?tagging"),
-        ("GET", "/unsup/k?attributes"),
+        // GetObjectAttributes is a GET on an object; nothing else takes ?attributes.
+        ("PUT", "/unsup/k?attributes"),
+        ("GET", "/unsup?attributes"),
         ("POST", "/unsup/k"),
         ("PATCH", "/unsup/k"),
         ("DELETE", "/"),

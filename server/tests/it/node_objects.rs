@@ -15,6 +15,7 @@ on_both_runtimes!(
     conditional_reads,
     response_overrides_and_metadata,
     integrity_checks,
+    bad_digest_for_every_algorithm,
     conditional_writes,
     copy_object,
     delete_objects,
@@ -252,6 +253,47 @@ fn integrity_checks(rt: RuntimeKind) {
     c.send_raw(&raw);
     c.read_response(false)
         .expect_error(411, "MissingContentLength");
+}
+
+/// A well-formed checksum of other bytes is `BadDigest` for every algorithm, as a header (with
+/// a signed or an unsigned payload) and as an aws-chunked trailer; nothing is stored.
+fn bad_digest_for_every_algorithm(rt: RuntimeKind) {
+    let (_node, mut c) = setup(rt, "bad");
+    let body = b"the bytes that were sent";
+    for alg in ChecksumAlgorithm::ALL {
+        let wrong = alg.checksum(b"other bytes").to_base64();
+        let header = alg.header_name();
+        for payload in [Payload::Signed, Payload::Unsigned] {
+            let r = c.send("PUT", "/bad/h", &[(header, wrong.as_str())], body, payload);
+            r.expect_error(400, "BadDigest");
+        }
+        let len = body.len().to_string();
+        let (mut hs, _) = c.sign(
+            "PUT",
+            "/bad/t",
+            &[
+                ("content-encoding", "aws-chunked"),
+                ("x-amz-decoded-content-length", len.as_str()),
+                ("x-amz-trailer", header),
+            ],
+            "STREAMING-UNSIGNED-PAYLOAD-TRAILER",
+        );
+        let mut framed = format!("{:x}\r\n", body.len()).into_bytes();
+        framed.extend_from_slice(body);
+        framed.extend_from_slice(format!("\r\n0\r\n{header}:{wrong}\r\n\r\n").as_bytes());
+        hs.push(("Content-Length".into(), framed.len().to_string()));
+        let mut raw = b"PUT /bad/t HTTP/1.1\r\n".to_vec();
+        for (n, v) in &hs {
+            raw.extend_from_slice(format!("{n}: {v}\r\n").as_bytes());
+        }
+        raw.extend_from_slice(b"\r\n");
+        raw.extend_from_slice(&framed);
+        c.send_raw(&raw);
+        c.read_response(false).expect_error(400, "BadDigest");
+        c = Client::connect(c.addr);
+    }
+    c.get("/bad/h").expect_error(404, "NoSuchKey");
+    c.get("/bad/t").expect_error(404, "NoSuchKey");
 }
 
 fn conditional_writes(rt: RuntimeKind) {

@@ -22,6 +22,7 @@ on_every_target!(
     boto3_policies,
     anonymous_requests_are_evaluated,
     existing_object_tags_in_conditions,
+    object_attributes_is_its_own_action,
 );
 
 fn with_users(target: Target) -> TestNode {
@@ -635,6 +636,48 @@ async fn existing_object_tags_in_conditions(target: Target) {
         .expect("untag");
     assert_code(
         bob.get_object().bucket("tagged").key("open").send().await,
+        403,
+        "AccessDenied",
+    );
+}
+
+/// GetObjectAttributes is `s3:GetObjectAttributes`: a policy granting it lets another user read
+/// an object's attributes, not its bytes; one granting `s3:GetObject` does not let them in.
+async fn object_attributes_is_its_own_action(target: Target) {
+    use aws_sdk_s3::types::ObjectAttributes;
+    let n = with_users(target);
+    let (alice, bob) = (n.client_as(&ALICE), n.client_as(&BOB));
+    alice
+        .create_bucket()
+        .bucket("attrs")
+        .send()
+        .await
+        .expect("create");
+    put(&alice, "attrs", "a").await;
+    let attributes = || {
+        bob.get_object_attributes()
+            .bucket("attrs")
+            .key("a")
+            .object_attributes(ObjectAttributes::ObjectSize)
+            .send()
+    };
+    assert_code(attributes().await, 403, "AccessDenied");
+    let grant = |action: &str| {
+        format!(
+            r#"{{"Version":"2012-10-17","Statement":[{{"Effect":"Allow",
+              "Principal":{{"AWS":"arn:aws:iam::000000000000:user/bob"}},
+              "Action":"{action}","Resource":"arn:aws:s3:::attrs/*"}}]}}"#
+        )
+    };
+    set_policy(&alice, "attrs", &grant("s3:GetObject")).await;
+    assert_code(attributes().await, 403, "AccessDenied");
+    set_policy(&alice, "attrs", &grant("s3:GetObjectAttributes")).await;
+    let got = attributes()
+        .await
+        .unwrap_or_else(|e| panic!("bob's attributes: {}", show(&e)));
+    assert_eq!(got.object_size(), Some(1));
+    assert_code(
+        bob.get_object().bucket("attrs").key("a").send().await,
         403,
         "AccessDenied",
     );

@@ -130,7 +130,15 @@ async fn feature_headers_refused(target: Target) {
             "NotImplemented",
         ),
         ("GET", "/feat/src?torrent", vec![], 501, "NotImplemented"),
-        ("GET", "/feat/src?attributes", vec![], 501, "NotImplemented"),
+        ("GET", "/feat?attributes", vec![], 501, "NotImplemented"),
+        // GetObjectAttributes needs the attributes it is to answer.
+        (
+            "GET",
+            "/feat/src?attributes",
+            vec![],
+            400,
+            "InvalidArgument",
+        ),
         ("PUT", "/feat/k?somethingnew", vec![], 501, "NotImplemented"),
     ];
     for (method, path, headers, status, want) in &cases {

@@ -26,6 +26,7 @@ fn completed(parts: &[PartEntry]) -> Vec<CompletedPart> {
         .map(|p| CompletedPart {
             part_number: p.part_number,
             etag: p.etag,
+            checksums: Vec::new(),
         })
         .collect()
 }
@@ -164,7 +165,7 @@ fn reuploading_a_part_replaces_it() {
     assert_ne!(first.etag, second.etag);
     assert_eq!(data_files(dir.path()), 1);
     let parts = s.list_parts("b", "k", &id, 0, 100).unwrap();
-    assert_eq!(parts.parts, vec![second]);
+    assert_eq!(parts.parts, vec![second.clone()]);
     // The old ETag no longer names the part.
     assert_eq!(
         code(s.complete_multipart_upload(
@@ -256,6 +257,7 @@ fn completion_errors_leave_the_upload_intact() {
     let c = |p: &PartEntry| CompletedPart {
         part_number: p.part_number,
         etag: p.etag,
+        checksums: Vec::new(),
     };
     assert_eq!(code(complete(&[])), S3ErrorCode::MalformedXML);
     assert_eq!(
@@ -269,11 +271,13 @@ fn completion_errors_leave_the_upload_intact() {
     let wrong = CompletedPart {
         part_number: 1,
         etag: p2.etag,
+        checksums: Vec::new(),
     };
     assert_eq!(code(complete(&[wrong])), S3ErrorCode::InvalidPart);
     let missing = CompletedPart {
         part_number: 4,
         etag: p3.etag,
+        checksums: Vec::new(),
     };
     assert_eq!(code(complete(&[c(&p1), missing])), S3ErrorCode::InvalidPart);
     // Part 2 is under the minimum and not last.
@@ -384,7 +388,13 @@ fn conditional_completion() {
         ..WriteConditions::default()
     };
     assert_eq!(
-        code(s.complete_multipart_upload("b", "k", &id, &completed(&[p]), none_match)),
+        code(s.complete_multipart_upload(
+            "b",
+            "k",
+            &id,
+            &completed(std::slice::from_ref(&p)),
+            none_match
+        )),
         S3ErrorCode::PreconditionFailed
     );
     let stale = WriteConditions {
@@ -392,7 +402,13 @@ fn conditional_completion() {
         ..WriteConditions::default()
     };
     assert_eq!(
-        code(s.complete_multipart_upload("b", "k", &id, &completed(&[p]), stale)),
+        code(s.complete_multipart_upload(
+            "b",
+            "k",
+            &id,
+            &completed(std::slice::from_ref(&p)),
+            stale
+        )),
         S3ErrorCode::PreconditionFailed
     );
     assert_eq!(get(&s, "b", "k", ReadRange::All), b"existing");
@@ -556,4 +572,118 @@ fn reader_of_a_multipart_object_survives_delete() {
     assert_eq!(data_files(dir.path()), 4);
     drop(r);
     assert_eq!(data_files(dir.path()), 1);
+}
+
+/// An upload with a checksum algorithm: the parts' checksums are kept and listed (also after
+/// a reopen), the complete checks them and gives the object its checksum — composite, or the
+/// parts' CRCs combined into the CRC of the whole object — and its parts' checksums; an upload
+/// part copy gets its checksum computed.
+#[test]
+fn checksums_of_an_upload_with_an_algorithm() {
+    use ferry_core::s3::checksum::ChecksumAlgorithm as A;
+    use ferry_server::store::{Checksum, ExpectedChecksum, MultipartChecksum};
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = open_with(dir.path(), 1);
+    s.create_bucket("b").unwrap();
+    let stored = |a: A, data: &[u8]| Checksum {
+        algorithm: a.as_str().into(),
+        value: a.checksum(data).to_base64().as_str().into(),
+    };
+    let datas = [random_bytes(1, 5000), random_bytes(2, 777)];
+    let mut w = s.object_writer("b", "src").unwrap();
+    w.write(&datas[1]).unwrap();
+    w.commit(ObjectMeta::default(), WriteConditions::default())
+        .unwrap();
+    for (a, full_object) in [(A::Sha256, false), (A::Crc64Nvme, true)] {
+        let meta = ObjectMeta {
+            multipart_checksum: Some(MultipartChecksum {
+                algorithm: a.as_str().into(),
+                full_object,
+                parts: Vec::new(),
+            }),
+            ..ObjectMeta::default()
+        };
+        let key = a.as_str();
+        let id = s.create_multipart_upload("b", key, meta).unwrap();
+        let mut w = s.part_writer("b", key, &id, 1).unwrap();
+        assert_eq!(
+            w.upload_checksum().map(|c| c.full_object),
+            Some(full_object)
+        );
+        w.write(&datas[0]).unwrap();
+        // A part without its checksum is refused.
+        assert_eq!(code(w.commit()), S3ErrorCode::InvalidRequest);
+        let mut w = s.part_writer("b", key, &id, 1).unwrap();
+        w.write(&datas[0]).unwrap();
+        w.set_checksum(stored(a, &datas[0]));
+        let p1 = w.commit().unwrap();
+        let src = CopySource {
+            bucket: "b",
+            key: "src",
+            range: None,
+            version_id: None,
+        };
+        let p2 = s
+            .upload_part_copy("b", key, &id, 2, src, |_| Ok(()))
+            .unwrap();
+        assert_eq!(p2.checksum, Some(stored(a, &datas[1])));
+        drop(s);
+        s = open_with(dir.path(), 1);
+        let page = s.list_parts("b", key, &id, 0, 10).unwrap();
+        assert_eq!(page.checksum.map(|c| c.algorithm), Some(a.as_str().into()));
+        let listed: Vec<Option<Checksum>> = page.parts.iter().map(|p| p.checksum.clone()).collect();
+        assert_eq!(
+            listed,
+            [Some(stored(a, &datas[0])), Some(stored(a, &datas[1]))]
+        );
+        let mut parts = completed(&[p1, p2]);
+        for (p, d) in parts.iter_mut().zip(&datas) {
+            p.checksums = vec![stored(a, d)];
+        }
+        // A part checksum that is not the part's.
+        let mut wrong = parts.clone();
+        wrong[0].checksums = vec![stored(a, b"other")];
+        assert_eq!(
+            code(s.complete_multipart_upload("b", key, &id, &wrong, WriteConditions::default())),
+            S3ErrorCode::InvalidPart
+        );
+        let done = s
+            .complete_multipart_upload_checked(
+                "b",
+                key,
+                &id,
+                &parts,
+                WriteConditions::default(),
+                ExpectedChecksum::default(),
+            )
+            .unwrap();
+        let whole = datas.concat();
+        let want = if full_object {
+            a.checksum(&whole).to_base64().as_str().to_owned()
+        } else {
+            let raw: Vec<u8> = datas
+                .iter()
+                .flat_map(|d| a.checksum(d).as_bytes().to_vec())
+                .collect();
+            format!("{}-2", a.checksum(&raw).to_base64())
+        };
+        assert_eq!(
+            done.checksum.as_ref().map(|c| c.value.as_str()),
+            Some(want.as_str())
+        );
+        assert_eq!(done.full_object, full_object);
+        let info = s.head_object("b", key).unwrap();
+        assert_eq!(
+            info.meta.checksums,
+            done.checksum.into_iter().collect::<Vec<_>>()
+        );
+        let mc = info.meta.multipart_checksum.expect("kept with the object");
+        let part_sums: Vec<(u32, String)> = datas
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (i as u32 + 1, stored(a, d).value))
+            .collect();
+        assert_eq!(mc.parts, part_sums);
+        assert_eq!(get(&s, "b", key, ReadRange::All), whole);
+    }
 }

@@ -124,6 +124,7 @@ fn put_get_head_round_trip_with_metadata() {
             value: "abc=".into(),
         }],
         tags: vec![("t".into(), "v".into())],
+        multipart_checksum: None,
         acl: Some(b"<AccessControlPolicy/>".to_vec()),
         // Object lock: kept in the record's extensions, as tags and the ACL are.
         retention: Some(Retention {
@@ -648,6 +649,7 @@ fn reopen_keeps_everything() {
             &[ferry_server::store::CompletedPart {
                 part_number: 1,
                 etag: parts.parts[0].etag,
+                checksums: Vec::new(),
             }],
             WriteConditions::default(),
         )
@@ -781,6 +783,7 @@ fn stats_count_objects_bytes_and_retired_files() {
         .map(|p| CompletedPart {
             part_number: p.part_number,
             etag: p.etag,
+            checksums: Vec::new(),
         })
         .collect();
     s.complete_multipart_upload("b", "m", &up, &done, WriteConditions::default())

@@ -186,6 +186,7 @@ fn a_completed_upload_gets_the_tags_it_was_created_with() {
         &[CompletedPart {
             part_number: 1,
             etag: part.etag,
+            checksums: Vec::new(),
         }],
         WriteConditions::default(),
     )

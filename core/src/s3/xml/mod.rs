@@ -13,6 +13,7 @@
 use alloc::borrow::Cow;
 use alloc::vec::Vec;
 
+use super::checksum::ChecksumAlgorithm;
 use super::{S3Error, S3ErrorCode, S3Result};
 
 mod cors;
@@ -56,6 +57,43 @@ pub struct Checksums<'a> {
     pub sha1: Option<Cow<'a, str>>,
     /// `ChecksumSHA256`.
     pub sha256: Option<Cow<'a, str>>,
+}
+
+impl<'a> Checksums<'a> {
+    /// Only `algorithm`'s value.
+    pub fn one(algorithm: ChecksumAlgorithm, value: impl Into<Cow<'a, str>>) -> Self {
+        let mut c = Self::default();
+        *c.slot(algorithm) = Some(value.into());
+        c
+    }
+
+    fn slot(&mut self, algorithm: ChecksumAlgorithm) -> &mut Option<Cow<'a, str>> {
+        match algorithm {
+            ChecksumAlgorithm::Crc32 => &mut self.crc32,
+            ChecksumAlgorithm::Crc32c => &mut self.crc32c,
+            ChecksumAlgorithm::Crc64Nvme => &mut self.crc64nvme,
+            ChecksumAlgorithm::Sha1 => &mut self.sha1,
+            ChecksumAlgorithm::Sha256 => &mut self.sha256,
+        }
+    }
+
+    /// `algorithm`'s value, if given.
+    pub fn get(&self, algorithm: ChecksumAlgorithm) -> Option<&str> {
+        match algorithm {
+            ChecksumAlgorithm::Crc32 => self.crc32.as_deref(),
+            ChecksumAlgorithm::Crc32c => self.crc32c.as_deref(),
+            ChecksumAlgorithm::Crc64Nvme => self.crc64nvme.as_deref(),
+            ChecksumAlgorithm::Sha1 => self.sha1.as_deref(),
+            ChecksumAlgorithm::Sha256 => self.sha256.as_deref(),
+        }
+    }
+
+    /// The algorithms whose values are given, in documentation order.
+    pub fn algorithms(&self) -> impl Iterator<Item = ChecksumAlgorithm> + '_ {
+        ChecksumAlgorithm::ALL
+            .into_iter()
+            .filter(|a| self.get(*a).is_some())
+    }
 }
 
 /// One `<Part>` of a CompleteMultipartUpload request.
@@ -257,6 +295,10 @@ pub struct CompleteMultipartUploadResult<'a> {
     pub key: Cow<'a, str>,
     /// `ETag` of the whole object (`"md5-of-md5s-N"`).
     pub etag: Cow<'a, str>,
+    /// The object's checksum (`ChecksumCRC32` & co.), if its upload had an algorithm.
+    pub checksums: Checksums<'a>,
+    /// `ChecksumType` (`COMPOSITE` or `FULL_OBJECT`).
+    pub checksum_type: Option<Cow<'a, str>>,
 }
 
 /// One `<Part>` of ListPartsResult.
@@ -270,6 +312,8 @@ pub struct PartEntry<'a> {
     pub etag: Cow<'a, str>,
     /// `Size`.
     pub size: u64,
+    /// The part's checksum (`ChecksumCRC32` & co.).
+    pub checksums: Checksums<'a>,
 }
 
 /// `<ListPartsResult>`.
@@ -299,6 +343,50 @@ pub struct ListPartsResult<'a> {
     pub encoding_type_url: bool,
     /// `Part`.
     pub parts: Vec<PartEntry<'a>>,
+    /// `ChecksumAlgorithm` of the upload.
+    pub checksum_algorithm: Option<Cow<'a, str>>,
+    /// `ChecksumType` of the upload.
+    pub checksum_type: Option<Cow<'a, str>>,
+}
+
+/// `<GetObjectAttributesResponse>`: the attributes asked for, each `None` when not asked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GetObjectAttributesResponse<'a> {
+    /// `ETag` (without quotes, as S3 writes it here).
+    pub etag: Option<Cow<'a, str>>,
+    /// `Checksum`: the object's checksum and its `ChecksumType`.
+    pub checksum: Option<(Checksums<'a>, Cow<'a, str>)>,
+    /// `ObjectParts`, for a multipart object.
+    pub object_parts: Option<ObjectAttributesParts<'a>>,
+    /// `StorageClass`.
+    pub storage_class: Option<Cow<'a, str>>,
+    /// `ObjectSize`.
+    pub object_size: Option<u64>,
+}
+
+/// `<ObjectParts>` of GetObjectAttributes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ObjectAttributesParts<'a> {
+    /// `PartsCount` (the SDKs' `TotalPartsCount`).
+    pub total_parts_count: u32,
+    /// The page of parts, with its markers: only for an object whose parts have checksums
+    /// (S3 lists no parts otherwise).
+    pub page: Option<ObjectPartsPage<'a>>,
+}
+
+/// A page of `<Part>`s of GetObjectAttributes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ObjectPartsPage<'a> {
+    /// `PartNumberMarker`.
+    pub part_number_marker: u32,
+    /// `NextPartNumberMarker`.
+    pub next_part_number_marker: Option<u32>,
+    /// `MaxParts`.
+    pub max_parts: u32,
+    /// `IsTruncated`.
+    pub is_truncated: bool,
+    /// `Part`: number, size, checksum.
+    pub parts: Vec<(u32, u64, Checksums<'a>)>,
 }
 
 /// One `<Upload>` of ListMultipartUploadsResult.
@@ -946,6 +1034,11 @@ mod tests {
             bucket: s("example-bucket"),
             key: s("Example-Object"),
             etag: s("\"3858f62230ac3c915f300c664312c11f-9\""),
+            checksums: Checksums::one(
+                ChecksumAlgorithm::Sha256,
+                "aI8EoktCdotjU8Bq46DrPCxQCGuGcPIhJ51noWs6hvk=-3",
+            ),
+            checksum_type: Some(s("COMPOSITE")),
         };
         assert_eq!(
             CompleteMultipartUploadResult::parse_xml(&written(|o| done.write_xml(o))),
@@ -974,14 +1067,18 @@ mod tests {
                         last_modified_unix: 1_289_422_113,
                         etag: s("\"7778aef83f66abc1fa1e8477f296d394\""),
                         size: 10_485_760,
+                        checksums: Checksums::one(ChecksumAlgorithm::Crc32, "AAAAAA=="),
                     },
                     PartEntry {
                         part_number: 3,
                         last_modified_unix: 1_289_422_113,
                         etag: s("\"aaaa18db4cc2f85cedef654fccc4a4x8\""),
                         size: 10_485_760,
+                        checksums: Checksums::default(),
                     },
                 ],
+                checksum_algorithm: Some(s("CRC32")),
+                checksum_type: Some(s("FULL_OBJECT")),
             };
             assert_eq!(
                 ListPartsResult::parse_xml(&written(|o| parts.write_xml(o))),
@@ -1060,6 +1157,58 @@ mod tests {
         let parsed = ErrorResponse::parse_xml(&back).expect("valid");
         assert_eq!(parsed, doc);
         assert_eq!(parsed.code, "NoSuchKey");
+    }
+
+    #[test]
+    fn object_attributes_are_written_as_s3_writes_them() {
+        let doc = GetObjectAttributesResponse {
+            etag: Some(s("d41d8cd98f00b204e9800998ecf8427e-2")),
+            checksum: Some((
+                Checksums::one(ChecksumAlgorithm::Sha256, "aI8E="),
+                s("COMPOSITE"),
+            )),
+            object_parts: Some(ObjectAttributesParts {
+                total_parts_count: 2,
+                page: Some(ObjectPartsPage {
+                    part_number_marker: 0,
+                    next_part_number_marker: Some(1),
+                    max_parts: 1,
+                    is_truncated: true,
+                    parts: vec![(1, 5, Checksums::one(ChecksumAlgorithm::Sha256, "p1="))],
+                }),
+            }),
+            storage_class: Some(s("STANDARD")),
+            object_size: Some(10),
+        };
+        let xml = String::from_utf8(written(|o| doc.write_xml(o))).unwrap();
+        assert!(xml.ends_with(
+            "<GetObjectAttributesResponse xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\
+             <ETag>d41d8cd98f00b204e9800998ecf8427e-2</ETag>\
+             <Checksum><ChecksumSHA256>aI8E=</ChecksumSHA256><ChecksumType>COMPOSITE</ChecksumType></Checksum>\
+             <ObjectParts><PartsCount>2</PartsCount><PartNumberMarker>0</PartNumberMarker>\
+             <NextPartNumberMarker>1</NextPartNumberMarker><MaxParts>1</MaxParts>\
+             <IsTruncated>true</IsTruncated>\
+             <Part><PartNumber>1</PartNumber><Size>5</Size><ChecksumSHA256>p1=</ChecksumSHA256></Part>\
+             </ObjectParts><StorageClass>STANDARD</StorageClass><ObjectSize>10</ObjectSize>\
+             </GetObjectAttributesResponse>"
+        ), "{xml}");
+        // Only what was asked for; no parts listed without their checksums.
+        let size_only = GetObjectAttributesResponse {
+            object_size: Some(3),
+            object_parts: Some(ObjectAttributesParts {
+                total_parts_count: 4,
+                page: None,
+            }),
+            ..GetObjectAttributesResponse::default()
+        };
+        let xml = String::from_utf8(written(|o| size_only.write_xml(o))).unwrap();
+        assert!(
+            xml.ends_with(
+                "<ObjectParts><PartsCount>4</PartsCount></ObjectParts><ObjectSize>3</ObjectSize>\
+             </GetObjectAttributesResponse>"
+            ),
+            "{xml}"
+        );
     }
 
     #[test]

@@ -534,6 +534,8 @@ impl<'a> CompleteMultipartUploadResult<'a> {
             bucket: root.req("Bucket")?,
             key: root.req("Key")?,
             etag: root.req("ETag")?,
+            checksums: checksums(root),
+            checksum_type: root.opt("ChecksumType"),
         })
     }
 }
@@ -552,6 +554,7 @@ impl<'a> ListPartsResult<'a> {
                     last_modified_unix: p.time("LastModified")?.ok_or_else(malformed)?,
                     etag: p.opt("ETag").unwrap_or_default(),
                     size: p.num("Size")?.ok_or_else(malformed)?,
+                    checksums: checksums(p),
                 })
             })
             .collect::<S3Result<_>>()?;
@@ -568,6 +571,8 @@ impl<'a> ListPartsResult<'a> {
             is_truncated: root.flag("IsTruncated")?.unwrap_or(false),
             encoding_type_url: url,
             parts,
+            checksum_algorithm: root.opt("ChecksumAlgorithm"),
+            checksum_type: root.opt("ChecksumType"),
         })
     }
 }

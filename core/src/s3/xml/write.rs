@@ -133,6 +133,19 @@ impl<'o> XmlWriter<'o> {
         }
     }
 
+    /// `<ChecksumCRC32>` & co., those given.
+    fn checksums(&mut self, c: &Checksums<'_>) {
+        for (name, value) in [
+            ("ChecksumCRC32", &c.crc32),
+            ("ChecksumCRC32C", &c.crc32c),
+            ("ChecksumCRC64NVME", &c.crc64nvme),
+            ("ChecksumSHA1", &c.sha1),
+            ("ChecksumSHA256", &c.sha256),
+        ] {
+            self.opt(name, value.as_deref());
+        }
+    }
+
     pub(super) fn encoding_type(&mut self, url: bool) {
         if url {
             self.elem("EncodingType", "url");
@@ -237,6 +250,8 @@ impl CompleteMultipartUploadResult<'_> {
         w.elem("Bucket", &self.bucket);
         w.elem("Key", &self.key);
         w.elem("ETag", &self.etag);
+        w.checksums(&self.checksums);
+        w.opt("ChecksumType", self.checksum_type.as_deref());
         w.close("CompleteMultipartUploadResult");
     }
 }
@@ -264,9 +279,51 @@ impl ListPartsResult<'_> {
             w.time("LastModified", p.last_modified_unix);
             w.elem("ETag", &p.etag);
             w.elem("Size", p.size);
+            w.checksums(&p.checksums);
             w.close("Part");
         }
+        w.opt("ChecksumAlgorithm", self.checksum_algorithm.as_deref());
+        w.opt("ChecksumType", self.checksum_type.as_deref());
         w.close("ListPartsResult");
+    }
+}
+
+impl GetObjectAttributesResponse<'_> {
+    /// Append the document to `out`.
+    pub fn write_xml(&self, out: &mut Vec<u8>) {
+        let mut w = XmlWriter::document(out, "GetObjectAttributesResponse", true);
+        w.opt("ETag", self.etag.as_deref());
+        if let Some((sums, kind)) = &self.checksum {
+            w.open("Checksum");
+            w.checksums(sums);
+            w.elem("ChecksumType", kind);
+            w.close("Checksum");
+        }
+        if let Some(p) = &self.object_parts {
+            w.open("ObjectParts");
+            w.elem("PartsCount", p.total_parts_count);
+            if let Some(page) = &p.page {
+                w.elem("PartNumberMarker", page.part_number_marker);
+                if let Some(n) = page.next_part_number_marker {
+                    w.elem("NextPartNumberMarker", n);
+                }
+                w.elem("MaxParts", page.max_parts);
+                w.elem("IsTruncated", page.is_truncated);
+                for (number, size, sums) in &page.parts {
+                    w.open("Part");
+                    w.elem("PartNumber", number);
+                    w.elem("Size", size);
+                    w.checksums(sums);
+                    w.close("Part");
+                }
+            }
+            w.close("ObjectParts");
+        }
+        w.opt("StorageClass", self.storage_class.as_deref());
+        if let Some(n) = self.object_size {
+            w.elem("ObjectSize", n);
+        }
+        w.close("GetObjectAttributesResponse");
     }
 }
 
