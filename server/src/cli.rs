@@ -87,6 +87,35 @@ pub struct ClusterArgs {
     /// SigV2 and virtual-hosted-style addressing (the proxy's; SigV2 on the nodes too).
     #[command(flatten)]
     pub auth: AuthArgs,
+    /// The nodes' lifecycle worker.
+    #[command(flatten)]
+    pub lifecycle: LifecycleArgs,
+}
+
+/// The lifecycle worker of `ferry node` (and of the local cluster's nodes).
+#[derive(Debug, Clone, Args)]
+pub struct LifecycleArgs {
+    /// Seconds between two passes of the lifecycle worker, which applies the buckets'
+    /// lifecycle rules (expirations, aborts of incomplete uploads); it also runs once at start.
+    #[arg(long, value_name = "SECS", default_value_t = 3600,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_LIFECYCLE_INTERVAL_SECS))]
+    pub lifecycle_interval: u64,
+    /// Testing aid only: a lifecycle "day" lasts this many seconds (expiration `Days` and
+    /// `DaysAfterInitiation` count such days), so that tests see objects expire without waiting
+    /// days. Leave it alone in production.
+    #[arg(long, value_name = "SECS", default_value_t = 86_400,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub lifecycle_day_secs: u64,
+}
+
+/// The longest interval between lifecycle passes: a week.
+const MAX_LIFECYCLE_INTERVAL_SECS: u64 = 7 * 86_400;
+
+impl LifecycleArgs {
+    /// The interval, as a duration.
+    fn interval(&self) -> Duration {
+        Duration::from_secs(self.lifecycle_interval)
+    }
 }
 
 /// `--tls-cert` and `--tls-key`: serve HTTPS instead of HTTP.
@@ -320,6 +349,9 @@ pub struct NodeArgs {
     /// SigV2 and virtual-hosted-style addressing.
     #[command(flatten)]
     pub auth: AuthArgs,
+    /// The lifecycle worker.
+    #[command(flatten)]
+    pub lifecycle: LifecycleArgs,
 }
 
 /// Where the node's key came from.
@@ -488,6 +520,8 @@ pub fn run_node(args: NodeArgs) -> io::Result<()> {
     cfg.direct_io = !args.no_direct_io;
     cfg.sendfile = !args.no_sendfile;
     cfg.open_inline = !args.open_on_pool;
+    cfg.lifecycle_interval = args.lifecycle.interval();
+    cfg.lifecycle_day_secs = args.lifecycle.lifecycle_day_secs;
     cfg.tls = args.tls.files();
     args.limits.apply(&mut cfg.limits);
     cfg.sigv2 = !args.auth.no_sigv2;
@@ -681,6 +715,8 @@ pub fn run_cluster(args: ClusterArgs) -> io::Result<()> {
     cfg.users = users_of(args.users.as_deref())?;
     cfg.tls = args.tls.files();
     cfg.sigv2 = !args.auth.no_sigv2;
+    cfg.lifecycle_interval = args.lifecycle.interval();
+    cfg.lifecycle_day_secs = args.lifecycle.lifecycle_day_secs;
     for d in &args.auth.domains {
         check_domain(d)?;
     }

@@ -86,6 +86,7 @@ s3_error_codes! {
     NoSuchBucket => 404, "The specified bucket does not exist.";
     NoSuchBucketPolicy => 404, "The bucket policy does not exist";
     NoSuchKey => 404, "The specified key does not exist.";
+    NoSuchLifecycleConfiguration => 404, "The lifecycle configuration does not exist";
     NoSuchTagSet => 404, "The TagSet does not exist";
     NoSuchUpload => 404, "The specified multipart upload does not exist.";
     NotImplemented => 501, "A header or query you provided implies functionality that is not implemented.";

@@ -47,7 +47,6 @@ const UNSUPPORTED_SUBRESOURCES: &[&str] = &[
     "intelligent-tiering",
     "inventory",
     "legal-hold",
-    "lifecycle",
     "logging",
     "metadataConfiguration",
     "metadataInventoryTable",
@@ -83,6 +82,7 @@ const KNOWN_PARAMETERS: &[&str] = &[
     "encoding-type",
     "fetch-owner",
     "key-marker",
+    "lifecycle",
     "list-type",
     "location",
     "marker",
@@ -464,6 +464,15 @@ pub enum Endpoint<'a> {
     PutBucketTagging,
     /// `DELETE /bucket?tagging`.
     DeleteBucketTagging,
+    /// `GET /bucket?lifecycle`.
+    GetBucketLifecycleConfiguration,
+    /// `PUT /bucket?lifecycle` (body: `<LifecycleConfiguration>`, read by the operation).
+    PutBucketLifecycleConfiguration {
+        /// `Content-MD5` (this or an `x-amz-checksum-*` is required).
+        content_md5: Option<[u8; 16]>,
+    },
+    /// `DELETE /bucket?lifecycle`.
+    DeleteBucketLifecycle,
     /// `GET /bucket` (v1).
     ListObjects {
         /// `prefix` (empty when absent).
@@ -670,6 +679,7 @@ impl<'a> Endpoint<'a> {
             "acl",
             "cors",
             "tagging",
+            "lifecycle",
             "location",
             "versioning",
             "policy",
@@ -703,10 +713,11 @@ impl<'a> Endpoint<'a> {
     }
 
     fn bucket(method: &str, q: &Query<'a>, headers: &[Header<'a>]) -> S3Result<Self> {
-        const KEYWORDS: [&str; 12] = [
+        const KEYWORDS: [&str; 13] = [
             "acl",
             "location",
             "cors",
+            "lifecycle",
             "versioning",
             "policy",
             "policyStatus",
@@ -739,6 +750,11 @@ impl<'a> Endpoint<'a> {
             ("GET", Some("tagging")) => Self::GetBucketTagging,
             ("PUT", Some("tagging")) => Self::PutBucketTagging,
             ("DELETE", Some("tagging")) => Self::DeleteBucketTagging,
+            ("GET", Some("lifecycle")) => Self::GetBucketLifecycleConfiguration,
+            ("PUT", Some("lifecycle")) => Self::PutBucketLifecycleConfiguration {
+                content_md5: validate::find_content_md5(headers)?,
+            },
+            ("DELETE", Some("lifecycle")) => Self::DeleteBucketLifecycle,
             ("GET", Some("uploads")) => Self::ListMultipartUploads {
                 prefix: q.get_cow("prefix").unwrap_or_default(),
                 delimiter: non_empty(q, "delimiter"),
@@ -849,6 +865,7 @@ impl<'a> Endpoint<'a> {
             "policy",
             "policyStatus",
             "cors",
+            "lifecycle",
         ]
         .iter()
         .any(|k| q.has(k))
@@ -1010,6 +1027,9 @@ impl<'a> Endpoint<'a> {
             Self::GetBucketTagging => "GetBucketTagging",
             Self::PutBucketTagging => "PutBucketTagging",
             Self::DeleteBucketTagging => "DeleteBucketTagging",
+            Self::GetBucketLifecycleConfiguration => "GetBucketLifecycleConfiguration",
+            Self::PutBucketLifecycleConfiguration { .. } => "PutBucketLifecycleConfiguration",
+            Self::DeleteBucketLifecycle => "DeleteBucketLifecycle",
             Self::ListObjects { .. } => "ListObjects",
             Self::ListObjectsV2 { .. } => "ListObjectsV2",
             Self::ListMultipartUploads { .. } => "ListMultipartUploads",
@@ -1159,6 +1179,11 @@ mod tests {
             ("PUT", "/?cors", "examplebucket.s3.amazonaws.com", &[("Content-MD5", "1B2M2Y8AsgTpgAmY7PhCfg==")], Some("examplebucket"), None,
              Endpoint::PutBucketCors { content_md5: validate::parse_content_md5(b"1B2M2Y8AsgTpgAmY7PhCfg==").ok() }),
             ("DELETE", "/?cors", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None, Endpoint::DeleteBucketCors),
+            // Get/PutBucketLifecycleConfiguration / DeleteBucketLifecycle
+            ("GET", "/?lifecycle", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None, Endpoint::GetBucketLifecycleConfiguration),
+            ("PUT", "/?lifecycle", "examplebucket.s3.amazonaws.com", &[("Content-MD5", "1B2M2Y8AsgTpgAmY7PhCfg==")], Some("examplebucket"), None,
+             Endpoint::PutBucketLifecycleConfiguration { content_md5: validate::parse_content_md5(b"1B2M2Y8AsgTpgAmY7PhCfg==").ok() }),
+            ("DELETE", "/?lifecycle", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None, Endpoint::DeleteBucketLifecycle),
             // ListObjects (v1)
             ("GET", "/?prefix=N&marker=Ned&max-keys=40", "quotes.s3.amazonaws.com", &[], Some("quotes"), None,
              Endpoint::ListObjects { prefix: b("N"), delimiter: None, marker: Some(b("Ned")), max_keys: 40, encoding_type_url: false }),
@@ -1301,7 +1326,7 @@ mod tests {
     #[test]
     fn unsupported_requests_are_not_implemented() {
         #[rustfmt::skip]
-        let cases: [(&str, &str, Extra<'_>); 31] = [
+        let cases: [(&str, &str, Extra<'_>); 32] = [
             ("GET", "/bucket?notification", &[]),
             // Only a multipart/form-data body is a POST Object.
             ("POST", "/bucket", &[("Content-Type", "application/x-www-form-urlencoded")]),
@@ -1315,7 +1340,8 @@ mod tests {
             ("HEAD", "/bucket?tagging", &[]),
             ("PUT", "/bucket/key?tagging&uploadId=x", &[]),
             ("GET", "/bucket?tagging&location", &[]),
-            ("DELETE", "/bucket?lifecycle", &[]),
+            ("POST", "/bucket?lifecycle", &[]),
+            ("GET", "/bucket/key?lifecycle", &[]),
             ("GET", "/bucket?versions", &[]),
             ("GET", "/?acl", &[]),
             ("POST", "/bucket/key?restore", &[]),

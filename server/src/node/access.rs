@@ -77,6 +77,11 @@ fn action(endpoint: &Endpoint<'_>) -> Option<(&'static str, bool)> {
         Endpoint::DeleteObjectTagging { .. } => ("s3:DeleteObjectTagging", true),
         Endpoint::PutBucketCors { .. } | Endpoint::DeleteBucketCors => ("s3:PutBucketCORS", false),
         Endpoint::PutBucketAcl => ("s3:PutBucketAcl", false),
+        Endpoint::GetBucketLifecycleConfiguration => ("s3:GetLifecycleConfiguration", false),
+        // AWS names no action of its own for DeleteBucketLifecycle.
+        Endpoint::PutBucketLifecycleConfiguration { .. } | Endpoint::DeleteBucketLifecycle => {
+            ("s3:PutLifecycleConfiguration", false)
+        }
         Endpoint::ListMultipartUploads { .. } => ("s3:ListBucketMultipartUploads", false),
         // Each key is checked as a DeleteObject by the operation (`may_delete`).
         Endpoint::DeleteObjects { .. } => return None,

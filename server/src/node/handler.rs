@@ -8,7 +8,7 @@ use ferry_core::s3::request::Endpoint;
 use ferry_core::s3::xml::CorsConfiguration;
 
 use super::context::{Cx, NodeApi};
-use super::{access, acl, buckets, multipart, objects, policy, post, tagging};
+use super::{access, acl, buckets, lifecycle, multipart, objects, policy, post, tagging};
 use crate::front::{Op, S3Api};
 use crate::store::BucketSetting;
 
@@ -56,6 +56,11 @@ impl<R: Runtime> S3Api for NodeApi<R> {
             Endpoint::GetBucketTagging => tagging::get_bucket(cx, res, bucket).await,
             Endpoint::PutBucketTagging => tagging::put_bucket(cx, body, res, bucket).await,
             Endpoint::DeleteBucketTagging => tagging::delete_bucket(cx, res, bucket).await,
+            Endpoint::GetBucketLifecycleConfiguration => lifecycle::get(cx, res, bucket).await,
+            Endpoint::PutBucketLifecycleConfiguration { content_md5 } => {
+                lifecycle::put(cx, body, res, bucket, *content_md5).await
+            }
+            Endpoint::DeleteBucketLifecycle => lifecycle::delete(cx, res, bucket).await,
             Endpoint::ListObjects { .. } | Endpoint::ListObjectsV2 { .. } => {
                 buckets::list_objects(cx, res, bucket, &s3.endpoint).await
             }
@@ -184,5 +189,6 @@ impl<R: Runtime> S3Api for NodeApi<R> {
     fn render_metrics(&self, out: &mut String, prefix: &str) {
         super::metrics::render(&self.store, out, prefix);
         super::metrics::render_reads(&self.sendfile_bytes, out, prefix);
+        self.lifecycle.render(out, prefix);
     }
 }

@@ -297,6 +297,7 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
     let Opened { info, range, body } = opened;
     let whole = range.is_none();
     let mut h = object_headers(&info, read.overrides, whole && checksum_mode(cx.headers));
+    super::lifecycle::expiration(cx, bucket, key, &info, &mut h);
     let (status, len) = match range {
         Some((first, last)) => {
             h.push(

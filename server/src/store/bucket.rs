@@ -1,5 +1,5 @@
 //! Buckets: create, delete, head, list, and their settings (owner, policy, ACL, CORS,
-//! tagging).
+//! tagging, lifecycle).
 
 use std::collections::HashMap;
 use std::ops::Bound;
@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use ferry_core::s3::acl::Acl;
 use ferry_core::s3::policy::Policy;
+use ferry_core::s3::xml::LifecycleConfiguration;
 
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
@@ -35,16 +36,19 @@ pub enum BucketSetting {
     Cors,
     /// The bucket's tag set.
     Tagging,
+    /// The lifecycle configuration.
+    Lifecycle,
 }
 
 impl BucketSetting {
     /// Every kind, for removing them all with the bucket.
-    pub const ALL: [BucketSetting; 5] = [
+    pub const ALL: [BucketSetting; 6] = [
         BucketSetting::Owner,
         BucketSetting::Policy,
         BucketSetting::Acl,
         BucketSetting::Cors,
         BucketSetting::Tagging,
+        BucketSetting::Lifecycle,
     ];
 
     /// Its key in the settings table. Stored: never change one.
@@ -55,6 +59,7 @@ impl BucketSetting {
             BucketSetting::Acl => "acl",
             BucketSetting::Cors => "cors",
             BucketSetting::Tagging => "tagging",
+            BucketSetting::Lifecycle => "lifecycle",
         }
     }
 }
@@ -69,6 +74,8 @@ pub struct BucketSettings {
     policy: OnceLock<Result<Option<Arc<Policy>>, S3Error>>,
     /// The ACL, parsed once.
     acl: OnceLock<Result<Option<Arc<Acl>>, S3Error>>,
+    /// The lifecycle configuration, parsed once (GET and HEAD ask it for `x-amz-expiration`).
+    lifecycle: OnceLock<Result<Option<Arc<LifecycleConfiguration>>, S3Error>>,
 }
 
 impl BucketSettings {
@@ -101,6 +108,28 @@ impl BucketSettings {
                         ),
                     )
                 })
+            })
+            .clone()
+    }
+
+    /// The bucket's lifecycle configuration, if it has one (checked before it was stored).
+    pub fn lifecycle(&self) -> S3Result<Option<Arc<LifecycleConfiguration>>> {
+        self.lifecycle
+            .get_or_init(|| {
+                let Some(doc) = self.get(BucketSetting::Lifecycle) else {
+                    return Ok(None);
+                };
+                LifecycleConfiguration::parse_xml(doc)
+                    .map(|c| Some(Arc::new(c)))
+                    .map_err(|e| {
+                        S3Error::with_message(
+                            S3ErrorCode::InternalError,
+                            format!(
+                                "stored lifecycle configuration of {} does not parse: {}",
+                                self.bucket, e.message
+                            ),
+                        )
+                    })
             })
             .clone()
     }

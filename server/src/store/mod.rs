@@ -62,6 +62,7 @@ mod codec;
 mod fence;
 mod files;
 mod group;
+mod lifecycle;
 mod list;
 mod meta;
 mod multipart;
@@ -84,6 +85,7 @@ use redb::{
 pub use bucket::{BucketSetting, BucketSettings};
 pub use fence::MAX_FENCE_LEASE;
 pub use files::CleanupReport;
+pub use lifecycle::{ScanBatch, ScannedObject};
 pub use meta::{ROOM_TO_RECOVER, Writability};
 pub use multipart::PartWriter;
 pub use object::{ObjectReader, ObjectWriter};

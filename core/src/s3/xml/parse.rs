@@ -258,7 +258,7 @@ impl<'d, 'a> El<'d, 'a> {
             .transpose()
     }
 
-    fn flag(self, name: &str) -> S3Result<Option<bool>> {
+    pub(super) fn flag(self, name: &str) -> S3Result<Option<bool>> {
         self.child(name)
             .map(|c| match c.node.text.trim() {
                 t if t.eq_ignore_ascii_case("true") => Ok(true),

@@ -1,0 +1,156 @@
+//! What the lifecycle worker (`node::lifecycle`) asks of the store: objects in bounded
+//! batches, with what its rules filter on, and a delete that removes an object only if it is
+//! still the version the worker judged (an overwrite in between is not expired with it).
+
+use std::ops::Bound;
+
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+use redb::ReadableTable;
+
+use super::codec::{self, ListFields, ObjectRecord};
+use super::list::successor;
+use super::{BUCKETS, OBJECTS, Store, bucket_exists, bucket_prefix, db_err, object_key};
+
+/// An object as the lifecycle worker sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScannedObject {
+    /// Its key.
+    pub key: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Its ETag as stored (with the last-modified time, what identifies this version).
+    pub etag: String,
+    /// Modification time, Unix seconds.
+    pub last_modified: i64,
+    /// Its tags, when asked for (empty otherwise).
+    pub tags: Vec<(String, String)>,
+}
+
+/// A batch of [`Store::scan_objects`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScanBatch {
+    /// Objects sorted by key.
+    pub objects: Vec<ScannedObject>,
+    /// The key to continue after, when more objects may follow.
+    pub next: Option<String>,
+}
+
+impl Store {
+    /// Up to `limit` objects of `bucket` whose keys start with `prefix`, after the key `after`,
+    /// with their tags if `with_tags` (which decodes whole records). `NoSuchBucket` if the
+    /// bucket is gone.
+    pub fn scan_objects(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+        with_tags: bool,
+    ) -> S3Result<ScanBatch> {
+        let txn = self.read_txn()?;
+        if !bucket_exists(&txn.open_table(BUCKETS).map_err(db_err)?, bucket)? {
+            return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
+        }
+        let objects = txn.open_table(OBJECTS).map_err(db_err)?;
+        let base = bucket_prefix(bucket);
+        let mut full_prefix = base.clone();
+        full_prefix.extend_from_slice(prefix.as_bytes());
+        let from = match after {
+            Some(a) if a.as_bytes() >= prefix.as_bytes() => {
+                let mut k = base.clone();
+                k.extend_from_slice(a.as_bytes());
+                Bound::Excluded(k)
+            }
+            _ => Bound::Included(full_prefix.clone()),
+        };
+        let upper = successor(&full_prefix).map_or(Bound::Unbounded, Bound::Excluded);
+        let range = objects
+            .range::<&[u8]>((
+                borrow(&from),
+                match &upper {
+                    Bound::Excluded(u) => Bound::Excluded(u.as_slice()),
+                    _ => Bound::Unbounded,
+                },
+            ))
+            .map_err(db_err)?;
+        let mut batch = ScanBatch::default();
+        for item in range {
+            let (k, v) = item.map_err(db_err)?;
+            let full = k.value();
+            if !full.starts_with(&full_prefix) {
+                break;
+            }
+            if batch.objects.len() == limit.max(1) {
+                batch.next = batch.objects.last().map(|o| o.key.clone());
+                break;
+            }
+            let key = String::from_utf8(full[base.len()..].to_vec()).map_err(|_| {
+                S3Error::with_message(S3ErrorCode::InternalError, "stored key is not UTF-8")
+            })?;
+            let scanned = if with_tags {
+                let rec: ObjectRecord = codec::decode(v.value())?;
+                ScannedObject {
+                    key,
+                    size: rec.size,
+                    etag: rec.etag,
+                    last_modified: rec.last_modified,
+                    tags: rec.meta.tags,
+                }
+            } else {
+                let f: ListFields<'_> = codec::decode(v.value())?;
+                ScannedObject {
+                    key,
+                    size: f.size,
+                    etag: f.etag.to_owned(),
+                    last_modified: f.last_modified,
+                    tags: Vec::new(),
+                }
+            };
+            batch.objects.push(scanned);
+        }
+        Ok(batch)
+    }
+
+    /// Delete `bucket`/`key` as DeleteObject does (its data files are removed after the
+    /// commit), but only if it is still the version with `etag` and `last_modified`: the
+    /// size removed, or `None` when the object is gone or was replaced since.
+    pub fn expire_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        etag: &str,
+        last_modified: i64,
+    ) -> S3Result<Option<u64>> {
+        let k = object_key(bucket, key)?;
+        let old = self.update(None, |txn| {
+            let mut objects = txn.open_table(OBJECTS).map_err(db_err)?;
+            let current = match objects.get(k.as_slice()).map_err(db_err)? {
+                Some(v) => {
+                    let f: ListFields<'_> = codec::decode(v.value())?;
+                    f.etag == etag && f.last_modified == last_modified
+                }
+                None => false,
+            };
+            if !current {
+                return Ok(None);
+            }
+            match objects.remove(k.as_slice()).map_err(db_err)? {
+                Some(v) => Ok(Some(codec::decode::<ObjectRecord>(v.value())?)),
+                None => Ok(None),
+            }
+        })?;
+        Ok(old.map(|old| {
+            self.inner.counters.deleted(old.size);
+            self.inner.retire(&old.data.files());
+            old.size
+        }))
+    }
+}
+
+fn borrow(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(v) => Bound::Included(v.as_slice()),
+        Bound::Excluded(v) => Bound::Excluded(v.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}

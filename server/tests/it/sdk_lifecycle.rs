@@ -1,0 +1,694 @@
+//! Bucket lifecycle: Put/Get/DeleteBucketLifecycleConfiguration with the AWS SDK and boto3,
+//! the lifecycle worker expiring objects and aborting uploads (with short lifecycle days), and
+//! `x-amz-expiration` on GET and HEAD, on a node and through the proxy.
+
+use std::time::{Duration, Instant};
+
+use aws_sdk_s3::primitives::DateTime as SdkDateTime;
+use aws_sdk_s3::types::{
+    AbortIncompleteMultipartUpload, BucketLifecycleConfiguration, ExpirationStatus,
+    LifecycleExpiration, LifecycleRule, LifecycleRuleAndOperator, LifecycleRuleFilter,
+    NoncurrentVersionExpiration, Tag, Transition, TransitionStorageClass,
+};
+use ferry_core::time::DateTime;
+
+use crate::support::http::plain_get;
+use crate::support::sdk::{Options, Target, TestNode, assert_code, run_python, show};
+
+on_every_target!(
+    lifecycle_round_trip,
+    lifecycle_refuses_bad_rules,
+    worker_expires_by_prefix_tag_and_size,
+    worker_aborts_stale_uploads,
+    expiration_header_on_get_and_head,
+    boto3_manages_bucket_lifecycle,
+);
+
+/// A lifecycle day of one second, a pass every second.
+const FAST: Options = Options {
+    lifecycle: Some((Duration::from_secs(1), 1)),
+    ..crate::support::sdk::DEFAULT_OPTIONS
+};
+
+/// How long a test waits for the worker before failing.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+fn filter_prefix(p: &str) -> LifecycleRuleFilter {
+    LifecycleRuleFilter::builder().prefix(p).build()
+}
+
+fn tag(k: &str, v: &str) -> Tag {
+    Tag::builder().key(k).value(v).build().expect("tag")
+}
+
+fn days(n: i32) -> LifecycleExpiration {
+    LifecycleExpiration::builder().days(n).build()
+}
+
+fn rule(
+    id: &str,
+    filter: LifecycleRuleFilter,
+) -> aws_sdk_s3::types::builders::LifecycleRuleBuilder {
+    LifecycleRule::builder()
+        .id(id)
+        .status(ExpirationStatus::Enabled)
+        .filter(filter)
+}
+
+fn config(rules: Vec<LifecycleRule>) -> BucketLifecycleConfiguration {
+    BucketLifecycleConfiguration::builder()
+        .set_rules(Some(rules))
+        .build()
+        .expect("config")
+}
+
+async fn put_config(n: &TestNode, bucket: &str, c: BucketLifecycleConfiguration) {
+    n.client
+        .put_bucket_lifecycle_configuration()
+        .bucket(bucket)
+        .lifecycle_configuration(c)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("put lifecycle: {}", show(&e)));
+}
+
+async fn lifecycle_round_trip(target: Target) {
+    let n = TestNode::start(target);
+    n.bucket("lc-round").await;
+    let none = n
+        .client
+        .get_bucket_lifecycle_configuration()
+        .bucket("lc-round")
+        .send()
+        .await;
+    assert_code(none, 404, "NoSuchLifecycleConfiguration");
+    let rules = vec![
+        rule("logs", filter_prefix("logs/"))
+            .expiration(days(30))
+            .abort_incomplete_multipart_upload(
+                AbortIncompleteMultipartUpload::builder()
+                    .days_after_initiation(7)
+                    .build(),
+            )
+            .build()
+            .expect("rule"),
+        rule(
+            "tagged",
+            LifecycleRuleFilter::builder()
+                .and(
+                    LifecycleRuleAndOperator::builder()
+                        .prefix("data/")
+                        .tags(tag("class", "temp"))
+                        .object_size_greater_than(100)
+                        .object_size_less_than(5000)
+                        .build(),
+                )
+                .build(),
+        )
+        .expiration(
+            LifecycleExpiration::builder()
+                .date(SdkDateTime::from_secs(1_893_456_000)) // 2030-01-01T00:00:00Z
+                .build(),
+        )
+        .noncurrent_version_expiration(
+            NoncurrentVersionExpiration::builder()
+                .noncurrent_days(10)
+                .newer_noncurrent_versions(3)
+                .build(),
+        )
+        .build()
+        .expect("rule"),
+        LifecycleRule::builder()
+            .id("off")
+            .status(ExpirationStatus::Disabled)
+            .filter(LifecycleRuleFilter::builder().tag(tag("k", "v")).build())
+            .expiration(days(1))
+            .build()
+            .expect("rule"),
+    ];
+    put_config(&n, "lc-round", config(rules)).await;
+    let got = n
+        .client
+        .get_bucket_lifecycle_configuration()
+        .bucket("lc-round")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("get lifecycle: {}", show(&e)));
+    let rules = got.rules();
+    assert_eq!(rules.len(), 3);
+    assert_eq!(rules[0].id(), Some("logs"));
+    assert_eq!(rules[0].status(), &ExpirationStatus::Enabled);
+    assert_eq!(rules[0].filter().and_then(|f| f.prefix()), Some("logs/"));
+    assert_eq!(rules[0].expiration().and_then(|e| e.days()), Some(30));
+    assert_eq!(
+        rules[0]
+            .abort_incomplete_multipart_upload()
+            .and_then(|a| a.days_after_initiation()),
+        Some(7)
+    );
+    let and = rules[1].filter().and_then(|f| f.and()).expect("and");
+    assert_eq!(and.prefix(), Some("data/"));
+    assert_eq!(and.tags(), [tag("class", "temp")]);
+    assert_eq!(and.object_size_greater_than(), Some(100));
+    assert_eq!(and.object_size_less_than(), Some(5000));
+    assert_eq!(
+        rules[1]
+            .expiration()
+            .and_then(|e| e.date())
+            .map(|d| d.secs()),
+        Some(1_893_456_000)
+    );
+    let nve = rules[1].noncurrent_version_expiration().expect("nve");
+    assert_eq!(nve.noncurrent_days(), Some(10));
+    assert_eq!(nve.newer_noncurrent_versions(), Some(3));
+    assert_eq!(rules[2].status(), &ExpirationStatus::Disabled);
+    assert_eq!(
+        rules[2].filter().and_then(|f| f.tag()),
+        Some(&tag("k", "v"))
+    );
+    // A new configuration replaces the old one whole.
+    put_config(
+        &n,
+        "lc-round",
+        config(vec![
+            rule("only", filter_prefix(""))
+                .expiration(days(2))
+                .build()
+                .expect("rule"),
+        ]),
+    )
+    .await;
+    let got = n
+        .client
+        .get_bucket_lifecycle_configuration()
+        .bucket("lc-round")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("get lifecycle: {}", show(&e)));
+    assert_eq!(got.rules().len(), 1);
+    assert_eq!(got.rules()[0].id(), Some("only"));
+    n.client
+        .delete_bucket_lifecycle()
+        .bucket("lc-round")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("delete lifecycle: {}", show(&e)));
+    let gone = n
+        .client
+        .get_bucket_lifecycle_configuration()
+        .bucket("lc-round")
+        .send()
+        .await;
+    assert_code(gone, 404, "NoSuchLifecycleConfiguration");
+    // Deleting again is fine; a missing bucket is not.
+    n.client
+        .delete_bucket_lifecycle()
+        .bucket("lc-round")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("delete lifecycle again: {}", show(&e)));
+    let missing = n
+        .client
+        .get_bucket_lifecycle_configuration()
+        .bucket("nope")
+        .send()
+        .await;
+    assert_code(missing, 404, "NoSuchBucket");
+}
+
+async fn lifecycle_refuses_bad_rules(target: Target) {
+    let n = TestNode::start(target);
+    n.bucket("lcbad").await;
+    let put = |c: BucketLifecycleConfiguration| {
+        n.client
+            .put_bucket_lifecycle_configuration()
+            .bucket("lcbad")
+            .lifecycle_configuration(c)
+            .send()
+    };
+    let ok_rule = |id: &str| {
+        rule(id, filter_prefix("a/"))
+            .expiration(days(1))
+            .build()
+            .expect("rule")
+    };
+    // Days must be positive.
+    let r = put(config(vec![
+        rule("zero", filter_prefix(""))
+            .expiration(days(0))
+            .build()
+            .expect("rule"),
+    ]))
+    .await;
+    assert_code(r, 400, "InvalidArgument");
+    // A Date must be at midnight UTC.
+    let noon = LifecycleExpiration::builder()
+        .date(SdkDateTime::from_secs(1_893_456_000 + 12 * 3600))
+        .build();
+    let r = put(config(vec![
+        rule("noon", filter_prefix(""))
+            .expiration(noon)
+            .build()
+            .expect("rule"),
+    ]))
+    .await;
+    assert_code(r, 400, "InvalidArgument");
+    // Days and Date together.
+    let both = LifecycleExpiration::builder()
+        .days(1)
+        .date(SdkDateTime::from_secs(1_893_456_000))
+        .build();
+    let r = put(config(vec![
+        rule("both", filter_prefix(""))
+            .expiration(both)
+            .build()
+            .expect("rule"),
+    ]))
+    .await;
+    assert_code(r, 400, "MalformedXML");
+    // Two rules with one ID.
+    let r = put(config(vec![ok_rule("twice"), ok_rule("twice")])).await;
+    assert_code(r, 400, "InvalidRequest");
+    // A rule with no action.
+    let r = put(config(vec![
+        rule("idle", filter_prefix("")).build().expect("rule"),
+    ]))
+    .await;
+    assert_code(r, 400, "InvalidRequest");
+    // An ID over 255 characters.
+    let r = put(config(vec![ok_rule(&"i".repeat(256))])).await;
+    assert_code(r, 400, "InvalidArgument");
+    // AbortIncompleteMultipartUpload with a tag filter.
+    let r = put(config(vec![
+        rule(
+            "abort",
+            LifecycleRuleFilter::builder().tag(tag("k", "v")).build(),
+        )
+        .abort_incomplete_multipart_upload(
+            AbortIncompleteMultipartUpload::builder()
+                .days_after_initiation(1)
+                .build(),
+        )
+        .build()
+        .expect("rule"),
+    ]))
+    .await;
+    assert_code(r, 400, "InvalidRequest");
+    // Transitions to other storage classes are not implemented: refused, never ignored.
+    let r = put(config(vec![
+        rule("cold", filter_prefix(""))
+            .transitions(
+                Transition::builder()
+                    .days(30)
+                    .storage_class(TransitionStorageClass::Glacier)
+                    .build(),
+            )
+            .build()
+            .expect("rule"),
+    ]))
+    .await;
+    assert_code(r, 501, "NotImplemented");
+    // Nothing was stored.
+    let none = n
+        .client
+        .get_bucket_lifecycle_configuration()
+        .bucket("lcbad")
+        .send()
+        .await;
+    assert_code(none, 404, "NoSuchLifecycleConfiguration");
+    // A missing bucket.
+    let r = n
+        .client
+        .put_bucket_lifecycle_configuration()
+        .bucket("nope")
+        .lifecycle_configuration(config(vec![ok_rule("x")]))
+        .send()
+        .await;
+    assert_code(r, 404, "NoSuchBucket");
+}
+
+/// Keys of `bucket` (at most 1000).
+async fn keys(n: &TestNode, bucket: &str) -> Vec<String> {
+    let out = n
+        .client
+        .list_objects_v2()
+        .bucket(bucket)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("list: {}", show(&e)));
+    out.contents()
+        .iter()
+        .filter_map(|o| o.key().map(str::to_owned))
+        .collect()
+}
+
+/// For every key of `keepers`, a key under `prefix` that lives on the same node (the same
+/// worker judges both): put after the keepers, so it expires no earlier than they would.
+/// Keepers on one node share their sentinel.
+fn sentinels(n: &TestNode, bucket: &str, prefix: &str, keepers: &[&str]) -> Vec<String> {
+    let mut out: Vec<String> = keepers
+        .iter()
+        .map(|k| {
+            (0..)
+                .map(|i| format!("{prefix}sentinel-{i}"))
+                .find(|s| n.same_node((bucket, s), (bucket, k)))
+                .expect("a key on every node")
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+async fn worker_expires_by_prefix_tag_and_size(target: Target) {
+    let n = TestNode::start_with(target, FAST);
+    let b = "lcexpire";
+    n.bucket(b).await;
+    let keepers = ["keep/a", "tagged/other", "data/small", "elsewhere/big"];
+    for k in ["keep/a", "elsewhere/big"] {
+        n.put(b, k, vec![b'x'; 200]).await;
+    }
+    n.client
+        .put_object()
+        .bucket(b)
+        .key("tagged/other")
+        .tagging("temp=no")
+        .body(b"t".to_vec().into())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("put: {}", show(&e)));
+    n.put(b, "data/small", vec![b's'; 10]).await;
+    // What expires: by prefix, by tag, by prefix and size.
+    let sentinels = sentinels(&n, b, "logs/", &keepers);
+    for s in &sentinels {
+        n.put(b, s, b"s".to_vec()).await;
+    }
+    n.put(b, "logs/a", b"log".to_vec()).await;
+    n.client
+        .put_object()
+        .bucket(b)
+        .key("tagged/temp")
+        .tagging("temp=yes&other=1")
+        .body(b"t".to_vec().into())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("put: {}", show(&e)));
+    n.put(b, "data/big", vec![b'b'; 200]).await;
+    let rules = vec![
+        rule("logs", filter_prefix("logs/"))
+            .expiration(days(1))
+            .build()
+            .expect("rule"),
+        rule(
+            "temp",
+            LifecycleRuleFilter::builder()
+                .tag(tag("temp", "yes"))
+                .build(),
+        )
+        .expiration(days(1))
+        .build()
+        .expect("rule"),
+        rule(
+            "big",
+            LifecycleRuleFilter::builder()
+                .and(
+                    LifecycleRuleAndOperator::builder()
+                        .prefix("data/")
+                        .object_size_greater_than(100)
+                        .build(),
+                )
+                .build(),
+        )
+        .expiration(days(1))
+        .build()
+        .expect("rule"),
+        // Disabled: would expire everything.
+        LifecycleRule::builder()
+            .id("off")
+            .status(ExpirationStatus::Disabled)
+            .filter(filter_prefix(""))
+            .expiration(days(1))
+            .build()
+            .expect("rule"),
+    ];
+    put_config(&n, b, config(rules)).await;
+    let start = Instant::now();
+    let mut left = keys(&n, b).await;
+    while left.len() > keepers.len() {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "lifecycle did not expire in time; left: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        left = keys(&n, b).await;
+    }
+    let mut want: Vec<String> = keepers.iter().map(|k| (*k).to_owned()).collect();
+    want.sort();
+    assert_eq!(
+        left, want,
+        "exactly the objects no enabled rule matches stay"
+    );
+    // The survivors still read whole.
+    assert_eq!(n.get(b, "keep/a").await, vec![b'x'; 200]);
+    if let Some(admin) = n.admin_addr() {
+        let text = plain_get(admin, "/metrics").text();
+        let expired = metric(&text, "ferry_node_lifecycle_expired_objects_total");
+        assert_eq!(expired, (3 + sentinels.len()) as u64, "{text}");
+        let bytes = metric(&text, "ferry_node_lifecycle_expired_bytes_total");
+        assert_eq!(bytes, 3 + 1 + 200 + sentinels.len() as u64);
+    }
+}
+
+fn metric(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
+}
+
+async fn uploads(n: &TestNode, bucket: &str) -> Vec<String> {
+    let out = n
+        .client
+        .list_multipart_uploads()
+        .bucket(bucket)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("list uploads: {}", show(&e)));
+    out.uploads()
+        .iter()
+        .filter_map(|u| u.key().map(str::to_owned))
+        .collect()
+}
+
+async fn create_upload(n: &TestNode, bucket: &str, key: &str) -> String {
+    let up = n
+        .client
+        .create_multipart_upload()
+        .bucket(bucket)
+        .key(key)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("create upload: {}", show(&e)));
+    let id = up.upload_id().expect("upload id").to_owned();
+    n.client
+        .upload_part()
+        .bucket(bucket)
+        .key(key)
+        .upload_id(&id)
+        .part_number(1)
+        .body(b"part".to_vec().into())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("upload part: {}", show(&e)));
+    id
+}
+
+async fn worker_aborts_stale_uploads(target: Target) {
+    let n = TestNode::start_with(target, FAST);
+    let b = "lcabort";
+    n.bucket(b).await;
+    let keep_id = create_upload(&n, b, "keep/u").await;
+    let sentinels = sentinels(&n, b, "tmp/", &["keep/u"]);
+    for s in &sentinels {
+        create_upload(&n, b, s).await;
+    }
+    let stale = create_upload(&n, b, "tmp/u").await;
+    let rules = vec![
+        rule("stale", filter_prefix("tmp/"))
+            .abort_incomplete_multipart_upload(
+                AbortIncompleteMultipartUpload::builder()
+                    .days_after_initiation(1)
+                    .build(),
+            )
+            .build()
+            .expect("rule"),
+    ];
+    put_config(&n, b, config(rules)).await;
+    let start = Instant::now();
+    let mut left = uploads(&n, b).await;
+    while left.len() > 1 {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "lifecycle did not abort in time; left: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        left = uploads(&n, b).await;
+    }
+    assert_eq!(left, ["keep/u"]);
+    let gone = n
+        .client
+        .list_parts()
+        .bucket(b)
+        .key("tmp/u")
+        .upload_id(&stale)
+        .send()
+        .await;
+    assert_code(gone, 404, "NoSuchUpload");
+    // The other upload still completes.
+    let parts = n
+        .client
+        .list_parts()
+        .bucket(b)
+        .key("keep/u")
+        .upload_id(&keep_id)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("list parts: {}", show(&e)));
+    assert_eq!(parts.parts().len(), 1);
+    if let Some(admin) = n.admin_addr() {
+        let text = plain_get(admin, "/metrics").text();
+        let aborted = metric(&text, "ferry_node_lifecycle_aborted_uploads_total");
+        assert_eq!(aborted, 1 + sentinels.len() as u64, "{text}");
+    }
+}
+
+/// AWS's `x-amz-expiration`: creation time plus the rule's days, rounded up to the next
+/// midnight UTC.
+fn expected_expiration(last_modified: i64, days: i64, rule: &str) -> String {
+    let at = (last_modified + (days + 1) * 86_400).div_euclid(86_400) * 86_400;
+    format!(
+        "expiry-date=\"{}\", rule-id=\"{rule}\"",
+        DateTime::from_unix(at).http()
+    )
+}
+
+async fn expiration_header_on_get_and_head(target: Target) {
+    let n = TestNode::start(target);
+    let b = "lcheader";
+    n.bucket(b).await;
+    n.put(b, "logs/a", b"log".to_vec()).await;
+    n.put(b, "other/b", b"other".to_vec()).await;
+    let head = n.head(b, "logs/a").await;
+    assert_eq!(head.expiration(), None, "no configuration, no header");
+    let rules = vec![
+        rule("month", filter_prefix("logs/"))
+            .expiration(days(30))
+            .build()
+            .expect("rule"),
+        rule("week", filter_prefix("logs/"))
+            .expiration(days(7))
+            .build()
+            .expect("rule"),
+        LifecycleRule::builder()
+            .id("off")
+            .status(ExpirationStatus::Disabled)
+            .filter(filter_prefix(""))
+            .expiration(days(1))
+            .build()
+            .expect("rule"),
+    ];
+    put_config(&n, b, config(rules)).await;
+    let head = n.head(b, "logs/a").await;
+    let lm = head.last_modified().expect("last modified").secs();
+    // The earliest enabled rule names the date.
+    let want = expected_expiration(lm, 7, "week");
+    assert_eq!(head.expiration(), Some(want.as_str()));
+    let get = n
+        .client
+        .get_object()
+        .bucket(b)
+        .key("logs/a")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("get: {}", show(&e)));
+    assert_eq!(get.expiration(), Some(want.as_str()));
+    // No enabled rule matches the other object.
+    assert_eq!(n.head(b, "other/b").await.expiration(), None);
+    // A date rule names its date.
+    put_config(
+        &n,
+        b,
+        config(vec![
+            rule("new-year", filter_prefix("other/"))
+                .expiration(
+                    LifecycleExpiration::builder()
+                        .date(SdkDateTime::from_secs(1_893_456_000))
+                        .build(),
+                )
+                .build()
+                .expect("rule"),
+        ]),
+    )
+    .await;
+    assert_eq!(
+        n.head(b, "other/b").await.expiration(),
+        Some("expiry-date=\"Tue, 01 Jan 2030 00:00:00 GMT\", rule-id=\"new-year\"")
+    );
+    assert_eq!(n.head(b, "logs/a").await.expiration(), None);
+}
+
+async fn boto3_manages_bucket_lifecycle(target: Target) {
+    let n = TestNode::start(target);
+    n.bucket("lcboto").await;
+    let script = r#"
+import sys, boto3, botocore
+from botocore.config import Config
+endpoint, key, secret = sys.argv[1:4]
+s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=key,
+                  aws_secret_access_key=secret, region_name="us-east-1",
+                  config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+try:
+    s3.get_bucket_lifecycle_configuration(Bucket="lcboto")
+    raise SystemExit("expected NoSuchLifecycleConfiguration")
+except botocore.exceptions.ClientError as e:
+    assert e.response["Error"]["Code"] == "NoSuchLifecycleConfiguration", e.response
+s3.put_bucket_lifecycle_configuration(Bucket="lcboto", LifecycleConfiguration={"Rules": [
+    {"ID": "logs", "Status": "Enabled", "Filter": {"Prefix": "logs/"},
+     "Expiration": {"Days": 10},
+     "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 2}},
+    {"ID": "tmp", "Status": "Disabled",
+     "Filter": {"And": {"Prefix": "tmp/", "Tags": [{"Key": "a", "Value": "b"}],
+                         "ObjectSizeLessThan": 1024}},
+     "Expiration": {"Days": 1}},
+]})
+rules = s3.get_bucket_lifecycle_configuration(Bucket="lcboto")["Rules"]
+assert len(rules) == 2, rules
+assert rules[0]["ID"] == "logs" and rules[0]["Filter"] == {"Prefix": "logs/"}, rules[0]
+assert rules[0]["Expiration"] == {"Days": 10}, rules[0]
+assert rules[0]["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": 2}, rules[0]
+assert rules[1]["Status"] == "Disabled", rules[1]
+assert rules[1]["Filter"]["And"]["Tags"] == [{"Key": "a", "Value": "b"}], rules[1]
+assert rules[1]["Filter"]["And"]["ObjectSizeLessThan"] == 1024, rules[1]
+try:
+    s3.put_bucket_lifecycle_configuration(Bucket="lcboto", LifecycleConfiguration={"Rules": [
+        {"ID": "x", "Status": "Enabled", "Filter": {}, "Expiration": {"Days": 0}}]})
+    raise SystemExit("expected InvalidArgument")
+except botocore.exceptions.ClientError as e:
+    assert e.response["Error"]["Code"] == "InvalidArgument", e.response
+s3.delete_bucket_lifecycle(Bucket="lcboto")
+try:
+    s3.get_bucket_lifecycle_configuration(Bucket="lcboto")
+    raise SystemExit("expected NoSuchLifecycleConfiguration")
+except botocore.exceptions.ClientError as e:
+    assert e.response["Error"]["Code"] == "NoSuchLifecycleConfiguration", e.response
+print("ok")
+"#;
+    run_python(
+        script,
+        vec![
+            n.endpoint(),
+            crate::support::ACCESS_KEY.to_owned(),
+            crate::support::SECRET_KEY.to_owned(),
+        ],
+    )
+    .await;
+}
