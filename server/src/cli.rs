@@ -917,6 +917,39 @@ mod tests {
     }
 
     #[test]
+    fn lifecycle_options_are_finite_and_go_to_nodes_and_the_local_cluster() {
+        let node = |extra: &[&str]| {
+            let mut args = vec!["ferry", "node", "--data", "d", "--listen", "127.0.0.1:0"];
+            args.extend_from_slice(extra);
+            Cli::try_parse_from(args)
+        };
+        let Some(Command::Node(a)) = node(&[]).unwrap().command else {
+            panic!("not a node command");
+        };
+        assert_eq!(
+            a.lifecycle.interval(),
+            crate::node::DEFAULT_LIFECYCLE_INTERVAL
+        );
+        assert_eq!(a.lifecycle.lifecycle_day_secs, 86_400);
+        let parsed = node(&["--lifecycle-interval", "5", "--lifecycle-day-secs", "2"]).unwrap();
+        let Some(Command::Node(a)) = parsed.command else {
+            panic!("not a node command");
+        };
+        assert_eq!(a.lifecycle.interval(), Duration::from_secs(5));
+        assert_eq!(a.lifecycle.lifecycle_day_secs, 2);
+        for bad in [
+            ["--lifecycle-interval", "0"],
+            ["--lifecycle-interval", "604801"],
+            ["--lifecycle-day-secs", "0"],
+            ["--lifecycle-day-secs", "86401"],
+        ] {
+            assert!(node(&bad).is_err(), "{bad:?}");
+        }
+        let cli = Cli::try_parse_from(["ferry", "--lifecycle-day-secs", "3"]).unwrap();
+        assert_eq!(cli.cluster.lifecycle.lifecycle_day_secs, 3);
+    }
+
+    #[test]
     fn log_options_go_with_every_command() {
         use crate::logging::LogFormat;
         let cli = Cli::try_parse_from(["ferry", "--log-format", "json", "--access-log"]).unwrap();

@@ -8,7 +8,7 @@
 //! (AbortIncompleteMultipartUpload), [`expire_noncurrent`] (NoncurrentVersionExpiration) and
 //! [`remove_expired_delete_markers`] (ExpiredObjectDeleteMarker) — the last two have nothing to
 //! act on until the store keeps versions. Objects are removed through the store's delete path
-//! ([`Store::expire_object`]: data files after the commit), and only if still the version
+//! ([`Store::expire_objects`]: a batch in one commit, data files after it), and only if still the version
 //! judged, so an object overwritten meanwhile stays.
 //!
 //! A lifecycle "day" is 86,400 s, or `NodeConfig::lifecycle_day_secs` (a testing aid, as Ceph
@@ -23,7 +23,7 @@ use ferry_core::s3::xml::{LifecycleConfiguration, expiry_after_days};
 use ferry_core::s3::{S3ErrorCode, S3Result};
 
 use crate::metrics::counter;
-use crate::store::{MAX_LIST, Store, UploadsQuery};
+use crate::store::{MAX_LIST, ScannedObject, Store, UploadsQuery};
 
 /// Objects (or uploads) read from the store at a time.
 const BATCH: usize = MAX_LIST;
@@ -191,32 +191,27 @@ fn expire_current(run: &Run<'_>) -> S3Result<()> {
             run.store
                 .scan_objects(run.bucket, prefix, after.as_deref(), BATCH, with_tags)?;
         let now = system_unix_time();
-        for o in &batch.objects {
-            let due = run
-                .config
-                .expiry(&o.key, o.size, &o.tags, o.last_modified, run.day_secs)
-                .is_some_and(|(at, _)| at <= now);
-            if !due {
-                continue;
-            }
-            match run
-                .store
-                .expire_object(run.bucket, &o.key, &o.etag, o.last_modified)
-            {
-                Ok(Some(size)) => {
-                    run.stats.objects_expired.fetch_add(1, Ordering::Relaxed);
-                    run.stats.bytes_expired.fetch_add(size, Ordering::Relaxed);
-                    tracing::debug!(bucket = %run.bucket, key = %o.key, "lifecycle expired");
-                }
-                Ok(None) => {}
-                Err(e) if e.code == S3ErrorCode::NoSuchBucket => return Err(e),
-                Err(e) => {
-                    tracing::warn!(
-                        bucket = %run.bucket, key = %o.key, error = %e.message,
-                        "lifecycle could not expire an object"
-                    );
-                }
-            }
+        let due: Vec<ScannedObject> = batch
+            .objects
+            .into_iter()
+            .filter(|o| {
+                run.config
+                    .expiry(&o.key, o.size, &o.tags, o.last_modified, run.day_secs)
+                    .is_some_and(|(at, _)| at <= now)
+            })
+            .collect();
+        // One commit for the batch; an object replaced since it was read stays.
+        for size in run
+            .store
+            .expire_objects(run.bucket, &due)?
+            .into_iter()
+            .flatten()
+        {
+            run.stats.objects_expired.fetch_add(1, Ordering::Relaxed);
+            run.stats.bytes_expired.fetch_add(size, Ordering::Relaxed);
+        }
+        if !due.is_empty() {
+            tracing::debug!(bucket = %run.bucket, objects = due.len(), "lifecycle expiring objects due");
         }
         match batch.next {
             Some(next) => after = Some(next),

@@ -121,29 +121,66 @@ impl Store {
         etag: &str,
         last_modified: i64,
     ) -> S3Result<Option<u64>> {
-        let k = object_key(bucket, key)?;
-        let old = self.update(None, |txn| {
-            let mut objects = txn.open_table(OBJECTS).map_err(db_err)?;
-            let current = match objects.get(k.as_slice()).map_err(db_err)? {
-                Some(v) => {
-                    let f: ListFields<'_> = codec::decode(v.value())?;
-                    f.etag == etag && f.last_modified == last_modified
-                }
-                None => false,
-            };
-            if !current {
-                return Ok(None);
+        let judged = ScannedObject {
+            key: key.to_owned(),
+            size: 0,
+            etag: etag.to_owned(),
+            last_modified,
+            tags: Vec::new(),
+        };
+        Ok(self
+            .expire_objects(bucket, std::slice::from_ref(&judged))?
+            .pop()
+            .flatten())
+    }
+
+    /// [`Store::expire_object`] for each of `objects` (as [`Store::scan_objects`] gave them),
+    /// in one commit: for each, the size removed or `None`.
+    pub fn expire_objects(
+        &self,
+        bucket: &str,
+        objects: &[ScannedObject],
+    ) -> S3Result<Vec<Option<u64>>> {
+        if objects.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys = objects
+            .iter()
+            .map(|o| object_key(bucket, &o.key))
+            .collect::<S3Result<Vec<_>>>()?;
+        let removed = self.update(None, |txn| {
+            let mut table = txn.open_table(OBJECTS).map_err(db_err)?;
+            let mut removed = Vec::with_capacity(objects.len());
+            for (o, k) in objects.iter().zip(&keys) {
+                let current = match table.get(k.as_slice()).map_err(db_err)? {
+                    Some(v) => {
+                        let f: ListFields<'_> = codec::decode(v.value())?;
+                        f.etag == o.etag && f.last_modified == o.last_modified
+                    }
+                    None => false,
+                };
+                let old = if current {
+                    match table.remove(k.as_slice()).map_err(db_err)? {
+                        Some(v) => Some(codec::decode::<ObjectRecord>(v.value())?),
+                        None => None,
+                    }
+                } else {
+                    None
+                };
+                removed.push(old);
             }
-            match objects.remove(k.as_slice()).map_err(db_err)? {
-                Some(v) => Ok(Some(codec::decode::<ObjectRecord>(v.value())?)),
-                None => Ok(None),
-            }
+            Ok(removed)
         })?;
-        Ok(old.map(|old| {
-            self.inner.counters.deleted(old.size);
-            self.inner.retire(&old.data.files());
-            old.size
-        }))
+        Ok(removed
+            .into_iter()
+            .map(|old| {
+                old.map(|old| {
+                    self.inner.counters.deleted(old.size);
+                    self.inner.retire(&old.data.files());
+                    old.size
+                })
+            })
+            .collect())
     }
 }
 

@@ -12,6 +12,7 @@ use aws_sdk_s3::types::{
 };
 use ferry_core::time::DateTime;
 
+use crate::support::ALICE;
 use crate::support::http::plain_get;
 use crate::support::sdk::{Options, Target, TestNode, assert_code, run_python, show};
 
@@ -22,6 +23,7 @@ on_every_target!(
     worker_aborts_stale_uploads,
     expiration_header_on_get_and_head,
     boto3_manages_bucket_lifecycle,
+    policies_name_the_lifecycle_actions,
 );
 
 /// A lifecycle day of one second, a pass every second.
@@ -691,4 +693,58 @@ print("ok")
         ],
     )
     .await;
+}
+
+/// `s3:GetLifecycleConfiguration` lets another user read the configuration; writing it
+/// (Put and Delete) needs `s3:PutLifecycleConfiguration`, which the owner alone has here.
+async fn policies_name_the_lifecycle_actions(target: Target) {
+    let n = TestNode::start_with(
+        target,
+        Options {
+            users: &[ALICE],
+            ..Options::default()
+        },
+    );
+    let b = "lc-policy";
+    n.bucket(b).await;
+    let c = config(vec![
+        rule("r", filter_prefix("x/"))
+            .expiration(days(1))
+            .build()
+            .expect("rule"),
+    ]);
+    put_config(&n, b, c.clone()).await;
+    let alice = n.client_as(&ALICE);
+    let read = alice
+        .get_bucket_lifecycle_configuration()
+        .bucket(b)
+        .send()
+        .await;
+    assert_code(read, 403, "AccessDenied");
+    let policy = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow",
+        "Principal":{"AWS":["arn:aws:iam::000000000000:user/alice"]},
+        "Action":"s3:GetLifecycleConfiguration","Resource":"arn:aws:s3:::lc-policy"}]}"#;
+    n.client
+        .put_bucket_policy()
+        .bucket(b)
+        .policy(policy)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("put policy: {}", show(&e)));
+    let read = alice
+        .get_bucket_lifecycle_configuration()
+        .bucket(b)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("alice reads: {}", show(&e)));
+    assert_eq!(read.rules().len(), 1);
+    let write = alice
+        .put_bucket_lifecycle_configuration()
+        .bucket(b)
+        .lifecycle_configuration(c)
+        .send()
+        .await;
+    assert_code(write, 403, "AccessDenied");
+    let delete = alice.delete_bucket_lifecycle().bucket(b).send().await;
+    assert_code(delete, 403, "AccessDenied");
 }

@@ -98,3 +98,24 @@ fn expiry_removes_only_the_version_judged() {
         None
     );
 }
+
+#[test]
+fn a_batch_expires_in_one_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    s.create_bucket("b").unwrap();
+    for k in ["a", "b", "c"] {
+        put(&s, "b", k, k.as_bytes(), &[]);
+    }
+    let judged = s.scan_objects("b", "", None, 10, false).unwrap().objects;
+    put(&s, "b", "b", b"replaced", &[]);
+    let commits = s.stats().commits_attempted;
+    let removed = s.expire_objects("b", &judged).unwrap();
+    assert_eq!(removed, [Some(1), None, Some(1)]);
+    assert_eq!(s.stats().commits_attempted, commits + 1);
+    let left = s.scan_objects("b", "", None, 10, false).unwrap().objects;
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].key, "b");
+    assert_eq!(left[0].size, 8);
+    assert_eq!(data_files(dir.path()), 1);
+}
