@@ -13,7 +13,7 @@ use aws_sdk_s3::types::{
 use ferry_core::time::DateTime;
 
 use crate::support::ALICE;
-use crate::support::http::plain_get;
+use crate::support::http::{Client as Raw, plain_get};
 use crate::support::sdk::{Options, Target, TestNode, assert_code, run_python, show};
 
 on_every_target!(
@@ -318,6 +318,49 @@ async fn lifecycle_refuses_bad_rules(target: Target) {
         .send()
         .await;
     assert_code(none, 404, "NoSuchLifecycleConfiguration");
+    // Raw bodies: not XML, no rule, a top-level Prefix beside a Filter, and the Content-MD5
+    // (or checksum) S3 requires.
+    let mut raw = Raw::connect(n.addr);
+    let md5 = |b: &[u8]| {
+        use md5::Digest as _;
+        crate::support::sdk::b64(&md5::Md5::digest(b))
+    };
+    let put_raw = |raw: &mut Raw, body: &[u8]| {
+        raw.request(
+            "PUT",
+            "/lcbad?lifecycle",
+            &[("Content-MD5", &md5(body))],
+            body,
+        )
+    };
+    put_raw(&mut raw, b"<LifecycleConfiguration><Rule>").expect_error(400, "MalformedXML");
+    put_raw(
+        &mut raw,
+        b"<LifecycleConfiguration></LifecycleConfiguration>",
+    )
+    .expect_error(400, "MalformedXML");
+    let both = b"<LifecycleConfiguration><Rule><Status>Enabled</Status><Prefix>a</Prefix>\
+        <Filter/><Expiration><Days>1</Days></Expiration></Rule></LifecycleConfiguration>";
+    put_raw(&mut raw, both).expect_error(400, "MalformedXML");
+    let legacy = b"<LifecycleConfiguration><Rule><ID>old</ID><Prefix>old/</Prefix>\
+        <Status>Enabled</Status><Expiration><ExpiredObjectDeleteMarker>true\
+        </ExpiredObjectDeleteMarker></Expiration></Rule></LifecycleConfiguration>";
+    raw.request("PUT", "/lcbad?lifecycle", &[], legacy)
+        .expect_error(400, "InvalidRequest");
+    let r = put_raw(&mut raw, legacy);
+    assert_eq!(r.status, 200, "{}", r.text());
+    // The legacy form comes back as it was given.
+    let r = raw.request("GET", "/lcbad?lifecycle", &[], b"");
+    assert_eq!(r.status, 200);
+    let text = r.text();
+    assert!(
+        text.contains("<ID>old</ID><Prefix>old/</Prefix><Status>Enabled</Status>")
+            && text.contains("<ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker>")
+            && !text.contains("<Filter>"),
+        "{text}"
+    );
+    let r = raw.request("DELETE", "/lcbad?lifecycle", &[], b"");
+    assert_eq!(r.status, 204, "{}", r.text());
     // A missing bucket.
     let r = n
         .client
