@@ -55,6 +55,14 @@ impl<R: Runtime> NodeApi<R> {
     }
 }
 
+/// A node going away waits for a lifecycle pass in progress, which stops at its next batch:
+/// its store is then closed with it (a node restarted on the same directory can open it).
+impl<R> Drop for NodeApi<R> {
+    fn drop(&mut self) {
+        self.lifecycle.close();
+    }
+}
+
 /// What every operation needs besides its parameters.
 pub(crate) struct Cx<'a, R> {
     pub node: &'a NodeApi<R>,

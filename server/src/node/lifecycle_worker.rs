@@ -11,11 +11,15 @@
 //! ([`Store::expire_objects`]: a batch in one commit, data files after it), and only if still the version
 //! judged, so an object overwritten meanwhile stays.
 //!
+//! The worker holds the store only during a pass ([`WeakStore`] between passes), and a node
+//! going away waits for a pass in progress to stop at its next batch, so the store closes
+//! with the node.
+//!
 //! A lifecycle "day" is 86,400 s, or `NodeConfig::lifecycle_day_secs` (a testing aid, as Ceph
 //! RGW's `rgw_lc_debug_interval`).
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use ferry_core::rt::{Either, Runtime, Signal, race, system_unix_time};
@@ -23,14 +27,19 @@ use ferry_core::s3::xml::{LifecycleConfiguration, expiry_after_days};
 use ferry_core::s3::{S3ErrorCode, S3Result};
 
 use crate::metrics::counter;
-use crate::store::{MAX_LIST, ScannedObject, Store, UploadsQuery};
+use crate::store::{MAX_LIST, ScannedObject, Store, UploadsQuery, WeakStore};
 
 /// Objects (or uploads) read from the store at a time.
 const BATCH: usize = MAX_LIST;
 
-/// What the worker has done since the node started (`/metrics`).
+/// What the worker has done since the node started (`/metrics`), and what ties a pass to the
+/// node: a pass holds `running` throughout and stops between batches once the node is
+/// `closed`, so that a stopped node waits for it ([`LifecycleStats::close`]) and the store
+/// is closed when the node is.
 #[derive(Debug, Default)]
 pub(crate) struct LifecycleStats {
+    running: Mutex<()>,
+    closed: AtomicBool,
     passes: AtomicU64,
     objects_expired: AtomicU64,
     bytes_expired: AtomicU64,
@@ -38,6 +47,13 @@ pub(crate) struct LifecycleStats {
 }
 
 impl LifecycleStats {
+    /// The node is going: no new pass, and wait for one in progress (it stops at its next
+    /// batch).
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        drop(self.running.lock().unwrap_or_else(PoisonError::into_inner));
+    }
+
     /// Its counters, named `<prefix>_lifecycle_...`.
     pub(crate) fn render(&self, o: &mut String, prefix: &str) {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
@@ -68,26 +84,57 @@ impl LifecycleStats {
     }
 }
 
-/// Run a pass at once and then every `interval` until `stop` is set.
+/// Run a pass at once and then every `interval` until `stop` is set or the node is closed.
+/// The store is held only during a pass (`store` does not keep it open).
 pub(crate) async fn run<R: Runtime>(
     rt: R,
-    store: Store,
+    store: WeakStore,
     stats: Arc<LifecycleStats>,
     stop: Arc<Signal>,
     interval: Duration,
     day_secs: u64,
 ) {
-    while !stop.is_set() {
+    loop {
         let (s, st, sp) = (store.clone(), stats.clone(), stop.clone());
-        rt.unblock(move || pass(&s, &st, &sp, day_secs)).await;
+        let went_on = rt
+            .unblock(move || {
+                // Held first, then the store: a closing node that got the lock first finds
+                // no pass holding its store.
+                let _running = st.running.lock().unwrap_or_else(PoisonError::into_inner);
+                let halt = Halt {
+                    stop: &sp,
+                    stats: &st,
+                };
+                let Some(store) = s.upgrade().filter(|_| !halt.now()) else {
+                    return false;
+                };
+                pass(&store, &st, &halt, day_secs);
+                true
+            })
+            .await;
+        if !went_on {
+            break;
+        }
         if let Either::Right(()) = race(rt.sleep(interval), stop.wait()).await {
             break;
         }
     }
 }
 
+/// When a pass stops (between batches): the server stops, or the node is closed.
+struct Halt<'a> {
+    stop: &'a Signal,
+    stats: &'a LifecycleStats,
+}
+
+impl Halt<'_> {
+    fn now(&self) -> bool {
+        self.stop.is_set() || self.stats.closed.load(Ordering::Acquire)
+    }
+}
+
 /// One pass over every bucket, a page of buckets at a time.
-fn pass(store: &Store, stats: &LifecycleStats, stop: &Signal, day_secs: u64) {
+fn pass(store: &Store, stats: &LifecycleStats, stop: &Halt<'_>, day_secs: u64) {
     let mut after: Option<String> = None;
     loop {
         let page = match store.list_buckets(after.as_deref(), MAX_LIST) {
@@ -98,7 +145,7 @@ fn pass(store: &Store, stats: &LifecycleStats, stop: &Signal, day_secs: u64) {
             }
         };
         for b in &page.buckets {
-            if stop.is_set() {
+            if stop.now() {
                 return;
             }
             match apply(store, stats, stop, &b.name, day_secs) {
@@ -122,7 +169,7 @@ fn pass(store: &Store, stats: &LifecycleStats, stop: &Signal, day_secs: u64) {
 fn apply(
     store: &Store,
     stats: &LifecycleStats,
-    stop: &Signal,
+    stop: &Halt<'_>,
     bucket: &str,
     day_secs: u64,
 ) -> S3Result<()> {
@@ -147,7 +194,7 @@ fn apply(
 struct Run<'a> {
     store: &'a Store,
     stats: &'a LifecycleStats,
-    stop: &'a Signal,
+    stop: &'a Halt<'a>,
     bucket: &'a str,
     config: &'a LifecycleConfiguration,
     day_secs: u64,
@@ -184,7 +231,7 @@ fn expire_current(run: &Run<'_>) -> S3Result<()> {
     let with_tags = run.config.expiration_needs_tags();
     let mut after: Option<String> = None;
     loop {
-        if run.stop.is_set() {
+        if run.stop.now() {
             return Ok(());
         }
         let batch =
@@ -228,7 +275,7 @@ fn abort_incomplete(run: &Run<'_>) -> S3Result<()> {
     }
     let (mut key_marker, mut id_marker) = (None::<String>, None::<String>);
     loop {
-        if run.stop.is_set() {
+        if run.stop.now() {
             return Ok(());
         }
         let q = UploadsQuery {

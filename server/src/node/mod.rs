@@ -207,7 +207,7 @@ impl Server for Node {
         // Detached: the worker stops with the stop signal (between batches of a pass).
         drop(rt.spawn(lifecycle_worker::run(
             rt.clone(),
-            api.store.clone(),
+            api.store.downgrade(),
             api.lifecycle.clone(),
             stop.clone(),
             cfg.lifecycle_interval,

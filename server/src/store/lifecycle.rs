@@ -3,13 +3,14 @@
 //! still the version the worker judged (an overwrite in between is not expired with it).
 
 use std::ops::Bound;
+use std::sync::{Arc, Weak};
 
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use redb::ReadableTable;
 
 use super::codec::{self, ListFields, ObjectRecord};
 use super::list::successor;
-use super::{BUCKETS, OBJECTS, Store, bucket_exists, bucket_prefix, db_err, object_key};
+use super::{BUCKETS, Inner, OBJECTS, Store, bucket_exists, bucket_prefix, db_err, object_key};
 
 /// An object as the lifecycle worker sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +36,24 @@ pub struct ScanBatch {
     pub next: Option<String>,
 }
 
+/// A handle on a [`Store`] that does not keep it open (the lifecycle worker's between passes):
+/// a node's store closes with the node.
+#[derive(Debug, Clone)]
+pub struct WeakStore(Weak<Inner>);
+
+impl WeakStore {
+    /// The store, if it is still open.
+    pub fn upgrade(&self) -> Option<Store> {
+        self.0.upgrade().map(|inner| Store { inner })
+    }
+}
+
 impl Store {
+    /// A handle that does not keep the store open.
+    pub fn downgrade(&self) -> WeakStore {
+        WeakStore(Arc::downgrade(&self.inner))
+    }
+
     /// Up to `limit` objects of `bucket` whose keys start with `prefix`, after the key `after`,
     /// with their tags if `with_tags` (which decodes whole records). `NoSuchBucket` if the
     /// bucket is gone.

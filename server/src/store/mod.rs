@@ -85,7 +85,7 @@ use redb::{
 pub use bucket::{BucketSetting, BucketSettings};
 pub use fence::MAX_FENCE_LEASE;
 pub use files::CleanupReport;
-pub use lifecycle::{ScanBatch, ScannedObject};
+pub use lifecycle::{ScanBatch, ScannedObject, WeakStore};
 pub use meta::{ROOM_TO_RECOVER, Writability};
 pub use multipart::PartWriter;
 pub use object::{ObjectReader, ObjectWriter};

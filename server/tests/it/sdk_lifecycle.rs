@@ -24,6 +24,7 @@ on_every_target!(
     expiration_header_on_get_and_head,
     boto3_manages_bucket_lifecycle,
     policies_name_the_lifecycle_actions,
+    the_worker_lets_the_node_restart,
 );
 
 /// A lifecycle day of one second, a pass every second.
@@ -790,4 +791,43 @@ async fn policies_name_the_lifecycle_actions(target: Target) {
     assert_code(write, 403, "AccessDenied");
     let delete = alice.delete_bucket_lifecycle().bucket(b).send().await;
     assert_code(delete, 403, "AccessDenied");
+}
+
+/// A node with a pass every second stops and starts again on its directory at once (the pass
+/// in progress ends with the node, which closes its store), and keeps its configuration.
+async fn the_worker_lets_the_node_restart(target: Target) {
+    let mut n = TestNode::start_with(target, FAST);
+    let b = "lc-restart";
+    n.bucket(b).await;
+    put_config(
+        &n,
+        b,
+        config(vec![
+            rule("gone", filter_prefix("gone/"))
+                .expiration(days(1))
+                .build()
+                .expect("rule"),
+        ]),
+    )
+    .await;
+    n.put(b, "stay/a", b"a".to_vec()).await;
+    for _ in 0..3 {
+        n.restart();
+    }
+    let sentinel = sentinels(&n, b, "gone/", &["stay/a"]);
+    for s in &sentinel {
+        n.put(b, s, b"s".to_vec()).await;
+    }
+    n.put(b, "gone/x", b"x".to_vec()).await;
+    let start = Instant::now();
+    let mut left = keys(&n, b).await;
+    while left.len() > 1 {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "not expired in time; left: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        left = keys(&n, b).await;
+    }
+    assert_eq!(left, ["stay/a"]);
 }
