@@ -178,6 +178,13 @@ async fn lifecycle_round_trip(target: Target) {
                 .expiration(days(2))
                 .build()
                 .expect("rule"),
+            // Without an ID: the server gives one.
+            LifecycleRule::builder()
+                .status(ExpirationStatus::Enabled)
+                .filter(filter_prefix("tmp/"))
+                .expiration(days(1))
+                .build()
+                .expect("rule"),
         ]),
     )
     .await;
@@ -188,8 +195,10 @@ async fn lifecycle_round_trip(target: Target) {
         .send()
         .await
         .unwrap_or_else(|e| panic!("get lifecycle: {}", show(&e)));
-    assert_eq!(got.rules().len(), 1);
+    assert_eq!(got.rules().len(), 2);
     assert_eq!(got.rules()[0].id(), Some("only"));
+    let given = got.rules()[1].id().expect("an ID given");
+    assert_eq!(given.len(), 32, "{given}");
     n.client
         .delete_bucket_lifecycle()
         .bucket("lc-round")

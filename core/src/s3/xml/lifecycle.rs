@@ -15,6 +15,7 @@
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
+use core::fmt::Write as _;
 
 use super::parse::{Doc, El, malformed_because};
 use super::write::XmlWriter;
@@ -375,7 +376,11 @@ fn rule_of(r: El<'_, '_>) -> S3Result<LifecycleRule> {
             "Lifecycle transitions to other storage classes are not implemented",
         ));
     }
-    let id = r.opt("ID").map(|v| v.trim().to_string());
+    // An empty ID is no ID: one is given (see `LifecycleConfiguration::parse_xml`).
+    let id = r
+        .opt("ID")
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty());
     if id
         .as_ref()
         .is_some_and(|id| id.chars().count() > MAX_LIFECYCLE_RULE_ID)
@@ -526,6 +531,23 @@ impl LifecycleConfiguration {
                 "A lifecycle configuration must have at least one Rule",
             ));
         }
+        // A rule without an ID gets one, as S3 gives: derived from the rule and its place, so
+        // that every node given the same document (the proxy's fan-out) gives the same.
+        for (i, rule) in rules.iter_mut().enumerate() {
+            if rule.id.is_some() {
+                continue;
+            }
+            let mut doc = Vec::new();
+            let mut w = XmlWriter::document(&mut doc, "Rule", false);
+            write_rule_fields(&mut w, rule);
+            w.close("Rule");
+            doc.extend_from_slice(&(i as u64).to_be_bytes());
+            let mut id = String::with_capacity(32);
+            for b in crate::md5::md5(&doc) {
+                let _ = write!(id, "{b:02x}");
+            }
+            rule.id = Some(id);
+        }
         Ok(Self { rules })
     }
 
@@ -588,36 +610,41 @@ impl LifecycleConfiguration {
         let mut w = XmlWriter::document(out, "LifecycleConfiguration", true);
         for r in &self.rules {
             w.open("Rule");
-            if let Some(e) = r.expiration {
-                w.open("Expiration");
-                match e {
-                    Expiration::Days(d) => w.elem("Days", d),
-                    Expiration::Date(t) => w.elem("Date", DateTime::from_unix(t).iso8601()),
-                    Expiration::ExpiredObjectDeleteMarker(m) => {
-                        w.elem("ExpiredObjectDeleteMarker", m);
-                    }
-                }
-                w.close("Expiration");
-            }
-            w.opt("ID", r.id.as_deref());
-            write_filter(&mut w, &r.filter);
-            w.elem("Status", if r.enabled { "Enabled" } else { "Disabled" });
-            if let Some(n) = r.noncurrent_version_expiration {
-                w.open("NoncurrentVersionExpiration");
-                w.elem("NoncurrentDays", n.noncurrent_days);
-                if let Some(v) = n.newer_noncurrent_versions {
-                    w.elem("NewerNoncurrentVersions", v);
-                }
-                w.close("NoncurrentVersionExpiration");
-            }
-            if let Some(d) = r.abort_incomplete_days {
-                w.open("AbortIncompleteMultipartUpload");
-                w.elem("DaysAfterInitiation", d);
-                w.close("AbortIncompleteMultipartUpload");
-            }
+            write_rule_fields(&mut w, r);
             w.close("Rule");
         }
         w.close("LifecycleConfiguration");
+    }
+}
+
+/// A rule's elements, in the order S3 writes them.
+fn write_rule_fields(w: &mut XmlWriter<'_>, r: &LifecycleRule) {
+    if let Some(e) = r.expiration {
+        w.open("Expiration");
+        match e {
+            Expiration::Days(d) => w.elem("Days", d),
+            Expiration::Date(t) => w.elem("Date", DateTime::from_unix(t).iso8601()),
+            Expiration::ExpiredObjectDeleteMarker(m) => {
+                w.elem("ExpiredObjectDeleteMarker", m);
+            }
+        }
+        w.close("Expiration");
+    }
+    w.opt("ID", r.id.as_deref());
+    write_filter(w, &r.filter);
+    w.elem("Status", if r.enabled { "Enabled" } else { "Disabled" });
+    if let Some(n) = r.noncurrent_version_expiration {
+        w.open("NoncurrentVersionExpiration");
+        w.elem("NoncurrentDays", n.noncurrent_days);
+        if let Some(v) = n.newer_noncurrent_versions {
+            w.elem("NewerNoncurrentVersions", v);
+        }
+        w.close("NoncurrentVersionExpiration");
+    }
+    if let Some(d) = r.abort_incomplete_days {
+        w.open("AbortIncompleteMultipartUpload");
+        w.elem("DaysAfterInitiation", d);
+        w.close("AbortIncompleteMultipartUpload");
     }
 }
 
@@ -900,6 +927,28 @@ mod tests {
     }
 
     #[test]
+    fn rules_without_an_id_get_a_stable_one() {
+        let same = "<Status>Enabled</Status><Filter/><Expiration><Days>1</Days></Expiration>";
+        let body = format!(
+            "<LifecycleConfiguration><Rule>{same}</Rule><Rule><ID></ID>{same}</Rule>\
+             </LifecycleConfiguration>"
+        );
+        let c = LifecycleConfiguration::parse_xml(body.as_bytes()).expect("parses");
+        let ids: Vec<&str> = c.rules.iter().map(LifecycleRule::id).collect();
+        assert!(
+            ids.iter()
+                .all(|id| id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit())),
+            "{ids:?}"
+        );
+        assert_ne!(ids[0], ids[1], "two rules alike, two IDs");
+        let again = LifecycleConfiguration::parse_xml(body.as_bytes()).expect("parses");
+        assert_eq!(again, c, "the same document, the same IDs");
+        let mut out = Vec::new();
+        c.write_xml(&mut out);
+        assert_eq!(LifecycleConfiguration::parse_xml(&out).expect("again"), c);
+    }
+
+    #[test]
     fn transitions_are_not_implemented() {
         for action in [
             "<Transition><Days>30</Days><StorageClass>GLACIER</StorageClass></Transition>",
@@ -957,7 +1006,7 @@ mod tests {
         assert_eq!(rule.id(), "example-id");
         assert_eq!(t, expiry_after_days(0, 365, DAY_SECS));
         let (_, rule) = c.expiry("other", 1, &[], 0, DAY_SECS).expect("by date");
-        assert_eq!(rule.id(), "");
+        assert_eq!(rule.id(), c.rules[2].id());
         // The upload rule is disabled.
         assert_eq!(c.abort_after("tmp/x"), None);
         assert!(!c.aborts_uploads());
