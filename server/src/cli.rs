@@ -87,6 +87,35 @@ pub struct ClusterArgs {
     /// SigV2 and virtual-hosted-style addressing (the proxy's; SigV2 on the nodes too).
     #[command(flatten)]
     pub auth: AuthArgs,
+    /// The nodes' lifecycle worker.
+    #[command(flatten)]
+    pub lifecycle: LifecycleArgs,
+}
+
+/// The lifecycle worker of `ferry node` (and of the local cluster's nodes).
+#[derive(Debug, Clone, Args)]
+pub struct LifecycleArgs {
+    /// Seconds between two passes of the lifecycle worker, which applies the buckets'
+    /// lifecycle rules (expirations, aborts of incomplete uploads); it also runs once at start.
+    #[arg(long, value_name = "SECS", default_value_t = 3600,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_LIFECYCLE_INTERVAL_SECS))]
+    pub lifecycle_interval: u64,
+    /// Testing aid only: a lifecycle "day" lasts this many seconds (expiration `Days` and
+    /// `DaysAfterInitiation` count such days), so that tests see objects expire without waiting
+    /// days. Leave it alone in production.
+    #[arg(long, value_name = "SECS", default_value_t = 86_400,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub lifecycle_day_secs: u64,
+}
+
+/// The longest interval between lifecycle passes: a week.
+const MAX_LIFECYCLE_INTERVAL_SECS: u64 = 7 * 86_400;
+
+impl LifecycleArgs {
+    /// The interval, as a duration.
+    fn interval(&self) -> Duration {
+        Duration::from_secs(self.lifecycle_interval)
+    }
 }
 
 /// `--tls-cert` and `--tls-key`: serve HTTPS instead of HTTP.
@@ -320,6 +349,9 @@ pub struct NodeArgs {
     /// SigV2 and virtual-hosted-style addressing.
     #[command(flatten)]
     pub auth: AuthArgs,
+    /// The lifecycle worker.
+    #[command(flatten)]
+    pub lifecycle: LifecycleArgs,
 }
 
 /// Where the node's key came from.
@@ -488,6 +520,8 @@ pub fn run_node(args: NodeArgs) -> io::Result<()> {
     cfg.direct_io = !args.no_direct_io;
     cfg.sendfile = !args.no_sendfile;
     cfg.open_inline = !args.open_on_pool;
+    cfg.lifecycle_interval = args.lifecycle.interval();
+    cfg.lifecycle_day_secs = args.lifecycle.lifecycle_day_secs;
     cfg.tls = args.tls.files();
     args.limits.apply(&mut cfg.limits);
     cfg.sigv2 = !args.auth.no_sigv2;
@@ -681,6 +715,8 @@ pub fn run_cluster(args: ClusterArgs) -> io::Result<()> {
     cfg.users = users_of(args.users.as_deref())?;
     cfg.tls = args.tls.files();
     cfg.sigv2 = !args.auth.no_sigv2;
+    cfg.lifecycle_interval = args.lifecycle.interval();
+    cfg.lifecycle_day_secs = args.lifecycle.lifecycle_day_secs;
     for d in &args.auth.domains {
         check_domain(d)?;
     }
@@ -878,6 +914,39 @@ mod tests {
             ])
             .is_err()
         );
+    }
+
+    #[test]
+    fn lifecycle_options_are_finite_and_go_to_nodes_and_the_local_cluster() {
+        let node = |extra: &[&str]| {
+            let mut args = vec!["ferry", "node", "--data", "d", "--listen", "127.0.0.1:0"];
+            args.extend_from_slice(extra);
+            Cli::try_parse_from(args)
+        };
+        let Some(Command::Node(a)) = node(&[]).unwrap().command else {
+            panic!("not a node command");
+        };
+        assert_eq!(
+            a.lifecycle.interval(),
+            crate::node::DEFAULT_LIFECYCLE_INTERVAL
+        );
+        assert_eq!(a.lifecycle.lifecycle_day_secs, 86_400);
+        let parsed = node(&["--lifecycle-interval", "5", "--lifecycle-day-secs", "2"]).unwrap();
+        let Some(Command::Node(a)) = parsed.command else {
+            panic!("not a node command");
+        };
+        assert_eq!(a.lifecycle.interval(), Duration::from_secs(5));
+        assert_eq!(a.lifecycle.lifecycle_day_secs, 2);
+        for bad in [
+            ["--lifecycle-interval", "0"],
+            ["--lifecycle-interval", "604801"],
+            ["--lifecycle-day-secs", "0"],
+            ["--lifecycle-day-secs", "86401"],
+        ] {
+            assert!(node(&bad).is_err(), "{bad:?}");
+        }
+        let cli = Cli::try_parse_from(["ferry", "--lifecycle-day-secs", "3"]).unwrap();
+        assert_eq!(cli.cluster.lifecycle.lifecycle_day_secs, 3);
     }
 
     #[test]

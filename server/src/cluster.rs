@@ -4,8 +4,9 @@
 use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
-use crate::node::{NodeConfig, NodeHandle, RuntimeKind, start_node};
+use crate::node::{DEFAULT_LIFECYCLE_INTERVAL, NodeConfig, NodeHandle, RuntimeKind, start_node};
 use crate::proxy::{BackendConfig, ProxyConfig, ProxyHandle, start_proxy};
 use crate::tls::TlsFiles;
 use crate::users::User;
@@ -44,6 +45,10 @@ pub struct ClusterConfig {
     pub sigv2: bool,
     /// The proxy's virtual-hosted base domains (the nodes behind it are sent path-style).
     pub domains: Vec<String>,
+    /// Every node's lifecycle interval (`NodeConfig::lifecycle_interval`).
+    pub lifecycle_interval: Duration,
+    /// Every node's lifecycle day, a testing aid (`NodeConfig::lifecycle_day_secs`).
+    pub lifecycle_day_secs: u64,
 }
 
 impl ClusterConfig {
@@ -69,6 +74,8 @@ impl ClusterConfig {
             tls: None,
             sigv2: true,
             domains: Vec::new(),
+            lifecycle_interval: DEFAULT_LIFECYCLE_INTERVAL,
+            lifecycle_day_secs: ferry_core::s3::xml::DAY_SECS,
         }
     }
 }
@@ -146,6 +153,8 @@ pub fn start_cluster(cfg: ClusterConfig) -> io::Result<Cluster> {
         n.fsync = cfg.fsync;
         n.region.clone_from(&cfg.region);
         n.sigv2 = cfg.sigv2;
+        n.lifecycle_interval = cfg.lifecycle_interval;
+        n.lifecycle_day_secs = cfg.lifecycle_day_secs;
         if let Some(m) = cfg.min_part_size {
             n.min_part_size = m;
         }

@@ -20,7 +20,7 @@ pub mod users;
 
 pub use cluster::{Cluster, ClusterConfig, start_cluster};
 pub use limits::ConnLimits;
-pub use node::{NodeConfig, NodeHandle, RuntimeKind, start_node};
+pub use node::{DEFAULT_LIFECYCLE_INTERVAL, NodeConfig, NodeHandle, RuntimeKind, start_node};
 pub use proxy::{BackendConfig, ProxyConfig, ProxyHandle, start_proxy};
 pub use tls::TlsFiles;
 pub use users::{User, Users};

@@ -88,6 +88,7 @@ s3_error_codes! {
     NoSuchBucketPolicy => 404, "The bucket policy does not exist";
     NoSuchObjectLockConfiguration => 404, "The specified object does not have a ObjectLock configuration";
     NoSuchKey => 404, "The specified key does not exist.";
+    NoSuchLifecycleConfiguration => 404, "The lifecycle configuration does not exist";
     NoSuchTagSet => 404, "The TagSet does not exist";
     NoSuchUpload => 404, "The specified multipart upload does not exist.";
     NoSuchVersion => 404, "The specified version does not exist.";

@@ -47,7 +47,6 @@ const UNSUPPORTED_SUBRESOURCES: &[&str] = &[
     "encryption",
     "intelligent-tiering",
     "inventory",
-    "lifecycle",
     "logging",
     "metadataConfiguration",
     "metadataInventoryTable",
@@ -81,6 +80,7 @@ const KNOWN_PARAMETERS: &[&str] = &[
     "fetch-owner",
     "key-marker",
     "legal-hold",
+    "lifecycle",
     "list-type",
     "location",
     "marker",
@@ -491,6 +491,15 @@ pub enum Endpoint<'a> {
     GetObjectLockConfiguration,
     /// `PUT /bucket?object-lock` (body: `<ObjectLockConfiguration>`).
     PutObjectLockConfiguration,
+    /// `GET /bucket?lifecycle`.
+    GetBucketLifecycleConfiguration,
+    /// `PUT /bucket?lifecycle` (body: `<LifecycleConfiguration>`, read by the operation).
+    PutBucketLifecycleConfiguration {
+        /// `Content-MD5` (this or an `x-amz-checksum-*` is required).
+        content_md5: Option<[u8; 16]>,
+    },
+    /// `DELETE /bucket?lifecycle`.
+    DeleteBucketLifecycle,
     /// `GET /bucket` (v1).
     ListObjects {
         /// `prefix` (empty when absent).
@@ -717,6 +726,7 @@ impl<'a> Endpoint<'a> {
             "acl",
             "cors",
             "tagging",
+            "lifecycle",
             "location",
             "versioning",
             "versions",
@@ -754,11 +764,12 @@ impl<'a> Endpoint<'a> {
     }
 
     fn bucket(method: &str, q: &Query<'a>, headers: &[Header<'a>]) -> S3Result<Self> {
-        const KEYWORDS: [&str; 14] = [
+        const KEYWORDS: [&str; 15] = [
             "acl",
             "object-lock",
             "location",
             "cors",
+            "lifecycle",
             "versioning",
             "versions",
             "policy",
@@ -798,6 +809,11 @@ impl<'a> Endpoint<'a> {
             ("DELETE", Some("tagging")) => Self::DeleteBucketTagging,
             ("GET", Some("object-lock")) => Self::GetObjectLockConfiguration,
             ("PUT", Some("object-lock")) => Self::PutObjectLockConfiguration,
+            ("GET", Some("lifecycle")) => Self::GetBucketLifecycleConfiguration,
+            ("PUT", Some("lifecycle")) => Self::PutBucketLifecycleConfiguration {
+                content_md5: validate::find_content_md5(headers)?,
+            },
+            ("DELETE", Some("lifecycle")) => Self::DeleteBucketLifecycle,
             ("GET", Some("uploads")) => Self::ListMultipartUploads {
                 prefix: q.get_cow("prefix").unwrap_or_default(),
                 delimiter: non_empty(q, "delimiter"),
@@ -932,6 +948,7 @@ impl<'a> Endpoint<'a> {
             "policyStatus",
             "cors",
             "object-lock",
+            "lifecycle",
         ]
         .iter()
         .any(|k| q.has(k))
@@ -1137,6 +1154,9 @@ impl<'a> Endpoint<'a> {
             Self::DeleteBucketTagging => "DeleteBucketTagging",
             Self::GetObjectLockConfiguration => "GetObjectLockConfiguration",
             Self::PutObjectLockConfiguration => "PutObjectLockConfiguration",
+            Self::GetBucketLifecycleConfiguration => "GetBucketLifecycleConfiguration",
+            Self::PutBucketLifecycleConfiguration { .. } => "PutBucketLifecycleConfiguration",
+            Self::DeleteBucketLifecycle => "DeleteBucketLifecycle",
             Self::ListObjects { .. } => "ListObjects",
             Self::ListObjectsV2 { .. } => "ListObjectsV2",
             Self::ListMultipartUploads { .. } => "ListMultipartUploads",
@@ -1384,6 +1404,11 @@ mod tests {
             ("PUT", "/?cors", "examplebucket.s3.amazonaws.com", &[("Content-MD5", "1B2M2Y8AsgTpgAmY7PhCfg==")], Some("examplebucket"), None,
              Endpoint::PutBucketCors { content_md5: validate::parse_content_md5(b"1B2M2Y8AsgTpgAmY7PhCfg==").ok() }),
             ("DELETE", "/?cors", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None, Endpoint::DeleteBucketCors),
+            // Get/PutBucketLifecycleConfiguration / DeleteBucketLifecycle
+            ("GET", "/?lifecycle", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None, Endpoint::GetBucketLifecycleConfiguration),
+            ("PUT", "/?lifecycle", "examplebucket.s3.amazonaws.com", &[("Content-MD5", "1B2M2Y8AsgTpgAmY7PhCfg==")], Some("examplebucket"), None,
+             Endpoint::PutBucketLifecycleConfiguration { content_md5: validate::parse_content_md5(b"1B2M2Y8AsgTpgAmY7PhCfg==").ok() }),
+            ("DELETE", "/?lifecycle", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None, Endpoint::DeleteBucketLifecycle),
             // ListObjects (v1)
             ("GET", "/?prefix=N&marker=Ned&max-keys=40", "quotes.s3.amazonaws.com", &[], Some("quotes"), None,
              Endpoint::ListObjects { prefix: b("N"), delimiter: None, marker: Some(b("Ned")), max_keys: 40, encoding_type_url: false }),
@@ -1534,7 +1559,7 @@ mod tests {
     #[test]
     fn unsupported_requests_are_not_implemented() {
         #[rustfmt::skip]
-        let cases: [(&str, &str, Extra<'_>); 33] = [
+        let cases: [(&str, &str, Extra<'_>); 34] = [
             ("GET", "/bucket?notification", &[]),
             // Only a multipart/form-data body is a POST Object.
             ("POST", "/bucket", &[("Content-Type", "application/x-www-form-urlencoded")]),
@@ -1548,7 +1573,8 @@ mod tests {
             ("HEAD", "/bucket?tagging", &[]),
             ("PUT", "/bucket/key?tagging&uploadId=x", &[]),
             ("GET", "/bucket?tagging&location", &[]),
-            ("DELETE", "/bucket?lifecycle", &[]),
+            ("POST", "/bucket?lifecycle", &[]),
+            ("GET", "/bucket/key?lifecycle", &[]),
             ("GET", "/?acl", &[]),
             ("POST", "/bucket/key?restore", &[]),
             ("POST", "/bucket/key?select&select-type=2", &[]),

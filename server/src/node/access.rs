@@ -85,6 +85,11 @@ fn action(endpoint: &Endpoint<'_>) -> Option<(&'static str, bool)> {
         Endpoint::PutObjectRetention => ("s3:PutObjectRetention", true),
         Endpoint::GetObjectLegalHold => ("s3:GetObjectLegalHold", true),
         Endpoint::PutObjectLegalHold => ("s3:PutObjectLegalHold", true),
+        Endpoint::GetBucketLifecycleConfiguration => ("s3:GetLifecycleConfiguration", false),
+        // AWS names no action of its own for DeleteBucketLifecycle.
+        Endpoint::PutBucketLifecycleConfiguration { .. } | Endpoint::DeleteBucketLifecycle => {
+            ("s3:PutLifecycleConfiguration", false)
+        }
         Endpoint::ListMultipartUploads { .. } => ("s3:ListBucketMultipartUploads", false),
         // Each key is checked as a DeleteObject by the operation (`may_delete`).
         Endpoint::DeleteObjects { .. } => return None,

@@ -10,6 +10,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::NodeConfig;
 use super::access::Client;
+use super::lifecycle_worker::LifecycleStats;
 use crate::front::Request;
 use crate::store::Store;
 use crate::users::{User, Users};
@@ -30,6 +31,10 @@ pub struct NodeApi<R> {
     pub(super) open_inline: bool,
     /// Body bytes sent with `sendfile(2)` (`ferry_node_sendfile_bytes_total`).
     pub(super) sendfile_bytes: AtomicU64,
+    /// The length of a lifecycle day in seconds (`NodeConfig::lifecycle_day_secs`).
+    pub(super) day_secs: u64,
+    /// What the lifecycle worker did (`ferry_node_lifecycle_*`).
+    pub(super) lifecycle: Arc<LifecycleStats>,
 }
 
 impl<R: Runtime> NodeApi<R> {
@@ -44,7 +49,17 @@ impl<R: Runtime> NodeApi<R> {
             sendfile: cfg.sendfile,
             open_inline: cfg.open_inline,
             sendfile_bytes: AtomicU64::new(0),
+            day_secs: cfg.lifecycle_day_secs.max(1),
+            lifecycle: Arc::default(),
         }
+    }
+}
+
+/// A node going away waits for a lifecycle pass in progress, which stops at its next batch:
+/// its store is then closed with it (a node restarted on the same directory can open it).
+impl<R> Drop for NodeApi<R> {
+    fn drop(&mut self) {
+        self.lifecycle.close();
     }
 }
 

@@ -8,7 +8,9 @@ use ferry_core::s3::request::{Endpoint, version_id};
 use ferry_core::s3::xml::CorsConfiguration;
 
 use super::context::{Cx, NodeApi};
-use super::{access, acl, attributes, buckets, lock, multipart, objects, policy, post, tagging};
+use super::{
+    access, acl, attributes, buckets, lifecycle, lock, multipart, objects, policy, post, tagging,
+};
 use crate::front::{Op, S3Api};
 use crate::store::BucketSetting;
 
@@ -82,6 +84,11 @@ impl<R: Runtime> S3Api for NodeApi<R> {
             Endpoint::PutObjectLegalHold => {
                 lock::put_legal_hold(cx, body, res, bucket, key, version_id(&s3.query)?).await
             }
+            Endpoint::GetBucketLifecycleConfiguration => lifecycle::get(cx, res, bucket).await,
+            Endpoint::PutBucketLifecycleConfiguration { content_md5 } => {
+                lifecycle::put(cx, body, res, bucket, *content_md5).await
+            }
+            Endpoint::DeleteBucketLifecycle => lifecycle::delete(cx, res, bucket).await,
             Endpoint::ListObjects { .. } | Endpoint::ListObjectsV2 { .. } => {
                 buckets::list_objects(cx, res, bucket, &s3.endpoint).await
             }
@@ -232,5 +239,6 @@ impl<R: Runtime> S3Api for NodeApi<R> {
     fn render_metrics(&self, out: &mut String, prefix: &str) {
         super::metrics::render(&self.store, out, prefix);
         super::metrics::render_reads(&self.sendfile_bytes, out, prefix);
+        self.lifecycle.render(out, prefix);
     }
 }

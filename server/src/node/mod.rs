@@ -3,7 +3,8 @@
 //! [`start_node`] opens the store, starts the chosen runtime on threads of its own and serves
 //! the S3 API there until [`NodeHandle::stop`], with the admin listener beside it. The S3 front
 //! ([`crate::front`]) authenticates and routes; the node implements the operations
-//! ([`handler`] dispatches to [`buckets`], [`objects`], [`multipart`] and [`tagging`]) once, generic over
+//! ([`handler`] dispatches to [`buckets`], [`objects`], [`multipart`], [`tagging`] and
+//! [`lifecycle`]) once, generic over
 //! [`Runtime`]: tokio and smol are both compiled in and picked at run time.
 //!
 //! Every store call is blocking and runs through [`Runtime::unblock`]; bodies stream through
@@ -17,6 +18,8 @@ pub(crate) mod buckets;
 mod context;
 pub(crate) mod handler;
 pub(crate) mod headers;
+mod lifecycle;
+mod lifecycle_worker;
 mod lock;
 mod metrics;
 mod multipart;
@@ -29,6 +32,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use ferry_core::http::head::HeadLimits;
 use ferry_core::rt::Signal;
@@ -99,7 +103,17 @@ pub struct NodeConfig {
     /// Base domains of virtual-hosted-style requests (`--domain`): `Host: BUCKET.DOMAIN`
     /// names BUCKET; none by default (path-style only).
     pub domains: Vec<String>,
+    /// How often the lifecycle worker applies the buckets' lifecycle rules (default 1 hour;
+    /// it also runs once at start).
+    pub lifecycle_interval: Duration,
+    /// The length of a lifecycle "day" in seconds (default 86,400). A testing aid only, as
+    /// Ceph RGW's `rgw_lc_debug_interval`: with N, `Days` and `DaysAfterInitiation` count
+    /// N-second days (and expiry dates round up to multiples of N seconds).
+    pub lifecycle_day_secs: u64,
 }
+
+/// The lifecycle worker's default interval.
+pub const DEFAULT_LIFECYCLE_INTERVAL: Duration = Duration::from_secs(3600);
 
 /// Descriptors a node's connection may hold: its socket, and a data file while a request reads
 /// or writes one (the default connection cap divides the open-file limit by this).
@@ -133,6 +147,8 @@ impl NodeConfig {
             limits: ConnLimits::default(),
             sigv2: true,
             domains: Vec::new(),
+            lifecycle_interval: DEFAULT_LIFECYCLE_INTERVAL,
+            lifecycle_day_secs: ferry_core::s3::xml::DAY_SECS,
         }
     }
 }
@@ -180,7 +196,7 @@ impl Server for Node {
 
     const NAME: &'static str = "node";
 
-    fn build<R: NetRuntime>(self, rt: &R, _stop: &Arc<Signal>) -> io::Result<(NodeApi<R>, Auth)> {
+    fn build<R: NetRuntime>(self, rt: &R, stop: &Arc<Signal>) -> io::Result<(NodeApi<R>, Auth)> {
         let cfg = self.cfg;
         tracing::info!(data = %cfg.data_dir.display(), fsync = cfg.fsync, "store opened");
         let primary = User::primary(&cfg.access_key, &cfg.secret_key);
@@ -189,6 +205,16 @@ impl Server for Node {
         let auth = Auth::new(users.credentials(), &cfg.region)
             .with_sigv2(cfg.sigv2)
             .with_domains(&cfg.domains);
-        Ok((NodeApi::new(rt.clone(), self.store, &cfg, users), auth))
+        let api = NodeApi::new(rt.clone(), self.store, &cfg, users);
+        // Detached: the worker stops with the stop signal (between batches of a pass).
+        drop(rt.spawn(lifecycle_worker::run(
+            rt.clone(),
+            api.store.downgrade(),
+            api.lifecycle.clone(),
+            stop.clone(),
+            cfg.lifecycle_interval,
+            cfg.lifecycle_day_secs,
+        )));
+        Ok((api, auth))
     }
 }

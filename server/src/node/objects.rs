@@ -328,6 +328,7 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
     if let Some(n) = read.part_number.filter(|_| checksum_mode(cx.headers)) {
         push_part_checksum(&mut h, &info.meta, n);
     }
+    super::lifecycle::expiration(cx, bucket, key, &info, &mut h);
     let (status, len) = match range {
         Some((first, last)) => {
             h.push(

@@ -11,7 +11,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::Proxy;
 use super::context::{Caller, Cx};
-use super::{buckets, copy, cors, forward, list, tagging};
+use super::{buckets, copy, cors, forward, lifecycle, list, tagging};
 use crate::front::{ALL_BACKENDS, Op, S3Api};
 
 /// The proxy behind the S3 front.
@@ -110,7 +110,9 @@ fn route(endpoint: &Endpoint<'_>) -> Route {
         | Endpoint::DeleteBucketTagging
         | Endpoint::PutBucketVersioning { .. }
         | Endpoint::ListObjectVersions { .. }
-        | Endpoint::PutObjectLockConfiguration => Route::FanOut,
+        | Endpoint::PutObjectLockConfiguration
+        | Endpoint::PutBucketLifecycleConfiguration { .. }
+        | Endpoint::DeleteBucketLifecycle => Route::FanOut,
         Endpoint::PostObject => Route::Form,
         Endpoint::HeadBucket
         | Endpoint::GetBucketLocation
@@ -120,7 +122,8 @@ fn route(endpoint: &Endpoint<'_>) -> Route {
         | Endpoint::GetBucketAcl
         | Endpoint::GetBucketCors
         | Endpoint::GetBucketTagging
-        | Endpoint::GetObjectLockConfiguration => Route::AnyBackend,
+        | Endpoint::GetObjectLockConfiguration
+        | Endpoint::GetBucketLifecycleConfiguration => Route::AnyBackend,
         Endpoint::CopyObject { .. } | Endpoint::UploadPartCopy { .. } => Route::Copy,
         Endpoint::GetObject { .. }
         | Endpoint::GetObjectAttributes { .. }
@@ -205,6 +208,10 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
                 Endpoint::DeleteBucketCors => cors::delete(cx, s3, res).await,
                 Endpoint::PutBucketTagging => tagging::put_bucket(cx, s3, body, res).await,
                 Endpoint::DeleteBucketTagging => tagging::delete_bucket(cx, s3, res).await,
+                Endpoint::PutBucketLifecycleConfiguration { content_md5 } => {
+                    lifecycle::put(cx, s3, *content_md5, body, res).await
+                }
+                Endpoint::DeleteBucketLifecycle => lifecycle::delete(cx, s3, res).await,
                 // Between the proxy and its nodes only (see `buckets::delete`).
                 Endpoint::BucketFence { .. } => Err(S3Error::with_message(
                     S3ErrorCode::NotImplemented,

@@ -21,6 +21,7 @@ mod cors;
 mod forward;
 mod handler;
 mod health;
+mod lifecycle;
 mod list;
 mod metrics;
 mod sign;

@@ -1,5 +1,5 @@
 //! Buckets: create, delete, head, list, and their settings (owner, policy, ACL, CORS,
-//! tagging).
+//! tagging, lifecycle).
 
 use std::collections::HashMap;
 use std::ops::Bound;
@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use ferry_core::s3::acl::Acl;
 use ferry_core::s3::policy::Policy;
+use ferry_core::s3::xml::LifecycleConfiguration;
 
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
@@ -41,11 +42,13 @@ pub enum BucketSetting {
     /// The object lock configuration (present: object lock is on), in
     /// `ObjectLockConfiguration::to_stored`'s form.
     ObjectLock,
+    /// The lifecycle configuration.
+    Lifecycle,
 }
 
 impl BucketSetting {
     /// Every kind, for removing them all with the bucket.
-    pub const ALL: [BucketSetting; 7] = [
+    pub const ALL: [BucketSetting; 8] = [
         BucketSetting::Owner,
         BucketSetting::Policy,
         BucketSetting::Acl,
@@ -53,6 +56,7 @@ impl BucketSetting {
         BucketSetting::Tagging,
         BucketSetting::Versioning,
         BucketSetting::ObjectLock,
+        BucketSetting::Lifecycle,
     ];
 
     /// Its key in the settings table. Stored: never change one.
@@ -65,6 +69,7 @@ impl BucketSetting {
             BucketSetting::Tagging => "tagging",
             BucketSetting::Versioning => "versioning",
             BucketSetting::ObjectLock => "object-lock",
+            BucketSetting::Lifecycle => "lifecycle",
         }
     }
 }
@@ -79,6 +84,8 @@ pub struct BucketSettings {
     policy: OnceLock<Result<Option<Arc<Policy>>, S3Error>>,
     /// The ACL, parsed once.
     acl: OnceLock<Result<Option<Arc<Acl>>, S3Error>>,
+    /// The lifecycle configuration, parsed once (GET and HEAD ask it for `x-amz-expiration`).
+    lifecycle: OnceLock<Result<Option<Arc<LifecycleConfiguration>>, S3Error>>,
 }
 
 impl BucketSettings {
@@ -117,6 +124,28 @@ impl BucketSettings {
                         ),
                     )
                 })
+            })
+            .clone()
+    }
+
+    /// The bucket's lifecycle configuration, if it has one (checked before it was stored).
+    pub fn lifecycle(&self) -> S3Result<Option<Arc<LifecycleConfiguration>>> {
+        self.lifecycle
+            .get_or_init(|| {
+                let Some(doc) = self.get(BucketSetting::Lifecycle) else {
+                    return Ok(None);
+                };
+                LifecycleConfiguration::parse_xml(doc)
+                    .map(|c| Some(Arc::new(c)))
+                    .map_err(|e| {
+                        S3Error::with_message(
+                            S3ErrorCode::InternalError,
+                            format!(
+                                "stored lifecycle configuration of {} does not parse: {}",
+                                self.bucket, e.message
+                            ),
+                        )
+                    })
             })
             .clone()
     }

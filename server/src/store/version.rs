@@ -266,10 +266,10 @@ pub(crate) fn stamp_id(stamp: VersionStamp) -> VersionId {
 }
 
 /// What a delete removed: its outcome, files to retire, and the removed object's size.
-type Deleted = (DeleteOutcome, Vec<FileId>, Option<u64>);
+pub(crate) type Deleted = (DeleteOutcome, Vec<FileId>, Option<u64>);
 
 /// In `txn`: DeleteObject of `k` (of `bucket`), of `version` if named.
-fn delete_in(
+pub(crate) fn delete_in(
     store: &Store,
     txn: &WriteTransaction,
     bucket: &str,

@@ -346,7 +346,7 @@ fn unsupported_operations(rt: RuntimeKind) {
     assert_eq!(c.put("/unsup", b"").status, 200);
     for (method, target) in [
         ("GET", "/unsup?notification"),
-        ("PUT", "/unsup?lifecycle"),
+        ("POST", "/unsup?lifecycle"),
         ("GET", "/unsup?inventory"),
         ("POST", "/unsup/k?tagging"),
         // GetObjectAttributes is a GET on an object; nothing else takes ?attributes.

@@ -17,6 +17,7 @@ use super::checksum::ChecksumAlgorithm;
 use super::{S3Error, S3ErrorCode, S3Result};
 
 mod cors;
+mod lifecycle;
 pub mod lock;
 mod parse;
 mod versions;
@@ -25,6 +26,12 @@ mod write;
 pub use cors::{
     CORS_METHODS, CORS_VARY, CorsConfiguration, CorsRule, MAX_CORS_BODY, MAX_CORS_RULE_ID,
     MAX_CORS_RULES, cors_headers, requested_headers,
+};
+pub use lifecycle::{
+    DAY_SECS, EXPIRATION_HEADER, Expiration, LifecycleConfiguration, LifecycleFilter,
+    LifecycleRule, MAX_LIFECYCLE_BODY, MAX_LIFECYCLE_PREFIX, MAX_LIFECYCLE_RULE_ID,
+    MAX_LIFECYCLE_RULES, MAX_NEWER_NONCURRENT_VERSIONS, NoncurrentVersionExpiration,
+    expiration_header, expiry_after_days,
 };
 pub use parse::{AclDocument, AclDocumentGrant};
 pub use versions::{

@@ -91,18 +91,25 @@ pub struct Options {
     pub sigv2: bool,
     /// Virtual-hosted base domains (the node's, or the proxy's).
     pub domains: &'static [&'static str],
+    /// The lifecycle worker's interval and day length in seconds (every node's); `None`: the
+    /// node's defaults (a pass at start, then hourly; real days).
+    pub lifecycle: Option<(Duration, u64)>,
 }
+
+/// [`Options::default`], for `..DEFAULT_OPTIONS` in constants.
+pub const DEFAULT_OPTIONS: Options = Options {
+    min_part_size: MIB5,
+    fsync: false,
+    region: REGION,
+    users: &[],
+    sigv2: true,
+    domains: &[],
+    lifecycle: None,
+};
 
 impl Default for Options {
     fn default() -> Self {
-        Self {
-            min_part_size: MIB5,
-            fsync: false,
-            region: REGION,
-            users: &[],
-            sigv2: true,
-            domains: &[],
-        }
+        DEFAULT_OPTIONS
     }
 }
 
@@ -128,6 +135,10 @@ impl Server {
             cfg.users = options.users.iter().map(TestUser::user).collect();
             cfg.sigv2 = options.sigv2;
             cfg.domains = options.domains.iter().map(|d| (*d).to_owned()).collect();
+            if let Some((interval, day_secs)) = options.lifecycle {
+                cfg.lifecycle_interval = interval;
+                cfg.lifecycle_day_secs = day_secs;
+            }
             return Self::Cluster(start_cluster(cfg).expect("start cluster"));
         }
         let mut cfg = node_config(dir, target.runtime);
@@ -137,6 +148,10 @@ impl Server {
         cfg.users = options.users.iter().map(TestUser::user).collect();
         cfg.sigv2 = options.sigv2;
         cfg.domains = options.domains.iter().map(|d| (*d).to_owned()).collect();
+        if let Some((interval, day_secs)) = options.lifecycle {
+            cfg.lifecycle_interval = interval;
+            cfg.lifecycle_day_secs = day_secs;
+        }
         // Many tests run at once on few cores: two workers each is plenty.
         cfg.threads = 2;
         Self::Node(start_node(cfg).expect("start node"))
@@ -217,6 +232,21 @@ impl TestNode {
         let weighted: Vec<(&str, u32)> = ids.iter().map(|id| (id.as_str(), 1)).collect();
         let placement = Placement::new(&weighted).expect("placement");
         Some(placement.pick(a.0, a.1) != placement.pick(b.0, b.1))
+    }
+
+    /// Whether objects `a` and `b` (bucket, key) live on the same node (always on a single
+    /// node).
+    pub fn same_node(&self, a: (&str, &str), b: (&str, &str)) -> bool {
+        self.apart(a, b) != Some(true)
+    }
+
+    /// The admin listener of a single node (`None` through the proxy, whose test cluster has
+    /// none).
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        match self.server.as_ref()? {
+            Server::Node(h) => h.admin_addr(),
+            Server::Cluster(_) => None,
+        }
     }
 
     /// An SDK client that signs as `user`.
