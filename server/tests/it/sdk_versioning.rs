@@ -32,7 +32,54 @@ on_every_target!(
     a_bucket_with_versions_is_not_empty,
     version_actions_in_policies,
     boto3_versions_and_delete_markers,
+    object_attributes_of_a_version,
 );
+
+/// GetObjectAttributes of an older version, by `versionId`, and of a delete marker.
+async fn object_attributes_of_a_version(target: Target) {
+    let n = TestNode::start(target);
+    versioned(&n, "attrs").await;
+    let put = |body: &'static [u8]| {
+        n.client
+            .put_object()
+            .bucket("attrs")
+            .key("k")
+            .body(ByteStream::from_static(body))
+            .send()
+    };
+    let old = put(b"the first, longer version")
+        .await
+        .unwrap_or_else(|e| panic!("put old: {}", show(&e)));
+    put(b"second")
+        .await
+        .unwrap_or_else(|e| panic!("put new: {}", show(&e)));
+    let old_id = old.version_id().expect("a version id").to_owned();
+    let attrs = |version: Option<String>| {
+        n.client
+            .get_object_attributes()
+            .bucket("attrs")
+            .key("k")
+            .set_version_id(version)
+            .object_attributes(aws_sdk_s3::types::ObjectAttributes::ObjectSize)
+            .object_attributes(aws_sdk_s3::types::ObjectAttributes::Etag)
+            .send()
+    };
+    let of_old = attrs(Some(old_id.clone()))
+        .await
+        .unwrap_or_else(|e| panic!("attributes of the old version: {}", show(&e)));
+    assert_eq!(of_old.object_size(), Some(25));
+    assert_eq!(of_old.e_tag(), old.e_tag().map(|e| e.trim_matches('"')));
+    assert_eq!(of_old.version_id(), Some(old_id.as_str()));
+    let current = attrs(None)
+        .await
+        .unwrap_or_else(|e| panic!("attributes of the current version: {}", show(&e)));
+    assert_eq!(current.object_size(), Some(6));
+    assert_code(
+        attrs(Some("0000000000000001".to_owned())).await,
+        404,
+        "NoSuchVersion",
+    );
+}
 
 async fn set_versioning(c: &Client, bucket: &str, status: BucketVersioningStatus) {
     c.put_bucket_versioning()
