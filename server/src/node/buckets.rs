@@ -343,15 +343,7 @@ pub(crate) async fn put_versioning<R: Runtime, S: Stream>(
             "MFA delete is not implemented",
         ));
     }
-    if doc.status == Versioning::Suspended
-        && super::lock::configuration(&*cx.node.store.bucket_settings(bucket)?).is_some()
-    {
-        return Err(S3Error::with_message(
-            S3ErrorCode::InvalidBucketState,
-            "An Object Lock configuration is present on this bucket, so the versioning state \
-             cannot be changed.",
-        ));
-    }
+    // A bucket with object lock cannot be suspended: the store refuses it in the commit.
     let (b, state) = (bucket.to_owned(), doc.status);
     cx.unblock(move |store| store.set_versioning(&b, state))
         .await?;

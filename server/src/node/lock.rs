@@ -9,7 +9,7 @@ use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::http::{Header, find_header};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, Checks};
-use ferry_core::s3::version::{VersionId, Versioning};
+use ferry_core::s3::version::VersionId;
 use ferry_core::s3::xml::lock::{
     self, BYPASS_GOVERNANCE_HEADER, LEGAL_HOLD_HEADER, LOCK_MODE_HEADER, LockRequest,
     MAX_LOCK_BODY, ObjectLockConfiguration, RETAIN_UNTIL_HEADER, Retention,
@@ -168,13 +168,7 @@ pub(crate) async fn put_configuration<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     let xml = read_body(cx, body).await?;
     let config = ObjectLockConfiguration::parse_xml(&xml)?;
-    let settings = cx.node.store.bucket_settings(bucket)?;
-    if configuration(&settings).is_none() && settings.versioning() != Some(Versioning::Enabled) {
-        return Err(S3Error::with_message(
-            S3ErrorCode::InvalidBucketState,
-            "Versioning must be 'Enabled' on the bucket to apply a Object Lock configuration",
-        ));
-    }
+    // Only while versioning is enabled: the store judges it in the commit.
     let stored = config.to_stored();
     let b = bucket.to_owned();
     cx.unblock(move |store| {

@@ -404,6 +404,30 @@ impl Store {
                 return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
             }
             let mut settings = txn.open_table(BUCKET_SETTINGS).map_err(db_err)?;
+            if kind == BucketSetting::ObjectLock {
+                // Object lock is turned on only while versioning is enabled, and never off;
+                // judged here, against PutBucketVersioning's own check (`set_versioning`).
+                let has = |k: BucketSetting| -> S3Result<Option<Vec<u8>>> {
+                    Ok(settings
+                        .get((name, k.name()))
+                        .map_err(db_err)?
+                        .map(|v| v.value().to_vec()))
+                };
+                let locked = has(BucketSetting::ObjectLock)?.is_some();
+                let enabled = has(BucketSetting::Versioning)?.as_deref()
+                    == Some(
+                        ferry_core::s3::version::Versioning::Enabled
+                            .as_str()
+                            .as_bytes(),
+                    );
+                if value.is_none() || (!locked && !enabled) {
+                    return Err(S3Error::with_message(
+                        S3ErrorCode::InvalidBucketState,
+                        "Versioning must be 'Enabled' on the bucket to apply a Object Lock \
+                         configuration",
+                    ));
+                }
+            }
             match value {
                 Some(v) => settings.insert((name, kind.name()), v).map(drop),
                 None => settings.remove((name, kind.name())).map(drop),

@@ -364,6 +364,20 @@ impl Store {
                 return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
             }
             let mut settings = txn.open_table(BUCKET_SETTINGS).map_err(db_err)?;
+            // A bucket with object lock stays Enabled (judged here, in the same transaction as
+            // the setting, against `set_bucket_setting`'s own check for object lock).
+            if state == Versioning::Suspended
+                && settings
+                    .get((bucket, BucketSetting::ObjectLock.name()))
+                    .map_err(db_err)?
+                    .is_some()
+            {
+                return Err(S3Error::with_message(
+                    S3ErrorCode::InvalidBucketState,
+                    "An Object Lock configuration is present on this bucket, so the versioning \
+                     state cannot be changed.",
+                ));
+            }
             settings
                 .insert(
                     (bucket, BucketSetting::Versioning.name()),
