@@ -115,7 +115,7 @@ fn scanned_version(
         // The newer entries are noncurrent, but for a current delete marker (the newest,
         // when the key has no current object).
         let limit = newer_cap as usize + usize::from(current_object.is_none());
-        let mut n = 0;
+        let mut n = 0_usize;
         for item in versions
             .range::<(&[u8], u64)>((k, 0)..(k, inv))
             .map_err(db_err)?
@@ -124,7 +124,7 @@ fn scanned_version(
             item.map_err(db_err)?;
             n += 1;
         }
-        newer_noncurrent = u32::try_from(n - usize::from(current_object.is_none()))
+        newer_noncurrent = u32::try_from(n.saturating_sub(usize::from(current_object.is_none())))
             .unwrap_or(u32::MAX)
             .min(newer_cap);
     }
