@@ -5,11 +5,15 @@
 //! bucket in batches of [`BATCH`] objects or uploads, so memory stays bounded whatever a bucket
 //! holds; it checks the stop signal between batches. Each action has its function:
 //! [`expire_current`] (Expiration `Days` / `Date`), [`abort_incomplete`]
-//! (AbortIncompleteMultipartUpload), [`expire_noncurrent`] (NoncurrentVersionExpiration) and
-//! [`remove_expired_delete_markers`] (ExpiredObjectDeleteMarker) — the last two have nothing to
-//! act on until the store keeps versions. Objects are removed through the store's delete path
-//! ([`Store::expire_objects`]: a batch in one commit, data files after it), and only if still the version
-//! judged, so an object overwritten meanwhile stays.
+//! (AbortIncompleteMultipartUpload), [`noncurrent_due`] (NoncurrentVersionExpiration) and
+//! [`expired_marker_due`] (ExpiredObjectDeleteMarker, and the removal of expired object delete
+//! markers that an Expiration by `Days` or `Date` does too, as on S3) — the last two judge the
+//! versions kept besides the current objects, walked once by [`expire_versions`]. Objects are
+//! removed through the store's delete path ([`Store::expire_objects`],
+//! [`Store::expire_versions`]: a batch in one commit, data files after it), and only if still
+//! the version judged (judged again in the deleting transaction), so an object overwritten
+//! meanwhile stays; a version object lock protects (legal hold, retention not yet past) is
+//! never removed.
 //!
 //! The worker holds the store only during a pass ([`WeakStore`] between passes), and a node
 //! going away waits for a pass in progress to stop at its next batch, so the store closes
@@ -27,7 +31,7 @@ use ferry_core::s3::xml::{LifecycleConfiguration, expiry_after_days};
 use ferry_core::s3::{S3ErrorCode, S3Result};
 
 use crate::metrics::counter;
-use crate::store::{MAX_LIST, ScannedObject, Store, UploadsQuery, WeakStore};
+use crate::store::{MAX_LIST, ScannedObject, ScannedVersion, Store, UploadsQuery, WeakStore};
 
 /// Objects (or uploads) read from the store at a time.
 const BATCH: usize = MAX_LIST;
@@ -44,6 +48,7 @@ pub(crate) struct LifecycleStats {
     objects_expired: AtomicU64,
     bytes_expired: AtomicU64,
     uploads_aborted: AtomicU64,
+    delete_markers_removed: AtomicU64,
 }
 
 impl LifecycleStats {
@@ -80,6 +85,12 @@ impl LifecycleStats {
             &format!("{prefix}_lifecycle_aborted_uploads_total"),
             "Incomplete multipart uploads aborted by lifecycle rules.",
             get(&self.uploads_aborted),
+        );
+        counter(
+            o,
+            &format!("{prefix}_lifecycle_removed_delete_markers_total"),
+            "Delete markers removed by lifecycle rules (noncurrent, or expired object delete markers).",
+            get(&self.delete_markers_removed),
         );
     }
 }
@@ -186,8 +197,7 @@ fn apply(
     };
     expire_current(&run)?;
     abort_incomplete(&run)?;
-    expire_noncurrent(&run)?;
-    remove_expired_delete_markers(&run)
+    expire_versions(&run)
 }
 
 /// One bucket's pass.
@@ -324,18 +334,91 @@ fn abort_incomplete(run: &Run<'_>) -> S3Result<()> {
     }
 }
 
-/// NoncurrentVersionExpiration: remove versions noncurrent for `NoncurrentDays`, keeping the
-/// `NewerNoncurrentVersions` newest. The store keeps no noncurrent versions yet (every bucket
-/// is unversioned), so there is nothing to act on; once it does, this walks a bucket's
-/// versions in batches as [`expire_current`] walks its objects.
-fn expire_noncurrent(_run: &Run<'_>) -> S3Result<()> {
-    Ok(())
+/// NoncurrentVersionExpiration and expired object delete markers: walk the versions kept
+/// besides the current objects (noncurrent versions and delete markers), in batches, and
+/// remove those due ([`noncurrent_due`], [`expired_marker_due`]), each batch in one commit.
+fn expire_versions(run: &Run<'_>) -> S3Result<()> {
+    if !run.config.expires_versions() {
+        return Ok(());
+    }
+    let prefix = common_prefix(
+        run.config
+            .rules
+            .iter()
+            .filter(|r| {
+                r.enabled && (r.expiration.is_some() || r.noncurrent_version_expiration.is_some())
+            })
+            .map(|r| r.filter.prefix()),
+    );
+    let with_tags = run.config.noncurrent_needs_tags();
+    let newer_cap = run.config.newer_noncurrent_needed();
+    let mut after: Option<(String, u64)> = None;
+    loop {
+        if run.stop.now() {
+            return Ok(());
+        }
+        let batch = run.store.scan_versions(
+            run.bucket,
+            prefix,
+            after.as_ref().map(|(k, s)| (k.as_str(), *s)),
+            BATCH,
+            with_tags,
+            newer_cap,
+        )?;
+        let now = system_unix_time();
+        let due =
+            |v: &ScannedVersion| noncurrent_due(run, v, now) || expired_marker_due(run, v, now);
+        let judged: Vec<ScannedVersion> = batch.versions.into_iter().filter(due).collect();
+        // One commit for the batch; each judged again there (and object lock checked).
+        let removed = run
+            .store
+            .expire_versions(run.bucket, &judged, newer_cap, due)?;
+        for (v, size) in judged.iter().zip(removed) {
+            let Some(size) = size else { continue };
+            if v.delete_marker {
+                run.stats
+                    .delete_markers_removed
+                    .fetch_add(1, Ordering::Relaxed);
+            } else {
+                run.stats.objects_expired.fetch_add(1, Ordering::Relaxed);
+                run.stats.bytes_expired.fetch_add(size, Ordering::Relaxed);
+            }
+        }
+        if !judged.is_empty() {
+            tracing::debug!(bucket = %run.bucket, versions = judged.len(), "lifecycle expiring versions due");
+        }
+        match batch.next {
+            Some(next) => after = Some(next),
+            None => return Ok(()),
+        }
+    }
 }
 
-/// ExpiredObjectDeleteMarker: remove delete markers with no version behind them. The store
-/// keeps no delete markers yet, so there is nothing to act on.
-fn remove_expired_delete_markers(_run: &Run<'_>) -> S3Result<()> {
-    Ok(())
+/// NoncurrentVersionExpiration: a noncurrent version (or delete marker) noncurrent for
+/// `NoncurrentDays`, unless one of the `NewerNoncurrentVersions` newest.
+fn noncurrent_due(run: &Run<'_>, v: &ScannedVersion, now: i64) -> bool {
+    v.noncurrent_since.is_some_and(|since| {
+        run.config.noncurrent_expired(
+            &v.key,
+            v.size,
+            &v.tags,
+            since,
+            v.newer_noncurrent,
+            now,
+            run.day_secs,
+        )
+    })
+}
+
+/// ExpiredObjectDeleteMarker (or an Expiration by `Days` / `Date` past for the marker): a
+/// delete marker that is its key's current version and all the key has left.
+fn expired_marker_due(run: &Run<'_>, v: &ScannedVersion, now: i64) -> bool {
+    v.delete_marker
+        && v.noncurrent_since.is_none()
+        && v.only_version
+        && run
+            .config
+            .removes_delete_marker(&v.key, v.last_modified, now, run.day_secs)
 }
 
 #[cfg(test)]

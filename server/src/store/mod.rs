@@ -94,7 +94,7 @@ pub use bucket::{BucketSetting, BucketSettings};
 pub use fence::MAX_FENCE_LEASE;
 pub use ferry_core::s3::version::{VersionId, Versioning};
 pub use files::CleanupReport;
-pub use lifecycle::{ScanBatch, ScannedObject, WeakStore};
+pub use lifecycle::{ScanBatch, ScannedObject, ScannedVersion, VersionScanBatch, WeakStore};
 pub use meta::{ROOM_TO_RECOVER, Writability};
 pub use multipart::PartWriter;
 pub use object::{ObjectReader, ObjectWriter};

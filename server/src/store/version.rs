@@ -178,7 +178,11 @@ fn remove_old_null(versions: &mut Versions<'_>, k: &[u8]) -> S3Result<Option<Obj
 
 /// If `k` has no current object, make its newest entry in `VERSIONS` current when it is an
 /// object (not a delete marker).
-fn promote(objects: &mut Objects<'_>, versions: &mut Versions<'_>, k: &[u8]) -> S3Result<()> {
+pub(crate) fn promote(
+    objects: &mut Objects<'_>,
+    versions: &mut Versions<'_>,
+    k: &[u8],
+) -> S3Result<()> {
     if objects.get(k).map_err(db_err)?.is_some() {
         return Ok(());
     }

@@ -6,9 +6,10 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_s3::primitives::DateTime as SdkDateTime;
 use aws_sdk_s3::types::{
-    AbortIncompleteMultipartUpload, BucketLifecycleConfiguration, ExpirationStatus,
-    LifecycleExpiration, LifecycleRule, LifecycleRuleAndOperator, LifecycleRuleFilter,
-    NoncurrentVersionExpiration, Tag, Transition, TransitionStorageClass,
+    AbortIncompleteMultipartUpload, BucketLifecycleConfiguration, BucketVersioningStatus,
+    ExpirationStatus, LifecycleExpiration, LifecycleRule, LifecycleRuleAndOperator,
+    LifecycleRuleFilter, NoncurrentVersionExpiration, ObjectLockLegalHoldStatus, ObjectLockMode,
+    Tag, Transition, TransitionStorageClass, VersioningConfiguration,
 };
 use ferry_core::time::DateTime;
 
@@ -26,6 +27,9 @@ on_every_target!(
     policies_name_the_lifecycle_actions,
     the_worker_lets_the_node_restart,
     versioned_objects_expire_to_delete_markers,
+    noncurrent_versions_expire_but_the_newest,
+    expired_delete_markers_are_removed,
+    object_lock_keeps_noncurrent_versions,
 );
 
 /// A lifecycle day of one second, a pass every second.
@@ -623,6 +627,341 @@ async fn versioned_objects_expire_to_delete_markers(target: Target) {
         crate::support::sdk::body_bytes(got.body).await,
         b"kept".to_vec()
     );
+}
+
+/// A bucket with versioning enabled.
+async fn versioned_bucket(n: &TestNode, b: &str) {
+    n.bucket(b).await;
+    n.client
+        .put_bucket_versioning()
+        .bucket(b)
+        .versioning_configuration(
+            VersioningConfiguration::builder()
+                .status(BucketVersioningStatus::Enabled)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("put versioning: {}", show(&e)));
+}
+
+/// Put a version: its id.
+async fn put_version(n: &TestNode, b: &str, k: &str, body: &[u8]) -> String {
+    n.client
+        .put_object()
+        .bucket(b)
+        .key(k)
+        .body(body.to_vec().into())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("put {k}: {}", show(&e)))
+        .version_id()
+        .expect("a version id")
+        .to_owned()
+}
+
+/// Delete `k` without a version: the delete marker's id.
+async fn delete_marker(n: &TestNode, b: &str, k: &str) -> String {
+    let out = n
+        .client
+        .delete_object()
+        .bucket(b)
+        .key(k)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("delete {k}: {}", show(&e)));
+    assert_eq!(out.delete_marker(), Some(true));
+    out.version_id().expect("a version id").to_owned()
+}
+
+/// The versions and delete markers of exactly `k`, newest first: (version id, is a marker).
+async fn versions_of(n: &TestNode, b: &str, k: &str) -> Vec<(String, bool)> {
+    let out = n
+        .client
+        .list_object_versions()
+        .bucket(b)
+        .prefix(k)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("list versions: {}", show(&e)));
+    let mut all: Vec<(String, bool)> = out
+        .versions()
+        .iter()
+        .filter(|v| v.key() == Some(k))
+        .map(|v| (v.version_id().unwrap_or_default().to_owned(), false))
+        .chain(
+            out.delete_markers()
+                .iter()
+                .filter(|m| m.key() == Some(k))
+                .map(|m| (m.version_id().unwrap_or_default().to_owned(), true)),
+        )
+        .collect();
+    // Newest first: Ferry's version ids (no null version here) sort newest first.
+    all.sort();
+    all
+}
+
+/// Wait (up to [`DEADLINE`]) until `done` holds for the versions of every key of `keys`.
+async fn wait_versions(
+    n: &TestNode,
+    b: &str,
+    keys: &[String],
+    done: impl Fn(&[(String, bool)]) -> bool,
+) {
+    let start = Instant::now();
+    loop {
+        let mut left = Vec::new();
+        for k in keys {
+            let v = versions_of(n, b, k).await;
+            if !done(&v) {
+                left.push((k.clone(), v));
+            }
+        }
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "lifecycle did not act in time; left: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn noncurrent(days: i32, newer: Option<i32>) -> NoncurrentVersionExpiration {
+    NoncurrentVersionExpiration::builder()
+        .noncurrent_days(days)
+        .set_newer_noncurrent_versions(newer)
+        .build()
+}
+
+/// NoncurrentVersionExpiration: versions noncurrent for NoncurrentDays go for good, but the
+/// NewerNoncurrentVersions newest; versions outside the rule's filter stay.
+async fn noncurrent_versions_expire_but_the_newest(target: Target) {
+    let n = TestNode::start_with(target, FAST);
+    let b = "lcnoncurrent";
+    versioned_bucket(&n, b).await;
+    let mut kept = Vec::new();
+    for i in 0..2 {
+        kept.push(put_version(&n, b, "keep/k", format!("keep {i}").as_bytes()).await);
+    }
+    kept.reverse();
+    let sentinels = sentinels(&n, b, "logs/", &["keep/k"]);
+    for s in &sentinels {
+        for i in 0..4 {
+            put_version(&n, b, s, format!("s{i}").as_bytes()).await;
+        }
+    }
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        ids.push(put_version(&n, b, "logs/k", format!("version {i}").as_bytes()).await);
+    }
+    ids.reverse();
+    put_config(
+        &n,
+        b,
+        config(vec![
+            rule("old", filter_prefix("logs/"))
+                .noncurrent_version_expiration(noncurrent(1, Some(2)))
+                .build()
+                .expect("rule"),
+        ]),
+    )
+    .await;
+    let mut watched = sentinels.clone();
+    watched.push("logs/k".to_owned());
+    // The current version and the two newest noncurrent ones stay.
+    wait_versions(&n, b, &watched, |v| v.len() <= 3).await;
+    let left: Vec<String> = versions_of(&n, b, "logs/k")
+        .await
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(left, ids[..3], "the newest three stay");
+    let gone = n
+        .client
+        .get_object()
+        .bucket(b)
+        .key("logs/k")
+        .version_id(&ids[4])
+        .send()
+        .await;
+    assert_code(gone, 404, "NoSuchVersion");
+    assert_eq!(n.get(b, "logs/k").await, b"version 4".to_vec());
+    let keep: Vec<String> = versions_of(&n, b, "keep/k")
+        .await
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(keep, kept, "another prefix: its noncurrent version stays");
+    if let Some(admin) = n.admin_addr() {
+        let text = plain_get(admin, "/metrics").text();
+        let expired = metric(&text, "ferry_node_lifecycle_expired_objects_total");
+        assert_eq!(expired, 2 + sentinels.len() as u64, "{text}");
+        let bytes = metric(&text, "ferry_node_lifecycle_expired_bytes_total");
+        assert_eq!(bytes, 2 * 9 + 2 * sentinels.len() as u64, "{text}");
+    }
+}
+
+/// ExpiredObjectDeleteMarker: a delete marker that is all its key has left goes; one with a
+/// version behind it stays. With NoncurrentVersionExpiration, a deleted key goes entirely.
+async fn expired_delete_markers_are_removed(target: Target) {
+    let n = TestNode::start_with(target, FAST);
+    let b = "lcmarkers";
+    versioned_bucket(&n, b).await;
+    // Backed: a marker with its version behind it.
+    let backed_version = put_version(&n, b, "backed", b"b").await;
+    let backed_marker = delete_marker(&n, b, "backed").await;
+    // Lone markers: the version deleted for good, the marker left.
+    let mut lone = sentinels(&n, b, "lone/", &["backed"]);
+    lone.push("lone/k".to_owned());
+    for k in &lone {
+        let v = put_version(&n, b, k, b"l").await;
+        delete_marker(&n, b, k).await;
+        n.client
+            .delete_object()
+            .bucket(b)
+            .key(k)
+            .version_id(&v)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("delete version: {}", show(&e)));
+        assert_eq!(versions_of(&n, b, k).await.len(), 1);
+    }
+    // Deleted under a NoncurrentVersionExpiration rule: its version expires, then its marker.
+    put_version(&n, b, "chain/k", b"c").await;
+    delete_marker(&n, b, "chain/k").await;
+    let marker_rule = LifecycleExpiration::builder()
+        .expired_object_delete_marker(true)
+        .build();
+    put_config(
+        &n,
+        b,
+        config(vec![
+            rule("markers", filter_prefix(""))
+                .expiration(marker_rule)
+                .build()
+                .expect("rule"),
+            rule("chain", filter_prefix("chain/"))
+                .noncurrent_version_expiration(noncurrent(1, None))
+                .build()
+                .expect("rule"),
+        ]),
+    )
+    .await;
+    lone.push("chain/k".to_owned());
+    wait_versions(&n, b, &lone, <[_]>::is_empty).await;
+    assert_eq!(
+        versions_of(&n, b, "backed").await,
+        [(backed_marker, true), (backed_version, false)],
+        "a marker with a version behind it stays"
+    );
+    if let Some(admin) = n.admin_addr() {
+        let text = plain_get(admin, "/metrics").text();
+        let markers = metric(&text, "ferry_node_lifecycle_removed_delete_markers_total");
+        assert_eq!(markers, lone.len() as u64, "{text}");
+        assert_eq!(
+            metric(&text, "ferry_node_lifecycle_expired_objects_total"),
+            1,
+            "{text}"
+        );
+    }
+}
+
+/// A noncurrent version under COMPLIANCE retention or a legal hold is never expired; its
+/// neighbours are.
+async fn object_lock_keeps_noncurrent_versions(target: Target) {
+    let n = TestNode::start_with(target, FAST);
+    let b = "lclocked";
+    n.client
+        .create_bucket()
+        .bucket(b)
+        .object_lock_enabled_for_bucket(true)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("create lock bucket: {}", show(&e)));
+    let until = SdkDateTime::from_secs(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0)
+            + 86_400,
+    );
+    let retained = n
+        .client
+        .put_object()
+        .bucket(b)
+        .key("retained")
+        .object_lock_mode(ObjectLockMode::Compliance)
+        .object_lock_retain_until_date(until)
+        .body(b"retained".to_vec().into())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("put retained: {}", show(&e)))
+        .version_id()
+        .expect("a version id")
+        .to_owned();
+    let held = n
+        .client
+        .put_object()
+        .bucket(b)
+        .key("held")
+        .object_lock_legal_hold_status(ObjectLockLegalHoldStatus::On)
+        .body(b"held".to_vec().into())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("put held: {}", show(&e)))
+        .version_id()
+        .expect("a version id")
+        .to_owned();
+    let mut newer = Vec::new();
+    for k in ["retained", "held"] {
+        newer.push(put_version(&n, b, k, b"newer").await);
+    }
+    // Unlocked noncurrent versions on the same nodes, written after: they expire no earlier.
+    let plain = sentinels(&n, b, "plain/", &["retained", "held"]);
+    for k in &plain {
+        put_version(&n, b, k, b"old").await;
+        put_version(&n, b, k, b"new").await;
+    }
+    put_config(
+        &n,
+        b,
+        config(vec![
+            rule("all", filter_prefix(""))
+                .noncurrent_version_expiration(noncurrent(1, None))
+                .build()
+                .expect("rule"),
+        ]),
+    )
+    .await;
+    wait_versions(&n, b, &plain, |v| v.len() == 1).await;
+    for (k, old, new) in [
+        ("retained", &retained, &newer[0]),
+        ("held", &held, &newer[1]),
+    ] {
+        assert_eq!(
+            versions_of(&n, b, k).await,
+            [(new.clone(), false), (old.clone(), false)],
+            "{k}: the locked noncurrent version stays"
+        );
+    }
+    // The hold lifted, that version expires too.
+    n.client
+        .put_object_legal_hold()
+        .bucket(b)
+        .key("held")
+        .version_id(&held)
+        .legal_hold(
+            aws_sdk_s3::types::ObjectLockLegalHold::builder()
+                .status(ObjectLockLegalHoldStatus::Off)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("lift the hold: {}", show(&e)));
+    wait_versions(&n, b, &["held".to_owned()], |v| v.len() == 1).await;
+    assert_eq!(versions_of(&n, b, "retained").await.len(), 2);
 }
 
 fn metric(text: &str, name: &str) -> u64 {

@@ -605,6 +605,90 @@ impl LifecycleConfiguration {
             .any(|r| r.enabled && r.abort_incomplete_days.is_some())
     }
 
+    /// Whether an enabled rule's NoncurrentVersionExpiration removes, at `now`, a noncurrent
+    /// version of `key` (`size` bytes, `tags`) that became noncurrent at `since` (when the next
+    /// newer version or delete marker of its key was written) and has `newer` noncurrent
+    /// versions newer than it: `NoncurrentDays` days after `since` (rounded up to the next day
+    /// boundary, as S3 counts), unless it is one of the `NewerNoncurrentVersions` newest.
+    #[allow(clippy::too_many_arguments)] // The version's facts, each a plain value.
+    pub fn noncurrent_expired(
+        &self,
+        key: &str,
+        size: u64,
+        tags: &[(String, String)],
+        since: i64,
+        newer: u32,
+        now: i64,
+        day_secs: u64,
+    ) -> bool {
+        self.rules.iter().any(|r| {
+            r.enabled
+                && r.noncurrent_version_expiration.is_some_and(|n| {
+                    newer >= n.newer_noncurrent_versions.unwrap_or(0)
+                        && expiry_after_days(since, n.noncurrent_days, day_secs) <= now
+                })
+                && r.filter.matches(key, size, tags)
+        })
+    }
+
+    /// Whether an enabled rule removes, at `now`, an expired object delete marker of `key`
+    /// (the current version of its key, and its only one) written at `last_modified`:
+    /// `ExpiredObjectDeleteMarker`, or, as on S3, an `Expiration` by `Days` or `Date` whose
+    /// time has come for the marker. A marker has no tags and no size.
+    pub fn removes_delete_marker(
+        &self,
+        key: &str,
+        last_modified: i64,
+        now: i64,
+        day_secs: u64,
+    ) -> bool {
+        self.rules.iter().any(|r| match r.expiration {
+            Some(Expiration::ExpiredObjectDeleteMarker(on)) => {
+                on && r.enabled && r.filter.matches(key, 0, &[])
+            }
+            Some(_) => r
+                .expiry(key, 0, &[], last_modified, day_secs)
+                .is_some_and(|at| at <= now),
+            None => false,
+        })
+    }
+
+    /// Whether an enabled rule acts on versions kept besides the current objects: a
+    /// NoncurrentVersionExpiration, or an Expiration (which removes expired object delete
+    /// markers).
+    pub fn expires_versions(&self) -> bool {
+        self.rules.iter().any(|r| {
+            r.enabled
+                && (r.noncurrent_version_expiration.is_some()
+                    || matches!(
+                        r.expiration,
+                        Some(
+                            Expiration::Days(_)
+                                | Expiration::Date(_)
+                                | Expiration::ExpiredObjectDeleteMarker(true)
+                        )
+                    ))
+        })
+    }
+
+    /// Whether an enabled NoncurrentVersionExpiration rule needs the versions' tags.
+    pub fn noncurrent_needs_tags(&self) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.enabled && r.noncurrent_version_expiration.is_some() && r.filter.has_tags())
+    }
+
+    /// The most `NewerNoncurrentVersions` of an enabled rule (0 if none): how far the newer
+    /// noncurrent versions of a version need counting.
+    pub fn newer_noncurrent_needed(&self) -> u32 {
+        self.rules
+            .iter()
+            .filter(|r| r.enabled)
+            .filter_map(|r| r.noncurrent_version_expiration?.newer_noncurrent_versions)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The GetBucketLifecycleConfiguration document.
     pub fn write_xml(&self, out: &mut Vec<u8>) {
         let mut w = XmlWriter::document(out, "LifecycleConfiguration", true);
@@ -1011,5 +1095,54 @@ mod tests {
         assert_eq!(c.abort_after("tmp/x"), None);
         assert!(!c.aborts_uploads());
         assert!(c.expiration_needs_tags());
+    }
+
+    #[test]
+    fn noncurrent_versions_and_expired_markers() {
+        let rule = |body: &str| {
+            let doc = format!(
+                "<LifecycleConfiguration><Rule><ID>r</ID><Status>Enabled</Status>{body}</Rule>\
+                 </LifecycleConfiguration>"
+            );
+            LifecycleConfiguration::parse_xml(doc.as_bytes()).expect("parses")
+        };
+        let day = 10;
+        let c = rule(
+            "<Filter><Prefix>a/</Prefix></Filter><NoncurrentVersionExpiration>\
+             <NoncurrentDays>2</NoncurrentDays><NewerNoncurrentVersions>3\
+             </NewerNoncurrentVersions></NoncurrentVersionExpiration>",
+        );
+        assert!(c.expires_versions());
+        assert_eq!(c.newer_noncurrent_needed(), 3);
+        assert!(!c.noncurrent_needs_tags());
+        // Noncurrent since 5: due at 30 (2 days, rounded up to the next day).
+        assert!(c.noncurrent_expired("a/k", 1, &[], 5, 3, 30, day));
+        assert!(!c.noncurrent_expired("a/k", 1, &[], 5, 3, 29, day));
+        assert!(
+            !c.noncurrent_expired("a/k", 1, &[], 5, 2, 30, day),
+            "kept: 3 newest"
+        );
+        assert!(
+            !c.noncurrent_expired("b/k", 1, &[], 5, 3, 30, day),
+            "another prefix"
+        );
+        assert!(!c.removes_delete_marker("a/k", 0, 1000, day));
+
+        let c = rule(
+            "<Filter/><Expiration><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration>",
+        );
+        assert!(c.expires_versions());
+        assert!(c.removes_delete_marker("k", 100, 100, day));
+        assert!(!c.noncurrent_expired("k", 1, &[], 0, 0, 1000, day));
+        let c = rule(
+            "<Filter/><Expiration><ExpiredObjectDeleteMarker>false</ExpiredObjectDeleteMarker></Expiration>",
+        );
+        assert!(!c.expires_versions());
+        assert!(!c.removes_delete_marker("k", 100, 1000, day));
+        // Days also remove an expired marker, once its days have passed.
+        let c = rule("<Filter/><Expiration><Days>1</Days></Expiration>");
+        assert!(c.expires_versions());
+        assert!(!c.removes_delete_marker("k", 5, 19, day));
+        assert!(c.removes_delete_marker("k", 5, 20, day));
     }
 }
