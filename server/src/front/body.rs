@@ -6,6 +6,7 @@ use ferry_core::http::body::BodyKind;
 use ferry_core::http::server::BodyReader;
 use ferry_core::rt::Stream;
 use ferry_core::s3::body::{BodyLimit, BodyVerifier, Checks, VerifiedBody};
+use ferry_core::s3::checksum::checksum_header;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::Request;
@@ -34,6 +35,23 @@ pub(crate) fn require_length<S: Stream>(body: &BodyReader<'_, S>) -> S3Result<()
         return Err(S3Error::new(S3ErrorCode::MissingContentLength));
     }
     Ok(())
+}
+
+/// S3's integrity requirement of some document bodies (DeleteObjects, PutBucketCors,
+/// PutBucketLifecycleConfiguration): a `Content-MD5` (`has_md5`: the request carries one, which
+/// the verifier checked), or an `x-amz-checksum-*` header or trailer; `InvalidRequest` otherwise.
+pub(crate) fn require_integrity(
+    has_md5: bool,
+    done: &VerifiedBody,
+    headers: &[ferry_core::http::Header<'_>],
+) -> S3Result<()> {
+    if has_md5 || done.checksum.is_some() || checksum_header(headers)?.is_some() {
+        return Ok(());
+    }
+    Err(S3Error::with_message(
+        S3ErrorCode::InvalidRequest,
+        "Missing required header for this request: Content-MD5 or x-amz-checksum-*",
+    ))
 }
 
 /// Read a small body (an XML document) whole, decoded and verified (within the verifier's

@@ -7,7 +7,6 @@ use base64::Engine as _;
 use ferry_core::http::find_header_str;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
-use ferry_core::s3::checksum::checksum_header;
 use ferry_core::s3::request::{Endpoint, FENCE_HEADER};
 use ferry_core::s3::version::Versioning;
 use ferry_core::s3::xml::{
@@ -250,12 +249,7 @@ pub(crate) async fn put_cors<R: Runtime, S: Stream>(
     let limit = BodyLimit::document(MAX_CORS_BODY as u64);
     let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
     let (xml, done) = read_small(body, verifier).await?;
-    if content_md5.is_none() && done.checksum.is_none() && checksum_header(cx.headers)?.is_none() {
-        return Err(S3Error::with_message(
-            S3ErrorCode::InvalidRequest,
-            "Missing required header for this request: Content-MD5 or x-amz-checksum-*",
-        ));
-    }
+    crate::front::body::require_integrity(content_md5.is_some(), &done, cx.headers)?;
     let mut doc = Vec::with_capacity(xml.len());
     CorsConfiguration::parse_xml(&xml)?.write_xml(&mut doc);
     let b = bucket.to_owned();

@@ -5,7 +5,6 @@
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, Checks};
-use ferry_core::s3::checksum::checksum_header;
 use ferry_core::s3::xml::{
     EXPIRATION_HEADER, LifecycleConfiguration, MAX_LIFECYCLE_BODY, expiration_header,
 };
@@ -44,12 +43,7 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
     let limit = BodyLimit::document(MAX_LIFECYCLE_BODY as u64);
     let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
     let (xml, done) = read_small(body, verifier).await?;
-    if content_md5.is_none() && done.checksum.is_none() && checksum_header(cx.headers)?.is_none() {
-        return Err(S3Error::with_message(
-            S3ErrorCode::InvalidRequest,
-            "Missing required header for this request: Content-MD5 or x-amz-checksum-*",
-        ));
-    }
+    crate::front::body::require_integrity(content_md5.is_some(), &done, cx.headers)?;
     let mut doc = Vec::with_capacity(xml.len());
     LifecycleConfiguration::parse_xml(&xml)?.write_xml(&mut doc);
     let b = bucket.to_owned();

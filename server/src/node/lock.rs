@@ -81,9 +81,11 @@ pub(crate) fn for_write<R: Runtime>(
         let checked = has("content-md5")
             || has("x-amz-sdk-checksum-algorithm")
             || has("x-amz-trailer")
-            || headers
-                .iter()
-                .any(|h| h.name.len() > 15 && h.name[..15].eq_ignore_ascii_case("x-amz-checksum-"));
+            || headers.iter().any(|h| {
+                h.name
+                    .get(..15)
+                    .is_some_and(|p| p.eq_ignore_ascii_case("x-amz-checksum-"))
+            });
         if !checked {
             return Err(S3Error::with_message(
                 S3ErrorCode::InvalidRequest,

@@ -11,7 +11,7 @@ use ferry_core::md5::Md5Digest;
 use ferry_core::pool::{BufferPool, PooledBuf};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, Checks};
-use ferry_core::s3::checksum::{self, checksum_header};
+use ferry_core::s3::checksum;
 use ferry_core::s3::conditions::Conditions;
 use ferry_core::s3::range::ByteRange;
 use ferry_core::s3::request::{CopySource, MetadataDirective};
@@ -609,12 +609,7 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
     let limit = BodyLimit::document(MAX_DELETE_BODY as u64);
     let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
     let (xml, done) = read_small(body, verifier).await?;
-    if content_md5.is_none() && done.checksum.is_none() && checksum_header(cx.headers)?.is_none() {
-        return Err(S3Error::with_message(
-            S3ErrorCode::InvalidRequest,
-            "Missing required header for this request: Content-MD5 or x-amz-checksum-*",
-        ));
-    }
+    crate::front::body::require_integrity(content_md5.is_some(), &done, cx.headers)?;
     let request = Delete::parse_xml(&xml)?;
     let keys: Vec<(String, Option<String>)> = request
         .objects

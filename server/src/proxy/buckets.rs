@@ -11,7 +11,6 @@ use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::md5::{content_md5, md5};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, Checks, VerifiedBody};
-use ferry_core::s3::checksum::checksum_header;
 use ferry_core::s3::request::{Endpoint, FENCE_HEADER, S3Request};
 use ferry_core::s3::uri;
 use ferry_core::s3::xml::{
@@ -617,15 +616,7 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
         return Err(S3Error::new(S3ErrorCode::InternalError));
     };
     let (xml, done) = read_small(cx, body, MAX_DELETE_BODY).await?;
-    if content_md5_header.is_none()
-        && done.checksum.is_none()
-        && checksum_header(cx.req.headers)?.is_none()
-    {
-        return Err(S3Error::with_message(
-            S3ErrorCode::InvalidRequest,
-            "Missing required header for this request: Content-MD5 or x-amz-checksum-*",
-        ));
-    }
+    crate::front::body::require_integrity(content_md5_header.is_some(), &done, cx.req.headers)?;
     let request = Delete::parse_xml(&xml)?;
     let n = cx.p.backends.len();
     let mut groups: Vec<Vec<&ObjectIdentifier<'_>>> = vec![Vec::new(); n];

@@ -21,7 +21,6 @@ use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::md5::{content_md5, md5};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, Checks};
-use ferry_core::s3::checksum::checksum_header;
 use ferry_core::s3::request::S3Request;
 use ferry_core::s3::uri;
 use ferry_core::s3::xml::{CorsConfiguration, MAX_CORS_BODY};
@@ -176,13 +175,7 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
     let limit = BodyLimit::document(MAX_CORS_BODY as u64);
     let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
     let (xml, done) = crate::front::body::read_small(body, verifier).await?;
-    if md5_header.is_none() && done.checksum.is_none() && checksum_header(cx.req.headers)?.is_none()
-    {
-        return Err(S3Error::with_message(
-            S3ErrorCode::InvalidRequest,
-            "Missing required header for this request: Content-MD5 or x-amz-checksum-*",
-        ));
-    }
+    crate::front::body::require_integrity(md5_header.is_some(), &done, cx.req.headers)?;
     let mut doc = Vec::with_capacity(xml.len());
     CorsConfiguration::parse_xml(&xml)?.write_xml(&mut doc);
     require_all_up(cx)?;
