@@ -326,6 +326,11 @@ pub struct NodeArgs {
     /// PUT is then served from memory; a PUT costs more CPU).
     #[arg(long)]
     pub no_direct_io: bool,
+    /// Hand every buffer of a streamed body to the blocking pool to be written instead of
+    /// submitting the O_DIRECT writes through io_uring (to compare the two; kernels without
+    /// io_uring take the blocking pool anyway).
+    #[arg(long)]
+    pub no_io_uring: bool,
     /// Copy every GET body through pooled buffers instead of sending it from the data file
     /// with sendfile(2) (to compare the two; TLS connections always copy).
     #[arg(long)]
@@ -518,6 +523,7 @@ pub fn run_node(args: NodeArgs) -> io::Result<()> {
     cfg.min_part_size = args.min_part_size;
     cfg.fsync = !args.no_fsync;
     cfg.direct_io = !args.no_direct_io;
+    cfg.io_uring = !args.no_io_uring;
     cfg.sendfile = !args.no_sendfile;
     cfg.open_inline = !args.open_on_pool;
     cfg.lifecycle_interval = args.lifecycle.interval();

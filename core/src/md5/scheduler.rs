@@ -241,6 +241,15 @@ impl<C: AsRef<[u8]>> Md5Scheduler<C> {
         Ok(!s.in_batch && s.chunks.is_empty())
     }
 
+    /// Chunks of the stream queued and not yet taken into a batch.
+    pub fn queued(&self, id: StreamId) -> Result<usize, SchedulerError> {
+        self.streams
+            .get(id.index as usize)
+            .filter(|s| s.open && s.generation == id.generation)
+            .map(|s| s.chunks.len())
+            .ok_or(SchedulerError::UnknownStream)
+    }
+
     /// Forget a stream (an aborted upload): queued chunks are dropped. A batch that holds
     /// some of its chunks still hashes them, and its result is then ignored.
     pub fn cancel(&mut self, id: StreamId) -> Result<(), SchedulerError> {
@@ -395,6 +404,24 @@ mod tests {
         let mut want = vec![2; 100_000];
         want.push(2);
         assert_eq!(s.take_digest(b), Ok(Some(reference(&want))));
+    }
+
+    #[test]
+    fn queued_counts_chunks_until_a_batch_takes_them() {
+        let mut s = Md5Scheduler::<Vec<u8>>::new();
+        let (a, b) = (s.open(), s.open());
+        for n in 1..=3 {
+            s.submit(a, vec![7; 1000]).expect("open");
+            assert_eq!(s.queued(a), Ok(n));
+        }
+        assert_eq!(s.queued(b), Ok(0));
+        let batch = s.take_batch().expect("chunks queued");
+        assert_eq!(s.queued(a), Ok(0), "taken into the batch");
+        s.submit(a, vec![8; 10]).expect("open");
+        assert_eq!(s.queued(a), Ok(1), "queued beside the batch out");
+        s.complete(batch);
+        s.cancel(b).expect("open");
+        assert_eq!(s.queued(b), Err(SchedulerError::UnknownStream));
     }
 
     #[test]

@@ -138,6 +138,12 @@ impl<C: AsRef<[u8]>> Md5Lanes<C> {
         self.lock().sched.submit(id, chunk)
     }
 
+    /// Chunks of `id` queued and not yet taken into a batch: a writer that lets its chunks
+    /// wait (so batches are wider) drives when this grows.
+    pub fn queued(&self, id: StreamId) -> Result<usize, SchedulerError> {
+        self.lock().sched.queued(id)
+    }
+
     /// Forget a stream (an aborted write); its queued chunks are dropped.
     pub fn cancel(&self, id: StreamId) -> Result<(), SchedulerError> {
         self.lock().sched.cancel(id)

@@ -172,6 +172,9 @@ pub struct BodyVerifier {
     raw_len: Option<u64>,
     raw_seen: u64,
     decoded: u64,
+    // The decoded length the request declares (`Content-Length`, or
+    // `x-amz-decoded-content-length` of an aws-chunked body), if it does.
+    declared: Option<u64>,
     limit: BodyLimit,
     state: State,
 }
@@ -191,7 +194,7 @@ impl BodyVerifier {
         checks: Checks,
         limit: BodyLimit,
     ) -> S3Result<Self> {
-        let decoder = match verified.payload {
+        let (decoder, declared) = match verified.payload {
             PayloadHash::Streaming(_) => {
                 let d = AwsChunkedDecoder::from_request(headers, Some(verified))?;
                 let declared = find_header_str(headers, "x-amz-decoded-content-length")
@@ -199,13 +202,13 @@ impl BodyVerifier {
                 if declared.is_some_and(|n| n > limit.max) {
                     return Err(limit.error);
                 }
-                Some(Box::new(d))
+                (Some(Box::new(d)), declared)
             }
             _ => {
                 if raw_len.is_some_and(|n| n > limit.max) {
                     return Err(limit.error);
                 }
-                None
+                (None, raw_len)
             }
         };
         let expected_sha256 = match verified.payload {
@@ -239,6 +242,7 @@ impl BodyVerifier {
             expected_checksum,
             content_md5,
             raw_len,
+            declared,
             raw_seen: 0,
             decoded: 0,
             limit,
@@ -280,6 +284,12 @@ impl BodyVerifier {
     /// Whether the body is aws-chunked (decoded data differs from the wire bytes).
     pub fn is_aws_chunked(&self) -> bool {
         self.decoder.is_some()
+    }
+
+    /// The decoded length the request declares, if it does (a hint: the store reserves that
+    /// much disk space up front).
+    pub fn declared_len(&self) -> Option<u64> {
+        self.declared
     }
 
     /// Decoded bytes so far.

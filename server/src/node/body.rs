@@ -1,29 +1,37 @@
 //! Streaming a verified request body into the store through pooled buffers.
 //!
 //! A body is read with `next_chunk` (borrowed from the connection buffer), decoded by the
-//! request's [`BodyVerifier`] into a pooled 256 KiB buffer, and each full buffer is handed
-//! with the store writer to [`Runtime::unblock`]: on a blocking thread the buffer itself
-//! (no copy) is written to the data file and hashed in the store's MD5 lanes, beside other
-//! uploads' buffers, then goes back to the pool. While one buffer is being written the next
-//! is filled from the network, so a request holds two buffers at most, whatever the object's
-//! size.
+//! request's [`BodyVerifier`] into a pooled 256 KiB buffer, and each full buffer goes to the
+//! data file without a copy:
+//! - through the store's `io_uring` ([`Spool::start_ring`]): this task submits the `O_DIRECT`
+//!   write and queues the buffer in the store's MD5 lanes, where it waits for other uploads'
+//!   buffers to be hashed beside them; no thread hand-off;
+//! - otherwise (no ring, a file system without `O_DIRECT`, an unaligned tail) on a blocking
+//!   thread ([`Runtime::unblock`]), written and hashed there.
+//!
+//! While one buffer is being written the next is filled from the network. A request holds
+//! at most the buffer it fills, the one being written, and the ones waiting in the lanes
+//! (a bounded number: see `Spool::drive_backlog`), whatever the object's size.
+
+use std::future::poll_fn;
+use std::task::Poll;
 
 use ferry_core::http::server::BodyReader;
-use ferry_core::md5::Md5Digest;
 use ferry_core::pool::{BufferPool, PooledBuf};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::body::{BodyDigests, BodyVerifier, VerifiedBody};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
-use crate::store::{COPY_BUF_SIZE, ObjectWriter, PartWriter};
+use crate::store::{COPY_BUF_SIZE, ObjectWriter, PartWriter, RingWrite, Spool};
 
 /// Where streamed body bytes go: the store's object and part writers.
 pub(crate) trait Sink: Send + 'static {
-    /// Append `buf[..len]`; the buffer is the sink's (written, hashed, back to the pool).
+    /// Append `buf[..len]` on a blocking thread; the buffer is the sink's (written, hashed,
+    /// back to the pool).
     fn put(&mut self, buf: PooledBuf<'static>, len: usize) -> S3Result<()>;
 
-    /// MD5 of everything appended (the store computes it for the ETag); ends the appending.
-    fn md5(&mut self) -> Md5Digest;
+    /// The temp file being written (for writes through the ring and the digest).
+    fn spool(&mut self) -> &mut Spool;
 }
 
 impl Sink for ObjectWriter {
@@ -31,8 +39,8 @@ impl Sink for ObjectWriter {
         self.write_buf(buf, len)
     }
 
-    fn md5(&mut self) -> Md5Digest {
-        self.digest()
+    fn spool(&mut self) -> &mut Spool {
+        ObjectWriter::spool(self)
     }
 }
 
@@ -41,15 +49,15 @@ impl Sink for PartWriter {
         self.write_buf(buf, len)
     }
 
-    fn md5(&mut self) -> Md5Digest {
-        self.digest()
+    fn spool(&mut self) -> &mut Spool {
+        PartWriter::spool(self)
     }
 }
 
 /// The sink and the digests, travelling together to the blocking pool and back.
 type Job<W> = (W, BodyDigests, S3Result<()>);
 
-/// A full buffer on its way to the store: written and hashed on a blocking thread.
+/// A full buffer on its way to the store on a blocking thread: written and hashed there.
 fn write_job<W: Sink>(
     mut sink: W,
     mut digests: BodyDigests,
@@ -63,13 +71,26 @@ fn write_job<W: Sink>(
     }
 }
 
-/// Start writing a buffer on the blocking pool (`None` in, `None` out: names the future's type
-/// before the first buffer is full).
-fn unblock_write<R: Runtime, W: Sink>(
-    rt: &R,
-    job: Option<(W, BodyDigests, PooledBuf<'static>, usize)>,
-) -> Option<impl Future<Output = Job<W>> + Send + 'static> {
-    job.map(|(w, d, b, n)| rt.unblock(write_job(w, d, b, n)))
+/// The write of the previous buffer, being done.
+enum Inflight<F> {
+    /// On a blocking thread, which has the sink and digests meanwhile.
+    Pool(F),
+    /// In the ring; the sink and digests stayed here.
+    Ring(RingWrite),
+}
+
+/// Let the runtime run other tasks once (another thread is hashing this upload's chunks).
+async fn yield_now() {
+    let mut yielded = false;
+    poll_fn(|cx| {
+        if yielded {
+            return Poll::Ready(());
+        }
+        yielded = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    })
+    .await;
 }
 
 fn internal(what: &'static str) -> S3Error {
@@ -85,7 +106,7 @@ pub(crate) async fn stream_into<R: Runtime, S: Stream, W: Sink>(
     rt: &R,
     body: &mut BodyReader<'_, S>,
     verifier: BodyVerifier,
-    sink: W,
+    mut sink: W,
 ) -> S3Result<(W, VerifiedBody)> {
     let mut verifier = verifier.with_external_md5();
     let pool = BufferPool::global();
@@ -95,23 +116,41 @@ pub(crate) async fn stream_into<R: Runtime, S: Stream, W: Sink>(
     let digests = verifier
         .take_digests()
         .ok_or_else(|| internal("body digests missing"))?;
+    if let Some(n) = verifier.declared_len() {
+        sink.spool().set_size_hint(n);
+    }
     let mut idle = Some((sink, digests));
-    let mut inflight = unblock_write::<R, W>(rt, None);
+    let mut inflight = None;
 
-    // Hand the filled buffer to the blocking pool after the previous one came back.
+    // Wait for the previous buffer's write, then start the filled one's (through the ring if
+    // it can go there, else on the blocking pool).
     macro_rules! flush {
         () => {{
-            if let Some(job) = inflight.take() {
-                let (w, d, r) = job.await;
-                r?;
-                idle = Some((w, d));
+            match inflight.take() {
+                Some(Inflight::Pool(job)) => {
+                    let (w, d, r) = job.await;
+                    r?;
+                    idle = Some((w, d));
+                }
+                Some(Inflight::Ring(write)) => write.await?,
+                None => {}
             }
             if filled > 0 {
-                let (w, d) = idle.take().ok_or_else(|| internal("body sink lost"))?;
-                // The full buffer goes with the job; the pool has the one hashed before it.
+                let (mut w, mut d) = idle.take().ok_or_else(|| internal("body sink lost"))?;
+                let n = std::mem::take(&mut filled);
+                // The full buffer goes to the file; the pool has the one written before it.
                 let full = std::mem::replace(&mut cur, pool.get(COPY_BUF_SIZE));
-                inflight = unblock_write(rt, Some((w, d, full, filled)));
-                filled = 0;
+                if w.spool().ring_ready(&full, n) {
+                    d.update(full.get(..n).unwrap_or_default());
+                    inflight = Some(Inflight::Ring(w.spool().start_ring(full, n)?));
+                    // Receive no more while this upload has many buffers waiting to be hashed.
+                    while w.spool().drive_backlog() {
+                        yield_now().await;
+                    }
+                    idle = Some((w, d));
+                } else {
+                    inflight = Some(Inflight::Pool(rt.unblock(write_job(w, d, full, n))));
+                }
             }
         }};
     }
@@ -138,16 +177,27 @@ pub(crate) async fn stream_into<R: Runtime, S: Stream, W: Sink>(
         }
     }
     flush!();
-    debug_assert_eq!(filled, 0, "every decoded byte was handed to the sink");
     // The last buffer: wait for it too.
-    if let Some(job) = inflight {
-        let (w, d, r) = job.await;
-        r?;
-        idle = Some((w, d));
+    match inflight {
+        Some(Inflight::Pool(job)) => {
+            let (w, d, r) = job.await;
+            r?;
+            idle = Some((w, d));
+        }
+        Some(Inflight::Ring(write)) => write.await?,
+        None => {}
     }
+    debug_assert_eq!(filled, 0, "every decoded byte was handed to the sink");
     let (mut sink, digests) = idle.ok_or_else(|| internal("body sink lost"))?;
     verifier.restore_digests(digests);
-    // Every buffer was hashed in its job: this only finalizes (no wait, no hashing here).
-    let done = verifier.finish_with_md5(&sink.md5())?;
+    // Chunks still waiting in the lanes are hashed here, unless another thread's batch holds
+    // them: that batch is back within a few milliseconds.
+    let md5 = loop {
+        if let Some(d) = sink.spool().try_digest() {
+            break d;
+        }
+        yield_now().await;
+    };
+    let done = verifier.finish_with_md5(&md5)?;
     Ok((sink, done))
 }

@@ -68,6 +68,12 @@ pub(crate) fn render(store: &Store, o: &mut String, prefix: &str) {
     );
     counter(
         o,
+        &format!("{prefix}_store_ring_write_bytes_total"),
+        "Of the O_DIRECT bytes, those submitted through io_uring by the task that received them.",
+        s.ring_write_bytes,
+    );
+    counter(
+        o,
         &format!("{prefix}_store_files_retired_total"),
         "Data files no committed record references any more.",
         s.files_retired,

@@ -79,6 +79,10 @@ pub struct NodeConfig {
     /// Write data files with `O_DIRECT` where the file system takes it (default `true`; see
     /// `StoreConfig::direct_io`).
     pub direct_io: bool,
+    /// Submit streamed bodies' `O_DIRECT` writes through `io_uring` from the connection's task
+    /// (default `true`; see `StoreConfig::io_uring`); `false` hands every buffer to the
+    /// blocking pool.
+    pub io_uring: bool,
     /// Send GET bodies from the data files with `sendfile(2)` on plain TCP connections on
     /// Linux (default `true`); `false` copies every body through pooled buffers.
     pub sendfile: bool,
@@ -139,6 +143,7 @@ impl NodeConfig {
             min_part_size: DEFAULT_MIN_PART_SIZE,
             fsync: true,
             direct_io: true,
+            io_uring: true,
             sendfile: true,
             open_inline: true,
             threads: 0,
@@ -171,6 +176,7 @@ pub fn start_node(cfg: NodeConfig) -> io::Result<NodeHandle> {
             min_part_size: cfg.min_part_size,
             fsync: cfg.fsync,
             direct_io: cfg.direct_io,
+            io_uring: cfg.io_uring,
         },
     )?;
     let listen = Listen {

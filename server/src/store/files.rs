@@ -2,17 +2,22 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
-use std::io::{self, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::future::Future;
+use std::io::{self, Read};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll, ready};
 
 use ferry_core::md5::Md5Digest;
 use ferry_core::md5::scheduler::{SchedulerError, StreamId};
 use ferry_core::md5::shared::Md5Lanes;
 use ferry_core::pool::{ALIGN, BufferPool, PooledBuf};
+use ferry_core::s3::S3Result;
 
+use super::ring::{self, Ring};
 use super::{COPY_BUF_SIZE, Inner};
 
 /// A data file's id: its name is the id in 32 hex digits.
@@ -161,13 +166,82 @@ fn lanes_err(e: SchedulerError) -> io::Error {
     io::Error::other(e)
 }
 
+/// Chunks a stream lets wait in the lanes before its writer hashes ([`Spool::start_ring`]):
+/// 1 MiB of 256 KiB buffers.
+const DEFER: usize = 4;
+/// Chunks a stream may have waiting at most (4 MiB) while others' batches are out.
+const BACKLOG: usize = 16;
+
+/// How far ahead of the writes a file's space is allocated at most: a body that declares
+/// gigabytes and sends nothing holds no more than this of the disk.
+const RESERVE: u64 = 16 << 20;
+
+/// Allocate the file up to `end` (and further, [`RESERVE`] at a time, never past `*hint`)
+/// before an `O_DIRECT` write ends there. A write that extends a file must hold the inode
+/// exclusively, so the kernel cannot start it without blocking and hands it from the ring
+/// to a worker thread of its own: a thread switch per write, which is what the ring is
+/// there to avoid. Within allocated space the write is started by the submitting thread and
+/// completes without any thread of this process. A file system that cannot allocate ahead
+/// (or a body of unknown length: `*hint` 0) only costs those switches.
+fn reserve(file: &File, hint: &mut u64, reserved: &mut u64, end: u64) -> io::Result<()> {
+    if end <= *reserved || *hint < end {
+        return Ok(());
+    }
+    let to = end.max(*reserved + RESERVE).min(*hint);
+    match rustix::fs::fallocate(
+        file,
+        rustix::fs::FallocateFlags::empty(),
+        *reserved,
+        to - *reserved,
+    ) {
+        Ok(()) => {
+            *reserved = to;
+            Ok(())
+        }
+        Err(e) if e == rustix::io::Errno::NOSPC => Err(e.into()),
+        // Not supported here: write without allocating ahead from now on.
+        Err(_) => {
+            *hint = 0;
+            Ok(())
+        }
+    }
+}
+
+/// A write submitted through the ring ([`Spool::start_ring`]): ready when the kernel has the
+/// bytes; an I/O error (a full disk included) as [`Inner::io_failed`] reports it.
+#[derive(Debug)]
+pub(crate) struct RingWrite {
+    inner: Arc<Inner>,
+    completion: ring::Completion,
+    len: usize,
+}
+
+impl Future for RingWrite {
+    type Output = S3Result<()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<S3Result<()>> {
+        let written = ready!(Pin::new(&mut self.completion).poll(cx));
+        let inner = &self.inner;
+        Poll::Ready(match written {
+            Ok(n) if n == self.len => {
+                inner.counters.ring_written(n);
+                Ok(())
+            }
+            // O_DIRECT writes to a file system are whole unless the disk filled up.
+            Ok(_) => Err(inner.io_failed(io::Error::from_raw_os_error(libc::ENOSPC))),
+            Err(e) => Err(inner.io_failed(e)),
+        })
+    }
+}
+
 /// A temp file being written: bytes go out through pooled buffers, each written to the file
 /// and then hashed (MD5) in the store's lanes ([`Lanes`]) with other writers' buffers.
 /// Dropped without [`Spool::finish`], it deletes its temp file.
 pub(crate) struct Spool {
     inner: Arc<Inner>,
     id: FileId,
-    file: Option<File>,
+    // Shared with the ring while a write is in flight there.
+    file: Option<Arc<File>>,
     // The file's stream in the lanes; `None` once its digest is taken.
     stream: Option<StreamId>,
     md5: Option<Md5Digest>,
@@ -180,6 +254,10 @@ pub(crate) struct Spool {
     failed: Option<io::Error>,
     // Whether the file is open with `O_DIRECT` (cleared for good at the first unaligned write).
     direct: bool,
+    // The body's declared length (0: unknown), and how much of the file is allocated ahead
+    // of the writes (see [`Spool::reserve`]).
+    hint: u64,
+    reserved: u64,
 }
 
 impl std::fmt::Debug for Spool {
@@ -200,7 +278,7 @@ impl Spool {
         Ok(Self {
             inner: inner.clone(),
             id,
-            file: Some(file),
+            file: Some(Arc::new(file)),
             stream: Some(inner.lanes.open()),
             md5: None,
             len: 0,
@@ -208,18 +286,22 @@ impl Spool {
             filled: 0,
             failed: None,
             direct,
+            hint: 0,
+            reserved: 0,
         })
     }
 
-    /// Write `data` at the end of the file, which holds `offset` bytes: its aligned part with
+    /// Write `data` at the end of the file, which holds `offset` bytes (at that offset: writes
+    /// through the ring do not move the file position): its aligned part with
     /// `O_DIRECT` while the file is still direct (the memory, the offset and the length on
     /// [`ALIGN`] boundaries: pooled buffers of 64 KiB and more start on one, and full buffers
     /// keep the offset on one), the rest through the page cache, after which the file stays
     /// buffered.
     fn write_data(&mut self, mut offset: u64, mut data: &[u8]) -> io::Result<()> {
-        let Some(file) = self.file.as_mut() else {
+        let Some(file) = self.file.as_deref() else {
             return Err(io::Error::other("spool already finished"));
         };
+        let file: &File = file;
         let counters = &self.inner.counters;
         while self.direct && !data.is_empty() {
             let aligned = (data.as_ptr() as usize).is_multiple_of(ALIGN)
@@ -234,7 +316,7 @@ impl Spool {
                 self.direct = false;
                 break;
             }
-            match file.write(&data[..n]) {
+            match file.write_at(&data[..n], offset) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(w) => {
                     counters.written(w, true);
@@ -251,7 +333,7 @@ impl Spool {
             }
         }
         if !data.is_empty() {
-            file.write_all(data)?;
+            file.write_all_at(data, offset)?;
             counters.written(data.len(), false);
         }
         Ok(())
@@ -318,6 +400,122 @@ impl Spool {
         drop(buf);
         self.inner.lanes.wait_hashed(stream).map_err(lanes_err)?;
         written
+    }
+
+    /// Whether `buf[..len]` can go out through the store's ring ([`start_ring`]
+    /// (Self::start_ring)): the store has a usable ring, the file is still `O_DIRECT`, nothing
+    /// waits in the gathering buffer, and memory, offset and length are on [`ALIGN`]
+    /// boundaries (full pooled buffers are). Otherwise the buffer takes the blocking path
+    /// ([`write_buf`](Self::write_buf)).
+    pub fn ring_ready(&self, buf: &PooledBuf<'static>, len: usize) -> bool {
+        self.direct
+            && self.filled == 0
+            && self.stream.is_some()
+            && self.file.is_some()
+            && self.inner.ring.as_ref().is_some_and(Ring::usable)
+            && len > 0
+            && len <= buf.len()
+            && len.is_multiple_of(ALIGN)
+            && (buf.as_ptr() as usize).is_multiple_of(ALIGN)
+            && self.len.is_multiple_of(ALIGN as u64)
+    }
+
+    /// Append `buf[..len]` without blocking: queue it in the lanes and submit its `O_DIRECT`
+    /// write through the ring; await the returned [`RingWrite`] before the next write. Only
+    /// when [`ring_ready`](Self::ring_ready) said so.
+    ///
+    /// The chunk is not hashed at once: it waits in the lanes until the stream has
+    /// [`DEFER`] chunks queued (or its digest is asked for), so that the batch which hashes
+    /// it holds the chunks other uploads queued meanwhile. Hashing each buffer as soon as it
+    /// came gave batches of 2.5 streams, and a batch costs the same whatever its width.
+    pub fn start_ring(&mut self, buf: PooledBuf<'static>, len: usize) -> S3Result<RingWrite> {
+        self.submit_ring(buf, len)
+            .map_err(|e| self.inner.io_failed(e))
+    }
+
+    fn submit_ring(&mut self, buf: PooledBuf<'static>, len: usize) -> io::Result<RingWrite> {
+        let stream = self.stream()?;
+        let (Some(ring), Some(file)) = (self.inner.ring.as_ref(), self.file.as_ref()) else {
+            return Err(io::Error::other("no ring for this write"));
+        };
+        let buf = Arc::new(buf);
+        let lanes = &self.inner.lanes;
+        lanes
+            .submit(
+                stream,
+                Chunk {
+                    buf: buf.clone(),
+                    len,
+                },
+            )
+            .map_err(lanes_err)?;
+        let offset = self.len;
+        reserve(
+            file,
+            &mut self.hint,
+            &mut self.reserved,
+            offset + len as u64,
+        )?;
+        self.len += len as u64;
+        let completion = ring.write(file, buf, len, offset)?;
+        if lanes.queued(stream).is_ok_and(|n| n >= DEFER) {
+            lanes.try_drive();
+        }
+        Ok(RingWrite {
+            inner: self.inner.clone(),
+            completion,
+            len,
+        })
+    }
+
+    /// The length the body declares (a hint): writes through the ring then go into space
+    /// allocated ahead of them, [`RESERVE`] at a time (see [`reserve`]).
+    pub fn set_size_hint(&mut self, len: u64) {
+        self.hint = len;
+    }
+
+    /// Hash what is queued if nobody else is; whether this stream still has more than
+    /// [`BACKLOG`] chunks (pooled buffers) waiting, in which case its writer should not
+    /// receive more before they are hashed.
+    pub fn drive_backlog(&self) -> bool {
+        let Some(stream) = self.stream else {
+            return false;
+        };
+        let lanes = &self.inner.lanes;
+        if lanes.queued(stream).is_ok_and(|n| n >= DEFER) {
+            lanes.try_drive();
+        }
+        lanes.queued(stream).is_ok_and(|n| n > BACKLOG)
+    }
+
+    /// The digest if it can be had without waiting for another thread: the stream's last
+    /// chunks are hashed here if nobody is hashing; `None` while another thread's batch holds
+    /// some of them (ask again after yielding), or while bytes wait in the gathering buffer
+    /// (take [`digest`](Self::digest) on a blocking thread). No write may follow a `Some`.
+    pub fn try_digest(&mut self) -> Option<Md5Digest> {
+        if let Some(d) = self.md5 {
+            return Some(d);
+        }
+        if self.filled > 0 {
+            return None;
+        }
+        let stream = self.stream?;
+        let lanes = &self.inner.lanes;
+        let ready = lanes.finish(stream).and_then(|()| {
+            lanes.try_drive();
+            lanes.try_digest(stream)
+        });
+        let d = match ready {
+            Ok(None) => return None,
+            Ok(Some(d)) => d,
+            Err(e) => {
+                self.failed.get_or_insert(lanes_err(e));
+                Md5Digest::default()
+            }
+        };
+        self.stream = None;
+        self.md5 = Some(d);
+        Some(d)
     }
 
     fn flush_buf(&mut self) -> io::Result<()> {
@@ -394,6 +592,11 @@ impl Spool {
             .ok_or_else(|| io::Error::other("spool already finished"))?;
         let tmp = tmp_path(&self.inner.data, self.id);
         let result = (|| {
+            // Space allocated ahead past the end (a body shorter than it declared is refused
+            // before its commit; this keeps the file exact whatever the caller does).
+            if self.reserved > self.len {
+                file.set_len(self.len)?;
+            }
             if self.inner.config.fsync {
                 file.sync_data()?;
             }

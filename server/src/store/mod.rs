@@ -74,6 +74,7 @@ mod list;
 mod meta;
 mod multipart;
 mod object;
+mod ring;
 mod stats;
 mod types;
 mod version;
@@ -94,6 +95,7 @@ pub use bucket::{BucketSetting, BucketSettings};
 pub use fence::MAX_FENCE_LEASE;
 pub use ferry_core::s3::version::{VersionId, Versioning};
 pub use files::CleanupReport;
+pub(crate) use files::{RingWrite, Spool};
 pub use lifecycle::{ScanBatch, ScannedObject, ScannedVersion, VersionScanBatch, WeakStore};
 pub use meta::{ROOM_TO_RECOVER, Writability};
 pub use multipart::PartWriter;
@@ -136,6 +138,11 @@ pub struct StoreConfig {
     /// every byte that way. `false` writes everything through the page cache, so a GET right
     /// after a PUT is served from memory rather than from the disk.
     pub direct_io: bool,
+    /// Submit the `O_DIRECT` writes of streamed bodies (PUT, UploadPart, POST) through
+    /// `io_uring` from the task that received the bytes (default `true`), instead of handing
+    /// each buffer to the runtime's blocking pool. Where the kernel has no `io_uring`, or
+    /// forbids it, writes take the blocking pool whatever this says.
+    pub io_uring: bool,
 }
 
 impl Default for StoreConfig {
@@ -144,6 +151,7 @@ impl Default for StoreConfig {
             min_part_size: DEFAULT_MIN_PART_SIZE,
             fsync: true,
             direct_io: true,
+            io_uring: true,
         }
     }
 }
@@ -166,6 +174,9 @@ pub(crate) struct Inner {
     counters: stats::Counters,
     committer: group::Committer,
     lanes: files::Lanes,
+    /// Where streamed bodies' `O_DIRECT` writes go (see [`ring`]); `None` when
+    /// [`StoreConfig::io_uring`] is off or the kernel refused a ring.
+    ring: Option<ring::Ring>,
     /// Cleared when the file system refused an `O_DIRECT` open: later files do not try.
     direct_ok: std::sync::atomic::AtomicBool,
     /// Buckets' settings as last committed (see [`bucket::SettingsCache`]).
@@ -226,6 +237,18 @@ pub const COMPLETED_TTL_SECS: i64 = 15 * 60;
 const BUCKET_SETTINGS: TableDefinition<'_, (&str, &str), &[u8]> =
     TableDefinition::new("bucket_settings");
 
+/// The store's ring, if it is to have one and the kernel grants it.
+fn open_ring(config: &StoreConfig) -> Option<ring::Ring> {
+    if !(config.io_uring && config.direct_io) {
+        return None;
+    }
+    ring::Ring::new()
+        .inspect_err(|e| {
+            tracing::warn!(error = %e, "no io_uring: data files are written through the blocking pool");
+        })
+        .ok()
+}
+
 impl Store {
     /// Open (or create) the store in `dir` with default settings.
     ///
@@ -266,6 +289,7 @@ impl Store {
                 counters: stats::Counters::new(objects, bytes),
                 committer: group::Committer::default(),
                 lanes: files::Lanes::new(),
+                ring: open_ring(&config),
                 direct_ok: std::sync::atomic::AtomicBool::new(config.direct_io),
                 settings: bucket::SettingsCache::default(),
                 versioned: std::sync::atomic::AtomicBool::new(layout == VERSIONED_LAYOUT),

@@ -61,6 +61,11 @@ impl PartWriter {
         self.spool.write(data).map_err(|e| inner.io_failed(e))
     }
 
+    /// The temp file being written, for streamed bodies' writes through the ring.
+    pub(crate) fn spool(&mut self) -> &mut Spool {
+        &mut self.spool
+    }
+
     /// Append `buf[..len]`, handing the pooled buffer itself on (it is written, hashed and
     /// goes back to the pool; nothing is copied). A full disk is `InsufficientStorage`.
     pub fn write_buf(&mut self, buf: PooledBuf<'static>, len: usize) -> S3Result<()> {

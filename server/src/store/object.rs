@@ -52,6 +52,11 @@ impl ObjectWriter {
             .map_err(|e| inner.io_failed(e))
     }
 
+    /// The temp file being written, for streamed bodies' writes through the ring.
+    pub(crate) fn spool(&mut self) -> &mut Spool {
+        &mut self.spool
+    }
+
     /// Append everything `r` yields until its end, reading straight into the write buffer.
     /// Returns the bytes read.
     pub fn write_from(&mut self, r: &mut dyn Read) -> S3Result<u64> {

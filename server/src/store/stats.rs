@@ -28,6 +28,8 @@ pub(crate) struct Counters {
     /// Data bytes written with `O_DIRECT`, and with the page cache.
     direct_bytes: AtomicU64,
     cached_bytes: AtomicU64,
+    /// Of the `O_DIRECT` bytes, those submitted through `io_uring`.
+    ring_bytes: AtomicU64,
 }
 
 /// A snapshot of the store's figures.
@@ -65,6 +67,9 @@ pub struct StoreStats {
     /// Data bytes written to data files through the page cache (unaligned tails, file systems
     /// without `O_DIRECT`, `direct_io` off), since the start.
     pub cached_write_bytes: u64,
+    /// Of [`direct_write_bytes`](Self::direct_write_bytes), those written through `io_uring`
+    /// by the task that received them (streamed bodies' full buffers), since the start.
+    pub ring_write_bytes: u64,
 }
 
 impl Counters {
@@ -124,6 +129,12 @@ impl Counters {
         c.fetch_add(n as u64, Ordering::Relaxed);
     }
 
+    /// `n` data bytes were written with `O_DIRECT` through `io_uring`.
+    pub(crate) fn ring_written(&self, n: usize) {
+        self.written(n, true);
+        self.ring_bytes.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
     /// The metadata store was reopened after a failed commit.
     pub(crate) fn reopened(&self) {
         self.reopens.fetch_add(1, Ordering::Relaxed);
@@ -161,6 +172,7 @@ impl Counters {
             metadata_reopens: self.reopens.load(Ordering::Relaxed),
             direct_write_bytes: self.direct_bytes.load(Ordering::Relaxed),
             cached_write_bytes: self.cached_bytes.load(Ordering::Relaxed),
+            ring_write_bytes: self.ring_bytes.load(Ordering::Relaxed),
         }
     }
 }

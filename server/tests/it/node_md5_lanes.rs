@@ -1,6 +1,8 @@
-//! Concurrent writes through the node's MD5 lanes, over real TCP on both runtimes: every ETag
-//! is the body's MD5, bad `Content-MD5`s are refused, and every byte written (PUTs, a part, a
-//! copy) was hashed by the lane scheduler.
+//! Concurrent writes through the node's MD5 lanes, over real TCP on both runtimes, with
+//! streamed bodies written through `io_uring` and through the blocking pool: every ETag is the
+//! body's MD5, bad `Content-MD5`s are refused, every byte written (PUTs, a part, a copy) was
+//! hashed by the lane scheduler, and every full buffer of a streamed body went through the
+//! ring when it was on.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Barrier};
@@ -12,7 +14,7 @@ use ferry_server::RuntimeKind;
 use crate::support::http::{Client, metrics_after};
 use crate::support::node::Node;
 
-on_both_runtimes!(concurrent_puts_hash_in_lanes);
+on_both_runtimes!(concurrent_puts_hash_in_lanes, without_io_uring);
 
 const THREADS: usize = 16;
 
@@ -46,12 +48,19 @@ fn body(seed: u64, len: usize) -> Vec<u8> {
     v
 }
 
+/// The bytes of a streamed body of `len` that go out in full 256 KiB buffers (through the
+/// ring when it is on; the last partial buffer takes the blocking pool).
+fn full_buffers(len: u64) -> u64 {
+    len / (256 << 10) * (256 << 10)
+}
+
 /// One thread's uploads: a PUT with a good `Content-MD5`, one with a wrong one (refused, so
-/// its key stays absent), one without. Returns the bytes sent.
-fn uploads(addr: SocketAddr, t: usize, start: &Barrier) -> u64 {
+/// its key stays absent), one without. Returns the bytes sent and their full buffers' bytes.
+fn uploads(addr: SocketAddr, t: usize, start: &Barrier) -> (u64, u64) {
     let mut c = Client::connect(addr);
     let mut size = rng(1000 + t as u64);
     let mut sent = 0u64;
+    let mut full = 0u64;
     start.wait();
     for (round, check) in ["good", "wrong", "none"].into_iter().enumerate() {
         // 64 KiB .. 3 MiB, not multiples of the 256 KiB buffers.
@@ -70,6 +79,7 @@ fn uploads(addr: SocketAddr, t: usize, start: &Barrier) -> u64 {
             .collect();
         let r = c.request("PUT", &key, &headers, &data);
         sent += len as u64;
+        full += full_buffers(len as u64);
         if check == "wrong" {
             r.expect_error(400, "BadDigest");
             c.get(&key).expect_error(404, "NoSuchKey");
@@ -82,11 +92,18 @@ fn uploads(addr: SocketAddr, t: usize, start: &Barrier) -> u64 {
         assert_eq!(got.header("etag"), Some(want.as_str()), "{key}");
         assert!(got.body == data, "{key}: the bytes stored");
     }
-    sent
+    (sent, full)
 }
 
 fn concurrent_puts_hash_in_lanes(rt: RuntimeKind) {
-    let node = Node::start(rt);
+    puts_hash_in_lanes(Node::start(rt), true);
+}
+
+fn without_io_uring(rt: RuntimeKind) {
+    puts_hash_in_lanes(Node::without_io_uring(rt), false);
+}
+
+fn puts_hash_in_lanes(node: Node, ring: bool) {
     let admin = node
         .handle
         .as_ref()
@@ -103,10 +120,10 @@ fn concurrent_puts_hash_in_lanes(rt: RuntimeKind) {
             thread::spawn(move || uploads(addr, t, &start))
         })
         .collect();
-    let mut sent: u64 = threads
+    let (mut sent, mut full) = threads
         .into_iter()
         .map(|h| h.join().expect("uploader"))
-        .sum();
+        .fold((0, 0), |(s, f), (a, b)| (s + a, f + b));
 
     // A copy and a part go through the lanes as well.
     let r = c.request(
@@ -133,6 +150,7 @@ fn concurrent_puts_hash_in_lanes(rt: RuntimeKind) {
     );
     assert_eq!(r.header("etag"), Some(ETag::single(&md5(&part)).as_str()));
     sent += part.len() as u64;
+    full += full_buffers(part.len() as u64);
 
     // The bucket; a PUT and a GET per upload; the copy, two GETs, the upload and its part.
     let m = metrics_after(admin, "ferry_node", 1 + THREADS as u64 * 6 + 5);
@@ -147,4 +165,12 @@ fn concurrent_puts_hash_in_lanes(rt: RuntimeKind) {
     // (how often is timing: the core's `shared` tests pin the sharing itself down).
     assert!(batches >= 1 && streams >= 50 && streams >= batches, "{m}");
     assert!(sample(&m, "ferry_node_md5_lane_widest_batch") >= 1);
+    // The copy's bytes are read from a file on a blocking thread, not streamed: never the ring.
+    assert_eq!(
+        sample(&m, "ferry_node_store_ring_write_bytes_total"),
+        if ring { full } else { 0 },
+        "full buffers of streamed bodies go through io_uring when it is on (this machine's \
+         kernel has it, and the test's temp directory takes O_DIRECT)"
+    );
+    assert!(sample(&m, "ferry_node_store_direct_write_bytes_total") >= full);
 }

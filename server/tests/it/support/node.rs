@@ -41,6 +41,8 @@ pub struct Node {
     threads: usize,
     /// Its connection limits.
     pub limits: ConnLimits,
+    /// Whether it writes streamed bodies through `io_uring` (the default).
+    pub io_uring: bool,
 }
 
 impl Node {
@@ -81,6 +83,7 @@ impl Node {
             runtime,
             threads,
             limits,
+            io_uring: true,
         };
         n.restart();
         n
@@ -96,6 +99,7 @@ impl Node {
         cfg.min_part_size = MIN_PART;
         cfg.threads = self.threads;
         cfg.limits = self.limits;
+        cfg.io_uring = self.io_uring;
         // The port may linger briefly after a stop.
         let mut tries = 0;
         let handle = loop {
@@ -110,6 +114,16 @@ impl Node {
         };
         self.addr = handle.local_addr();
         self.handle = Some(handle);
+    }
+
+    /// A node with the test key and two workers that hands every buffer of a streamed body
+    /// to the blocking pool instead of `io_uring`.
+    pub fn without_io_uring(runtime: RuntimeKind) -> Self {
+        let mut n = Self::start(runtime);
+        n.stop();
+        n.io_uring = false;
+        n.restart();
+        n
     }
 
     /// Stop gracefully (if running).
