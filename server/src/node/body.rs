@@ -124,7 +124,7 @@ pub(crate) async fn stream_into<R: Runtime, S: Stream, W: Sink>(
 
     // Wait for the previous buffer's write, then start the filled one's (through the ring if
     // it can go there, else on the blocking pool).
-    macro_rules! flush {
+    macro_rules! wait_inflight {
         () => {{
             match inflight.take() {
                 Some(Inflight::Pool(job)) => {
@@ -135,6 +135,11 @@ pub(crate) async fn stream_into<R: Runtime, S: Stream, W: Sink>(
                 Some(Inflight::Ring(write)) => write.await?,
                 None => {}
             }
+        }};
+    }
+    macro_rules! flush {
+        () => {{
+            wait_inflight!();
             if filled > 0 {
                 let (mut w, mut d) = idle.take().ok_or_else(|| internal("body sink lost"))?;
                 let n = std::mem::take(&mut filled);
@@ -178,15 +183,7 @@ pub(crate) async fn stream_into<R: Runtime, S: Stream, W: Sink>(
     }
     flush!();
     // The last buffer: wait for it too.
-    match inflight {
-        Some(Inflight::Pool(job)) => {
-            let (w, d, r) = job.await;
-            r?;
-            idle = Some((w, d));
-        }
-        Some(Inflight::Ring(write)) => write.await?,
-        None => {}
-    }
+    wait_inflight!();
     debug_assert_eq!(filled, 0, "every decoded byte was handed to the sink");
     let (mut sink, digests) = idle.ok_or_else(|| internal("body sink lost"))?;
     verifier.restore_digests(digests);

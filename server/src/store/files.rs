@@ -383,16 +383,7 @@ impl Spool {
         }
         let stream = self.stream()?;
         let buf = Arc::new(buf);
-        self.inner
-            .lanes
-            .submit(
-                stream,
-                Chunk {
-                    buf: buf.clone(),
-                    len,
-                },
-            )
-            .map_err(lanes_err)?;
+        self.lend(stream, &buf, len)?;
         let offset = self.len;
         self.len += len as u64;
         // Hashed even if the write fails, so a digest taken afterwards is still right.
@@ -439,16 +430,8 @@ impl Spool {
             return Err(io::Error::other("no ring for this write"));
         };
         let buf = Arc::new(buf);
+        self.lend(stream, &buf, len)?;
         let lanes = &self.inner.lanes;
-        lanes
-            .submit(
-                stream,
-                Chunk {
-                    buf: buf.clone(),
-                    len,
-                },
-            )
-            .map_err(lanes_err)?;
         let offset = self.len;
         reserve(
             file,
@@ -516,6 +499,16 @@ impl Spool {
         self.stream = None;
         self.md5 = Some(d);
         Some(d)
+    }
+
+    /// Queue `buf[..len]` in the lanes as the stream's next chunk (the buffer is shared until
+    /// it is hashed).
+    fn lend(&self, stream: StreamId, buf: &Arc<PooledBuf<'static>>, len: usize) -> io::Result<()> {
+        let chunk = Chunk {
+            buf: buf.clone(),
+            len,
+        };
+        self.inner.lanes.submit(stream, chunk).map_err(lanes_err)
     }
 
     fn flush_buf(&mut self) -> io::Result<()> {
