@@ -148,7 +148,7 @@ pub(crate) async fn stream_into<R: Runtime, S: Stream, W: Sink>(
                 if w.spool().ring_ready(&full, n) {
                     d.update(full.get(..n).unwrap_or_default());
                     inflight = Some(Inflight::Ring(w.spool().start_ring(full, n)?));
-                    // Receive no more while this upload has many buffers waiting to be hashed.
+                    // Hash once four chunks wait; receive no more while too many do.
                     while w.spool().drive_backlog() {
                         yield_now().await;
                     }

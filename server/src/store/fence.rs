@@ -15,7 +15,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use redb::{ReadableTable, WriteTransaction};
 
 use super::codec::{self, FenceRecord};
-use super::{BUCKETS, FENCES, Store, bucket_exists, check_bucket_name, db_err};
+use super::{BUCKETS, FENCES, Store, check_bucket_name, db_err, require_bucket};
 
 /// The longest lease of a fence.
 pub const MAX_FENCE_LEASE: Duration = Duration::from_secs(300);
@@ -99,9 +99,7 @@ impl Store {
             expires_ms: now.saturating_add(u64::try_from(lease.as_millis()).unwrap_or(u64::MAX)),
         })?;
         self.update(None, |txn| {
-            if !bucket_exists(&txn.open_table(BUCKETS).map_err(db_err)?, bucket)? {
-                return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
-            }
+            require_bucket(&txn.open_table(BUCKETS).map_err(db_err)?, bucket)?;
             let mut fences = txn.open_table(FENCES).map_err(db_err)?;
             if live_fence(&fences, bucket, now)?.is_some_and(|held| held != token) {
                 return Err(S3Error::with_message(
@@ -145,9 +143,7 @@ impl Store {
     /// holds the bucket (checked again at commit).
     pub(crate) fn check_bucket_writable(&self, bucket: &str) -> S3Result<()> {
         let txn = self.read_txn()?;
-        if !bucket_exists(&txn.open_table(BUCKETS).map_err(db_err)?, bucket)? {
-            return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
-        }
+        require_bucket(&txn.open_table(BUCKETS).map_err(db_err)?, bucket)?;
         match live_fence(&txn.open_table(FENCES).map_err(db_err)?, bucket, now_ms())? {
             Some(_) => Err(fenced()),
             None => Ok(()),

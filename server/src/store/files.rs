@@ -255,7 +255,7 @@ pub(crate) struct Spool {
     // Whether the file is open with `O_DIRECT` (cleared for good at the first unaligned write).
     direct: bool,
     // The body's declared length (0: unknown), and how much of the file is allocated ahead
-    // of the writes (see [`Spool::reserve`]).
+    // of the writes (see [`reserve`]).
     hint: u64,
     reserved: u64,
 }
@@ -415,9 +415,10 @@ impl Spool {
     /// write through the ring; await the returned [`RingWrite`] before the next write. Only
     /// when [`ring_ready`](Self::ring_ready) said so.
     ///
-    /// The chunk is not hashed at once: it waits in the lanes until the stream has
-    /// [`DEFER`] chunks queued (or its digest is asked for), so that the batch which hashes
-    /// it holds the chunks other uploads queued meanwhile. Hashing each buffer as soon as it
+    /// The chunk is not hashed here: it waits in the lanes until the writer's
+    /// [`drive_backlog`](Self::drive_backlog) finds [`DEFER`] chunks of the stream queued (or
+    /// its digest is asked for), so that the batch which hashes it holds the chunks other
+    /// uploads queued meanwhile. Hashing each buffer as soon as it
     /// came gave batches of 2.5 streams, and a batch costs the same whatever its width.
     pub fn start_ring(&mut self, buf: PooledBuf<'static>, len: usize) -> S3Result<RingWrite> {
         self.submit_ring(buf, len)
@@ -429,9 +430,6 @@ impl Spool {
         let (Some(ring), Some(file)) = (self.inner.ring.as_ref(), self.file.as_ref()) else {
             return Err(io::Error::other("no ring for this write"));
         };
-        let buf = Arc::new(buf);
-        self.lend(stream, &buf, len)?;
-        let lanes = &self.inner.lanes;
         let offset = self.len;
         reserve(
             file,
@@ -439,11 +437,10 @@ impl Spool {
             &mut self.reserved,
             offset + len as u64,
         )?;
+        let buf = Arc::new(buf);
+        self.lend(stream, &buf, len)?;
         self.len += len as u64;
         let completion = ring.write(file, buf, len, offset)?;
-        if lanes.queued(stream).is_ok_and(|n| n >= DEFER) {
-            lanes.try_drive();
-        }
         Ok(RingWrite {
             inner: self.inner.clone(),
             completion,
@@ -457,7 +454,8 @@ impl Spool {
         self.hint = len;
     }
 
-    /// Hash what is queued if nobody else is; whether this stream still has more than
+    /// Once the stream has [`DEFER`] chunks queued, hash everything queued if nobody else is
+    /// (call after each [`start_ring`](Self::start_ring)); whether it still has more than
     /// [`BACKLOG`] chunks (pooled buffers) waiting, in which case its writer should not
     /// receive more before they are hashed.
     pub fn drive_backlog(&self) -> bool {

@@ -16,8 +16,8 @@ use super::codec::{self, ListFields, ObjectRecord};
 use super::list::successor;
 use super::version::{delete_in, promote, versioning_in};
 use super::{
-    BUCKETS, Inner, OBJECTS, Store, VERSIONS, VersionId, bucket_exists, bucket_prefix, db_err, now,
-    object_key,
+    BUCKETS, Inner, OBJECTS, Store, VERSIONS, VersionId, bucket_prefix, db_err, now, object_key,
+    require_bucket,
 };
 
 /// An object as the lifecycle worker sees it.
@@ -178,9 +178,7 @@ impl Store {
         with_tags: bool,
     ) -> S3Result<ScanBatch> {
         let txn = self.read_txn()?;
-        if !bucket_exists(&txn.open_table(BUCKETS).map_err(db_err)?, bucket)? {
-            return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
-        }
+        require_bucket(&txn.open_table(BUCKETS).map_err(db_err)?, bucket)?;
         let objects = txn.open_table(OBJECTS).map_err(db_err)?;
         let base = bucket_prefix(bucket);
         let mut full_prefix = base.clone();
@@ -345,9 +343,7 @@ impl Store {
         newer_cap: u32,
     ) -> S3Result<VersionScanBatch> {
         let txn = self.read_txn()?;
-        if !bucket_exists(&txn.open_table(BUCKETS).map_err(db_err)?, bucket)? {
-            return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
-        }
+        require_bucket(&txn.open_table(BUCKETS).map_err(db_err)?, bucket)?;
         let objects = txn.open_table(OBJECTS).map_err(db_err)?;
         let versions = txn.open_table(VERSIONS).map_err(db_err)?;
         let base = bucket_prefix(bucket);

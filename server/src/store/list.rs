@@ -8,7 +8,7 @@ use ferry_core::time::DateTime;
 
 use super::codec::{self, ListFields, stored_etag};
 use super::types::{ListQuery, ObjectEntry, ObjectsPage, UploadEntry, UploadsPage, UploadsQuery};
-use super::{BUCKETS, MAX_LIST, OBJECTS, Store, UPLOADS, bucket_exists, bucket_prefix, db_err};
+use super::{BUCKETS, MAX_LIST, OBJECTS, Store, UPLOADS, bucket_prefix, db_err, require_bucket};
 
 /// The storage class every object has.
 const STANDARD: &str = "STANDARD";
@@ -74,9 +74,7 @@ impl Store {
     pub fn list_objects(&self, bucket: &str, q: &ListQuery<'_>) -> S3Result<ObjectsPage> {
         let max = q.max_keys.min(MAX_LIST);
         let txn = self.read_txn()?;
-        if !bucket_exists(&txn.open_table(BUCKETS).map_err(db_err)?, bucket)? {
-            return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
-        }
+        require_bucket(&txn.open_table(BUCKETS).map_err(db_err)?, bucket)?;
         let mut page = ObjectsPage::default();
         if max == 0 {
             return Ok(page);
@@ -156,9 +154,7 @@ impl Store {
     pub fn list_uploads(&self, bucket: &str, q: &UploadsQuery<'_>) -> S3Result<UploadsPage> {
         let max = q.max_uploads.min(MAX_LIST);
         let txn = self.read_txn()?;
-        if !bucket_exists(&txn.open_table(BUCKETS).map_err(db_err)?, bucket)? {
-            return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
-        }
+        require_bucket(&txn.open_table(BUCKETS).map_err(db_err)?, bucket)?;
         let mut page = UploadsPage::default();
         if max == 0 {
             return Ok(page);

@@ -524,6 +524,18 @@ fn bucket_exists(
     Ok(table.get(bucket).map_err(db_err)?.is_some())
 }
 
+/// `NoSuchBucket` unless `bucket` is in `table` (the buckets table of the caller's transaction).
+fn require_bucket(
+    table: &impl ReadableTable<&'static str, &'static [u8]>,
+    bucket: &str,
+) -> S3Result<()> {
+    if bucket_exists(table, bucket)? {
+        Ok(())
+    } else {
+        Err(S3Error::new(S3ErrorCode::NoSuchBucket))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

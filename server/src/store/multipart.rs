@@ -23,7 +23,7 @@ use super::types::{
 };
 use super::{
     BUCKETS, COMPLETED, COMPLETED_TTL_SECS, MAX_LIST, MAX_PARTS, PARTS, Store, UPLOADS,
-    bucket_exists, check_bucket_name, check_key, db_err, now, object_key,
+    bucket_exists, check_bucket_name, check_key, db_err, now, object_key, require_bucket,
 };
 
 /// An UploadPart in progress: like [`ObjectWriter`](super::ObjectWriter), for one part.
@@ -232,9 +232,7 @@ impl Store {
         })?;
         let k = object_key(bucket, key)?;
         self.update(None, |txn| {
-            if !bucket_exists(&txn.open_table(BUCKETS).map_err(db_err)?, bucket)? {
-                return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
-            }
+            require_bucket(&txn.open_table(BUCKETS).map_err(db_err)?, bucket)?;
             check_unfenced(txn, bucket)?;
             let mut uploads = txn.open_table(UPLOADS).map_err(db_err)?;
             uploads

@@ -37,7 +37,7 @@ use super::types::{DeleteOutcome, VersionEntry, VersionsPage, VersionsQuery};
 use super::{
     BUCKET_SETTINGS, BUCKETS, BucketSetting, MAX_LIST, META, OBJECTS, Store, VERSIONED_LAYOUT,
     VERSIONS, VersionId, Versioning, bucket_exists, bucket_prefix, check_bucket_name, check_key,
-    db_err, now, object_key,
+    db_err, now, object_key, require_bucket,
 };
 
 /// The `META` entry holding the last version sequence number given out.
@@ -519,9 +519,7 @@ impl Store {
     pub fn list_versions(&self, bucket: &str, q: &VersionsQuery<'_>) -> S3Result<VersionsPage> {
         let max = q.max_keys.min(MAX_LIST);
         let txn = self.read_txn()?;
-        if !bucket_exists(&txn.open_table(BUCKETS).map_err(db_err)?, bucket)? {
-            return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
-        }
+        require_bucket(&txn.open_table(BUCKETS).map_err(db_err)?, bucket)?;
         let mut page = VersionsPage::default();
         if max == 0 {
             return Ok(page);
