@@ -1,9 +1,10 @@
 //! A lane scheduler: independent streams share the multi-lane MD5 kernels.
 //!
 //! Each streaming hasher (an upload, a part, a generated body) is a stream: it [`submit`]s
-//! chunks and, after its last one, [`finish`]es. Whoever drives the scheduler hashes *whatever
-//! is queued at that moment*, from every stream, together in SIMD lanes
-//! ([`super::lanes::update_lanes`]); a stream's digest is ready as soon as its last chunk is
+//! chunks and, after its last one, [`finish`]es. Whoever drives the scheduler hashes *what is
+//! queued at that moment*, from every stream, together in SIMD lanes
+//! ([`super::lanes::update_lanes`]), as many chunks from each as the stream with the fewest
+//! has, so the lanes run side by side to the end; a stream's digest is ready as soon as its last chunk is
 //! hashed. Nothing ever waits for more streams to arrive: a lone stream's chunk is hashed on the
 //! one-lane path at `md-5`'s speed.
 //!
@@ -70,7 +71,7 @@ struct Stream<C> {
     digest: Option<Md5Digest>,
 }
 
-/// Streams submit chunks; a driver hashes every queued chunk of every stream together.
+/// Streams submit chunks; a driver hashes the chunks queued in every stream together.
 pub struct Md5Scheduler<C> {
     backend: Backend,
     streams: Vec<Stream<C>>,
@@ -275,11 +276,24 @@ impl<C: AsRef<[u8]>> Md5Scheduler<C> {
         self.streams.iter().all(|s| s.chunks.is_empty())
     }
 
-    /// Take every queued chunk of every stream not already in a batch.
+    /// Take the queued chunks of every stream not already in a batch: as many from each as
+    /// the stream with the fewest has queued (all of a lone stream's).
+    ///
+    /// Taking the same number from each keeps the lanes side by side to the end of the batch:
+    /// taking all, a stream with four chunks queued beside streams with one hashed three of
+    /// them alone, on the one-lane path, while the others' next chunks waited for the next
+    /// batch. What is left stays queued, in order, for the next batch.
     ///
     /// `None` when nothing is queued. Hash the batch ([`Md5Batch::hash`], e.g. outside the
     /// lock that guards the scheduler) and give it back with [`complete`](Self::complete).
     pub fn take_batch(&mut self) -> Option<Md5Batch<C>> {
+        let eligible = |s: &Stream<C>| s.open && !s.in_batch && !s.chunks.is_empty();
+        let each = self
+            .streams
+            .iter()
+            .filter(|s| eligible(s))
+            .map(|s| s.chunks.len())
+            .min()?;
         let mut batch = self.spare.pop().unwrap_or_else(|| Md5Batch {
             backend: self.backend,
             ids: Vec::new(),
@@ -291,7 +305,7 @@ impl<C: AsRef<[u8]>> Md5Scheduler<C> {
         batch.hashed = false;
         for (index, s) in self.streams.iter_mut().enumerate() {
             // A stream in another batch keeps its chunks, in order, for the next one.
-            if !s.open || s.in_batch || s.chunks.is_empty() {
+            if !eligible(s) {
                 continue;
             }
             s.in_batch = true;
@@ -300,11 +314,11 @@ impl<C: AsRef<[u8]>> Md5Scheduler<C> {
                 generation: s.generation,
             });
             batch.states.push(core::mem::take(&mut s.state));
-            batch.chunks.push(core::mem::take(&mut s.chunks));
-        }
-        if batch.ids.is_empty() {
-            self.spare.push(batch);
-            return None;
+            batch.chunks.push(if s.chunks.len() == each {
+                core::mem::take(&mut s.chunks)
+            } else {
+                s.chunks.drain(..each).collect()
+            });
         }
         Some(batch)
     }
@@ -338,7 +352,8 @@ impl<C: AsRef<[u8]>> Md5Scheduler<C> {
         self.spare.push(batch);
     }
 
-    /// Hash everything queued now, in one batch; the bytes hashed.
+    /// Hash one batch of what is queued now ([`take_batch`](Self::take_batch)); the bytes
+    /// hashed.
     pub fn run_once(&mut self) -> u64 {
         let Some(mut batch) = self.take_batch() else {
             return 0;
@@ -384,6 +399,43 @@ mod tests {
             assert_eq!(s.take_digest(id), Ok(Some(reference(&data))));
             assert_eq!(s.take_digest(id), Err(SchedulerError::UnknownStream));
         }
+    }
+
+    #[test]
+    fn a_batch_takes_as_many_chunks_from_each_stream_as_the_fewest_queued() {
+        let mut s = Md5Scheduler::<Vec<u8>>::new();
+        let (a, b, c) = (s.open(), s.open(), s.open());
+        for i in 0..4u8 {
+            s.submit(a, vec![i; 1000]).expect("open");
+        }
+        for i in 0..2u8 {
+            s.submit(b, vec![10 + i; 1000]).expect("open");
+        }
+        let batch = s.take_batch().expect("queued");
+        assert_eq!(
+            (batch.streams(), batch.bytes()),
+            (2, 4000),
+            "two chunks each"
+        );
+        assert_eq!((s.queued(a), s.queued(b)), (Ok(2), Ok(0)));
+        // c queues while the batch is out; the next batch takes one chunk of a beside it.
+        s.submit(c, vec![20; 1000]).expect("open");
+        s.complete(batch);
+        let batch = s.take_batch().expect("queued");
+        assert_eq!((batch.streams(), batch.bytes()), (2, 2000));
+        s.complete(batch);
+        assert_eq!(s.queued(a), Ok(1));
+        // Alone, a stream's whole queue goes in one batch.
+        s.submit(a, vec![4; 1000]).expect("open");
+        assert_eq!(s.run_once(), 2000);
+        for id in [a, b, c] {
+            s.finish(id).expect("open");
+        }
+        let a_bytes: Vec<u8> = (0..5u8).flat_map(|i| [i; 1000]).collect();
+        assert_eq!(s.take_digest(a), Ok(Some(reference(&a_bytes))));
+        let b_bytes: Vec<u8> = (0..2u8).flat_map(|i| [10 + i; 1000]).collect();
+        assert_eq!(s.take_digest(b), Ok(Some(reference(&b_bytes))));
+        assert_eq!(s.take_digest(c), Ok(Some(reference(&[20; 1000]))));
     }
 
     #[test]

@@ -178,7 +178,7 @@ impl<C: AsRef<[u8]>> Md5Lanes<C> {
         self.lock().sched.take_digest(id)
     }
 
-    /// Hash everything queued now in one batch, unless another thread is hashing (then its
+    /// Hash one batch of what is queued now, unless another thread is hashing (then its
     /// next batch takes it); never waits. Returns the bytes hashed here.
     pub fn try_drive(&self) -> u64 {
         let mut g = self.lock();
