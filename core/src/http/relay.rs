@@ -15,8 +15,7 @@ use super::client::conn::Phase;
 use super::client::{RequestWriter, ResponseBody};
 use super::error::{HttpError, RelayError};
 use super::server::response::RespState;
-use super::server::{BodyReader, CONTINUE, ResponseWriter, Shared};
-use super::timed::write_all;
+use super::server::{BodyReader, ResponseWriter, Shared};
 use crate::rt::{Clock, Stream};
 
 impl<C: Clock, S: Stream> RequestWriter<'_, C, S> {
@@ -38,7 +37,7 @@ impl<C: Clock, S: Stream> RequestWriter<'_, C, S> {
             while let Some(chunk) = body.take_buffered().map_err(src)? {
                 self.write(chunk).await.map_err(sink)?;
             }
-            while let Some(left) = body.splice_ready().await.map_err(src)? {
+            while let Some(left) = body.direct_ready().await.map_err(src)? {
                 self.conn.flush().await.map_err(sink)?;
                 let max = left.min(self.remaining);
                 if max == 0 {
@@ -142,29 +141,6 @@ impl<S: Stream> BodyReader<'_, S> {
         }
         self.shared.publish(&self.state);
         Ok(r?.map(|r| self.state.slice(r)))
-    }
-
-    /// `Length` bodies with nothing buffered: send `100 Continue` if it is due and return the
-    /// bytes still to come, to move past this reader with [`BodyReader::splice_to`];
-    /// `None` otherwise.
-    async fn splice_ready(&mut self) -> Result<Option<u64>, HttpError> {
-        if !self.state.can_skip() || self.state.remaining() == 0 {
-            return Ok(None);
-        }
-        if self.shared.continue_pending() {
-            if self.shared.response_started.load(Ordering::Relaxed) {
-                return Err(HttpError::Usage(
-                    "request body read after the response, without 100 Continue",
-                ));
-            }
-            let mut io = self.shared.io.try_lock().ok_or_else(Shared::<S>::busy)?;
-            if let Err(e) = write_all(&mut *io, CONTINUE).await {
-                self.shared.broken.store(true, Ordering::Relaxed);
-                return Err(e);
-            }
-            self.shared.continue_sent.store(true, Ordering::Relaxed);
-        }
-        Ok(Some(self.state.remaining()))
     }
 
     /// Splice up to `max` body bytes from the connection into `dst` (see

@@ -160,6 +160,23 @@ pub(crate) async fn stream_into<R: Runtime, S: Stream, W: Sink>(
         }};
     }
 
+    // A plain body is read from the socket straight into the buffer, with nothing to decode.
+    while !verifier.is_aws_chunked() {
+        if filled == cur.len() {
+            flush!();
+        }
+        let n = body
+            .read_direct(cur.get_mut(filled..).unwrap_or_default())
+            .await?;
+        if n == 0 {
+            break;
+        }
+        let step = verifier.feed(cur.get(filled..filled + n).unwrap_or_default())?;
+        if (step.consumed, step.data.len()) != (n, n) {
+            return Err(internal("a plain body decoded to other bytes"));
+        }
+        filled += n;
+    }
     while let Some(chunk) = body.next_chunk().await? {
         let mut pos = 0;
         while pos < chunk.len() {

@@ -3,12 +3,12 @@
 use core::ops::Range;
 use core::sync::atomic::Ordering;
 
-use embedded_io::ErrorType;
+use embedded_io::{Error as _, ErrorType};
 use httparse::Header;
 
 use super::{CONTINUE, Shared};
 use crate::http::body::BodyKind;
-use crate::http::error::HttpError;
+use crate::http::error::{HttpError, io_error};
 use crate::http::incoming::BodyState;
 use crate::http::timed::write_all;
 use crate::rt::Stream;
@@ -65,6 +65,65 @@ impl<S: Stream> BodyReader<'_, S> {
             dst.copy_from_slice(src);
         }
         Ok(n)
+    }
+
+    /// As [`read`](Self::read), but a `Content-Length` body with nothing buffered is read
+    /// from the connection straight into `buf`, not through the connection buffer: the body
+    /// is copied once (by the kernel) instead of twice, in reads as large as `buf` rather than
+    /// the connection buffer (twice the head limit: 32 KiB by default). `0` at the end.
+    pub async fn read_direct(&mut self, buf: &mut [u8]) -> Result<usize, HttpError> {
+        let Some(remaining) = self.direct_ready().await? else {
+            return self.read(buf).await;
+        };
+        let n = usize::try_from(remaining)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        let Some(dst) = buf.get_mut(..n).filter(|d| !d.is_empty()) else {
+            return Ok(0);
+        };
+        let read = match self.shared.io.try_lock() {
+            Some(mut io) => io.read_send(dst).await.map_err(|e| io_error(e.kind())),
+            None => Err(Shared::<S>::busy()),
+        };
+        let r = match read {
+            Ok(0) => Err(HttpError::UnexpectedEof),
+            Ok(n) => self.state.skip(n as u64).map(|()| n),
+            Err(e) => Err(e),
+        };
+        match &r {
+            Ok(_) => self.shared.continue_sent.store(true, Ordering::Relaxed),
+            Err(e) => {
+                self.shared.body_failed.store(true, Ordering::Relaxed);
+                if matches!(e, HttpError::Io(_)) {
+                    self.shared.broken.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+        self.shared.publish(&self.state);
+        r
+    }
+
+    /// `Length` bodies with nothing buffered: send `100 Continue` if it is due and return the
+    /// bytes still to come, to move past this reader (with [`BodyReader::read_direct`], or a
+    /// splice when relaying); `None` otherwise.
+    pub(crate) async fn direct_ready(&mut self) -> Result<Option<u64>, HttpError> {
+        if !self.state.can_skip() || self.state.remaining() == 0 {
+            return Ok(None);
+        }
+        if self.shared.continue_pending() {
+            if self.shared.response_started.load(Ordering::Relaxed) {
+                return Err(HttpError::Usage(
+                    "request body read after the response, without 100 Continue",
+                ));
+            }
+            let mut io = self.shared.io.try_lock().ok_or_else(Shared::<S>::busy)?;
+            if let Err(e) = write_all(&mut *io, CONTINUE).await {
+                self.shared.broken.store(true, Ordering::Relaxed);
+                return Err(e);
+            }
+            self.shared.continue_sent.store(true, Ordering::Relaxed);
+        }
+        Ok(Some(self.state.remaining()))
     }
 
     /// The trailer fields of a chunked body (empty until it is done, or if there were none).

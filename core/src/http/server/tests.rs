@@ -89,6 +89,19 @@ impl Handler for TestHandler {
                 }
                 res.send(200, &[], &got).await?;
             }
+            "/direct" => {
+                // Reads straight into the caller's buffer, 7 bytes at a time.
+                let mut got = Vec::new();
+                let mut buf = [0u8; 7];
+                loop {
+                    let n = body.read_direct(&mut buf).await?;
+                    if n == 0 {
+                        break;
+                    }
+                    got.extend_from_slice(&buf[..n]);
+                }
+                res.send(200, &[], &got).await?;
+            }
             "/reject" => res.send(403, &[], b"no").await?,
             "/deny" => {
                 // Not worth reading a body for: the connection closes rather than drain it.
@@ -352,6 +365,44 @@ fn continue_is_sent_when_the_body_is_first_read() {
             "{read_size}"
         );
         assert_eq!(rs[0].body, b"hello");
+    }
+}
+
+#[test]
+fn direct_reads_take_the_buffered_bytes_then_the_socket_and_stop_at_the_length() {
+    let body: Vec<u8> = (0..40u8).collect();
+    let head = b"PUT /direct HTTP/1.1\r\nContent-Length: 40\r\n\r\n";
+    let mut input = head.to_vec();
+    input.extend_from_slice(&body);
+    input.extend_from_slice(b"GET /ignore HTTP/1.1\r\n\r\n");
+    // The whole input at once (the body and the next request buffered with the head), the
+    // head alone, the head and part of the body, and small reads throughout.
+    for read_size in [0, head.len(), head.len() + 10, 5] {
+        let (served, rs, io) = serve_bytes(&input, read_size, &config(), &[]);
+        assert_eq!(served, 2, "{read_size}");
+        assert_eq!(rs[0].body, body, "{read_size}");
+        assert_eq!((rs[1].status, &rs[1].body[..]), (200, &b"ok"[..]));
+        assert!(!io.0.lock().shut, "kept alive");
+    }
+    // Expect: 100-continue: sent before the first direct read.
+    let head = b"PUT /direct HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 40\r\n\r\n";
+    let mut input = head.to_vec();
+    input.extend_from_slice(&body);
+    let (_, _, io) = serve_bytes(&input, head.len(), &config(), &[]);
+    let out = io.written();
+    assert!(out.starts_with(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"));
+    assert_eq!(responses(&out[CONTINUE.len()..], &[])[0].body, body);
+    // A body that ends before its length: the read fails as a copying read does, and the
+    // connection closes.
+    for path in ["/direct", "/echo"] {
+        let mut input =
+            alloc::format!("PUT {path} HTTP/1.1\r\nContent-Length: 40\r\n\r\n").into_bytes();
+        input.extend_from_slice(&body[..25]);
+        let (_, rs, io) = serve_bytes(&input, 10, &config(), &[]);
+        assert_eq!(rs.len(), 1, "{path}");
+        assert_eq!(rs[0].status, 400, "{path}");
+        assert!(rs[0].closes(), "{path}");
+        assert!(io.0.lock().shut, "{path}");
     }
 }
 
