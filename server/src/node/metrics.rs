@@ -74,6 +74,12 @@ pub(crate) fn render(store: &Store, o: &mut String, prefix: &str) {
     );
     counter(
         o,
+        &format!("{prefix}_store_data_syncs_total"),
+        "Group commits' syncfs calls, each making the data files of its group durable.",
+        s.data_syncs,
+    );
+    counter(
+        o,
         &format!("{prefix}_store_files_retired_total"),
         "Data files no committed record references any more.",
         s.files_retired,

@@ -106,6 +106,20 @@ fn tmp_path(data: &Path, id: FileId) -> PathBuf {
     fan_dir(data, id).join(format!("{id:032x}.tmp"))
 }
 
+/// Make every file written so far durable, with the directory entries naming them: one
+/// `syncfs(2)` of the data directory's file system, for a whole group commit.
+///
+/// `syncfs` writes back everything dirty on that file system, so a data directory on a file
+/// system that other programs write heavily to makes commits wait for their data too (give
+/// the store its own file system, as for any database). It reports a write-back error that
+/// happened since the last call (Linux 5.8 and later), which fails the group: nothing of it
+/// is committed.
+pub(crate) fn sync_data_files(inner: &Inner) -> io::Result<()> {
+    rustix::fs::syncfs(&inner.data_dir)?;
+    inner.counters.synced();
+    Ok(())
+}
+
 /// fsync a directory, so a rename into it survives a crash.
 pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
@@ -454,8 +468,8 @@ impl Spool {
         self.hint = len;
     }
 
-    /// Once the stream has [`DEFER`] chunks queued, hash everything queued if nobody else is
-    /// (call after each [`start_ring`](Self::start_ring)); whether it still has more than
+    /// Once the stream has [`DEFER`] chunks queued, hash a batch of what is queued if nobody
+    /// else is (call after each [`start_ring`](Self::start_ring)); whether it still has more than
     /// [`BACKLOG`] chunks (pooled buffers) waiting, in which case its writer should not
     /// receive more before they are hashed.
     pub fn drive_backlog(&self) -> bool {
@@ -569,9 +583,10 @@ impl Spool {
         }
     }
 
-    /// Make the file durable and move it into the data directory: flush, fsync the file,
-    /// rename, fsync the directory. Metadata is committed after this (by the caller), so a crash
-    /// at any point leaves either no object or a complete one.
+    /// Close the file and move it into the data directory: flush, trim the space allocated
+    /// ahead, rename. The group commit that takes the returned [`Staged`] makes it durable
+    /// ([`sync_data_files`]) before its metadata commit, so a crash at any point leaves
+    /// either no object or a complete one.
     pub fn finish(mut self) -> io::Result<Staged> {
         let md5 = self.digest();
         if let Some(e) = self.failed.take() {
@@ -588,15 +603,8 @@ impl Spool {
             if self.reserved > self.len {
                 file.set_len(self.len)?;
             }
-            if self.inner.config.fsync {
-                file.sync_data()?;
-            }
             drop(file);
-            let dir = fan_dir(&self.inner.data, self.id);
             fs::rename(&tmp, data_path(&self.inner.data, self.id))?;
-            if self.inner.config.fsync {
-                sync_dir(&dir)?;
-            }
             Ok(())
         })();
         if let Err(e) = result {

@@ -9,9 +9,11 @@
 //! item is a pure function of the transaction's state, so running it again is safe). A commit
 //! that fails fails every item of its group, as one item's failed commit would.
 //!
-//! Every item's data file is fsynced and renamed (its directory fsynced) before the item is
-//! queued, so a commit never references a file that is not durable; an item is acknowledged
-//! only after the commit that holds it returned.
+//! Every item's data file is complete and renamed before the item is queued; the leader makes
+//! the group's files durable with one `syncfs` before the transaction commits (see
+//! [`super::files::sync_data_files`]), so a commit never references a file that is not
+//! durable, and a failed `syncfs` fails the group before anything is committed. An item is
+//! acknowledged only after the commit that holds it returned.
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -142,6 +144,13 @@ impl Store {
         let fail_all = |group: Vec<Item>, e: S3Error, results: &mut Vec<_>| {
             results.extend(group.into_iter().map(|i| (i.id, Err(e.clone()))));
         };
+        if self.inner.config.fsync
+            && group.iter().any(|i| i.staged.is_some())
+            && let Err(e) = super::files::sync_data_files(&self.inner)
+        {
+            fail_all(group, self.inner.io_failed(e), &mut results);
+            return results;
+        }
         let db = match self.write_db() {
             Ok(db) => db,
             Err(e) => {
@@ -304,10 +313,12 @@ mod tests {
                 codes,
                 [S3ErrorCode::OperationAborted, S3ErrorCode::NoSuchBucket]
             );
-            // Ten writes, one transaction committed (the refused ones ran, then were left out).
+            // Ten writes, one transaction committed (the refused ones ran, then were left out),
+            // their ten files made durable by one syncfs before it (none without fsync).
             let after = s.stats();
             assert_eq!(after.commits_attempted - before.commits_attempted, 1);
             assert_eq!(after.commit_items - before.commit_items, 8);
+            assert_eq!(after.data_syncs - before.data_syncs, u64::from(fsync));
             assert_eq!(after.objects, 8);
             // The refused writes' files are gone.
             assert_eq!(data_files(dir.path()), 8);
@@ -324,6 +335,38 @@ mod tests {
                 assert_eq!(got, body(i));
             }
         }
+    }
+
+    #[test]
+    fn only_groups_with_new_data_files_sync_the_file_system() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(dir.path()).unwrap();
+        s.create_bucket("b").unwrap();
+        let syncs = || s.stats().data_syncs;
+        assert_eq!(syncs(), 0);
+        let mut w = s.object_writer("b", "k").unwrap();
+        w.write(b"x").unwrap();
+        w.commit(ObjectMeta::default(), WriteConditions::default())
+            .unwrap();
+        assert_eq!(syncs(), 1);
+        // A part's commit brings a new file; the completion only references it.
+        let up = s
+            .create_multipart_upload("b", "mp", ObjectMeta::default())
+            .unwrap();
+        let mut p = s.part_writer("b", "mp", &up, 1).unwrap();
+        p.write(b"part").unwrap();
+        p.commit().unwrap();
+        assert_eq!(syncs(), 2);
+        let etag = s.list_parts("b", "mp", &up, 0, 10).unwrap().parts[0].etag;
+        let part = crate::store::CompletedPart {
+            part_number: 1,
+            etag,
+            checksums: Vec::new(),
+        };
+        s.complete_multipart_upload("b", "mp", &up, &[part], WriteConditions::default())
+            .unwrap();
+        s.delete_object("b", "k").unwrap();
+        assert_eq!(syncs(), 2);
     }
 
     #[test]

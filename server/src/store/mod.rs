@@ -22,14 +22,18 @@
 //!
 //! # Durability and atomicity
 //!
-//! A write streams into `data/XY/<id>.tmp`, then: fsync the file, rename it to `data/XY/<id>`,
-//! fsync `data/XY/`, and only then commit the metadata transaction (redb commits are durable when they
-//! return). The object is acknowledged after that commit, so an acknowledged write survives
-//! `kill -9` or power loss, and a crash at any earlier point leaves the old state: the new file is
-//! either a `.tmp` file or in `data/` but unreferenced. Files a commit replaced (an overwritten
-//! object, aborted or unused parts) are deleted after the commit. [`Store::open`] deletes every
-//! temp file and every data file that no committed record references, so whatever an
-//! interruption leaves behind is collected at the next start.
+//! A write streams into `data/XY/<id>.tmp` and renames it to `data/XY/<id>` when the body is
+//! complete; then its commit joins a group commit ([`group`]), whose leader makes every file of
+//! the group durable with one `syncfs(2)` of the data directory's file system (the files'
+//! data and the directory entries naming them: one cache flush for the group, where an fsync
+//! of each file and of its directory took two per object) before it commits the metadata
+//! transaction (redb commits are durable when they return). The object is acknowledged after
+//! that commit, so an acknowledged write survives `kill -9` or power loss, and a crash at any
+//! earlier point leaves the old state: the new file is either a `.tmp` file or in `data/` but
+//! unreferenced. Files a commit replaced (an overwritten object, aborted or unused parts) are
+//! deleted after the commit. [`Store::open`] deletes every temp file and every data file that
+//! no committed record references, so whatever an interruption leaves behind is collected at
+//! the next start.
 //!
 //! # Versions
 //!
@@ -166,6 +170,7 @@ pub(crate) struct Inner {
     meta: meta::MetaDb,
     root: PathBuf,
     data: PathBuf,
+    data_dir: std::fs::File,
     config: StoreConfig,
     ids: IdGen,
     pins: Mutex<Pins>,
@@ -280,6 +285,7 @@ impl Store {
             inner: Arc::new(Inner {
                 meta: meta::MetaDb::new(path, db),
                 root,
+                data_dir: std::fs::File::open(&data)?,
                 data,
                 config,
                 ids: IdGen::new()?,

@@ -30,6 +30,8 @@ pub(crate) struct Counters {
     cached_bytes: AtomicU64,
     /// Of the `O_DIRECT` bytes, those submitted through `io_uring`.
     ring_bytes: AtomicU64,
+    /// `syncfs` calls of group commits.
+    data_syncs: AtomicU64,
 }
 
 /// A snapshot of the store's figures.
@@ -70,6 +72,8 @@ pub struct StoreStats {
     /// Of [`direct_write_bytes`](Self::direct_write_bytes), those written through `io_uring`
     /// by the task that received them (streamed bodies' full buffers), since the start.
     pub ring_write_bytes: u64,
+    /// Times a group commit made its data files durable (one `syncfs` each), since the start.
+    pub data_syncs: u64,
 }
 
 impl Counters {
@@ -135,6 +139,11 @@ impl Counters {
         self.ring_bytes.fetch_add(n as u64, Ordering::Relaxed);
     }
 
+    /// A group commit made its data files durable.
+    pub(crate) fn synced(&self) {
+        self.data_syncs.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The metadata store was reopened after a failed commit.
     pub(crate) fn reopened(&self) {
         self.reopens.fetch_add(1, Ordering::Relaxed);
@@ -173,6 +182,7 @@ impl Counters {
             direct_write_bytes: self.direct_bytes.load(Ordering::Relaxed),
             cached_write_bytes: self.cached_bytes.load(Ordering::Relaxed),
             ring_write_bytes: self.ring_bytes.load(Ordering::Relaxed),
+            data_syncs: self.data_syncs.load(Ordering::Relaxed),
         }
     }
 }
