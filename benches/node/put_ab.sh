@@ -5,7 +5,8 @@
 # threads in /proc/PID/task/*/status), MD5 lane streams per batch (from /metrics).
 #   benches/node/put_ab.sh [ROUNDS] [SECONDS]      (default 2 rounds of 6 s)
 # Environment: A="label:node options" B="label:node options" (default "ring:" against
-# "pool:--no-io-uring"), FERRY (node binary, default this tree's release build), RUNTIME
+# "pool:--no-io-uring"), FERRY (node binary, default this tree's release build; A_FERRY and
+# B_FERRY, if set, run each configuration on its own binary), RUNTIME
 # (tokio|smol, default tokio), DATA (parent directory for the runs' data, default /var/tmp).
 #
 # No run's data is deleted before the last run ends: on ext4 without a journal (this VM's
@@ -34,14 +35,16 @@ lanes() { curl -s "http://$1/metrics" | awk '/^ferry_node_md5_lane_(batches|stre
 printf '%-8s %8s %10s %12s %12s %14s\n' config runtime "MB/s" "CPU-s/GB" "ctx/object" "streams/batch"
 run=0
 for _ in $(seq "$rounds"); do
-  for spec in "$A" "$B" "$B" "$A"; do
+  for side in A B B A; do
+    spec=${!side} bin_var=${side}_FERRY
+    bin=${!bin_var:-$ferry}
     label=${spec%%:*} opts=${spec#*:}
     run=$((run + 1))
     dir="$parent/$run"
     mkdir -p "$dir"
     admin=127.0.0.1:$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     # shellcheck disable=SC2086 # options split on purpose
-    $ferry node --data "$dir/data" --listen 127.0.0.1:0 --admin-listen "$admin" --runtime "$rt" \
+    $bin node --data "$dir/data" --listen 127.0.0.1:0 --admin-listen "$admin" --runtime "$rt" \
       $opts > "$dir/out" 2> "$dir/err" &
     pid=$!
     for _ in $(seq 100); do grep -q listening "$dir/out" 2> /dev/null && break; sleep 0.1; done
