@@ -24,6 +24,7 @@ use ferry_core::s3::sigv4::{
     Credentials, MemoryCredentials, NoKeyCache, RequestParts, STREAMING_UNSIGNED_PAYLOAD_TRAILER,
     SigningKeyCache, StreamingMode, sign_request, verify_request,
 };
+use ferry_core::sse::{self, ObjectCipher};
 use ferry_core::time::DateTime;
 use md5::{Digest, Md5};
 use rand_core::{Rng, SeedableRng};
@@ -618,6 +619,51 @@ fn unsigned_trailer_verifier(len: u64) -> impl Fn() -> BodyVerifier + Send + 'st
     }
 }
 
+/// Server-side encryption of 1 MiB laid out as on disk: every chunk sealed in place, then every
+/// chunk opened (a PUT's and a GET's work on the same bytes), vs `copy_from_slice` of 1 MiB.
+/// The rate counts plaintext bytes once, so each byte is encrypted and decrypted per byte counted.
+pub fn sse_cases() -> Vec<Case> {
+    const N: usize = 1 << 20;
+    let len = N as u64;
+    let chunks = sse::chunks(len);
+    let plain = ShardedFill::new(11).object(0).generate(N);
+    let mut disk = vec![0u8; sse::disk_len(len) as usize];
+    for i in 0..chunks {
+        let off = sse::chunk_offset(i) as usize;
+        let p = sse::chunk_plain_len(len, i);
+        let src = i as usize * sse::PLAIN_CHUNK;
+        disk[off..off + p].copy_from_slice(&plain[src..src + p]);
+    }
+    let cipher = ObjectCipher::new(&[0x5a; 32]);
+    let bounds: Vec<(u64, usize, usize)> = (0..chunks)
+        .map(|i| {
+            let off = sse::chunk_offset(i) as usize;
+            (i, off, off + sse::chunk_plain_len(len, i) + sse::TAG_LEN)
+        })
+        .collect();
+    let mut dst = vec![0u8; N];
+    vec![Case {
+        name: "sse/aes256gcm_1MiB".into(),
+        unit: Unit::Bytes(len),
+        // Opening restores the plaintext in place, so every iteration seals the same bytes.
+        ferry: timed(move || {
+            for &(i, a, b) in &bounds {
+                cipher
+                    .seal(i, i == chunks - 1, black_box(&mut disk[a..b]))
+                    .expect("seals");
+            }
+            for &(i, a, b) in &bounds {
+                black_box(
+                    cipher
+                        .open(i, i == chunks - 1, black_box(&mut disk[a..b]))
+                        .expect("opens"),
+                );
+            }
+        }),
+        baseline: timed(move || black_box(&mut dst).copy_from_slice(black_box(&plain))),
+    }]
+}
+
 /// Every case, in report order.
 pub fn all_cases() -> Vec<Case> {
     let mut v = fill_cases();
@@ -630,6 +676,7 @@ pub fn all_cases() -> Vec<Case> {
     v.extend(chunked_cases());
     v.extend(aws_chunked_cases());
     v.extend(request_cases());
+    v.extend(sse_cases());
     v
 }
 

@@ -40,3 +40,5 @@ pub mod http;
 pub mod place;
 #[cfg(feature = "alloc")]
 pub mod s3;
+#[cfg(feature = "sse")]
+pub mod sse;
