@@ -65,6 +65,7 @@ s3_error_codes! {
     InvalidArgument => 400, "Invalid Argument";
     InvalidBucketName => 400, "The specified bucket is not valid.";
     InvalidDigest => 400, "The Content-MD5 you specified is not valid.";
+    InvalidEncryptionAlgorithmError => 400, "The encryption request that you specified is not valid. The valid value is AES256.";
     InvalidPart => 400, "One or more of the specified parts could not be found.";
     InvalidPartNumber => 416, "The requested partnumber is not satisfiable";
     InvalidPartOrder => 400, "The list of parts was not in ascending order.";

@@ -13,6 +13,7 @@ pub mod range;
 pub mod request;
 pub mod sigv2;
 pub mod sigv4;
+pub mod sse;
 pub mod tagging;
 pub mod uri;
 pub mod validate;
