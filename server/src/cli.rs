@@ -331,6 +331,14 @@ pub struct NodeArgs {
     /// io_uring take the blocking pool anyway).
     #[arg(long)]
     pub no_io_uring: bool,
+    /// The SSE-S3 master key file: 64 hex digits (made with mode 0600 on first use if it does
+    /// not exist). Default: DATA/sse-master.key.
+    #[arg(long, value_name = "FILE")]
+    pub sse_master_key: Option<std::path::PathBuf>,
+    /// Take SSE-C keys over plain HTTP (tests only: the key crosses the network in the clear;
+    /// without it such requests get 400 InvalidRequest, as on AWS).
+    #[arg(long)]
+    pub allow_sse_c_over_http: bool,
     /// Copy every GET body through pooled buffers instead of sending it from the data file
     /// with sendfile(2) (to compare the two; TLS connections always copy).
     #[arg(long)]
@@ -524,6 +532,8 @@ pub fn run_node(args: NodeArgs) -> io::Result<()> {
     cfg.fsync = !args.no_fsync;
     cfg.direct_io = !args.no_direct_io;
     cfg.io_uring = !args.no_io_uring;
+    cfg.sse_master_key.clone_from(&args.sse_master_key);
+    cfg.allow_sse_c_over_http = args.allow_sse_c_over_http;
     cfg.sendfile = !args.no_sendfile;
     cfg.open_inline = !args.open_on_pool;
     cfg.lifecycle_interval = args.lifecycle.interval();

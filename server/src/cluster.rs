@@ -49,6 +49,9 @@ pub struct ClusterConfig {
     pub lifecycle_interval: Duration,
     /// Every node's lifecycle day, a testing aid (`NodeConfig::lifecycle_day_secs`).
     pub lifecycle_day_secs: u64,
+    /// Every node takes SSE-C keys over plain HTTP, a testing aid
+    /// (`NodeConfig::allow_sse_c_over_http`).
+    pub allow_sse_c_over_http: bool,
 }
 
 impl ClusterConfig {
@@ -76,6 +79,7 @@ impl ClusterConfig {
             domains: Vec::new(),
             lifecycle_interval: DEFAULT_LIFECYCLE_INTERVAL,
             lifecycle_day_secs: ferry_core::s3::xml::DAY_SECS,
+            allow_sse_c_over_http: false,
         }
     }
 }
@@ -155,6 +159,7 @@ pub fn start_cluster(cfg: ClusterConfig) -> io::Result<Cluster> {
         n.sigv2 = cfg.sigv2;
         n.lifecycle_interval = cfg.lifecycle_interval;
         n.lifecycle_day_secs = cfg.lifecycle_day_secs;
+        n.allow_sse_c_over_http = cfg.allow_sse_c_over_http;
         if let Some(m) = cfg.min_part_size {
             n.min_part_size = m;
         }

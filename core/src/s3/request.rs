@@ -115,7 +115,9 @@ pub fn unsupported_header(name: &str, value: &[u8]) -> Option<S3Error> {
     let is = |n: &str| name.eq_ignore_ascii_case(n);
     let value = value.trim_ascii();
     if lower("x-amz-server-side-encryption") || lower("x-amz-copy-source-server-side-encryption") {
-        return Some(not_implemented("Server-side encryption is not implemented"));
+        return Some(not_implemented(
+            "Server-side encryption is not implemented for this request",
+        ));
     }
     if is("x-amz-mfa") {
         return Some(not_implemented("MFA delete is not implemented"));
@@ -132,6 +134,23 @@ pub fn unsupported_header(name: &str, value: &[u8]) -> Option<S3Error> {
         ));
     }
     None
+}
+
+/// Whether `endpoint` takes this server-side-encryption header (checked then by
+/// [`super::sse`]): PutObject takes SSE-S3 (`AES256`) and SSE-C, GetObject and HeadObject
+/// SSE-C. Everything else about encryption (SSE-KMS, copies, multipart uploads) is still
+/// refused by [`unsupported_header`].
+fn sse_header_taken(endpoint: &Endpoint<'_>, name: &str, value: &[u8]) -> bool {
+    let customer = starts_with_ignore_case(name, "x-amz-server-side-encryption-customer-");
+    match endpoint {
+        Endpoint::PutObject { .. } => {
+            customer
+                || (name.eq_ignore_ascii_case("x-amz-server-side-encryption")
+                    && value.trim_ascii() == b"AES256")
+        }
+        Endpoint::GetObject { .. } | Endpoint::HeadObject { .. } => customer,
+        _ => false,
+    }
 }
 
 /// ACL headers on an operation that does not take them: only the canned ACLs that grant
@@ -690,17 +709,18 @@ impl<'a> Endpoint<'a> {
         if query.iter().any(unknown_subresource) {
             return Err(not_implemented("This subresource is not implemented"));
         }
-        if let Some(e) = headers
-            .iter()
-            .find_map(|h| unsupported_header(h.name, h.value))
-        {
-            return Err(e);
-        }
         let endpoint = match (&addr.bucket, &addr.key) {
             (None, _) => Self::service(method, &query)?,
             (Some(_), None) => Self::bucket(method, &query, headers)?,
             (Some(bucket), Some(key)) => Self::object(method, &query, headers, bucket, key)?,
         };
+        if let Some(e) = headers
+            .iter()
+            .filter(|h| !sse_header_taken(&endpoint, h.name, h.value))
+            .find_map(|h| unsupported_header(h.name, h.value))
+        {
+            return Err(e);
+        }
         if let Some(e) = headers
             .iter()
             .find_map(|h| unsupported_acl_header(&endpoint, h.name, h.value))
@@ -1725,11 +1745,46 @@ mod tests {
     }
 
     #[test]
+    fn put_get_and_head_object_take_sse_headers() {
+        let customer = [
+            ("x-amz-server-side-encryption-customer-algorithm", "AES256"),
+            ("x-amz-server-side-encryption-customer-key", "a2V5"),
+            ("x-amz-server-side-encryption-customer-key-MD5", "bWQ1"),
+        ];
+        for (method, extra) in [
+            ("PUT", &[("x-amz-server-side-encryption", "AES256")][..]),
+            ("PUT", &customer[..]),
+            ("GET", &customer[..]),
+            ("HEAD", &customer[..]),
+        ] {
+            let r = route(method, "/bkt/k", "h", extra).expect(method);
+            assert!(
+                matches!(
+                    r.endpoint,
+                    Endpoint::PutObject { .. }
+                        | Endpoint::GetObject { .. }
+                        | Endpoint::HeadObject { .. }
+                ),
+                "{method}"
+            );
+        }
+        // SSE-S3 is asked for on writes only.
+        let e = route(
+            "GET",
+            "/bkt/k",
+            "h",
+            &[("x-amz-server-side-encryption", "AES256")],
+        )
+        .expect_err("GET with SSE-S3");
+        assert_eq!(e.code, S3ErrorCode::NotImplemented);
+    }
+
+    #[test]
     fn feature_headers_are_refused_not_ignored() {
         let not_implemented: [(&str, &str, Extra<'_>); 9] = [
             (
-                "PUT",
-                "/bkt/k",
+                "POST",
+                "/bkt/k?uploads",
                 &[("x-amz-server-side-encryption", "AES256")],
             ),
             (
@@ -1739,13 +1794,16 @@ mod tests {
             ),
             (
                 "PUT",
-                "/bkt/k",
+                "/bkt/k?partNumber=1&uploadId=u",
                 &[("X-Amz-Server-Side-Encryption-Customer-Algorithm", "AES256")],
             ),
             (
-                "GET",
+                "PUT",
                 "/bkt/k",
-                &[("x-amz-server-side-encryption-customer-key", "a2V5")],
+                &[
+                    ("x-amz-copy-source", "bkt/s"),
+                    ("x-amz-server-side-encryption", "AES256"),
+                ],
             ),
             (
                 "PUT",

@@ -35,10 +35,12 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
     version: Option<VersionId>,
 ) -> S3Result<()> {
     let (b, k) = (bucket.to_owned(), key.to_owned());
+    // An SSE-C object's attributes need its key, as its HEAD does; this operation does not
+    // take one yet, so it answers such objects `400 InvalidRequest`.
     let info = if cx.node.open_inline {
-        cx.node.store.head_object_version(&b, &k, version)?
+        cx.node.store.head_object_keyed(&b, &k, version, None)?
     } else {
-        cx.unblock(move |store| store.head_object_version(&b, &k, version))
+        cx.unblock(move |store| store.head_object_keyed(&b, &k, version, None))
             .await?
     };
     let doc = response(&info, q);

@@ -35,6 +35,8 @@ pub struct NodeApi<R> {
     pub(super) day_secs: u64,
     /// What the lifecycle worker did (`ferry_node_lifecycle_*`).
     pub(super) lifecycle: Arc<LifecycleStats>,
+    /// Whether SSE-C keys are taken over plain HTTP (`NodeConfig::allow_sse_c_over_http`).
+    pub(super) sse_c_over_http: bool,
 }
 
 impl<R: Runtime> NodeApi<R> {
@@ -48,6 +50,7 @@ impl<R: Runtime> NodeApi<R> {
             trusted_proxies: cfg.trusted_proxies.clone(),
             sendfile: cfg.sendfile,
             open_inline: cfg.open_inline,
+            sse_c_over_http: cfg.allow_sse_c_over_http,
             sendfile_bytes: AtomicU64::new(0),
             day_secs: cfg.lifecycle_day_secs.max(1),
             lifecycle: Arc::default(),

@@ -186,6 +186,7 @@ pub(crate) fn object_headers(
         h.push(tagging::TAGGING_COUNT_HEADER, m.tags.len().to_string());
     }
     super::lock::push_headers(&mut h, m);
+    super::sse::push_encryption(&mut h, info.encryption.as_ref());
     if with_checksums {
         for c in &m.checksums {
             push_checksum(&mut h, c);

@@ -26,6 +26,7 @@ mod multipart;
 mod objects;
 mod policy;
 mod post;
+mod sse;
 mod tagging;
 
 use std::io;
@@ -114,6 +115,13 @@ pub struct NodeConfig {
     /// Ceph RGW's `rgw_lc_debug_interval`: with N, `Days` and `DaysAfterInitiation` count
     /// N-second days (and expiry dates round up to multiples of N seconds).
     pub lifecycle_day_secs: u64,
+    /// The SSE-S3 master key file (`--sse-master-key`): 64 hex digits, made with mode 0600 on
+    /// first use if missing. Default `DATA/sse-master.key`.
+    pub sse_master_key: Option<PathBuf>,
+    /// Take SSE-C keys over plain HTTP (`--allow-sse-c-over-http`; default `false`: such a
+    /// request is refused with `400 InvalidRequest`, as AWS does). For tests only: the key
+    /// crosses the network in the clear.
+    pub allow_sse_c_over_http: bool,
 }
 
 /// The lifecycle worker's default interval.
@@ -154,6 +162,8 @@ impl NodeConfig {
             domains: Vec::new(),
             lifecycle_interval: DEFAULT_LIFECYCLE_INTERVAL,
             lifecycle_day_secs: ferry_core::s3::xml::DAY_SECS,
+            sse_master_key: None,
+            allow_sse_c_over_http: false,
         }
     }
 }
@@ -179,6 +189,9 @@ pub fn start_node(cfg: NodeConfig) -> io::Result<NodeHandle> {
             io_uring: cfg.io_uring,
         },
     )?;
+    if let Some(path) = &cfg.sse_master_key {
+        store.use_master_key_file(path.clone());
+    }
     let listen = Listen {
         s3: cfg.listen,
         tls: cfg.tls.as_ref().map(TlsFiles::load).transpose()?,

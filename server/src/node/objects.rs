@@ -32,8 +32,8 @@ use super::lock;
 use crate::front::Headers;
 use crate::front::body::{read_small, require_length};
 use crate::store::{
-    self, COPY_BUF_SIZE, Checksum, DeleteOutcome, ObjectInfo, ObjectReader, ReadRange, Store,
-    VersionId,
+    self, COPY_BUF_SIZE, Checksum, CustomerKey, DeleteOutcome, EncryptWith, ObjectInfo,
+    ObjectReader, ReadRange, Store, VersionId,
 };
 
 /// `If-*` conditions owned, so they can be checked on a blocking thread.
@@ -198,9 +198,10 @@ fn open(
     conditions: &OwnedConditions,
     head: bool,
     send_file: bool,
+    customer: Option<&CustomerKey>,
 ) -> Result<Opened, Refused> {
     if head {
-        let info = store.head_object_version(bucket, key, version)?;
+        let info = store.head_object_keyed(bucket, key, version, customer)?;
         if let Err(e) = conditions.check(&info) {
             return Err(refuse(e, info));
         }
@@ -213,14 +214,15 @@ fn open(
             Err(e) => Err(refuse(e, info)),
         };
     }
-    match store.get_object_version(bucket, key, version, range) {
+    match store.get_object_keyed(bucket, key, version, range, customer) {
         Ok(reader) => {
             if let Err(e) = conditions.check(reader.info()) {
                 return Err(refuse(e, reader.into_info()));
             }
             let info = reader.info().clone();
             let range = reader.range();
-            let body = if send_file && reader.remaining() >= SEND_FILE_MIN {
+            let body = if send_file && reader.remaining() >= SEND_FILE_MIN && !reader.is_encrypted()
+            {
                 Body::File(reader)
             } else {
                 Body::Unread(reader)
@@ -239,7 +241,7 @@ fn open(
         {
             // Conditions come before the range (RFC 9110 section 13.2.2), and a 416 names
             // the object's length.
-            let info = store.head_object_version(bucket, key, version)?;
+            let info = store.head_object_keyed(bucket, key, version, customer)?;
             conditions
                 .check(&info)
                 .map_err(|c| refuse(c, info.clone()))?;
@@ -271,6 +273,7 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
     let range = read_range(read.range, read.part_number);
     let (b, k, head, version) = (bucket.to_owned(), key.to_owned(), read.head, read.version);
     let send_file = cx.node.sendfile && res.can_send_file();
+    let customer = super::sse::read_key(cx)?;
     let opened = if cx.node.open_inline {
         // The lookup and the open on this thread (as nginx opens files on its event loop); a
         // body to copy is read on a blocking thread.
@@ -283,6 +286,7 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
             &conditions,
             head,
             send_file,
+            customer.as_ref(),
         ) {
             Ok(o) if matches!(o.body, Some(Body::Unread(_))) => {
                 cx.rt().unblock(move || read_first(o)).await
@@ -291,7 +295,18 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
         }
     } else {
         cx.unblock(move |store| {
-            open(&store, &b, &k, version, range, &conditions, head, send_file).and_then(read_first)
+            open(
+                &store,
+                &b,
+                &k,
+                version,
+                range,
+                &conditions,
+                head,
+                send_file,
+                customer.as_ref(),
+            )
+            .and_then(read_first)
         })
         .await
     };
@@ -478,14 +493,22 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
     meta.acl = super::acl::request_object_acl(cx, bucket)?;
     lock::apply(&mut meta, lock::for_write(cx, bucket, cx.headers, true)?);
     let conditions = write_conditions(cx.headers)?;
+    let encrypt = super::sse::write_encryption(cx)?;
+    let encryption = encrypt.as_ref().map(EncryptWith::info);
     let (b, k) = (bucket.to_owned(), key.to_owned());
-    let writer = cx.unblock(move |store| store.object_writer(&b, &k)).await?;
+    let writer = cx
+        .unblock(move |store| match &encrypt {
+            Some(with) => store.object_writer_encrypted(&b, &k, with),
+            None => store.object_writer(&b, &k),
+        })
+        .await?;
     let (writer, done) = stream_into(cx.rt(), body, verifier, writer).await?;
     let stored = done.checksum.as_ref().map(stored_checksum);
     meta.checksums.extend(stored.clone());
     let put = cx.unblock(move |_| writer.commit(meta, conditions)).await?;
     let mut h = Headers::new();
     h.push("ETag", put.etag.as_str().to_owned());
+    super::sse::push_encryption(&mut h, encryption.as_ref());
     if let Some(c) = &stored {
         push_checksum(&mut h, c);
     }

@@ -17,6 +17,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use serde::{Deserialize, Serialize};
 
 use super::files::FileId;
+use super::sse::Encryption;
 use super::types::{Checksum, MultipartChecksum, ObjectMeta};
 
 /// The format byte every record starts with.
@@ -44,6 +45,10 @@ pub(crate) enum Extension {
     MultipartChecksum(MultipartChecksum),
     /// An uploaded part's checksum (of its upload's algorithm).
     PartChecksum(Checksum),
+    /// How an object's data is encrypted (see [`super::sse`]). A store holding one is marked
+    /// [`super::ENCRYPTED_LAYOUT`], which builds that do not know this kind refuse to open:
+    /// skipping it, they would serve ciphertext.
+    Encryption(Encryption),
 }
 
 /// The stored kind of [`Extension::Tags`].
@@ -60,6 +65,8 @@ const EXT_LEGAL_HOLD: u32 = 7;
 const EXT_MULTIPART_CHECKSUM: u32 = 4;
 /// The stored kind of [`Extension::PartChecksum`].
 const EXT_PART_CHECKSUM: u32 = 5;
+/// The stored kind of [`Extension::Encryption`].
+const EXT_ENCRYPTION: u32 = 8;
 
 /// An extension as stored: its kind, and its value in postcard.
 #[derive(Serialize, Deserialize)]
@@ -79,6 +86,7 @@ impl Extension {
             Extension::LegalHold => EXT_LEGAL_HOLD,
             Extension::MultipartChecksum(_) => EXT_MULTIPART_CHECKSUM,
             Extension::PartChecksum(_) => EXT_PART_CHECKSUM,
+            Extension::Encryption(_) => EXT_ENCRYPTION,
         }
     }
 
@@ -91,6 +99,7 @@ impl Extension {
             Extension::LegalHold => Ok(Vec::new()),
             Extension::MultipartChecksum(c) => postcard::to_allocvec(c),
             Extension::PartChecksum(c) => postcard::to_allocvec(c),
+            Extension::Encryption(e) => postcard::to_allocvec(e),
         }
     }
 
@@ -106,6 +115,7 @@ impl Extension {
                 entry.body,
             )?)),
             EXT_PART_CHECKSUM => Some(Extension::PartChecksum(postcard::from_bytes(entry.body)?)),
+            EXT_ENCRYPTION => Some(Extension::Encryption(postcard::from_bytes(entry.body)?)),
             _ => None,
         })
     }
@@ -194,6 +204,9 @@ pub(crate) struct ObjectRecord {
     /// Its version, in an [`Extension`]; `None` in buckets that were never versioned.
     #[serde(skip)]
     pub version: Option<VersionStamp>,
+    /// How its data is encrypted, in an [`Extension`]; `None`: plaintext.
+    #[serde(skip)]
+    pub encryption: Option<Encryption>,
 }
 
 /// Which version of its key an object record (or delete marker) is.
@@ -217,6 +230,7 @@ impl ObjectRecord {
             meta: ObjectMeta::default(),
             data: DataLayout::Parts(Vec::new()),
             version: Some(stamp),
+            encryption: None,
         }
     }
 
@@ -265,12 +279,14 @@ impl Record for ObjectRecord {
     fn extensions(&self) -> Vec<Extension> {
         let mut out = tags_extension(&self.meta);
         out.extend(self.version.map(Extension::Version));
+        out.extend(self.encryption.clone().map(Extension::Encryption));
         out
     }
 
     fn apply(&mut self, ext: Extension) {
         match ext {
             Extension::Version(v) => self.version = Some(v),
+            Extension::Encryption(e) => self.encryption = Some(e),
             ext => apply_to_meta(&mut self.meta, ext),
         }
     }
@@ -317,7 +333,8 @@ fn apply_to_meta(meta: &mut ObjectMeta, ext: Extension) {
         }
         Extension::LegalHold => meta.legal_hold = true,
         Extension::MultipartChecksum(c) => meta.multipart_checksum = Some(c),
-        Extension::PartChecksum(_) => {}
+        // Only object records and parts carry these.
+        Extension::PartChecksum(_) | Extension::Encryption(_) => {}
     }
 }
 
@@ -459,6 +476,7 @@ mod tests {
                 PartLoc { file: 1, size: 0 },
             ]),
             version: None,
+            encryption: None,
         }
     }
 

@@ -16,6 +16,7 @@ use ferry_core::md5::scheduler::{SchedulerError, StreamId};
 use ferry_core::md5::shared::Md5Lanes;
 use ferry_core::pool::{ALIGN, BufferPool, PooledBuf};
 use ferry_core::s3::S3Result;
+use ferry_core::sse;
 
 use super::ring::{self, Ring};
 use super::{COPY_BUF_SIZE, Inner};
@@ -272,6 +273,60 @@ pub(crate) struct Spool {
     // of the writes (see [`reserve`]).
     hint: u64,
     reserved: u64,
+    // Encrypting: the file holds ciphertext chunks ([`ferry_core::sse`]), `len` counts them.
+    crypt: Option<Box<Crypt>>,
+}
+
+/// The encryption stage of a [`Spool`]: plaintext gathers in a buffer laid out as the file
+/// (chunks of [`sse::PLAIN_CHUNK`] bytes, each followed by room for its tag); a full buffer is
+/// sealed and written once more plaintext shows it does not hold the last chunk.
+struct Crypt {
+    cipher: ferry_core::sse::ObjectCipher,
+    /// The buffer being filled, and its plaintext bytes.
+    out: Option<PooledBuf<'static>>,
+    plain_in_out: usize,
+    /// Index of the first chunk in `out`.
+    first_chunk: u64,
+    /// Plaintext bytes taken so far.
+    plain_len: u64,
+}
+
+/// Plaintext bytes one [`COPY_BUF_SIZE`] buffer of chunks holds.
+const CRYPT_BUF_PLAIN: usize = COPY_BUF_SIZE / sse::DISK_CHUNK * sse::PLAIN_CHUNK;
+
+impl Crypt {
+    /// Where plaintext byte `at` of the buffer goes: its chunk's slot, then its offset there.
+    fn slot(at: usize) -> usize {
+        at / sse::PLAIN_CHUNK * sse::DISK_CHUNK + at % sse::PLAIN_CHUNK
+    }
+
+    /// Seal the chunks in `out` (the last of them as the object's last chunk if `last`);
+    /// the buffer and its length on disk, or `None` if there is nothing to write.
+    fn seal(&mut self, last: bool) -> io::Result<Option<(PooledBuf<'static>, usize)>> {
+        let plain = std::mem::take(&mut self.plain_in_out);
+        let mut buf = match self.out.take() {
+            Some(b) => b,
+            // An empty object is one empty chunk: its tag proves the file was not emptied.
+            None if last && self.first_chunk == 0 => BufferPool::global().get(COPY_BUF_SIZE),
+            None => return Ok(None),
+        };
+        let chunks = plain.div_ceil(sse::PLAIN_CHUNK).max(1);
+        let mut disk = 0;
+        for c in 0..chunks {
+            let n = (plain - c * sse::PLAIN_CHUNK).min(sse::PLAIN_CHUNK);
+            let at = c * sse::DISK_CHUNK;
+            let chunk = buf
+                .get_mut(at..at + n + sse::TAG_LEN)
+                .ok_or_else(|| io::Error::other("encryption buffer too small"))?;
+            let index = self.first_chunk + c as u64;
+            self.cipher
+                .seal(index, last && c + 1 == chunks, chunk)
+                .map_err(io::Error::other)?;
+            disk = at + n + sse::TAG_LEN;
+        }
+        self.first_chunk += chunks as u64;
+        Ok(Some((buf, disk)))
+    }
 }
 
 impl std::fmt::Debug for Spool {
@@ -302,7 +357,22 @@ impl Spool {
             direct,
             hint: 0,
             reserved: 0,
+            crypt: None,
         })
+    }
+
+    /// Encrypt what is written from now on (nothing may have been written yet) with the data
+    /// key `key`, in [`ferry_core::sse`]'s chunks: the file holds ciphertext, [`len`]
+    /// (Self::len) and the staged size count plaintext, and the MD5 is the plaintext's.
+    pub fn encrypt(&mut self, key: &[u8; 32]) {
+        debug_assert_eq!(self.len(), 0, "encryption starts with the file");
+        self.crypt = Some(Box::new(Crypt {
+            cipher: ferry_core::sse::ObjectCipher::new(key),
+            out: None,
+            plain_in_out: 0,
+            first_chunk: 0,
+            plain_len: 0,
+        }));
     }
 
     /// Write `data` at the end of the file, which holds `offset` bytes (at that offset: writes
@@ -353,9 +423,13 @@ impl Spool {
         Ok(())
     }
 
-    /// Bytes written so far.
+    /// Bytes written so far (of plaintext, when encrypting).
     pub fn len(&self) -> u64 {
-        self.len + self.filled as u64
+        let written = match &self.crypt {
+            Some(c) => c.plain_len,
+            None => self.len,
+        };
+        written + self.filled as u64
     }
 
     /// MD5 of everything written; no write may follow. A write that fails here (the last
@@ -398,13 +472,59 @@ impl Spool {
         let stream = self.stream()?;
         let buf = Arc::new(buf);
         self.lend(stream, &buf, len)?;
-        let offset = self.len;
-        self.len += len as u64;
         // Hashed even if the write fails, so a digest taken afterwards is still right.
-        let written = self.write_data(offset, buf.get(..len).unwrap_or_default());
+        let written = if self.crypt.is_some() {
+            self.encrypt_and_write(buf.get(..len).unwrap_or_default())
+        } else {
+            let offset = self.len;
+            self.len += len as u64;
+            self.write_data(offset, buf.get(..len).unwrap_or_default())
+        };
         drop(buf);
         self.inner.lanes.wait_hashed(stream).map_err(lanes_err)?;
         written
+    }
+
+    /// Encrypting: copy `plain` into the chunk buffer, sealing and writing each full buffer
+    /// once more plaintext follows it (the last chunk is sealed as such by `finish`).
+    fn encrypt_and_write(&mut self, mut plain: &[u8]) -> io::Result<()> {
+        while !plain.is_empty() {
+            let crypt = self
+                .crypt
+                .as_deref_mut()
+                .ok_or_else(|| io::Error::other("not encrypting"))?;
+            if crypt.plain_in_out == CRYPT_BUF_PLAIN {
+                if let Some((out, n)) = crypt.seal(false)? {
+                    self.write_sealed(out, n)?;
+                }
+                continue;
+            }
+            let crypt = self
+                .crypt
+                .as_deref_mut()
+                .ok_or_else(|| io::Error::other("not encrypting"))?;
+            let out = crypt
+                .out
+                .get_or_insert_with(|| BufferPool::global().get(COPY_BUF_SIZE));
+            // Up to the end of the current chunk's plaintext.
+            let at = crypt.plain_in_out;
+            let n = (sse::PLAIN_CHUNK - at % sse::PLAIN_CHUNK).min(plain.len());
+            let dst = Crypt::slot(at);
+            out.get_mut(dst..dst + n)
+                .ok_or_else(|| io::Error::other("encryption buffer too small"))?
+                .copy_from_slice(&plain[..n]);
+            crypt.plain_in_out += n;
+            crypt.plain_len += n as u64;
+            plain = &plain[n..];
+        }
+        Ok(())
+    }
+
+    /// Write sealed chunks at the end of the file.
+    fn write_sealed(&mut self, out: PooledBuf<'static>, n: usize) -> io::Result<()> {
+        let offset = self.len;
+        self.len += n as u64;
+        self.write_data(offset, out.get(..n).unwrap_or_default())
     }
 
     /// Whether `buf[..len]` can go out through the store's ring ([`start_ring`]
@@ -414,6 +534,7 @@ impl Spool {
     /// ([`write_buf`](Self::write_buf)).
     pub fn ring_ready(&self, buf: &PooledBuf<'static>, len: usize) -> bool {
         self.direct
+            && self.crypt.is_none()
             && self.filled == 0
             && self.stream.is_some()
             && self.file.is_some()
@@ -592,6 +713,12 @@ impl Spool {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
+        let size = self.len();
+        if let Some(crypt) = self.crypt.as_deref_mut()
+            && let Some((out, n)) = crypt.seal(true)?
+        {
+            self.write_sealed(out, n)?;
+        }
         let file = self
             .file
             .take()
@@ -615,7 +742,7 @@ impl Spool {
         Ok(Staged {
             inner: self.inner.clone(),
             id: self.id,
-            size: self.len,
+            size,
             md5,
             keep: false,
         })

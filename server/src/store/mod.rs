@@ -79,6 +79,7 @@ mod meta;
 mod multipart;
 mod object;
 mod ring;
+mod sse;
 mod stats;
 mod types;
 mod version;
@@ -104,6 +105,7 @@ pub use lifecycle::{ScanBatch, ScannedObject, ScannedVersion, VersionScanBatch, 
 pub use meta::{ROOM_TO_RECOVER, Writability};
 pub use multipart::PartWriter;
 pub use object::{ObjectReader, ObjectWriter};
+pub use sse::{CustomerKey, EncryptWith, EncryptionInfo, MasterKey};
 pub use stats::StoreStats;
 pub use types::{
     BucketInfo, BucketsPage, Checksum, CompleteResult, CompletedPart, CopySource, DeleteOutcome,
@@ -190,6 +192,32 @@ pub(crate) struct Inner {
     /// their transaction. While no bucket ever had one, they skip that lookup (see
     /// [`version`]).
     versioned: std::sync::atomic::AtomicBool,
+    /// The SSE-S3 master key, read (or made) on first use from `master_path` (default
+    /// `DIR/sse-master.key`).
+    master: std::sync::OnceLock<MasterKey>,
+    master_path: std::sync::OnceLock<PathBuf>,
+}
+
+impl Inner {
+    /// The SSE-S3 master key, read or made on first use.
+    pub(crate) fn master_key(&self) -> S3Result<&MasterKey> {
+        if let Some(k) = self.master.get() {
+            return Ok(k);
+        }
+        let path = self
+            .master_path
+            .get()
+            .cloned()
+            .unwrap_or_else(|| sse::default_master_key_path(&self.root));
+        let key = MasterKey::load_or_create(&path).map_err(|e| {
+            tracing::error!(path = %path.display(), error = %e, "SSE master key unusable");
+            S3Error::with_message(
+                S3ErrorCode::InternalError,
+                "the SSE-S3 master key is unusable",
+            )
+        })?;
+        Ok(self.master.get_or_init(|| key))
+    }
 }
 
 impl fmt::Debug for Store {
@@ -213,6 +241,20 @@ const LAYOUT_VERSION: u64 = 1;
 /// builds before it would not count (their open-time cleanup would delete the files of old
 /// versions), so they refuse such a store. Set by the first versioned write.
 const VERSIONED_LAYOUT: u64 = 2;
+/// The layout once an object has been written encrypted: its record's encryption extension
+/// is one that builds before it would skip, serving the ciphertext as the object, so they
+/// refuse such a store. It implies [`VERSIONED_LAYOUT`]. Set by the first encrypted write.
+const ENCRYPTED_LAYOUT: u64 = 3;
+
+/// Raise the store's layout to `to` in `txn` (never lower it).
+pub(crate) fn raise_layout(txn: &WriteTransaction, to: u64) -> S3Result<()> {
+    let mut meta = txn.open_table(META).map_err(db_err)?;
+    let layout = meta.get("layout").map_err(db_err)?.map(|v| v.value());
+    if layout.is_none_or(|v| v < to) {
+        meta.insert("layout", to).map_err(db_err)?;
+    }
+    Ok(())
+}
 
 /// Store-wide settings (`"layout"` → [`LAYOUT_VERSION`]).
 const META: TableDefinition<'_, &str, u64> = TableDefinition::new("meta");
@@ -298,7 +340,9 @@ impl Store {
                 ring: open_ring(&config),
                 direct_ok: std::sync::atomic::AtomicBool::new(config.direct_io),
                 settings: bucket::SettingsCache::default(),
-                versioned: std::sync::atomic::AtomicBool::new(layout == VERSIONED_LAYOUT),
+                versioned: std::sync::atomic::AtomicBool::new(layout >= VERSIONED_LAYOUT),
+                master: std::sync::OnceLock::new(),
+                master_path: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -317,6 +361,12 @@ impl Store {
     /// The directory this store lives in.
     pub fn dir(&self) -> &Path {
         &self.inner.root
+    }
+
+    /// Read (or make) the SSE-S3 master key in `path` instead of `DIR/sse-master.key`; only
+    /// before the key's first use. Whether it was set.
+    pub fn use_master_key_file(&self, path: PathBuf) -> bool {
+        self.inner.master_path.set(path).is_ok()
     }
 
     /// What the cleanup at open removed.
@@ -391,11 +441,11 @@ fn init_tables(db: &Database) -> io::Result<u64> {
                     .map_err(io::Error::other)?;
                 LAYOUT_VERSION
             }
-            Some(v @ (LAYOUT_VERSION | VERSIONED_LAYOUT)) => v,
+            Some(v @ (LAYOUT_VERSION | VERSIONED_LAYOUT | ENCRYPTED_LAYOUT)) => v,
             Some(v) => {
                 return Err(io::Error::other(format!(
-                    "store layout {v} is not supported (this build reads {LAYOUT_VERSION} and \
-                     {VERSIONED_LAYOUT})"
+                    "store layout {v} is not supported (this build reads {LAYOUT_VERSION} to \
+                     {ENCRYPTED_LAYOUT})"
                 )));
             }
         };

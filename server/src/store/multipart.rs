@@ -549,6 +549,7 @@ impl Store {
                 meta,
                 data: DataLayout::Parts(locs),
                 version: None,
+                encryption: None,
             };
             let bytes = codec::encode(&rec)?;
             let replaced = put_record(&store, txn, bucket, key, &rec, &bytes, conditions)?;

@@ -14,14 +14,15 @@ use redb::{ReadableTable as _, WriteTransaction};
 use super::codec::{self, DataLayout, ObjectRecord, stored_etag};
 use super::fence::check_unfenced;
 use super::files::{self, FileId, PinGuard, Pins, Spool};
+use super::sse::{self, CustomerKey, EncryptWith};
 use super::types::{
     CopySource, DeleteOutcome, MetadataDirective, ObjectInfo, ObjectMeta, PutResult, ReadRange,
     RequestOwned, WriteConditions,
 };
 use super::version::{find_version, make_room, stamp_id, versioning_in};
 use super::{
-    BUCKETS, OBJECTS, Store, VERSIONS, VersionId, bucket_exists, check_bucket_name, check_key,
-    db_err, io_err, now, object_key,
+    BUCKETS, ENCRYPTED_LAYOUT, OBJECTS, Store, VERSIONS, VersionId, bucket_exists,
+    check_bucket_name, check_key, db_err, io_err, now, object_key, raise_layout,
 };
 
 /// A PUT in progress: bytes stream into a temp file (hashed as they go, in the store's MD5
@@ -33,6 +34,8 @@ pub struct ObjectWriter {
     bucket: String,
     key: String,
     spool: Spool,
+    /// Encrypting: what the record keeps, and the data key (for an SSE-C ETag).
+    encryption: Option<(sse::Encryption, [u8; 32])>,
 }
 
 impl ObjectWriter {
@@ -91,15 +94,21 @@ impl ObjectWriter {
             bucket,
             key,
             spool,
+            encryption,
         } = self;
         let staged = spool.finish().map_err(|e| store.inner.io_failed(e))?;
+        let digest = match &encryption {
+            Some((enc, data_key)) => sse::etag_digest(enc, data_key, &staged.md5),
+            None => staged.md5,
+        };
         let rec = ObjectRecord {
             size: staged.size,
-            etag: ETag::single(&staged.md5).as_str().to_owned(),
+            etag: ETag::single(&digest).as_str().to_owned(),
             last_modified: now(),
             meta,
             data: DataLayout::Single(staged.id),
             version: None,
+            encryption: encryption.map(|(enc, _)| enc),
         };
         store.commit_object(bucket, key, Some(staged), rec, conditions)
     }
@@ -131,10 +140,34 @@ pub struct ObjectReader {
     offset: u64,
     remaining: u64,
     file: Option<File>,
+    /// Decrypting: the data is ciphertext chunks ([`ferry_core::sse`]).
+    crypt: Option<Box<ReadCrypt>>,
+}
+
+/// An encrypted object's cipher and the chunk last decrypted.
+struct ReadCrypt {
+    cipher: ferry_core::sse::ObjectCipher,
+    chunk: Vec<u8>,
+    /// Which chunk `chunk` holds, and its plaintext bytes.
+    index: Option<u64>,
+    plain: usize,
+}
+
+impl std::fmt::Debug for ReadCrypt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadCrypt")
+            .field("index", &self.index)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ObjectReader {
-    fn new(info: ObjectInfo, pins: PinGuard, range: Option<(u64, u64)>) -> S3Result<Self> {
+    fn new(
+        info: ObjectInfo,
+        pins: PinGuard,
+        range: Option<(u64, u64)>,
+        data_key: Option<[u8; 32]>,
+    ) -> S3Result<Self> {
         let (start, len) = match range {
             Some((first, last)) => (first, last - first + 1),
             None => (0, info.size),
@@ -147,7 +180,22 @@ impl ObjectReader {
             offset: start,
             remaining: len,
             file: None,
+            crypt: None,
         };
+        if let Some(key) = data_key {
+            if !r.info.part_sizes.is_empty() {
+                return Err(S3Error::with_message(
+                    S3ErrorCode::InternalError,
+                    "encrypted multipart objects are not supported",
+                ));
+            }
+            r.crypt = Some(Box::new(ReadCrypt {
+                cipher: ferry_core::sse::ObjectCipher::new(&key),
+                chunk: vec![0; ferry_core::sse::DISK_CHUNK],
+                index: None,
+                plain: 0,
+            }));
+        }
         // Find the file holding `start` (zero-size parts are skipped on the way).
         while r.idx < r.pins.ids.len() && r.offset >= r.file_size(r.idx) {
             r.offset -= r.file_size(r.idx);
@@ -206,6 +254,10 @@ impl ObjectReader {
     /// next file is not open yet ([`ObjectReader::open_next`]). Call
     /// [`ObjectReader::advance`] with what was sent.
     pub fn segment(&self) -> Option<(&File, u64, u64)> {
+        if self.crypt.is_some() {
+            // Ciphertext is not what the client reads.
+            return None;
+        }
         let in_file = self.file_size(self.idx).saturating_sub(self.offset);
         let len = in_file.min(self.remaining);
         let file = self.file.as_ref().filter(|_| len > 0)?;
@@ -244,6 +296,58 @@ impl ObjectReader {
         self.remaining
     }
 
+    /// Whether the data is decrypted on the way (no `sendfile(2)` then).
+    pub fn is_encrypted(&self) -> bool {
+        self.crypt.is_some()
+    }
+
+    /// Read from an encrypted object: decrypt the chunk holding `offset` (unless it is the one
+    /// decrypted last) and copy from it. A chunk that fails authentication (the file was
+    /// altered, truncated or swapped) is an error, never bytes.
+    fn read_decrypted(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        use ferry_core::sse::{PLAIN_CHUNK, TAG_LEN, chunk_offset, chunk_plain_len, chunks};
+        let size = self.file_size(self.idx);
+        let index = self.offset / PLAIN_CHUNK as u64;
+        let within = (self.offset % PLAIN_CHUNK as u64) as usize;
+        if self.crypt.as_ref().is_some_and(|c| c.index != Some(index)) {
+            let n = chunk_plain_len(size, index) + TAG_LEN;
+            self.open_current()?;
+            let (Some(file), Some(crypt)) = (self.file.as_ref(), self.crypt.as_deref_mut()) else {
+                return Err(io::Error::other("not encrypted"));
+            };
+            crypt.index = None;
+            let chunk = crypt
+                .chunk
+                .get_mut(..n)
+                .ok_or_else(|| io::Error::other("chunk larger than its buffer"))?;
+            file.read_exact_at(chunk, chunk_offset(index))?;
+            let last = index + 1 == chunks(size);
+            crypt.plain = crypt.cipher.open(index, last, chunk).map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "an encrypted chunk failed authentication",
+                )
+            })?;
+            crypt.index = Some(index);
+        }
+        let crypt = self
+            .crypt
+            .as_deref()
+            .ok_or_else(|| io::Error::other("not encrypted"))?;
+        let avail = crypt.plain.saturating_sub(within);
+        let want = (buf.len() as u64).min(avail as u64).min(self.remaining) as usize;
+        if want == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "encrypted data shorter than its metadata",
+            ));
+        }
+        buf[..want].copy_from_slice(&crypt.chunk[within..within + want]);
+        self.offset += want as u64;
+        self.remaining -= want as u64;
+        Ok(want)
+    }
+
     /// Close the data file and unpin the object's files without touching the file system
     /// beyond `close(2)`; files this reader was the last to pin come back for a blocking thread
     /// to delete ([`files::Unpinned::remove`]). Dropping the reader does both at once.
@@ -258,6 +362,9 @@ impl Read for ObjectReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if self.remaining == 0 || buf.is_empty() {
             return Ok(0);
+        }
+        if self.crypt.is_some() {
+            return self.read_decrypted(buf);
         }
         loop {
             let left_in_file = self.file_size(self.idx).saturating_sub(self.offset);
@@ -302,6 +409,7 @@ pub(crate) fn info_of(rec: ObjectRecord) -> S3Result<(ObjectInfo, Vec<FileId>)> 
         meta: rec.meta,
         part_sizes,
         version_id,
+        encryption: rec.encryption.as_ref().map(sse::Encryption::info),
     };
     Ok((info, files))
 }
@@ -334,6 +442,9 @@ pub(crate) fn put_record(
         return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
     }
     check_unfenced(txn, bucket)?;
+    if rec.encryption.is_some() {
+        raise_layout(txn, ENCRYPTED_LAYOUT)?;
+    }
     let state = versioning_in(store, txn, bucket)?;
     let k = object_key(bucket, key)?;
     let mut objects = txn.open_table(OBJECTS).map_err(db_err)?;
@@ -402,7 +513,23 @@ impl Store {
             bucket: bucket.to_owned(),
             key: key.to_owned(),
             spool: Spool::create(&self.inner).map_err(|e| self.inner.io_failed(e))?,
+            encryption: None,
         })
+    }
+
+    /// A PUT whose data is encrypted as `with` says ([`sse`]): the file holds ciphertext, the
+    /// record how to get the data key back.
+    pub fn object_writer_encrypted(
+        &self,
+        bucket: &str,
+        key: &str,
+        with: &EncryptWith,
+    ) -> S3Result<ObjectWriter> {
+        let mut w = self.object_writer(bucket, key)?;
+        let (enc, data_key) = sse::Encryption::new(with, || self.inner.master_key())?;
+        w.spool.encrypt(&data_key);
+        w.encryption = Some((enc, data_key));
+        Ok(w)
     }
 
     /// Commit `rec` (whose data file is `staged`, if new) in the next group commit and retire
@@ -528,11 +655,54 @@ impl Store {
         version: Option<VersionId>,
         range: ReadRange,
     ) -> S3Result<ObjectReader> {
+        self.get_object_keyed(bucket, key, version, range, None)
+    }
+
+    /// [`Store::get_object_version`] with the SSE-C key the request came with (if any): an
+    /// encrypted object's data is decrypted on the way; errors as [`Store::data_key`].
+    pub fn get_object_keyed(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionId>,
+        range: ReadRange,
+        customer: Option<&CustomerKey>,
+    ) -> S3Result<ObjectReader> {
         let (rec, pins) = self.object_record(bucket, key, version, true)?;
         let pins = pins.ok_or_else(|| S3Error::new(S3ErrorCode::InternalError))?;
+        let data_key = self.data_key(&rec, customer)?;
         let (info, _) = info_of(rec)?;
         let range = range.resolve(&info)?;
-        ObjectReader::new(info, pins, range)
+        ObjectReader::new(info, pins, range, data_key)
+    }
+
+    /// [`Store::head_object_version`] with the SSE-C key the request came with (if any),
+    /// checked as a GET checks it.
+    pub fn head_object_keyed(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionId>,
+        customer: Option<&CustomerKey>,
+    ) -> S3Result<ObjectInfo> {
+        let (rec, _) = self.object_record(bucket, key, version, false)?;
+        self.data_key(&rec, customer)?;
+        Ok(info_of(rec)?.0)
+    }
+
+    /// The data key of `rec`'s data (`None`: plaintext), given the SSE-C key a request came
+    /// with: `400 InvalidRequest` for an SSE-C object read without its key, or a key for an
+    /// object that is not SSE-C; `403 AccessDenied` for a wrong key.
+    fn data_key(
+        &self,
+        rec: &ObjectRecord,
+        customer: Option<&CustomerKey>,
+    ) -> S3Result<Option<[u8; 32]>> {
+        match (&rec.encryption, customer) {
+            (None, None) => Ok(None),
+            (None, Some(_)) => Err(sse::not_sse_c()),
+            (Some(enc), customer) => enc.data_key(customer, || self.inner.master_key()).map(Some),
+        }
     }
 
     /// DELETE: remove `bucket`/`key` if it exists (deleting a missing key succeeds, as in S3);
@@ -739,6 +909,9 @@ impl Store {
                 _ => e,
             })?;
         let pins = pins.ok_or_else(|| S3Error::new(S3ErrorCode::InternalError))?;
+        // An SSE-C source needs its key (`x-amz-copy-source-server-side-encryption-customer-*`),
+        // which copies do not take yet: refused as a read without its key is.
+        let data_key = self.data_key(&rec, None)?;
         let (info, _) = info_of(rec)?;
         check_source(&info)?;
         let range = match src.range {
@@ -755,6 +928,6 @@ impl Store {
                 ));
             }
         };
-        ObjectReader::new(info, pins, range)
+        ObjectReader::new(info, pins, range, data_key)
     }
 }

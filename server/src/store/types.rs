@@ -188,6 +188,8 @@ pub struct ObjectInfo {
     pub part_sizes: Vec<u64>,
     /// Its version id, in a bucket that has a versioning state (or when asked for by id).
     pub version_id: Option<VersionId>,
+    /// How its data is encrypted at rest (`None`: plaintext).
+    pub encryption: Option<super::EncryptionInfo>,
 }
 
 impl ObjectInfo {
@@ -470,6 +472,7 @@ mod tests {
             meta: ObjectMeta::default(),
             part_sizes: part_sizes.to_vec(),
             version_id: None,
+            encryption: None,
         }
     }
 

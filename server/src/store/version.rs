@@ -37,7 +37,7 @@ use super::types::{DeleteOutcome, VersionEntry, VersionsPage, VersionsQuery};
 use super::{
     BUCKET_SETTINGS, BUCKETS, BucketSetting, MAX_LIST, META, OBJECTS, Store, VERSIONED_LAYOUT,
     VERSIONS, VersionId, Versioning, bucket_exists, bucket_prefix, check_bucket_name, check_key,
-    db_err, now, object_key, require_bucket,
+    db_err, now, object_key, raise_layout, require_bucket,
 };
 
 /// The `META` entry holding the last version sequence number given out.
@@ -85,23 +85,19 @@ fn now_micros() -> u64 {
 fn next_seq(txn: &WriteTransaction, floor: u64) -> S3Result<u64> {
     let mut meta = txn.open_table(META).map_err(db_err)?;
     let last = meta.get(SEQ_KEY).map_err(db_err)?.map_or(0, |v| v.value());
-    let layout = meta.get("layout").map_err(db_err)?.map(|v| v.value());
     let seq = now_micros()
         .max(last.saturating_add(1))
         .max(floor.saturating_add(1));
     meta.insert(SEQ_KEY, seq).map_err(db_err)?;
-    if layout != Some(VERSIONED_LAYOUT) {
-        meta.insert("layout", VERSIONED_LAYOUT).map_err(db_err)?;
-    }
+    drop(meta);
+    raise_layout(txn, VERSIONED_LAYOUT)?;
     Ok(seq)
 }
 
 /// Mark the store as holding versions ([`VERSIONED_LAYOUT`]) in `txn`: a bucket made with
 /// versioning on (object lock) before any version was written.
 pub(crate) fn mark_versioned(txn: &WriteTransaction) -> S3Result<()> {
-    let mut meta = txn.open_table(META).map_err(db_err)?;
-    meta.insert("layout", VERSIONED_LAYOUT).map_err(db_err)?;
-    Ok(())
+    raise_layout(txn, VERSIONED_LAYOUT)
 }
 
 /// The range of `k`'s entries in `VERSIONS`.
@@ -388,9 +384,7 @@ impl Store {
                     state.as_str().as_bytes(),
                 )
                 .map_err(db_err)?;
-            let mut meta = txn.open_table(META).map_err(db_err)?;
-            meta.insert("layout", VERSIONED_LAYOUT).map_err(db_err)?;
-            Ok(())
+            raise_layout(txn, VERSIONED_LAYOUT)
         })?;
         self.inner.settings.invalidate(bucket);
         Ok(())

@@ -94,6 +94,8 @@ pub struct Options {
     /// The lifecycle worker's interval and day length in seconds (every node's); `None`: the
     /// node's defaults (a pass at start, then hourly; real days).
     pub lifecycle: Option<(Duration, u64)>,
+    /// Nodes take SSE-C keys over plain HTTP (the test clients speak plain HTTP).
+    pub sse_c_over_http: bool,
 }
 
 /// [`Options::default`], for `..DEFAULT_OPTIONS` in constants.
@@ -105,6 +107,7 @@ pub const DEFAULT_OPTIONS: Options = Options {
     sigv2: true,
     domains: &[],
     lifecycle: None,
+    sse_c_over_http: false,
 };
 
 impl Default for Options {
@@ -139,6 +142,7 @@ impl Server {
                 cfg.lifecycle_interval = interval;
                 cfg.lifecycle_day_secs = day_secs;
             }
+            cfg.allow_sse_c_over_http = options.sse_c_over_http;
             return Self::Cluster(start_cluster(cfg).expect("start cluster"));
         }
         let mut cfg = node_config(dir, target.runtime);
@@ -152,6 +156,7 @@ impl Server {
             cfg.lifecycle_interval = interval;
             cfg.lifecycle_day_secs = day_secs;
         }
+        cfg.allow_sse_c_over_http = options.sse_c_over_http;
         // Many tests run at once on few cores: two workers each is plenty.
         cfg.threads = 2;
         Self::Node(start_node(cfg).expect("start node"))
@@ -258,6 +263,11 @@ impl TestNode {
                 .credentials_provider(creds)
                 .build(),
         )
+    }
+
+    /// The directory the node (or every node of the proxy, each below it) stores in.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
     }
 
     /// `http://127.0.0.1:PORT`.

@@ -1,0 +1,73 @@
+//! Server-side encryption on the node: what a request asks for, and what responses say.
+//!
+//! PutObject takes SSE-S3 (`x-amz-server-side-encryption: AES256`) and SSE-C
+//! (`x-amz-server-side-encryption-customer-*`); GetObject and HeadObject take the SSE-C key
+//! of an SSE-C object. The store does the encryption ([`crate::store::EncryptWith`]); the
+//! headers are parsed and checked by [`ferry_core::s3::sse`]. Everything else about
+//! encryption (SSE-KMS, copies, multipart uploads, bucket default encryption) is refused with
+//! `501 NotImplemented` before it gets here (`ferry_core::s3::request`).
+
+use base64::Engine as _;
+use ferry_core::rt::Runtime;
+use ferry_core::s3::sse::{self as wire, Sse};
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+
+use super::context::Cx;
+use crate::front::Headers;
+use crate::store::{CustomerKey, EncryptWith, EncryptionInfo};
+
+/// The SSE-C key of a request, if it has one: over TLS only (AWS refuses SSE-C over plain
+/// HTTP), unless the node allows it for tests.
+fn customer_key<R: Runtime>(cx: &Cx<'_, R>, key: &wire::CustomerKey) -> S3Result<CustomerKey> {
+    if !cx.client.secure && !cx.node.sse_c_over_http {
+        return Err(S3Error::with_message(
+            S3ErrorCode::InvalidRequest,
+            "Requests specifying Server Side Encryption with Customer provided keys must be \
+             made over a secure connection.",
+        ));
+    }
+    Ok(CustomerKey {
+        key: *key.key(),
+        key_md5: *key.key_md5(),
+    })
+}
+
+/// The encryption a PutObject asks for (`None`: plaintext).
+pub(crate) fn write_encryption<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<Option<EncryptWith>> {
+    let req = wire::parse_request(cx.headers)?;
+    if let Some(key) = &req.customer {
+        return Ok(Some(EncryptWith::SseC(customer_key(cx, key)?)));
+    }
+    match req.sse {
+        None => Ok(None),
+        Some(Sse::Aes256) => Ok(Some(EncryptWith::SseS3)),
+        Some(Sse::AwsKms | Sse::AwsKmsDsse) => Err(S3Error::with_message(
+            S3ErrorCode::NotImplemented,
+            "SSE-KMS is not implemented",
+        )),
+    }
+}
+
+/// The SSE-C key a GetObject or HeadObject came with.
+pub(crate) fn read_key<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<Option<CustomerKey>> {
+    let req = wire::parse_request(cx.headers)?;
+    req.customer
+        .as_ref()
+        .map(|k| customer_key(cx, k))
+        .transpose()
+}
+
+/// The response headers that say how an object is encrypted (none for plaintext).
+pub(crate) fn push_encryption(h: &mut Headers, info: Option<&EncryptionInfo>) {
+    match info {
+        None => {}
+        Some(EncryptionInfo::SseS3) => h.push(wire::SSE, Sse::Aes256.as_str()),
+        Some(EncryptionInfo::SseC { key_md5 }) => {
+            h.push(wire::CUSTOMER_ALGORITHM, "AES256");
+            h.push(
+                wire::CUSTOMER_KEY_MD5,
+                base64::engine::general_purpose::STANDARD.encode(key_md5),
+            );
+        }
+    }
+}

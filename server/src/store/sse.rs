@@ -1,0 +1,343 @@
+//! Server-side encryption of object data: which key an object is encrypted with, and the
+//! node's master key.
+//!
+//! The format of the data (AES-256-GCM in chunks, each chunk's index and whether it is the
+//! last in its nonce) is [`ferry_core::sse`]'s; this module decides the key:
+//!
+//! - **SSE-S3**: a random data key per object, wrapped (AES-256-GCM) under the store's master
+//!   key and kept in the object's record with the master key's id.
+//! - **SSE-C**: the customer's key is never stored. The data key is derived from it and a
+//!   random per-object seed; the record keeps a salted check value (HMAC-SHA256 of the key)
+//!   to tell a wrong key (`403`) from the right one, and the key's MD5 to echo.
+//!
+//! Every encrypted object has its own data key, so the chunk nonces (chunk index and last
+//! flag) never repeat under one key, and a chunk moved from another object fails to decrypt.
+
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use ferry_core::md5::Md5Digest;
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+use ferry_core::sse as format;
+use serde::{Deserialize, Serialize};
+
+/// How a write asks for its data to be encrypted.
+pub enum EncryptWith {
+    /// SSE-S3 (`x-amz-server-side-encryption: AES256`): a data key wrapped by the master key.
+    SseS3,
+    /// SSE-C: the customer's 256-bit key and its MD5 (checked by the caller).
+    SseC(CustomerKey),
+}
+
+impl EncryptWith {
+    /// How responses will describe the object.
+    pub fn info(&self) -> EncryptionInfo {
+        match self {
+            Self::SseS3 => EncryptionInfo::SseS3,
+            Self::SseC(c) => EncryptionInfo::SseC { key_md5: c.key_md5 },
+        }
+    }
+}
+
+impl std::fmt::Debug for EncryptWith {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::SseS3 => f.write_str("SseS3"),
+            Self::SseC(k) => f.debug_tuple("SseC").field(k).finish(),
+        }
+    }
+}
+
+/// An SSE-C key as the store takes it (never stored, never printed).
+#[derive(Clone)]
+pub struct CustomerKey {
+    /// The key.
+    pub key: [u8; 32],
+    /// Its MD5 (what responses echo).
+    pub key_md5: Md5Digest,
+}
+
+impl std::fmt::Debug for CustomerKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CustomerKey")
+            .field("key_md5", &self.key_md5)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a stored object is encrypted, as responses describe it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EncryptionInfo {
+    /// SSE-S3 (`AES256`).
+    SseS3,
+    /// SSE-C, with the MD5 of the key it was written with.
+    SseC {
+        /// The key's MD5.
+        key_md5: Md5Digest,
+    },
+}
+
+/// What an encrypted object's record keeps (an extension of the record).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Encryption {
+    /// The per-object random value the data key is derived from (SSE-C) or bound to.
+    pub seed: [u8; 32],
+    pub mode: Mode,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Mode {
+    /// The data key, wrapped under the master key `key_id`.
+    SseS3 { key_id: String, wrapped: Vec<u8> },
+    /// The key's check value under `salt`, and its MD5.
+    SseC {
+        salt: [u8; 32],
+        check: [u8; 32],
+        key_md5: Md5Digest,
+    },
+}
+
+impl Encryption {
+    /// A new object's encryption and its data key.
+    pub fn new<'m>(
+        with: &EncryptWith,
+        master: impl FnOnce() -> S3Result<&'m MasterKey>,
+    ) -> S3Result<(Self, [u8; 32])> {
+        let seed = format::random_key().map_err(sse_err)?;
+        match with {
+            EncryptWith::SseS3 => {
+                let master = master()?;
+                let key = format::random_key().map_err(sse_err)?;
+                let wrapped = format::wrap_key(&master.key, &wrap_aad(&master.id, &seed), &key)
+                    .map_err(sse_err)?;
+                let mode = Mode::SseS3 {
+                    key_id: master.id.clone(),
+                    wrapped,
+                };
+                Ok((Self { seed, mode }, key))
+            }
+            EncryptWith::SseC(c) => {
+                let salt = format::random_key().map_err(sse_err)?;
+                let mode = Mode::SseC {
+                    salt,
+                    check: format::customer_key_check(&c.key, &salt),
+                    key_md5: c.key_md5,
+                };
+                let key = format::customer_object_key(&c.key, &seed);
+                Ok((Self { seed, mode }, key))
+            }
+        }
+    }
+
+    /// How responses describe it.
+    pub fn info(&self) -> EncryptionInfo {
+        match &self.mode {
+            Mode::SseS3 { .. } => EncryptionInfo::SseS3,
+            Mode::SseC { key_md5, .. } => EncryptionInfo::SseC { key_md5: *key_md5 },
+        }
+    }
+
+    /// The data key, given the SSE-C key a read came with (if any): `400 InvalidRequest`
+    /// when an SSE-C object is read without its key or another object with one, `403
+    /// AccessDenied` for a wrong key.
+    pub fn data_key<'m>(
+        &self,
+        given: Option<&CustomerKey>,
+        master: impl FnOnce() -> S3Result<&'m MasterKey>,
+    ) -> S3Result<[u8; 32]> {
+        match (&self.mode, given) {
+            (Mode::SseC { .. }, None) => Err(S3Error::with_message(
+                S3ErrorCode::InvalidRequest,
+                "The object was stored using a form of Server Side Encryption. The correct \
+                 parameters must be provided to retrieve the object.",
+            )),
+            (Mode::SseC { salt, check, .. }, Some(c)) => {
+                if format::check_matches(&format::customer_key_check(&c.key, salt), check) {
+                    Ok(format::customer_object_key(&c.key, &self.seed))
+                } else {
+                    Err(S3Error::with_message(
+                        S3ErrorCode::AccessDenied,
+                        "The SSE-C key does not match the key the object was stored with.",
+                    ))
+                }
+            }
+            (Mode::SseS3 { .. }, Some(_)) => Err(not_sse_c()),
+            (Mode::SseS3 { key_id, wrapped }, None) => {
+                let master = master()?;
+                if *key_id != master.id {
+                    return Err(S3Error::with_message(
+                        S3ErrorCode::InternalError,
+                        "the object's data key is wrapped by another master key",
+                    ));
+                }
+                format::unwrap_key(&master.key, &wrap_aad(key_id, &self.seed), wrapped)
+                    .map_err(sse_err)
+            }
+        }
+    }
+}
+
+/// The error of an SSE-C key given for an object that is not SSE-C.
+pub(crate) fn not_sse_c() -> S3Error {
+    S3Error::with_message(
+        S3ErrorCode::InvalidRequest,
+        "The encryption parameters are not applicable to this object.",
+    )
+}
+
+/// What a wrapped data key is bound to: the master key's id and the object's seed, so a
+/// wrapped key cannot be moved to another object's record.
+fn wrap_aad(key_id: &str, seed: &[u8; 32]) -> Vec<u8> {
+    let mut aad = key_id.as_bytes().to_vec();
+    aad.push(0);
+    aad.extend_from_slice(seed);
+    aad
+}
+
+fn sse_err(e: format::SseError) -> S3Error {
+    S3Error::with_message(S3ErrorCode::InternalError, format!("encryption: {e}"))
+}
+
+/// The ETag of an encrypted object: SSE-S3 keeps the MD5 of the plaintext (as AWS does, so
+/// clients comparing it with their own MD5 keep working); SSE-C's is derived from it under
+/// the data key, so it reveals nothing about the plaintext (AWS: "not an MD5 digest").
+pub(crate) fn etag_digest(enc: &Encryption, data_key: &[u8; 32], md5: &Md5Digest) -> Md5Digest {
+    match enc.mode {
+        Mode::SseS3 { .. } => *md5,
+        Mode::SseC { .. } => format::opaque_etag_digest(data_key, md5),
+    }
+}
+
+/// The store's master key for SSE-S3: 32 random bytes in a file of mode 0600, made on first
+/// use; its id (the hex of the first 8 bytes of its SHA-256) is kept with every key it wraps.
+pub struct MasterKey {
+    pub(crate) id: String,
+    key: [u8; 32],
+}
+
+impl std::fmt::Debug for MasterKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MasterKey")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The default master key file, in the store's directory.
+pub(crate) fn default_master_key_path(root: &Path) -> PathBuf {
+    root.join("sse-master.key")
+}
+
+impl MasterKey {
+    /// Read the key in `path` (64 hex digits), or make one there (mode 0600, synced) if the
+    /// file does not exist.
+    pub fn load_or_create(path: &Path) -> io::Result<Self> {
+        match fs::read_to_string(path) {
+            Ok(text) => Self::parse(text.trim()).ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{}: not a 256-bit key in hex", path.display()),
+                )
+            }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let key = format::random_key().map_err(io::Error::other)?;
+                let mut f = fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(path)?;
+                let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+                f.write_all(hex.as_bytes())?;
+                f.write_all(b"\n")?;
+                f.sync_all()?;
+                if let Some(dir) = path.parent() {
+                    super::files::sync_dir(dir)?;
+                }
+                Ok(Self::from_key(key))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn parse(hex: &str) -> Option<Self> {
+        if hex.len() != 64 {
+            return None;
+        }
+        let mut key = [0u8; 32];
+        for (i, b) in key.iter_mut().enumerate() {
+            *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+        }
+        Some(Self::from_key(key))
+    }
+
+    fn from_key(key: [u8; 32]) -> Self {
+        use sha2::Digest;
+        let h = sha2::Sha256::digest(key);
+        let id = h.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        Self { id, key }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    #[test]
+    fn the_master_key_is_made_once_private_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k");
+        let made = MasterKey::load_or_create(&path).unwrap();
+        let mode = fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let again = MasterKey::load_or_create(&path).unwrap();
+        assert_eq!((made.id.clone(), made.key), (again.id.clone(), again.key));
+        assert_eq!(made.id.len(), 16);
+        assert!(!format!("{made:?}").contains(&format!("{:02x}", made.key[0]).repeat(2)));
+        fs::write(&path, "not a key").unwrap();
+        assert!(MasterKey::load_or_create(&path).is_err());
+    }
+
+    #[test]
+    fn data_keys_come_back_only_with_the_right_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let master = MasterKey::load_or_create(&dir.path().join("k")).unwrap();
+        let other = MasterKey::load_or_create(&dir.path().join("other")).unwrap();
+        let m = || Ok(&master);
+        let (enc, key) = Encryption::new(&EncryptWith::SseS3, m).unwrap();
+        assert_eq!(enc.data_key(None, m).unwrap(), key);
+        assert_eq!(
+            enc.data_key(None, || Ok(&other)).unwrap_err().code,
+            S3ErrorCode::InternalError
+        );
+        let c = CustomerKey {
+            key: [3; 32],
+            key_md5: ferry_core::md5::md5(&[3; 32]),
+        };
+        assert_eq!(
+            enc.data_key(Some(&c), m).unwrap_err().code,
+            S3ErrorCode::InvalidRequest
+        );
+        let (enc_c, key_c) = Encryption::new(&EncryptWith::SseC(c.clone()), m).unwrap();
+        assert_eq!(enc_c.data_key(Some(&c), m).unwrap(), key_c);
+        assert_eq!(
+            enc_c.data_key(None, m).unwrap_err().code,
+            S3ErrorCode::InvalidRequest
+        );
+        let wrong = CustomerKey {
+            key: [4; 32],
+            key_md5: ferry_core::md5::md5(&[4; 32]),
+        };
+        assert_eq!(
+            enc_c.data_key(Some(&wrong), m).unwrap_err().code,
+            S3ErrorCode::AccessDenied
+        );
+        // Two objects under one customer key get different data keys.
+        let (_, key_c2) = Encryption::new(&EncryptWith::SseC(c.clone()), m).unwrap();
+        assert_ne!(key_c, key_c2);
+        assert_eq!(enc_c.info(), EncryptionInfo::SseC { key_md5: c.key_md5 });
+    }
+}
