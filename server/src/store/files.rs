@@ -227,7 +227,8 @@ fn reserve(file: &File, hint: &mut u64, reserved: &mut u64, end: u64) -> io::Res
 #[derive(Debug)]
 pub(crate) struct RingWrite {
     inner: Arc<Inner>,
-    completion: ring::Completion,
+    /// `None`: nothing was submitted (an encrypting spool whose chunk buffer is not full yet).
+    completion: Option<ring::Completion>,
     len: usize,
 }
 
@@ -235,7 +236,10 @@ impl Future for RingWrite {
     type Output = S3Result<()>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<S3Result<()>> {
-        let written = ready!(Pin::new(&mut self.completion).poll(cx));
+        let Some(completion) = self.completion.as_mut() else {
+            return Poll::Ready(Ok(()));
+        };
+        let written = ready!(Pin::new(completion).poll(cx));
         let inner = &self.inner;
         Poll::Ready(match written {
             Ok(n) if n == self.len => {
@@ -295,6 +299,37 @@ struct Crypt {
 const CRYPT_BUF_PLAIN: usize = COPY_BUF_SIZE / sse::DISK_CHUNK * sse::PLAIN_CHUNK;
 
 impl Crypt {
+    /// Copy `plain` (at most one pooled buffer's worth) into the chunk buffer; a full buffer
+    /// is sealed once more plaintext shows it does not hold the last chunk, and returned with
+    /// its length on disk, to be written next. At most one is, for at most
+    /// [`COPY_BUF_SIZE`] bytes of plaintext.
+    fn absorb(&mut self, mut plain: &[u8]) -> io::Result<Option<(PooledBuf<'static>, usize)>> {
+        let mut sealed = None;
+        while !plain.is_empty() {
+            if self.plain_in_out == CRYPT_BUF_PLAIN {
+                if sealed.is_some() {
+                    return Err(io::Error::other("more plaintext than one buffer at once"));
+                }
+                sealed = self.seal(false)?;
+                continue;
+            }
+            let out = self
+                .out
+                .get_or_insert_with(|| BufferPool::global().get(COPY_BUF_SIZE));
+            // Up to the end of the current chunk's plaintext.
+            let at = self.plain_in_out;
+            let n = (sse::PLAIN_CHUNK - at % sse::PLAIN_CHUNK).min(plain.len());
+            let dst = Self::slot(at);
+            out.get_mut(dst..dst + n)
+                .ok_or_else(|| io::Error::other("encryption buffer too small"))?
+                .copy_from_slice(&plain[..n]);
+            self.plain_in_out += n;
+            self.plain_len += n as u64;
+            plain = &plain[n..];
+        }
+        Ok(sealed)
+    }
+
     /// Where plaintext byte `at` of the buffer goes: its chunk's slot, then its offset there.
     fn slot(at: usize) -> usize {
         at / sse::PLAIN_CHUNK * sse::DISK_CHUNK + at % sse::PLAIN_CHUNK
@@ -473,49 +508,34 @@ impl Spool {
         let buf = Arc::new(buf);
         self.lend(stream, &buf, len)?;
         // Hashed even if the write fails, so a digest taken afterwards is still right.
-        let written = if self.crypt.is_some() {
-            self.encrypt_and_write(buf.get(..len).unwrap_or_default())
-        } else {
-            let offset = self.len;
-            self.len += len as u64;
-            self.write_data(offset, buf.get(..len).unwrap_or_default())
-        };
+        if self.crypt.is_some() {
+            let written = self.encrypt_and_write(buf.get(..len).unwrap_or_default());
+            drop(buf);
+            // The ciphertext went out of another buffer: the plaintext one can wait in the
+            // lanes for a wider batch, as a write through the ring does (a batch costs the
+            // same whatever its width; waiting for each buffer hashed them nearly alone).
+            if self.drive_backlog() {
+                self.inner.lanes.wait_hashed(stream).map_err(lanes_err)?;
+            }
+            return written;
+        }
+        let offset = self.len;
+        self.len += len as u64;
+        let written = self.write_data(offset, buf.get(..len).unwrap_or_default());
         drop(buf);
         self.inner.lanes.wait_hashed(stream).map_err(lanes_err)?;
         written
     }
 
-    /// Encrypting: copy `plain` into the chunk buffer, sealing and writing each full buffer
-    /// once more plaintext follows it (the last chunk is sealed as such by `finish`).
-    fn encrypt_and_write(&mut self, mut plain: &[u8]) -> io::Result<()> {
-        while !plain.is_empty() {
-            let crypt = self
-                .crypt
-                .as_deref_mut()
-                .ok_or_else(|| io::Error::other("not encrypting"))?;
-            if crypt.plain_in_out == CRYPT_BUF_PLAIN {
-                if let Some((out, n)) = crypt.seal(false)? {
-                    self.write_sealed(out, n)?;
-                }
-                continue;
-            }
-            let crypt = self
-                .crypt
-                .as_deref_mut()
-                .ok_or_else(|| io::Error::other("not encrypting"))?;
-            let out = crypt
-                .out
-                .get_or_insert_with(|| BufferPool::global().get(COPY_BUF_SIZE));
-            // Up to the end of the current chunk's plaintext.
-            let at = crypt.plain_in_out;
-            let n = (sse::PLAIN_CHUNK - at % sse::PLAIN_CHUNK).min(plain.len());
-            let dst = Crypt::slot(at);
-            out.get_mut(dst..dst + n)
-                .ok_or_else(|| io::Error::other("encryption buffer too small"))?
-                .copy_from_slice(&plain[..n]);
-            crypt.plain_in_out += n;
-            crypt.plain_len += n as u64;
-            plain = &plain[n..];
+    /// Encrypting: take `plain` into the chunk buffer and write the sealed buffer it
+    /// completes, if any (the last chunk is sealed as such by `finish`).
+    fn encrypt_and_write(&mut self, plain: &[u8]) -> io::Result<()> {
+        let crypt = self
+            .crypt
+            .as_deref_mut()
+            .ok_or_else(|| io::Error::other("not encrypting"))?;
+        if let Some((out, n)) = crypt.absorb(plain)? {
+            self.write_sealed(out, n)?;
         }
         Ok(())
     }
@@ -533,16 +553,17 @@ impl Spool {
     /// boundaries (full pooled buffers are). Otherwise the buffer takes the blocking path
     /// ([`write_buf`](Self::write_buf)).
     pub fn ring_ready(&self, buf: &PooledBuf<'static>, len: usize) -> bool {
+        // Encrypting, the ring writes the chunk buffers, which are full and aligned.
+        let aligned = self.crypt.is_some()
+            || (len.is_multiple_of(ALIGN) && (buf.as_ptr() as usize).is_multiple_of(ALIGN));
         self.direct
-            && self.crypt.is_none()
             && self.filled == 0
             && self.stream.is_some()
             && self.file.is_some()
             && self.inner.ring.as_ref().is_some_and(Ring::usable)
             && len > 0
             && len <= buf.len()
-            && len.is_multiple_of(ALIGN)
-            && (buf.as_ptr() as usize).is_multiple_of(ALIGN)
+            && aligned
             && self.len.is_multiple_of(ALIGN as u64)
     }
 
@@ -566,6 +587,37 @@ impl Spool {
             return Err(io::Error::other("no ring for this write"));
         };
         let offset = self.len;
+        if let Some(crypt) = self.crypt.as_deref_mut() {
+            // The plaintext goes to the lanes; the ring writes the sealed chunk buffer it
+            // completes, if it completes one.
+            let buf = Arc::new(buf);
+            self.inner
+                .lanes
+                .submit(
+                    stream,
+                    Chunk {
+                        buf: buf.clone(),
+                        len,
+                    },
+                )
+                .map_err(lanes_err)?;
+            let Some((out, n)) = crypt.absorb(buf.get(..len).unwrap_or_default())? else {
+                return Ok(RingWrite {
+                    inner: self.inner.clone(),
+                    completion: None,
+                    len: 0,
+                });
+            };
+            let file = file.clone();
+            reserve(&file, &mut self.hint, &mut self.reserved, offset + n as u64)?;
+            self.len += n as u64;
+            let completion = ring.write(&file, Arc::new(out), n, offset)?;
+            return Ok(RingWrite {
+                inner: self.inner.clone(),
+                completion: Some(completion),
+                len: n,
+            });
+        }
         reserve(
             file,
             &mut self.hint,
@@ -578,7 +630,7 @@ impl Spool {
         let completion = ring.write(file, buf, len, offset)?;
         Ok(RingWrite {
             inner: self.inner.clone(),
-            completion,
+            completion: Some(completion),
             len,
         })
     }
@@ -586,7 +638,11 @@ impl Spool {
     /// The length the body declares (a hint): writes through the ring then go into space
     /// allocated ahead of them, [`RESERVE`] at a time (see [`reserve`]).
     pub fn set_size_hint(&mut self, len: u64) {
-        self.hint = len;
+        // Encrypting, the file is longer than the body by a tag per chunk.
+        self.hint = match self.crypt {
+            Some(_) => sse::disk_len(len),
+            None => len,
+        };
     }
 
     /// Once the stream has [`DEFER`] chunks queued, hash a batch of what is queued if nobody

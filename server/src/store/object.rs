@@ -309,6 +309,25 @@ impl ObjectReader {
         let size = self.file_size(self.idx);
         let index = self.offset / PLAIN_CHUNK as u64;
         let within = (self.offset % PLAIN_CHUNK as u64) as usize;
+        let whole = chunk_plain_len(size, index);
+        if within == 0 && self.remaining >= whole as u64 && buf.len() >= whole + TAG_LEN {
+            // A whole chunk wanted, and room for it with its tag: read and decrypt it in the
+            // caller's buffer (the next one overwrites the tag), without a copy.
+            self.open_current()?;
+            let (Some(file), Some(crypt)) = (self.file.as_ref(), self.crypt.as_deref_mut()) else {
+                return Err(io::Error::other("not encrypted"));
+            };
+            let chunk = &mut buf[..whole + TAG_LEN];
+            file.read_exact_at(chunk, chunk_offset(index))?;
+            let last = index + 1 == chunks(size);
+            let n = crypt
+                .cipher
+                .open(index, last, chunk)
+                .map_err(|_| tampered())?;
+            self.offset += n as u64;
+            self.remaining -= n as u64;
+            return Ok(n);
+        }
         if self.crypt.as_ref().is_some_and(|c| c.index != Some(index)) {
             let n = chunk_plain_len(size, index) + TAG_LEN;
             self.open_current()?;
@@ -322,12 +341,10 @@ impl ObjectReader {
                 .ok_or_else(|| io::Error::other("chunk larger than its buffer"))?;
             file.read_exact_at(chunk, chunk_offset(index))?;
             let last = index + 1 == chunks(size);
-            crypt.plain = crypt.cipher.open(index, last, chunk).map_err(|_| {
-                io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "an encrypted chunk failed authentication",
-                )
-            })?;
+            crypt.plain = crypt
+                .cipher
+                .open(index, last, chunk)
+                .map_err(|_| tampered())?;
             crypt.index = Some(index);
         }
         let crypt = self
@@ -356,6 +373,14 @@ impl ObjectReader {
         drop(file);
         pins.release()
     }
+}
+
+/// The error of an encrypted chunk that failed authentication.
+fn tampered() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        "an encrypted chunk failed authentication",
+    )
 }
 
 impl Read for ObjectReader {
