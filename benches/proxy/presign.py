@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Print a SigV4 presigned URL: presign.py GET|PUT ENDPOINT BUCKET KEY (keys from FERRY_*);
-presign.py CREATE ENDPOINT BUCKET creates the bucket instead."""
+presign.py CREATE ENDPOINT BUCKET creates the bucket instead. With PRESIGN_SSE=AES256 a PUT URL
+signs `x-amz-server-side-encryption: AES256`, which the request must then carry."""
 import os
 import sys
 
@@ -22,4 +23,6 @@ if method == "CREATE":
 else:
     op = {"GET": "get_object", "PUT": "put_object"}[method]
     params = {"Bucket": bucket, "Key": sys.argv[4]}
+    if method == "PUT" and os.environ.get("PRESIGN_SSE"):
+        params["ServerSideEncryption"] = os.environ["PRESIGN_SSE"]
     print(client.generate_presigned_url(op, Params=params, ExpiresIn=86400))
