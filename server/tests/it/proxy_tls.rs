@@ -2,9 +2,12 @@
 //! both runtimes: the official SDK over https trusting a self-signed certificate made here
 //! (PUT, GET, multipart, list); plain HTTP to the TLS port and a client that does not trust
 //! the certificate both fail, and the proxy keeps serving. A node serves HTTPS the same
-//! way, and unusable certificate files stop a start with an error naming them.
+//! way (and takes SSE-C keys there, which it refuses over plain HTTP), and unusable
+//! certificate files stop a start with an error naming them.
 
 use std::net::SocketAddr;
+
+use base64::Engine as _;
 
 use aws_sdk_s3::Client;
 use aws_sdk_s3::error::SdkError;
@@ -198,6 +201,33 @@ fn node_over_tls(rt: RuntimeKind) {
             .await
             .unwrap();
         assert!(get(&c, "k").await == data);
+        // SSE-C needs TLS, which this is: no testing option is needed.
+        let key = base64::engine::general_purpose::STANDARD.encode([5u8; 32]);
+        let key_md5 = base64::engine::general_purpose::STANDARD
+            .encode(<md5::Md5 as md5::Digest>::digest([5u8; 32]));
+        c.put_object()
+            .bucket("tls")
+            .key("sse-c")
+            .sse_customer_algorithm("AES256")
+            .sse_customer_key(&key)
+            .sse_customer_key_md5(&key_md5)
+            .body(ByteStream::from(data.clone()))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{}", sdk::show(&e)));
+        let got = c
+            .get_object()
+            .bucket("tls")
+            .key("sse-c")
+            .sse_customer_algorithm("AES256")
+            .sse_customer_key(&key)
+            .sse_customer_key_md5(&key_md5)
+            .send()
+            .await
+            .expect("get with the key");
+        assert!(got.body.collect().await.unwrap().into_bytes() == data);
+        let r = c.get_object().bucket("tls").key("sse-c").send().await;
+        sdk::assert_error(r, 400, Some("InvalidRequest"));
     });
     node.stop();
 }
