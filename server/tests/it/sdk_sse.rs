@@ -14,6 +14,29 @@ use crate::support::store::files_under;
 
 on_every_target!(sse_s3_round_trips, sse_c_needs_its_key, boto3_encrypts);
 
+/// The SSE-C triple on any request builder that takes it.
+trait SseC: Sized {
+    fn sse_c(self, key: impl Into<String>, key_md5: impl Into<String>) -> Self;
+}
+
+macro_rules! sse_c_for {
+    ($($builder:ty),*) => {$(
+        impl SseC for $builder {
+            fn sse_c(self, key: impl Into<String>, key_md5: impl Into<String>) -> Self {
+                self.sse_customer_algorithm("AES256")
+                    .sse_customer_key(key)
+                    .sse_customer_key_md5(key_md5)
+            }
+        }
+    )*};
+}
+
+sse_c_for!(
+    aws_sdk_s3::operation::put_object::builders::PutObjectFluentBuilder,
+    aws_sdk_s3::operation::get_object::builders::GetObjectFluentBuilder,
+    aws_sdk_s3::operation::head_object::builders::HeadObjectFluentBuilder
+);
+
 /// Options of these tests: the clients speak plain HTTP, so nodes take SSE-C keys over it.
 const SSE: Options = Options {
     sse_c_over_http: true,
@@ -72,10 +95,7 @@ async fn get_range(
         .key(key)
         .range(format!("bytes={a}-{b}"));
     if let Some(k) = sse_c {
-        g = g
-            .sse_customer_algorithm("AES256")
-            .sse_customer_key(b64(k))
-            .sse_customer_key_md5(b64(&Md5::digest(k)));
+        g = g.sse_c(b64(k), b64(&Md5::digest(k)));
     }
     let r = g
         .send()
@@ -236,9 +256,7 @@ async fn sse_c_needs_its_key(target: Target) {
             .put_object()
             .bucket("sse")
             .key(&name)
-            .sse_customer_algorithm("AES256")
-            .sse_customer_key(b64(&key))
-            .sse_customer_key_md5(&md5)
+            .sse_c(b64(&key), &md5)
             .body(data.clone().into())
             .send()
             .await
@@ -252,9 +270,7 @@ async fn sse_c_needs_its_key(target: Target) {
             .get_object()
             .bucket("sse")
             .key(&name)
-            .sse_customer_algorithm("AES256")
-            .sse_customer_key(b64(&key))
-            .sse_customer_key_md5(&md5)
+            .sse_c(b64(&key), &md5)
             .send()
             .await
             .expect("get");
@@ -288,9 +304,7 @@ async fn sse_c_needs_its_key(target: Target) {
             .get_object()
             .bucket("sse")
             .key(&name)
-            .sse_customer_algorithm("AES256")
-            .sse_customer_key(b64(&other))
-            .sse_customer_key_md5(b64(&Md5::digest(other)))
+            .sse_c(b64(&other), b64(&Md5::digest(other)))
             .send()
             .await;
         sdk::assert_error(r, 403, Some("AccessDenied"));
@@ -299,9 +313,7 @@ async fn sse_c_needs_its_key(target: Target) {
             .head_object()
             .bucket("sse")
             .key(&name)
-            .sse_customer_algorithm("AES256")
-            .sse_customer_key(b64(&key))
-            .sse_customer_key_md5(&md5)
+            .sse_c(b64(&key), &md5)
             .send()
             .await
             .expect("head");
@@ -315,9 +327,7 @@ async fn sse_c_needs_its_key(target: Target) {
         .get_object()
         .bucket("sse")
         .key("plain")
-        .sse_customer_algorithm("AES256")
-        .sse_customer_key(b64(&key))
-        .sse_customer_key_md5(&md5)
+        .sse_c(b64(&key), &md5)
         .send()
         .await;
     sdk::assert_error(r, 400, Some("InvalidRequest"));
@@ -327,9 +337,7 @@ async fn sse_c_needs_its_key(target: Target) {
         .put_object()
         .bucket("sse")
         .key("bad")
-        .sse_customer_algorithm("AES256")
-        .sse_customer_key(b64(&key))
-        .sse_customer_key_md5(b64(&Md5::digest(other)))
+        .sse_c(b64(&key), b64(&Md5::digest(other)))
         .body(b"x".to_vec().into())
         .send()
         .await;
