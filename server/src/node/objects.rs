@@ -180,6 +180,20 @@ fn read_block(mut reader: ObjectReader, buf: &mut [u8]) -> S3Result<(Option<Obje
     Ok((reader, filled))
 }
 
+/// What a GET or HEAD looks up, owned, to run on the runtime thread or a blocking one.
+struct Lookup {
+    bucket: String,
+    key: String,
+    version: Option<VersionId>,
+    range: ReadRange,
+    conditions: OwnedConditions,
+    head: bool,
+    /// The body may go out with `sendfile(2)` (the connection can).
+    send_file: bool,
+    /// The SSE-C key the request came with.
+    customer: Option<CustomerKey>,
+}
+
 /// Find the object, check conditions, and for GET open its data: [`Body::File`] when the body
 /// can go out with `sendfile(2)` (`send_file`: the connection can), else [`Body::Unread`].
 ///
@@ -188,18 +202,18 @@ fn read_block(mut reader: ObjectReader, buf: &mut [u8]) -> S3Result<(Option<Obje
 /// on the runtime thread).
 ///
 /// [`NodeConfig::open_inline`]: super::NodeConfig::open_inline
-#[allow(clippy::too_many_arguments)] // The request's parts, each a plain value.
-fn open(
-    store: &Store,
-    bucket: &str,
-    key: &str,
-    version: Option<VersionId>,
-    range: ReadRange,
-    conditions: &OwnedConditions,
-    head: bool,
-    send_file: bool,
-    customer: Option<&CustomerKey>,
-) -> Result<Opened, Refused> {
+fn open(store: &Store, lookup: &Lookup) -> Result<Opened, Refused> {
+    let Lookup {
+        ref bucket,
+        ref key,
+        version,
+        range,
+        ref conditions,
+        head,
+        send_file,
+        ref customer,
+    } = *lookup;
+    let customer = customer.as_ref();
     if head {
         let info = store.head_object_keyed(bucket, key, version, customer)?;
         if let Err(e) = conditions.check(&info) {
@@ -269,46 +283,29 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
     key: &str,
     read: Read<'_>,
 ) -> S3Result<()> {
-    let conditions = OwnedConditions::new(read.conditions);
-    let range = read_range(read.range, read.part_number);
-    let (b, k, head, version) = (bucket.to_owned(), key.to_owned(), read.head, read.version);
-    let send_file = cx.node.sendfile && res.can_send_file();
-    let customer = super::sse::read_key(cx)?;
+    let version = read.version;
+    let lookup = Lookup {
+        bucket: bucket.to_owned(),
+        key: key.to_owned(),
+        version,
+        range: read_range(read.range, read.part_number),
+        conditions: OwnedConditions::new(read.conditions),
+        head: read.head,
+        send_file: cx.node.sendfile && res.can_send_file(),
+        customer: super::sse::read_key(cx)?,
+    };
     let opened = if cx.node.open_inline {
         // The lookup and the open on this thread (as nginx opens files on its event loop); a
         // body to copy is read on a blocking thread.
-        match open(
-            &cx.node.store,
-            &b,
-            &k,
-            version,
-            range,
-            &conditions,
-            head,
-            send_file,
-            customer.as_ref(),
-        ) {
+        match open(&cx.node.store, &lookup) {
             Ok(o) if matches!(o.body, Some(Body::Unread(_))) => {
                 cx.rt().unblock(move || read_first(o)).await
             }
             other => other,
         }
     } else {
-        cx.unblock(move |store| {
-            open(
-                &store,
-                &b,
-                &k,
-                version,
-                range,
-                &conditions,
-                head,
-                send_file,
-                customer.as_ref(),
-            )
-            .and_then(read_first)
-        })
-        .await
+        cx.unblock(move |store| open(&store, &lookup).and_then(read_first))
+            .await
     };
     let opened = match opened {
         Ok(o) => o,

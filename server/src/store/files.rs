@@ -285,7 +285,7 @@ pub(crate) struct Spool {
 /// (chunks of [`sse::PLAIN_CHUNK`] bytes, each followed by room for its tag); a full buffer is
 /// sealed and written once more plaintext shows it does not hold the last chunk.
 struct Crypt {
-    cipher: ferry_core::sse::ObjectCipher,
+    cipher: sse::ObjectCipher,
     /// The buffer being filled, and its plaintext bytes.
     out: Option<PooledBuf<'static>>,
     plain_in_out: usize,
@@ -402,7 +402,7 @@ impl Spool {
     pub fn encrypt(&mut self, key: &[u8; 32]) {
         debug_assert_eq!(self.len(), 0, "encryption starts with the file");
         self.crypt = Some(Box::new(Crypt {
-            cipher: ferry_core::sse::ObjectCipher::new(key),
+            cipher: sse::ObjectCipher::new(key),
             out: None,
             plain_in_out: 0,
             first_chunk: 0,
@@ -583,55 +583,35 @@ impl Spool {
 
     fn submit_ring(&mut self, buf: PooledBuf<'static>, len: usize) -> io::Result<RingWrite> {
         let stream = self.stream()?;
-        let (Some(ring), Some(file)) = (self.inner.ring.as_ref(), self.file.as_ref()) else {
+        let inner = self.inner.clone();
+        let (Some(ring), Some(file)) = (inner.ring.as_ref(), self.file.clone()) else {
             return Err(io::Error::other("no ring for this write"));
         };
-        let offset = self.len;
-        if let Some(crypt) = self.crypt.as_deref_mut() {
-            // The plaintext goes to the lanes; the ring writes the sealed chunk buffer it
-            // completes, if it completes one.
-            let buf = Arc::new(buf);
-            self.inner
-                .lanes
-                .submit(
-                    stream,
-                    Chunk {
-                        buf: buf.clone(),
-                        len,
-                    },
-                )
-                .map_err(lanes_err)?;
-            let Some((out, n)) = crypt.absorb(buf.get(..len).unwrap_or_default())? else {
-                return Ok(RingWrite {
-                    inner: self.inner.clone(),
-                    completion: None,
-                    len: 0,
-                });
-            };
-            let file = file.clone();
-            reserve(&file, &mut self.hint, &mut self.reserved, offset + n as u64)?;
-            self.len += n as u64;
-            let completion = ring.write(&file, Arc::new(out), n, offset)?;
-            return Ok(RingWrite {
-                inner: self.inner.clone(),
-                completion: Some(completion),
-                len: n,
-            });
-        }
-        reserve(
-            file,
-            &mut self.hint,
-            &mut self.reserved,
-            offset + len as u64,
-        )?;
         let buf = Arc::new(buf);
+        // The ring writes the buffer itself, or, encrypting, the sealed chunk buffer this
+        // plaintext completes (if it completes one); the lanes get the plaintext either way.
+        let out = match self.crypt.as_deref_mut() {
+            None => Some((buf.clone(), len)),
+            Some(crypt) => crypt
+                .absorb(buf.get(..len).unwrap_or_default())?
+                .map(|(out, n)| (Arc::new(out), n)),
+        };
         self.lend(stream, &buf, len)?;
-        self.len += len as u64;
-        let completion = ring.write(file, buf, len, offset)?;
+        let Some((out, n)) = out else {
+            return Ok(RingWrite {
+                inner,
+                completion: None,
+                len: 0,
+            });
+        };
+        let offset = self.len;
+        reserve(&file, &mut self.hint, &mut self.reserved, offset + n as u64)?;
+        self.len += n as u64;
+        let completion = ring.write(&file, out, n, offset)?;
         Ok(RingWrite {
-            inner: self.inner.clone(),
+            inner,
             completion: Some(completion),
-            len,
+            len: n,
         })
     }
 

@@ -305,46 +305,28 @@ impl ObjectReader {
     /// decrypted last) and copy from it. A chunk that fails authentication (the file was
     /// altered, truncated or swapped) is an error, never bytes.
     fn read_decrypted(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        use ferry_core::sse::{PLAIN_CHUNK, TAG_LEN, chunk_offset, chunk_plain_len, chunks};
+        use ferry_core::sse::{PLAIN_CHUNK, TAG_LEN, chunk_plain_len};
         let size = self.file_size(self.idx);
         let index = self.offset / PLAIN_CHUNK as u64;
         let within = (self.offset % PLAIN_CHUNK as u64) as usize;
         let whole = chunk_plain_len(size, index);
-        if within == 0 && self.remaining >= whole as u64 && buf.len() >= whole + TAG_LEN {
-            // A whole chunk wanted, and room for it with its tag: read and decrypt it in the
-            // caller's buffer (the next one overwrites the tag), without a copy.
+        // A whole chunk wanted, and room for it with its tag: it is decrypted in the caller's
+        // buffer (the next one overwrites the tag), without a copy.
+        let in_place =
+            within == 0 && self.remaining >= whole as u64 && buf.len() >= whole + TAG_LEN;
+        if in_place || self.crypt.as_ref().is_some_and(|c| c.index != Some(index)) {
             self.open_current()?;
             let (Some(file), Some(crypt)) = (self.file.as_ref(), self.crypt.as_deref_mut()) else {
                 return Err(io::Error::other("not encrypted"));
             };
-            let chunk = &mut buf[..whole + TAG_LEN];
-            file.read_exact_at(chunk, chunk_offset(index))?;
-            let last = index + 1 == chunks(size);
-            let n = crypt
-                .cipher
-                .open(index, last, chunk)
-                .map_err(|_| tampered())?;
-            self.offset += n as u64;
-            self.remaining -= n as u64;
-            return Ok(n);
-        }
-        if self.crypt.as_ref().is_some_and(|c| c.index != Some(index)) {
-            let n = chunk_plain_len(size, index) + TAG_LEN;
-            self.open_current()?;
-            let (Some(file), Some(crypt)) = (self.file.as_ref(), self.crypt.as_deref_mut()) else {
-                return Err(io::Error::other("not encrypted"));
-            };
+            if in_place {
+                let n = read_chunk(file, &crypt.cipher, size, index, buf)?;
+                self.offset += n as u64;
+                self.remaining -= n as u64;
+                return Ok(n);
+            }
             crypt.index = None;
-            let chunk = crypt
-                .chunk
-                .get_mut(..n)
-                .ok_or_else(|| io::Error::other("chunk larger than its buffer"))?;
-            file.read_exact_at(chunk, chunk_offset(index))?;
-            let last = index + 1 == chunks(size);
-            crypt.plain = crypt
-                .cipher
-                .open(index, last, chunk)
-                .map_err(|_| tampered())?;
+            crypt.plain = read_chunk(file, &crypt.cipher, size, index, &mut crypt.chunk)?;
             crypt.index = Some(index);
         }
         let crypt = self
@@ -375,12 +357,28 @@ impl ObjectReader {
     }
 }
 
-/// The error of an encrypted chunk that failed authentication.
-fn tampered() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        "an encrypted chunk failed authentication",
-    )
+/// Read chunk `index` of an encrypted data file holding `size` bytes of plaintext into `dst`
+/// and decrypt it there; its plaintext length. A chunk that fails authentication (the file
+/// was altered, truncated or swapped) is an error, never bytes.
+fn read_chunk(
+    file: &File,
+    cipher: &ferry_core::sse::ObjectCipher,
+    size: u64,
+    index: u64,
+    dst: &mut [u8],
+) -> io::Result<usize> {
+    use ferry_core::sse::{TAG_LEN, chunk_offset, chunk_plain_len, chunks};
+    let chunk = dst
+        .get_mut(..chunk_plain_len(size, index) + TAG_LEN)
+        .ok_or_else(|| io::Error::other("chunk larger than its buffer"))?;
+    file.read_exact_at(chunk, chunk_offset(index))?;
+    let last = index + 1 == chunks(size);
+    cipher.open(index, last, chunk).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            "an encrypted chunk failed authentication",
+        )
+    })
 }
 
 impl Read for ObjectReader {
