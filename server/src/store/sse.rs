@@ -232,7 +232,9 @@ pub(crate) fn default_master_key_path(root: &Path) -> PathBuf {
 
 impl MasterKey {
     /// Read the key in `path` (64 hex digits), or make one there (mode 0600, synced) if the
-    /// file does not exist.
+    /// file does not exist. The new key is written whole to a file of its own and linked to
+    /// `path` only then, so writers racing to make it (two first SSE-S3 PUTs) all end up with
+    /// the one that was linked, and a crash never leaves a partial key behind.
     pub fn load_or_create(path: &Path) -> io::Result<Self> {
         match fs::read_to_string(path) {
             Ok(text) => Self::parse(text.trim()).ok_or_else(|| {
@@ -243,15 +245,34 @@ impl MasterKey {
             }),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 let key = format::random_key().map_err(io::Error::other)?;
-                let mut f = fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(path)?;
-                let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
-                f.write_all(hex.as_bytes())?;
-                f.write_all(b"\n")?;
-                f.sync_all()?;
+                let nonce: String = format::random_key()
+                    .map_err(io::Error::other)?
+                    .iter()
+                    .take(8)
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                let tmp = path.with_extension(format!("new-{nonce}"));
+                let made = (|| {
+                    let mut f = fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .mode(0o600)
+                        .open(&tmp)?;
+                    let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+                    f.write_all(hex.as_bytes())?;
+                    f.write_all(b"\n")?;
+                    f.sync_all()?;
+                    fs::hard_link(&tmp, path)
+                })();
+                let _ = fs::remove_file(&tmp);
+                match made {
+                    Ok(()) => {}
+                    // Another writer linked its key first: that one is the key.
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                        return Self::load_or_create(path);
+                    }
+                    Err(e) => return Err(e),
+                }
                 if let Some(dir) = path.parent() {
                     super::files::sync_dir(dir)?;
                 }
@@ -299,6 +320,22 @@ mod tests {
         assert!(!format!("{made:?}").contains(&format!("{:02x}", made.key[0]).repeat(2)));
         fs::write(&path, "not a key").unwrap();
         assert!(MasterKey::load_or_create(&path).is_err());
+    }
+
+    #[test]
+    fn writers_racing_to_make_the_master_key_all_get_the_same_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k");
+        let ids: Vec<String> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| MasterKey::load_or_create(&path).unwrap().id))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
+        assert_eq!(MasterKey::load_or_create(&path).unwrap().id, ids[0]);
+        // Only the key file is left.
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]
