@@ -202,6 +202,14 @@ pub fn customer_object_key(customer_key: &[u8; 32], seed: &[u8; 32]) -> [u8; 32]
     hmac_sha256(customer_key, b"ferry sse-c object key\0", seed)
 }
 
+/// A multipart object's part key, derived from the object's (upload's) data key and the part's
+/// own random seed: `HMAC-SHA256(object_key, b"ferry part key\0" ++ seed)`. Every upload of a
+/// part gets a fresh seed, so a part uploaded again never reuses the nonces of the first under
+/// the same key.
+pub fn part_key(object_key: &[u8; 32], seed: &[u8; 32]) -> [u8; 32] {
+    hmac_sha256(object_key, b"ferry part key\0", seed)
+}
+
 /// SSE-C: the salted check value stored instead of the key:
 /// `HMAC-SHA256(customer_key, b"ferry sse-c key check\0" ++ salt)`.
 pub fn customer_key_check(customer_key: &[u8; 32], salt: &[u8; 32]) -> [u8; 32] {

@@ -137,20 +137,38 @@ pub fn unsupported_header(name: &str, value: &[u8]) -> Option<S3Error> {
 }
 
 /// Whether `endpoint` takes this server-side-encryption header (checked then by
-/// [`super::sse`]): PutObject takes SSE-S3 (`AES256`) and SSE-C, GetObject and HeadObject
-/// SSE-C. Everything else about encryption (SSE-KMS, copies, multipart uploads) is still
-/// refused by [`unsupported_header`].
+/// [`super::sse`]): the operations that write an object's data (PutObject, CopyObject,
+/// CreateMultipartUpload) take SSE-S3 (`AES256`) and SSE-C; those that read or add to an
+/// SSE-C object (GetObject, HeadObject, GetObjectAttributes, UploadPart, CompleteMultipartUpload) its SSE-C key;
+/// the copies (CopyObject, UploadPartCopy) their source's SSE-C key. Everything else about
+/// encryption is still refused by [`unsupported_header`].
 fn sse_header_taken(endpoint: &Endpoint<'_>, name: &str, value: &[u8]) -> bool {
     let customer = starts_with_ignore_case(name, "x-amz-server-side-encryption-customer-");
+    let source =
+        starts_with_ignore_case(name, "x-amz-copy-source-server-side-encryption-customer-");
+    let sse_s3 = name.eq_ignore_ascii_case("x-amz-server-side-encryption")
+        && value.trim_ascii() == b"AES256";
     match endpoint {
-        Endpoint::PutObject { .. } => {
-            customer
-                || (name.eq_ignore_ascii_case("x-amz-server-side-encryption")
-                    && value.trim_ascii() == b"AES256")
-        }
-        Endpoint::GetObject { .. } | Endpoint::HeadObject { .. } => customer,
+        Endpoint::PutObject { .. } | Endpoint::CreateMultipartUpload => customer || sse_s3,
+        Endpoint::CopyObject { .. } => customer || sse_s3 || source,
+        Endpoint::GetObject { .. }
+        | Endpoint::HeadObject { .. }
+        | Endpoint::GetObjectAttributes { .. }
+        | Endpoint::UploadPart { .. }
+        | Endpoint::CompleteMultipartUpload { .. } => customer,
+        Endpoint::UploadPartCopy { .. } => customer || source,
         _ => false,
     }
+}
+
+/// Whether a write names its encryption (SSE-S3, SSE-KMS or an SSE-C key): a copy of an
+/// object onto itself that does changes it, as on AWS.
+fn sets_encryption(headers: &[Header<'_>]) -> bool {
+    headers.iter().any(|h| {
+        h.name.eq_ignore_ascii_case("x-amz-server-side-encryption")
+            || h.name
+                .eq_ignore_ascii_case("x-amz-server-side-encryption-customer-algorithm")
+    })
 }
 
 /// ACL headers on an operation that does not take them: only the canned ACLs that grant
@@ -1080,6 +1098,7 @@ impl<'a> Endpoint<'a> {
                             && source.key == key
                             && source.version_id.is_none()
                             && metadata_directive == MetadataDirective::Copy
+                            && !sets_encryption(headers)
                         {
                             return Err(S3Error::with_message(
                                 S3ErrorCode::InvalidRequest,
@@ -1780,41 +1799,79 @@ mod tests {
     }
 
     #[test]
+    fn encryption_headers_reach_the_operations_that_take_them() {
+        let customer = ("x-amz-server-side-encryption-customer-algorithm", "AES256");
+        let source = ("x-amz-copy-source-server-side-encryption-customer-key", "k");
+        let sse_s3 = ("x-amz-server-side-encryption", "AES256");
+        let taken: [(&str, &str, Extra<'_>); 10] = [
+            ("PUT", "/bkt/k", &[sse_s3, customer]),
+            ("POST", "/bkt/k?uploads", &[sse_s3, customer]),
+            (
+                "PUT",
+                "/bkt/k",
+                &[("x-amz-copy-source", "bkt/s"), sse_s3, customer, source],
+            ),
+            (
+                "PUT",
+                "/bkt/k?partNumber=1&uploadId=u",
+                &[("x-amz-copy-source", "bkt/s"), customer, source],
+            ),
+            ("PUT", "/bkt/k?partNumber=1&uploadId=u", &[customer]),
+            ("POST", "/bkt/k?uploadId=u", &[customer]),
+            ("GET", "/bkt/k", &[customer]),
+            ("HEAD", "/bkt/k", &[customer]),
+            (
+                "GET",
+                "/bkt/k?attributes",
+                &[customer, ("x-amz-object-attributes", "ETag")],
+            ),
+            // A copy onto itself that changes only its encryption is legal.
+            ("PUT", "/bkt/k", &[("x-amz-copy-source", "bkt/k"), sse_s3]),
+        ];
+        for (method, target, extra) in taken {
+            if let Err(e) = route(method, target, "h", extra) {
+                panic!("{method} {target} {extra:?}: {e:?}");
+            }
+        }
+        let e = route("PUT", "/bkt/k", "h", &[("x-amz-copy-source", "bkt/k")]).unwrap_err();
+        assert_eq!(e.code, S3ErrorCode::InvalidRequest);
+    }
+
+    #[test]
     fn feature_headers_are_refused_not_ignored() {
         let not_implemented: [(&str, &str, Extra<'_>); 9] = [
             (
                 "POST",
                 "/bkt/k?uploads",
-                &[("x-amz-server-side-encryption", "AES256")],
+                &[("x-amz-server-side-encryption", "aws:kms:dsse")],
             ),
             (
                 "PUT",
                 "/bkt/k",
                 &[("x-amz-server-side-encryption", "aws:kms")],
             ),
+            // A part takes its upload's encryption, not one of its own.
             (
                 "PUT",
                 "/bkt/k?partNumber=1&uploadId=u",
-                &[("X-Amz-Server-Side-Encryption-Customer-Algorithm", "AES256")],
+                &[("X-Amz-Server-Side-Encryption", "AES256")],
             ),
             (
                 "PUT",
                 "/bkt/k",
                 &[
                     ("x-amz-copy-source", "bkt/s"),
-                    ("x-amz-server-side-encryption", "AES256"),
+                    ("x-amz-server-side-encryption", "aws:kms:dsse"),
                 ],
             ),
+            // A source key where nothing is copied.
             (
-                "PUT",
+                "GET",
                 "/bkt/k",
-                &[
-                    ("x-amz-copy-source", "bkt/s"),
-                    (
-                        "x-amz-copy-source-server-side-encryption-customer-algorithm",
-                        "AES256",
-                    ),
-                ],
+                &[(
+                    "x-amz-copy-source-server-side-encryption-customer-algorithm",
+                    "AES256",
+                )],
             ),
             (
                 "POST",

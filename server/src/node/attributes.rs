@@ -35,12 +35,14 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
     version: Option<VersionId>,
 ) -> S3Result<()> {
     let (b, k) = (bucket.to_owned(), key.to_owned());
-    // An SSE-C object's attributes need its key, as its HEAD does; this operation does not
-    // take one yet, so it answers such objects `400 InvalidRequest`.
+    // An SSE-C object's attributes need its key, as its HEAD does.
+    let customer = super::sse::read_key(cx)?;
     let info = if cx.node.open_inline {
-        cx.node.store.head_object_keyed(&b, &k, version, None)?
+        cx.node
+            .store
+            .head_object_keyed(&b, &k, version, customer.as_ref())?
     } else {
-        cx.unblock(move |store| store.head_object_keyed(&b, &k, version, None))
+        cx.unblock(move |store| store.head_object_keyed(&b, &k, version, customer.as_ref()))
             .await?
     };
     let doc = response(&info, q);

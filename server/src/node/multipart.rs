@@ -52,9 +52,13 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
         full_object: kind == ChecksumType::FullObject,
         parts: Vec::new(),
     });
+    let encryption = super::sse::write_encryption(cx)?;
+    let info = encryption.as_ref().map(store::EncryptWith::info);
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let upload_id = cx
-        .unblock(move |store| store.create_multipart_upload(&b, &k, meta))
+        .unblock(move |store| {
+            store.create_multipart_upload_encrypted(&b, &k, meta, encryption.as_ref())
+        })
         .await?;
     let doc = InitiateMultipartUploadResult {
         bucket: Cow::Borrowed(bucket),
@@ -68,6 +72,7 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
         h.push("x-amz-checksum-algorithm", algorithm.as_str());
         h.push("x-amz-checksum-type", kind.as_str());
     }
+    super::sse::push_encryption(&mut h, info.as_ref());
     cx.req.send_xml(res, h, &xml).await
 }
 
@@ -110,10 +115,14 @@ pub(crate) async fn upload_part<R: Runtime, S: Stream>(
     let mut verifier = cx
         .req
         .body_verifier(body, Checks::All, BodyLimit::object())?;
+    let customer = super::sse::read_key(cx)?;
     let (b, k, u) = (bucket.to_owned(), key.to_owned(), upload_id.to_owned());
     let writer = cx
-        .unblock(move |store| store.part_writer(&b, &k, &u, u32::from(part_number)))
+        .unblock(move |store| {
+            store.part_writer_keyed(&b, &k, &u, u32::from(part_number), customer.as_ref())
+        })
         .await?;
+    let encryption = writer.encryption();
     if let Some(spec) = writer.upload_checksum()
         && let Some(algorithm) = part_checksum(cx.headers, spec)?
     {
@@ -129,6 +138,7 @@ pub(crate) async fn upload_part<R: Runtime, S: Stream>(
     if let Some(c) = &done.checksum {
         push_checksum(&mut h, &stored_checksum(c));
     }
+    super::sse::push_encryption(&mut h, encryption.as_ref());
     cx.req.send(res, 200, h, &[]).await
 }
 
@@ -159,19 +169,30 @@ pub(crate) async fn upload_part_copy<R: Runtime, S: Stream>(
     let (b, k, u) = (bucket.to_owned(), key.to_owned(), copy.upload_id.to_owned());
     let range = copy.range.map(|r| (r.first, r.last));
     let part_number = u32::from(copy.part_number);
-    let (part, source_version) = cx
+    let customer = super::sse::read_key(cx)?;
+    let source_key = super::sse::copy_source_key(cx)?;
+    let ((part, encryption), source_version) = cx
         .unblock(move |store| {
             let src = store::CopySource {
                 bucket: &sb,
                 key: &sk,
                 range,
                 version_id: sv,
+                customer: source_key.as_ref(),
             };
             let mut source_version = None;
-            let part = store.upload_part_copy(&b, &k, &u, part_number, src, |info| {
-                source_version = info.version_id;
-                source_conditions.check_copy_source(info)
-            })?;
+            let part = store.upload_part_copy_keyed(
+                &b,
+                &k,
+                &u,
+                part_number,
+                src,
+                customer.as_ref(),
+                |info| {
+                    source_version = info.version_id;
+                    source_conditions.check_copy_source(info)
+                },
+            )?;
             Ok::<_, S3Error>((part, source_version))
         })
         .await?;
@@ -186,6 +207,7 @@ pub(crate) async fn upload_part_copy<R: Runtime, S: Stream>(
     if let Some(v) = source_version {
         h.push("x-amz-copy-source-version-id", v.to_string());
     }
+    super::sse::push_encryption(&mut h, encryption.as_ref());
     cx.req.send_xml(res, h, &xml).await
 }
 
@@ -229,10 +251,13 @@ pub(crate) async fn complete<R: Runtime, S: Stream>(
         })
         .collect::<S3Result<Vec<_>>>()?;
     let expected = expected_object_checksum(cx.headers)?;
+    let customer = super::sse::read_key(cx)?;
     let (b, k, u) = (bucket.to_owned(), key.to_owned(), upload_id.to_owned());
     let done = cx
         .unblock(move |store| {
-            store.complete_multipart_upload_checked(&b, &k, &u, &parts, conditions, expected)
+            store.complete_multipart_upload_checked(
+                &b, &k, &u, &parts, conditions, expected, customer,
+            )
         })
         .await?;
     let put = done.put;
@@ -275,6 +300,7 @@ pub(crate) async fn complete<R: Runtime, S: Stream>(
     doc.write_xml(&mut out);
     let mut h = Headers::new();
     super::headers::push_version(&mut h, put.version_id);
+    super::sse::push_encryption(&mut h, done.encryption.as_ref());
     cx.req.send_xml(res, h, &out).await
 }
 

@@ -563,11 +563,15 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
     };
     let conditions = write_conditions(cx.headers)?;
     let (retention, legal_hold) = lock::for_write(cx, bucket, cx.headers, false)?;
+    let encryption = super::sse::write_encryption(cx)?;
+    let info = encryption.as_ref().map(EncryptWith::info);
     let own = store::RequestOwned {
         acl: super::acl::request_object_acl(cx, bucket)?,
         retention,
         legal_hold,
+        encryption,
     };
+    let source_key = super::sse::copy_source_key(cx)?;
     let source_conditions = OwnedConditions::new(source_conditions);
     let (sb, sk, sv) = (
         source.bucket.to_string(),
@@ -582,6 +586,7 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
                 key: &sk,
                 range: None,
                 version_id: sv,
+                customer: source_key.as_ref(),
             };
             let mut source_version = None;
             let put = store.copy_object_tagged(
@@ -612,6 +617,7 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
         h.push("x-amz-copy-source-version-id", v.to_string());
     }
     push_version(&mut h, put.version_id);
+    super::sse::push_encryption(&mut h, info.as_ref());
     cx.req.send_xml(res, h, &xml).await
 }
 

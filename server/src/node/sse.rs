@@ -1,11 +1,14 @@
 //! Server-side encryption on the node: what a request asks for, and what responses say.
 //!
-//! PutObject takes SSE-S3 (`x-amz-server-side-encryption: AES256`) and SSE-C
-//! (`x-amz-server-side-encryption-customer-*`); GetObject and HeadObject take the SSE-C key
-//! of an SSE-C object. The store does the encryption ([`crate::store::EncryptWith`]); the
-//! headers are parsed and checked by [`ferry_core::s3::sse`]. Everything else about
-//! encryption (SSE-KMS, copies, multipart uploads, bucket default encryption) is refused with
-//! `501 NotImplemented` before it gets here (`ferry_core::s3::request`).
+//! The writes of an object's data (PutObject, CopyObject, CreateMultipartUpload) take SSE-S3
+//! (`x-amz-server-side-encryption: AES256`) and SSE-C
+//! (`x-amz-server-side-encryption-customer-*`); the reads of an SSE-C object and the
+//! additions to an SSE-C upload (GetObject, HeadObject, GetObjectAttributes, UploadPart,
+//! CompleteMultipartUpload) its SSE-C key; the copies (CopyObject, UploadPartCopy) their
+//! source's SSE-C key (`x-amz-copy-source-server-side-encryption-customer-*`). The store does
+//! the encryption ([`crate::store::EncryptWith`]); the headers are parsed and checked by
+//! [`ferry_core::s3::sse`]. Everything else about encryption is refused with `501
+//! NotImplemented` before it gets here (`ferry_core::s3::request`).
 
 use base64::Engine as _;
 use ferry_core::rt::Runtime;
@@ -32,7 +35,8 @@ fn customer_key<R: Runtime>(cx: &Cx<'_, R>, key: &wire::CustomerKey) -> S3Result
     })
 }
 
-/// The encryption a PutObject asks for (`None`: plaintext).
+/// The encryption a write of an object's data (PutObject, CopyObject, CreateMultipartUpload)
+/// asks for (`None`: plaintext).
 pub(crate) fn write_encryption<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<Option<EncryptWith>> {
     let req = wire::parse_request(cx.headers)?;
     if let Some(key) = &req.customer {
@@ -48,10 +52,19 @@ pub(crate) fn write_encryption<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<Option<En
     }
 }
 
-/// The SSE-C key a GetObject or HeadObject came with.
+/// The SSE-C key a read of an object (or an addition to an upload) came with.
 pub(crate) fn read_key<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<Option<CustomerKey>> {
     let req = wire::parse_request(cx.headers)?;
     req.customer
+        .as_ref()
+        .map(|k| customer_key(cx, k))
+        .transpose()
+}
+
+/// The SSE-C key of a copy's source
+/// (`x-amz-copy-source-server-side-encryption-customer-*`), if it came with one.
+pub(crate) fn copy_source_key<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<Option<CustomerKey>> {
+    wire::parse_copy_source_key(cx.headers)?
         .as_ref()
         .map(|k| customer_key(cx, k))
         .transpose()

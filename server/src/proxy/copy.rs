@@ -45,6 +45,37 @@ fn is_object_header(name: &str) -> bool {
             .is_some_and(|p| p.eq_ignore_ascii_case("x-amz-meta-"))
 }
 
+/// Whether a header is one of a request's encryption headers (`x-amz-server-side-encryption`
+/// and its `-customer-*`, `-aws-kms-key-id`, `-context`, `-bucket-key-enabled`).
+fn is_encryption_header(name: &str) -> bool {
+    starts_with_ignore_case(name, "x-amz-server-side-encryption")
+}
+
+/// The SSE-C header of a GET that a copy's `x-amz-copy-source-server-side-encryption-customer-*`
+/// header is, when it is one.
+fn source_key_header(name: &str) -> Option<String> {
+    const SOURCE: &str = "x-amz-copy-source-server-side-encryption-customer-";
+    starts_with_ignore_case(name, SOURCE).then(|| {
+        format!(
+            "x-amz-server-side-encryption-customer-{}",
+            &name[SOURCE.len()..]
+        )
+    })
+}
+
+fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
+    s.get(..prefix.len())
+        .is_some_and(|p| p.eq_ignore_ascii_case(prefix))
+}
+
+/// Whether a GET's response says the object's ETag is its MD5: not for SSE-C or SSE-KMS
+/// objects (AWS: their ETags are not MD5 digests).
+fn etag_is_md5(headers: &[Header<'_>]) -> bool {
+    find_header(headers, "x-amz-server-side-encryption-customer-algorithm").is_none()
+        && !find_header_str(headers, "x-amz-server-side-encryption")
+            .is_some_and(|v| starts_with_ignore_case(v.trim(), "aws:kms"))
+}
+
 /// The MD5 an ETag is, when it is one (32 hex digits, quoted or not: not a multipart ETag).
 fn etag_md5(etag: &str) -> Option<ferry_core::md5::Md5Digest> {
     let hex = etag.trim().trim_matches('"');
@@ -145,6 +176,12 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     let keep_checksum = kind == CopyKind::Object && directive == MetadataDirective::Copy;
     if keep_checksum {
         get.header("x-amz-checksum-mode", &b"ENABLED"[..]);
+    }
+    // An SSE-C source is read with its key, which the copy gives as the source's.
+    for h in client_headers {
+        if let Some(name) = source_key_header(h.name) {
+            get.header(name, h.value.to_vec());
+        }
     }
     for (n, v) in cx.caller().headers() {
         get.header(n, v.into_bytes());
@@ -278,11 +315,20 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
         }
         if asks_lock
             && range.is_none()
+            && etag_is_md5(src_resp.head.headers)
             && let Some(md5) = find_header_str(src_resp.head.headers, "etag").and_then(etag_md5)
         {
             let value = ferry_core::md5::content_md5(&md5);
             put.header("Content-MD5", value.as_str().as_bytes().to_vec());
         }
+    }
+    // The copy is encrypted as its request asks (the destination node decides, as for a PUT:
+    // its own key, an SSE-C key in flight, or its bucket's default).
+    for h in client_headers
+        .iter()
+        .filter(|h| is_encryption_header(h.name))
+    {
+        put.header(h.name.to_owned(), h.value.to_vec());
     }
     for (n, v) in cx.caller().headers() {
         put.header(n, v.into_bytes());
@@ -323,6 +369,18 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
         .filter(|_| kind == CopyKind::Object)
     {
         h.push("x-amz-version-id", v.to_owned());
+    }
+    // How the copy is encrypted, as its backend says.
+    for e in dst_resp
+        .head
+        .headers
+        .iter()
+        .filter(|e| is_encryption_header(e.name))
+    {
+        h.push(
+            e.name.to_owned(),
+            String::from_utf8_lossy(e.value).into_owned(),
+        );
     }
     let mut body = Vec::new();
     while let Some(c) = dst_resp

@@ -49,6 +49,12 @@ pub(crate) enum Extension {
     /// [`super::ENCRYPTED_LAYOUT`], which builds that do not know this kind refuse to open:
     /// skipping it, they would serve ciphertext.
     Encryption(Encryption),
+    /// An uploaded part's own random seed (its key is derived from it and its upload's data
+    /// key), when its upload is encrypted.
+    PartSeed([u8; 32]),
+    /// An encrypted multipart object's part seeds, in part order ([`Encryption::parts`]);
+    /// stored after its [`Extension::Encryption`].
+    PartSeeds(Vec<[u8; 32]>),
 }
 
 /// The stored kind of [`Extension::Tags`].
@@ -67,6 +73,10 @@ const EXT_MULTIPART_CHECKSUM: u32 = 4;
 const EXT_PART_CHECKSUM: u32 = 5;
 /// The stored kind of [`Extension::Encryption`].
 const EXT_ENCRYPTION: u32 = 8;
+/// The stored kind of [`Extension::PartSeed`].
+const EXT_PART_SEED: u32 = 9;
+/// The stored kind of [`Extension::PartSeeds`].
+const EXT_PART_SEEDS: u32 = 10;
 
 /// An extension as stored: its kind, and its value in postcard.
 #[derive(Serialize, Deserialize)]
@@ -87,6 +97,8 @@ impl Extension {
             Extension::MultipartChecksum(_) => EXT_MULTIPART_CHECKSUM,
             Extension::PartChecksum(_) => EXT_PART_CHECKSUM,
             Extension::Encryption(_) => EXT_ENCRYPTION,
+            Extension::PartSeed(_) => EXT_PART_SEED,
+            Extension::PartSeeds(_) => EXT_PART_SEEDS,
         }
     }
 
@@ -100,6 +112,8 @@ impl Extension {
             Extension::MultipartChecksum(c) => postcard::to_allocvec(c),
             Extension::PartChecksum(c) => postcard::to_allocvec(c),
             Extension::Encryption(e) => postcard::to_allocvec(e),
+            Extension::PartSeed(s) => postcard::to_allocvec(s),
+            Extension::PartSeeds(s) => postcard::to_allocvec(s),
         }
     }
 
@@ -116,6 +130,8 @@ impl Extension {
             )?)),
             EXT_PART_CHECKSUM => Some(Extension::PartChecksum(postcard::from_bytes(entry.body)?)),
             EXT_ENCRYPTION => Some(Extension::Encryption(postcard::from_bytes(entry.body)?)),
+            EXT_PART_SEED => Some(Extension::PartSeed(postcard::from_bytes(entry.body)?)),
+            EXT_PART_SEEDS => Some(Extension::PartSeeds(postcard::from_bytes(entry.body)?)),
             _ => None,
         })
     }
@@ -279,16 +295,41 @@ impl Record for ObjectRecord {
     fn extensions(&self) -> Vec<Extension> {
         let mut out = tags_extension(&self.meta);
         out.extend(self.version.map(Extension::Version));
-        out.extend(self.encryption.clone().map(Extension::Encryption));
+        out.extend(encryption_extensions(self.encryption.as_ref()));
         out
     }
 
     fn apply(&mut self, ext: Extension) {
         match ext {
             Extension::Version(v) => self.version = Some(v),
-            Extension::Encryption(e) => self.encryption = Some(e),
-            ext => apply_to_meta(&mut self.meta, ext),
+            ext => apply_encryption(&mut self.encryption, ext, &mut self.meta),
         }
+    }
+}
+
+/// An encryption's extensions: itself, then its part seeds (if it has parts).
+fn encryption_extensions(enc: Option<&Encryption>) -> Vec<Extension> {
+    let mut out = Vec::new();
+    if let Some(e) = enc {
+        out.push(Extension::Encryption(e.clone()));
+        if !e.parts.is_empty() {
+            out.push(Extension::PartSeeds(e.parts.clone()));
+        }
+    }
+    out
+}
+
+/// Take an encryption extension read back (part seeds follow their encryption); others go to
+/// `meta`.
+fn apply_encryption(enc: &mut Option<Encryption>, ext: Extension, meta: &mut ObjectMeta) {
+    match ext {
+        Extension::Encryption(e) => *enc = Some(e),
+        Extension::PartSeeds(seeds) => {
+            if let Some(e) = enc {
+                e.parts = seeds;
+            }
+        }
+        ext => apply_to_meta(meta, ext),
     }
 }
 
@@ -333,8 +374,11 @@ fn apply_to_meta(meta: &mut ObjectMeta, ext: Extension) {
         }
         Extension::LegalHold => meta.legal_hold = true,
         Extension::MultipartChecksum(c) => meta.multipart_checksum = Some(c),
-        // Only object records and parts carry these.
-        Extension::PartChecksum(_) | Extension::Encryption(_) => {}
+        // Only object records, uploads and parts carry these.
+        Extension::PartChecksum(_)
+        | Extension::Encryption(_)
+        | Extension::PartSeed(_)
+        | Extension::PartSeeds(_) => {}
     }
 }
 
@@ -373,17 +417,23 @@ pub(crate) struct UploadRecord {
     pub initiated: i64,
     /// The metadata the completed object will get.
     pub meta: ObjectMeta,
+    /// How its parts are encrypted (each with a key of its own derived from this one's data
+    /// key), in an [`Extension`]; `None`: plaintext.
+    #[serde(skip)]
+    pub encryption: Option<Encryption>,
 }
 
 impl Record for UploadRecord {
     const EXTENSIBLE: bool = true;
 
     fn extensions(&self) -> Vec<Extension> {
-        tags_extension(&self.meta)
+        let mut out = tags_extension(&self.meta);
+        out.extend(encryption_extensions(self.encryption.as_ref()));
+        out
     }
 
     fn apply(&mut self, ext: Extension) {
-        apply_to_meta(&mut self.meta, ext);
+        apply_encryption(&mut self.encryption, ext, &mut self.meta);
     }
 }
 
@@ -392,11 +442,16 @@ impl Record for UploadRecord {
 pub(crate) struct PartRecord {
     pub file: FileId,
     pub size: u64,
+    /// Its ETag's digest: the MD5 of its data, or for a part of an SSE-C upload the opaque
+    /// digest made from it (`sse::etag_digest`).
     pub md5: Md5Digest,
     pub last_modified: i64,
     /// Its checksum, when its upload has a checksum algorithm.
     #[serde(skip)]
     pub checksum: Option<Checksum>,
+    /// Its own random seed, when its upload is encrypted (in an [`Extension`]).
+    #[serde(skip)]
+    pub seed: Option<[u8; 32]>,
 }
 
 /// A completed multipart upload, kept for a while so that a retried complete gets the same
@@ -419,15 +474,20 @@ impl Record for PartRecord {
     const EXTENSIBLE: bool = true;
 
     fn extensions(&self) -> Vec<Extension> {
-        self.checksum
+        let mut out: Vec<Extension> = self
+            .checksum
             .iter()
             .map(|c| Extension::PartChecksum(c.clone()))
-            .collect()
+            .collect();
+        out.extend(self.seed.map(Extension::PartSeed));
+        out
     }
 
     fn apply(&mut self, ext: Extension) {
-        if let Extension::PartChecksum(c) = ext {
-            self.checksum = Some(c);
+        match ext {
+            Extension::PartChecksum(c) => self.checksum = Some(c),
+            Extension::PartSeed(s) => self.seed = Some(s),
+            _ => {}
         }
     }
 }
@@ -575,6 +635,7 @@ mod tests {
         let up = UploadRecord {
             initiated: 7,
             meta: rec.meta.clone(),
+            encryption: None,
         };
         let old_up = postcard::to_extend(
             &OldUploadRecord {
@@ -607,6 +668,7 @@ mod tests {
         let up = UploadRecord {
             initiated: 9,
             meta: rec.meta.clone(),
+            encryption: None,
         };
         let back: UploadRecord = decode(&encode(&up).unwrap()).unwrap();
         assert_eq!(back.meta.tags, tags());
@@ -700,6 +762,43 @@ mod tests {
         // Builds before this extension read the record, tags and all, without it.
         let old: OldObjectRecord = postcard::from_bytes(&bytes[1..]).unwrap();
         assert_eq!(old.meta.checksums, rec.meta.checksums);
+    }
+
+    #[test]
+    fn encryption_and_part_seeds_round_trip_in_extensions() {
+        use crate::store::sse::{EncryptWith, MasterKey};
+        let dir = tempfile::tempdir().unwrap();
+        let master = MasterKey::load_or_create(&dir.path().join("k")).unwrap();
+        let (mut enc, _) = Encryption::new(&EncryptWith::SseS3, || Ok(&master)).unwrap();
+
+        // An upload keeps its encryption; its object adds its parts' seeds.
+        let up = UploadRecord {
+            initiated: 9,
+            meta: ObjectMeta::default(),
+            encryption: Some(enc.clone()),
+        };
+        let back: UploadRecord = decode(&encode(&up).unwrap()).unwrap();
+        assert_eq!(back.encryption, up.encryption);
+
+        enc.parts = vec![[1; 32], [2; 32]];
+        let mut rec = sample();
+        rec.meta.tags = tags();
+        rec.encryption = Some(enc.clone());
+        let bytes = encode(&rec).unwrap();
+        let back: ObjectRecord = decode(&bytes).unwrap();
+        assert_eq!(back.encryption, Some(enc));
+        assert_eq!(back.meta.tags, tags());
+
+        let part = PartRecord {
+            file: 3,
+            size: 10,
+            md5: [1; 16],
+            last_modified: 5,
+            checksum: None,
+            seed: Some([9; 32]),
+        };
+        let back: PartRecord = decode(&encode(&part).unwrap()).unwrap();
+        assert_eq!((back.seed, back.checksum), (Some([9; 32]), None));
     }
 
     #[test]

@@ -17,13 +17,15 @@ use super::codec::{
 use super::fence::check_unfenced;
 use super::files::{FileId, Spool};
 use super::object::put_record;
+use super::sse::{self, CustomerKey, EncryptWith, EncryptionInfo};
 use super::types::{
     Checksum, CompleteResult, CompletedPart, CopySource, ExpectedChecksum, MultipartChecksum,
     ObjectInfo, ObjectMeta, PartEntry, PartsPage, PutResult, WriteConditions,
 };
 use super::{
-    BUCKETS, COMPLETED, COMPLETED_TTL_SECS, MAX_LIST, MAX_PARTS, PARTS, Store, UPLOADS,
-    bucket_exists, check_bucket_name, check_key, db_err, now, object_key, require_bucket,
+    BUCKETS, COMPLETED, COMPLETED_TTL_SECS, ENCRYPTED_LAYOUT, MAX_LIST, MAX_PARTS, PARTS, Store,
+    UPLOADS, bucket_exists, check_bucket_name, check_key, db_err, now, object_key, raise_layout,
+    require_bucket,
 };
 
 /// An UploadPart in progress: like [`ObjectWriter`](super::ObjectWriter), for one part.
@@ -39,9 +41,31 @@ pub struct PartWriter {
     upload_checksum: Option<MultipartChecksum>,
     /// The part's checksum, to store with it.
     checksum: Option<Checksum>,
+    /// Encrypting: the upload's encryption, and the part's seed and key.
+    crypt: Option<PartCrypt>,
+}
+
+/// A part of an encrypted upload: its upload's encryption, and its own seed and key.
+struct PartCrypt {
+    upload: sse::Encryption,
+    seed: [u8; 32],
+    key: [u8; 32],
+}
+
+impl std::fmt::Debug for PartCrypt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PartCrypt")
+            .field("upload", &self.upload.info())
+            .finish_non_exhaustive()
+    }
 }
 
 impl PartWriter {
+    /// How the part is encrypted (its upload's encryption), for the response's headers.
+    pub fn encryption(&self) -> Option<EncryptionInfo> {
+        self.crypt.as_ref().map(|c| c.upload.info())
+    }
+
     /// The checksum algorithm and type of the part's upload, if it has one: the part must
     /// carry (or be given) a checksum of that algorithm.
     pub fn upload_checksum(&self) -> Option<&MultipartChecksum> {
@@ -111,6 +135,7 @@ impl PartWriter {
             spool,
             upload_checksum,
             checksum,
+            crypt,
         } = self;
         let checksum = match (&upload_checksum, checksum) {
             (Some(spec), Some(c)) if c.algorithm.eq_ignore_ascii_case(&spec.algorithm) => Some(c),
@@ -126,12 +151,17 @@ impl PartWriter {
             (None, _) => None,
         };
         let staged = spool.finish().map_err(|e| store.inner.io_failed(e))?;
+        let md5 = match &crypt {
+            Some(c) => sse::etag_digest(&c.upload, &c.key, &staged.md5),
+            None => staged.md5,
+        };
         let rec = PartRecord {
             file: staged.id,
             size: staged.size,
-            md5: staged.md5,
+            md5,
             last_modified: now(),
             checksum,
+            seed: crypt.map(|c| c.seed),
         };
         let bytes = codec::encode(&rec)?;
         let old = store.update_grouped(Some(staged), move |txn| {
@@ -223,17 +253,39 @@ impl Store {
         key: &str,
         meta: ObjectMeta,
     ) -> S3Result<String> {
+        self.create_multipart_upload_encrypted(bucket, key, meta, None)
+    }
+
+    /// [`Store::create_multipart_upload`] of an object encrypted as `with` says: each part is
+    /// encrypted on its own, with a key derived from the upload's data key and a random seed
+    /// of the part's (an SSE-C upload's parts need the upload's key).
+    pub fn create_multipart_upload_encrypted(
+        &self,
+        bucket: &str,
+        key: &str,
+        meta: ObjectMeta,
+        with: Option<&EncryptWith>,
+    ) -> S3Result<String> {
         check_bucket_name(bucket)?;
         check_key(key)?;
         let upload_id = new_upload_id()?;
+        let encryption = match with {
+            Some(w) => Some(sse::Encryption::new(w, || self.inner.master_key())?.0),
+            None => None,
+        };
+        let encrypted = encryption.is_some();
         let rec = codec::encode(&UploadRecord {
             initiated: now(),
             meta,
+            encryption,
         })?;
         let k = object_key(bucket, key)?;
         self.update(None, |txn| {
             require_bucket(&txn.open_table(BUCKETS).map_err(db_err)?, bucket)?;
             check_unfenced(txn, bucket)?;
+            if encrypted {
+                raise_layout(txn, ENCRYPTED_LAYOUT)?;
+            }
             let mut uploads = txn.open_table(UPLOADS).map_err(db_err)?;
             uploads
                 .insert((k.as_slice(), upload_id.as_str()), rec.as_slice())
@@ -271,19 +323,51 @@ impl Store {
         upload_id: &str,
         part_number: u32,
     ) -> S3Result<PartWriter> {
+        self.part_writer_keyed(bucket, key, upload_id, part_number, None)
+    }
+
+    /// [`Store::part_writer`] with the SSE-C key the request came with (if any): a part of an
+    /// encrypted upload is encrypted with a key of its own; an SSE-C upload's part needs the
+    /// upload's key (errors as a GET's, `Store::data_key`).
+    pub fn part_writer_keyed(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        part_number: u32,
+        customer: Option<&CustomerKey>,
+    ) -> S3Result<PartWriter> {
         check_part_number(part_number)?;
         let upload = self.upload_record(bucket, key, upload_id)?;
         self.check_bucket_writable(bucket)?;
         self.check_room()?;
+        let crypt = match (upload.encryption, customer) {
+            (None, None) => None,
+            (None, Some(_)) => return Err(sse::not_sse_c()),
+            (Some(enc), customer) => {
+                let data_key = enc.data_key(customer, || self.inner.master_key())?;
+                let (seed, key) = sse::new_part_key(&data_key)?;
+                Some(PartCrypt {
+                    upload: enc,
+                    seed,
+                    key,
+                })
+            }
+        };
+        let mut spool = Spool::create(&self.inner).map_err(|e| self.inner.io_failed(e))?;
+        if let Some(c) = &crypt {
+            spool.encrypt(&c.key);
+        }
         Ok(PartWriter {
             store: self.clone(),
             bucket: bucket.to_owned(),
             object_key: object_key(bucket, key)?,
             upload_id: upload_id.to_owned(),
             part_number,
-            spool: Spool::create(&self.inner).map_err(|e| self.inner.io_failed(e))?,
+            spool,
             upload_checksum: upload.meta.multipart_checksum,
             checksum: None,
+            crypt,
         })
     }
 
@@ -299,7 +383,25 @@ impl Store {
         src: CopySource<'_>,
         check_source: impl FnOnce(&ObjectInfo) -> S3Result<()>,
     ) -> S3Result<PartEntry> {
-        let mut writer = self.part_writer(bucket, key, upload_id, part_number)?;
+        self.upload_part_copy_keyed(bucket, key, upload_id, part_number, src, None, check_source)
+            .map(|(part, _)| part)
+    }
+
+    /// [`Store::upload_part_copy`] with the SSE-C key of the upload (`customer`; the source's
+    /// is in `src`); also how the part is encrypted.
+    #[allow(clippy::too_many_arguments)] // UploadPartCopy's own parameters, each a plain value.
+    pub fn upload_part_copy_keyed(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        part_number: u32,
+        src: CopySource<'_>,
+        customer: Option<&CustomerKey>,
+        check_source: impl FnOnce(&ObjectInfo) -> S3Result<()>,
+    ) -> S3Result<(PartEntry, Option<EncryptionInfo>)> {
+        let mut writer = self.part_writer_keyed(bucket, key, upload_id, part_number, customer)?;
+        let encryption = writer.encryption();
         let mut reader = self.copy_reader(src, check_source)?;
         let want = reader.remaining();
         // An upload with a checksum algorithm gets the copied part's checksum computed here.
@@ -325,7 +427,7 @@ impl Store {
             });
         }
         drop(reader);
-        writer.commit()
+        Ok((writer.commit()?, encryption))
     }
 
     /// ListParts: parts of `upload_id` after `part_number_marker`, at most `max_parts` (clamped
@@ -424,8 +526,10 @@ impl Store {
         conditions: WriteConditions,
     ) -> S3Result<PutResult> {
         let expected = ExpectedChecksum::default();
-        self.complete_multipart_upload_checked(bucket, key, upload_id, parts, conditions, expected)
-            .map(|r| r.put)
+        self.complete_multipart_upload_checked(
+            bucket, key, upload_id, parts, conditions, expected, None,
+        )
+        .map(|r| r.put)
     }
 
     /// [`Store::complete_multipart_upload`], with the checksums of an upload that has a checksum
@@ -434,7 +538,9 @@ impl Store {
     /// then run 1, 2, 3..., `InvalidPartOrder`), and the object gets its checksum, composite or
     /// full-object (the parts' CRCs combined, no data read). `expected`, the object checksum
     /// the request gives (`x-amz-checksum-*`), must match it (`BadDigest`), and its type
-    /// (`x-amz-checksum-type`) the upload's (`InvalidRequest`).
+    /// (`x-amz-checksum-type`) the upload's (`InvalidRequest`). An SSE-C key given
+    /// (`customer`) must be the upload's (checked as a GET's).
+    #[allow(clippy::too_many_arguments)] // CompleteMultipartUpload's own parameters.
     pub fn complete_multipart_upload_checked(
         &self,
         bucket: &str,
@@ -443,6 +549,7 @@ impl Store {
         parts: &[CompletedPart],
         conditions: WriteConditions,
         expected: ExpectedChecksum,
+        customer: Option<CustomerKey>,
     ) -> S3Result<CompleteResult> {
         if parts.is_empty() {
             return Err(S3Error::with_message(
@@ -479,6 +586,7 @@ impl Store {
                                     put,
                                     checksum: None,
                                     full_object: false,
+                                    encryption: None,
                                 };
                                 (r, None, None)
                             })
@@ -486,7 +594,16 @@ impl Store {
                     }
                 }
             };
+            if let Some(c) = &customer {
+                match &up.encryption {
+                    Some(enc) => {
+                        enc.data_key(Some(c), || store.inner.master_key())?;
+                    }
+                    None => return Err(sse::not_sse_c()),
+                }
+            }
             let stored = take_parts(txn, upload_id)?;
+            let mut seeds = Vec::new();
             let mut sums =
                 PartChecksums::new(up.meta.multipart_checksum.as_ref(), expected.full_object)?;
             let mut locs = Vec::with_capacity(parts.len());
@@ -524,6 +641,14 @@ impl Store {
                     ));
                 }
                 sums.push(i, want, rec)?;
+                if up.encryption.is_some() {
+                    seeds.push(rec.seed.ok_or_else(|| {
+                        S3Error::with_message(
+                            S3ErrorCode::InternalError,
+                            "a part of an encrypted upload has no key",
+                        )
+                    })?);
+                }
                 etag.push_part(&rec.md5);
                 locs.push(PartLoc {
                     file: rec.file,
@@ -540,6 +665,10 @@ impl Store {
                 .filter(|f| !used.contains(f))
                 .collect();
             let etag = etag.finish();
+            let encryption = up.encryption.map(|mut e| {
+                e.parts = seeds;
+                e
+            });
             let mut meta = up.meta;
             let object_checksum = sums.finish(&mut meta, expected.checksum.as_ref())?;
             let rec = ObjectRecord {
@@ -549,7 +678,7 @@ impl Store {
                 meta,
                 data: DataLayout::Parts(locs),
                 version: None,
-                encryption: None,
+                encryption,
             };
             let bytes = codec::encode(&rec)?;
             let replaced = put_record(&store, txn, bucket, key, &rec, &bytes, conditions)?;
@@ -576,6 +705,7 @@ impl Store {
                     .multipart_checksum
                     .as_ref()
                     .is_some_and(|c| c.full_object),
+                encryption: rec.encryption.as_ref().map(sse::Encryption::info),
             };
             Ok((result, Some(retired), replaced.size))
         })?;

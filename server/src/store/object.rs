@@ -144,8 +144,12 @@ pub struct ObjectReader {
     crypt: Option<Box<ReadCrypt>>,
 }
 
-/// An encrypted object's cipher and the chunk last decrypted.
+/// An encrypted object's keys (one per data file), the cipher of the file being read, and the
+/// chunk last decrypted.
 struct ReadCrypt {
+    keys: Vec<[u8; 32]>,
+    /// Which data file `cipher` is keyed for.
+    keyed: usize,
     cipher: ferry_core::sse::ObjectCipher,
     chunk: Vec<u8>,
     /// Which chunk `chunk` holds, and its plaintext bytes.
@@ -166,7 +170,7 @@ impl ObjectReader {
         info: ObjectInfo,
         pins: PinGuard,
         range: Option<(u64, u64)>,
-        data_key: Option<[u8; 32]>,
+        keys: Option<Vec<[u8; 32]>>,
     ) -> S3Result<Self> {
         let (start, len) = match range {
             Some((first, last)) => (first, last - first + 1),
@@ -182,15 +186,20 @@ impl ObjectReader {
             file: None,
             crypt: None,
         };
-        if let Some(key) = data_key {
-            if !r.info.part_sizes.is_empty() {
+        if let Some(keys) = keys {
+            let first = keys.first().ok_or_else(|| {
+                S3Error::with_message(S3ErrorCode::InternalError, "an encrypted object has no key")
+            })?;
+            if keys.len() != r.pins.ids.len() {
                 return Err(S3Error::with_message(
                     S3ErrorCode::InternalError,
-                    "encrypted multipart objects are not supported",
+                    "an encrypted object's keys do not match its data files",
                 ));
             }
             r.crypt = Some(Box::new(ReadCrypt {
-                cipher: ferry_core::sse::ObjectCipher::new(&key),
+                cipher: ferry_core::sse::ObjectCipher::new(first),
+                keyed: 0,
+                keys,
                 chunk: vec![0; ferry_core::sse::DISK_CHUNK],
                 index: None,
                 plain: 0,
@@ -305,7 +314,28 @@ impl ObjectReader {
     /// decrypted last) and copy from it. A chunk that fails authentication (the file was
     /// altered, truncated or swapped) is an error, never bytes.
     fn read_decrypted(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        use ferry_core::sse::{PLAIN_CHUNK, TAG_LEN, chunk_plain_len};
+        use ferry_core::sse::{ObjectCipher, PLAIN_CHUNK, TAG_LEN, chunk_plain_len};
+        // Past the current file's end: the next one (a multipart object's next part).
+        while self.offset >= self.file_size(self.idx) {
+            self.idx += 1;
+            self.offset = 0;
+            self.file = None;
+            if self.idx >= self.pins.ids.len() {
+                return Err(io::Error::other("object shorter than its metadata"));
+            }
+        }
+        // Each data file (part) has a key of its own.
+        if let Some(crypt) = self.crypt.as_deref_mut()
+            && crypt.keyed != self.idx
+        {
+            let key = crypt
+                .keys
+                .get(self.idx)
+                .ok_or_else(|| io::Error::other("no key for a data file"))?;
+            crypt.cipher = ObjectCipher::new(key);
+            crypt.keyed = self.idx;
+            crypt.index = None;
+        }
         let size = self.file_size(self.idx);
         let index = self.offset / PLAIN_CHUNK as u64;
         let within = (self.offset % PLAIN_CHUNK as u64) as usize;
@@ -693,10 +723,10 @@ impl Store {
     ) -> S3Result<ObjectReader> {
         let (rec, pins) = self.object_record(bucket, key, version, true)?;
         let pins = pins.ok_or_else(|| S3Error::new(S3ErrorCode::InternalError))?;
-        let data_key = self.data_key(&rec, customer)?;
+        let keys = self.file_keys(&rec, customer)?;
         let (info, _) = info_of(rec)?;
         let range = range.resolve(&info)?;
-        ObjectReader::new(info, pins, range, data_key)
+        ObjectReader::new(info, pins, range, keys)
     }
 
     /// [`Store::head_object_version`] with the SSE-C key the request came with (if any),
@@ -726,6 +756,19 @@ impl Store {
             (None, Some(_)) => Err(sse::not_sse_c()),
             (Some(enc), customer) => enc.data_key(customer, || self.inner.master_key()).map(Some),
         }
+    }
+
+    /// The keys of `rec`'s data files, in order (`None`: plaintext), given the SSE-C key a
+    /// request came with; errors as [`Store::data_key`].
+    fn file_keys(
+        &self,
+        rec: &ObjectRecord,
+        customer: Option<&CustomerKey>,
+    ) -> S3Result<Option<Vec<[u8; 32]>>> {
+        let key = self.data_key(rec, customer)?;
+        Ok(key
+            .zip(rec.encryption.as_ref())
+            .map(|(k, e)| e.file_keys(k)))
     }
 
     /// DELETE: remove `bucket`/`key` if it exists (deleting a missing key succeeds, as in S3);
@@ -870,6 +913,7 @@ impl Store {
             && src.key == key
             && src.version_id.is_none()
             && directive == MetadataDirective::Copy
+            && own.encryption.is_none()
         {
             return Err(S3Error::with_message(
                 S3ErrorCode::InvalidRequest,
@@ -885,7 +929,10 @@ impl Store {
             ));
         }
         let mut reader = self.copy_reader(src, check_source)?;
-        let mut writer = self.object_writer(bucket, key)?;
+        let mut writer = match &own.encryption {
+            Some(with) => self.object_writer_encrypted(bucket, key, with)?,
+            None => self.object_writer(bucket, key)?,
+        };
         let n = writer.write_from(&mut reader)?;
         let info = reader.into_info();
         if n != info.size {
@@ -933,8 +980,8 @@ impl Store {
             })?;
         let pins = pins.ok_or_else(|| S3Error::new(S3ErrorCode::InternalError))?;
         // An SSE-C source needs its key (`x-amz-copy-source-server-side-encryption-customer-*`),
-        // which copies do not take yet: refused as a read without its key is.
-        let data_key = self.data_key(&rec, None)?;
+        // checked as a GET's.
+        let keys = self.file_keys(&rec, src.customer)?;
         let (info, _) = info_of(rec)?;
         check_source(&info)?;
         let range = match src.range {
@@ -951,6 +998,6 @@ impl Store {
                 ));
             }
         };
-        ObjectReader::new(info, pins, range, data_key)
+        ObjectReader::new(info, pins, range, keys)
     }
 }

@@ -24,6 +24,7 @@ use ferry_core::sse as format;
 use serde::{Deserialize, Serialize};
 
 /// How a write asks for its data to be encrypted.
+#[derive(Clone, PartialEq, Eq)]
 pub enum EncryptWith {
     /// SSE-S3 (`x-amz-server-side-encryption: AES256`): a data key wrapped by the master key.
     SseS3,
@@ -50,7 +51,7 @@ impl std::fmt::Debug for EncryptWith {
     }
 }
 
-/// An SSE-C key as the store takes it (never stored, never printed).
+/// An SSE-C key as the store takes it (never stored, never printed; compared in constant time).
 #[derive(Clone)]
 pub struct CustomerKey {
     /// The key.
@@ -66,6 +67,14 @@ impl std::fmt::Debug for CustomerKey {
             .finish_non_exhaustive()
     }
 }
+
+impl PartialEq for CustomerKey {
+    fn eq(&self, other: &Self) -> bool {
+        format::check_matches(&self.key, &other.key)
+    }
+}
+
+impl Eq for CustomerKey {}
 
 /// How a stored object is encrypted, as responses describe it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,6 +94,11 @@ pub(crate) struct Encryption {
     /// The per-object random value the data key is derived from (SSE-C) or bound to.
     pub seed: [u8; 32],
     pub mode: Mode,
+    /// A multipart object's: each part's own random seed, in the object's part order (its
+    /// key is [`format::part_key`] of the data key and the seed). Empty for an object of one
+    /// data file. Stored in an extension of its own (`codec`), not here.
+    #[serde(skip)]
+    pub parts: Vec<[u8; 32]>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -116,7 +130,7 @@ impl Encryption {
                     key_id: master.id.clone(),
                     wrapped,
                 };
-                Ok((Self { seed, mode }, key))
+                Ok((Self::of(seed, mode), key))
             }
             EncryptWith::SseC(c) => {
                 let salt = format::random_key().map_err(sse_err)?;
@@ -126,8 +140,29 @@ impl Encryption {
                     key_md5: c.key_md5,
                 };
                 let key = format::customer_object_key(&c.key, &seed);
-                Ok((Self { seed, mode }, key))
+                Ok((Self::of(seed, mode), key))
             }
+        }
+    }
+
+    fn of(seed: [u8; 32], mode: Mode) -> Self {
+        Self {
+            seed,
+            mode,
+            parts: Vec::new(),
+        }
+    }
+
+    /// The keys of the object's data files, in order, given its data key: the data key for
+    /// an object of one file, each part's key for a multipart object.
+    pub fn file_keys(&self, data_key: [u8; 32]) -> Vec<[u8; 32]> {
+        if self.parts.is_empty() {
+            vec![data_key]
+        } else {
+            self.parts
+                .iter()
+                .map(|seed| format::part_key(&data_key, seed))
+                .collect()
         }
     }
 
@@ -200,7 +235,13 @@ fn sse_err(e: format::SseError) -> S3Error {
     S3Error::with_message(S3ErrorCode::InternalError, format!("encryption: {e}"))
 }
 
-/// The ETag of an encrypted object: SSE-S3 keeps the MD5 of the plaintext (as AWS does, so
+/// A new part of an encrypted upload: its random seed and its key.
+pub(crate) fn new_part_key(data_key: &[u8; 32]) -> S3Result<([u8; 32], [u8; 32])> {
+    let seed = format::random_key().map_err(sse_err)?;
+    Ok((seed, format::part_key(data_key, &seed)))
+}
+
+/// The ETag of an encrypted object (or part, with the part's key): SSE-S3 keeps the MD5 of the plaintext (as AWS does, so
 /// clients comparing it with their own MD5 keep working); SSE-C's is derived from it under
 /// the data key, so it reveals nothing about the plaintext (AWS: "not an MD5 digest").
 pub(crate) fn etag_digest(enc: &Encryption, data_key: &[u8; 32], md5: &Md5Digest) -> Md5Digest {

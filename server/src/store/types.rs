@@ -88,6 +88,8 @@ pub struct RequestOwned {
     pub retention: Option<Retention>,
     /// Whether the copy gets a legal hold.
     pub legal_hold: bool,
+    /// How the copy is encrypted (`None`: plaintext).
+    pub encryption: Option<super::EncryptWith>,
 }
 
 /// Conditions of a conditional write, checked atomically with the write.
@@ -432,6 +434,8 @@ pub struct CompleteResult {
     pub checksum: Option<Checksum>,
     /// Whether that checksum is `FULL_OBJECT` rather than `COMPOSITE`.
     pub full_object: bool,
+    /// How the object is encrypted (`None`: plaintext, or a retried complete).
+    pub encryption: Option<super::EncryptionInfo>,
 }
 
 /// Where a server-side copy reads from.
@@ -445,6 +449,8 @@ pub struct CopySource<'a> {
     pub range: Option<(u64, u64)>,
     /// The version to copy (`None`: the current one).
     pub version_id: Option<VersionId>,
+    /// The source's SSE-C key (`x-amz-copy-source-server-side-encryption-customer-*`).
+    pub customer: Option<&'a super::CustomerKey>,
 }
 
 /// `x-amz-metadata-directive` of CopyObject.

@@ -38,16 +38,16 @@ sse_c_for!(
 );
 
 /// Options of these tests: the clients speak plain HTTP, so nodes take SSE-C keys over it.
-const SSE: Options = Options {
+pub(crate) const SSE: Options = Options {
     sse_c_over_http: true,
     ..sdk::DEFAULT_OPTIONS
 };
 
 /// Plaintext bytes in one encryption chunk (`ferry_core::sse::PLAIN_CHUNK`).
-const CHUNK: usize = 65_520;
+pub(crate) const CHUNK: usize = 65_520;
 
 /// Distinct bytes (no 16-byte window repeats early), so a plaintext window is findable.
-fn body(n: usize, salt: u8) -> Vec<u8> {
+pub(crate) fn body(n: usize, salt: u8) -> Vec<u8> {
     let mut out = Vec::with_capacity(n);
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ u64::from(salt);
     while out.len() < n {
@@ -65,7 +65,7 @@ fn b64(bytes: &[u8]) -> String {
 }
 
 /// Whether any file under `dir` holds `needle`.
-fn on_disk(dir: &std::path::Path, needle: &[u8]) -> bool {
+pub(crate) fn on_disk(dir: &std::path::Path, needle: &[u8]) -> bool {
     files_under(dir)
         .iter()
         .any(|p| fs::read(p).is_ok_and(|data| data.windows(needle.len()).any(|w| w == needle)))

@@ -1,6 +1,5 @@
 //! Requests for what Ferry does not do are refused, never served with the feature ignored:
-//! server-side encryption beyond SSE-S3 and SSE-C on PutObject, GetObject and HeadObject
-//! (SSE-KMS, on copies and multipart uploads), website
+//! server-side encryption Ferry does not do (SSE-KMS, dual-layer SSE-KMS), website
 //! redirects and unknown subresources answer `501 NotImplemented`; object lock headers on a
 //! bucket without object lock answer `400 InvalidRequest`; ACL headers on an
 //! operation that sets no ACL answer `400 AccessControlListNotSupported`, grants by e-mail
@@ -41,7 +40,15 @@ async fn feature_headers_refused(target: Target) {
         (
             "PUT",
             "/feat/k?partNumber=1&uploadId=none",
-            vec![("x-amz-server-side-encryption-customer-algorithm", "AES256")],
+            sse_c.to_vec(),
+            400,
+            "InvalidRequest",
+        ),
+        // UploadPart takes no encryption of its own: its upload's.
+        (
+            "PUT",
+            "/feat/k?partNumber=1&uploadId=none",
+            vec![("x-amz-server-side-encryption", "AES256")],
             501,
             "NotImplemented",
         ),
@@ -57,7 +64,7 @@ async fn feature_headers_refused(target: Target) {
             "/feat/k",
             vec![
                 ("x-amz-copy-source", "feat/src"),
-                ("x-amz-server-side-encryption", "AES256"),
+                ("x-amz-server-side-encryption", "aws:kms:dsse"),
             ],
             501,
             "NotImplemented",
@@ -65,7 +72,7 @@ async fn feature_headers_refused(target: Target) {
         (
             "POST",
             "/feat/k?uploads",
-            vec![("x-amz-server-side-encryption", "AES256")],
+            vec![("x-amz-server-side-encryption", "aws:kms:dsse")],
             501,
             "NotImplemented",
         ),
@@ -207,7 +214,7 @@ async fn sdk_requests_refused(target: Target) {
         .create_multipart_upload()
         .bucket("feat")
         .key("sdk")
-        .server_side_encryption(ServerSideEncryption::Aes256)
+        .server_side_encryption(ServerSideEncryption::AwsKmsDsse)
         .send()
         .await;
     sdk::assert_error(r, 501, Some("NotImplemented"));

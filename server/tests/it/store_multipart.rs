@@ -440,6 +440,7 @@ fn upload_part_copy_from_ranges() {
         key: "src",
         range,
         version_id: None,
+        customer: None,
     };
     let p1 = s
         .upload_part_copy("b", "dst", &id, 1, src(Some((100, 100_099))), |_| Ok(()))
@@ -484,6 +485,7 @@ fn upload_part_copy_from_ranges() {
         key: "dst",
         range: Some((99_990, 100_009)),
         version_id: None,
+        customer: None,
     };
     let p = s
         .upload_part_copy("b", "dst2", &id2, 1, from_mp, |_| Ok(()))
@@ -622,6 +624,7 @@ fn checksums_of_an_upload_with_an_algorithm() {
             key: "src",
             range: None,
             version_id: None,
+            customer: None,
         };
         let p2 = s
             .upload_part_copy("b", key, &id, 2, src, |_| Ok(()))
@@ -655,6 +658,7 @@ fn checksums_of_an_upload_with_an_algorithm() {
                 &parts,
                 WriteConditions::default(),
                 ExpectedChecksum::default(),
+                None,
             )
             .unwrap();
         let whole = datas.concat();

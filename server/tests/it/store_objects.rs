@@ -397,6 +397,7 @@ fn copy_object_directives() {
         key: "k",
         range: None,
         version_id: None,
+        customer: None,
     };
     let ok = |_: &_| Ok(());
 
@@ -485,6 +486,7 @@ fn copy_object_directives() {
         key: "nope",
         range: None,
         version_id: None,
+        customer: None,
     };
     assert_eq!(
         code(s.copy_object(

@@ -108,6 +108,7 @@ fn copies_keep_or_replace_tags() {
         key: "src",
         range: None,
         version_id: None,
+        customer: None,
     };
     let ok = |_: &_| Ok(());
     let none = WriteConditions::default();

@@ -1,0 +1,551 @@
+//! Server-side encryption of multipart uploads and copies, with the AWS SDK and boto3, on a
+//! node and through the proxy (where copies cross backends), both runtimes: encrypted
+//! uploads whose parts are encrypted each with a key of its own and read back whole, in
+//! ranges across part and chunk boundaries and by part number; SSE-C parts refused without
+//! the upload's key or with another; copies and part copies between every pair of modes
+//! (plaintext, SSE-S3, SSE-C), with the ETags AWS gives per mode; SSE-C sources refused
+//! without their key.
+
+use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart, ServerSideEncryption};
+use md5::{Digest, Md5};
+
+use super::sdk_sse::{CHUNK, SSE, body, on_disk};
+use crate::support::sdk::{self, Target, TestNode};
+
+on_every_target!(
+    encrypted_multipart_uploads,
+    copies_between_modes,
+    boto3_copies_and_uploads_encrypted
+);
+
+const MIB: usize = 1 << 20;
+
+/// How an object is (to be) stored.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Mode {
+    Plain,
+    S3,
+    C([u8; 32]),
+}
+
+impl Mode {
+    fn key(self) -> Option<[u8; 32]> {
+        match self {
+            Mode::C(k) => Some(k),
+            _ => None,
+        }
+    }
+}
+
+fn b64(bytes: &[u8]) -> String {
+    sdk::b64(bytes)
+}
+
+fn key_md5(key: &[u8; 32]) -> String {
+    b64(&Md5::digest(key))
+}
+
+/// Builders that write an object's data: they take an encryption.
+trait Encrypt: Sized {
+    fn encrypt(self, mode: Mode) -> Self;
+}
+
+/// Builders that read an object or add to an upload: they take an SSE-C key.
+trait Keyed: Sized {
+    fn keyed(self, mode: Mode) -> Self;
+}
+
+/// Copies: they take their source's SSE-C key.
+trait SourceKeyed: Sized {
+    fn source_keyed(self, mode: Mode) -> Self;
+}
+
+macro_rules! keyed {
+    ($($builder:ty),*) => {$(
+        impl Keyed for $builder {
+            fn keyed(self, mode: Mode) -> Self {
+                match mode.key() {
+                    Some(k) => self
+                        .sse_customer_algorithm("AES256")
+                        .sse_customer_key(b64(&k))
+                        .sse_customer_key_md5(key_md5(&k)),
+                    None => self,
+                }
+            }
+        }
+    )*};
+}
+
+macro_rules! encrypt {
+    ($($builder:ty),*) => {$(
+        impl Encrypt for $builder {
+            fn encrypt(self, mode: Mode) -> Self {
+                match mode {
+                    Mode::Plain => self,
+                    Mode::S3 => self.server_side_encryption(ServerSideEncryption::Aes256),
+                    Mode::C(_) => self.keyed(mode),
+                }
+            }
+        }
+    )*};
+}
+
+macro_rules! source_keyed {
+    ($($builder:ty),*) => {$(
+        impl SourceKeyed for $builder {
+            fn source_keyed(self, mode: Mode) -> Self {
+                match mode.key() {
+                    Some(k) => self
+                        .copy_source_sse_customer_algorithm("AES256")
+                        .copy_source_sse_customer_key(b64(&k))
+                        .copy_source_sse_customer_key_md5(key_md5(&k)),
+                    None => self,
+                }
+            }
+        }
+    )*};
+}
+
+use aws_sdk_s3::operation::{
+    complete_multipart_upload::builders::CompleteMultipartUploadFluentBuilder as Complete,
+    copy_object::builders::CopyObjectFluentBuilder as Copy,
+    create_multipart_upload::builders::CreateMultipartUploadFluentBuilder as Create,
+    get_object::builders::GetObjectFluentBuilder as Get,
+    head_object::builders::HeadObjectFluentBuilder as Head,
+    put_object::builders::PutObjectFluentBuilder as Put,
+    upload_part::builders::UploadPartFluentBuilder as Part,
+    upload_part_copy::builders::UploadPartCopyFluentBuilder as PartCopy,
+};
+
+keyed!(Put, Copy, Create, Get, Head, Part, PartCopy, Complete);
+encrypt!(Put, Copy, Create);
+source_keyed!(Copy, PartCopy);
+
+/// What a response says about encryption: `x-amz-server-side-encryption` and the SSE-C key's
+/// MD5.
+fn said(sse: Option<&ServerSideEncryption>, customer_md5: Option<&str>) -> Mode {
+    match (sse, customer_md5) {
+        (Some(ServerSideEncryption::Aes256), None) => Mode::S3,
+        (None, Some(_)) => Mode::C([0; 32]),
+        (None, None) => Mode::Plain,
+        other => panic!("unexpected encryption headers {other:?}"),
+    }
+}
+
+/// `mode`, with an SSE-C key replaced by zeros (responses show only its MD5, checked apart).
+fn shape(mode: Mode) -> Mode {
+    match mode {
+        Mode::C(_) => Mode::C([0; 32]),
+        m => m,
+    }
+}
+
+async fn get(n: &TestNode, key: &str, mode: Mode, range: Option<(usize, usize)>) -> Vec<u8> {
+    let mut g = n.client.get_object().bucket("sse").key(key).keyed(mode);
+    if let Some((a, b)) = range {
+        g = g.range(format!("bytes={a}-{b}"));
+    }
+    let r = g
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("GET {key} {range:?}: {}", sdk::show(&e)));
+    assert_eq!(
+        said(r.server_side_encryption(), r.sse_customer_key_md5()),
+        shape(mode),
+        "{key}"
+    );
+    r.body.collect().await.expect("body").into_bytes().to_vec()
+}
+
+async fn put(n: &TestNode, key: &str, mode: Mode, data: &[u8]) -> String {
+    let r = n
+        .client
+        .put_object()
+        .bucket("sse")
+        .key(key)
+        .encrypt(mode)
+        .body(data.to_vec().into())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("PUT {key}: {}", sdk::show(&e)));
+    r.e_tag().expect("etag").to_owned()
+}
+
+/// The ETag AWS gives a multipart object of these parts (SSE-S3 and plaintext).
+fn multipart_etag(parts: &[&[u8]]) -> String {
+    let mut h = Md5::new();
+    for p in parts {
+        h.update(Md5::digest(p));
+    }
+    format!("\"{}-{}\"", hex(&h.finalize()), parts.len())
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+async fn encrypted_multipart_uploads(target: Target) {
+    let n = TestNode::start_with(target, SSE);
+    n.bucket("sse").await;
+    let key_a = [21u8; 32];
+    for (i, mode) in [Mode::S3, Mode::C(key_a)].into_iter().enumerate() {
+        let name = format!("mp-{i}");
+        let p1 = body(5 * MIB, 50 + i as u8);
+        let p2 = body(3 * MIB + 5, 60 + i as u8);
+        let up = n
+            .client
+            .create_multipart_upload()
+            .bucket("sse")
+            .key(&name)
+            .encrypt(mode)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{}", sdk::show(&e)));
+        assert_eq!(
+            said(up.server_side_encryption(), up.sse_customer_key_md5()),
+            shape(mode)
+        );
+        let id = up.upload_id().expect("upload id").to_owned();
+        let part = |number: i32, data: &[u8], mode: Mode| {
+            n.client
+                .upload_part()
+                .bucket("sse")
+                .key(&name)
+                .upload_id(&id)
+                .part_number(number)
+                .keyed(mode)
+                .body(data.to_vec().into())
+                .send()
+        };
+        // Part 1 is uploaded twice (other bytes first): the second replaces the first, under
+        // a key of its own.
+        part(1, &body(5 * MIB, 99), mode).await.expect("part 1");
+        let r1 = part(1, &p1, mode).await.expect("part 1 again");
+        let r2 = part(2, &p2, mode).await.expect("part 2");
+        assert_eq!(
+            said(r2.server_side_encryption(), r2.sse_customer_key_md5()),
+            shape(mode)
+        );
+        if let Mode::C(k) = mode {
+            // Not the MD5 of the part.
+            assert_ne!(r1.e_tag(), Some(sdk::etag_of(&p1).as_str()));
+            // Without the upload's key: 400; with another: 403; nothing replaced.
+            sdk::assert_error(
+                part(2, b"x", Mode::Plain).await,
+                400,
+                Some("InvalidRequest"),
+            );
+            let r = part(2, b"x", Mode::C([22; 32])).await;
+            sdk::assert_error(r, 403, Some("AccessDenied"));
+            assert_eq!(r1.sse_customer_key_md5(), Some(key_md5(&k).as_str()));
+        } else {
+            assert_eq!(r1.e_tag(), Some(sdk::etag_of(&p1).as_str()));
+            // An SSE-C key for a part of an upload that is not SSE-C: 400.
+            let r = part(2, b"x", Mode::C([22; 32])).await;
+            sdk::assert_error(r, 400, Some("InvalidRequest"));
+        }
+        let parts = CompletedMultipartUpload::builder()
+            .parts(
+                CompletedPart::builder()
+                    .part_number(1)
+                    .e_tag(r1.e_tag().expect("etag"))
+                    .build(),
+            )
+            .parts(
+                CompletedPart::builder()
+                    .part_number(2)
+                    .e_tag(r2.e_tag().expect("etag"))
+                    .build(),
+            )
+            .build();
+        let done = n
+            .client
+            .complete_multipart_upload()
+            .bucket("sse")
+            .key(&name)
+            .upload_id(&id)
+            .keyed(mode)
+            .multipart_upload(parts)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{}", sdk::show(&e)));
+        let etag = done.e_tag().expect("etag").to_owned();
+        assert!(etag.ends_with("-2\""), "{etag}");
+        if mode == Mode::S3 {
+            assert_eq!(etag, multipart_etag(&[&p1, &p2]));
+        } else {
+            assert_ne!(etag, multipart_etag(&[&p1, &p2]));
+        }
+        let data = [p1.as_slice(), p2.as_slice()].concat();
+        assert!(get(&n, &name, mode, None).await == data, "{name}");
+        let b = p1.len();
+        for (a, z) in [
+            (b - 1, b),
+            (b - 3, b + 2),
+            (b, b),
+            (b + CHUNK - 1, b + CHUNK),
+            (b - CHUNK - 1, b + 2 * CHUNK + 1),
+            (0, data.len() - 1),
+            (data.len() - 1, data.len() - 1),
+        ] {
+            assert!(
+                get(&n, &name, mode, Some((a, z))).await == data[a..=z],
+                "{name} {a}-{z}"
+            );
+        }
+        // Part 2 by number.
+        let r = n
+            .client
+            .get_object()
+            .bucket("sse")
+            .key(&name)
+            .part_number(2)
+            .keyed(mode)
+            .send()
+            .await
+            .expect("part 2");
+        assert!(r.body.collect().await.expect("body").into_bytes() == p2);
+        let head = n
+            .client
+            .head_object()
+            .bucket("sse")
+            .key(&name)
+            .keyed(mode)
+            .send()
+            .await
+            .expect("head");
+        assert_eq!(
+            said(head.server_side_encryption(), head.sse_customer_key_md5()),
+            shape(mode)
+        );
+        assert_eq!(head.content_length(), Some(data.len() as i64));
+        assert!(!on_disk(n.dir(), &p1[1000..1032]), "plaintext of {name}");
+        assert!(!on_disk(n.dir(), &p2[1000..1032]), "plaintext of {name}");
+        if mode != Mode::S3 {
+            let r = n.client.get_object().bucket("sse").key(&name).send().await;
+            sdk::assert_error(r, 400, Some("InvalidRequest"));
+            // Its attributes need its key, as its HEAD does.
+            let attrs = |mode: Mode| {
+                let mut b = n
+                    .client
+                    .get_object_attributes()
+                    .bucket("sse")
+                    .key(&name)
+                    .object_attributes(aws_sdk_s3::types::ObjectAttributes::ObjectSize);
+                if let Some(k) = mode.key() {
+                    b = b
+                        .sse_customer_algorithm("AES256")
+                        .sse_customer_key(b64(&k))
+                        .sse_customer_key_md5(key_md5(&k));
+                }
+                b.send()
+            };
+            let a = attrs(mode)
+                .await
+                .unwrap_or_else(|e| panic!("{}", sdk::show(&e)));
+            assert_eq!(a.object_size(), Some(data.len() as i64));
+            sdk::assert_error(attrs(Mode::Plain).await, 400, Some("InvalidRequest"));
+        }
+    }
+}
+
+async fn copies_between_modes(target: Target) {
+    let n = TestNode::start_with(target, SSE);
+    n.bucket("sse").await;
+    let (key_a, key_b) = ([31u8; 32], [32u8; 32]);
+    let sources = [Mode::Plain, Mode::S3, Mode::C(key_a)];
+    let targets = [Mode::Plain, Mode::S3, Mode::C(key_b)];
+    for (s, size) in [1, 1024, MIB + 17].into_iter().enumerate() {
+        for (i, &from) in sources.iter().enumerate() {
+            let data = body(size, (10 * s + i) as u8);
+            let src = format!("src-{size}-{i}");
+            put(&n, &src, from, &data).await;
+            for (j, &to) in targets.iter().enumerate() {
+                let dst = format!("dst-{size}-{i}-{j}");
+                let r = n
+                    .client
+                    .copy_object()
+                    .bucket("sse")
+                    .key(&dst)
+                    .copy_source(format!("sse/{src}"))
+                    .source_keyed(from)
+                    .encrypt(to)
+                    .send()
+                    .await
+                    .unwrap_or_else(|e| panic!("{src} → {dst}: {}", sdk::show(&e)));
+                assert_eq!(
+                    said(r.server_side_encryption(), r.sse_customer_key_md5()),
+                    shape(to),
+                    "{dst}"
+                );
+                // Plaintext and SSE-S3 copies have the MD5 of the data as ETag; SSE-C's do not.
+                let etag = r
+                    .copy_object_result()
+                    .and_then(|c| c.e_tag())
+                    .expect("etag");
+                assert_eq!(etag == sdk::etag_of(&data), to != Mode::C(key_b), "{dst}");
+                assert!(get(&n, &dst, to, None).await == data, "{dst}");
+                if size > CHUNK {
+                    let (a, z) = (CHUNK - 2, CHUNK + 1);
+                    assert!(
+                        get(&n, &dst, to, Some((a, z))).await == data[a..=z],
+                        "{dst}"
+                    );
+                }
+            }
+            // Part copies: a range of the source into an upload of each mode.
+            for (j, &to) in targets.iter().enumerate() {
+                let dst = format!("part-{size}-{i}-{j}");
+                let up = n
+                    .client
+                    .create_multipart_upload()
+                    .bucket("sse")
+                    .key(&dst)
+                    .encrypt(to)
+                    .send()
+                    .await
+                    .expect("create");
+                let id = up.upload_id().expect("id");
+                let first = size / 3;
+                let r = n
+                    .client
+                    .upload_part_copy()
+                    .bucket("sse")
+                    .key(&dst)
+                    .upload_id(id)
+                    .part_number(1)
+                    .copy_source(format!("sse/{src}"))
+                    .copy_source_range(format!("bytes={first}-{}", size - 1))
+                    .source_keyed(from)
+                    .keyed(to)
+                    .send()
+                    .await
+                    .unwrap_or_else(|e| panic!("{src} → part of {dst}: {}", sdk::show(&e)));
+                assert_eq!(
+                    said(r.server_side_encryption(), r.sse_customer_key_md5()),
+                    shape(to),
+                    "{dst}"
+                );
+                let etag = r.copy_part_result().and_then(|c| c.e_tag()).expect("etag");
+                let parts = CompletedMultipartUpload::builder()
+                    .parts(CompletedPart::builder().part_number(1).e_tag(etag).build())
+                    .build();
+                n.client
+                    .complete_multipart_upload()
+                    .bucket("sse")
+                    .key(&dst)
+                    .upload_id(id)
+                    .keyed(to)
+                    .multipart_upload(parts)
+                    .send()
+                    .await
+                    .unwrap_or_else(|e| panic!("complete {dst}: {}", sdk::show(&e)));
+                assert!(get(&n, &dst, to, None).await == data[first..], "{dst}");
+            }
+        }
+    }
+    // An SSE-C source needs its key: 400 without, 403 with another; nothing is written.
+    let copy = |source: Mode| {
+        n.client
+            .copy_object()
+            .bucket("sse")
+            .key("nothing")
+            .copy_source("sse/src-1024-2")
+            .source_keyed(source)
+            .send()
+    };
+    sdk::assert_error(copy(Mode::Plain).await, 400, Some("InvalidRequest"));
+    sdk::assert_error(copy(Mode::C(key_b)).await, 403, Some("AccessDenied"));
+    let r = n
+        .client
+        .head_object()
+        .bucket("sse")
+        .key("nothing")
+        .send()
+        .await;
+    sdk::assert_error(r, 404, None);
+    // An object copied onto itself to change only its encryption (AWS allows it).
+    let data = body(70_000, 77);
+    put(&n, "in-place", Mode::Plain, &data).await;
+    for to in [Mode::S3, Mode::C(key_a), Mode::Plain] {
+        let from = match to {
+            Mode::S3 => Mode::Plain,
+            Mode::C(_) => Mode::S3,
+            Mode::Plain => Mode::C(key_a),
+        };
+        let mut c = n
+            .client
+            .copy_object()
+            .bucket("sse")
+            .key("in-place")
+            .copy_source("sse/in-place")
+            .source_keyed(from)
+            .encrypt(to);
+        if to == Mode::Plain {
+            // Without any encryption, only a metadata change makes it legal, as on AWS.
+            c = c.metadata_directive(aws_sdk_s3::types::MetadataDirective::Replace);
+        }
+        c.send()
+            .await
+            .unwrap_or_else(|e| panic!("in place to {to:?}: {}", sdk::show(&e)));
+        assert!(get(&n, "in-place", to, None).await == data, "{to:?}");
+    }
+}
+
+async fn boto3_copies_and_uploads_encrypted(target: Target) {
+    let n = TestNode::start_with(target, SSE);
+    let script = r#"
+import hashlib, sys
+import boto3
+from boto3.s3.transfer import TransferConfig
+from botocore.config import Config
+ep, ak, sk = sys.argv[1:4]
+c = boto3.client("s3", endpoint_url=ep, aws_access_key_id=ak, aws_secret_access_key=sk,
+                 region_name="us-east-1",
+                 config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+c.create_bucket(Bucket="boto")
+key = b"c" * 32
+other = b"d" * 32
+ssec = dict(SSECustomerAlgorithm="AES256", SSECustomerKey=key)
+data = bytes(range(256)) * 48 * 1024  # 12 MiB: three parts of 5 MiB at most
+import io
+cfg = TransferConfig(multipart_threshold=5 * 1024 * 1024, multipart_chunksize=5 * 1024 * 1024)
+c.upload_fileobj(io.BytesIO(data), "boto", "mp-c", ExtraArgs=ssec, Config=cfg)
+c.upload_fileobj(io.BytesIO(data), "boto", "mp-s3", ExtraArgs={"ServerSideEncryption": "AES256"},
+                 Config=cfg)
+h = c.head_object(Bucket="boto", Key="mp-c", **ssec)
+assert h["ContentLength"] == len(data) and h["ETag"].endswith('-3"'), h
+assert h["SSECustomerAlgorithm"] == "AES256", h
+assert c.head_object(Bucket="boto", Key="mp-s3")["ServerSideEncryption"] == "AES256"
+r = c.get_object(Bucket="boto", Key="mp-c", Range="bytes=5242870-5242890", **ssec)
+assert r["Body"].read() == data[5242870:5242891]
+# SSE-C to SSE-C under another key, then to SSE-S3.
+c.copy_object(Bucket="boto", Key="copy-c", CopySource={"Bucket": "boto", "Key": "mp-c"},
+              CopySourceSSECustomerAlgorithm="AES256", CopySourceSSECustomerKey=key,
+              SSECustomerAlgorithm="AES256", SSECustomerKey=other)
+r = c.get_object(Bucket="boto", Key="copy-c", SSECustomerAlgorithm="AES256", SSECustomerKey=other)
+assert r["Body"].read() == data
+r = c.copy_object(Bucket="boto", Key="copy-s3", CopySource={"Bucket": "boto", "Key": "copy-c"},
+                  CopySourceSSECustomerAlgorithm="AES256", CopySourceSSECustomerKey=other,
+                  ServerSideEncryption="AES256")
+assert r["ServerSideEncryption"] == "AES256", r
+assert r["CopyObjectResult"]["ETag"] == '"%s"' % hashlib.md5(data).hexdigest(), r
+assert c.get_object(Bucket="boto", Key="copy-s3")["Body"].read() == data
+try:
+    c.copy_object(Bucket="boto", Key="x", CopySource={"Bucket": "boto", "Key": "mp-c"})
+except c.exceptions.ClientError as e:
+    assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 400, e.response
+else:
+    raise SystemExit("copied an SSE-C object without its key")
+print("ok")
+"#;
+    sdk::run_python(
+        script,
+        vec![
+            n.endpoint(),
+            crate::support::ACCESS_KEY.to_owned(),
+            crate::support::SECRET_KEY.to_owned(),
+        ],
+    )
+    .await;
+}
