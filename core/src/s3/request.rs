@@ -161,6 +161,14 @@ fn sse_header_taken(endpoint: &Endpoint<'_>, name: &str, value: &[u8]) -> bool {
     }
 }
 
+/// Whether a write of an object's data (PutObject, CopyObject, CreateMultipartUpload, and POST
+/// Object's form fields) takes this encryption header: SSE-S3 (`AES256`) and SSE-C.
+pub fn write_encryption_taken(name: &str, value: &[u8]) -> bool {
+    starts_with_ignore_case(name, "x-amz-server-side-encryption-customer-")
+        || (name.eq_ignore_ascii_case("x-amz-server-side-encryption")
+            && value.trim_ascii() == b"AES256")
+}
+
 /// Whether a write names its encryption (SSE-S3, SSE-KMS or an SSE-C key): a copy of an
 /// object onto itself that does changes it, as on AWS.
 fn sets_encryption(headers: &[Header<'_>]) -> bool {

@@ -236,15 +236,27 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
         client: cx.client,
     };
     access::may_put(&signer_cx, bucket, &key)?;
-    // A field asking for what PutObject refuses as a header (encryption, object lock, ...) is
-    // refused the same way, never ignored.
+    // A field asking for what PutObject refuses as a header (SSE-KMS, website redirects, ...)
+    // is refused the same way, never ignored; the encryption PutObject takes, taken.
     if let Some(e) = form
         .fields
         .iter()
+        .filter(|(n, v)| !ferry_core::s3::request::write_encryption_taken(n, v.as_bytes()))
         .find_map(|(n, v)| ferry_core::s3::request::unsupported_header(n, v.as_bytes()))
     {
         return Err(e);
     }
+    let sse_fields: Vec<Header<'_>> = form
+        .fields
+        .iter()
+        .filter(|(n, _)| n.starts_with("x-amz-server-side-encryption"))
+        .map(|(n, v)| Header {
+            name: n,
+            value: v.as_bytes(),
+        })
+        .collect();
+    let encrypt = super::sse::encryption_of(cx, &sse_fields)?;
+    let encryption = encrypt.as_ref().map(crate::store::EncryptWith::info);
 
     // Metadata: the fields PutObject takes as headers.
     let mut meta_headers: Vec<Header<'_>> = form
@@ -301,7 +313,12 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
 
     // The file, streamed.
     let (b, k) = (bucket.to_owned(), key.clone());
-    let writer = cx.unblock(move |store| store.object_writer(&b, &k)).await?;
+    let writer = cx
+        .unblock(move |store| match &encrypt {
+            Some(with) => store.object_writer_encrypted(&b, &k, with),
+            None => store.object_writer(&b, &k),
+        })
+        .await?;
     let mut sink = FileSink {
         rt: cx.rt(),
         writer: Some(writer),
@@ -342,7 +359,7 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
         .take()
         .ok_or_else(|| S3Error::new(S3ErrorCode::InternalError))?;
     let put = cx.unblock(move |_| writer.commit(meta, conditions)).await?;
-    respond(cx, res, &form, bucket, &key, &put).await
+    respond(cx, res, &form, bucket, &key, &put, encryption.as_ref()).await
 }
 
 /// The answer: a redirect (`success_action_redirect`), or `success_action_status` (200, 201
@@ -354,6 +371,7 @@ async fn respond<R: Runtime, S: Stream>(
     bucket: &str,
     key: &str,
     put: &crate::store::PutResult,
+    encryption: Option<&crate::store::EncryptionInfo>,
 ) -> S3Result<()> {
     let etag = put.etag.as_str();
     let host = find_header_str(cx.headers, "host").unwrap_or("localhost");
@@ -370,6 +388,7 @@ async fn respond<R: Runtime, S: Stream>(
     let mut h = Headers::new();
     h.push("ETag", etag.to_owned());
     super::headers::push_version(&mut h, put.version_id);
+    super::sse::push_encryption(&mut h, encryption);
     let redirect = form
         .get("success_action_redirect")
         .or_else(|| form.get("redirect"))

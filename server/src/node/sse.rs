@@ -38,7 +38,15 @@ fn customer_key<R: Runtime>(cx: &Cx<'_, R>, key: &wire::CustomerKey) -> S3Result
 /// The encryption a write of an object's data (PutObject, CopyObject, CreateMultipartUpload)
 /// asks for (`None`: plaintext).
 pub(crate) fn write_encryption<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<Option<EncryptWith>> {
-    let req = wire::parse_request(cx.headers)?;
+    encryption_of(cx, cx.headers)
+}
+
+/// The encryption `headers` ask for (a request's, or POST Object's form fields).
+pub(crate) fn encryption_of<R: Runtime>(
+    cx: &Cx<'_, R>,
+    headers: &[ferry_core::http::Header<'_>],
+) -> S3Result<Option<EncryptWith>> {
+    let req = wire::parse_request(headers)?;
     if let Some(key) = &req.customer {
         return Ok(Some(EncryptWith::SseC(customer_key(cx, key)?)));
     }

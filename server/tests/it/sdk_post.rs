@@ -2,7 +2,8 @@
 //! form and forwards the request to its node), both runtimes: forms built by boto3's
 //! `generate_presigned_post` and sent with `requests`, raw forms for the edge cases (expired
 //! policy, wrong signature, extra and failed conditions, `content-length-range`,
-//! `${filename}`, `success_action_status`, redirects, ACLs, tagging, anonymous forms), and the
+//! `${filename}`, `success_action_status`, redirects, ACLs, tagging, encryption, anonymous
+//! forms), and the
 //! objects read back with the AWS SDK for Rust.
 
 use std::io::{Read as _, Write as _};
@@ -108,9 +109,16 @@ r = post(f)
 error(r, 403, "AccessDenied")
 assert "Invalid according to Policy: Policy Condition failed: [&quot;eq&quot;,&quot;$key&quot;,&quot;wanted&quot;]" in r.text, r.text
 absent("extra"); absent("other")
+# Encryption fields, as PutObject's headers: SSE-S3 stored encrypted, SSE-KMS refused.
+r = post(form({"key": "enc", "x-amz-server-side-encryption": "AES256"}, []), content=b"secret")
+assert r.status_code == 204, (r.status_code, r.text)
+assert r.headers["x-amz-server-side-encryption"] == "AES256", r.headers
+o = c.get_object(Bucket="forms", Key="enc")
+assert o["ServerSideEncryption"] == "AES256" and o["Body"].read() == b"secret", o
 # A field asking for what Ferry does not do is refused, not ignored.
-error(post(form({"key": "enc", "x-amz-server-side-encryption": "AES256"}, [])), 501, "NotImplemented")
-absent("enc")
+error(post(form({"key": "kms", "x-amz-server-side-encryption": "aws:kms:dsse"}, [])), 501,
+      "NotImplemented")
+absent("kms")
 # x-ignore-* fields need no condition.
 f = form({"key": "ignored"}, [])
 f["x-ignore-me"] = "whatever"
