@@ -1,6 +1,7 @@
 //! The proxy in front of three storage nodes, over real TCP: object operations (every body
 //! framing, passthrough and re-signed), multipart, bucket fan-out, DeleteObjects across
-//! backends, copies between backends, 100-continue and aborted uploads.
+//! backends, copies between backends (plaintext and encrypted), 100-continue and aborted
+//! uploads.
 
 use std::io::Write as _;
 
@@ -19,6 +20,7 @@ on_both_runtimes!(
     buckets_fan_out,
     delete_objects_across_backends,
     copy_across_backends,
+    encrypted_with_node_keys,
 );
 
 fn body(len: usize, seed: u32) -> Vec<u8> {
@@ -466,6 +468,85 @@ fn copy_across_backends(rt: RuntimeKind) {
         metrics.contains("ferry_proxy_copied_bytes_total 1401000"),
         "{metrics}"
     );
+}
+
+/// SSE-S3 through a proxy that re-signs with the nodes' own keys (the encryption header is
+/// signed again, not dropped): a PUT, a multipart upload and copies between backends in and
+/// out of encryption, no plaintext in any node's data files.
+fn encrypted_with_node_keys(rt: RuntimeKind) {
+    let s = Setup::start(rt, 3, Auth::OwnKeys);
+    let mut c = s.client();
+    assert_eq!(c.put("/enc", b"").status, 200);
+    let sse = ("x-amz-server-side-encryption", "AES256");
+    let data = body(300_000, 9);
+    let src = s.key_on("enc", "src-", 0);
+    let r = c.request("PUT", &format!("/enc/{src}"), &[sse], &data);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.header("x-amz-server-side-encryption"), Some("AES256"));
+    // Encrypted to encrypted, and encrypted to plaintext, on other nodes.
+    let source = format!("/enc/{src}");
+    for (want, to, headers) in [
+        (
+            Some("AES256"),
+            1,
+            vec![("x-amz-copy-source", source.as_str()), sse],
+        ),
+        (None, 2, vec![("x-amz-copy-source", source.as_str())]),
+    ] {
+        let dst = s.key_on("enc", "dst-", to);
+        let r = c.request("PUT", &format!("/enc/{dst}"), &headers, b"");
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(r.header("x-amz-server-side-encryption"), want, "{dst}");
+        let etag = ETag::single(&md5(&data));
+        assert_eq!(
+            r.xml_value("ETag").map(|e| e.replace("&quot;", "\"")),
+            Some(etag.as_str().to_owned())
+        );
+        let r = c.get(&format!("/enc/{dst}"));
+        assert!(r.body == data);
+        assert_eq!(r.header("x-amz-server-side-encryption"), want);
+    }
+    // A multipart upload encrypted, its part copied from another node.
+    let mp = s.key_on("enc", "mp-", 1);
+    let r = c.request("POST", &format!("/enc/{mp}?uploads"), &[sse], b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.header("x-amz-server-side-encryption"), Some("AES256"));
+    let upload = r.xml_value("UploadId").unwrap();
+    let r = c.request(
+        "PUT",
+        &format!("/enc/{mp}?partNumber=1&uploadId={upload}"),
+        &[
+            ("x-amz-copy-source", source.as_str()),
+            ("x-amz-copy-source-range", "bytes=100-199999"),
+        ],
+        b"",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.header("x-amz-server-side-encryption"), Some("AES256"));
+    let part = r.xml_value("ETag").unwrap().replace("&quot;", "\"");
+    let xml = format!(
+        "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>{part}</ETag></Part></CompleteMultipartUpload>"
+    );
+    let r = c.request(
+        "POST",
+        &format!("/enc/{mp}?uploadId={upload}"),
+        &[],
+        xml.as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.header("x-amz-server-side-encryption"), Some("AES256"));
+    let r = c.get(&format!("/enc/{mp}"));
+    assert!(r.body == data[100..200_000]);
+    // The plaintext is only in the plaintext copy's node.
+    let needle = &data[150_000..150_032];
+    let holding: Vec<usize> = (0..3)
+        .filter(|&i| {
+            support::store::files_under(s.nodes[i].dir.path())
+                .iter()
+                .any(|p| std::fs::read(p).is_ok_and(|d| d.windows(32).any(|w| w == needle)))
+        })
+        .collect();
+    assert_eq!(holding, [2]);
 }
 
 /// `Expect: 100-continue` end to end: the client gets the proxy's 100 only after the node's,
