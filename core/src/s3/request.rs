@@ -137,16 +137,20 @@ pub fn unsupported_header(name: &str, value: &[u8]) -> Option<S3Error> {
 }
 
 /// Whether `endpoint` takes this server-side-encryption header (checked then by
-/// [`super::sse`]): PutObject takes SSE-S3 (`AES256`) and SSE-C, GetObject and HeadObject
-/// SSE-C. Everything else about encryption (SSE-KMS, copies, multipart uploads) is still
-/// refused by [`unsupported_header`].
+/// [`super::sse`]): PutObject takes SSE-S3 (`AES256`), SSE-KMS (`aws:kms` and its key id,
+/// context and bucket-key headers, which without `aws:kms` are S3's `400`) and SSE-C,
+/// GetObject and HeadObject SSE-C. Everything else about encryption (DSSE-KMS, copies,
+/// multipart uploads) is still refused by [`unsupported_header`].
 fn sse_header_taken(endpoint: &Endpoint<'_>, name: &str, value: &[u8]) -> bool {
     let customer = starts_with_ignore_case(name, "x-amz-server-side-encryption-customer-");
+    let is = |n: &str| name.eq_ignore_ascii_case(n);
     match endpoint {
         Endpoint::PutObject { .. } => {
             customer
-                || (name.eq_ignore_ascii_case("x-amz-server-side-encryption")
-                    && value.trim_ascii() == b"AES256")
+                || (is(super::sse::SSE) && matches!(value.trim_ascii(), b"AES256" | b"aws:kms"))
+                || is(super::sse::KMS_KEY_ID)
+                || is(super::sse::CONTEXT)
+                || is(super::sse::BUCKET_KEY_ENABLED)
         }
         Endpoint::GetObject { .. } | Endpoint::HeadObject { .. } => customer,
         _ => false,
@@ -1751,8 +1755,17 @@ mod tests {
             ("x-amz-server-side-encryption-customer-key", "a2V5"),
             ("x-amz-server-side-encryption-customer-key-MD5", "bWQ1"),
         ];
+        let kms = [
+            ("x-amz-server-side-encryption", "aws:kms"),
+            ("x-amz-server-side-encryption-aws-kms-key-id", "k1"),
+            ("x-amz-server-side-encryption-context", "e30="),
+            ("x-amz-server-side-encryption-bucket-key-enabled", "true"),
+        ];
         for (method, extra) in [
             ("PUT", &[("x-amz-server-side-encryption", "AES256")][..]),
+            ("PUT", &kms[..]),
+            // A key id without aws:kms reaches the handler, for S3's 400.
+            ("PUT", &kms[1..2]),
             ("PUT", &customer[..]),
             ("GET", &customer[..]),
             ("HEAD", &customer[..]),
@@ -1781,7 +1794,7 @@ mod tests {
 
     #[test]
     fn feature_headers_are_refused_not_ignored() {
-        let not_implemented: [(&str, &str, Extra<'_>); 9] = [
+        let not_implemented: [(&str, &str, Extra<'_>); 10] = [
             (
                 "POST",
                 "/bkt/k?uploads",
@@ -1789,6 +1802,11 @@ mod tests {
             ),
             (
                 "PUT",
+                "/bkt/k",
+                &[("x-amz-server-side-encryption", "aws:kms:dsse")],
+            ),
+            (
+                "GET",
                 "/bkt/k",
                 &[("x-amz-server-side-encryption", "aws:kms")],
             ),

@@ -39,6 +39,12 @@ pub struct ObjectWriter {
 }
 
 impl ObjectWriter {
+    /// How the object will be encrypted, as responses describe it (`None`: plaintext), with
+    /// what the store chose filled in (an SSE-KMS write's default key).
+    pub fn encryption_info(&self) -> Option<sse::EncryptionInfo> {
+        self.encryption.as_ref().map(|(enc, _)| enc.info())
+    }
+
     /// Append a chunk of the body.
     /// A full disk is `InsufficientStorage`.
     pub fn write(&mut self, data: &[u8]) -> S3Result<()> {
@@ -549,7 +555,7 @@ impl Store {
         with: &EncryptWith,
     ) -> S3Result<ObjectWriter> {
         let mut w = self.object_writer(bucket, key)?;
-        let (enc, data_key) = sse::Encryption::new(with, || self.inner.master_key())?;
+        let (enc, data_key) = sse::Encryption::new(with, &*self.inner)?;
         w.spool.encrypt(&data_key);
         w.encryption = Some((enc, data_key));
         Ok(w)
@@ -724,7 +730,7 @@ impl Store {
         match (&rec.encryption, customer) {
             (None, None) => Ok(None),
             (None, Some(_)) => Err(sse::not_sse_c()),
-            (Some(enc), customer) => enc.data_key(customer, || self.inner.master_key()).map(Some),
+            (Some(enc), customer) => enc.data_key(customer, &*self.inner).map(Some),
         }
     }
 
