@@ -381,3 +381,74 @@ fn a_node_will_not_start_on_a_bad_keyring() {
     assert!(e.to_string().contains("64 hex digits"), "{e}");
     start(KEYRING, 0o600).expect("a good keyring").stop();
 }
+
+/// Rotation, as the README describes it: a new default key takes new writes while older
+/// objects keep reading through theirs; removing a key (or the keyring) makes its objects
+/// unreadable (`403 AccessDenied`).
+#[test]
+fn keys_rotate_and_removed_keys_lock_their_objects() {
+    use std::os::unix::fs::PermissionsExt as _;
+    const K1: &str = "k1 = \"1111111111111111111111111111111111111111111111111111111111111111\"\n";
+    const K2: &str = "k2 = \"2222222222222222222222222222222222222222222222222222222222222222\"\n";
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let path = dir.path().join("keyring.toml");
+    let start = |keyring: Option<String>| {
+        let mut cfg = crate::support::node::node_config(&data, Default::default());
+        cfg.threads = 2;
+        if let Some(text) = keyring {
+            fs::write(&path, text).expect("write");
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).expect("chmod");
+            cfg.sse_kms_keyring = Some(path.clone());
+        }
+        let node = ferry_server::start_node(cfg).expect("start node");
+        let client = sdk::client(node.local_addr());
+        (node, client)
+    };
+    let put = |c: &aws_sdk_s3::Client, key: &'static str| {
+        let c = c.clone();
+        async move {
+            c.put_object()
+                .bucket("rot")
+                .key(key)
+                .server_side_encryption(ServerSideEncryption::AwsKms)
+                .body(key.as_bytes().to_vec().into())
+                .send()
+                .await
+                .expect("put")
+                .ssekms_key_id()
+                .map(str::to_owned)
+        }
+    };
+    let get = |c: &aws_sdk_s3::Client, key: &'static str| {
+        let c = c.clone();
+        async move { c.get_object().bucket("rot").key(key).send().await }
+    };
+    sdk::block_on(async {
+        let (node, c) = start(Some(format!("default = \"k1\"\n[keys]\n{K1}")));
+        c.create_bucket()
+            .bucket("rot")
+            .send()
+            .await
+            .expect("bucket");
+        assert_eq!(put(&c, "old").await.as_deref(), Some("k1"));
+        node.stop();
+
+        let (node, c) = start(Some(format!("default = \"k2\"\n[keys]\n{K1}{K2}")));
+        assert_eq!(put(&c, "new").await.as_deref(), Some("k2"));
+        let old = get(&c, "old").await.expect("old object under k1");
+        assert_eq!(old.ssekms_key_id(), Some("k1"));
+        assert_eq!(sdk::body_bytes(old.body).await, b"old");
+        node.stop();
+
+        let (node, c) = start(Some(format!("default = \"k2\"\n[keys]\n{K2}")));
+        sdk::assert_error(get(&c, "old").await, 403, Some("AccessDenied"));
+        let new = get(&c, "new").await.expect("new object under k2");
+        assert_eq!(sdk::body_bytes(new.body).await, b"new");
+        node.stop();
+
+        let (node, c) = start(None);
+        sdk::assert_error(get(&c, "new").await, 403, Some("AccessDenied"));
+        node.stop();
+    });
+}
