@@ -82,7 +82,15 @@ impl Keyring {
 
     /// A keyring from the file's text.
     pub fn parse(text: &str) -> Result<Self, String> {
-        let mut file: KeyringFile = toml::from_str(text).map_err(|e| e.to_string())?;
+        // toml's own Display quotes the offending line, which may hold a key: the message
+        // and the line number only.
+        let mut file: KeyringFile = toml::from_str(text).map_err(|e| {
+            let before = e
+                .span()
+                .map_or(&[][..], |s| &text.as_bytes()[..s.start.min(text.len())]);
+            let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+            format!("line {line}: {}", e.message())
+        })?;
         if file.keys.is_empty() {
             return Err("[keys] names no key".into());
         }
@@ -281,6 +289,13 @@ mod tests {
         ] {
             assert!(Keyring::parse(&bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn errors_do_not_quote_keys() {
+        let e = Keyring::parse(&format!("default = \"k1\"\n[keys]\nk1 = {K1}\n")).unwrap_err();
+        assert!(!e.contains(&K1[..16]), "{e}");
+        assert!(e.starts_with("line 3"), "{e}");
     }
 
     #[test]
