@@ -90,6 +90,9 @@ pub struct ClusterArgs {
     /// The nodes' lifecycle worker.
     #[command(flatten)]
     pub lifecycle: LifecycleArgs,
+    /// Every node's SSE-KMS keyring, as `ferry node --sse-kms-keyring`.
+    #[arg(long, value_name = "FILE")]
+    pub sse_kms_keyring: Option<PathBuf>,
 }
 
 /// The lifecycle worker of `ferry node` (and of the local cluster's nodes).
@@ -339,6 +342,11 @@ pub struct NodeArgs {
     /// without it such requests get 400 InvalidRequest, as on AWS).
     #[arg(long)]
     pub allow_sse_c_over_http: bool,
+    /// The SSE-KMS keyring: TOML with `default = "ID"` and a `[keys]` table of ID = 64 hex
+    /// digits, readable by its owner only (chmod 600). Without it, aws:kms requests are
+    /// refused (400 KMS.NotFoundException).
+    #[arg(long, value_name = "FILE")]
+    pub sse_kms_keyring: Option<std::path::PathBuf>,
     /// Copy every GET body through pooled buffers instead of sending it from the data file
     /// with sendfile(2) (to compare the two; TLS connections always copy).
     #[arg(long)]
@@ -534,6 +542,7 @@ pub fn run_node(args: NodeArgs) -> io::Result<()> {
     cfg.io_uring = !args.no_io_uring;
     cfg.sse_master_key.clone_from(&args.sse_master_key);
     cfg.allow_sse_c_over_http = args.allow_sse_c_over_http;
+    cfg.sse_kms_keyring.clone_from(&args.sse_kms_keyring);
     cfg.sendfile = !args.no_sendfile;
     cfg.open_inline = !args.open_on_pool;
     cfg.lifecycle_interval = args.lifecycle.interval();
@@ -733,6 +742,7 @@ pub fn run_cluster(args: ClusterArgs) -> io::Result<()> {
     cfg.sigv2 = !args.auth.no_sigv2;
     cfg.lifecycle_interval = args.lifecycle.interval();
     cfg.lifecycle_day_secs = args.lifecycle.lifecycle_day_secs;
+    cfg.sse_kms_keyring.clone_from(&args.sse_kms_keyring);
     for d in &args.auth.domains {
         check_domain(d)?;
     }

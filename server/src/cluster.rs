@@ -52,6 +52,9 @@ pub struct ClusterConfig {
     /// Every node takes SSE-C keys over plain HTTP, a testing aid
     /// (`NodeConfig::allow_sse_c_over_http`).
     pub allow_sse_c_over_http: bool,
+    /// Every node's SSE-KMS keyring (`NodeConfig::sse_kms_keyring`): the same file for all,
+    /// so an object reads back whichever node holds it.
+    pub sse_kms_keyring: Option<PathBuf>,
 }
 
 impl ClusterConfig {
@@ -80,6 +83,7 @@ impl ClusterConfig {
             lifecycle_interval: DEFAULT_LIFECYCLE_INTERVAL,
             lifecycle_day_secs: ferry_core::s3::xml::DAY_SECS,
             allow_sse_c_over_http: false,
+            sse_kms_keyring: None,
         }
     }
 }
@@ -160,6 +164,7 @@ pub fn start_cluster(cfg: ClusterConfig) -> io::Result<Cluster> {
         n.lifecycle_interval = cfg.lifecycle_interval;
         n.lifecycle_day_secs = cfg.lifecycle_day_secs;
         n.allow_sse_c_over_http = cfg.allow_sse_c_over_http;
+        n.sse_kms_keyring.clone_from(&cfg.sse_kms_keyring);
         if let Some(m) = cfg.min_part_size {
             n.min_part_size = m;
         }

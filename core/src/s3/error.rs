@@ -11,7 +11,9 @@ use crate::http::server::HandlerError;
 use crate::http::{HttpError, ProtocolError, ProtocolErrorKind, RelayError};
 
 macro_rules! s3_error_codes {
-    ($($name:ident => $status:literal, $msg:literal;)*) => {
+    (@code $name:ident) => { stringify!($name) };
+    (@code $name:ident $code:literal) => { $code };
+    ($($name:ident $(($code:literal))? => $status:literal, $msg:literal;)*) => {
         /// An S3 error code, as named in the S3 API reference ("Error responses").
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         #[non_exhaustive]
@@ -22,7 +24,7 @@ macro_rules! s3_error_codes {
         impl S3ErrorCode {
             /// The code as it appears in `<Code>` of the XML error body.
             pub const fn as_str(self) -> &'static str {
-                match self { $(Self::$name => stringify!($name),)* }
+                match self { $(Self::$name => s3_error_codes!(@code $name $($code)?),)* }
             }
 
             /// The HTTP status S3 answers this code with.
@@ -73,6 +75,8 @@ s3_error_codes! {
     InvalidRange => 416, "The requested range is not satisfiable";
     InvalidRequest => 400, "Invalid Request";
     InvalidTag => 400, "The tag provided was not a valid tag.";
+    // S3 answers a KMS key that does not exist with KMS's error, prefixed (not an identifier).
+    KmsNotFound("KMS.NotFoundException") => 400, "The specified KMS key does not exist.";
     KeyTooLongError => 400, "Your key is too long.";
     MalformedACLError => 400, "The XML you provided was not well-formed or did not validate against our published schema.";
     MalformedPolicy => 400, "Policies must be valid JSON and the first byte must be '{'";
@@ -229,6 +233,8 @@ mod tests {
         assert_eq!(S3ErrorCode::InvalidRange.status(), 416);
         assert_eq!(S3ErrorCode::NotImplemented.status(), 501);
         assert_eq!(S3ErrorCode::RequestTimeTooSkewed.status(), 403);
+        assert_eq!(S3ErrorCode::KmsNotFound.as_str(), "KMS.NotFoundException");
+        assert_eq!(S3ErrorCode::KmsNotFound.status(), 400);
         for code in S3ErrorCode::ALL {
             let s = code.status();
             assert!((300..600).contains(&s), "{code} has status {s}");

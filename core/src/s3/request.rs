@@ -138,19 +138,20 @@ pub fn unsupported_header(name: &str, value: &[u8]) -> Option<S3Error> {
 
 /// Whether `endpoint` takes this server-side-encryption header (checked then by
 /// [`super::sse`]): the operations that write an object's data (PutObject, CopyObject,
-/// CreateMultipartUpload) take SSE-S3 (`AES256`) and SSE-C; those that read or add to an
-/// SSE-C object (GetObject, HeadObject, GetObjectAttributes, UploadPart, CompleteMultipartUpload) its SSE-C key;
-/// the copies (CopyObject, UploadPartCopy) their source's SSE-C key. Everything else about
-/// encryption is still refused by [`unsupported_header`].
+/// CreateMultipartUpload) take SSE-S3, SSE-KMS and SSE-C ([`write_encryption_taken`]); those
+/// that read or add to an SSE-C object (GetObject, HeadObject, GetObjectAttributes, UploadPart,
+/// CompleteMultipartUpload) its SSE-C key; the copies (CopyObject, UploadPartCopy) their
+/// source's SSE-C key. Everything else about encryption (DSSE-KMS, SSE on other operations)
+/// is still refused by [`unsupported_header`].
 fn sse_header_taken(endpoint: &Endpoint<'_>, name: &str, value: &[u8]) -> bool {
     let customer = starts_with_ignore_case(name, "x-amz-server-side-encryption-customer-");
     let source =
         starts_with_ignore_case(name, "x-amz-copy-source-server-side-encryption-customer-");
-    let sse_s3 = name.eq_ignore_ascii_case("x-amz-server-side-encryption")
-        && value.trim_ascii() == b"AES256";
     match endpoint {
-        Endpoint::PutObject { .. } | Endpoint::CreateMultipartUpload => customer || sse_s3,
-        Endpoint::CopyObject { .. } => customer || sse_s3 || source,
+        Endpoint::PutObject { .. } | Endpoint::CreateMultipartUpload => {
+            write_encryption_taken(name, value)
+        }
+        Endpoint::CopyObject { .. } => write_encryption_taken(name, value) || source,
         Endpoint::GetObject { .. }
         | Endpoint::HeadObject { .. }
         | Endpoint::GetObjectAttributes { .. }
@@ -162,11 +163,16 @@ fn sse_header_taken(endpoint: &Endpoint<'_>, name: &str, value: &[u8]) -> bool {
 }
 
 /// Whether a write of an object's data (PutObject, CopyObject, CreateMultipartUpload, and POST
-/// Object's form fields) takes this encryption header: SSE-S3 (`AES256`) and SSE-C.
+/// Object's form fields) takes this encryption header: SSE-S3 (`AES256`), SSE-KMS (`aws:kms`
+/// and its key id, context and bucket-key headers, which without `aws:kms` are S3's `400`) and
+/// SSE-C.
 pub fn write_encryption_taken(name: &str, value: &[u8]) -> bool {
+    let is = |n: &str| name.eq_ignore_ascii_case(n);
     starts_with_ignore_case(name, "x-amz-server-side-encryption-customer-")
-        || (name.eq_ignore_ascii_case("x-amz-server-side-encryption")
-            && value.trim_ascii() == b"AES256")
+        || (is(super::sse::SSE) && matches!(value.trim_ascii(), b"AES256" | b"aws:kms"))
+        || is(super::sse::KMS_KEY_ID)
+        || is(super::sse::CONTEXT)
+        || is(super::sse::BUCKET_KEY_ENABLED)
 }
 
 /// Whether a write names its encryption (SSE-S3, SSE-KMS or an SSE-C key): a copy of an
@@ -1778,8 +1784,17 @@ mod tests {
             ("x-amz-server-side-encryption-customer-key", "a2V5"),
             ("x-amz-server-side-encryption-customer-key-MD5", "bWQ1"),
         ];
+        let kms = [
+            ("x-amz-server-side-encryption", "aws:kms"),
+            ("x-amz-server-side-encryption-aws-kms-key-id", "k1"),
+            ("x-amz-server-side-encryption-context", "e30="),
+            ("x-amz-server-side-encryption-bucket-key-enabled", "true"),
+        ];
         for (method, extra) in [
             ("PUT", &[("x-amz-server-side-encryption", "AES256")][..]),
+            ("PUT", &kms[..]),
+            // A key id without aws:kms reaches the handler, for S3's 400.
+            ("PUT", &kms[1..2]),
             ("PUT", &customer[..]),
             ("GET", &customer[..]),
             ("HEAD", &customer[..]),
@@ -1847,7 +1862,7 @@ mod tests {
 
     #[test]
     fn feature_headers_are_refused_not_ignored() {
-        let not_implemented: [(&str, &str, Extra<'_>); 9] = [
+        let not_implemented: [(&str, &str, Extra<'_>); 10] = [
             (
                 "POST",
                 "/bkt/k?uploads",
@@ -1855,6 +1870,11 @@ mod tests {
             ),
             (
                 "PUT",
+                "/bkt/k",
+                &[("x-amz-server-side-encryption", "aws:kms:dsse")],
+            ),
+            (
+                "GET",
                 "/bkt/k",
                 &[("x-amz-server-side-encryption", "aws:kms")],
             ),
@@ -1882,8 +1902,8 @@ mod tests {
                 )],
             ),
             (
-                "POST",
-                "/bkt/k?uploads",
+                "PUT",
+                "/bkt/k?partNumber=1&uploadId=u",
                 &[("x-amz-server-side-encryption-aws-kms-key-id", "k")],
             ),
             (

@@ -122,6 +122,11 @@ pub struct NodeConfig {
     /// request is refused with `400 InvalidRequest`, as AWS does). For tests only: the key
     /// crosses the network in the clear.
     pub allow_sse_c_over_http: bool,
+    /// The SSE-KMS keyring (`--sse-kms-keyring`): TOML, `default = "ID"` and `[keys]` of id
+    /// = 64 hex digits, readable by its owner only ([`crate::store::Keyring`]). The node
+    /// refuses to start on a malformed or too open file. `None`: SSE-KMS requests are
+    /// refused (`400 KMS.NotFoundException`).
+    pub sse_kms_keyring: Option<PathBuf>,
 }
 
 /// The lifecycle worker's default interval.
@@ -164,6 +169,7 @@ impl NodeConfig {
             lifecycle_day_secs: ferry_core::s3::xml::DAY_SECS,
             sse_master_key: None,
             allow_sse_c_over_http: false,
+            sse_kms_keyring: None,
         }
     }
 }
@@ -191,6 +197,9 @@ pub fn start_node(cfg: NodeConfig) -> io::Result<NodeHandle> {
     )?;
     if let Some(path) = &cfg.sse_master_key {
         store.use_master_key_file(path.clone());
+    }
+    if let Some(path) = &cfg.sse_kms_keyring {
+        store.use_kms_keyring(crate::store::Keyring::load(path)?);
     }
     let listen = Listen {
         s3: cfg.listen,

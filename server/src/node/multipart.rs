@@ -73,6 +73,7 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
         h.push("x-amz-checksum-type", kind.as_str());
     }
     super::sse::push_encryption(&mut h, info.as_ref());
+    super::sse::push_kms_context(&mut h, info.as_ref());
     cx.req.send_xml(res, h, &xml).await
 }
 

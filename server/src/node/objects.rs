@@ -32,8 +32,8 @@ use super::lock;
 use crate::front::Headers;
 use crate::front::body::{read_small, require_length};
 use crate::store::{
-    self, COPY_BUF_SIZE, Checksum, CustomerKey, DeleteOutcome, EncryptWith, ObjectInfo,
-    ObjectReader, ReadRange, Store, VersionId,
+    self, COPY_BUF_SIZE, Checksum, CustomerKey, DeleteOutcome, ObjectInfo, ObjectReader, ReadRange,
+    Store, VersionId,
 };
 
 /// `If-*` conditions owned, so they can be checked on a blocking thread.
@@ -491,7 +491,6 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
     lock::apply(&mut meta, lock::for_write(cx, bucket, cx.headers, true)?);
     let conditions = write_conditions(cx.headers)?;
     let encrypt = super::sse::write_encryption(cx)?;
-    let encryption = encrypt.as_ref().map(EncryptWith::info);
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let writer = cx
         .unblock(move |store| match &encrypt {
@@ -499,6 +498,8 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
             None => store.object_writer(&b, &k),
         })
         .await?;
+    // The store's word: an SSE-KMS write's default key is filled in.
+    let encryption = writer.encryption_info();
     let (writer, done) = stream_into(cx.rt(), body, verifier, writer).await?;
     let stored = done.checksum.as_ref().map(stored_checksum);
     meta.checksums.extend(stored.clone());
@@ -506,6 +507,7 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
     let mut h = Headers::new();
     h.push("ETag", put.etag.as_str().to_owned());
     super::sse::push_encryption(&mut h, encryption.as_ref());
+    super::sse::push_kms_context(&mut h, encryption.as_ref());
     if let Some(c) = &stored {
         push_checksum(&mut h, c);
     }
@@ -564,7 +566,7 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
     let conditions = write_conditions(cx.headers)?;
     let (retention, legal_hold) = lock::for_write(cx, bucket, cx.headers, false)?;
     let encryption = super::sse::write_encryption(cx)?;
-    let info = encryption.as_ref().map(EncryptWith::info);
+    let info = encryption.as_ref().map(store::EncryptWith::info);
     let own = store::RequestOwned {
         acl: super::acl::request_object_acl(cx, bucket)?,
         retention,
@@ -618,6 +620,7 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
     }
     push_version(&mut h, put.version_id);
     super::sse::push_encryption(&mut h, info.as_ref());
+    super::sse::push_kms_context(&mut h, info.as_ref());
     cx.req.send_xml(res, h, &xml).await
 }
 

@@ -1,14 +1,15 @@
 //! Server-side encryption on the node: what a request asks for, and what responses say.
 //!
-//! The writes of an object's data (PutObject, CopyObject, CreateMultipartUpload) take SSE-S3
-//! (`x-amz-server-side-encryption: AES256`) and SSE-C
+//! The writes of an object's data (PutObject, CopyObject, CreateMultipartUpload, POST Object)
+//! take SSE-S3 (`x-amz-server-side-encryption: AES256`), SSE-KMS (`aws:kms`, with the node's
+//! keyring; its key id, context and bucket-key headers) and SSE-C
 //! (`x-amz-server-side-encryption-customer-*`); the reads of an SSE-C object and the
 //! additions to an SSE-C upload (GetObject, HeadObject, GetObjectAttributes, UploadPart,
 //! CompleteMultipartUpload) its SSE-C key; the copies (CopyObject, UploadPartCopy) their
 //! source's SSE-C key (`x-amz-copy-source-server-side-encryption-customer-*`). The store does
 //! the encryption ([`crate::store::EncryptWith`]); the headers are parsed and checked by
-//! [`ferry_core::s3::sse`]. Everything else about encryption is refused with `501
-//! NotImplemented` before it gets here (`ferry_core::s3::request`).
+//! [`ferry_core::s3::sse`]. DSSE-KMS (`aws:kms:dsse`) is `501 NotImplemented`, as is
+//! everything about encryption that `ferry_core::s3::request` refuses before it gets here.
 
 use base64::Engine as _;
 use ferry_core::rt::Runtime;
@@ -53,9 +54,20 @@ pub(crate) fn encryption_of<R: Runtime>(
     match req.sse {
         None => Ok(None),
         Some(Sse::Aes256) => Ok(Some(EncryptWith::SseS3)),
-        Some(Sse::AwsKms | Sse::AwsKmsDsse) => Err(S3Error::with_message(
+        // The key is found now (an unknown one refused before any data is read), so that
+        // responses can name it.
+        Some(Sse::AwsKms) => cx
+            .node
+            .store
+            .resolve_encryption(EncryptWith::SseKms {
+                key_id: req.kms_key_id,
+                context: req.context,
+                bucket_key: req.bucket_key_enabled.unwrap_or(false),
+            })
+            .map(Some),
+        Some(Sse::AwsKmsDsse) => Err(S3Error::with_message(
             S3ErrorCode::NotImplemented,
-            "SSE-KMS is not implemented",
+            "DSSE-KMS (aws:kms:dsse) is not implemented",
         )),
     }
 }
@@ -78,7 +90,8 @@ pub(crate) fn copy_source_key<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<Option<Cus
         .transpose()
 }
 
-/// The response headers that say how an object is encrypted (none for plaintext).
+/// The response headers that say how an object is encrypted (none for plaintext). An SSE-KMS
+/// object's key id is the keyring's id of its key (not an ARN: there is no AWS account).
 pub(crate) fn push_encryption(h: &mut Headers, info: Option<&EncryptionInfo>) {
     match info {
         None => {}
@@ -90,5 +103,27 @@ pub(crate) fn push_encryption(h: &mut Headers, info: Option<&EncryptionInfo>) {
                 base64::engine::general_purpose::STANDARD.encode(key_md5),
             );
         }
+        Some(EncryptionInfo::SseKms {
+            key_id, bucket_key, ..
+        }) => {
+            h.push(wire::SSE, Sse::AwsKms.as_str());
+            if let Some(id) = key_id {
+                h.push(wire::KMS_KEY_ID, id.clone());
+            }
+            if *bucket_key {
+                h.push(wire::BUCKET_KEY_ENABLED, "true");
+            }
+        }
+    }
+}
+
+/// The SSE-KMS encryption context a write's response echoes (PutObject, as S3 does; reads do
+/// not return it).
+pub(crate) fn push_kms_context(h: &mut Headers, info: Option<&EncryptionInfo>) {
+    if let Some(EncryptionInfo::SseKms {
+        context: Some(c), ..
+    }) = info
+    {
+        h.push(wire::CONTEXT, c.clone());
     }
 }

@@ -766,10 +766,19 @@ mod tests {
 
     #[test]
     fn encryption_and_part_seeds_round_trip_in_extensions() {
-        use crate::store::sse::{EncryptWith, MasterKey};
+        use crate::store::sse::{EncryptWith, KeySource, Keyring, MasterKey};
+        struct Master(MasterKey);
+        impl KeySource for Master {
+            fn master_key(&self) -> S3Result<&MasterKey> {
+                Ok(&self.0)
+            }
+            fn keyring(&self) -> Option<&Keyring> {
+                None
+            }
+        }
         let dir = tempfile::tempdir().unwrap();
-        let master = MasterKey::load_or_create(&dir.path().join("k")).unwrap();
-        let (mut enc, _) = Encryption::new(&EncryptWith::SseS3, || Ok(&master)).unwrap();
+        let master = Master(MasterKey::load_or_create(&dir.path().join("k")).unwrap());
+        let (mut enc, _) = Encryption::new(&EncryptWith::SseS3, &master).unwrap();
 
         // An upload keeps its encryption; its object adds its parts' seeds.
         let up = UploadRecord {

@@ -73,6 +73,7 @@ mod codec;
 mod fence;
 mod files;
 mod group;
+mod keyring;
 mod lifecycle;
 mod list;
 mod meta;
@@ -105,7 +106,7 @@ pub use lifecycle::{ScanBatch, ScannedObject, ScannedVersion, VersionScanBatch, 
 pub use meta::{ROOM_TO_RECOVER, Writability};
 pub use multipart::PartWriter;
 pub use object::{ObjectReader, ObjectWriter};
-pub use sse::{CustomerKey, EncryptWith, EncryptionInfo, MasterKey};
+pub use sse::{CustomerKey, EncryptWith, EncryptionInfo, Keyring, MasterKey};
 pub use stats::StoreStats;
 pub use types::{
     BucketInfo, BucketsPage, Checksum, CompleteResult, CompletedPart, CopySource, DeleteOutcome,
@@ -196,6 +197,18 @@ pub(crate) struct Inner {
     /// `DIR/sse-master.key`).
     master: std::sync::OnceLock<MasterKey>,
     master_path: std::sync::OnceLock<PathBuf>,
+    /// The SSE-KMS keyring (`ferry node --sse-kms-keyring`), if the node has one.
+    keyring: std::sync::OnceLock<Keyring>,
+}
+
+impl sse::KeySource for Inner {
+    fn master_key(&self) -> S3Result<&MasterKey> {
+        Inner::master_key(self)
+    }
+
+    fn keyring(&self) -> Option<&Keyring> {
+        self.keyring.get()
+    }
 }
 
 impl Inner {
@@ -343,6 +356,7 @@ impl Store {
                 versioned: std::sync::atomic::AtomicBool::new(layout >= VERSIONED_LAYOUT),
                 master: std::sync::OnceLock::new(),
                 master_path: std::sync::OnceLock::new(),
+                keyring: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -367,6 +381,12 @@ impl Store {
     /// before the key's first use. Whether it was set.
     pub fn use_master_key_file(&self, path: PathBuf) -> bool {
         self.inner.master_path.set(path).is_ok()
+    }
+
+    /// Encrypt SSE-KMS writes with (and read SSE-KMS objects through) this keyring; only
+    /// before its first use. Whether it was set.
+    pub fn use_kms_keyring(&self, keyring: Keyring) -> bool {
+        self.inner.keyring.set(keyring).is_ok()
     }
 
     /// What the cleanup at open removed.

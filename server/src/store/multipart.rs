@@ -270,7 +270,7 @@ impl Store {
         check_key(key)?;
         let upload_id = new_upload_id()?;
         let encryption = match with {
-            Some(w) => Some(sse::Encryption::new(w, || self.inner.master_key())?.0),
+            Some(w) => Some(sse::Encryption::new(w, &*self.inner)?.0),
             None => None,
         };
         let encrypted = encryption.is_some();
@@ -345,7 +345,7 @@ impl Store {
             (None, None) => None,
             (None, Some(_)) => return Err(sse::not_sse_c()),
             (Some(enc), customer) => {
-                let data_key = enc.data_key(customer, || self.inner.master_key())?;
+                let data_key = enc.data_key(customer, &*self.inner)?;
                 let (seed, key) = sse::new_part_key(&data_key)?;
                 Some(PartCrypt {
                     upload: enc,
@@ -597,7 +597,7 @@ impl Store {
             if let Some(c) = &customer {
                 match &up.encryption {
                     Some(enc) => {
-                        enc.data_key(Some(c), || store.inner.master_key())?;
+                        enc.data_key(Some(c), &*store.inner)?;
                     }
                     None => return Err(sse::not_sse_c()),
                 }

@@ -39,6 +39,12 @@ pub struct ObjectWriter {
 }
 
 impl ObjectWriter {
+    /// How the object will be encrypted, as responses describe it (`None`: plaintext), with
+    /// what the store chose filled in (an SSE-KMS write's default key).
+    pub fn encryption_info(&self) -> Option<sse::EncryptionInfo> {
+        self.encryption.as_ref().map(|(enc, _)| enc.info())
+    }
+
     /// Append a chunk of the body.
     /// A full disk is `InsufficientStorage`.
     pub fn write(&mut self, data: &[u8]) -> S3Result<()> {
@@ -570,6 +576,12 @@ impl Store {
         })
     }
 
+    /// `with`, with what the store would choose filled in and checked
+    /// ([`EncryptWith::resolved`]): its `info` is then what responses say. No I/O.
+    pub fn resolve_encryption(&self, with: EncryptWith) -> S3Result<EncryptWith> {
+        with.resolved(&*self.inner)
+    }
+
     /// A PUT whose data is encrypted as `with` says ([`sse`]): the file holds ciphertext, the
     /// record how to get the data key back.
     pub fn object_writer_encrypted(
@@ -579,7 +591,7 @@ impl Store {
         with: &EncryptWith,
     ) -> S3Result<ObjectWriter> {
         let mut w = self.object_writer(bucket, key)?;
-        let (enc, data_key) = sse::Encryption::new(with, || self.inner.master_key())?;
+        let (enc, data_key) = sse::Encryption::new(with, &*self.inner)?;
         w.spool.encrypt(&data_key);
         w.encryption = Some((enc, data_key));
         Ok(w)
@@ -754,7 +766,7 @@ impl Store {
         match (&rec.encryption, customer) {
             (None, None) => Ok(None),
             (None, Some(_)) => Err(sse::not_sse_c()),
-            (Some(enc), customer) => enc.data_key(customer, || self.inner.master_key()).map(Some),
+            (Some(enc), customer) => enc.data_key(customer, &*self.inner).map(Some),
         }
     }
 

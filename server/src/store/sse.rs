@@ -9,6 +9,9 @@
 //! - **SSE-C**: the customer's key is never stored. The data key is derived from it and a
 //!   random per-object seed; the record keeps a salted check value (HMAC-SHA256 of the key)
 //!   to tell a wrong key (`403`) from the right one, and the key's MD5 to echo.
+//! - **SSE-KMS**: a random data key per object, wrapped under a key of the node's keyring
+//!   ([`Keyring`]) and kept in the record with that key's id; the wrapping also binds the
+//!   encryption context, so a record's context cannot be altered without the unwrap failing.
 //!
 //! Every encrypted object has its own data key, so the chunk nonces (chunk index and last
 //! flag) never repeat under one key, and a chunk moved from another object fails to decrypt.
@@ -23,6 +26,8 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::sse as format;
 use serde::{Deserialize, Serialize};
 
+pub use super::keyring::Keyring;
+
 /// How a write asks for its data to be encrypted.
 #[derive(Clone, PartialEq, Eq)]
 pub enum EncryptWith {
@@ -30,6 +35,16 @@ pub enum EncryptWith {
     SseS3,
     /// SSE-C: the customer's 256-bit key and its MD5 (checked by the caller).
     SseC(CustomerKey),
+    /// SSE-KMS (`aws:kms`): a data key wrapped by a key of the keyring.
+    SseKms {
+        /// The keyring key as the request named it (id, key ARN or `alias/aws/s3`); `None`:
+        /// the keyring's default.
+        key_id: Option<String>,
+        /// The encryption context (base64 of a JSON object, as sent), bound to the data key.
+        context: Option<String>,
+        /// `x-amz-server-side-encryption-bucket-key-enabled`, kept and echoed.
+        bucket_key: bool,
+    },
 }
 
 impl EncryptWith {
@@ -38,6 +53,39 @@ impl EncryptWith {
         match self {
             Self::SseS3 => EncryptionInfo::SseS3,
             Self::SseC(c) => EncryptionInfo::SseC { key_md5: c.key_md5 },
+            Self::SseKms {
+                key_id,
+                context,
+                bucket_key,
+            } => EncryptionInfo::SseKms {
+                key_id: key_id.clone(),
+                context: context.clone(),
+                bucket_key: *bucket_key,
+            },
+        }
+    }
+}
+
+impl EncryptWith {
+    /// This encryption with what the store would choose filled in (an SSE-KMS write's key id:
+    /// the keyring's id of the key named, or of its default key), checked: an SSE-KMS key the
+    /// keyring does not have is refused here, before any data is read.
+    pub(crate) fn resolved(self, keys: &impl KeySource) -> S3Result<Self> {
+        match self {
+            Self::SseKms {
+                key_id,
+                context,
+                bucket_key,
+            } => {
+                let keyring = keys.keyring().ok_or_else(no_keyring)?;
+                let id = keyring.resolve(key_id.as_deref())?.to_owned();
+                Ok(Self::SseKms {
+                    key_id: Some(id),
+                    context,
+                    bucket_key,
+                })
+            }
+            other => Ok(other),
         }
     }
 }
@@ -47,6 +95,16 @@ impl std::fmt::Debug for EncryptWith {
         match self {
             Self::SseS3 => f.write_str("SseS3"),
             Self::SseC(k) => f.debug_tuple("SseC").field(k).finish(),
+            Self::SseKms {
+                key_id,
+                context,
+                bucket_key,
+            } => f
+                .debug_struct("SseKms")
+                .field("key_id", key_id)
+                .field("context", context)
+                .field("bucket_key", bucket_key)
+                .finish(),
         }
     }
 }
@@ -86,6 +144,17 @@ pub enum EncryptionInfo {
         /// The key's MD5.
         key_md5: Md5Digest,
     },
+    /// SSE-KMS (`aws:kms`).
+    SseKms {
+        /// The keyring key's id (a stored object's always names one; `None` only from
+        /// [`EncryptWith::info`] of a write that left it to the default, before the store
+        /// resolved it: see [`super::ObjectWriter::encryption_info`]).
+        key_id: Option<String>,
+        /// The encryption context, as the write sent it.
+        context: Option<String>,
+        /// Whether the write asked for an S3 bucket key.
+        bucket_key: bool,
+    },
 }
 
 /// What an encrypted object's record keeps (an extension of the record).
@@ -111,18 +180,32 @@ pub(crate) enum Mode {
         check: [u8; 32],
         key_md5: Md5Digest,
     },
+    /// The data key, wrapped under the keyring's key `key_id` with the encryption context
+    /// bound ([`kms_wrap_aad`]).
+    SseKms {
+        key_id: String,
+        wrapped: Vec<u8>,
+        context: Option<String>,
+        bucket_key: bool,
+    },
+}
+
+/// Where the keys that wrap data keys come from: the SSE-S3 master key (made on first use) and
+/// the SSE-KMS keyring, if the node has one.
+pub(crate) trait KeySource {
+    /// The SSE-S3 master key.
+    fn master_key(&self) -> S3Result<&MasterKey>;
+    /// The SSE-KMS keyring.
+    fn keyring(&self) -> Option<&Keyring>;
 }
 
 impl Encryption {
     /// A new object's encryption and its data key.
-    pub fn new<'m>(
-        with: &EncryptWith,
-        master: impl FnOnce() -> S3Result<&'m MasterKey>,
-    ) -> S3Result<(Self, [u8; 32])> {
+    pub fn new(with: &EncryptWith, keys: &impl KeySource) -> S3Result<(Self, [u8; 32])> {
         let seed = format::random_key().map_err(sse_err)?;
         match with {
             EncryptWith::SseS3 => {
-                let master = master()?;
+                let master = keys.master_key()?;
                 let key = format::random_key().map_err(sse_err)?;
                 let wrapped = format::wrap_key(&master.key, &wrap_aad(&master.id, &seed), &key)
                     .map_err(sse_err)?;
@@ -140,6 +223,27 @@ impl Encryption {
                     key_md5: c.key_md5,
                 };
                 let key = format::customer_object_key(&c.key, &seed);
+                Ok((Self::of(seed, mode), key))
+            }
+            EncryptWith::SseKms {
+                key_id,
+                context,
+                bucket_key,
+            } => {
+                let keyring = keys.keyring().ok_or_else(no_keyring)?;
+                let id = keyring.resolve(key_id.as_deref())?;
+                let kek = keyring
+                    .key(id)
+                    .ok_or_else(|| super::keyring::not_found(id))?;
+                let key = format::random_key().map_err(sse_err)?;
+                let aad = kms_wrap_aad(id, &seed, context.as_deref());
+                let wrapped = format::wrap_key(kek, &aad, &key).map_err(sse_err)?;
+                let mode = Mode::SseKms {
+                    key_id: id.to_owned(),
+                    wrapped,
+                    context: context.clone(),
+                    bucket_key: *bucket_key,
+                };
                 Ok((Self::of(seed, mode), key))
             }
         }
@@ -171,16 +275,26 @@ impl Encryption {
         match &self.mode {
             Mode::SseS3 { .. } => EncryptionInfo::SseS3,
             Mode::SseC { key_md5, .. } => EncryptionInfo::SseC { key_md5: *key_md5 },
+            Mode::SseKms {
+                key_id,
+                context,
+                bucket_key,
+                ..
+            } => EncryptionInfo::SseKms {
+                key_id: Some(key_id.clone()),
+                context: context.clone(),
+                bucket_key: *bucket_key,
+            },
         }
     }
 
     /// The data key, given the SSE-C key a read came with (if any): `400 InvalidRequest`
     /// when an SSE-C object is read without its key or another object with one, `403
-    /// AccessDenied` for a wrong key.
-    pub fn data_key<'m>(
+    /// AccessDenied` for a wrong key, or for an SSE-KMS object whose keyring key is gone.
+    pub fn data_key(
         &self,
         given: Option<&CustomerKey>,
-        master: impl FnOnce() -> S3Result<&'m MasterKey>,
+        keys: &impl KeySource,
     ) -> S3Result<[u8; 32]> {
         match (&self.mode, given) {
             (Mode::SseC { .. }, None) => Err(S3Error::with_message(
@@ -198,9 +312,29 @@ impl Encryption {
                     ))
                 }
             }
-            (Mode::SseS3 { .. }, Some(_)) => Err(not_sse_c()),
+            (Mode::SseS3 { .. } | Mode::SseKms { .. }, Some(_)) => Err(not_sse_c()),
+            (
+                Mode::SseKms {
+                    key_id,
+                    wrapped,
+                    context,
+                    ..
+                },
+                None,
+            ) => {
+                // S3's answer when the object's KMS key no longer exists.
+                let kek = keys.keyring().and_then(|k| k.key(key_id)).ok_or_else(|| {
+                    S3Error::with_message(
+                        S3ErrorCode::AccessDenied,
+                        "The ciphertext refers to a customer master key that does not exist, \
+                         does not exist in this region, or you are not allowed to access.",
+                    )
+                })?;
+                let aad = kms_wrap_aad(key_id, &self.seed, context.as_deref());
+                format::unwrap_key(kek, &aad, wrapped).map_err(sse_err)
+            }
             (Mode::SseS3 { key_id, wrapped }, None) => {
-                let master = master()?;
+                let master = keys.master_key()?;
                 if *key_id != master.id {
                     return Err(S3Error::with_message(
                         S3ErrorCode::InternalError,
@@ -231,6 +365,33 @@ fn wrap_aad(key_id: &str, seed: &[u8; 32]) -> Vec<u8> {
     aad
 }
 
+/// What an SSE-KMS data key is bound to: the keyring key's id, the object's seed and the
+/// encryption context (absent and empty differ), each part length-prefixed so no two
+/// different triples give the same bytes.
+fn kms_wrap_aad(key_id: &str, seed: &[u8; 32], context: Option<&str>) -> Vec<u8> {
+    let mut aad = b"ferry-sse-kms\0".to_vec();
+    aad.extend_from_slice(&(key_id.len() as u64).to_be_bytes());
+    aad.extend_from_slice(key_id.as_bytes());
+    aad.extend_from_slice(seed);
+    match context {
+        None => aad.push(0),
+        Some(c) => {
+            aad.push(1);
+            aad.extend_from_slice(&(c.len() as u64).to_be_bytes());
+            aad.extend_from_slice(c.as_bytes());
+        }
+    }
+    aad
+}
+
+/// SSE-KMS asked of a node without a keyring: as S3 answers a key that does not exist.
+fn no_keyring() -> S3Error {
+    S3Error::with_message(
+        S3ErrorCode::KmsNotFound,
+        "SSE-KMS is not available: this node has no keyring (ferry node --sse-kms-keyring)",
+    )
+}
+
 fn sse_err(e: format::SseError) -> S3Error {
     S3Error::with_message(S3ErrorCode::InternalError, format!("encryption: {e}"))
 }
@@ -241,13 +402,14 @@ pub(crate) fn new_part_key(data_key: &[u8; 32]) -> S3Result<([u8; 32], [u8; 32])
     Ok((seed, format::part_key(data_key, &seed)))
 }
 
-/// The ETag of an encrypted object (or part, with the part's key): SSE-S3 keeps the MD5 of the plaintext (as AWS does, so
-/// clients comparing it with their own MD5 keep working); SSE-C's is derived from it under
-/// the data key, so it reveals nothing about the plaintext (AWS: "not an MD5 digest").
+/// The ETag of an encrypted object (or part, with the part's key): SSE-S3 keeps the MD5 of the
+/// plaintext (as AWS does, so clients comparing it with their own MD5 keep working); SSE-C's
+/// and SSE-KMS's are derived from it under the data key, so they reveal nothing about the
+/// plaintext (AWS: "not an MD5 digest").
 pub(crate) fn etag_digest(enc: &Encryption, data_key: &[u8; 32], md5: &Md5Digest) -> Md5Digest {
     match enc.mode {
         Mode::SseS3 { .. } => *md5,
-        Mode::SseC { .. } => format::opaque_etag_digest(data_key, md5),
+        Mode::SseC { .. } | Mode::SseKms { .. } => format::opaque_etag_digest(data_key, md5),
     }
 }
 
@@ -348,6 +510,145 @@ mod tests {
 
     use super::*;
 
+    struct TestKeys<'a> {
+        master: &'a MasterKey,
+        keyring: Option<Keyring>,
+    }
+
+    impl KeySource for TestKeys<'_> {
+        fn master_key(&self) -> S3Result<&MasterKey> {
+            Ok(self.master)
+        }
+        fn keyring(&self) -> Option<&Keyring> {
+            self.keyring.as_ref()
+        }
+    }
+
+    fn keyring(default: &str, keys: &[(&str, u8)]) -> Keyring {
+        let mut text = format!("default = \"{default}\"\n[keys]\n");
+        for (id, byte) in keys {
+            text.push_str(&format!(
+                "{id} = \"{}\"\n",
+                format!("{byte:02x}").repeat(32)
+            ));
+        }
+        Keyring::parse(&text).unwrap()
+    }
+
+    fn kms(key_id: Option<&str>, context: Option<&str>) -> EncryptWith {
+        EncryptWith::SseKms {
+            key_id: key_id.map(str::to_owned),
+            context: context.map(str::to_owned),
+            bucket_key: false,
+        }
+    }
+
+    #[test]
+    fn kms_data_keys_come_back_only_under_their_keyring_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let master = MasterKey::load_or_create(&dir.path().join("k")).unwrap();
+        let keys = TestKeys {
+            master: &master,
+            keyring: Some(keyring("k1", &[("k1", 1), ("k2", 2)])),
+        };
+        // The default key, then a named one (by id and by key ARN).
+        let (enc, key) = Encryption::new(&kms(None, None), &keys).unwrap();
+        assert_eq!(enc.data_key(None, &keys).unwrap(), key);
+        let info = enc.info();
+        assert_eq!(
+            info,
+            EncryptionInfo::SseKms {
+                key_id: Some("k1".into()),
+                context: None,
+                bucket_key: false
+            }
+        );
+        let ctx = "eyJhIjoiYiJ9"; // {"a":"b"}
+        let arn = "arn:aws:kms:us-east-1:111122223333:key/k2";
+        let (enc2, key2) = Encryption::new(&kms(Some(arn), Some(ctx)), &keys).unwrap();
+        assert_ne!(key, key2);
+        assert_eq!(enc2.data_key(None, &keys).unwrap(), key2);
+        assert!(matches!(&enc2.mode, Mode::SseKms { key_id, context, .. }
+            if key_id == "k2" && context.as_deref() == Some(ctx)));
+
+        // An unknown key, or no keyring at all: KMS.NotFoundException, nothing made.
+        let e = Encryption::new(&kms(Some("k3"), None), &keys).unwrap_err();
+        assert_eq!((e.code, e.status()), (S3ErrorCode::KmsNotFound, 400));
+        let none = TestKeys {
+            master: &master,
+            keyring: None,
+        };
+        let e = Encryption::new(&kms(None, None), &none).unwrap_err();
+        assert_eq!(e.code, S3ErrorCode::KmsNotFound);
+
+        // The keyring's key under the same id changed: the unwrap fails.
+        let changed = TestKeys {
+            master: &master,
+            keyring: Some(keyring("k1", &[("k1", 9), ("k2", 2)])),
+        };
+        assert_eq!(
+            enc.data_key(None, &changed).unwrap_err().code,
+            S3ErrorCode::InternalError
+        );
+        // The key removed from the keyring (or the keyring gone): 403, as S3 answers a
+        // deleted KMS key.
+        let removed = TestKeys {
+            master: &master,
+            keyring: Some(keyring("k2", &[("k2", 2)])),
+        };
+        assert_eq!(
+            enc.data_key(None, &removed).unwrap_err().code,
+            S3ErrorCode::AccessDenied
+        );
+        assert_eq!(
+            enc.data_key(None, &none).unwrap_err().code,
+            S3ErrorCode::AccessDenied
+        );
+
+        // An altered context, a context added or dropped, the wrapped key moved to another
+        // object (another seed) or to another key id: all fail to unwrap.
+        let mut altered = enc2.clone();
+        if let Mode::SseKms { context, .. } = &mut altered.mode {
+            *context = Some("eyJhIjoiYyJ9".into()); // {"a":"c"}
+        }
+        assert!(altered.data_key(None, &keys).is_err());
+        let mut dropped = enc2.clone();
+        if let Mode::SseKms { context, .. } = &mut dropped.mode {
+            *context = None;
+        }
+        assert!(dropped.data_key(None, &keys).is_err());
+        let mut added = enc.clone();
+        if let Mode::SseKms { context, .. } = &mut added.mode {
+            *context = Some(String::new());
+        }
+        assert!(added.data_key(None, &keys).is_err());
+        let mut moved = enc2.clone();
+        moved.seed = enc.seed;
+        assert!(moved.data_key(None, &keys).is_err());
+        let same_bytes = TestKeys {
+            master: &master,
+            keyring: Some(keyring("k1", &[("k1", 2), ("k2", 2)])),
+        };
+        let mut renamed = enc2.clone();
+        if let Mode::SseKms { key_id, .. } = &mut renamed.mode {
+            *key_id = "k1".into();
+        }
+        assert!(renamed.data_key(None, &same_bytes).is_err());
+
+        // An SSE-C key for a KMS object: as for SSE-S3.
+        let c = CustomerKey {
+            key: [3; 32],
+            key_md5: ferry_core::md5::md5(&[3; 32]),
+        };
+        assert_eq!(
+            enc.data_key(Some(&c), &keys).unwrap_err().code,
+            S3ErrorCode::InvalidRequest
+        );
+        // The ETag is not the MD5 of the data.
+        let md5 = ferry_core::md5::md5(b"data");
+        assert_ne!(etag_digest(&enc, &key, &md5), md5);
+    }
+
     #[test]
     fn the_master_key_is_made_once_private_and_read_back() {
         let dir = tempfile::tempdir().unwrap();
@@ -384,11 +685,22 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let master = MasterKey::load_or_create(&dir.path().join("k")).unwrap();
         let other = MasterKey::load_or_create(&dir.path().join("other")).unwrap();
-        let m = || Ok(&master);
+        let m = &TestKeys {
+            master: &master,
+            keyring: None,
+        };
         let (enc, key) = Encryption::new(&EncryptWith::SseS3, m).unwrap();
         assert_eq!(enc.data_key(None, m).unwrap(), key);
         assert_eq!(
-            enc.data_key(None, || Ok(&other)).unwrap_err().code,
+            enc.data_key(
+                None,
+                &TestKeys {
+                    master: &other,
+                    keyring: None
+                }
+            )
+            .unwrap_err()
+            .code,
             S3ErrorCode::InternalError
         );
         let c = CustomerKey {

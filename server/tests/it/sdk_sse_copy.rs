@@ -3,13 +3,14 @@
 //! uploads whose parts are encrypted each with a key of its own and read back whole, in
 //! ranges across part and chunk boundaries and by part number; SSE-C parts refused without
 //! the upload's key or with another; copies and part copies between every pair of modes
-//! (plaintext, SSE-S3, SSE-C), with the ETags AWS gives per mode; SSE-C sources refused
-//! without their key.
+//! (plaintext, SSE-S3, SSE-C, SSE-KMS), with the ETags AWS gives per mode; SSE-C sources
+//! refused without their key.
 
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart, ServerSideEncryption};
 use md5::{Digest, Md5};
 
-use super::sdk_sse::{CHUNK, SSE, body, on_disk};
+use super::sdk_sse::{CHUNK, body, on_disk};
+use super::sdk_sse_kms::KMS;
 use crate::support::sdk::{self, Target, TestNode};
 
 on_every_target!(
@@ -26,6 +27,8 @@ enum Mode {
     Plain,
     S3,
     C([u8; 32]),
+    /// SSE-KMS under this key of the nodes' keyring (`sdk_sse_kms::KEYRING`).
+    Kms(&'static str),
 }
 
 impl Mode {
@@ -84,6 +87,9 @@ macro_rules! encrypt {
                     Mode::Plain => self,
                     Mode::S3 => self.server_side_encryption(ServerSideEncryption::Aes256),
                     Mode::C(_) => self.keyed(mode),
+                    Mode::Kms(id) => self
+                        .server_side_encryption(ServerSideEncryption::AwsKms)
+                        .ssekms_key_id(id),
                 }
             }
         }
@@ -121,15 +127,32 @@ keyed!(Put, Copy, Create, Get, Head, Part, PartCopy, Complete);
 encrypt!(Put, Copy, Create);
 source_keyed!(Copy, PartCopy);
 
-/// What a response says about encryption: `x-amz-server-side-encryption` and the SSE-C key's
-/// MD5.
-fn said(sse: Option<&ServerSideEncryption>, customer_md5: Option<&str>) -> Mode {
-    match (sse, customer_md5) {
-        (Some(ServerSideEncryption::Aes256), None) => Mode::S3,
-        (None, Some(_)) => Mode::C([0; 32]),
-        (None, None) => Mode::Plain,
+/// What a response says about encryption: `x-amz-server-side-encryption`, the SSE-C key's
+/// MD5 and the SSE-KMS key id.
+fn said(
+    sse: Option<&ServerSideEncryption>,
+    customer_md5: Option<&str>,
+    kms_key: Option<&str>,
+) -> Mode {
+    match (sse, customer_md5, kms_key) {
+        (Some(ServerSideEncryption::Aes256), None, None) => Mode::S3,
+        (None, Some(_), None) => Mode::C([0; 32]),
+        (None, None, None) => Mode::Plain,
+        (Some(ServerSideEncryption::AwsKms), None, Some("k1")) => Mode::Kms("k1"),
+        (Some(ServerSideEncryption::AwsKms), None, Some("k2")) => Mode::Kms("k2"),
         other => panic!("unexpected encryption headers {other:?}"),
     }
+}
+
+/// What [`said`] reads in a response.
+macro_rules! said {
+    ($r:expr) => {
+        said(
+            $r.server_side_encryption(),
+            $r.sse_customer_key_md5(),
+            $r.ssekms_key_id(),
+        )
+    };
 }
 
 /// `mode`, with an SSE-C key replaced by zeros (responses show only its MD5, checked apart).
@@ -149,11 +172,7 @@ async fn get(n: &TestNode, key: &str, mode: Mode, range: Option<(usize, usize)>)
         .send()
         .await
         .unwrap_or_else(|e| panic!("GET {key} {range:?}: {}", sdk::show(&e)));
-    assert_eq!(
-        said(r.server_side_encryption(), r.sse_customer_key_md5()),
-        shape(mode),
-        "{key}"
-    );
+    assert_eq!(said!(r), shape(mode), "{key}");
     r.body.collect().await.expect("body").into_bytes().to_vec()
 }
 
@@ -185,10 +204,13 @@ fn hex(b: &[u8]) -> String {
 }
 
 async fn encrypted_multipart_uploads(target: Target) {
-    let n = TestNode::start_with(target, SSE);
+    let n = TestNode::start_with(target, KMS);
     n.bucket("sse").await;
     let key_a = [21u8; 32];
-    for (i, mode) in [Mode::S3, Mode::C(key_a)].into_iter().enumerate() {
+    for (i, mode) in [Mode::S3, Mode::C(key_a), Mode::Kms("k2")]
+        .into_iter()
+        .enumerate()
+    {
         let name = format!("mp-{i}");
         let p1 = body(5 * MIB, 50 + i as u8);
         let p2 = body(3 * MIB + 5, 60 + i as u8);
@@ -201,10 +223,7 @@ async fn encrypted_multipart_uploads(target: Target) {
             .send()
             .await
             .unwrap_or_else(|e| panic!("{}", sdk::show(&e)));
-        assert_eq!(
-            said(up.server_side_encryption(), up.sse_customer_key_md5()),
-            shape(mode)
-        );
+        assert_eq!(said!(up), shape(mode));
         let id = up.upload_id().expect("upload id").to_owned();
         let part = |number: i32, data: &[u8], mode: Mode| {
             n.client
@@ -222,10 +241,7 @@ async fn encrypted_multipart_uploads(target: Target) {
         part(1, &body(5 * MIB, 99), mode).await.expect("part 1");
         let r1 = part(1, &p1, mode).await.expect("part 1 again");
         let r2 = part(2, &p2, mode).await.expect("part 2");
-        assert_eq!(
-            said(r2.server_side_encryption(), r2.sse_customer_key_md5()),
-            shape(mode)
-        );
+        assert_eq!(said!(r2), shape(mode));
         if let Mode::C(k) = mode {
             // Not the MD5 of the part.
             assert_ne!(r1.e_tag(), Some(sdk::etag_of(&p1).as_str()));
@@ -239,7 +255,9 @@ async fn encrypted_multipart_uploads(target: Target) {
             sdk::assert_error(r, 403, Some("AccessDenied"));
             assert_eq!(r1.sse_customer_key_md5(), Some(key_md5(&k).as_str()));
         } else {
-            assert_eq!(r1.e_tag(), Some(sdk::etag_of(&p1).as_str()));
+            // SSE-S3 parts have the MD5 of their data as ETag, SSE-KMS ones do not.
+            let md5 = r1.e_tag() == Some(sdk::etag_of(&p1).as_str());
+            assert_eq!(md5, mode == Mode::S3);
             // An SSE-C key for a part of an upload that is not SSE-C: 400.
             let r = part(2, b"x", Mode::C([22; 32])).await;
             sdk::assert_error(r, 400, Some("InvalidRequest"));
@@ -314,14 +332,11 @@ async fn encrypted_multipart_uploads(target: Target) {
             .send()
             .await
             .expect("head");
-        assert_eq!(
-            said(head.server_side_encryption(), head.sse_customer_key_md5()),
-            shape(mode)
-        );
+        assert_eq!(said!(head), shape(mode));
         assert_eq!(head.content_length(), Some(data.len() as i64));
         assert!(!on_disk(n.dir(), &p1[1000..1032]), "plaintext of {name}");
         assert!(!on_disk(n.dir(), &p2[1000..1032]), "plaintext of {name}");
-        if mode != Mode::S3 {
+        if let Mode::C(_) = mode {
             let r = n.client.get_object().bucket("sse").key(&name).send().await;
             sdk::assert_error(r, 400, Some("InvalidRequest"));
             // Its attributes need its key, as its HEAD does.
@@ -350,11 +365,11 @@ async fn encrypted_multipart_uploads(target: Target) {
 }
 
 async fn copies_between_modes(target: Target) {
-    let n = TestNode::start_with(target, SSE);
+    let n = TestNode::start_with(target, KMS);
     n.bucket("sse").await;
     let (key_a, key_b) = ([31u8; 32], [32u8; 32]);
-    let sources = [Mode::Plain, Mode::S3, Mode::C(key_a)];
-    let targets = [Mode::Plain, Mode::S3, Mode::C(key_b)];
+    let sources = [Mode::Plain, Mode::S3, Mode::C(key_a), Mode::Kms("k1")];
+    let targets = [Mode::Plain, Mode::S3, Mode::C(key_b), Mode::Kms("k2")];
     for (s, size) in [1, 1024, MIB + 17, 8 * MIB].into_iter().enumerate() {
         for (i, &from) in sources.iter().enumerate() {
             let data = body(size, (10 * s + i) as u8);
@@ -373,17 +388,15 @@ async fn copies_between_modes(target: Target) {
                     .send()
                     .await
                     .unwrap_or_else(|e| panic!("{src} → {dst}: {}", sdk::show(&e)));
-                assert_eq!(
-                    said(r.server_side_encryption(), r.sse_customer_key_md5()),
-                    shape(to),
-                    "{dst}"
-                );
-                // Plaintext and SSE-S3 copies have the MD5 of the data as ETag; SSE-C's do not.
+                assert_eq!(said!(r), shape(to), "{dst}");
+                // Plaintext and SSE-S3 copies have the MD5 of the data as ETag; SSE-C's and
+                // SSE-KMS's do not.
                 let etag = r
                     .copy_object_result()
                     .and_then(|c| c.e_tag())
                     .expect("etag");
-                assert_eq!(etag == sdk::etag_of(&data), to != Mode::C(key_b), "{dst}");
+                let md5 = matches!(to, Mode::Plain | Mode::S3);
+                assert_eq!(etag == sdk::etag_of(&data), md5, "{dst}");
                 assert!(get(&n, &dst, to, None).await == data, "{dst}");
                 if size > CHUNK {
                     let (a, z) = (CHUNK - 2, CHUNK + 1);
@@ -421,11 +434,7 @@ async fn copies_between_modes(target: Target) {
                     .send()
                     .await
                     .unwrap_or_else(|e| panic!("{src} → part of {dst}: {}", sdk::show(&e)));
-                assert_eq!(
-                    said(r.server_side_encryption(), r.sse_customer_key_md5()),
-                    shape(to),
-                    "{dst}"
-                );
+                assert_eq!(said!(r), shape(to), "{dst}");
                 let etag = r.copy_part_result().and_then(|c| c.e_tag()).expect("etag");
                 let parts = CompletedMultipartUpload::builder()
                     .parts(CompletedPart::builder().part_number(1).e_tag(etag).build())
@@ -467,12 +476,13 @@ async fn copies_between_modes(target: Target) {
     // An object copied onto itself to change only its encryption (AWS allows it).
     let data = body(70_000, 77);
     put(&n, "in-place", Mode::Plain, &data).await;
-    for to in [Mode::S3, Mode::C(key_a), Mode::Plain] {
-        let from = match to {
-            Mode::S3 => Mode::Plain,
-            Mode::C(_) => Mode::S3,
-            Mode::Plain => Mode::C(key_a),
-        };
+    let steps = [
+        (Mode::Plain, Mode::S3),
+        (Mode::S3, Mode::C(key_a)),
+        (Mode::C(key_a), Mode::Kms("k2")),
+        (Mode::Kms("k2"), Mode::Plain),
+    ];
+    for (from, to) in steps {
         let mut c = n
             .client
             .copy_object()
@@ -493,7 +503,7 @@ async fn copies_between_modes(target: Target) {
 }
 
 async fn boto3_copies_and_uploads_encrypted(target: Target) {
-    let n = TestNode::start_with(target, SSE);
+    let n = TestNode::start_with(target, KMS);
     let script = r#"
 import hashlib, sys
 import boto3
@@ -531,6 +541,15 @@ r = c.copy_object(Bucket="boto", Key="copy-s3", CopySource={"Bucket": "boto", "K
 assert r["ServerSideEncryption"] == "AES256", r
 assert r["CopyObjectResult"]["ETag"] == '"%s"' % hashlib.md5(data).hexdigest(), r
 assert c.get_object(Bucket="boto", Key="copy-s3")["Body"].read() == data
+# SSE-S3 to SSE-KMS; a KMS multipart upload.
+r = c.copy_object(Bucket="boto", Key="copy-kms", CopySource={"Bucket": "boto", "Key": "copy-s3"},
+                  ServerSideEncryption="aws:kms", SSEKMSKeyId="k2")
+assert r["ServerSideEncryption"] == "aws:kms" and r["SSEKMSKeyId"] == "k2", r
+c.upload_fileobj(io.BytesIO(data), "boto", "mp-kms",
+                 ExtraArgs={"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "k2"}, Config=cfg)
+for k in ("copy-kms", "mp-kms"):
+    r = c.get_object(Bucket="boto", Key=k)
+    assert r["SSEKMSKeyId"] == "k2" and r["Body"].read() == data, k
 try:
     c.copy_object(Bucket="boto", Key="x", CopySource={"Bucket": "boto", "Key": "mp-c"})
 except c.exceptions.ClientError as e:

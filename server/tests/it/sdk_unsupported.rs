@@ -55,9 +55,17 @@ async fn feature_headers_refused(target: Target) {
         (
             "PUT",
             "/feat/k",
-            vec![("x-amz-server-side-encryption", "aws:kms")],
+            vec![("x-amz-server-side-encryption", "aws:kms:dsse")],
             501,
             "NotImplemented",
+        ),
+        // SSE-KMS on a node without a keyring (`sdk_sse_kms` covers it with one).
+        (
+            "PUT",
+            "/feat/k",
+            vec![("x-amz-server-side-encryption", "aws:kms")],
+            400,
+            "KMS.NotFoundException",
         ),
         (
             "PUT",
@@ -197,7 +205,7 @@ async fn sdk_requests_refused(target: Target) {
             .body(b"plain".to_vec().into())
     };
     let r = put()
-        .server_side_encryption(ServerSideEncryption::AwsKms)
+        .server_side_encryption(ServerSideEncryption::AwsKmsDsse)
         .send()
         .await;
     sdk::assert_error(r, 501, Some("NotImplemented"));

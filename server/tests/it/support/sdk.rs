@@ -96,6 +96,9 @@ pub struct Options {
     pub lifecycle: Option<(Duration, u64)>,
     /// Nodes take SSE-C keys over plain HTTP (the test clients speak plain HTTP).
     pub sse_c_over_http: bool,
+    /// Every node's SSE-KMS keyring, as the file's text (written with mode 0600 next to the
+    /// data and passed to every node, also behind the proxy).
+    pub sse_kms_keyring: Option<&'static str>,
 }
 
 /// [`Options::default`], for `..DEFAULT_OPTIONS` in constants.
@@ -108,6 +111,7 @@ pub const DEFAULT_OPTIONS: Options = Options {
     domains: &[],
     lifecycle: None,
     sse_c_over_http: false,
+    sse_kms_keyring: None,
 };
 
 impl Default for Options {
@@ -125,6 +129,20 @@ enum Server {
 
 impl Server {
     fn start(dir: &Path, target: Target, options: Options) -> Self {
+        let keyring = options.sse_kms_keyring.map(|text| {
+            use std::io::Write as _;
+            use std::os::unix::fs::OpenOptionsExt as _;
+            let path = dir.join("sse-kms-keyring.toml");
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&path)
+                .expect("keyring file");
+            f.write_all(text.as_bytes()).expect("keyring written");
+            path
+        });
         if target.proxy {
             let mut cfg = ClusterConfig::new(dir, ACCESS_KEY, SECRET_KEY);
             cfg.listen = "127.0.0.1:0".parse().expect("address");
@@ -143,6 +161,7 @@ impl Server {
                 cfg.lifecycle_day_secs = day_secs;
             }
             cfg.allow_sse_c_over_http = options.sse_c_over_http;
+            cfg.sse_kms_keyring = keyring;
             return Self::Cluster(start_cluster(cfg).expect("start cluster"));
         }
         let mut cfg = node_config(dir, target.runtime);
@@ -157,6 +176,7 @@ impl Server {
             cfg.lifecycle_day_secs = day_secs;
         }
         cfg.allow_sse_c_over_http = options.sse_c_over_http;
+        cfg.sse_kms_keyring = keyring;
         // Many tests run at once on few cores: two workers each is plenty.
         cfg.threads = 2;
         Self::Node(start_node(cfg).expect("start node"))
