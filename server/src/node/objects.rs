@@ -490,7 +490,7 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
     meta.acl = super::acl::request_object_acl(cx, bucket)?;
     lock::apply(&mut meta, lock::for_write(cx, bucket, cx.headers, true)?);
     let conditions = write_conditions(cx.headers)?;
-    let encrypt = super::sse::write_encryption(cx)?;
+    let encrypt = super::sse::write_encryption(cx, cx.headers, bucket)?;
     let encryption = encrypt.as_ref().map(EncryptWith::info);
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let writer = cx

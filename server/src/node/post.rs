@@ -296,12 +296,30 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
             .map(|t| (t.key.to_string(), t.value.to_string()))
             .collect();
     }
+    // Encryption: the `x-amz-server-side-encryption*` fields, as PutObject's headers (none
+    // get here yet: refused above), or the bucket's default encryption.
+    let sse_fields: Vec<Header<'_>> = form
+        .fields
+        .iter()
+        .filter(|(n, _)| n.starts_with("x-amz-server-side-encryption"))
+        .map(|(n, v)| Header {
+            name: n,
+            value: v.as_bytes(),
+        })
+        .collect();
+    let encrypt = super::sse::write_encryption(cx, &sse_fields, bucket)?;
+    let encryption = encrypt.as_ref().map(crate::store::EncryptWith::info);
     let conditions = write_conditions(cx.headers)?;
     let (min, max) = range.unwrap_or((0, u64::MAX));
 
     // The file, streamed.
     let (b, k) = (bucket.to_owned(), key.clone());
-    let writer = cx.unblock(move |store| store.object_writer(&b, &k)).await?;
+    let writer = cx
+        .unblock(move |store| match &encrypt {
+            Some(with) => store.object_writer_encrypted(&b, &k, with),
+            None => store.object_writer(&b, &k),
+        })
+        .await?;
     let mut sink = FileSink {
         rt: cx.rt(),
         writer: Some(writer),
@@ -342,7 +360,7 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
         .take()
         .ok_or_else(|| S3Error::new(S3ErrorCode::InternalError))?;
     let put = cx.unblock(move |_| writer.commit(meta, conditions)).await?;
-    respond(cx, res, &form, bucket, &key, &put).await
+    respond(cx, res, &form, bucket, &key, &put, encryption.as_ref()).await
 }
 
 /// The answer: a redirect (`success_action_redirect`), or `success_action_status` (200, 201
@@ -354,6 +372,7 @@ async fn respond<R: Runtime, S: Stream>(
     bucket: &str,
     key: &str,
     put: &crate::store::PutResult,
+    encryption: Option<&crate::store::EncryptionInfo>,
 ) -> S3Result<()> {
     let etag = put.etag.as_str();
     let host = find_header_str(cx.headers, "host").unwrap_or("localhost");
@@ -370,6 +389,7 @@ async fn respond<R: Runtime, S: Stream>(
     let mut h = Headers::new();
     h.push("ETag", etag.to_owned());
     super::headers::push_version(&mut h, put.version_id);
+    super::sse::push_encryption(&mut h, encryption);
     let redirect = form
         .get("success_action_redirect")
         .or_else(|| form.get("redirect"))

@@ -41,6 +41,7 @@ mod sdk_post;
 mod sdk_presign;
 mod sdk_sigv2;
 mod sdk_sse;
+mod sdk_sse_default;
 mod sdk_tagging;
 mod sdk_unsupported;
 mod sdk_users;

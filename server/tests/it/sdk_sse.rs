@@ -47,7 +47,7 @@ const SSE: Options = Options {
 const CHUNK: usize = 65_520;
 
 /// Distinct bytes (no 16-byte window repeats early), so a plaintext window is findable.
-fn body(n: usize, salt: u8) -> Vec<u8> {
+pub(crate) fn body(n: usize, salt: u8) -> Vec<u8> {
     let mut out = Vec::with_capacity(n);
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ u64::from(salt);
     while out.len() < n {
@@ -65,7 +65,7 @@ fn b64(bytes: &[u8]) -> String {
 }
 
 /// Whether any file under `dir` holds `needle`.
-fn on_disk(dir: &std::path::Path, needle: &[u8]) -> bool {
+pub(crate) fn on_disk(dir: &std::path::Path, needle: &[u8]) -> bool {
     files_under(dir)
         .iter()
         .any(|p| fs::read(p).is_ok_and(|data| data.windows(needle.len()).any(|w| w == needle)))
