@@ -40,6 +40,7 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     bucket: &str,
     key: &str,
 ) -> S3Result<()> {
+    super::sse::refuse_encryption(cx, bucket)?;
     let mut meta = object_meta(cx.headers)?;
     meta.acl = super::acl::request_object_acl(cx, bucket)?;
     super::lock::apply(

@@ -551,6 +551,7 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
     directive: MetadataDirective,
     source_conditions: &Conditions<'_>,
 ) -> S3Result<()> {
+    super::sse::refuse_encryption(cx, bucket)?;
     let directive = match directive {
         MetadataDirective::Copy => store::MetadataDirective::Copy,
         MetadataDirective::Replace => store::MetadataDirective::Replace(object_meta(cx.headers)?),

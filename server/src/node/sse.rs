@@ -65,6 +65,20 @@ pub(crate) fn write_encryption<R: Runtime>(
     }
 }
 
+/// For the writes that do not encrypt yet (CopyObject, CreateMultipartUpload): `501
+/// NotImplemented` when [`write_encryption`] says the write must be encrypted (its bucket has a
+/// default encryption), rather than storing in the clear what the bucket says to encrypt.
+pub(crate) fn refuse_encryption<R: Runtime>(cx: &Cx<'_, R>, bucket: &str) -> S3Result<()> {
+    match write_encryption(cx, cx.headers, bucket)? {
+        None => Ok(()),
+        Some(_) => Err(S3Error::with_message(
+            S3ErrorCode::NotImplemented,
+            "This bucket's default encryption is not implemented for copies and multipart \
+             uploads yet",
+        )),
+    }
+}
+
 /// The request a bucket's default encryption stands for (empty: the bucket has none), from
 /// the settings cache, which the access check has just filled (no database read unless the
 /// bucket changed).
