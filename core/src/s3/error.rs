@@ -106,6 +106,7 @@ s3_error_codes! {
     RequestTimeTooSkewed => 403, "The difference between the request time and the server's time is too large.";
     RequestTimeout => 400, "Your socket connection to the server was not read from or written to within the timeout period.";
     RequestUriTooLong => 414, "The request URI is too long.";
+    ServerSideEncryptionConfigurationNotFoundError => 404, "The server side encryption configuration was not found";
     ServiceUnavailable => 503, "Service is unable to handle request.";
     SignatureDoesNotMatch => 403, "The request signature we calculated does not match the signature you provided.";
     SlowDown => 503, "Please reduce your request rate.";

@@ -44,7 +44,6 @@ const UNSUPPORTED_SUBRESOURCES: &[&str] = &[
     "accelerate",
     "analytics",
     "attributes",
-    "encryption",
     "intelligent-tiering",
     "inventory",
     "logging",
@@ -77,6 +76,7 @@ const KNOWN_PARAMETERS: &[&str] = &[
     "delete",
     "delimiter",
     "encoding-type",
+    "encryption",
     "fetch-owner",
     "key-marker",
     "legal-hold",
@@ -551,6 +551,16 @@ pub enum Endpoint<'a> {
     },
     /// `DELETE /bucket?lifecycle`.
     DeleteBucketLifecycle,
+    /// `GET /bucket?encryption`.
+    GetBucketEncryption,
+    /// `PUT /bucket?encryption` (body: `<ServerSideEncryptionConfiguration>`, read by the
+    /// operation).
+    PutBucketEncryption {
+        /// `Content-MD5` (this or an `x-amz-checksum-*` is required).
+        content_md5: Option<[u8; 16]>,
+    },
+    /// `DELETE /bucket?encryption`.
+    DeleteBucketEncryption,
     /// `GET /bucket` (v1).
     ListObjects {
         /// `prefix` (empty when absent).
@@ -779,6 +789,7 @@ impl<'a> Endpoint<'a> {
             "cors",
             "tagging",
             "lifecycle",
+            "encryption",
             "location",
             "versioning",
             "versions",
@@ -816,12 +827,13 @@ impl<'a> Endpoint<'a> {
     }
 
     fn bucket(method: &str, q: &Query<'a>, headers: &[Header<'a>]) -> S3Result<Self> {
-        const KEYWORDS: [&str; 15] = [
+        const KEYWORDS: [&str; 16] = [
             "acl",
             "object-lock",
             "location",
             "cors",
             "lifecycle",
+            "encryption",
             "versioning",
             "versions",
             "policy",
@@ -866,6 +878,11 @@ impl<'a> Endpoint<'a> {
                 content_md5: validate::find_content_md5(headers)?,
             },
             ("DELETE", Some("lifecycle")) => Self::DeleteBucketLifecycle,
+            ("GET", Some("encryption")) => Self::GetBucketEncryption,
+            ("PUT", Some("encryption")) => Self::PutBucketEncryption {
+                content_md5: validate::find_content_md5(headers)?,
+            },
+            ("DELETE", Some("encryption")) => Self::DeleteBucketEncryption,
             ("GET", Some("uploads")) => Self::ListMultipartUploads {
                 prefix: q.get_cow("prefix").unwrap_or_default(),
                 delimiter: non_empty(q, "delimiter"),
@@ -1001,6 +1018,7 @@ impl<'a> Endpoint<'a> {
             "cors",
             "object-lock",
             "lifecycle",
+            "encryption",
         ]
         .iter()
         .any(|k| q.has(k))
@@ -1210,6 +1228,9 @@ impl<'a> Endpoint<'a> {
             Self::GetBucketLifecycleConfiguration => "GetBucketLifecycleConfiguration",
             Self::PutBucketLifecycleConfiguration { .. } => "PutBucketLifecycleConfiguration",
             Self::DeleteBucketLifecycle => "DeleteBucketLifecycle",
+            Self::GetBucketEncryption => "GetBucketEncryption",
+            Self::PutBucketEncryption { .. } => "PutBucketEncryption",
+            Self::DeleteBucketEncryption => "DeleteBucketEncryption",
             Self::ListObjects { .. } => "ListObjects",
             Self::ListObjectsV2 { .. } => "ListObjectsV2",
             Self::ListMultipartUploads { .. } => "ListMultipartUploads",
@@ -1462,6 +1483,11 @@ mod tests {
             ("PUT", "/?lifecycle", "examplebucket.s3.amazonaws.com", &[("Content-MD5", "1B2M2Y8AsgTpgAmY7PhCfg==")], Some("examplebucket"), None,
              Endpoint::PutBucketLifecycleConfiguration { content_md5: validate::parse_content_md5(b"1B2M2Y8AsgTpgAmY7PhCfg==").ok() }),
             ("DELETE", "/?lifecycle", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None, Endpoint::DeleteBucketLifecycle),
+            // Get/Put/DeleteBucketEncryption
+            ("GET", "/?encryption", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None, Endpoint::GetBucketEncryption),
+            ("PUT", "/?encryption", "examplebucket.s3.amazonaws.com", &[("Content-MD5", "1B2M2Y8AsgTpgAmY7PhCfg==")], Some("examplebucket"), None,
+             Endpoint::PutBucketEncryption { content_md5: validate::parse_content_md5(b"1B2M2Y8AsgTpgAmY7PhCfg==").ok() }),
+            ("DELETE", "/?encryption", "examplebucket.s3.amazonaws.com", &[], Some("examplebucket"), None, Endpoint::DeleteBucketEncryption),
             // ListObjects (v1)
             ("GET", "/?prefix=N&marker=Ned&max-keys=40", "quotes.s3.amazonaws.com", &[], Some("quotes"), None,
              Endpoint::ListObjects { prefix: b("N"), delimiter: None, marker: Some(b("Ned")), max_keys: 40, encoding_type_url: false }),
@@ -1612,8 +1638,11 @@ mod tests {
     #[test]
     fn unsupported_requests_are_not_implemented() {
         #[rustfmt::skip]
-        let cases: [(&str, &str, Extra<'_>); 34] = [
+        let cases: [(&str, &str, Extra<'_>); 37] = [
             ("GET", "/bucket?notification", &[]),
+            ("POST", "/bucket?encryption", &[]),
+            ("GET", "/bucket/key?encryption", &[]),
+            ("GET", "/?encryption", &[]),
             // Only a multipart/form-data body is a POST Object.
             ("POST", "/bucket", &[("Content-Type", "application/x-www-form-urlencoded")]),
             ("POST", "/bucket", &[("Content-Type", "multipart/form-data")]),

@@ -90,6 +90,11 @@ fn action(endpoint: &Endpoint<'_>) -> Option<(&'static str, bool)> {
         Endpoint::PutBucketLifecycleConfiguration { .. } | Endpoint::DeleteBucketLifecycle => {
             ("s3:PutLifecycleConfiguration", false)
         }
+        Endpoint::GetBucketEncryption => ("s3:GetEncryptionConfiguration", false),
+        // AWS names no action of its own for DeleteBucketEncryption.
+        Endpoint::PutBucketEncryption { .. } | Endpoint::DeleteBucketEncryption => {
+            ("s3:PutEncryptionConfiguration", false)
+        }
         Endpoint::ListMultipartUploads { .. } => ("s3:ListBucketMultipartUploads", false),
         // Each key is checked as a DeleteObject by the operation (`may_delete`).
         Endpoint::DeleteObjects { .. } => return None,

@@ -9,7 +9,8 @@ use ferry_core::s3::xml::CorsConfiguration;
 
 use super::context::{Cx, NodeApi};
 use super::{
-    access, acl, attributes, buckets, lifecycle, lock, multipart, objects, policy, post, tagging,
+    access, acl, attributes, buckets, lifecycle, lock, multipart, objects, policy, post, sse,
+    tagging,
 };
 use crate::front::{Op, S3Api};
 use crate::store::BucketSetting;
@@ -89,6 +90,11 @@ impl<R: Runtime> S3Api for NodeApi<R> {
                 lifecycle::put(cx, body, res, bucket, *content_md5).await
             }
             Endpoint::DeleteBucketLifecycle => lifecycle::delete(cx, res, bucket).await,
+            Endpoint::GetBucketEncryption => sse::get_bucket(cx, res, bucket).await,
+            Endpoint::PutBucketEncryption { content_md5 } => {
+                sse::put_bucket(cx, body, res, bucket, *content_md5).await
+            }
+            Endpoint::DeleteBucketEncryption => sse::delete_bucket(cx, res, bucket).await,
             Endpoint::ListObjects { .. } | Endpoint::ListObjectsV2 { .. } => {
                 buckets::list_objects(cx, res, bucket, &s3.endpoint).await
             }

@@ -52,7 +52,7 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
         full_object: kind == ChecksumType::FullObject,
         parts: Vec::new(),
     });
-    let encryption = super::sse::write_encryption(cx)?;
+    let encryption = super::sse::write_encryption(cx, cx.headers, bucket)?;
     let info = encryption.as_ref().map(store::EncryptWith::info);
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let upload_id = cx

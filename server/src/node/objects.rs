@@ -490,7 +490,7 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
     meta.acl = super::acl::request_object_acl(cx, bucket)?;
     lock::apply(&mut meta, lock::for_write(cx, bucket, cx.headers, true)?);
     let conditions = write_conditions(cx.headers)?;
-    let encrypt = super::sse::write_encryption(cx)?;
+    let encrypt = super::sse::write_encryption(cx, cx.headers, bucket)?;
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let writer = cx
         .unblock(move |store| match &encrypt {
@@ -565,7 +565,7 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
     };
     let conditions = write_conditions(cx.headers)?;
     let (retention, legal_hold) = lock::for_write(cx, bucket, cx.headers, false)?;
-    let encryption = super::sse::write_encryption(cx)?;
+    let encryption = super::sse::write_encryption(cx, cx.headers, bucket)?;
     let info = encryption.as_ref().map(store::EncryptWith::info);
     let own = store::RequestOwned {
         acl: super::acl::request_object_acl(cx, bucket)?,

@@ -246,18 +246,6 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
     {
         return Err(e);
     }
-    let sse_fields: Vec<Header<'_>> = form
-        .fields
-        .iter()
-        .filter(|(n, _)| n.starts_with("x-amz-server-side-encryption"))
-        .map(|(n, v)| Header {
-            name: n,
-            value: v.as_bytes(),
-        })
-        .collect();
-    let encrypt = super::sse::encryption_of(cx, &sse_fields)?;
-    let encryption = encrypt.as_ref().map(crate::store::EncryptWith::info);
-
     // Metadata: the fields PutObject takes as headers.
     let mut meta_headers: Vec<Header<'_>> = form
         .fields
@@ -308,6 +296,19 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
             .map(|t| (t.key.to_string(), t.value.to_string()))
             .collect();
     }
+    // Encryption: the `x-amz-server-side-encryption*` fields, as PutObject's headers, or the
+    // bucket's default encryption.
+    let sse_fields: Vec<Header<'_>> = form
+        .fields
+        .iter()
+        .filter(|(n, _)| n.starts_with("x-amz-server-side-encryption"))
+        .map(|(n, v)| Header {
+            name: n,
+            value: v.as_bytes(),
+        })
+        .collect();
+    let encrypt = super::sse::write_encryption(cx, &sse_fields, bucket)?;
+    let encryption = encrypt.as_ref().map(crate::store::EncryptWith::info);
     let conditions = write_conditions(cx.headers)?;
     let (min, max) = range.unwrap_or((0, u64::MAX));
 

@@ -10,15 +10,22 @@
 //! the encryption ([`crate::store::EncryptWith`]); the headers are parsed and checked by
 //! [`ferry_core::s3::sse`]. DSSE-KMS (`aws:kms:dsse`) is `501 NotImplemented`, as is
 //! everything about encryption that `ferry_core::s3::request` refuses before it gets here.
+//! A bucket's default encryption (Put/Get/DeleteBucketEncryption, a bucket setting) is what
+//! a write that asks for none gets ([`write_encryption`]).
 
 use base64::Engine as _;
-use ferry_core::rt::Runtime;
-use ferry_core::s3::sse::{self as wire, Sse};
+use ferry_core::http::Header;
+use ferry_core::http::server::{BodyReader, ResponseWriter};
+use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::body::{BodyLimit, Checks};
+use ferry_core::s3::sse::{self as wire, Sse, SseRequest};
+use ferry_core::s3::xml::{MAX_ENCRYPTION_BODY, ServerSideEncryptionConfiguration};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::context::Cx;
 use crate::front::Headers;
-use crate::store::{CustomerKey, EncryptWith, EncryptionInfo};
+use crate::front::body::read_small;
+use crate::store::{BucketSetting, CustomerKey, EncryptWith, EncryptionInfo};
 
 /// The SSE-C key of a request, if it has one: over TLS only (AWS refuses SSE-C over plain
 /// HTTP), unless the node allows it for tests.
@@ -36,18 +43,20 @@ fn customer_key<R: Runtime>(cx: &Cx<'_, R>, key: &wire::CustomerKey) -> S3Result
     })
 }
 
-/// The encryption a write of an object's data (PutObject, CopyObject, CreateMultipartUpload)
-/// asks for (`None`: plaintext).
-pub(crate) fn write_encryption<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<Option<EncryptWith>> {
-    encryption_of(cx, cx.headers)
-}
-
-/// The encryption `headers` ask for (a request's, or POST Object's form fields).
-pub(crate) fn encryption_of<R: Runtime>(
+/// The encryption a write into `bucket` gets (PutObject, CopyObject, CreateMultipartUpload,
+/// POST Object with its form fields as `headers`) (`None`: plaintext): what its SSE `headers` ask
+/// for, or, when they ask for nothing, the bucket's default encryption, taken exactly as if
+/// the request had sent the headers it stands for (`x-amz-server-side-encryption` and, for
+/// `aws:kms`, the key id and bucket key). The one place this is decided, for every write.
+pub(crate) fn write_encryption<R: Runtime>(
     cx: &Cx<'_, R>,
-    headers: &[ferry_core::http::Header<'_>],
+    headers: &[Header<'_>],
+    bucket: &str,
 ) -> S3Result<Option<EncryptWith>> {
-    let req = wire::parse_request(headers)?;
+    let mut req = wire::parse_request(headers)?;
+    if req.is_empty() {
+        req = bucket_default(cx, bucket)?;
+    }
     if let Some(key) = &req.customer {
         return Ok(Some(EncryptWith::SseC(customer_key(cx, key)?)));
     }
@@ -70,6 +79,72 @@ pub(crate) fn encryption_of<R: Runtime>(
             "DSSE-KMS (aws:kms:dsse) is not implemented",
         )),
     }
+}
+
+/// The request a bucket's default encryption stands for (empty: the bucket has none), from
+/// the settings cache, which the access check has just filled (no database read unless the
+/// bucket changed).
+fn bucket_default<R: Runtime>(cx: &Cx<'_, R>, bucket: &str) -> S3Result<SseRequest> {
+    let settings = cx.node.store.bucket_settings(bucket)?;
+    let Some(config) = settings.encryption()? else {
+        return Ok(SseRequest::default());
+    };
+    Ok(SseRequest {
+        sse: Some(config.algorithm),
+        kms_key_id: config.kms_master_key_id.clone(),
+        bucket_key_enabled: config.bucket_key_enabled.then_some(true),
+        ..SseRequest::default()
+    })
+}
+
+/// GetBucketEncryption: the configuration as stored (normalised when it was put);
+/// `ServerSideEncryptionConfigurationNotFoundError` when there is none (Ferry does not
+/// encrypt unless asked, so a bucket has no default until one is put).
+pub(crate) async fn get_bucket<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+) -> S3Result<()> {
+    let b = bucket.to_owned();
+    let doc = cx
+        .unblock(move |store| store.bucket_setting(&b, BucketSetting::Encryption))
+        .await?
+        .ok_or_else(|| S3Error::new(S3ErrorCode::ServerSideEncryptionConfigurationNotFoundError))?;
+    cx.req.send_xml(res, Headers::new(), &doc).await
+}
+
+/// PutBucketEncryption: the body (at most [`MAX_ENCRYPTION_BODY`] bytes, with a `Content-MD5`
+/// or a checksum, as S3 requires) parsed and checked, then stored normalised, replacing any
+/// configuration.
+pub(crate) async fn put_bucket<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+    content_md5: Option<[u8; 16]>,
+) -> S3Result<()> {
+    let limit = BodyLimit::document(MAX_ENCRYPTION_BODY as u64);
+    let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
+    let (xml, done) = read_small(body, verifier).await?;
+    crate::front::body::require_integrity(content_md5.is_some(), &done, cx.headers)?;
+    let mut doc = Vec::with_capacity(xml.len());
+    ServerSideEncryptionConfiguration::parse_xml(&xml)?.write_xml(&mut doc);
+    let b = bucket.to_owned();
+    cx.unblock(move |store| store.set_bucket_setting(&b, BucketSetting::Encryption, Some(&doc)))
+        .await?;
+    cx.req.send(res, 200, Headers::new(), &[]).await
+}
+
+/// DeleteBucketEncryption: 204, whether or not there was a configuration.
+pub(crate) async fn delete_bucket<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+) -> S3Result<()> {
+    let b = bucket.to_owned();
+    cx.unblock(move |store| store.set_bucket_setting(&b, BucketSetting::Encryption, None))
+        .await?;
+    cx.req.send(res, 204, Headers::new(), &[]).await
 }
 
 /// The SSE-C key a read of an object (or an addition to an upload) came with.

@@ -11,7 +11,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::Proxy;
 use super::context::{Caller, Cx};
-use super::{buckets, copy, cors, forward, lifecycle, list, tagging};
+use super::{buckets, copy, cors, encryption, forward, lifecycle, list, tagging};
 use crate::front::{ALL_BACKENDS, Op, S3Api};
 
 /// The proxy behind the S3 front.
@@ -112,7 +112,9 @@ fn route(endpoint: &Endpoint<'_>) -> Route {
         | Endpoint::ListObjectVersions { .. }
         | Endpoint::PutObjectLockConfiguration
         | Endpoint::PutBucketLifecycleConfiguration { .. }
-        | Endpoint::DeleteBucketLifecycle => Route::FanOut,
+        | Endpoint::DeleteBucketLifecycle
+        | Endpoint::PutBucketEncryption { .. }
+        | Endpoint::DeleteBucketEncryption => Route::FanOut,
         Endpoint::PostObject => Route::Form,
         Endpoint::HeadBucket
         | Endpoint::GetBucketLocation
@@ -123,7 +125,8 @@ fn route(endpoint: &Endpoint<'_>) -> Route {
         | Endpoint::GetBucketCors
         | Endpoint::GetBucketTagging
         | Endpoint::GetObjectLockConfiguration
-        | Endpoint::GetBucketLifecycleConfiguration => Route::AnyBackend,
+        | Endpoint::GetBucketLifecycleConfiguration
+        | Endpoint::GetBucketEncryption => Route::AnyBackend,
         Endpoint::CopyObject { .. } | Endpoint::UploadPartCopy { .. } => Route::Copy,
         Endpoint::GetObject { .. }
         | Endpoint::GetObjectAttributes { .. }
@@ -212,6 +215,10 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
                     lifecycle::put(cx, s3, *content_md5, body, res).await
                 }
                 Endpoint::DeleteBucketLifecycle => lifecycle::delete(cx, s3, res).await,
+                Endpoint::PutBucketEncryption { content_md5 } => {
+                    encryption::put(cx, s3, *content_md5, body, res).await
+                }
+                Endpoint::DeleteBucketEncryption => encryption::delete(cx, s3, res).await,
                 // Between the proxy and its nodes only (see `buckets::delete`).
                 Endpoint::BucketFence { .. } => Err(S3Error::with_message(
                     S3ErrorCode::NotImplemented,

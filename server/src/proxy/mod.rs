@@ -18,6 +18,7 @@ mod config;
 mod context;
 mod copy;
 mod cors;
+mod encryption;
 mod forward;
 mod handler;
 mod health;

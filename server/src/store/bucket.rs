@@ -1,5 +1,5 @@
 //! Buckets: create, delete, head, list, and their settings (owner, policy, ACL, CORS,
-//! tagging, lifecycle).
+//! tagging, lifecycle, default encryption).
 
 use std::collections::HashMap;
 use std::ops::Bound;
@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use ferry_core::s3::acl::Acl;
 use ferry_core::s3::policy::Policy;
-use ferry_core::s3::xml::LifecycleConfiguration;
+use ferry_core::s3::xml::{LifecycleConfiguration, ServerSideEncryptionConfiguration};
 
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
@@ -44,11 +44,13 @@ pub enum BucketSetting {
     ObjectLock,
     /// The lifecycle configuration.
     Lifecycle,
+    /// The default encryption (`<ServerSideEncryptionConfiguration>`, as Ferry writes it).
+    Encryption,
 }
 
 impl BucketSetting {
     /// Every kind, for removing them all with the bucket.
-    pub const ALL: [BucketSetting; 8] = [
+    pub const ALL: [BucketSetting; 9] = [
         BucketSetting::Owner,
         BucketSetting::Policy,
         BucketSetting::Acl,
@@ -57,6 +59,7 @@ impl BucketSetting {
         BucketSetting::Versioning,
         BucketSetting::ObjectLock,
         BucketSetting::Lifecycle,
+        BucketSetting::Encryption,
     ];
 
     /// Its key in the settings table. Stored: never change one.
@@ -70,6 +73,7 @@ impl BucketSetting {
             BucketSetting::Versioning => "versioning",
             BucketSetting::ObjectLock => "object-lock",
             BucketSetting::Lifecycle => "lifecycle",
+            BucketSetting::Encryption => "encryption",
         }
     }
 }
@@ -86,6 +90,8 @@ pub struct BucketSettings {
     acl: OnceLock<Result<Option<Arc<Acl>>, S3Error>>,
     /// The lifecycle configuration, parsed once (GET and HEAD ask it for `x-amz-expiration`).
     lifecycle: OnceLock<Result<Option<Arc<LifecycleConfiguration>>, S3Error>>,
+    /// The default encryption, parsed once (every PutObject asks it).
+    encryption: OnceLock<Result<Option<Arc<ServerSideEncryptionConfiguration>>, S3Error>>,
 }
 
 impl BucketSettings {
@@ -142,6 +148,28 @@ impl BucketSettings {
                             S3ErrorCode::InternalError,
                             format!(
                                 "stored lifecycle configuration of {} does not parse: {}",
+                                self.bucket, e.message
+                            ),
+                        )
+                    })
+            })
+            .clone()
+    }
+
+    /// The bucket's default encryption, if it has one (checked before it was stored).
+    pub fn encryption(&self) -> S3Result<Option<Arc<ServerSideEncryptionConfiguration>>> {
+        self.encryption
+            .get_or_init(|| {
+                let Some(doc) = self.get(BucketSetting::Encryption) else {
+                    return Ok(None);
+                };
+                ServerSideEncryptionConfiguration::parse_xml(doc)
+                    .map(|c| Some(Arc::new(c)))
+                    .map_err(|e| {
+                        S3Error::with_message(
+                            S3ErrorCode::InternalError,
+                            format!(
+                                "stored encryption configuration of {} does not parse: {}",
                                 self.bucket, e.message
                             ),
                         )

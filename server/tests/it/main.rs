@@ -42,6 +42,7 @@ mod sdk_presign;
 mod sdk_sigv2;
 mod sdk_sse;
 mod sdk_sse_copy;
+mod sdk_sse_default;
 mod sdk_sse_kms;
 mod sdk_tagging;
 mod sdk_unsupported;

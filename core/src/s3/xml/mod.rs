@@ -17,6 +17,7 @@ use super::checksum::ChecksumAlgorithm;
 use super::{S3Error, S3ErrorCode, S3Result};
 
 mod cors;
+mod encryption;
 mod lifecycle;
 pub mod lock;
 mod parse;
@@ -27,6 +28,7 @@ pub use cors::{
     CORS_METHODS, CORS_VARY, CorsConfiguration, CorsRule, MAX_CORS_BODY, MAX_CORS_RULE_ID,
     MAX_CORS_RULES, cors_headers, requested_headers,
 };
+pub use encryption::{MAX_ENCRYPTION_BODY, ServerSideEncryptionConfiguration};
 pub use lifecycle::{
     DAY_SECS, EXPIRATION_HEADER, Expiration, LifecycleConfiguration, LifecycleFilter,
     LifecycleRule, MAX_LIFECYCLE_BODY, MAX_LIFECYCLE_PREFIX, MAX_LIFECYCLE_RULE_ID,
