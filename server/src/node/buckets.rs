@@ -19,6 +19,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::access;
 use super::context::Cx;
+use super::settings::Document;
 use crate::front::Headers;
 use crate::front::body::read_small;
 use crate::store::{BucketInfo, BucketSetting, ListQuery, MAX_LIST, VersionsQuery};
@@ -222,53 +223,18 @@ pub(crate) async fn fence<R: Runtime, S: Stream>(
     cx.req.send(res, 204, Headers::new(), &[]).await
 }
 
-/// GetBucketCors: the configuration as stored (normalised when it was put);
-/// `NoSuchCORSConfiguration` when there is none.
-pub(crate) async fn get_cors<R: Runtime, S: Stream>(
-    cx: &Cx<'_, R>,
-    res: &mut ResponseWriter<'_, S>,
-    bucket: &str,
-) -> S3Result<()> {
-    let b = bucket.to_owned();
-    let doc = cx
-        .unblock(move |store| store.bucket_setting(&b, BucketSetting::Cors))
-        .await?
-        .ok_or_else(|| S3Error::new(S3ErrorCode::NoSuchCORSConfiguration))?;
-    cx.req.send_xml(res, Headers::new(), &doc).await
-}
-
-/// PutBucketCors: the body (at most 64 KiB, with a `Content-MD5` or a checksum, as S3
-/// requires) parsed and checked, then stored normalised, replacing any configuration.
-pub(crate) async fn put_cors<R: Runtime, S: Stream>(
-    cx: &Cx<'_, R>,
-    body: &mut BodyReader<'_, S>,
-    res: &mut ResponseWriter<'_, S>,
-    bucket: &str,
-    content_md5: Option<[u8; 16]>,
-) -> S3Result<()> {
-    let limit = BodyLimit::document(MAX_CORS_BODY as u64);
-    let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
-    let (xml, done) = read_small(body, verifier).await?;
-    crate::front::body::require_integrity(content_md5.is_some(), &done, cx.headers)?;
-    let mut doc = Vec::with_capacity(xml.len());
-    CorsConfiguration::parse_xml(&xml)?.write_xml(&mut doc);
-    let b = bucket.to_owned();
-    cx.unblock(move |store| store.set_bucket_setting(&b, BucketSetting::Cors, Some(&doc)))
-        .await?;
-    cx.req.send(res, 200, Headers::new(), &[]).await
-}
-
-/// DeleteBucketCors: 204, whether or not there was a configuration.
-pub(crate) async fn delete_cors<R: Runtime, S: Stream>(
-    cx: &Cx<'_, R>,
-    res: &mut ResponseWriter<'_, S>,
-    bucket: &str,
-) -> S3Result<()> {
-    let b = bucket.to_owned();
-    cx.unblock(move |store| store.set_bucket_setting(&b, BucketSetting::Cors, None))
-        .await?;
-    cx.req.send(res, 204, Headers::new(), &[]).await
-}
+/// Put/Get/DeleteBucketCors: at most 64 KiB; a Get without one answers
+/// `NoSuchCORSConfiguration`.
+pub(crate) const CORS: Document = Document {
+    kind: BucketSetting::Cors,
+    max_body: MAX_CORS_BODY,
+    normalise: |xml| {
+        let mut doc = Vec::with_capacity(xml.len());
+        CorsConfiguration::parse_xml(xml)?.write_xml(&mut doc);
+        Ok(doc)
+    },
+    missing: S3ErrorCode::NoSuchCORSConfiguration,
+};
 
 fn region_header<R: Runtime>(cx: &Cx<'_, R>) -> Headers {
     let mut h = Headers::new();

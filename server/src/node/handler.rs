@@ -9,8 +9,8 @@ use ferry_core::s3::xml::CorsConfiguration;
 
 use super::context::{Cx, NodeApi};
 use super::{
-    access, acl, attributes, buckets, lifecycle, lock, multipart, objects, policy, post, sse,
-    tagging,
+    access, acl, attributes, buckets, lifecycle, lock, multipart, objects, policy, post, settings,
+    sse, tagging,
 };
 use crate::front::{Op, S3Api};
 use crate::store::BucketSetting;
@@ -61,11 +61,11 @@ impl<R: Runtime> S3Api for NodeApi<R> {
                 acl::put_object(cx, body, res, bucket, key, version_id(&s3.query)?).await
             }
             Endpoint::PutBucketAcl => acl::put_bucket(cx, body, res, bucket).await,
-            Endpoint::GetBucketCors => buckets::get_cors(cx, res, bucket).await,
+            Endpoint::GetBucketCors => settings::get(cx, res, bucket, &buckets::CORS).await,
             Endpoint::PutBucketCors { content_md5 } => {
-                buckets::put_cors(cx, body, res, bucket, *content_md5).await
+                settings::put(cx, body, res, bucket, *content_md5, &buckets::CORS).await
             }
-            Endpoint::DeleteBucketCors => buckets::delete_cors(cx, res, bucket).await,
+            Endpoint::DeleteBucketCors => settings::delete(cx, res, bucket, &buckets::CORS).await,
             Endpoint::GetBucketTagging => tagging::get_bucket(cx, res, bucket).await,
             Endpoint::PutBucketTagging => tagging::put_bucket(cx, body, res, bucket).await,
             Endpoint::DeleteBucketTagging => tagging::delete_bucket(cx, res, bucket).await,
@@ -85,16 +85,24 @@ impl<R: Runtime> S3Api for NodeApi<R> {
             Endpoint::PutObjectLegalHold => {
                 lock::put_legal_hold(cx, body, res, bucket, key, version_id(&s3.query)?).await
             }
-            Endpoint::GetBucketLifecycleConfiguration => lifecycle::get(cx, res, bucket).await,
+            Endpoint::GetBucketLifecycleConfiguration => {
+                settings::get(cx, res, bucket, &lifecycle::DOCUMENT).await
+            }
             Endpoint::PutBucketLifecycleConfiguration { content_md5 } => {
-                lifecycle::put(cx, body, res, bucket, *content_md5).await
+                settings::put(cx, body, res, bucket, *content_md5, &lifecycle::DOCUMENT).await
             }
-            Endpoint::DeleteBucketLifecycle => lifecycle::delete(cx, res, bucket).await,
-            Endpoint::GetBucketEncryption => sse::get_bucket(cx, res, bucket).await,
+            Endpoint::DeleteBucketLifecycle => {
+                settings::delete(cx, res, bucket, &lifecycle::DOCUMENT).await
+            }
+            Endpoint::GetBucketEncryption => {
+                settings::get(cx, res, bucket, &sse::BUCKET_DEFAULT).await
+            }
             Endpoint::PutBucketEncryption { content_md5 } => {
-                sse::put_bucket(cx, body, res, bucket, *content_md5).await
+                settings::put(cx, body, res, bucket, *content_md5, &sse::BUCKET_DEFAULT).await
             }
-            Endpoint::DeleteBucketEncryption => sse::delete_bucket(cx, res, bucket).await,
+            Endpoint::DeleteBucketEncryption => {
+                settings::delete(cx, res, bucket, &sse::BUCKET_DEFAULT).await
+            }
             Endpoint::ListObjects { .. } | Endpoint::ListObjectsV2 { .. } => {
                 buckets::list_objects(cx, res, bucket, &s3.endpoint).await
             }

@@ -26,6 +26,7 @@ mod multipart;
 mod objects;
 mod policy;
 mod post;
+mod settings;
 mod sse;
 mod tagging;
 

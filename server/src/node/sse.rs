@@ -15,16 +15,14 @@
 
 use base64::Engine as _;
 use ferry_core::http::Header;
-use ferry_core::http::server::{BodyReader, ResponseWriter};
-use ferry_core::rt::{Runtime, Stream};
-use ferry_core::s3::body::{BodyLimit, Checks};
+use ferry_core::rt::Runtime;
 use ferry_core::s3::sse::{self as wire, Sse, SseRequest};
 use ferry_core::s3::xml::{MAX_ENCRYPTION_BODY, ServerSideEncryptionConfiguration};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::context::Cx;
+use super::settings::Document;
 use crate::front::Headers;
-use crate::front::body::read_small;
 use crate::store::{BucketSetting, CustomerKey, EncryptWith, EncryptionInfo};
 
 /// The SSE-C key of a request, if it has one: over TLS only (AWS refuses SSE-C over plain
@@ -97,55 +95,19 @@ fn bucket_default<R: Runtime>(cx: &Cx<'_, R>, bucket: &str) -> S3Result<SseReque
     })
 }
 
-/// GetBucketEncryption: the configuration as stored (normalised when it was put);
-/// `ServerSideEncryptionConfigurationNotFoundError` when there is none (Ferry does not
+/// Bucket default encryption (Put/Get/DeleteBucketEncryption), a bucket setting: a Get
+/// without one answers `ServerSideEncryptionConfigurationNotFoundError` (Ferry does not
 /// encrypt unless asked, so a bucket has no default until one is put).
-pub(crate) async fn get_bucket<R: Runtime, S: Stream>(
-    cx: &Cx<'_, R>,
-    res: &mut ResponseWriter<'_, S>,
-    bucket: &str,
-) -> S3Result<()> {
-    let b = bucket.to_owned();
-    let doc = cx
-        .unblock(move |store| store.bucket_setting(&b, BucketSetting::Encryption))
-        .await?
-        .ok_or_else(|| S3Error::new(S3ErrorCode::ServerSideEncryptionConfigurationNotFoundError))?;
-    cx.req.send_xml(res, Headers::new(), &doc).await
-}
-
-/// PutBucketEncryption: the body (at most [`MAX_ENCRYPTION_BODY`] bytes, with a `Content-MD5`
-/// or a checksum, as S3 requires) parsed and checked, then stored normalised, replacing any
-/// configuration.
-pub(crate) async fn put_bucket<R: Runtime, S: Stream>(
-    cx: &Cx<'_, R>,
-    body: &mut BodyReader<'_, S>,
-    res: &mut ResponseWriter<'_, S>,
-    bucket: &str,
-    content_md5: Option<[u8; 16]>,
-) -> S3Result<()> {
-    let limit = BodyLimit::document(MAX_ENCRYPTION_BODY as u64);
-    let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
-    let (xml, done) = read_small(body, verifier).await?;
-    crate::front::body::require_integrity(content_md5.is_some(), &done, cx.headers)?;
-    let mut doc = Vec::with_capacity(xml.len());
-    ServerSideEncryptionConfiguration::parse_xml(&xml)?.write_xml(&mut doc);
-    let b = bucket.to_owned();
-    cx.unblock(move |store| store.set_bucket_setting(&b, BucketSetting::Encryption, Some(&doc)))
-        .await?;
-    cx.req.send(res, 200, Headers::new(), &[]).await
-}
-
-/// DeleteBucketEncryption: 204, whether or not there was a configuration.
-pub(crate) async fn delete_bucket<R: Runtime, S: Stream>(
-    cx: &Cx<'_, R>,
-    res: &mut ResponseWriter<'_, S>,
-    bucket: &str,
-) -> S3Result<()> {
-    let b = bucket.to_owned();
-    cx.unblock(move |store| store.set_bucket_setting(&b, BucketSetting::Encryption, None))
-        .await?;
-    cx.req.send(res, 204, Headers::new(), &[]).await
-}
+pub(crate) const BUCKET_DEFAULT: Document = Document {
+    kind: BucketSetting::Encryption,
+    max_body: MAX_ENCRYPTION_BODY,
+    normalise: |xml| {
+        let mut doc = Vec::with_capacity(xml.len());
+        ServerSideEncryptionConfiguration::parse_xml(xml)?.write_xml(&mut doc);
+        Ok(doc)
+    },
+    missing: S3ErrorCode::ServerSideEncryptionConfigurationNotFoundError,
+};
 
 /// The SSE-C key a read of an object (or an addition to an upload) came with.
 pub(crate) fn read_key<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<Option<CustomerKey>> {

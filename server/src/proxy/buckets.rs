@@ -198,6 +198,59 @@ pub(crate) async fn set_everywhere<R: Runtime, S: Stream>(
     relay_everywhere(cx, &call, res).await
 }
 
+/// A bucket configuration document the proxy sets on every backend (lifecycle, default
+/// encryption): its subresource, the largest body a Put takes, and how a Put's body is parsed,
+/// checked and written as Ferry writes it.
+pub(crate) struct Fanned {
+    pub subresource: &'static str,
+    pub max_body: usize,
+    pub normalise: fn(&[u8]) -> S3Result<Vec<u8>>,
+}
+
+/// Put `doc` on every backend: the document is checked here first (a bad one changes nothing
+/// anywhere), then sent as Ferry writes it. Every backend must be up; the first backend's
+/// refusal is the answer (a retry completes a partial put).
+pub(crate) async fn put_everywhere<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    s3: &S3Request<'_>,
+    md5_header: Option<[u8; 16]>,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+    doc: &Fanned,
+) -> S3Result<()> {
+    let limit = BodyLimit::document(doc.max_body as u64);
+    let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
+    let (xml, done) = crate::front::body::read_small(body, verifier).await?;
+    crate::front::body::require_integrity(md5_header.is_some(), &done, cx.req.headers)?;
+    let stored = (doc.normalise)(&xml)?;
+    require_all_up(cx)?;
+    let mut call = Call::new("PUT", bucket_path(s3.bucket_str()), doc.subresource.into());
+    call.headers.push((
+        "Content-MD5",
+        content_md5(&md5(&stored)).as_str().to_owned(),
+    ));
+    call.headers
+        .push(("Content-Type", "application/xml".into()));
+    call.body = stored;
+    relay_everywhere(cx, &call, res).await
+}
+
+/// Delete `doc` on every backend: 204.
+pub(crate) async fn delete_everywhere<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    s3: &S3Request<'_>,
+    res: &mut ResponseWriter<'_, S>,
+    doc: &Fanned,
+) -> S3Result<()> {
+    require_all_up(cx)?;
+    let call = Call::new(
+        "DELETE",
+        bucket_path(s3.bucket_str()),
+        doc.subresource.into(),
+    );
+    relay_everywhere(cx, &call, res).await
+}
+
 /// Send a bucket setting's `call` to every backend: the first refusal is the answer, else the
 /// first backend's.
 pub(crate) async fn relay_everywhere<R: Runtime, S: Stream>(

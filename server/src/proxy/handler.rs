@@ -212,13 +212,19 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
                 Endpoint::PutBucketTagging => tagging::put_bucket(cx, s3, body, res).await,
                 Endpoint::DeleteBucketTagging => tagging::delete_bucket(cx, s3, res).await,
                 Endpoint::PutBucketLifecycleConfiguration { content_md5 } => {
-                    lifecycle::put(cx, s3, *content_md5, body, res).await
+                    buckets::put_everywhere(cx, s3, *content_md5, body, res, &lifecycle::DOCUMENT)
+                        .await
                 }
-                Endpoint::DeleteBucketLifecycle => lifecycle::delete(cx, s3, res).await,
+                Endpoint::DeleteBucketLifecycle => {
+                    buckets::delete_everywhere(cx, s3, res, &lifecycle::DOCUMENT).await
+                }
                 Endpoint::PutBucketEncryption { content_md5 } => {
-                    encryption::put(cx, s3, *content_md5, body, res).await
+                    buckets::put_everywhere(cx, s3, *content_md5, body, res, &encryption::DOCUMENT)
+                        .await
                 }
-                Endpoint::DeleteBucketEncryption => encryption::delete(cx, s3, res).await,
+                Endpoint::DeleteBucketEncryption => {
+                    buckets::delete_everywhere(cx, s3, res, &encryption::DOCUMENT).await
+                }
                 // Between the proxy and its nodes only (see `buckets::delete`).
                 Endpoint::BucketFence { .. } => Err(S3Error::with_message(
                     S3ErrorCode::NotImplemented,
