@@ -349,13 +349,6 @@ async fn sse_c_needs_its_key(target: Target) {
 async fn boto3_encrypts(target: Target) {
     let n = TestNode::start_with(target, SSE);
     let script = r#"
-import hashlib, sys
-import boto3
-from botocore.config import Config
-ep, ak, sk = sys.argv[1:4]
-c = boto3.client("s3", endpoint_url=ep, aws_access_key_id=ak, aws_secret_access_key=sk,
-                 region_name="us-east-1",
-                 config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
 c.create_bucket(Bucket="boto")
 data = bytes(range(256)) * 1000
 r = c.put_object(Bucket="boto", Key="s3", Body=data, ServerSideEncryption="AES256")
@@ -377,13 +370,5 @@ else:
     raise SystemExit("read with another key")
 print("ok")
 "#;
-    sdk::run_python(
-        script,
-        vec![
-            n.endpoint(),
-            crate::support::ACCESS_KEY.to_owned(),
-            crate::support::SECRET_KEY.to_owned(),
-        ],
-    )
-    .await;
+    sdk::run_boto3(&n, script).await;
 }

@@ -505,20 +505,12 @@ async fn copies_between_modes(target: Target) {
 async fn boto3_copies_and_uploads_encrypted(target: Target) {
     let n = TestNode::start_with(target, KMS);
     let script = r#"
-import hashlib, sys
-import boto3
 from boto3.s3.transfer import TransferConfig
-from botocore.config import Config
-ep, ak, sk = sys.argv[1:4]
-c = boto3.client("s3", endpoint_url=ep, aws_access_key_id=ak, aws_secret_access_key=sk,
-                 region_name="us-east-1",
-                 config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
 c.create_bucket(Bucket="boto")
 key = b"c" * 32
 other = b"d" * 32
 ssec = dict(SSECustomerAlgorithm="AES256", SSECustomerKey=key)
 data = bytes(range(256)) * 48 * 1024  # 12 MiB: three parts of 5 MiB at most
-import io
 cfg = TransferConfig(multipart_threshold=5 * 1024 * 1024, multipart_chunksize=5 * 1024 * 1024)
 c.upload_fileobj(io.BytesIO(data), "boto", "mp-c", ExtraArgs=ssec, Config=cfg)
 c.upload_fileobj(io.BytesIO(data), "boto", "mp-s3", ExtraArgs={"ServerSideEncryption": "AES256"},
@@ -558,13 +550,5 @@ else:
     raise SystemExit("copied an SSE-C object without its key")
 print("ok")
 "#;
-    sdk::run_python(
-        script,
-        vec![
-            n.endpoint(),
-            crate::support::ACCESS_KEY.to_owned(),
-            crate::support::SECRET_KEY.to_owned(),
-        ],
-    )
-    .await;
+    sdk::run_boto3(&n, script).await;
 }

@@ -576,14 +576,7 @@ async fn policies_name_the_encryption_actions(target: Target) {
 async fn boto3_sets_default_encryption(target: Target) {
     let n = TestNode::start(target);
     let script = r#"
-import sys
-import boto3, requests
-from botocore.config import Config
-ep, ak, sk = sys.argv[1:4]
-c = boto3.client("s3", endpoint_url=ep, aws_access_key_id=ak, aws_secret_access_key=sk,
-                 region_name="us-east-1",
-                 config=Config(s3={"addressing_style": "path"}, signature_version="s3v4",
-                               retries={"max_attempts": 1}))
+import requests
 c.create_bucket(Bucket="bdef")
 try:
     c.get_bucket_encryption(Bucket="bdef")
@@ -621,13 +614,5 @@ r = c.put_object(Bucket="bdef", Key="p", Body=b"plain")
 assert "ServerSideEncryption" not in r, r
 print("ok")
 "#;
-    sdk::run_python(
-        script,
-        vec![
-            n.endpoint(),
-            crate::support::ACCESS_KEY.to_owned(),
-            crate::support::SECRET_KEY.to_owned(),
-        ],
-    )
-    .await;
+    sdk::run_boto3(&n, script).await;
 }

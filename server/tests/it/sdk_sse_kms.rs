@@ -314,13 +314,6 @@ async fn sse_kms_refusals(target: Target) {
 async fn boto3_encrypts_with_kms(target: Target) {
     let n = TestNode::start_with(target, KMS);
     let script = r#"
-import base64, hashlib, json, sys
-import boto3
-from botocore.config import Config
-ep, ak, sk = sys.argv[1:4]
-c = boto3.client("s3", endpoint_url=ep, aws_access_key_id=ak, aws_secret_access_key=sk,
-                 region_name="us-east-1",
-                 config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
 c.create_bucket(Bucket="boto")
 data = bytes(range(256)) * 1000
 ctx = base64.b64encode(json.dumps({"app": "boto"}).encode()).decode()
@@ -350,15 +343,7 @@ else:
     raise SystemExit("put under a missing key")
 print("ok")
 "#;
-    sdk::run_python(
-        script,
-        vec![
-            n.endpoint(),
-            crate::support::ACCESS_KEY.to_owned(),
-            crate::support::SECRET_KEY.to_owned(),
-        ],
-    )
-    .await;
+    sdk::run_boto3(&n, script).await;
 }
 
 /// A node refuses to start on a keyring others may read, or on one that is not a keyring.

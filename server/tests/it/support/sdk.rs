@@ -654,6 +654,32 @@ pub fn sign_headers_at(
 
 /// Run a python3 script (a boto3 client's steps) with `args` on the blocking pool; it must
 /// exit successfully and print `ok` first.
+/// What every boto3 script starts with: imports, and `c`, a boto3 S3 client of `ep` signing
+/// with the test key (SigV4, path-style, one attempt per call).
+const BOTO3_PRELUDE: &str = r#"
+import base64, hashlib, io, json, sys
+import boto3
+from botocore.config import Config
+ep, ak, sk = sys.argv[1:4]
+c = boto3.client("s3", endpoint_url=ep, aws_access_key_id=ak, aws_secret_access_key=sk,
+                 region_name="us-east-1",
+                 config=Config(s3={"addressing_style": "path"}, signature_version="s3v4",
+                               retries={"max_attempts": 1}))
+"#;
+
+/// Run `script` after [`BOTO3_PRELUDE`] against `n`; it fails the test unless it exits 0.
+pub async fn run_boto3(n: &TestNode, script: &str) {
+    run_python(
+        format!("{BOTO3_PRELUDE}{script}"),
+        vec![
+            n.endpoint(),
+            crate::support::ACCESS_KEY.to_owned(),
+            crate::support::SECRET_KEY.to_owned(),
+        ],
+    )
+    .await;
+}
+
 pub async fn run_python(script: impl Into<String>, args: Vec<String>) {
     let script = script.into();
     let out = tokio::task::spawn_blocking(move || {
