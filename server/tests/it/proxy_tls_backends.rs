@@ -16,11 +16,14 @@ use ferry_core::place::Placement;
 use ferry_core::s3::sigv4::Credentials;
 use ferry_server::proxy::{AuthMode, BackendKind};
 use ferry_server::{
-    BackendConfig, NodeHandle, ProxyConfig, ProxyHandle, RuntimeKind, start_node, start_proxy,
+    BackendConfig, NodeConfig, NodeHandle, ProxyConfig, ProxyHandle, RuntimeKind, start_node,
+    start_proxy,
 };
 
 use crate::proxy_tls::{TestCert, https_client, s3_round_trips, self_signed, self_signed_for};
+use crate::support::http::Client as HttpClient;
 use crate::support::node::{MIN_PART, node_config};
+use crate::support::process::{KEY_ENV, ready_addr, spawn_ferry, stop};
 use crate::support::sdk;
 use crate::support::{ACCESS_KEY, SECRET_KEY};
 
@@ -33,6 +36,10 @@ struct TlsNode {
 
 impl TlsNode {
     fn start(rt: RuntimeKind, cert: &TestCert) -> Self {
+        Self::start_with(rt, cert, |_| {})
+    }
+
+    fn start_with(rt: RuntimeKind, cert: &TestCert, tweak: impl FnOnce(&mut NodeConfig)) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut cfg = node_config(dir.path(), rt);
         cfg.fsync = false;
@@ -41,6 +48,7 @@ impl TlsNode {
         cfg.tls = Some(cert.files.clone());
         // SSE-C keys are taken because the connection is TLS, not by this testing option.
         cfg.allow_sse_c_over_http = false;
+        tweak(&mut cfg);
         let handle = start_node(cfg).expect("node starts");
         Self {
             addr: handle.local_addr(),
@@ -60,6 +68,15 @@ impl Drop for TlsNode {
 
 /// A proxy on `rt` in front of `backends`.
 fn proxy(rt: RuntimeKind, backends: Vec<BackendConfig>) -> ProxyHandle {
+    proxy_with(rt, backends, |_| {})
+}
+
+/// [`proxy`], with `tweak` adjusting its configuration.
+fn proxy_with(
+    rt: RuntimeKind,
+    backends: Vec<BackendConfig>,
+    tweak: impl FnOnce(&mut ProxyConfig),
+) -> ProxyHandle {
     let mut cfg = ProxyConfig::new(
         "127.0.0.1:0".parse().unwrap(),
         backends,
@@ -70,6 +87,7 @@ fn proxy(rt: RuntimeKind, backends: Vec<BackendConfig>) -> ProxyHandle {
     cfg.threads = 2;
     cfg.health_interval = Duration::from_millis(200);
     cfg.buffer_size = 64 * 1024;
+    tweak(&mut cfg);
     start_proxy(cfg).expect("proxy starts")
 }
 
@@ -149,35 +167,7 @@ fn tls_nodes(rt: RuntimeKind, auth: AuthMode) {
         }
 
         // SSE-C through the proxy: the nodes take the key since it came to them over TLS.
-        let key = sdk::b64(&[7u8; 32]);
-        let key_md5 = sdk::b64(&ferry_core::md5::md5(&[7u8; 32]));
-        let secret = data(200_000, 3);
-        c.put_object()
-            .bucket("tls")
-            .key("sse-c")
-            .sse_customer_algorithm("AES256")
-            .sse_customer_key(&key)
-            .sse_customer_key_md5(&key_md5)
-            .body(ByteStream::from(secret.clone()))
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("SSE-C PUT: {}", sdk::show(&e)));
-        let got = c
-            .get_object()
-            .bucket("tls")
-            .key("sse-c")
-            .sse_customer_algorithm("AES256")
-            .sse_customer_key(&key)
-            .sse_customer_key_md5(&key_md5)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("SSE-C GET: {}", sdk::show(&e)));
-        assert!(
-            sdk::body_bytes(got.body).await == secret,
-            "SSE-C GET differs"
-        );
-        let r = c.get_object().bucket("tls").key("sse-c").send().await;
-        sdk::assert_error(r, 400, Some("InvalidRequest"));
+        sse_c_round_trip(&c, "tls").await;
     });
     p.stop();
 }
@@ -200,6 +190,102 @@ fn resign_to_tls_nodes_on_tokio() {
 #[test]
 fn resign_to_tls_nodes_on_smol() {
     tls_nodes(RuntimeKind::Smol, AuthMode::Resign);
+}
+
+/// The SSE-C key of the tests, and its MD5 (both base64).
+fn sse_c_key() -> (String, String) {
+    let key = [7u8; 32];
+    (sdk::b64(&key), sdk::b64(&ferry_core::md5::md5(&key)))
+}
+
+/// An SSE-C PUT into `bucket`, read back with the key; a GET without it is refused.
+async fn sse_c_round_trip(c: &Client, bucket: &str) {
+    let (key, key_md5) = sse_c_key();
+    let secret = data(200_000, 3);
+    c.put_object()
+        .bucket(bucket)
+        .key("sse-c")
+        .sse_customer_algorithm("AES256")
+        .sse_customer_key(&key)
+        .sse_customer_key_md5(&key_md5)
+        .body(ByteStream::from(secret.clone()))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("SSE-C PUT: {}", sdk::show(&e)));
+    let got = c
+        .get_object()
+        .bucket(bucket)
+        .key("sse-c")
+        .sse_customer_algorithm("AES256")
+        .sse_customer_key(&key)
+        .sse_customer_key_md5(&key_md5)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("SSE-C GET: {}", sdk::show(&e)));
+    assert!(
+        sdk::body_bytes(got.body).await == secret,
+        "SSE-C GET differs"
+    );
+    let r = c.get_object().bucket(bucket).key("sse-c").send().await;
+    sdk::assert_error(r, 400, Some("InvalidRequest"));
+}
+
+/// Nodes that trust the proxy (as the local cluster's do) go by its word on the client's
+/// connection: over TLS end to end (client to proxy, proxy to nodes) SSE-C works; a client on
+/// plain HTTP to a proxy is refused as AWS refuses it, though the hop to the nodes is TLS.
+fn sse_c_through_a_trusted_proxy(rt: RuntimeKind) {
+    let cert = self_signed();
+    let trusting = |c: &mut NodeConfig| {
+        c.trusted_proxies = vec![std::net::IpAddr::from([127, 0, 0, 1])];
+    };
+    let nodes = [
+        TlsNode::start_with(rt, &cert, trusting),
+        TlsNode::start_with(rt, &cert, trusting),
+    ];
+    let backends: Vec<BackendConfig> = (0..)
+        .zip(&nodes)
+        .map(|(i, n)| https_backend(&format!("node-{i}"), n.addr, Some(&cert.files.cert)))
+        .collect();
+    let tls_proxy = proxy_with(rt, backends.clone(), |c| c.tls = Some(cert.files.clone()));
+    let plain_proxy = proxy(rt, backends);
+    sdk::block_on(async {
+        let c = https_client(tls_proxy.local_addr(), Some(&cert.pem));
+        c.create_bucket().bucket("trusted").send().await.unwrap();
+        sse_c_round_trip(&c, "trusted").await;
+
+        let plain = sdk::client(plain_proxy.local_addr());
+        let (key, key_md5) = sse_c_key();
+        let r = plain
+            .put_object()
+            .bucket("trusted")
+            .key("over-http")
+            .sse_customer_algorithm("AES256")
+            .sse_customer_key(&key)
+            .sse_customer_key_md5(&key_md5)
+            .body(ByteStream::from_static(b"v"))
+            .send()
+            .await;
+        sdk::assert_error(r, 400, Some("InvalidRequest"));
+        let r = c
+            .head_object()
+            .bucket("trusted")
+            .key("over-http")
+            .send()
+            .await;
+        assert_eq!(sdk::status_of(&r.unwrap_err()), Some(404));
+    });
+    tls_proxy.stop();
+    plain_proxy.stop();
+}
+
+#[test]
+fn sse_c_through_a_trusted_proxy_on_tokio() {
+    sse_c_through_a_trusted_proxy(RuntimeKind::Tokio);
+}
+
+#[test]
+fn sse_c_through_a_trusted_proxy_on_smol() {
+    sse_c_through_a_trusted_proxy(RuntimeKind::Smol);
 }
 
 /// A backend whose certificate the proxy does not trust is down: 503, nothing stored, and no
@@ -367,4 +453,70 @@ fn resign_to_moto_over_tls_on_tokio() {
 #[test]
 fn resign_to_moto_over_tls_on_smol() {
     resign_to_moto_over_tls(RuntimeKind::Smol);
+}
+
+/// The `ferry` binary with an untrusted backend: the reason is logged when it goes down, not
+/// once per request; an `insecure` backend is a warning at start.
+#[test]
+fn an_untrusted_backend_is_logged_once() {
+    let cert = self_signed();
+    let node = TlsNode::start(RuntimeKind::Tokio, &cert);
+    let bad = format!("bad=https://{}", node.addr);
+    let lax = format!("lax=https://{},insecure=true", node.addr);
+    let mut child = spawn_ferry(
+        &[
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "none",
+            "--backend",
+            &bad,
+            "--backend",
+            &lax,
+            "--log-format",
+            "json",
+        ],
+        &[KEY_ENV[0], KEY_ENV[1]],
+    );
+    let addr = ready_addr(&mut child, "ferry proxy listening on http://");
+    let mut c = HttpClient::connect(addr);
+    for i in 0..8 {
+        // CreateBucket goes to every backend: the untrusted one fails it.
+        let r = c.put(&format!("/bucket-{i}"), b"");
+        r.expect_error(503, "ServiceUnavailable");
+        assert!(!r.text().contains("UnknownIssuer"), "{}", r.text());
+    }
+    drop(c);
+    let stderr = stop(child, "-TERM");
+    let events: Vec<serde_json::Value> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let down: Vec<_> = events
+        .iter()
+        .filter(|e| e["message"] == "backend down" && e["backend"] == "bad")
+        .collect();
+    assert_eq!(down.len(), 1, "{stderr}");
+    let reason = down[0]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("UnknownIssuer"), "{reason}");
+    let mentions = stderr
+        .lines()
+        .filter(|l| l.contains("UnknownIssuer"))
+        .count();
+    assert!(mentions < 4, "logged per request: {stderr}");
+    assert!(
+        events.iter().any(|e| e["backend"] == "lax"
+            && e["level"] == "WARN"
+            && e["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("insecure"))),
+        "{stderr}"
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["message"] == "backend down" && e["backend"] == "lax"),
+        "{stderr}"
+    );
 }
