@@ -520,3 +520,30 @@ fn an_untrusted_backend_is_logged_once() {
         "{stderr}"
     );
 }
+
+/// A `ca_cert` that cannot be read or holds no certificate stops the start, naming the backend.
+#[test]
+fn an_unusable_ca_cert_stops_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = |ca: &Path| {
+        let mut b = BackendConfig::new("n", "https://127.0.0.1:1");
+        b.ca_cert = Some(ca.to_path_buf());
+        let cfg = ProxyConfig::new(
+            "127.0.0.1:0".parse().unwrap(),
+            vec![b],
+            ACCESS_KEY,
+            SECRET_KEY,
+        );
+        start_proxy(cfg).map(|p| p.stop()).unwrap_err().to_string()
+    };
+    let missing = dir.path().join("missing.pem");
+    let err = start(&missing);
+    assert!(
+        err.contains("missing.pem") && err.contains("\"n\""),
+        "{err}"
+    );
+    let empty = dir.path().join("empty.pem");
+    std::fs::write(&empty, "no certificate here").unwrap();
+    let err = start(&empty);
+    assert!(err.contains("CA certificate"), "{err}");
+}
