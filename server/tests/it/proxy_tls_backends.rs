@@ -21,7 +21,7 @@ use ferry_server::{
 };
 
 use crate::proxy_tls::{TestCert, https_client, s3_round_trips, self_signed, self_signed_for};
-use crate::support::http::Client as HttpClient;
+use crate::support::http::{Client as HttpClient, plain_get};
 use crate::support::node::{MIN_PART, node_config};
 use crate::support::process::{KEY_ENV, ready_addr, spawn_ferry, stop};
 use crate::support::sdk;
@@ -334,9 +334,28 @@ fn untrusted_backend(rt: RuntimeKind) {
             .send()
             .await
             .unwrap();
-        assert_eq!(get(&c, "insecure", "k").await, b"v");
+        for _ in 0..4 {
+            assert_eq!(get(&c, "insecure", "k").await, b"v");
+        }
         assert_eq!(get(&direct, "insecure", "k").await, b"v");
     });
+    // The TLS connections were kept alive and reused: far fewer connects than requests.
+    let metrics = plain_get(insecure.admin_addr().unwrap(), "/metrics").text();
+    let counter = |name: &str| -> u64 {
+        let prefix = format!("{name}{{backend=\"n\"}} ");
+        metrics
+            .lines()
+            .find_map(|l| {
+                l.split_once(&prefix)
+                    .map(|(_, v)| v.trim().parse().unwrap())
+            })
+            .unwrap_or_else(|| panic!("no {name} in {metrics}"))
+    };
+    let (requests, connects) = (
+        counter("backend_requests_total"),
+        counter("backend_connects_total"),
+    );
+    assert!(requests >= 6 && connects * 2 <= requests, "{metrics}");
     insecure.stop();
 }
 
