@@ -197,7 +197,8 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
     /// A backend: ID=URL[,weight=W][,access-key=A,secret-key=S][,kind=ferry|s3]
-    /// [,auth=auto|resign|passthrough][,region=R]. Repeat for each backend.
+    /// [,auth=auto|resign|passthrough][,region=R][,ca-cert=FILE][,insecure=true]. URL is
+    /// http://HOST:PORT or https://HOST:PORT. Repeat for each backend.
     #[arg(long = "backend", value_name = "SPEC")]
     pub backends: Vec<String>,
     /// A TOML file with the same settings (listen, admin_listen, region, runtime, threads,
@@ -205,7 +206,7 @@ pub struct ProxyArgs {
     /// max_connections, header_timeout_ms, idle_timeout_ms, body_timeout_ms, min_body_rate,
     /// token_secret, users, sigv2 (true/false), domains (a list),
     /// tls_cert, tls_key, [[credentials]] access_key/secret_key, [[backend]] id/url/weight/access_key/secret_key/
-    /// kind/auth/region); command-line options win.
+    /// kind/auth/region/ca_cert/insecure); command-line options win.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Address of the admin listener (/healthz, /readyz, /metrics); "none" for none

@@ -1,7 +1,10 @@
-//! One backend at run time: its address, keys, health and keep-alive connection pool.
+//! One backend at run time: its address, keys, health and keep-alive connection pool, and
+//! how its connections are opened (plain TCP, or TLS for an `https://` backend).
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::ops::{Deref, DerefMut};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -9,8 +12,8 @@ use std::time::Duration;
 use async_lock::{Semaphore, SemaphoreGuardArc};
 
 use ferry_core::http::HttpError;
-use ferry_core::http::client::{ClientConfig, ClientConn, ClientPool};
-use ferry_core::rt::{Runtime, TimedOut, timeout};
+use ferry_core::http::client::{ClientConfig, ClientConn, ClientPool, connect_with};
+use ferry_core::rt::{Connector, Runtime, TimedOut, timeout};
 use ferry_core::s3::sigv4::Credentials;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
@@ -18,6 +21,95 @@ use super::config::{BackendConfig, BackendKind};
 
 /// A connection to a backend.
 pub(crate) type Conn<R> = ClientConn<R, <R as Runtime>::Stream>;
+
+/// A TLS connect in progress (boxed: one per new connection, not per request).
+pub(crate) type TlsConnecting<S> = Pin<Box<dyn Future<Output = std::io::Result<S>> + Send>>;
+
+/// Opens a TLS connection to an address (handshake and certificate check included).
+pub(crate) type TlsConnect<R> =
+    dyn Fn(R, SocketAddr) -> TlsConnecting<<R as Runtime>::Stream> + Send + Sync;
+
+/// How a backend's connections are opened: plain TCP, or TLS through a function made where
+/// the runtime is known to speak TLS (`ferry_net::NetRuntime`), so that the proxy's code stays
+/// generic over any `Runtime`. TLS streams are never spliced (`Stream::splice_from` declines
+/// them): bodies to and from such a backend take the buffered path.
+pub(crate) struct BackendConnector<R: Runtime> {
+    tls: Option<Arc<TlsConnect<R>>>,
+    /// Why the last TLS connect failed (an untrusted certificate, say): the log's reason,
+    /// which the `ErrorKind` a connector returns cannot carry.
+    last_error: Arc<Mutex<Option<String>>>,
+}
+
+impl<R: Runtime> Clone for BackendConnector<R> {
+    fn clone(&self) -> Self {
+        Self {
+            tls: self.tls.clone(),
+            last_error: self.last_error.clone(),
+        }
+    }
+}
+
+impl<R: Runtime> std::fmt::Debug for BackendConnector<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BackendConnector")
+            .field("tls", &self.tls.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: Runtime> BackendConnector<R> {
+    /// Plain TCP.
+    pub fn tcp() -> Self {
+        Self {
+            tls: None,
+            last_error: Arc::default(),
+        }
+    }
+
+    /// TLS, with `connect`.
+    pub fn tls(connect: Arc<TlsConnect<R>>) -> Self {
+        Self {
+            tls: Some(connect),
+            last_error: Arc::default(),
+        }
+    }
+
+    /// Whether connections speak TLS.
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// What went wrong with a connect that failed with `e`: for a TLS backend the I/O error's
+    /// own words (`invalid peer certificate: UnknownIssuer`), which `e` lost.
+    fn reason(&self, e: &HttpError) -> String {
+        let tls = self
+            .last_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        match (e, tls) {
+            (HttpError::Io(_), Some(why)) => why,
+            _ => e.to_string(),
+        }
+    }
+}
+
+impl<R: Runtime> Connector<R> for BackendConnector<R> {
+    async fn connect(&self, rt: &R, addr: SocketAddr) -> Result<R::Stream, embedded_io::ErrorKind> {
+        let Some(tls) = &self.tls else {
+            return rt.connect(addr).await;
+        };
+        let connecting = tls(rt.clone(), addr);
+        connecting.await.map_err(|e| {
+            let kind = embedded_io::Error::kind(&e);
+            *self
+                .last_error
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(e.to_string());
+            kind
+        })
+    }
+}
 
 /// Connect timeouts in a row that mark a backend down. One can be a busy backend's full
 /// accept queue; a refused connection marks it down at once.
@@ -77,7 +169,8 @@ pub(crate) struct Backend<R: Runtime> {
     up: AtomicBool,
     /// Replaced (emptied) whenever health changes: pooled connections to a process that died
     /// are useless, and failing on each of them would delay recovery.
-    pool: Mutex<Arc<ClientPool<R>>>,
+    pool: Mutex<Arc<ClientPool<R, BackendConnector<R>>>>,
+    connector: BackendConnector<R>,
     rt: R,
     client: ClientConfig,
     /// Connections in use at most (idle pooled ones hold no slot): a busy backend makes
@@ -102,16 +195,16 @@ impl<R: Runtime> std::fmt::Debug for Backend<R> {
 }
 
 impl<R: Runtime> Backend<R> {
-    /// A backend from its configuration (already resolved), assumed up until a probe or a
-    /// connection says otherwise.
+    /// A backend from its configuration, resolved to `(Host header, address)`, assumed up
+    /// until a probe or a connection says otherwise.
     pub fn new(
         rt: R,
         cfg: &BackendConfig,
-        host: String,
-        addr: SocketAddr,
+        (host, addr): (String, SocketAddr),
         region: &str,
         client: ClientConfig,
         max_connections: usize,
+        connector: BackendConnector<R>,
     ) -> Self {
         Self {
             id: cfg.id.clone(),
@@ -122,7 +215,12 @@ impl<R: Runtime> Backend<R> {
             credentials: cfg.credentials.clone(),
             region: cfg.region.clone().unwrap_or_else(|| region.to_owned()),
             up: AtomicBool::new(true),
-            pool: Mutex::new(Arc::new(ClientPool::new(rt.clone(), client))),
+            pool: Mutex::new(Arc::new(ClientPool::with_connector(
+                rt.clone(),
+                connector.clone(),
+                client,
+            ))),
+            connector,
             rt,
             client,
             slots: Arc::new(Semaphore::new(max_connections.max(1))),
@@ -137,7 +235,7 @@ impl<R: Runtime> Backend<R> {
         self.up.load(Ordering::Relaxed)
     }
 
-    fn pool(&self) -> Arc<ClientPool<R>> {
+    fn pool(&self) -> Arc<ClientPool<R, BackendConnector<R>>> {
         self.pool
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -145,7 +243,11 @@ impl<R: Runtime> Backend<R> {
     }
 
     fn flush_pool(&self) {
-        let fresh = Arc::new(ClientPool::new(self.rt.clone(), self.client));
+        let fresh = Arc::new(ClientPool::with_connector(
+            self.rt.clone(),
+            self.connector.clone(),
+            self.client,
+        ));
         let old = std::mem::replace(
             &mut *self.pool.lock().unwrap_or_else(PoisonError::into_inner),
             fresh,
@@ -176,11 +278,25 @@ impl<R: Runtime> Backend<R> {
     /// [`TIMEOUTS_TO_DOWN`] in a row (the health probe decides in between).
     fn connect_failed(&self, e: &HttpError) {
         self.stats.failures.fetch_add(1, Ordering::Relaxed);
-        tracing::warn!(backend = %self.id, addr = %self.addr, error = %e, "backend connect failed");
+        let why = self.connector.reason(e);
+        tracing::warn!(backend = %self.id, addr = %self.addr, error = %why, "backend connect failed");
         let timed_out = matches!(e, HttpError::TimedOut);
         if !timed_out || self.timeouts.fetch_add(1, Ordering::Relaxed) + 1 >= TIMEOUTS_TO_DOWN {
-            self.mark_down(&format_args!("connect failed: {e}"));
+            self.mark_down(&format_args!("connect failed: {why}"));
         }
+    }
+
+    /// A new connection of its own, outside the pool and its slots (a health probe); a failure
+    /// says why (the TLS reason, if any).
+    pub async fn connect_fresh(&self) -> Result<Conn<R>, String> {
+        connect_with(&self.rt, &self.connector, self.addr, self.client)
+            .await
+            .map_err(|e| self.connector.reason(&e))
+    }
+
+    /// Whether its connections speak TLS.
+    pub fn is_tls(&self) -> bool {
+        self.connector.is_tls()
     }
 
     /// A connection: a pooled one, or a new one within the connect timeout, once one of the

@@ -72,7 +72,7 @@ impl FromStr for AuthMode {
 pub struct BackendConfig {
     /// Stable name: placement depends on it (not on the address), so keep it across restarts.
     pub id: String,
-    /// `http://host:port`.
+    /// `http://host:port` or `https://host:port`.
     pub url: String,
     /// Placement weight (0 drains it: no new keys, still a listing source).
     pub weight: u32,
@@ -84,6 +84,12 @@ pub struct BackendConfig {
     pub auth: AuthMode,
     /// Region to sign for (default: the proxy's).
     pub region: Option<String>,
+    /// `https://` only: PEM certificates trusted for this backend, besides the webpki roots
+    /// (a private CA, or the backend's self-signed certificate).
+    pub ca_cert: Option<PathBuf>,
+    /// `https://` only: accept any certificate (no verification; the handshake's signatures are
+    /// still checked). Logged as a warning at start.
+    pub insecure: bool,
 }
 
 impl BackendConfig {
@@ -97,11 +103,13 @@ impl BackendConfig {
             kind: BackendKind::Ferry,
             auth: AuthMode::Auto,
             region: None,
+            ca_cert: None,
+            insecure: false,
         }
     }
 
     /// Parse `ID=URL[,weight=W][,access-key=A,secret-key=S][,kind=ferry|s3]`
-    /// `[,auth=auto|resign|passthrough][,region=R]`.
+    /// `[,auth=auto|resign|passthrough][,region=R][,ca-cert=FILE][,insecure=true]`.
     pub fn parse_spec(spec: &str) -> Result<Self, String> {
         let (id, rest) = spec
             .split_once('=')
@@ -126,6 +134,12 @@ impl BackendConfig {
                 "kind" => b.kind = value.parse()?,
                 "auth" => b.auth = value.parse()?,
                 "region" => b.region = Some(value.to_owned()),
+                "ca-cert" => b.ca_cert = Some(PathBuf::from(value)),
+                "insecure" => {
+                    b.insecure = value.parse().map_err(|_| {
+                        format!("backend {id:?}: insecure {value:?} is not true or false")
+                    })?;
+                }
                 other => return Err(format!("backend {id:?}: unknown option {other:?}")),
             }
         }
@@ -139,7 +153,19 @@ impl BackendConfig {
         if self.id.is_empty() {
             return Err("a backend needs a non-empty id".into());
         }
-        split_url(&self.url).map_err(|e| format!("backend {:?}: {e}", self.id))?;
+        let (tls, _) = split_url(&self.url).map_err(|e| format!("backend {:?}: {e}", self.id))?;
+        if !tls && (self.ca_cert.is_some() || self.insecure) {
+            return Err(format!(
+                "backend {:?}: ca_cert and insecure are for https:// backends",
+                self.id
+            ));
+        }
+        if self.ca_cert.is_some() && self.insecure {
+            return Err(format!(
+                "backend {:?}: insecure skips verification, so a ca_cert would not be used",
+                self.id
+            ));
+        }
         if self.auth == AuthMode::Passthrough && self.credentials.is_some() {
             return Err(format!(
                 "backend {:?}: passthrough forwards the client's signature, so it cannot have \
@@ -159,9 +185,21 @@ impl BackendConfig {
         }
     }
 
+    /// Whether the URL is `https://`.
+    pub fn is_tls(&self) -> bool {
+        matches!(split_url(&self.url), Ok((true, _)))
+    }
+
+    /// The host of the URL without its port: the name a TLS backend's certificate must have
+    /// (and the SNI, unless it is an IP address).
+    pub fn host_name(&self) -> Option<&str> {
+        let (_, authority) = split_url(&self.url).ok()?;
+        authority.rsplit_once(':').map(|(h, _)| h)
+    }
+
     /// The `Host` value and the socket address of the URL (resolves names).
     pub fn resolve(&self) -> std::io::Result<(String, SocketAddr)> {
-        let authority = split_url(&self.url)
+        let (_, authority) = split_url(&self.url)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         let addr = authority.to_socket_addrs()?.next().ok_or_else(|| {
             std::io::Error::new(
@@ -187,21 +225,27 @@ fn pair(
     }
 }
 
-/// `http://host:port[/]` → `host:port`.
-fn split_url(url: &str) -> Result<&str, String> {
-    let rest = url
-        .strip_prefix("http://")
-        .ok_or_else(|| format!("{url:?}: only http:// URLs are supported"))?;
+/// `http://host:port[/]` or `https://host:port[/]` → (is https, `host:port`).
+fn split_url(url: &str) -> Result<(bool, &str), String> {
+    let (tls, rest) = if let Some(rest) = url.strip_prefix("https://") {
+        (true, rest)
+    } else if let Some(rest) = url.strip_prefix("http://") {
+        (false, rest)
+    } else {
+        return Err(format!(
+            "{url:?}: only http:// and https:// URLs are supported"
+        ));
+    };
     let authority = rest.strip_suffix('/').unwrap_or(rest);
     if authority.is_empty() || authority.contains(['/', '?', '#', '@']) {
-        return Err(format!("{url:?}: expected http://host:port"));
+        return Err(format!("{url:?}: expected http[s]://host:port"));
     }
     if !authority.rsplit_once(':').is_some_and(|(h, p)| {
         !h.is_empty() && !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())
     }) {
         return Err(format!("{url:?}: the port is required"));
     }
-    Ok(authority)
+    Ok((tls, authority))
 }
 
 /// Connections in use to one backend at most, by default.
@@ -369,6 +413,8 @@ impl ProxyConfig {
                 out.auth = a.parse()?;
             }
             out.region = b.region;
+            out.ca_cert = b.ca_cert;
+            out.insecure = b.insecure.unwrap_or(false);
             out.validate()?;
             cfg.backends.push(out);
         }
@@ -452,6 +498,8 @@ struct FileBackend {
     kind: Option<String>,
     auth: Option<String>,
     region: Option<String>,
+    ca_cert: Option<PathBuf>,
+    insecure: Option<bool>,
 }
 
 #[cfg(test)]
@@ -499,9 +547,23 @@ mod tests {
         assert_eq!(b.credentials, Some(Credentials::new("A", "S")));
         assert_eq!(b.region.as_deref(), Some("eu-west-1"));
         assert!(!b.passthrough());
+        let b =
+            BackendConfig::parse_spec("t=https://node1.example:9443,ca-cert=/etc/ca.pem").unwrap();
+        assert!(b.is_tls());
+        assert_eq!(b.host_name(), Some("node1.example"));
+        assert_eq!(b.ca_cert, Some(PathBuf::from("/etc/ca.pem")));
+        assert!(!b.insecure);
+        let b = BackendConfig::parse_spec("t=https://[::1]:9443,insecure=true").unwrap();
+        assert_eq!((b.host_name(), b.insecure), (Some("[::1]"), true));
+        assert!(!BackendConfig::parse_spec("p=http://h:1").unwrap().is_tls());
         for bad in [
             "nourl",
-            "x=https://h:1",
+            "x=ftp://h:1",
+            "x=https://h",
+            "x=http://h:1,ca-cert=/etc/ca.pem",
+            "x=http://h:1,insecure=true",
+            "x=https://h:1,insecure=yes",
+            "x=https://h:1,insecure=true,ca-cert=/etc/ca.pem",
             "x=http://h",
             "x=http://h:1/path",
             "x=http://h:1,weight=heavy",
@@ -541,6 +603,14 @@ mod tests {
             url = "http://127.0.0.1:2"
             weight = 2
             auth = "resign"
+            [[backend]]
+            id = "c"
+            url = "https://node-c.example:9443"
+            ca_cert = "/etc/ferry/ca.pem"
+            [[backend]]
+            id = "d"
+            url = "https://127.0.0.1:9443"
+            insecure = true
             "#,
         )
         .unwrap();
@@ -562,8 +632,20 @@ mod tests {
             Some(TlsFiles::new("/etc/ferry/cert.pem", "/etc/ferry/key.pem"))
         );
         assert_eq!(cfg.credentials, [Credentials::new("AK", "SK")]);
-        assert_eq!(cfg.backends.len(), 2);
+        assert_eq!(cfg.backends.len(), 4);
         assert_eq!(cfg.backends[1].weight, 2);
+        assert!(!cfg.backends[1].is_tls());
+        assert_eq!(
+            cfg.backends[2].ca_cert,
+            Some(PathBuf::from("/etc/ferry/ca.pem"))
+        );
+        assert!(cfg.backends[2].is_tls() && !cfg.backends[2].insecure);
+        assert!(cfg.backends[3].insecure);
+        let err = ProxyConfig::from_toml(
+            "[[backend]]\nid = \"x\"\nurl = \"http://h:1\"\ninsecure = true",
+        )
+        .unwrap_err();
+        assert!(err.contains("https://"), "{err}");
         assert!(!cfg.backends[1].passthrough());
         cfg.validate().unwrap();
         assert!(ProxyConfig::from_toml("colour = 1").is_err());

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferry_core::http::HttpError;
-use ferry_core::http::client::connect;
 use ferry_core::http::{EMPTY_HEADER, Header};
 use ferry_core::rt::{Either, Runtime, Signal, race, timeout};
 
@@ -43,7 +42,7 @@ pub(crate) async fn probe<R: Runtime>(rt: &R, b: &Backend<R>) {
         .connect_timeout
         .max(Duration::from_secs(1))
         * 2;
-    match timeout(rt, limit, check(rt, b)).await {
+    match timeout(rt, limit, check(b)).await {
         Ok(Ok(())) => b.mark_up(),
         Ok(Err(why)) => b.mark_down(&format_args!("health probe: {why}")),
         Err(_) => b.mark_down(&format_args!("health probe: no answer within {limit:?}")),
@@ -54,11 +53,12 @@ pub(crate) async fn probe<R: Runtime>(rt: &R, b: &Backend<R>) {
 /// write, a full disk say, so that writes stop coming); another S3 server any answer to
 /// `HEAD /`. The error says what went wrong, with the node's reason (it is logged when the
 /// backend goes down).
-async fn check<R: Runtime>(rt: &R, b: &Backend<R>) -> Result<(), String> {
+async fn check<R: Runtime>(b: &Backend<R>) -> Result<(), String> {
     let failed = |what: &str, e: HttpError| format!("{what}: {e}");
-    let mut conn = connect(rt, b.addr, b.client_config())
+    let mut conn = b
+        .connect_fresh()
         .await
-        .map_err(|e| failed("connect", e))?;
+        .map_err(|why| format!("connect: {why}"))?;
     let host = [Header {
         name: "Host",
         value: b.host.as_bytes(),

@@ -41,6 +41,8 @@ use ferry_core::rt::{Runtime, Signal};
 use ferry_core::s3::sigv4::{Credentials, MemoryCredentials, SharedSigningKeyCache, sha256};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_net::NetRuntime;
+use ferry_net::rustls::ClientConfig as TlsClientConfig;
+use ferry_net::rustls::pki_types::ServerName;
 
 use crate::front::Auth;
 use crate::front::serve::Listen;
@@ -50,7 +52,7 @@ use crate::tls::TlsFiles;
 pub use config::{AuthMode, BackendConfig, BackendKind, DEFAULT_BUFFER_SIZE, ProxyConfig};
 pub use handler::ProxyApi;
 
-use backend::Backend;
+use backend::{Backend, BackendConnector, TlsConnect, TlsConnecting};
 
 /// Signing keys cached (one per access key, region and day).
 const KEY_CACHE: usize = 64;
@@ -132,8 +134,53 @@ impl<R: Runtime> Proxy<R> {
 /// A running proxy; its runtime runs on threads of its own. Dropping it stops the proxy.
 pub type ProxyHandle = ServiceHandle;
 
-/// Resolved backends: `(config, host header, address)`.
-type Resolved = Vec<(BackendConfig, String, SocketAddr)>;
+/// Resolved backends: `(config, host header, address, TLS for an https:// one)`.
+type Resolved = Vec<(BackendConfig, String, SocketAddr, Option<BackendTls>)>;
+
+/// How the proxy speaks TLS to an `https://` backend: the trust anchors and the name its
+/// certificate must have.
+#[derive(Debug, Clone)]
+struct BackendTls {
+    config: Arc<TlsClientConfig>,
+    name: ServerName<'static>,
+}
+
+impl BackendTls {
+    /// For `b`, if its URL is `https://`: the webpki roots plus its `ca_cert`, or no
+    /// verification with `insecure`; the URL's host as the expected name (and SNI, unless an
+    /// IP address).
+    fn of(b: &BackendConfig) -> io::Result<Option<Self>> {
+        if !b.is_tls() {
+            return Ok(None);
+        }
+        let ca = match &b.ca_cert {
+            Some(path) => Some(std::fs::read(path).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("backend {:?}: ca_cert {}: {e}", b.id, path.display()),
+                )
+            })?),
+            None => None,
+        };
+        let named = |e: io::Error| io::Error::new(e.kind(), format!("backend {:?}: {e}", b.id));
+        let config = ferry_net::client_config(ca.as_deref(), b.insecure).map_err(named)?;
+        let host = b.host_name().unwrap_or_default();
+        let name = ferry_net::server_name(host).map_err(named)?;
+        Ok(Some(Self { config, name }))
+    }
+
+    /// The connector of a backend on `R`.
+    fn connector<R: NetRuntime>(&self) -> BackendConnector<R> {
+        let (config, name) = (self.config.clone(), self.name.clone());
+        let connect: Arc<TlsConnect<R>> = Arc::new(move |rt: R, addr| {
+            let (config, name) = (config.clone(), name.clone());
+            let connecting: TlsConnecting<R::Stream> =
+                Box::pin(async move { rt.connect_tls(addr, config, name).await });
+            connecting
+        });
+        BackendConnector::tls(connect)
+    }
+}
 
 /// Start the proxy on `cfg.runtime`; returns once both listeners accept connections.
 pub fn start_proxy(cfg: ProxyConfig) -> io::Result<ProxyHandle> {
@@ -142,7 +189,8 @@ pub fn start_proxy(cfg: ProxyConfig) -> io::Result<ProxyHandle> {
     let mut resolved: Resolved = Vec::new();
     for b in &cfg.backends {
         let (host, addr) = b.resolve()?;
-        resolved.push((b.clone(), host, addr));
+        let tls = BackendTls::of(b)?;
+        resolved.push((b.clone(), host, addr, tls));
     }
     let listen = Listen {
         s3: cfg.listen,
@@ -185,7 +233,7 @@ fn token_key(cfg: &ProxyConfig) -> [u8; 32] {
     }
 }
 
-fn build<R: Runtime>(rt: R, cfg: &ProxyConfig, resolved: Resolved) -> S3Result<Proxy<R>> {
+fn build<R: NetRuntime>(rt: R, cfg: &ProxyConfig, resolved: Resolved) -> S3Result<Proxy<R>> {
     let client = ClientConfig {
         head_limits: head_limits(cfg.buffer_size),
         connect_timeout: cfg.connect_timeout,
@@ -195,21 +243,24 @@ fn build<R: Runtime>(rt: R, cfg: &ProxyConfig, resolved: Resolved) -> S3Result<P
     };
     let ids: Vec<(&str, u32)> = resolved
         .iter()
-        .map(|(b, _, _)| (b.id.as_str(), b.weight))
+        .map(|(b, _, _, _)| (b.id.as_str(), b.weight))
         .collect();
     let placement = Placement::new(&ids)
         .map_err(|e| S3Error::with_message(S3ErrorCode::InvalidArgument, e.to_string()))?;
     let backends = resolved
         .iter()
-        .map(|(b, host, addr)| {
+        .map(|(b, host, addr, tls)| {
+            let connector = tls
+                .as_ref()
+                .map_or_else(BackendConnector::tcp, BackendTls::connector);
             Backend::new(
                 rt.clone(),
                 b,
-                host.clone(),
-                *addr,
+                (host.clone(), *addr),
                 &cfg.region,
                 client,
                 cfg.backend_max_connections,
+                connector,
             )
         })
         .collect();
@@ -262,7 +313,14 @@ impl Server for ProxyServer {
             } else {
                 "resign"
             };
-            tracing::info!(backend = %b.id, addr = %b.addr, auth = %auth, "backend configured");
+            let scheme = if b.is_tls() { "https" } else { "http" };
+            tracing::info!(backend = %b.id, addr = %b.addr, auth = %auth, scheme, "backend configured");
+        }
+        for b in cfg.backends.iter().filter(|b| b.insecure) {
+            tracing::warn!(
+                backend = %b.id,
+                "insecure = true: the backend's TLS certificate is not verified"
+            );
         }
         // Detached: the probes stop with the stop signal.
         drop(rt.spawn(health::probe_loop(

@@ -26,6 +26,7 @@ mod proxy_resign_moto;
 mod proxy_s3;
 mod proxy_tagging;
 mod proxy_tls;
+mod proxy_tls_backends;
 mod sdk_acl;
 mod sdk_buckets;
 mod sdk_checksums;

@@ -31,7 +31,12 @@ pub(crate) struct TestCert {
 }
 
 pub(crate) fn self_signed() -> TestCert {
-    let names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+    self_signed_for(&["localhost", "127.0.0.1"])
+}
+
+/// A self-signed certificate for `names` only.
+pub(crate) fn self_signed_for(names: &[&str]) -> TestCert {
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
     let ck = rcgen::generate_simple_self_signed(names).expect("certificate");
     let dir = tempfile::tempdir().expect("temp dir");
     let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
@@ -79,7 +84,7 @@ async fn get(c: &Client, key: &str) -> Vec<u8> {
 }
 
 /// PUT, GET, multipart and list through the TLS proxy.
-async fn s3_round_trips(c: &Client) {
+pub(crate) async fn s3_round_trips(c: &Client) {
     c.create_bucket().bucket("tls").send().await.unwrap();
     let small = body(300_000, 1);
     c.put_object()
