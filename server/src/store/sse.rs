@@ -334,15 +334,14 @@ impl Encryption {
                 format::unwrap_key(kek, &aad, wrapped).map_err(sse_err)
             }
             (Mode::SseS3 { key_id, wrapped }, None) => {
-                let master = keys.master_key()?;
-                if *key_id != master.id {
-                    return Err(S3Error::with_message(
+                let master = keys.master_key()?.key_for(key_id).ok_or_else(|| {
+                    S3Error::with_message(
                         S3ErrorCode::InternalError,
-                        "the object's data key is wrapped by another master key",
-                    ));
-                }
-                format::unwrap_key(&master.key, &wrap_aad(key_id, &self.seed), wrapped)
-                    .map_err(sse_err)
+                        "the object's data key is wrapped by a master key the key file no \
+                         longer holds",
+                    )
+                })?;
+                format::unwrap_key(master, &wrap_aad(key_id, &self.seed), wrapped).map_err(sse_err)
             }
         }
     }
@@ -415,9 +414,23 @@ pub(crate) fn etag_digest(enc: &Encryption, data_key: &[u8; 32], md5: &Md5Digest
 
 /// The store's master key for SSE-S3: 32 random bytes in a file of mode 0600, made on first
 /// use; its id (the hex of the first 8 bytes of its SHA-256) is kept with every key it wraps.
+/// The file may hold older keys on the lines after the first (rotation): new writes use the
+/// first, reads find theirs by id.
 pub struct MasterKey {
     pub(crate) id: String,
     key: [u8; 32],
+    /// Keys rotated out, by id: they unwrap what they wrapped, and wrap nothing new.
+    older: Vec<(String, [u8; 32])>,
+}
+
+impl Drop for MasterKey {
+    fn drop(&mut self) {
+        use zeroize::Zeroize;
+        self.key.zeroize();
+        for (_, k) in &mut self.older {
+            k.zeroize();
+        }
+    }
 }
 
 impl std::fmt::Debug for MasterKey {
@@ -428,22 +441,41 @@ impl std::fmt::Debug for MasterKey {
     }
 }
 
+/// A master key's id: the hex of the first 8 bytes of its SHA-256.
+fn key_id(key: &[u8; 32]) -> String {
+    use sha2::Digest;
+    let h = sha2::Sha256::digest(key);
+    h.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
 /// The default master key file, in the store's directory.
 pub(crate) fn default_master_key_path(root: &Path) -> PathBuf {
     root.join("sse-master.key")
 }
 
 impl MasterKey {
-    /// Read the key in `path` (64 hex digits), or make one there (mode 0600, synced) if the
+    /// The key with this id: the current one or an older one.
+    fn key_for(&self, id: &str) -> Option<&[u8; 32]> {
+        if id == self.id {
+            return Some(&self.key);
+        }
+        self.older.iter().find(|(i, _)| i == id).map(|(_, k)| k)
+    }
+
+    /// Read the keys in `path` (64 hex digits a line, the current one first; blank lines and
+    /// `#` comments skipped), or make one there (mode 0600, synced) if the
     /// file does not exist. The new key is written whole to a file of its own and linked to
     /// `path` only then, so writers racing to make it (two first SSE-S3 PUTs) all end up with
     /// the one that was linked, and a crash never leaves a partial key behind.
     pub fn load_or_create(path: &Path) -> io::Result<Self> {
         match fs::read_to_string(path) {
-            Ok(text) => Self::parse(text.trim()).ok_or_else(|| {
+            Ok(text) => Self::parse(&text).ok_or_else(|| {
                 io::Error::new(
                     io::ErrorKind::InvalidData,
-                    format!("{}: not a 256-bit key in hex", path.display()),
+                    format!(
+                        "{}: not 256-bit keys in hex, one a line (the current one first)",
+                        path.display()
+                    ),
                 )
             }),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -485,22 +517,32 @@ impl MasterKey {
         }
     }
 
-    fn parse(hex: &str) -> Option<Self> {
-        if hex.len() != 64 {
-            return None;
-        }
-        let mut key = [0u8; 32];
-        for (i, b) in key.iter_mut().enumerate() {
-            *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
-        }
-        Some(Self::from_key(key))
+    fn parse(text: &str) -> Option<Self> {
+        let mut keys = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(|hex| {
+                if hex.len() != 64 {
+                    return None;
+                }
+                let mut key = [0u8; 32];
+                for (i, b) in key.iter_mut().enumerate() {
+                    *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+                }
+                Some((key_id(&key), key))
+            });
+        let (id, key) = keys.next()??;
+        let older = keys.collect::<Option<Vec<_>>>()?;
+        Some(Self { id, key, older })
     }
 
     fn from_key(key: [u8; 32]) -> Self {
-        use sha2::Digest;
-        let h = sha2::Sha256::digest(key);
-        let id = h.iter().take(8).map(|b| format!("{b:02x}")).collect();
-        Self { id, key }
+        Self {
+            id: key_id(&key),
+            key,
+            older: Vec::new(),
+        }
     }
 }
 
@@ -665,12 +707,52 @@ mod tests {
     }
 
     #[test]
+    fn a_rotated_master_key_still_unwraps_what_it_wrapped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k");
+        let old = MasterKey::load_or_create(&path).unwrap();
+        let keys = TestKeys {
+            master: &old,
+            keyring: None,
+        };
+        let (enc, key) = Encryption::new(&EncryptWith::SseS3, &keys).unwrap();
+        // A new key on the first line, the old one kept below it.
+        let old_line = fs::read_to_string(&path).unwrap();
+        let new_line = "ab".repeat(32);
+        fs::write(&path, format!("# rotated\n{new_line}\n\n{old_line}")).unwrap();
+        let rotated = MasterKey::load_or_create(&path).unwrap();
+        assert_ne!(rotated.id, old.id);
+        let keys = TestKeys {
+            master: &rotated,
+            keyring: None,
+        };
+        assert_eq!(enc.data_key(None, &keys).unwrap(), key);
+        // New writes are wrapped by the new key.
+        let (fresh, _) = Encryption::new(&EncryptWith::SseS3, &keys).unwrap();
+        assert!(matches!(&fresh.mode, Mode::SseS3 { key_id, .. } if *key_id == rotated.id));
+        // Without the old key, the old object cannot be read.
+        fs::write(&path, format!("{new_line}\n")).unwrap();
+        let dropped = MasterKey::load_or_create(&path).unwrap();
+        let keys = TestKeys {
+            master: &dropped,
+            keyring: None,
+        };
+        assert_eq!(
+            enc.data_key(None, &keys).unwrap_err().code,
+            S3ErrorCode::InternalError
+        );
+        // A bad line anywhere makes the file unusable.
+        fs::write(&path, format!("{new_line}\nnot a key\n")).unwrap();
+        assert!(MasterKey::load_or_create(&path).is_err());
+    }
+
+    #[test]
     fn writers_racing_to_make_the_master_key_all_get_the_same_one() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("k");
         let ids: Vec<String> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..8)
-                .map(|_| s.spawn(|| MasterKey::load_or_create(&path).unwrap().id))
+                .map(|_| s.spawn(|| MasterKey::load_or_create(&path).unwrap().id.clone()))
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
