@@ -78,7 +78,7 @@ async fn join_all(handles: Vec<impl Future<Output = S3Result<Reply>>>) -> S3Resu
 }
 
 /// The CreateBucket body for a backend in `region` (none for us-east-1, S3's default).
-fn create_bucket_body(region: &str) -> Vec<u8> {
+pub(crate) fn create_bucket_body(region: &str) -> Vec<u8> {
     if region == "us-east-1" {
         return Vec::new();
     }
@@ -735,6 +735,10 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
                 code: Cow::Owned(e.code.into_owned()),
                 message: Cow::Owned(e.message.into_owned()),
             }));
+    }
+    if super::layout::draining(cx.p) {
+        // Keys may also live on their owners under the layouts being drained.
+        super::layout::delete_elsewhere(cx, bucket, &doc.deleted).await;
     }
     // In the order of the request, as one node answers.
     let mut position: HashMap<&str, usize> = HashMap::with_capacity(request.objects.len());

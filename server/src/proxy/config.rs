@@ -248,6 +248,17 @@ fn split_url(url: &str) -> Result<(bool, &str), String> {
     Ok((tls, authority))
 }
 
+/// An earlier placement of the backends, still being drained: keys it placed may still live
+/// on the backend it picked, so reads that miss fall back to it, deletes and overwrites clean
+/// it up, and listings merge it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// Distinct per layout; the current layout's is the highest.
+    pub version: u64,
+    /// `(backend id, weight)`: every id names a configured backend; ids left out weigh 0.
+    pub weights: Vec<(String, u32)>,
+}
+
 /// Connections in use to one backend at most, by default.
 pub const DEFAULT_BACKEND_MAX_CONNECTIONS: usize = 256;
 
@@ -260,6 +271,10 @@ pub struct ProxyConfig {
     pub admin_listen: Option<SocketAddr>,
     /// The backends, in any order (placement uses their ids).
     pub backends: Vec<BackendConfig>,
+    /// Version of the current layout (the backends' weights); 0 unless `[[layout]]` set it.
+    pub layout_version: u64,
+    /// Earlier layouts still being drained, newest first (none by default).
+    pub previous_layouts: Vec<Layout>,
     /// The keys clients sign with.
     pub credentials: Vec<Credentials>,
     /// The users of a users file (`--users`, `users` in TOML): their keys are accepted too.
@@ -311,6 +326,8 @@ impl ProxyConfig {
             listen,
             admin_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
             backends,
+            layout_version: 0,
+            previous_layouts: Vec::new(),
             credentials: vec![Credentials::new(access_key, secret_key)],
             users: Vec::new(),
             region: "us-east-1".into(),
@@ -416,9 +433,63 @@ impl ProxyConfig {
             out.ca_cert = b.ca_cert;
             out.insecure = b.insecure.unwrap_or(false);
             out.validate()?;
+            if !f.layout.is_empty() && b.weight.is_some() {
+                return Err(format!(
+                    "backend {:?}: with [[layout]] blocks, weights are set in the layouts",
+                    out.id
+                ));
+            }
             cfg.backends.push(out);
         }
+        cfg.apply_layouts(f.layout)?;
         Ok(cfg)
+    }
+
+    /// `[[layout]]` blocks: the newest sets the backends' weights (a backend it leaves out
+    /// weighs 0: no new keys), the others are drained, newest first.
+    fn apply_layouts(&mut self, mut layouts: Vec<FileLayout>) -> Result<(), String> {
+        if layouts.is_empty() {
+            return Ok(());
+        }
+        layouts.sort_by_key(|l| std::cmp::Reverse(l.version));
+        let mut layouts = layouts.into_iter().map(|l| Layout {
+            version: l.version,
+            weights: l.backends.into_iter().collect(),
+        });
+        let current = layouts.next().unwrap_or(Layout {
+            version: 0,
+            weights: Vec::new(),
+        });
+        self.layout_version = current.version;
+        for b in &mut self.backends {
+            b.weight = current
+                .weights
+                .iter()
+                .find(|(id, _)| *id == b.id)
+                .map_or(0, |(_, w)| *w);
+        }
+        self.check_layout(&current)?;
+        self.previous_layouts = layouts.collect();
+        Ok(())
+    }
+
+    /// A layout names only configured backends and gives one of them a positive weight.
+    fn check_layout(&self, l: &Layout) -> Result<(), String> {
+        for (id, _) in &l.weights {
+            if !self.backends.iter().any(|b| b.id == *id) {
+                return Err(format!(
+                    "layout {}: backend {id:?} is not configured",
+                    l.version
+                ));
+            }
+        }
+        if !l.weights.iter().any(|(_, w)| *w > 0) {
+            return Err(format!(
+                "layout {}: no backend has a positive weight",
+                l.version
+            ));
+        }
+        Ok(())
     }
 
     /// Check the whole configuration (the proxy refuses to start otherwise).
@@ -428,6 +499,18 @@ impl ProxyConfig {
         }
         for b in &self.backends {
             b.validate()?;
+        }
+        let mut last = self.layout_version;
+        for l in &self.previous_layouts {
+            if l.version >= last {
+                return Err(format!(
+                    "layout {}: versions must be distinct, the current layout ({}) the newest, \
+                     and previous layouts listed newest first",
+                    l.version, self.layout_version
+                ));
+            }
+            last = l.version;
+            self.check_layout(l)?;
         }
         if self.credentials.is_empty() && self.users.is_empty() {
             return Err("the proxy needs at least one client key".into());
@@ -478,6 +561,16 @@ struct FileConfig {
     credentials: Vec<FileCredentials>,
     #[serde(default)]
     backend: Vec<FileBackend>,
+    #[serde(default)]
+    layout: Vec<FileLayout>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileLayout {
+    version: u64,
+    /// Backend id → weight.
+    backends: std::collections::BTreeMap<String, u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -659,5 +752,78 @@ mod tests {
         let mut zero = cfg.clone();
         zero.limits.max_connections = Some(0);
         assert!(zero.validate().unwrap_err().contains("max_connections"));
+    }
+
+    #[test]
+    fn layouts() {
+        let backends = "[[backend]]\nid = \"a\"\nurl = \"http://127.0.0.1:1\"\n\
+                        [[backend]]\nid = \"b\"\nurl = \"http://127.0.0.1:2\"\n\
+                        [[backend]]\nid = \"c\"\nurl = \"http://127.0.0.1:3\"\n\
+                        [[credentials]]\naccess_key = \"AK\"\nsecret_key = \"SK\"\n";
+        // Without layouts: one layout, the backends' weights, version 0.
+        let cfg = ProxyConfig::from_toml(backends).unwrap();
+        assert_eq!((cfg.layout_version, cfg.previous_layouts.len()), (0, 0));
+        assert!(cfg.backends.iter().all(|b| b.weight == 1));
+        // Growing from a and b to a, b and c (2 weighs twice); listed in any order.
+        let grow = format!(
+            "{backends}[[layout]]\nversion = 1\nbackends = {{ a = 1, b = 1 }}\n\
+             [[layout]]\nversion = 3\nbackends = {{ a = 1, b = 1, c = 2 }}\n"
+        );
+        let cfg = ProxyConfig::from_toml(&grow).unwrap();
+        cfg.validate().unwrap();
+        assert_eq!(cfg.layout_version, 3);
+        let w: Vec<u32> = cfg.backends.iter().map(|b| b.weight).collect();
+        assert_eq!(w, [1, 1, 2]);
+        assert_eq!(
+            cfg.previous_layouts,
+            [Layout {
+                version: 1,
+                weights: vec![("a".into(), 1), ("b".into(), 1)],
+            }]
+        );
+        // Removing c: it weighs 0 now (no new keys) and is drained.
+        let shrink = format!(
+            "{backends}[[layout]]\nversion = 4\nbackends = {{ a = 1, b = 1 }}\n\
+             [[layout]]\nversion = 3\nbackends = {{ a = 1, b = 1, c = 1 }}\n"
+        );
+        let cfg = ProxyConfig::from_toml(&shrink).unwrap();
+        cfg.validate().unwrap();
+        assert_eq!(cfg.backends[2].weight, 0);
+        for (bad, why) in [
+            (
+                "[[layout]]\nversion = 1\nbackends = { a = 1, z = 1 }\n",
+                "\"z\" is not configured",
+            ),
+            (
+                "[[layout]]\nversion = 1\nbackends = { a = 0 }\n",
+                "positive weight",
+            ),
+            (
+                "[[layout]]\nversion = 2\nbackends = { a = 1 }\n\
+                 [[layout]]\nversion = 1\nbackends = { d = 1 }\n",
+                "\"d\" is not configured",
+            ),
+            (
+                "[[layout]]\nversion = 2\nbackends = { a = 1 }\n\
+                 [[layout]]\nversion = 2\nbackends = { b = 1 }\n",
+                "distinct",
+            ),
+        ] {
+            let e = ProxyConfig::from_toml(&format!("{backends}{bad}"))
+                .and_then(|c| c.validate().map(|()| c))
+                .unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+        // Weights live in the layouts once there are layouts.
+        let e = ProxyConfig::from_toml(
+            "[[backend]]\nid = \"a\"\nurl = \"http://127.0.0.1:1\"\nweight = 2\n\
+             [[layout]]\nversion = 1\nbackends = { a = 1 }\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("weights are set in the layouts"), "{e}");
+        // Previous layouts must be older than the current one (set by the library too).
+        let mut cfg = ProxyConfig::from_toml(&grow).unwrap();
+        cfg.layout_version = 1;
+        assert!(cfg.validate().unwrap_err().contains("distinct"));
     }
 }

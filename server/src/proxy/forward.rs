@@ -263,8 +263,36 @@ pub(crate) async fn forward<R: Runtime, S: Stream>(
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
-    forward_after(cx, idx, &[], body, res).await
+    forward_after(cx, idx, &[], false, body, res)
+        .await
+        .map(|_| ())
 }
+
+/// What became of a request [`forward_status`] forwarded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// The backend's answer went to the client, with this status.
+    Relayed(u16),
+    /// The backend answered 404 without a delete marker, and `miss` was set: nothing was sent
+    /// to the client (the object may live elsewhere: see [`Proxy::owners`]).
+    Missed,
+}
+
+/// [`forward`], saying what became of the request; with `miss`, a 404 (not a delete marker)
+/// is not relayed but reported, so the caller may try another backend (body-less requests
+/// only).
+pub(crate) async fn forward_status<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    idx: usize,
+    miss: bool,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+) -> S3Result<Outcome> {
+    forward_after(cx, idx, &[], miss, body, res).await
+}
+
+/// Bytes of a 404 answer read to keep its connection (a longer one closes it).
+const MAX_MISS_BODY: usize = 64 * 1024;
 
 /// POST Object: the key is in the form. Read the leading fields (bounded as the node bounds
 /// them: `ferry_core::s3::post::parse_fields`) to find it, with `${filename}` from the file
@@ -304,7 +332,9 @@ pub(crate) async fn post_form<R: Runtime, S: Stream>(
         }
     };
     let key = form.key()?;
-    forward_after(cx, cx.p.pick(bucket, &key), &head, body, res).await
+    forward_after(cx, cx.p.pick(bucket, &key), &head, false, body, res)
+        .await
+        .map(|_| ())
 }
 
 /// [`forward`], with `prefix`: the start of the body, already read from the client.
@@ -312,11 +342,14 @@ async fn forward_after<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     idx: usize,
     prefix: &[u8],
+    miss: bool,
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
-) -> S3Result<()> {
+) -> S3Result<Outcome> {
     let b = cx.backend(idx)?;
     cx.set_backend(idx);
+    // Only a request without a body can go to another backend after a miss.
+    let miss = miss && !has_content(body.kind());
     let out = prepare(cx, b, body)?;
     let Outbound {
         target,
@@ -328,7 +361,7 @@ async fn forward_after<R: Runtime, S: Stream>(
     let hs = request.views();
     let head_request = cx.req.method == "HEAD";
     let mut conn = b.conn().await?;
-    loop {
+    let status = loop {
         let mut w = conn
             .request(cx.req.method, &target, &hs, kind, expect)
             .map_err(|e| S3Error::with_message(S3ErrorCode::InternalError, e.to_string()))?;
@@ -367,18 +400,36 @@ async fn forward_after<R: Runtime, S: Stream>(
         }
         let mut storage = [EMPTY_HEADER; MAX_HEADERS];
         let failed = match conn.response(&mut storage).await {
-            Ok(resp) => {
+            Ok(mut resp) => {
+                let status = resp.head.status;
+                if miss
+                    && status == 404
+                    && find_header_str(resp.head.headers, "x-amz-delete-marker").is_none()
+                {
+                    let mut read = 0;
+                    let clean = loop {
+                        match resp.body.next_chunk().await {
+                            Ok(Some(c)) if read + c.len() <= MAX_MISS_BODY => read += c.len(),
+                            Ok(None) => break true,
+                            _ => break false,
+                        }
+                    };
+                    if clean {
+                        b.put(conn);
+                    }
+                    return Ok(Outcome::Missed);
+                }
                 relay(resp, res, head_request).await?;
-                break;
+                break status;
             }
             Err(e) => e,
         };
         if body_sent || !b.replace_stale(&mut conn, &failed).await? {
             return Err(backend_failed(b, &failed));
         }
-    }
+    };
     b.put(conn);
-    Ok(())
+    Ok(Outcome::Relayed(status))
 }
 
 /// A backend's CORS headers: the front adds the proxy's own (see `proxy::cors`), which must

@@ -11,7 +11,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::Proxy;
 use super::context::{Caller, Cx};
-use super::{buckets, copy, cors, encryption, forward, lifecycle, list, tagging};
+use super::{buckets, copy, cors, encryption, forward, layout, lifecycle, list, tagging};
 use crate::front::{ALL_BACKENDS, Op, S3Api};
 
 /// The proxy behind the S3 front.
@@ -159,8 +159,11 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     let (bucket, key) = (s3.bucket_str(), s3.key_str());
     match route(&s3.endpoint) {
+        // Earlier layouts drained: the key may live on an earlier owner.
+        Route::Key if layout::draining(cx.p) => layout::by_key(cx, s3, body, res).await,
         Route::Key => forward::forward(cx, cx.p.pick(bucket, key), body, res).await,
         Route::AnyBackend => any_backend(cx, bucket, body, res).await,
+        Route::Copy if layout::draining(cx.p) => layout::copy(cx, s3, body, res).await,
         Route::Copy => {
             let (Endpoint::CopyObject { source, .. } | Endpoint::UploadPartCopy { source, .. }) =
                 &s3.endpoint

@@ -327,6 +327,17 @@ fn seen(kind: Kind, item: &Item, last: Option<&(String, bool)>) -> bool {
     }
 }
 
+/// 0 for the current owner of the object `name` (when `params` lists objects), then by
+/// backend index.
+fn owner_rank<R: Runtime>(
+    p: &super::Proxy<R>,
+    (i, name): &(usize, &str),
+    params: &Params,
+) -> (bool, usize) {
+    let owner = params.kind == Kind::Objects && p.pick(&params.bucket, name) == *i;
+    (!owner, *i)
+}
+
 /// The merged page: at most `max` items after `after`, and whether more follow.
 async fn merged<R: Runtime>(
     cx: &Cx<'_, R>,
@@ -396,7 +407,12 @@ async fn merged<R: Runtime>(
             .iter()
             .enumerate()
             .filter_map(|(i, s)| s.items.front().map(|it| (i, it.name())))
-            .min_by(|a, b| a.1.cmp(b.1).then(a.0.cmp(&b.0)))
+            // A key listed by several backends (a layout being drained): the current owner's
+            // entry is the one kept (the others are then skipped as seen).
+            .min_by(|a, b| {
+                a.1.cmp(b.1)
+                    .then_with(|| owner_rank(p, a, params).cmp(&owner_rank(p, b, params)))
+            })
             .map(|(i, _)| i);
         let Some(i) = best else {
             return Ok((out, false));

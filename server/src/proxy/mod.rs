@@ -22,6 +22,7 @@ mod encryption;
 mod forward;
 mod handler;
 mod health;
+mod layout;
 mod lifecycle;
 mod list;
 mod metrics;
@@ -49,7 +50,7 @@ use crate::front::serve::Listen;
 use crate::service::{self, Server, ServiceHandle};
 use crate::tls::TlsFiles;
 
-pub use config::{AuthMode, BackendConfig, BackendKind, DEFAULT_BUFFER_SIZE, ProxyConfig};
+pub use config::{AuthMode, BackendConfig, BackendKind, DEFAULT_BUFFER_SIZE, Layout, ProxyConfig};
 pub use handler::ProxyApi;
 
 use backend::{Backend, BackendConnector, TlsConnect, TlsConnecting};
@@ -67,6 +68,8 @@ pub(crate) struct Proxy<R: Runtime> {
     pub rt: R,
     pub backends: Vec<Backend<R>>,
     pub placement: Placement,
+    /// Placements of the layouts being drained, newest first (indices into `backends`).
+    pub previous: Vec<Placement>,
     /// The clients' keys (to sign for backends that accept them).
     pub credentials: MemoryCredentials,
     /// Signing keys of outbound requests.
@@ -83,6 +86,9 @@ pub(crate) struct Proxy<R: Runtime> {
     pub own_key: String,
     /// Buckets' CORS rules, kept a few seconds (`cors`).
     pub cors: cors::CorsCache,
+    /// Every client access key (configured and users'), for the proxy's own bucket checks
+    /// (`layout::sync_buckets`).
+    pub client_keys: Vec<String>,
 }
 
 impl<R: Runtime> std::fmt::Debug for Proxy<R> {
@@ -98,6 +104,19 @@ impl<R: Runtime> Proxy<R> {
     /// The index of the backend that holds `(bucket, key)`.
     pub fn pick(&self, bucket: &str, key: &str) -> usize {
         self.placement.pick(bucket, key)
+    }
+
+    /// Every backend `(bucket, key)` may live on: its current owner first, then its owners
+    /// under the layouts being drained, newest first, each once.
+    pub fn owners(&self, bucket: &str, key: &str) -> Vec<usize> {
+        let mut out = vec![self.pick(bucket, key)];
+        for placement in &self.previous {
+            let i = placement.pick(bucket, key);
+            if !out.contains(&i) {
+                out.push(i);
+            }
+        }
+        out
     }
 
     /// The first healthy backend in the fallback order of `bucket` (bucket-level reads).
@@ -247,6 +266,23 @@ fn build<R: NetRuntime>(rt: R, cfg: &ProxyConfig, resolved: Resolved) -> S3Resul
         .collect();
     let placement = Placement::new(&ids)
         .map_err(|e| S3Error::with_message(S3ErrorCode::InvalidArgument, e.to_string()))?;
+    let mut previous = Vec::with_capacity(cfg.previous_layouts.len());
+    for layout in &cfg.previous_layouts {
+        // Over every backend, so that its indices are the backends' own.
+        let ids: Vec<(&str, u32)> = resolved
+            .iter()
+            .map(|(b, _, _, _)| {
+                let w = layout.weights.iter().find(|(id, _)| *id == b.id);
+                (b.id.as_str(), w.map_or(0, |(_, w)| *w))
+            })
+            .collect();
+        previous.push(Placement::new(&ids).map_err(|e| {
+            S3Error::with_message(
+                S3ErrorCode::InvalidArgument,
+                format!("layout {}: {e}", layout.version),
+            )
+        })?);
+    }
     let backends = resolved
         .iter()
         .map(|(b, host, addr, tls)| {
@@ -275,6 +311,7 @@ fn build<R: NetRuntime>(rt: R, cfg: &ProxyConfig, resolved: Resolved) -> S3Resul
         rt,
         backends,
         placement,
+        previous,
         credentials,
         keys: SharedSigningKeyCache::new(KEY_CACHE),
         region: cfg.region.clone(),
@@ -288,6 +325,12 @@ fn build<R: NetRuntime>(rt: R, cfg: &ProxyConfig, resolved: Resolved) -> S3Resul
             .or_else(|| cfg.users.first().map(|u| u.access_key.clone()))
             .unwrap_or_default(),
         cors: cors::CorsCache::default(),
+        client_keys: cfg
+            .credentials
+            .iter()
+            .map(|c| c.access_key_id.clone())
+            .chain(cfg.users.iter().map(|u| u.access_key.clone()))
+            .collect(),
     })
 }
 
@@ -328,6 +371,14 @@ impl Server for ProxyServer {
             stop.clone(),
             cfg.health_interval,
         )));
+        if layout::draining(&proxy) {
+            // Detached too: stops with the stop signal.
+            drop(rt.spawn(layout::sync_loop(
+                proxy.clone(),
+                stop.clone(),
+                cfg.health_interval,
+            )));
+        }
         let auth = Auth::new(proxy.credentials.clone(), &cfg.region)
             .with_sigv2(cfg.sigv2)
             .with_domains(&cfg.domains);

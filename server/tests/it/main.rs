@@ -21,6 +21,7 @@ mod node_versions;
 mod proxy_cors;
 mod proxy_delete_bucket;
 mod proxy_health;
+mod proxy_layouts;
 mod proxy_list;
 mod proxy_resign_moto;
 mod proxy_s3;

@@ -1,0 +1,402 @@
+//! Layout changes: while earlier layouts (`[[layout]]` blocks older than the current one) are
+//! being drained, a key may still live on the backend an earlier layout placed it on.
+//!
+//! - Object reads (GET, HEAD, tagging, ACL, attributes, retention, legal hold) that miss on
+//!   the key's current owner (404 without a delete marker) try its owners under the earlier
+//!   layouts, newest first, before the 404 is answered.
+//! - Object-level writes of an existing object (tagging, ACL, retention, legal hold) and the
+//!   steps of a multipart upload go where the object (the upload) is: found with a `HEAD`
+//!   (a `ListParts`) on each owner in turn, so an upload started under an earlier layout
+//!   completes on the backend it started on.
+//! - PutObject, CompleteMultipartUpload and CopyObject write to the current owner; once the
+//!   current owner has the object, the copies on earlier owners are deleted (best effort,
+//!   logged), so a key never resolves to stale data.
+//! - DeleteObject and DeleteObjects delete on every owner.
+//! - Listings merge every backend already; of a key listed by several, the current owner's
+//!   entry is the one kept (`list::merged`).
+//! - Every bucket found on some backend is created on the backends that lack it (with its
+//!   versioning state), when the proxy starts and whenever a backend comes up ([`sync_loop`]).
+//!
+//! Proxies with the same configuration compute the same owners, so they agree without
+//! talking to each other.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferry_core::http::server::{BodyReader, ResponseWriter};
+use ferry_core::md5::{content_md5, md5};
+use ferry_core::rt::{Either, Runtime, Signal, Stream, race};
+use ferry_core::s3::request::{Endpoint, S3Request};
+use ferry_core::s3::uri::{self, origin_form};
+use ferry_core::s3::xml::{DeletedEntry, ListAllMyBucketsResult};
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+
+use super::Proxy;
+use super::buckets::bucket_path;
+use super::context::{Caller, Cx};
+use super::forward::{self, Call, Outcome, call, forward_status};
+
+/// Whether earlier layouts are being drained (else every key lives on its current owner).
+pub(crate) fn draining<R: Runtime>(p: &Proxy<R>) -> bool {
+    !p.previous.is_empty()
+}
+
+fn object_path(bucket: &str, key: &str) -> String {
+    format!("/{}/{}", uri::encode_path(bucket), uri::encode_path(key))
+}
+
+fn raw_query<'a>(cx: &'a Cx<'_, impl Runtime>) -> &'a str {
+    let origin = origin_form(cx.req.target);
+    origin.split_once('?').map_or("", |(_, q)| q)
+}
+
+/// An object-level operation while earlier layouts are drained (see the module comment).
+pub(crate) async fn by_key<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    s3: &S3Request<'_>,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+) -> S3Result<()> {
+    let (bucket, key) = (s3.bucket_str(), s3.key_str());
+    let owners = cx.p.owners(bucket, key);
+    let current = owners.first().copied().unwrap_or_default();
+    match &s3.endpoint {
+        Endpoint::GetObject { .. }
+        | Endpoint::HeadObject { .. }
+        | Endpoint::GetObjectAttributes { .. }
+        | Endpoint::GetObjectTagging
+        | Endpoint::GetObjectAcl
+        | Endpoint::GetObjectRetention
+        | Endpoint::GetObjectLegalHold => {
+            for (n, &i) in owners.iter().enumerate() {
+                let last = n + 1 == owners.len();
+                if let Outcome::Relayed(_) = forward_status(cx, i, !last, body, res).await? {
+                    break;
+                }
+            }
+            Ok(())
+        }
+        Endpoint::PutObjectTagging
+        | Endpoint::DeleteObjectTagging
+        | Endpoint::PutObjectAcl
+        | Endpoint::PutObjectRetention
+        | Endpoint::PutObjectLegalHold => {
+            let at = locate(cx, bucket, key, &owners).await?;
+            forward::forward(cx, at, body, res).await
+        }
+        Endpoint::UploadPart { upload_id, .. }
+        | Endpoint::AbortMultipartUpload { upload_id }
+        | Endpoint::ListParts { upload_id, .. } => {
+            let at = locate_upload(cx, bucket, key, upload_id, &owners).await?;
+            forward::forward(cx, at, body, res).await
+        }
+        Endpoint::CompleteMultipartUpload { upload_id } => {
+            let at = locate_upload(cx, bucket, key, upload_id, &owners).await?;
+            let out = forward_status(cx, at, false, body, res).await?;
+            if at == current && ok(out) {
+                clean_up_after_write(cx, bucket, key, &owners).await;
+            }
+            Ok(())
+        }
+        Endpoint::PutObject { .. } => {
+            let out = forward_status(cx, current, false, body, res).await?;
+            if ok(out) {
+                clean_up_after_write(cx, bucket, key, &owners).await;
+            }
+            Ok(())
+        }
+        Endpoint::DeleteObject => {
+            let out = forward_status(cx, current, false, body, res).await?;
+            if ok(out) {
+                let query = raw_query(cx);
+                delete_on(cx, bucket, key, owners.get(1..).unwrap_or_default(), query).await;
+            }
+            Ok(())
+        }
+        // CreateMultipartUpload: a new upload starts on the current owner.
+        _ => forward::forward(cx, current, body, res).await,
+    }
+}
+
+/// CopyObject and UploadPartCopy while earlier layouts are drained: from where the source
+/// is, to the destination's current owner (the upload's backend for a part), then the
+/// destination's earlier copies deleted.
+pub(crate) async fn copy<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    s3: &S3Request<'_>,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+) -> S3Result<()> {
+    let (bucket, key) = (s3.bucket_str(), s3.key_str());
+    let (source, upload_id) = match &s3.endpoint {
+        Endpoint::CopyObject { source, .. } => (source, None),
+        Endpoint::UploadPartCopy {
+            source, upload_id, ..
+        } => (source, Some(upload_id)),
+        _ => return Err(S3Error::new(S3ErrorCode::InternalError)),
+    };
+    let owners = cx.p.owners(bucket, key);
+    let src_owners = cx.p.owners(&source.bucket, &source.key);
+    let src = locate(cx, &source.bucket, &source.key, &src_owners).await?;
+    let dst = match upload_id {
+        Some(id) => locate_upload(cx, bucket, key, id, &owners).await?,
+        None => owners.first().copied().unwrap_or_default(),
+    };
+    let done = if src == dst {
+        ok(forward_status(cx, dst, false, body, res).await?)
+    } else {
+        cx.set_backend(dst);
+        super::copy::copy_across(cx, res, s3, src, dst).await?;
+        true
+    };
+    if done && upload_id.is_none() {
+        clean_up_after_write(cx, bucket, key, &owners).await;
+    }
+    Ok(())
+}
+
+fn ok(out: Outcome) -> bool {
+    matches!(out, Outcome::Relayed(s) if (200..300).contains(&s))
+}
+
+/// Where the object `(bucket, key)` is: the first of `owners` that has it (the current owner
+/// if none has: its answer is the one the client gets).
+pub(crate) async fn locate<R: Runtime>(
+    cx: &Cx<'_, R>,
+    bucket: &str,
+    key: &str,
+    owners: &[usize],
+) -> S3Result<usize> {
+    let current = owners.first().copied().unwrap_or_default();
+    if owners.len() < 2 {
+        return Ok(current);
+    }
+    for &i in owners {
+        let head = Call::new("HEAD", object_path(bucket, key), String::new());
+        if call(cx.p, i, cx.caller(), &head).await?.ok() {
+            return Ok(i);
+        }
+    }
+    Ok(current)
+}
+
+/// Where the multipart upload `upload_id` of `(bucket, key)` is (upload ids are a backend's
+/// own): the first of `owners` that lists its parts, else the current owner.
+async fn locate_upload<R: Runtime>(
+    cx: &Cx<'_, R>,
+    bucket: &str,
+    key: &str,
+    upload_id: &str,
+    owners: &[usize],
+) -> S3Result<usize> {
+    let current = owners.first().copied().unwrap_or_default();
+    if owners.len() < 2 {
+        return Ok(current);
+    }
+    let query = format!("max-parts=1&uploadId={}", uri::encode(upload_id));
+    for &i in owners {
+        let list = Call::new("GET", object_path(bucket, key), query.clone());
+        if call(cx.p, i, cx.caller(), &list).await?.ok() {
+            return Ok(i);
+        }
+    }
+    Ok(current)
+}
+
+/// After a write to the current owner (`owners[0]`): once it has the object, delete the
+/// copies on the other owners, so that none is read again.
+pub(crate) async fn clean_up_after_write<R: Runtime>(
+    cx: &Cx<'_, R>,
+    bucket: &str,
+    key: &str,
+    owners: &[usize],
+) {
+    let Some((&current, old)) = owners.split_first() else {
+        return;
+    };
+    if old.is_empty() {
+        return;
+    }
+    // A CompleteMultipartUpload can fail with a 200: the object must be there.
+    let head = Call::new("HEAD", object_path(bucket, key), String::new());
+    if !call(cx.p, current, cx.caller(), &head)
+        .await
+        .is_ok_and(|r| r.ok())
+    {
+        return;
+    }
+    delete_on(cx, bucket, key, old, "").await;
+}
+
+/// After a DeleteObjects on the keys' current owners: delete the keys `deleted` there on their
+/// owners under the layouts being drained too.
+pub(crate) async fn delete_elsewhere<R: Runtime>(
+    cx: &Cx<'_, R>,
+    bucket: &str,
+    deleted: &[DeletedEntry<'_>],
+) {
+    for d in deleted {
+        let owners = cx.p.owners(bucket, &d.key);
+        let Some(old) = owners.get(1..).filter(|o| !o.is_empty()) else {
+            continue;
+        };
+        let query = d
+            .version_id
+            .as_ref()
+            .map(|v| format!("versionId={}", uri::encode(v)))
+            .unwrap_or_default();
+        delete_on(cx, bucket, &d.key, old, &query).await;
+    }
+}
+
+/// Delete `(bucket, key)` on the backends `on`, best effort (logged). Without a version id,
+/// only where a `HEAD` finds the object (a versioned bucket would get a delete marker where
+/// there is nothing to hide).
+async fn delete_on<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, key: &str, on: &[usize], query: &str) {
+    let path = object_path(bucket, key);
+    for &i in on {
+        if query.is_empty() {
+            let head = Call::new("HEAD", path.clone(), String::new());
+            match call(cx.p, i, cx.caller(), &head).await {
+                Ok(r) if r.ok() => {}
+                Ok(r) if r.status == 404 => continue,
+                Ok(r) => {
+                    warn(cx.p, i, bucket, key, &r.to_error());
+                    continue;
+                }
+                Err(e) => {
+                    warn(cx.p, i, bucket, key, &e);
+                    continue;
+                }
+            }
+        }
+        let delete = Call::new("DELETE", path.clone(), query.to_owned());
+        match call(cx.p, i, cx.caller(), &delete).await {
+            Ok(r) if r.ok() || r.status == 404 => {}
+            Ok(r) => warn(cx.p, i, bucket, key, &r.to_error()),
+            Err(e) => warn(cx.p, i, bucket, key, &e),
+        }
+    }
+}
+
+fn warn<R: Runtime>(p: &Proxy<R>, i: usize, bucket: &str, key: &str, e: &S3Error) {
+    let backend = p.backends.get(i).map_or("?", |b| b.id.as_str());
+    tracing::warn!(
+        backend,
+        bucket,
+        key,
+        error = %e,
+        "could not delete a key's copy under an earlier layout"
+    );
+}
+
+/// While layouts are drained: [`sync_buckets`] now, and again whenever a backend comes up,
+/// until `stop` is set.
+pub(crate) async fn sync_loop<R: Runtime>(p: Arc<Proxy<R>>, stop: Arc<Signal>, every: Duration) {
+    let mut was_up: Vec<bool> = vec![false; p.backends.len()];
+    while !stop.is_set() {
+        let up: Vec<bool> = p.backends.iter().map(|b| b.is_up()).collect();
+        let came_up = up.iter().zip(&was_up).any(|(now, before)| *now && !before);
+        if came_up {
+            match sync_buckets(&p).await {
+                Ok(()) => was_up = up,
+                Err(e) => tracing::warn!(error = %e, "bucket check across backends failed"),
+            }
+        }
+        if let Either::Right(()) = race(p.rt.sleep(every), stop.wait()).await {
+            break;
+        }
+    }
+}
+
+/// Create every bucket some backend has on the up backends that lack it, as its owner (each
+/// known key lists its own buckets), with the bucket's versioning state.
+pub(crate) async fn sync_buckets<R: Runtime>(p: &Proxy<R>) -> S3Result<()> {
+    let up: Vec<usize> = (0..p.backends.len())
+        .filter(|&i| p.backends.get(i).is_some_and(|b| b.is_up()))
+        .collect();
+    for key in &p.client_keys {
+        let caller = Caller {
+            key: key.clone(),
+            ip: None,
+            secure: false,
+        };
+        let mut has: Vec<Vec<String>> = Vec::with_capacity(up.len());
+        for &i in &up {
+            let mut names = Vec::new();
+            let mut query = String::new();
+            loop {
+                let reply = call(p, i, &caller, &Call::new("GET", "/".into(), query)).await?;
+                if !reply.ok() {
+                    return Err(reply.to_error());
+                }
+                let list = ListAllMyBucketsResult::parse_xml(&reply.body)?;
+                names.extend(list.buckets.iter().map(|b| b.name.to_string()));
+                match list.continuation_token {
+                    Some(t) if !t.is_empty() => {
+                        query = format!("continuation-token={}", uri::encode(&t));
+                    }
+                    _ => break,
+                }
+            }
+            has.push(names);
+        }
+        let mut all: Vec<&String> = has.iter().flatten().collect();
+        all.sort();
+        all.dedup();
+        for name in all {
+            let Some(from) = has.iter().position(|h| h.contains(name)) else {
+                continue;
+            };
+            for (n, &i) in up.iter().enumerate() {
+                if has.get(n).is_some_and(|h| h.contains(name)) {
+                    continue;
+                }
+                create_like(p, &caller, name, up[from], i).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Create `bucket` on backend `to` as it is on backend `from`: its versioning state too.
+async fn create_like<R: Runtime>(
+    p: &Proxy<R>,
+    caller: &Caller,
+    bucket: &str,
+    from: usize,
+    to: usize,
+) -> S3Result<()> {
+    let backend = p.backends.get(to).map_or("?", |b| b.id.as_str());
+    let mut create = Call::new("PUT", bucket_path(bucket), String::new());
+    if let Some(b) = p.backends.get(to) {
+        create.body = super::buckets::create_bucket_body(&b.region);
+    }
+    let reply = call(p, to, caller, &create).await?;
+    if !reply.ok() && reply.error_code().as_deref() != Some("BucketAlreadyOwnedByYou") {
+        tracing::warn!(backend, bucket, error = %reply.to_error(), "could not create a bucket on a backend that lacks it");
+        return Ok(());
+    }
+    tracing::info!(
+        backend,
+        bucket,
+        "bucket created on a backend that lacked it"
+    );
+    let get = Call::new("GET", bucket_path(bucket), "versioning".into());
+    let versioning = call(p, from, caller, &get).await?;
+    let text = String::from_utf8_lossy(&versioning.body);
+    if versioning.ok() && (text.contains(">Enabled<") || text.contains(">Suspended<")) {
+        let mut put = Call::new("PUT", bucket_path(bucket), "versioning".into());
+        put.body = versioning.body.clone();
+        put.headers.push(("Content-Type", "application/xml".into()));
+        put.headers.push((
+            "Content-MD5",
+            content_md5(&md5(&put.body)).as_str().to_owned(),
+        ));
+        let reply = call(p, to, caller, &put).await?;
+        if !reply.ok() {
+            tracing::warn!(backend, bucket, error = %reply.to_error(), "could not copy a bucket's versioning state");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,257 @@
+//! Layout changes through the proxy: objects written under one layout stay readable, listable
+//! and deletable under the next while the old layout is drained; overwrites leave no stale copy
+//! behind; a backend added to the layout gets the existing buckets.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use ferry_core::md5::{content_md5, md5};
+use ferry_core::place::Placement;
+use ferry_server::proxy::Layout;
+use ferry_server::{BackendConfig, ProxyConfig, ProxyHandle, RuntimeKind, start_proxy};
+
+use crate::support::http::{Client, xml_values};
+use crate::support::node::Node;
+use crate::support::proxy::{Auth, Setup};
+use crate::support::{ACCESS_KEY, SECRET_KEY};
+
+on_both_runtimes!(
+    growing_keeps_every_object,
+    removing_a_backend_keeps_its_objects
+);
+
+fn body_of(i: usize) -> Vec<u8> {
+    format!("object {i} ").repeat(i % 7 + 1).into_bytes()
+}
+
+fn weights(nodes: &[Node], ids: &[usize]) -> Vec<(String, u32)> {
+    ids.iter().map(|&i| (nodes[i].id.clone(), 1)).collect()
+}
+
+/// A proxy over every node of `nodes` whose current layout (version 2) has the nodes
+/// `current` and whose previous layout (version 1) has the nodes `previous`.
+fn proxy_with_layouts(
+    runtime: RuntimeKind,
+    nodes: &[Node],
+    current: &[usize],
+    previous: &[usize],
+) -> ProxyHandle {
+    let backends: Vec<BackendConfig> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let mut b = BackendConfig::new(&n.id, format!("http://{}", n.addr));
+            b.weight = u32::from(current.contains(&i));
+            b
+        })
+        .collect();
+    let mut cfg = ProxyConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        backends,
+        ACCESS_KEY,
+        SECRET_KEY,
+    );
+    cfg.runtime = runtime;
+    cfg.threads = 2;
+    cfg.health_interval = Duration::from_millis(100);
+    cfg.layout_version = 2;
+    cfg.previous_layouts = vec![Layout {
+        version: 1,
+        weights: weights(nodes, previous),
+    }];
+    start_proxy(cfg).expect("proxy starts")
+}
+
+fn placement(nodes: &[Node], ids: &[usize]) -> Placement {
+    let w: Vec<(String, u32)> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.id.clone(), u32::from(ids.contains(&i))))
+        .collect();
+    Placement::new(&w).unwrap()
+}
+
+/// Every key of `bucket` a ListObjectsV2 through `c` returns, paging by `page`.
+fn list_all(c: &mut Client, bucket: &str, page: u32) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut target = format!("/{bucket}?list-type=2&max-keys={page}");
+        if let Some(t) = &token {
+            target.push_str(&format!(
+                "&continuation-token={}",
+                ferry_core::s3::uri::encode(t)
+            ));
+        }
+        let r = c.get(&target);
+        assert_eq!(r.status, 200, "{}", r.text());
+        out.extend(r.xml_values("Key"));
+        if r.xml_value("IsTruncated").as_deref() != Some("true") {
+            return out;
+        }
+        token = r.xml_value("NextContinuationToken");
+        assert!(token.is_some());
+    }
+}
+
+/// Wait (bounded) until node `n` has `bucket`.
+fn wait_for_bucket(n: &Node, bucket: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut c = n.client();
+    loop {
+        let r = c.request("HEAD", &format!("/{bucket}"), &[], b"");
+        if r.status == 200 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{} never got {bucket}", n.id);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The scenario: 200 objects through a proxy over three nodes, then a proxy over the
+/// same three and a fourth, with the three-node layout as the previous one.
+fn growing_keeps_every_object(runtime: RuntimeKind) {
+    let s = Setup::start_with(runtime, 4, Auth::Passthrough, |cfg| {
+        cfg.backends.truncate(3)
+    });
+    let mut old = s.client();
+    assert_eq!(old.put("/grow", b"").status, 200);
+    let keys: Vec<String> = (0..200).map(|i| format!("k/{i:03}")).collect();
+    for (i, k) in keys.iter().enumerate() {
+        assert_eq!(old.put(&format!("/grow/{k}"), &body_of(i)).status, 200);
+    }
+    let (before, after) = (
+        placement(&s.nodes, &[0, 1, 2]),
+        placement(&s.nodes, &[0, 1, 2, 3]),
+    );
+    let moved: Vec<usize> = (0..keys.len())
+        .filter(|&i| before.pick("grow", &keys[i]) != after.pick("grow", &keys[i]))
+        .collect();
+    assert!(moved.len() > 10, "only {} keys move", moved.len());
+
+    let proxy = proxy_with_layouts(runtime, &s.nodes, &[0, 1, 2, 3], &[0, 1, 2]);
+    let mut c = Client::connect(proxy.local_addr());
+    // The new backend gets the bucket.
+    wait_for_bucket(&s.nodes[3], "grow");
+    for (i, k) in keys.iter().enumerate() {
+        let r = c.get(&format!("/grow/{k}"));
+        assert_eq!(r.status, 200, "{k}: {}", r.text());
+        assert_eq!(r.body, body_of(i), "{k}");
+        let r = c.request("HEAD", &format!("/grow/{k}"), &[], b"");
+        assert_eq!(r.status, 200, "{k}");
+        let r = c.get(&format!("/grow/{k}?tagging"));
+        assert_eq!(r.status, 200, "{k}: {}", r.text());
+    }
+    let missing = c.get("/grow/never-written");
+    missing.expect_error(404, "NoSuchKey");
+    let expected: Vec<String> = keys
+        .iter()
+        .cloned()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(list_all(&mut c, "grow", 1000), expected);
+    assert_eq!(list_all(&mut c, "grow", 7), expected);
+
+    // An overwrite of a moved key goes to its new owner and removes the old copy.
+    let m = moved[0];
+    let (k, from, to) = (
+        &keys[m],
+        before.pick("grow", &keys[m]),
+        after.pick("grow", &keys[m]),
+    );
+    assert_eq!(c.put(&format!("/grow/{k}"), b"fresh").status, 200);
+    assert_eq!(c.get(&format!("/grow/{k}")).body, b"fresh");
+    assert_eq!(
+        s.nodes[to].client().get(&format!("/grow/{k}")).body,
+        b"fresh"
+    );
+    s.nodes[from]
+        .client()
+        .get(&format!("/grow/{k}"))
+        .expect_error(404, "NoSuchKey");
+    // Through the old proxy too, nothing stale is left: its owner has no copy any more.
+    old.get(&format!("/grow/{k}"))
+        .expect_error(404, "NoSuchKey");
+    assert_eq!(list_all(&mut c, "grow", 1000), expected);
+
+    // A DELETE removes a key wherever it may live.
+    let k = &keys[moved[1]];
+    let from = before.pick("grow", k);
+    let r = c.request("DELETE", &format!("/grow/{k}"), &[], b"");
+    assert_eq!(r.status, 204, "{}", r.text());
+    c.get(&format!("/grow/{k}")).expect_error(404, "NoSuchKey");
+    s.nodes[from]
+        .client()
+        .get(&format!("/grow/{k}"))
+        .expect_error(404, "NoSuchKey");
+    let listed = list_all(&mut c, "grow", 1000);
+    assert_eq!(listed.len(), expected.len() - 1);
+    assert!(!listed.contains(k));
+    // So does DeleteObjects, per key.
+    let k = &keys[moved[3]];
+    let from = before.pick("grow", k);
+    let xml = format!("<Delete><Object><Key>{k}</Key></Object></Delete>");
+    let md5h = content_md5(&md5(xml.as_bytes())).to_string();
+    let r = c.request(
+        "POST",
+        "/grow?delete",
+        &[("Content-MD5", &md5h)],
+        xml.as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    c.get(&format!("/grow/{k}")).expect_error(404, "NoSuchKey");
+    s.nodes[from]
+        .client()
+        .get(&format!("/grow/{k}"))
+        .expect_error(404, "NoSuchKey");
+    assert_eq!(list_all(&mut c, "grow", 1000).len(), expected.len() - 2);
+
+    // A copy of a moved key (the source found on its old owner) lands on the new owner.
+    let src = &keys[moved[2]];
+    let r = c.request(
+        "PUT",
+        "/grow/copied",
+        &[("x-amz-copy-source", &format!("/grow/{src}"))],
+        b"",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(c.get("/grow/copied").body, body_of(moved[2]));
+
+    // Bucket-level calls see the bucket on every backend.
+    assert_eq!(c.request("HEAD", "/grow", &[], b"").status, 200);
+    let r = c.get("/");
+    assert!(xml_values(&r.text(), "Name").contains(&"grow".to_owned()));
+    proxy.stop();
+}
+
+/// A backend left out of the current layout but kept in the previous one still serves its
+/// objects; new writes no longer go to it.
+fn removing_a_backend_keeps_its_objects(runtime: RuntimeKind) {
+    let s = Setup::start(runtime, 3, Auth::Passthrough);
+    let mut old = s.client();
+    assert_eq!(old.put("/shrink", b"").status, 200);
+    let keys: Vec<String> = (0..60).map(|i| format!("s{i:02}")).collect();
+    for (i, k) in keys.iter().enumerate() {
+        assert_eq!(old.put(&format!("/shrink/{k}"), &body_of(i)).status, 200);
+    }
+    assert!(keys.iter().any(|k| s.node_of("shrink", k) == 2));
+    let proxy = proxy_with_layouts(runtime, &s.nodes, &[0, 1], &[0, 1, 2]);
+    let mut c = Client::connect(proxy.local_addr());
+    for (i, k) in keys.iter().enumerate() {
+        let r = c.get(&format!("/shrink/{k}"));
+        assert_eq!(r.status, 200, "{k}: {}", r.text());
+        assert_eq!(r.body, body_of(i));
+    }
+    assert_eq!(list_all(&mut c, "shrink", 1000), keys);
+    // An overwrite of a key that lived on the removed backend moves it off it.
+    let k = keys.iter().find(|k| s.node_of("shrink", k) == 2).unwrap();
+    assert_eq!(c.put(&format!("/shrink/{k}"), b"moved").status, 200);
+    assert_eq!(c.get(&format!("/shrink/{k}")).body, b"moved");
+    s.nodes[2]
+        .client()
+        .get(&format!("/shrink/{k}"))
+        .expect_error(404, "NoSuchKey");
+    assert_eq!(list_all(&mut c, "shrink", 1000), keys);
+    proxy.stop();
+}
