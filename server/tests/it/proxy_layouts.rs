@@ -218,6 +218,47 @@ fn growing_keeps_every_object(runtime: RuntimeKind) {
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(c.get("/grow/copied").body, body_of(moved[2]));
 
+    // A tagging write of a moved key goes where the object is.
+    let k = &keys[moved[4]];
+    let tags = b"<Tagging><TagSet><Tag><Key>t</Key><Value>v</Value></Tag></TagSet></Tagging>";
+    let md5h = content_md5(&md5(tags)).to_string();
+    let r = c.request(
+        "PUT",
+        &format!("/grow/{k}?tagging"),
+        &[("Content-MD5", &md5h)],
+        tags,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = c.get(&format!("/grow/{k}?tagging"));
+    assert_eq!(r.xml_values("Value"), ["v"]);
+
+    // A multipart upload started under the old layout completes on the backend it started on.
+    let m = moved[5];
+    let k = &keys[m];
+    let r = old.request("POST", &format!("/grow/{k}?uploads"), &[], b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let id = r.xml_value("UploadId").unwrap();
+    let q = format!("uploadId={}", ferry_core::s3::uri::encode(&id));
+    let r = c.put(&format!("/grow/{k}?partNumber=1&{q}"), b"one part");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let etag = r.header("etag").unwrap().to_owned();
+    let r = c.get(&format!("/grow/{k}?{q}"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let done = format!(
+        "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>{etag}</ETag></Part>\
+         </CompleteMultipartUpload>"
+    );
+    let r = c.request("POST", &format!("/grow/{k}?{q}"), &[], done.as_bytes());
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(c.get(&format!("/grow/{k}")).body, b"one part");
+    assert_eq!(
+        s.nodes[before.pick("grow", k)]
+            .client()
+            .get(&format!("/grow/{k}"))
+            .body,
+        b"one part"
+    );
+
     // Bucket-level calls see the bucket on every backend.
     assert_eq!(c.request("HEAD", "/grow", &[], b"").status, 200);
     let r = c.get("/");
