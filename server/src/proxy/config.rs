@@ -254,7 +254,7 @@ pub const DEFAULT_BACKEND_MAX_CONNECTIONS: usize = 256;
 /// Requests in flight to one backend at most (waiting ones included), by default.
 pub const DEFAULT_BACKEND_MAX_IN_FLIGHT: usize = 1024;
 
-/// Longest retry window, health interval and jitter accepted.
+/// Longest retry window and health-probe jitter accepted.
 pub const MAX_PROXY_WAIT: Duration = Duration::from_secs(60);
 
 /// Everything `ferry proxy` needs.
@@ -479,7 +479,6 @@ impl ProxyConfig {
         for (name, d) in [
             ("retry_window", self.retry_window),
             ("health_jitter", self.health_jitter),
-            ("health_interval", self.health_interval),
         ] {
             if d > MAX_PROXY_WAIT {
                 return Err(format!("{name} must be at most {MAX_PROXY_WAIT:?}"));
@@ -705,5 +704,33 @@ mod tests {
         let mut zero = cfg.clone();
         zero.limits.max_connections = Some(0);
         assert!(zero.validate().unwrap_err().contains("max_connections"));
+    }
+
+    #[test]
+    fn restart_and_overload_options() {
+        let toml = "retry_window_ms = 750\nbackend_max_in_flight = 9\nhealth_jitter_ms = 40\n\
+                    [[backend]]\nid = \"a\"\nurl = \"http://127.0.0.1:1\"\n\
+                    [[credentials]]\naccess_key = \"k\"\nsecret_key = \"s\"\n";
+        let cfg = ProxyConfig::from_toml(toml).unwrap();
+        assert_eq!(cfg.retry_window, Duration::from_millis(750));
+        assert_eq!(cfg.backend_max_in_flight, 9);
+        assert_eq!(cfg.health_jitter, Duration::from_millis(40));
+        cfg.validate().unwrap();
+        let defaults = ProxyConfig::from_toml("").unwrap();
+        assert_eq!(defaults.retry_window, Duration::from_secs(2));
+        assert_eq!(
+            defaults.backend_max_in_flight,
+            DEFAULT_BACKEND_MAX_IN_FLIGHT
+        );
+        let mut bad = cfg.clone();
+        bad.retry_window = Duration::from_secs(61);
+        assert!(bad.validate().unwrap_err().contains("retry_window"));
+        let mut bad = cfg;
+        bad.backend_max_in_flight = 0;
+        assert!(
+            bad.validate()
+                .unwrap_err()
+                .contains("backend_max_in_flight")
+        );
     }
 }

@@ -185,6 +185,11 @@ fn limits_answer_slow_down(rt: RuntimeKind) {
         // The held PUT completes; then requests are served again.
         held.send_raw(b"done");
         assert_eq!(held.read_response(false).status, 200);
+        // Its connection is given back just after its answer.
+        while metric(s.admin(), in_flight) != Some(0) {
+            assert!(Instant::now() < deadline, "the held PUT never left");
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let r = c.get("/lim/held");
         assert_eq!((r.status, r.body.as_slice()), (200, &b"done"[..]));
     }
