@@ -166,6 +166,11 @@ pub struct LoadArgs {
     /// Send Content-MD5 and check single-part ETags against it.
     #[arg(long)]
     pub md5: bool,
+    /// Retries of an object operation (PUT, GET, HEAD, DELETE) that got 503 (SlowDown,
+    /// ServiceUnavailable) or lost its connection, after an exponential backoff with jitter as
+    /// the AWS SDKs do (100 ms doubling, at most 2 s); counted apart from failures. 0: none.
+    #[arg(long, default_value_t = crate::config::DEFAULT_RETRIES, value_name = "N")]
+    pub retries: u32,
     /// Sign each body's SHA-256 instead of UNSIGNED-PAYLOAD.
     #[arg(long)]
     pub payload_sha256: bool,
@@ -275,6 +280,7 @@ impl LoadArgs {
         cfg.cleanup = !self.keep_data;
         cfg.verify = !self.no_verify;
         cfg.md5 = self.md5;
+        cfg.retries = self.retries;
         cfg.payload_sha256 = self.payload_sha256;
         cfg.expect_continue_from = match self.expect_continue.as_str() {
             "off" | "never" => None,

@@ -204,6 +204,8 @@ pub struct LoadConfig {
     pub md5: bool,
     /// Bodies this long or longer are sent with `Expect: 100-continue`.
     pub expect_continue_from: Option<u64>,
+    /// Retries of an object operation after a 503 or a lost connection (see `run::retrying`).
+    pub retries: u32,
     /// Runtime.
     pub runtime: RuntimeKind,
     /// Runtime threads (0: one per CPU).
@@ -217,6 +219,10 @@ pub struct LoadConfig {
     /// `https://` endpoints: also trust the CA certificates of this PEM file.
     pub ca_cert: Option<PathBuf>,
 }
+
+/// Retries of an object operation by default: two, three attempts in all, as the AWS SDKs'
+/// standard mode makes.
+pub const DEFAULT_RETRIES: u32 = 2;
 
 impl LoadConfig {
     /// A configuration with the defaults, for `workload` against `endpoint`.
@@ -246,6 +252,7 @@ impl LoadConfig {
             payload_sha256: false,
             md5: false,
             expect_continue_from: Some(1 << 20),
+            retries: DEFAULT_RETRIES,
             runtime: RuntimeKind::Tokio,
             threads: 0,
             seed: 1,

@@ -432,6 +432,13 @@ impl RunReport {
                 share(costs.hash_ns)
             );
         }
+        if costs.retries > 0 {
+            let _ = writeln!(
+                out,
+                "{} operations retried after a 503 or a lost connection (not failures unless listed under errors)",
+                costs.retries
+            );
+        }
         if costs.reconnects > 0 {
             let _ = writeln!(
                 out,

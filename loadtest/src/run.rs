@@ -162,9 +162,9 @@ impl<R: NetRuntime> Shared<R> {
     async fn put(&self, id: u64, origin: Duration, started: Duration) -> Sample {
         let size = self.size(id);
         let key = self.key(id, size);
+        let bucket = self.bucket(id);
         let res = self
-            .client
-            .put_object(self.bucket(id), &key, id, size)
+            .retrying(|| self.client.put_object(bucket, &key, id, size))
             .await;
         self.sample(OpKind::Put, res, origin, started)
     }
@@ -172,9 +172,9 @@ impl<R: NetRuntime> Shared<R> {
     async fn get(&self, id: u64, origin: Duration, started: Duration) -> Sample {
         let size = self.size(id);
         let key = self.key(id, size);
+        let bucket = self.bucket(id);
         let res = self
-            .client
-            .get_object(self.bucket(id), &key, id, size)
+            .retrying(|| self.client.get_object(bucket, &key, id, size))
             .await;
         self.sample(OpKind::Get, res, origin, started)
     }
@@ -182,17 +182,50 @@ impl<R: NetRuntime> Shared<R> {
     async fn stat(&self, id: u64, origin: Duration, started: Duration) -> Sample {
         let size = self.size(id);
         let key = self.key(id, size);
+        let bucket = self.bucket(id);
         let res = self
-            .client
-            .stat_object(self.bucket(id), &key, id, size)
+            .retrying(|| self.client.stat_object(bucket, &key, id, size))
             .await;
         self.sample(OpKind::Stat, res, origin, started)
     }
 
     async fn delete(&self, id: u64, origin: Duration, started: Duration) -> Sample {
         let key = self.key(id, self.size(id));
-        let res = self.client.delete_object(self.bucket(id), &key).await;
+        let bucket = self.bucket(id);
+        let res = self
+            .retrying(|| self.client.delete_object(bucket, &key))
+            .await;
         self.sample(OpKind::Delete, res, origin, started)
+    }
+
+    /// Run `op` (an idempotent object operation) again after a retryable failure, up to
+    /// `--retries` times, after an exponential backoff with jitter as the AWS SDKs do:
+    /// a `503` (SlowDown, ServiceUnavailable: a server shedding load or a node restarting)
+    /// or a lost connection. Other failures (4xx, wrong content) are final at once. Retries
+    /// are counted in the result's costs, apart from failures; latency covers every attempt.
+    async fn retrying<F, Fut>(&self, mut op: F) -> OpResult
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = OpResult>,
+    {
+        let mut retries = 0u64;
+        let mut costs = crate::stats::Costs::default();
+        let mut attempt = 0u32;
+        loop {
+            let mut res = op().await;
+            let again = attempt < self.cfg.retries && res.error.as_ref().is_some_and(retryable);
+            if !again {
+                costs.add(&res.costs);
+                costs.retries += retries;
+                res.costs = costs;
+                return res;
+            }
+            costs.add(&res.costs);
+            retries += 1;
+            let wait = backoff(attempt, self.rt().now());
+            attempt += 1;
+            self.rt().sleep(wait).await;
+        }
     }
 
     /// Take a live object for exclusive use (mixed workload).
@@ -325,6 +358,28 @@ impl<R: NetRuntime> Shared<R> {
         }
         true
     }
+}
+
+/// Whether a failed operation may succeed if sent again after a pause.
+fn retryable(e: &OpError) -> bool {
+    match e {
+        OpError::Http { status, .. } => *status == 503,
+        OpError::Transport(_) => true,
+        OpError::Verify(_) => false,
+    }
+}
+
+/// The pause before retry `attempt` (0 first): a random time (from `seed`) between half and
+/// all of a cap of 100 ms doubling up to 2 s, so that clients turned away together do not come
+/// back together.
+fn backoff(attempt: u32, seed: Duration) -> Duration {
+    const BASE: Duration = Duration::from_millis(100);
+    const MAX: Duration = Duration::from_secs(2);
+    let cap = BASE.saturating_mul(1u32 << attempt.min(16)).min(MAX);
+    let nanos = u64::try_from(cap.as_nanos()).unwrap_or(u64::MAX).max(1);
+    let r = mix(u64::try_from(seed.as_nanos()).unwrap_or(0) ^ u64::from(attempt));
+    // At least half the cap: a retry right away would find the same state.
+    Duration::from_nanos(nanos / 2 + r % (nanos / 2 + 1))
 }
 
 /// What a worker keeps between operations.

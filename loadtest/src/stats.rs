@@ -276,6 +276,10 @@ pub struct Costs {
     /// by the server (not errors: the server may close idle connections).
     #[serde(default)]
     pub reconnects: u64,
+    /// Operations sent again after a 503 or a lost connection, after a backoff (`--retries`;
+    /// not errors unless the last attempt failed too).
+    #[serde(default)]
+    pub retries: u64,
 }
 
 impl Costs {
@@ -286,6 +290,7 @@ impl Costs {
         self.verified_bytes += other.verified_bytes;
         self.hash_ns += other.hash_ns;
         self.reconnects += other.reconnects;
+        self.retries += other.retries;
     }
 }
 

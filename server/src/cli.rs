@@ -202,8 +202,8 @@ pub struct ProxyArgs {
     #[arg(long = "backend", value_name = "SPEC")]
     pub backends: Vec<String>,
     /// A TOML file with the same settings (listen, admin_listen, region, runtime, threads,
-    /// buffer_size, connect_timeout_ms, io_timeout_ms, health_interval_ms, backend_max_connections,
-    /// max_connections, header_timeout_ms, idle_timeout_ms, body_timeout_ms, min_body_rate,
+    /// buffer_size, connect_timeout_ms, io_timeout_ms, health_interval_ms, health_jitter_ms,
+    /// backend_max_connections, backend_max_in_flight, retry_window_ms, max_connections, header_timeout_ms, idle_timeout_ms, body_timeout_ms, min_body_rate,
     /// token_secret, users, sigv2 (true/false), domains (a list),
     /// tls_cert, tls_key, [[credentials]] access_key/secret_key, [[backend]] id/url/weight/access_key/secret_key/
     /// kind/auth/region/ca_cert/insecure); command-line options win.
@@ -231,10 +231,23 @@ pub struct ProxyArgs {
     /// Interval of backend health probes, in milliseconds.
     #[arg(long, value_name = "MS")]
     pub health_interval_ms: Option<u64>,
-    /// Connections in use to one backend at most; more requests wait for one (up to the I/O
-    /// timeout) [default: 256].
+    /// Connections in use to one backend at most; more requests wait for one (within the
+    /// retry window), then answer 503 SlowDown [default: 256].
     #[arg(long, value_name = "N")]
     pub backend_max_connections: Option<usize>,
+    /// Requests in flight to one backend at most, waiting ones included; more answer
+    /// 503 SlowDown at once [default: 1024].
+    #[arg(long, value_name = "N")]
+    pub backend_max_in_flight: Option<usize>,
+    /// How long a request waits for a backend that is down (a restarting node) or sends an
+    /// idempotent request again after its connection failed, in milliseconds; then
+    /// 503 SlowDown [default: 2000].
+    #[arg(long, value_name = "MS")]
+    pub retry_window_ms: Option<u64>,
+    /// Random extra wait added to each health-probe interval, up to this many milliseconds
+    /// [default: 500].
+    #[arg(long, value_name = "MS")]
+    pub health_jitter_ms: Option<u64>,
     /// File with the access key and the secret key clients sign with, one per line (when the
     /// environment has neither FERRY_ACCESS_KEY/FERRY_SECRET_KEY nor
     /// AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY).
@@ -623,6 +636,15 @@ pub fn proxy_config(
     }
     if let Some(n) = args.backend_max_connections {
         cfg.backend_max_connections = n;
+    }
+    if let Some(n) = args.backend_max_in_flight {
+        cfg.backend_max_in_flight = n;
+    }
+    if let Some(ms) = args.retry_window_ms {
+        cfg.retry_window = std::time::Duration::from_millis(ms);
+    }
+    if let Some(ms) = args.health_jitter_ms {
+        cfg.health_jitter = std::time::Duration::from_millis(ms);
     }
     if let Some(ms) = args.connect_timeout_ms {
         cfg.connect_timeout = std::time::Duration::from_millis(ms);

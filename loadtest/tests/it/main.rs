@@ -5,5 +5,6 @@ mod fake_s3;
 mod fake_server;
 mod md5;
 mod objects;
+mod restarts;
 mod tls;
 mod workloads;

@@ -274,7 +274,7 @@ impl Request<'_> {
 }
 
 /// Write `error` as S3 does: the XML document (no body for `HEAD`, which the engine drops),
-/// `Resource` and the request id, `Retry-After` on a 503; `extra` headers too.
+/// `Resource` and the request id, `Retry-After` on a 503 (ServiceUnavailable, SlowDown); `extra` headers too.
 async fn send_error<S: Stream>(
     target: Option<&str>,
     error: &S3Error,
@@ -299,7 +299,10 @@ async fn send_error<S: Stream>(
     let mut xml = Vec::with_capacity(256);
     ErrorResponse::from_error(error, resource.as_deref(), Some(id)).write_xml(&mut xml);
     h.push("Content-Type", "application/xml");
-    if error.code == S3ErrorCode::ServiceUnavailable {
+    if matches!(
+        error.code,
+        S3ErrorCode::ServiceUnavailable | S3ErrorCode::SlowDown
+    ) {
         h.push("Retry-After", "1");
     }
     res.send(error.status(), &h.as_slice(), &xml).await

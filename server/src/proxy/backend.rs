@@ -5,7 +5,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -115,11 +115,12 @@ impl<R: Runtime> Connector<R> for BackendConnector<R> {
 /// accept queue; a refused connection marks it down at once.
 const TIMEOUTS_TO_DOWN: u32 = 3;
 
-/// A connection in use, holding one of its backend's connection slots until it is given back
-/// or dropped.
+/// A connection in use, holding one of its backend's connection slots and one of its
+/// in-flight places until it is given back or dropped.
 pub(crate) struct BackendConn<R: Runtime> {
     conn: Conn<R>,
     _slot: SemaphoreGuardArc,
+    _flight: InFlight,
 }
 
 impl<R: Runtime> Deref for BackendConn<R> {
@@ -136,6 +137,67 @@ impl<R: Runtime> DerefMut for BackendConn<R> {
     }
 }
 
+/// One request in flight to a backend (waiting for it, for a connection, or exchanging).
+struct InFlight(Arc<AtomicUsize>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Why the proxy answered `503 SlowDown` for a backend (a label of the metrics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SlowDownReason {
+    /// Marked down, and not back within the retry window.
+    Down,
+    /// No free connection slot within the retry window.
+    Busy,
+    /// As many requests in flight as it may have.
+    InFlight,
+    /// The connection failed during the request, and the request could not go again.
+    Failed,
+    /// It answered 503 itself.
+    Answered503,
+}
+
+impl SlowDownReason {
+    /// Every reason, in the order of [`BackendStats::slow_down`].
+    pub const ALL: [Self; 5] = [
+        Self::Down,
+        Self::Busy,
+        Self::InFlight,
+        Self::Failed,
+        Self::Answered503,
+    ];
+
+    /// The metrics label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Down => "down",
+            Self::Busy => "busy",
+            Self::InFlight => "in_flight",
+            Self::Failed => "failed",
+            Self::Answered503 => "answered_503",
+        }
+    }
+}
+
+/// How much one backend may be asked of at once, and how long a request waits for it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BackendLimits {
+    /// Connections in use at most.
+    pub max_connections: usize,
+    /// Requests in flight at most (waiting ones included); more answer `503 SlowDown` at once.
+    pub max_in_flight: usize,
+    /// How long a request waits for the backend to come back, for a free connection, or
+    /// retries a failed connection, before it answers `503 SlowDown`.
+    pub retry_window: Duration,
+}
+
+/// How often a request waiting for a backend that is down looks whether a probe saw it up.
+const WAIT_POLL: Duration = Duration::from_millis(20);
+
 /// Counters of one backend, for `/metrics`.
 #[derive(Debug, Default)]
 pub(crate) struct BackendStats {
@@ -151,6 +213,10 @@ pub(crate) struct BackendStats {
     pub queued: AtomicU64,
     /// Requests that found no free slot in time (answered 503 SlowDown).
     pub queue_timeouts: AtomicU64,
+    /// Requests that waited for it to come back, or went again on a new connection.
+    pub retries: AtomicU64,
+    /// `503 SlowDown` answers, by [`SlowDownReason`] (in the order of `ALL`).
+    pub slow_down: [AtomicU64; 5],
 }
 
 /// A backend: placement id, address, how to authenticate, health and pooled connections.
@@ -177,8 +243,13 @@ pub(crate) struct Backend<R: Runtime> {
     /// requests wait here instead of taking ever more connects, which time out and would mark
     /// a healthy backend down.
     slots: Arc<Semaphore>,
-    /// How long a request waits for a slot.
-    queue_timeout: Duration,
+    /// Requests in flight now, and at most.
+    in_flight: Arc<AtomicUsize>,
+    max_in_flight: usize,
+    /// How long a request waits for a slot, for the backend to come back, or retries.
+    retry_window: Duration,
+    /// When it was last marked down (runtime clock, nanoseconds).
+    down_since: AtomicU64,
     /// Connect timeouts in a row.
     timeouts: AtomicU32,
     pub stats: BackendStats,
@@ -203,7 +274,7 @@ impl<R: Runtime> Backend<R> {
         (host, addr): (String, SocketAddr),
         region: &str,
         client: ClientConfig,
-        max_connections: usize,
+        limits: BackendLimits,
         connector: BackendConnector<R>,
     ) -> Self {
         Self {
@@ -223,8 +294,11 @@ impl<R: Runtime> Backend<R> {
             connector,
             rt,
             client,
-            slots: Arc::new(Semaphore::new(max_connections.max(1))),
-            queue_timeout: client.read_timeout,
+            slots: Arc::new(Semaphore::new(limits.max_connections.max(1))),
+            in_flight: Arc::default(),
+            max_in_flight: limits.max_in_flight.max(1),
+            retry_window: limits.retry_window,
+            down_since: AtomicU64::new(0),
             timeouts: AtomicU32::new(0),
             stats: BackendStats::default(),
         }
@@ -260,6 +334,8 @@ impl<R: Runtime> Backend<R> {
     /// connections go. Only the transition is logged.
     pub fn mark_down(&self, reason: &dyn std::fmt::Display) {
         if self.up.swap(false, Ordering::SeqCst) {
+            let now = u64::try_from(self.rt.now().as_nanos()).unwrap_or(u64::MAX);
+            self.down_since.store(now, Ordering::SeqCst);
             self.stats.marked_down.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(backend = %self.id, addr = %self.addr, reason = %reason, "backend down");
             self.flush_pool();
@@ -299,44 +375,155 @@ impl<R: Runtime> Backend<R> {
         self.connector.is_tls()
     }
 
+    /// When a request starting now stops waiting for or retrying this backend.
+    pub fn deadline(&self) -> Duration {
+        self.rt.now() + self.retry_window
+    }
+
+    /// Requests in flight to it now.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+
     /// A connection: a pooled one, or a new one within the connect timeout, once one of the
-    /// backend's connection slots is free. A backend marked down is `ServiceUnavailable` at
-    /// once; no free slot within the I/O timeout is `SlowDown`.
+    /// backend's connection slots is free. Waits within the retry window (see
+    /// [`Backend::conn_until`]).
     pub async fn conn(&self) -> S3Result<BackendConn<R>> {
-        if !self.is_up() {
-            return Err(self.unavailable());
-        }
+        self.conn_until(self.deadline()).await
+    }
+
+    /// [`Backend::conn`], waiting until `deadline` at most: for the backend to be seen up
+    /// again by a probe if it is down (a restarting node), for a free connection slot, and
+    /// connecting again when a connect fails. Then `503 SlowDown`; at once beyond the
+    /// in-flight limit. Nothing has been sent when this fails, so any request may wait here.
+    pub async fn conn_until(&self, deadline: Duration) -> S3Result<BackendConn<R>> {
+        let flight = self.enter()?;
         self.stats.requests.fetch_add(1, Ordering::Relaxed);
         let slot = match self.slots.try_acquire_arc() {
             Some(s) => s,
             None => {
                 self.stats.queued.fetch_add(1, Ordering::Relaxed);
-                match timeout(&self.rt, self.queue_timeout, self.slots.acquire_arc()).await {
+                let wait = deadline.saturating_sub(self.rt.now());
+                match timeout(&self.rt, wait, self.slots.acquire_arc()).await {
                     Ok(s) => s,
                     Err(TimedOut) => {
                         self.stats.queue_timeouts.fetch_add(1, Ordering::Relaxed);
-                        return Err(S3Error::with_message(
-                            S3ErrorCode::SlowDown,
-                            format!("Backend {} is busy; please retry.", self.id),
-                        ));
+                        return Err(self.slow_down(SlowDownReason::Busy));
                     }
                 }
             }
         };
-        match self.pool().get(self.addr).await {
-            Ok(conn) => {
-                // A pooled connection has served requests before.
-                if conn.requests() == 0 {
-                    self.stats.connects.fetch_add(1, Ordering::Relaxed);
-                }
-                self.timeouts.store(0, Ordering::Relaxed);
-                Ok(BackendConn { conn, _slot: slot })
+        let conn = self.connect_until(deadline, false).await?;
+        Ok(BackendConn {
+            conn,
+            _slot: slot,
+            _flight: flight,
+        })
+    }
+
+    /// A new connection in place of `conn`, which failed before any answer came (its slot
+    /// is kept), within `deadline`; for requests that may go again.
+    pub async fn reconnect(&self, conn: &mut BackendConn<R>, deadline: Duration) -> S3Result<()> {
+        self.stats.retries.fetch_add(1, Ordering::Relaxed);
+        if self.rt.now() >= deadline {
+            return Err(self.slow_down(SlowDownReason::Failed));
+        }
+        // A kept-alive connection that failed unanswered: the backend likely restarted, and
+        // its other idle connections are as dead (a body sent on one could not be replayed).
+        if conn.conn.requests() > 1 {
+            self.flush_pool();
+        }
+        conn.conn = self.connect_until(deadline, true).await?;
+        Ok(())
+    }
+
+    /// Take an in-flight place, or `SlowDown` beyond the limit.
+    fn enter(&self) -> S3Result<InFlight> {
+        let now = self.in_flight.fetch_add(1, Ordering::Relaxed);
+        let flight = InFlight(self.in_flight.clone());
+        if now >= self.max_in_flight {
+            return Err(self.slow_down(SlowDownReason::InFlight));
+        }
+        Ok(flight)
+    }
+
+    /// A connection (pooled unless `fresh`), waiting for the backend to come back and
+    /// connecting again until `deadline`.
+    async fn connect_until(&self, deadline: Duration, fresh: bool) -> S3Result<Conn<R>> {
+        loop {
+            if !self.is_up() && !self.wait_up(deadline).await {
+                return Err(self.slow_down(SlowDownReason::Down));
             }
-            Err(e) => {
-                self.connect_failed(&e);
-                Err(self.unavailable())
+            let pool = self.pool();
+            let got = if fresh {
+                pool.connect(self.addr).await
+            } else {
+                pool.get(self.addr).await
+            };
+            match got {
+                Ok(conn) => {
+                    // A pooled connection has served requests before.
+                    if conn.requests() == 0 {
+                        self.stats.connects.fetch_add(1, Ordering::Relaxed);
+                    }
+                    self.timeouts.store(0, Ordering::Relaxed);
+                    return Ok(conn);
+                }
+                Err(e) => {
+                    self.connect_failed(&e);
+                    if self.rt.now() >= deadline {
+                        return Err(self.slow_down(SlowDownReason::Down));
+                    }
+                    self.stats.retries.fetch_add(1, Ordering::Relaxed);
+                }
             }
         }
+    }
+
+    /// Wait until a probe sees it up, `deadline` passes, or it has been down for a whole retry
+    /// window (a backend down for long answers at once); whether it is up.
+    async fn wait_up(&self, deadline: Duration) -> bool {
+        let since = Duration::from_nanos(self.down_since.load(Ordering::SeqCst));
+        let until = deadline.min(since + self.retry_window);
+        let mut waited = false;
+        loop {
+            if self.is_up() {
+                if waited {
+                    self.stats.retries.fetch_add(1, Ordering::Relaxed);
+                }
+                return true;
+            }
+            let now = self.rt.now();
+            if now >= until {
+                return false;
+            }
+            waited = true;
+            self.rt.sleep(WAIT_POLL.min(until - now)).await;
+        }
+    }
+
+    /// The `503 SlowDown` error for `reason`, counted.
+    pub fn slow_down(&self, reason: SlowDownReason) -> S3Error {
+        if let Some(c) = SlowDownReason::ALL
+            .iter()
+            .position(|r| *r == reason)
+            .and_then(|i| self.stats.slow_down.get(i))
+        {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+        let why = match reason {
+            SlowDownReason::Down => "is unavailable",
+            SlowDownReason::Busy | SlowDownReason::InFlight => "is busy",
+            SlowDownReason::Failed => "failed during the request",
+            SlowDownReason::Answered503 => "is overloaded",
+        };
+        S3Error::with_message(
+            S3ErrorCode::SlowDown,
+            format!(
+                "Backend {} {why}; please reduce your request rate.",
+                self.id
+            ),
+        )
     }
 
     /// After `error` on `conn`: a new connection in its place if `conn` had only gone stale
@@ -356,7 +543,7 @@ impl<R: Runtime> Backend<R> {
             }
             Err(e) => {
                 self.connect_failed(&e);
-                Err(self.unavailable())
+                Err(self.slow_down(SlowDownReason::Down))
             }
         }
     }
@@ -371,11 +558,15 @@ impl<R: Runtime> Backend<R> {
         self.stats.failures.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The error for requests it cannot serve now.
+    /// The error for requests it cannot serve now (not counted: for the entries of a
+    /// document, or a request that did not wait).
     pub fn unavailable(&self) -> S3Error {
         S3Error::with_message(
-            S3ErrorCode::ServiceUnavailable,
-            format!("Backend {} is unavailable; please retry.", self.id),
+            S3ErrorCode::SlowDown,
+            format!(
+                "Backend {} is unavailable; please reduce your request rate.",
+                self.id
+            ),
         )
     }
 

@@ -708,7 +708,12 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
         };
         let reply = match handle.await {
             Ok(r) => r,
-            Err(e) if e.code == S3ErrorCode::ServiceUnavailable => {
+            Err(e)
+                if matches!(
+                    e.code,
+                    S3ErrorCode::ServiceUnavailable | S3ErrorCode::SlowDown
+                ) =>
+            {
                 unavailable(&mut doc, group, &e.message);
                 continue;
             }

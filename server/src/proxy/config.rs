@@ -262,6 +262,12 @@ pub struct Layout {
 /// Connections in use to one backend at most, by default.
 pub const DEFAULT_BACKEND_MAX_CONNECTIONS: usize = 256;
 
+/// Requests in flight to one backend at most (waiting ones included), by default.
+pub const DEFAULT_BACKEND_MAX_IN_FLIGHT: usize = 1024;
+
+/// Longest retry window and health-probe jitter accepted.
+pub const MAX_PROXY_WAIT: Duration = Duration::from_secs(60);
+
 /// Everything `ferry proxy` needs.
 #[derive(Debug, Clone)]
 pub struct ProxyConfig {
@@ -297,9 +303,20 @@ pub struct ProxyConfig {
     pub io_timeout: Duration,
     /// Interval of active health probes (default 2 s).
     pub health_interval: Duration,
-    /// Connections in use to one backend at most (default 256); more requests wait for one, up
-    /// to the I/O timeout, then answer `503 SlowDown`.
+    /// Random extra wait added to each health interval, up to this (default 500 ms), so that
+    /// proxies started together do not probe in step. A backend that is down is probed four
+    /// times as often (interval and jitter divided by 4).
+    pub health_jitter: Duration,
+    /// Connections in use to one backend at most (default 256); more requests wait for one,
+    /// within the retry window, then answer `503 SlowDown`.
     pub backend_max_connections: usize,
+    /// Requests in flight to one backend at most, waiting ones included (default 1024); more
+    /// answer `503 SlowDown` at once.
+    pub backend_max_in_flight: usize,
+    /// How long a request waits for a backend that is down to come back, for a free
+    /// connection, or sends an idempotent request again after its connection failed before
+    /// any answer (default 2 s); then `503 SlowDown`. Zero: no waiting.
+    pub retry_window: Duration,
     /// Key of the continuation-token HMAC; by default derived from the credentials, so that
     /// proxies configured alike accept each other's tokens.
     pub token_secret: Option<Vec<u8>>,
@@ -337,7 +354,10 @@ impl ProxyConfig {
             connect_timeout: Duration::from_millis(500),
             io_timeout: Duration::from_secs(30),
             health_interval: Duration::from_secs(2),
+            health_jitter: Duration::from_millis(500),
             backend_max_connections: DEFAULT_BACKEND_MAX_CONNECTIONS,
+            backend_max_in_flight: DEFAULT_BACKEND_MAX_IN_FLIGHT,
+            retry_window: Duration::from_secs(2),
             token_secret: None,
             tls: None,
             limits: ConnLimits::default(),
@@ -390,6 +410,15 @@ impl ProxyConfig {
         }
         if let Some(n) = f.backend_max_connections {
             cfg.backend_max_connections = n;
+        }
+        if let Some(n) = f.backend_max_in_flight {
+            cfg.backend_max_in_flight = n;
+        }
+        if let Some(ms) = f.retry_window_ms {
+            cfg.retry_window = Duration::from_millis(ms);
+        }
+        if let Some(ms) = f.health_jitter_ms {
+            cfg.health_jitter = Duration::from_millis(ms);
         }
         if let Some(n) = f.max_connections {
             cfg.limits.max_connections = Some(n);
@@ -525,6 +554,19 @@ impl ProxyConfig {
                 b.id
             ));
         }
+        if self.backend_max_connections == 0 || self.backend_max_in_flight == 0 {
+            return Err(
+                "backend_max_connections and backend_max_in_flight must be at least 1".into(),
+            );
+        }
+        for (name, d) in [
+            ("retry_window", self.retry_window),
+            ("health_jitter", self.health_jitter),
+        ] {
+            if d > MAX_PROXY_WAIT {
+                return Err(format!("{name} must be at most {MAX_PROXY_WAIT:?}"));
+            }
+        }
         if self.buffer_size < 16 * 1024 || self.buffer_size > 16 << 20 {
             return Err("buffer_size must be between 16 KiB and 16 MiB".into());
         }
@@ -544,6 +586,9 @@ struct FileConfig {
     connect_timeout_ms: Option<u64>,
     io_timeout_ms: Option<u64>,
     backend_max_connections: Option<usize>,
+    backend_max_in_flight: Option<usize>,
+    retry_window_ms: Option<u64>,
+    health_jitter_ms: Option<u64>,
     health_interval_ms: Option<u64>,
     max_connections: Option<usize>,
     header_timeout_ms: Option<u64>,
@@ -825,5 +870,33 @@ mod tests {
         let mut cfg = ProxyConfig::from_toml(&grow).unwrap();
         cfg.layout_version = 1;
         assert!(cfg.validate().unwrap_err().contains("distinct"));
+    }
+
+    #[test]
+    fn restart_and_overload_options() {
+        let toml = "retry_window_ms = 750\nbackend_max_in_flight = 9\nhealth_jitter_ms = 40\n\
+                    [[backend]]\nid = \"a\"\nurl = \"http://127.0.0.1:1\"\n\
+                    [[credentials]]\naccess_key = \"k\"\nsecret_key = \"s\"\n";
+        let cfg = ProxyConfig::from_toml(toml).unwrap();
+        assert_eq!(cfg.retry_window, Duration::from_millis(750));
+        assert_eq!(cfg.backend_max_in_flight, 9);
+        assert_eq!(cfg.health_jitter, Duration::from_millis(40));
+        cfg.validate().unwrap();
+        let defaults = ProxyConfig::from_toml("").unwrap();
+        assert_eq!(defaults.retry_window, Duration::from_secs(2));
+        assert_eq!(
+            defaults.backend_max_in_flight,
+            DEFAULT_BACKEND_MAX_IN_FLIGHT
+        );
+        let mut bad = cfg.clone();
+        bad.retry_window = Duration::from_secs(61);
+        assert!(bad.validate().unwrap_err().contains("retry_window"));
+        let mut bad = cfg;
+        bad.backend_max_in_flight = 0;
+        assert!(
+            bad.validate()
+                .unwrap_err()
+                .contains("backend_max_in_flight")
+        );
     }
 }

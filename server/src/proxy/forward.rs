@@ -47,7 +47,7 @@ use ferry_core::s3::xml::{ErrorResponse, MAX_RESPONSE_BODY};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::Proxy;
-use super::backend::Backend;
+use super::backend::{Backend, BackendConn, SlowDownReason};
 use super::context::{Caller, Cx};
 use super::sign::{is_hop_by_hop, sign_as};
 
@@ -243,20 +243,53 @@ fn prepare<'a, R: Runtime, S: Stream>(
     })
 }
 
+/// A backend connection failed during a request that cannot go again: `503 SlowDown`, which
+/// clients retry after a pause (never a 502).
 fn backend_failed<R: Runtime>(b: &Backend<R>, e: &HttpError) -> S3Error {
     b.failed(e);
     tracing::warn!(backend = %b.id, addr = %b.addr, error = %e, "backend failed during a request");
-    S3Error::with_message(
-        S3ErrorCode::ServiceUnavailable,
-        format!("Backend {} failed during the request; please retry.", b.id),
-    )
+    b.slow_down(SlowDownReason::Failed)
+}
+
+/// Whether a request may go to a backend again after its connection failed before any answer
+/// came: GET, HEAD, PUT and DELETE are idempotent (a PUT or DELETE of a whole object, a part,
+/// a configuration: sending it twice leaves what sending it once does). POST never goes again
+/// (CreateMultipartUpload would start a second upload).
+fn idempotent(method: &str) -> bool {
+    matches!(method, "GET" | "HEAD" | "PUT" | "DELETE")
+}
+
+/// After `error` on `conn`, before any byte of an answer and with the whole request still at
+/// hand (no body byte taken from the client): whether to send it again on the new connection
+/// now in `conn`. Idempotent requests go again on a fresh connection until `deadline` (the
+/// retry window: a restarting node is waited for); others only when core's rule says the
+/// kept-alive connection had gone stale in the pool.
+async fn again<R: Runtime>(
+    b: &Backend<R>,
+    conn: &mut BackendConn<R>,
+    method: &str,
+    error: &HttpError,
+    deadline: std::time::Duration,
+) -> S3Result<bool> {
+    if !idempotent(method) {
+        return b.replace_stale(conn, error).await;
+    }
+    b.failed(error);
+    tracing::debug!(backend = %b.id, error = %error, "backend connection failed before an answer; sending again");
+    b.reconnect(conn, deadline).await?;
+    Ok(true)
 }
 
 /// Forward the client's request to backend `idx` and relay the answer, streaming both bodies.
 ///
-/// A request that meets a kept-alive connection the backend had closed goes once more on a
-/// new one (core's rule, `ClientPool::replace_stale`), while no byte of the client's body has
-/// been taken.
+/// A backend that is down is waited for, and a failed connect tried again, within the retry
+/// window (a node restarting). A request whose connection fails before any byte of the
+/// answer, while no byte of the client's body has been taken (no body, or an
+/// `Expect: 100-continue` not yet granted), goes again on a new connection: GET, HEAD, PUT
+/// and DELETE within the retry window, others once and only on a stale kept-alive connection
+/// (core's rule, `ClientPool::replace_stale`). A request whose body has started to flow, or
+/// whose answer has started, is not sent again: it fails with `503 SlowDown`. A backend's
+/// own `503` is answered as `503 SlowDown` too.
 pub(crate) async fn forward<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     idx: usize,
@@ -360,7 +393,9 @@ async fn forward_after<R: Runtime, S: Stream>(
     } = out;
     let hs = request.views();
     let head_request = cx.req.method == "HEAD";
-    let mut conn = b.conn().await?;
+    let deadline = b.deadline();
+    let mut conn = b.conn_until(deadline).await?;
+    let method = cx.req.method;
     let status = loop {
         let mut w = conn
             .request(cx.req.method, &target, &hs, kind, expect)
@@ -372,7 +407,7 @@ async fn forward_after<R: Runtime, S: Stream>(
                 Ok(_) => {}
                 Err(e) => {
                     drop(w);
-                    if b.replace_stale(&mut conn, &e).await? {
+                    if again(b, &mut conn, method, &e, deadline).await? {
                         continue;
                     }
                     return Err(backend_failed(b, &e));
@@ -392,7 +427,7 @@ async fn forward_after<R: Runtime, S: Stream>(
                 Err(PumpError::Backend(e)) => return Err(backend_failed(b, &e)),
             }
             if let Err(e) = w.finish().await {
-                if !body_sent && b.replace_stale(&mut conn, &e).await? {
+                if !body_sent && again(b, &mut conn, method, &e, deadline).await? {
                     continue;
                 }
                 return Err(backend_failed(b, &e));
@@ -400,6 +435,11 @@ async fn forward_after<R: Runtime, S: Stream>(
         }
         let mut storage = [EMPTY_HEADER; MAX_HEADERS];
         let failed = match conn.response(&mut storage).await {
+            // Overloaded or stopping: the client backs off and retries (the connection goes,
+            // with the unread error body).
+            Ok(resp) if resp.head.status == 503 => {
+                return Err(b.slow_down(SlowDownReason::Answered503));
+            }
             Ok(mut resp) => {
                 let status = resp.head.status;
                 if miss
@@ -424,7 +464,7 @@ async fn forward_after<R: Runtime, S: Stream>(
             }
             Err(e) => e,
         };
-        if body_sent || !b.replace_stale(&mut conn, &failed).await? {
+        if body_sent || !again(b, &mut conn, method, &failed, deadline).await? {
             return Err(backend_failed(b, &failed));
         }
     };
@@ -564,6 +604,12 @@ impl Reply {
     /// The backend's error as ours (same code and message; unknown codes are kept in the
     /// message of an `InternalError`).
     pub fn to_error(&self) -> S3Error {
+        if self.status == 503 {
+            return S3Error::with_message(
+                S3ErrorCode::SlowDown,
+                "A backend is overloaded; please reduce your request rate.",
+            );
+        }
         if let Ok(e) = ErrorResponse::parse_xml(&self.body) {
             return match S3ErrorCode::ALL.iter().find(|c| c.as_str() == e.code) {
                 Some(&code) => S3Error::with_message(code, e.message.into_owned()),
@@ -577,7 +623,6 @@ impl Reply {
             403 => S3ErrorCode::AccessDenied,
             404 => S3ErrorCode::NoSuchKey,
             412 => S3ErrorCode::PreconditionFailed,
-            503 => S3ErrorCode::ServiceUnavailable,
             _ => S3ErrorCode::InternalError,
         };
         S3Error::with_message(code, format!("backend answered {}", self.status))
@@ -630,7 +675,8 @@ pub(crate) async fn call<R: Runtime>(
     sign_as(p, b, &caller.key, &mut request, hash.as_str())?;
     let hs = request.views();
     let target = request.target();
-    let mut conn = b.conn().await?;
+    let deadline = b.deadline();
+    let mut conn = b.conn_until(deadline).await?;
     loop {
         let failed = match exchange(&mut conn, call.method, &target, &hs, &call.body).await {
             Ok(reply) => {
@@ -639,8 +685,10 @@ pub(crate) async fn call<R: Runtime>(
             }
             Err(e) => e,
         };
-        // The whole request is at hand: it can go again if the connection was stale.
-        if b.replace_stale(&mut conn, &failed).await? {
+        // The whole request is at hand: it can go again (see `again`).
+        if !matches!(failed, HttpError::Protocol(_))
+            && again(b, &mut conn, call.method, &failed, deadline).await?
+        {
             continue;
         }
         match failed {

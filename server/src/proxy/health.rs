@@ -1,7 +1,11 @@
-//! Active health probes: every backend, every interval. A failed probe marks it down, a
-//! successful one up again; failed connections mark it down in between (see
-//! [`Backend::conn`](super::backend::Backend::conn)).
+//! Active health probes: each backend on its own schedule, every interval plus a random
+//! jitter (proxies and backends started together do not probe in step), four times as often
+//! while it is down. A failed probe marks it down, a successful one up again; failed
+//! connections mark it down in between (see [`Backend::conn`](super::backend::Backend::conn)),
+//! but only a probe brings it back: traffic returns to a restarted backend once a probe has
+//! found it answering.
 
+use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,26 +17,58 @@ use super::Proxy;
 use super::backend::Backend;
 use super::config::BackendKind;
 
-/// Probe every backend now and then every `interval` until `stop` is set.
+/// Probe every backend now and then on its own jittered schedule until `stop` is set.
 pub(crate) async fn probe_loop<R: Runtime>(
     p: Arc<Proxy<R>>,
     stop: Arc<Signal>,
     interval: Duration,
+    jitter: Duration,
 ) {
+    for i in 0..p.backends.len() {
+        // Detached, one task each: a slow backend does not delay the others' probes.
+        drop(p.rt.spawn(probe_one(p.clone(), stop.clone(), i, interval, jitter)));
+    }
+}
+
+/// Probe backend `i` until `stop` is set.
+async fn probe_one<R: Runtime>(
+    p: Arc<Proxy<R>>,
+    stop: Arc<Signal>,
+    i: usize,
+    interval: Duration,
+    jitter: Duration,
+) {
+    let Some(b) = p.backends.get(i) else { return };
     while !stop.is_set() {
-        for i in 0..p.backends.len() {
-            let p2 = p.clone();
-            // Detached: a slow backend does not delay the others' probes.
-            drop(p.rt.spawn(async move {
-                if let Some(b) = p2.backends.get(i) {
-                    probe(&p2.rt, b).await;
-                }
-            }));
+        if let Either::Right(()) = race(probe(&p.rt, b), stop.wait()).await {
+            break;
         }
-        if let Either::Right(()) = race(p.rt.sleep(interval), stop.wait()).await {
+        let wait = next_wait(b.is_up(), interval, jitter);
+        if let Either::Right(()) = race(p.rt.sleep(wait), stop.wait()).await {
             break;
         }
     }
+}
+
+/// The wait before the next probe: `interval` plus up to `jitter`, both divided by 4 for a
+/// backend that is down (it is waited for by requests within the retry window).
+fn next_wait(up: bool, interval: Duration, jitter: Duration) -> Duration {
+    let (base, spread) = if up {
+        (interval, jitter)
+    } else {
+        (interval / 4, jitter / 4)
+    };
+    base + random_fraction(spread)
+}
+
+/// A random duration in `0..=max` (std's per-map random keys are enough for a jitter).
+fn random_fraction(max: Duration) -> Duration {
+    let nanos = u64::try_from(max.as_nanos()).unwrap_or(u64::MAX);
+    if nanos == 0 {
+        return Duration::ZERO;
+    }
+    let r = std::collections::hash_map::RandomState::new().hash_one(0u8);
+    Duration::from_nanos(r % (nanos.saturating_add(1).max(1)))
 }
 
 /// One probe of `b`, bounded in time; its verdict is applied.
@@ -101,3 +137,19 @@ async fn check<R: Runtime>(b: &Backend<R>) -> Result<(), String> {
 
 /// Bytes of a refusing health answer kept for the log.
 const MAX_REASON: usize = 512;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_are_jittered_and_bounded() {
+        let (i, j) = (Duration::from_secs(2), Duration::from_millis(500));
+        let waits: Vec<Duration> = (0..64).map(|_| next_wait(true, i, j)).collect();
+        assert!(waits.iter().all(|w| *w >= i && *w <= i + j), "{waits:?}");
+        assert!(waits.iter().any(|w| *w != waits[0]), "no jitter: {waits:?}");
+        let down = next_wait(false, i, j);
+        assert!(down >= i / 4 && down <= (i + j) / 4, "{down:?}");
+        assert_eq!(next_wait(true, i, Duration::ZERO), i);
+    }
+}

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use ferry_core::rt::Runtime;
 
 use super::Proxy;
+use super::backend::SlowDownReason;
 use crate::metrics::{counter, family};
 
 /// The proxy's own metrics, named `<prefix>_...`.
@@ -44,6 +45,10 @@ pub(crate) fn render<R: Runtime>(p: &Proxy<R>, o: &mut String, prefix: &str) {
             "backend_queue_timeouts_total",
             "Requests that found no free connection to the backend in time (503 SlowDown).",
         ),
+        (
+            "backend_retries_total",
+            "Requests that waited for the backend to come back or went again on a new connection.",
+        ),
     ];
     for (k, (suffix, help)) in per_backend.iter().enumerate() {
         let name = format!("{prefix}_{suffix}");
@@ -57,9 +62,33 @@ pub(crate) fn render<R: Runtime>(p: &Proxy<R>, o: &mut String, prefix: &str) {
                 &s.marked_down,
                 &s.queued,
                 &s.queue_timeouts,
+                &s.retries,
             ];
             let n = v.get(k).map_or(0, |c| c.load(Ordering::Relaxed));
             let _ = writeln!(o, "{name}{{backend=\"{}\"}} {n}", b.id);
+        }
+    }
+    let name = format!("{prefix}_backend_in_flight");
+    family(o, &name, "gauge", "Requests in flight to the backend.");
+    for b in &p.backends {
+        let _ = writeln!(o, "{name}{{backend=\"{}\"}} {}", b.id, b.in_flight());
+    }
+    let name = format!("{prefix}_backend_slow_down_total");
+    family(
+        o,
+        &name,
+        "counter",
+        "503 SlowDown answers for the backend, by reason (down, busy, in_flight, failed, answered_503).",
+    );
+    for b in &p.backends {
+        for (reason, c) in SlowDownReason::ALL.iter().zip(&b.stats.slow_down) {
+            let _ = writeln!(
+                o,
+                "{name}{{backend=\"{}\",reason=\"{}\"}} {}",
+                b.id,
+                reason.as_str(),
+                c.load(Ordering::Relaxed)
+            );
         }
     }
 }

@@ -10,7 +10,8 @@
 //! The S3 front ([`crate::front`]) checks every client signature; the proxy's dispatch
 //! ([`handler`]) then either forwards the request unchanged (passthrough, when the backend
 //! shares the keys) or re-signs it with the backend's key (see [`forward`]). Health comes from active probes and failed connections;
-//! a backend that is down answers `503 ServiceUnavailable` at once.
+//! a request for a backend that is down waits for it within the retry window (a restarting
+//! node), then answers `503 SlowDown` with `Retry-After` (see [`backend::Backend::conn_until`]).
 
 mod backend;
 mod buckets;
@@ -53,7 +54,7 @@ use crate::tls::TlsFiles;
 pub use config::{AuthMode, BackendConfig, BackendKind, DEFAULT_BUFFER_SIZE, Layout, ProxyConfig};
 pub use handler::ProxyApi;
 
-use backend::{Backend, BackendConnector, TlsConnect, TlsConnecting};
+use backend::{Backend, BackendConnector, BackendLimits, TlsConnect, TlsConnecting};
 
 /// Signing keys cached (one per access key, region and day).
 const KEY_CACHE: usize = 64;
@@ -295,7 +296,11 @@ fn build<R: NetRuntime>(rt: R, cfg: &ProxyConfig, resolved: Resolved) -> S3Resul
                 (host.clone(), *addr),
                 &cfg.region,
                 client,
-                cfg.backend_max_connections,
+                BackendLimits {
+                    max_connections: cfg.backend_max_connections,
+                    max_in_flight: cfg.backend_max_in_flight,
+                    retry_window: cfg.retry_window,
+                },
                 connector,
             )
         })
@@ -370,6 +375,7 @@ impl Server for ProxyServer {
             proxy.clone(),
             stop.clone(),
             cfg.health_interval,
+            cfg.health_jitter,
         )));
         if layout::draining(&proxy) {
             // Detached too: stops with the stop signal.

@@ -69,7 +69,7 @@ fn client_of(addr: SocketAddr) -> Client {
 }
 
 fn is_503(r: &Response) -> bool {
-    r.status == 503 && r.error_code().as_deref() == Some("ServiceUnavailable")
+    r.status == 503 && r.error_code().as_deref() == Some("SlowDown")
 }
 
 /// Three node processes behind the proxy; writers PUT under load while node 1 is killed with

@@ -211,8 +211,7 @@ fn rust_log_wins_and_a_dead_backend_is_a_warning() {
     );
     let addr = ready_addr(&mut child, "ferry proxy listening on http://");
     let mut c = Client::connect(addr);
-    c.put("/bkt/k", b"v")
-        .expect_error(503, "ServiceUnavailable");
+    c.put("/bkt/k", b"v").expect_error(503, "SlowDown");
     drop(c);
     let events = json_lines(&stop(child, "-TERM"));
     assert!(

@@ -24,6 +24,7 @@ mod proxy_health;
 mod proxy_layouts;
 mod proxy_list;
 mod proxy_resign_moto;
+mod proxy_restarts;
 mod proxy_s3;
 mod proxy_tagging;
 mod proxy_tls;

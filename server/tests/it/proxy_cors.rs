@@ -94,7 +94,7 @@ fn cors_everywhere(rt: RuntimeKind) {
     s.nodes[1].stop();
     let origin = [("Origin", "https://web.example")];
     let r = c.request("GET", &format!("/webb/{k1}"), &origin, b"");
-    r.expect_error(503, "ServiceUnavailable");
+    r.expect_error(503, "SlowDown");
     assert_eq!(
         r.header("Access-Control-Allow-Origin"),
         Some("https://web.example")
@@ -107,7 +107,7 @@ fn cors_everywhere(rt: RuntimeKind) {
     );
     // A change needs every node: refused, and nothing changes.
     let r = c.request("DELETE", "/webb?cors", &[], b"");
-    r.expect_error(503, "ServiceUnavailable");
+    r.expect_error(503, "SlowDown");
     assert_eq!(s.nodes[0].client().get("/webb?cors").status, 200);
 }
 

@@ -48,7 +48,7 @@ fn bucket_tags_on_every_node(rt: RuntimeKind) {
     // Every node must take part: with one down, the put fails.
     s.nodes[2].stop();
     let r = c.request("PUT", "/tagged?tagging", &[], DOC);
-    r.expect_error(503, "ServiceUnavailable");
+    r.expect_error(503, "SlowDown");
 }
 
 fn object_tags_on_the_keys_node(rt: RuntimeKind) {

@@ -503,7 +503,7 @@ fn an_untrusted_backend_is_logged_once() {
     for i in 0..8 {
         // CreateBucket goes to every backend: the untrusted one fails it.
         let r = c.put(&format!("/bucket-{i}"), b"");
-        r.expect_error(503, "ServiceUnavailable");
+        r.expect_error(503, "SlowDown");
         assert!(!r.text().contains("UnknownIssuer"), "{}", r.text());
     }
     drop(c);

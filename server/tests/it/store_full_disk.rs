@@ -202,7 +202,9 @@ fn readers_and_writers_across_reopens() {
                         Err(e) => {
                             let expected = matches!(
                                 e.code,
-                                S3ErrorCode::InsufficientStorage | S3ErrorCode::ServiceUnavailable
+                                S3ErrorCode::InsufficientStorage
+                                    | S3ErrorCode::ServiceUnavailable
+                                    | S3ErrorCode::SlowDown
                             );
                             assert!(expected, "{key}: {e}");
                             std::thread::sleep(Duration::from_millis(2));
@@ -395,12 +397,11 @@ fn node_on_a_full_disk(rt: RuntimeKind) {
     assert_eq!(plain_get(admin, "/healthz").status, 200, "the process runs");
     let m = plain_get(admin, "/metrics").text();
     assert!(m.contains("\nferry_node_store_writable 0\n"), "{m}");
-    // So the proxy marks it down, and answers 503 at once.
+    // So the proxy marks it down, and answers 503 SlowDown (after its retry window).
     wait_for("the proxy marks the node down", || {
         proxy_sees(proxy_admin, "down")
     });
-    c.get("/full/data-1")
-        .expect_error(503, "ServiceUnavailable");
+    c.get("/full/data-1").expect_error(503, "SlowDown");
 
     // Space is back: the node reopens its store by itself, the proxy marks it up.
     fs::remove_file(&filler).unwrap();
