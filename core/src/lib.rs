@@ -42,3 +42,5 @@ pub mod place;
 pub mod s3;
 #[cfg(feature = "sse")]
 pub mod sse;
+#[cfg(feature = "alloc")]
+pub mod stats;
