@@ -5,7 +5,9 @@
 
 pub mod cli;
 pub mod cluster;
+pub mod cpu;
 mod front;
+pub mod heap;
 pub mod limits;
 pub mod logging;
 mod memory;
@@ -17,6 +19,7 @@ mod service;
 pub mod store;
 pub mod tls;
 pub mod users;
+mod waits;
 
 pub use cluster::{Cluster, ClusterConfig, start_cluster};
 pub use limits::ConnLimits;

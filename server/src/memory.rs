@@ -10,6 +10,9 @@
 //! it through `libc`, its only unsafe code.
 
 /// Ask the allocator to return freed memory to the system (glibc on Linux; elsewhere nothing).
+/// Where jemalloc is the allocator (`ferry` with feature `jemalloc`) this trims only what C code
+/// left in glibc's heap: jemalloc's background threads purge its own freed pages after
+/// `dirty_decay_ms` (10 s) by themselves (`crate::heap::MALLOC_CONF`).
 pub(crate) fn release_freed() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[allow(unsafe_code)]

@@ -5,6 +5,8 @@
 //! registries and global state this needs none of.
 
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 /// Upper bounds of the latency histogram buckets, in seconds.
 const BUCKETS: [f64; 14] = [
@@ -67,6 +69,52 @@ impl Histogram {
     }
 }
 
+/// Waits, bucketed like [`Histogram`] but counted with atomics: for events too frequent to take
+/// a lock for (every blocking-pool job, every wait for a backend connection).
+#[derive(Debug, Default)]
+pub(crate) struct AtomicHistogram {
+    /// Per bucket (not cumulative); the last slot is `+Inf`.
+    counts: [AtomicU64; BUCKETS.len() + 1],
+    sum_ns: AtomicU64,
+}
+
+impl AtomicHistogram {
+    /// Count one observation of `d`.
+    pub(crate) fn observe(&self, d: Duration) {
+        let secs = d.as_secs_f64();
+        let i = BUCKETS
+            .iter()
+            .position(|b| secs <= *b)
+            .unwrap_or(BUCKETS.len());
+        if let Some(c) = self.counts.get(i) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        self.sum_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// What it holds now, as a [`Histogram`] (counts read one by one: a scrape racing
+    /// observations may see the sum and the buckets a few events apart).
+    pub(crate) fn snapshot(&self) -> Histogram {
+        let mut h = Histogram::default();
+        for (to, from) in h.counts.iter_mut().zip(&self.counts) {
+            *to = from.load(Ordering::Relaxed);
+        }
+        h.count = h.counts.iter().sum();
+        h.sum = self.sum_ns.load(Ordering::Relaxed) as f64 / 1e9;
+        h
+    }
+}
+
+/// A ratio gauge: `part / whole`, 0 when `whole` is 0.
+pub(crate) fn ratio(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
 /// The `# HELP` and `# TYPE` lines of a family.
 pub(crate) fn family(o: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(o, "# HELP {name} {help}");
@@ -114,5 +162,21 @@ mod tests {
         h.render(&mut o, "y_seconds", "");
         assert!(o.contains("y_seconds_bucket{le=\"+Inf\"} 3\n"), "{o}");
         assert!(o.contains("y_seconds_sum "), "{o}");
+    }
+
+    #[test]
+    fn atomic_histogram_buckets_as_the_plain_one() {
+        let a = AtomicHistogram::default();
+        let mut h = Histogram::default();
+        for us in [50, 3_000, 700_000, 100_000_000] {
+            a.observe(Duration::from_micros(us));
+            h.observe(us as f64 / 1e6);
+        }
+        let s = a.snapshot();
+        assert_eq!(s.counts, h.counts);
+        assert_eq!(s.count(), 4);
+        assert!((s.sum - h.sum).abs() < 1e-9, "{} {}", s.sum, h.sum);
+        assert_eq!(ratio(1, 4), 0.25);
+        assert_eq!(ratio(3, 0), 0.0);
     }
 }

@@ -14,6 +14,7 @@ use ferry_runtime::{OnRuntime, RuntimeKind};
 
 use crate::front::serve::{self, Listen};
 use crate::front::{Auth, Front, S3Api};
+use crate::waits::Metered;
 
 /// How long a graceful stop lets requests in progress finish before dropping them.
 const STOP_GRACE: Duration = Duration::from_secs(30);
@@ -105,6 +106,8 @@ impl<S: Server> OnRuntime for Task<S> {
             ready,
             stop,
         } = self;
+        // Every blocking hand-off of the server is measured and charged to its request.
+        let rt = Metered::new(rt);
         let (api, auth) = match server.build(&rt, &stop) {
             Ok(built) => built,
             Err(e) => {
@@ -112,7 +115,7 @@ impl<S: Server> OnRuntime for Task<S> {
                 return;
             }
         };
-        let front = Arc::new(Front::new(api, auth));
+        let front = Arc::new(Front::new(api, auth).with_blocking_pool(rt.stats()));
         let listeners = match serve::start(&rt, front, listen).await {
             Ok(l) => l,
             Err(e) => {

@@ -1,7 +1,8 @@
 //! The admin listener of the node and the proxy: `/healthz` (the process runs), `/readyz` (the
 //! server can serve: [`S3Api::readiness`]), Prometheus `/metrics` (the front's and the
-//! server's), and CPU profiles (`/debug/pprof/profile`, see [`crate::profile`]). No
-//! authentication: it listens on 127.0.0.1 by default.
+//! server's), CPU profiles (`/debug/pprof/profile`, see [`crate::profile`]) and heap profiles
+//! (`/debug/pprof/heap`, see [`crate::heap`]). No authentication: it listens on 127.0.0.1 by
+//! default.
 
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
@@ -13,6 +14,7 @@ use ferry_core::http::server::{BodyReader, Handler, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
 
 use super::{Front, S3Api};
+use crate::heap::{self, HeapError, HeapFormat};
 use crate::profile::{self, ProfileError, ProfileRequest, Running};
 
 /// Serves the admin endpoints of one server.
@@ -69,6 +71,7 @@ impl<A: S3Api, R: Runtime> Handler for AdminHandler<A, R> {
                 res.send(200, &[h], body.as_bytes()).await?;
             }
             "/debug/pprof/profile" => self.profile(query, res).await?,
+            "/debug/pprof/heap" => self.heap(query, res).await?,
             "/debug/pprof" | "/debug/pprof/" => {
                 let state = if Running::is_running() {
                     "a profile is being taken now"
@@ -78,7 +81,10 @@ impl<A: S3Api, R: Runtime> Handler for AdminHandler<A, R> {
                 let body = format!(
                     "CPU profiles of this process (one at a time; {state}):\n\
                      /debug/pprof/profile?seconds=N           gzipped pprof protobuf (N: 1 to {}, default {})\n\
-                     /debug/pprof/profile?seconds=N&format=svg  flamegraph\n",
+                     /debug/pprof/profile?seconds=N&format=svg  flamegraph\n\
+                     Heap profiles (jemalloc's sampled allocations still live):\n\
+                     /debug/pprof/heap                          gzipped pprof protobuf (inuse_space, bytes)\n\
+                     /debug/pprof/heap?format=svg               flamegraph of the bytes in use\n",
                     profile::MAX_SECONDS,
                     profile::DEFAULT_SECONDS,
                 );
@@ -91,6 +97,48 @@ impl<A: S3Api, R: Runtime> Handler for AdminHandler<A, R> {
 }
 
 impl<A: S3Api, R: Runtime> AdminHandler<A, R> {
+    /// `GET /debug/pprof/heap`: dump jemalloc's sampled heap off the reactor and answer it.
+    async fn heap<S: Stream>(
+        &self,
+        query: &str,
+        res: &mut ResponseWriter<'_, S>,
+    ) -> Result<(), HttpError> {
+        let format = match HeapFormat::from_query(query) {
+            Ok(f) => f,
+            Err(msg) => return res.send(400, &[TEXT], format!("{msg}\n").as_bytes()).await,
+        };
+        match self.rt.unblock(move || heap::take(format)).await {
+            Ok(body) => {
+                let (ty, disposition): (&[u8], &[u8]) = match format {
+                    HeapFormat::Pprof => (
+                        b"application/octet-stream",
+                        b"attachment; filename=\"heap\"",
+                    ),
+                    HeapFormat::Svg => (b"image/svg+xml", b"inline; filename=\"heap.svg\""),
+                };
+                let h = [
+                    Header {
+                        name: "Content-Type",
+                        value: ty,
+                    },
+                    Header {
+                        name: "Content-Disposition",
+                        value: disposition,
+                    },
+                ];
+                res.send(200, &h, &body).await
+            }
+            Err(HeapError::Unavailable(why)) => {
+                res.send(503, &[TEXT], format!("no heap profile: {why}\n").as_bytes())
+                    .await
+            }
+            Err(HeapError::Failed(msg)) => {
+                tracing::warn!(error = %msg, "heap profile failed");
+                res.send(500, &[TEXT], format!("{msg}\n").as_bytes()).await
+            }
+        }
+    }
+
     /// `GET /debug/pprof/profile`: sample for the seconds asked, off the reactor, then answer.
     async fn profile<S: Stream>(
         &self,

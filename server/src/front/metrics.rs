@@ -14,11 +14,21 @@ use crate::metrics::{Histogram, counter, family, gauge};
 #[derive(Debug, Default)]
 pub(crate) struct RequestMetrics {
     requests: Mutex<BTreeMap<(&'static str, u16), u64>>,
-    latency: Mutex<BTreeMap<&'static str, Histogram>>,
+    per_op: Mutex<BTreeMap<&'static str, PerOp>>,
     /// Request body bytes received from clients.
     bytes_in: AtomicU64,
     /// Response body bytes sent to clients.
     bytes_out: AtomicU64,
+}
+
+/// What the requests of one operation took.
+#[derive(Debug, Default, Clone)]
+struct PerOp {
+    latency: Histogram,
+    /// CPU time (`crate::cpu`), nanoseconds.
+    cpu_ns: u64,
+    bytes_in: u64,
+    bytes_out: u64,
 }
 
 /// Connection counts of a listener, for the gauges.
@@ -35,14 +45,14 @@ pub(crate) struct Connections {
 }
 
 impl RequestMetrics {
-    /// Count one request.
+    /// Count one request: its time, body bytes (in, out) and CPU time.
     pub(crate) fn record(
         &self,
         op: &'static str,
         status: u16,
         elapsed: Duration,
-        bytes_in: u64,
-        bytes_out: u64,
+        (bytes_in, bytes_out): (u64, u64),
+        cpu: Duration,
     ) {
         *self
             .requests
@@ -50,12 +60,14 @@ impl RequestMetrics {
             .unwrap_or_else(PoisonError::into_inner)
             .entry((op, status))
             .or_default() += 1;
-        self.latency
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .entry(op)
-            .or_default()
-            .observe(elapsed.as_secs_f64());
+        {
+            let mut per_op = self.per_op.lock().unwrap_or_else(PoisonError::into_inner);
+            let o = per_op.entry(op).or_default();
+            o.latency.observe(elapsed.as_secs_f64());
+            o.cpu_ns += u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX);
+            o.bytes_in += bytes_in;
+            o.bytes_out += bytes_out;
+        }
         self.bytes_in.fetch_add(bytes_in, Ordering::Relaxed);
         self.bytes_out.fetch_add(bytes_out, Ordering::Relaxed);
     }
@@ -78,8 +90,8 @@ impl RequestMetrics {
         for ((op, status), n) in &requests {
             let _ = writeln!(o, "{name}{{operation=\"{op}\",status=\"{status}\"}} {n}");
         }
-        let latency = self
-            .latency
+        let per_op = self
+            .per_op
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
@@ -90,9 +102,50 @@ impl RequestMetrics {
             "histogram",
             "Time from request head to the end of the response, by operation.",
         );
-        for (op, h) in &latency {
-            h.render(o, &name, &format!("operation=\"{op}\""));
+        for (op, p) in &per_op {
+            p.latency.render(o, &name, &format!("operation=\"{op}\""));
         }
+        let name = format!("{prefix}_request_cpu_seconds_total");
+        family(
+            o,
+            &name,
+            "counter",
+            "CPU time of the requests, by operation: their polls on the thread CPU clock and \
+             the blocking work they handed off.",
+        );
+        for (op, p) in &per_op {
+            let secs = p.cpu_ns as f64 / 1e9;
+            let _ = writeln!(o, "{name}{{operation=\"{op}\"}} {secs}");
+        }
+        for (dir, help, get) in [
+            (
+                "in",
+                "Request body bytes received from clients, by operation.",
+                (|p: &PerOp| p.bytes_in) as fn(&PerOp) -> u64,
+            ),
+            (
+                "out",
+                "Response body bytes sent to clients, by operation.",
+                |p: &PerOp| p.bytes_out,
+            ),
+        ] {
+            let name = format!("{prefix}_request_bytes_{dir}_total");
+            family(o, &name, "counter", help);
+            for (op, p) in &per_op {
+                let _ = writeln!(o, "{name}{{operation=\"{op}\"}} {}", get(p));
+            }
+        }
+        family(
+            o,
+            &format!("{prefix}_process_cpu_seconds_total"),
+            "counter",
+            "CPU time of the whole process (every thread; a local cluster's node and proxy share it).",
+        );
+        let _ = writeln!(
+            o,
+            "{prefix}_process_cpu_seconds_total {}",
+            crate::cpu::process_cpu().as_secs_f64()
+        );
         counter(
             o,
             &format!("{prefix}_bytes_in_total"),
@@ -123,6 +176,18 @@ impl RequestMetrics {
             &format!("{prefix}_buffer_pool_gets_total"),
             "Buffers taken from the pool.",
             pool.gets,
+        );
+        counter(
+            o,
+            &format!("{prefix}_buffer_pool_hits_total"),
+            "Buffers taken that were pooled ones (the rest were allocated: the pool never waits).",
+            pool.hits,
+        );
+        counter(
+            o,
+            &format!("{prefix}_buffer_pool_misses_total"),
+            "Buffers taken that had to be allocated.",
+            pool.misses,
         );
         gauge(
             o,
@@ -158,14 +223,38 @@ mod tests {
     #[test]
     fn requests_render_by_operation() {
         let m = RequestMetrics::default();
-        m.record("PutObject", 200, Duration::from_millis(3), 1000, 0);
-        m.record("GetObject", 200, Duration::from_millis(1), 0, 1000);
+        m.record(
+            "PutObject",
+            200,
+            Duration::from_millis(3),
+            (1000, 0),
+            Duration::from_micros(1500),
+        );
+        m.record(
+            "GetObject",
+            200,
+            Duration::from_millis(1),
+            (0, 1000),
+            Duration::from_micros(250),
+        );
+        m.record(
+            "GetObject",
+            404,
+            Duration::from_millis(1),
+            (0, 0),
+            Duration::from_micros(250),
+        );
         let mut o = String::new();
         m.render(&mut o, "ferry_node", Connections::default());
         for want in [
             "ferry_node_requests_total{operation=\"PutObject\",status=\"200\"} 1",
-            "ferry_node_request_duration_seconds_count{operation=\"GetObject\"} 1",
+            "ferry_node_request_duration_seconds_count{operation=\"GetObject\"} 2",
             "ferry_node_bytes_in_total 1000",
+            "ferry_node_request_cpu_seconds_total{operation=\"PutObject\"} 0.0015\n",
+            "ferry_node_request_cpu_seconds_total{operation=\"GetObject\"} 0.0005\n",
+            "ferry_node_request_bytes_in_total{operation=\"PutObject\"} 1000\n",
+            "ferry_node_request_bytes_out_total{operation=\"GetObject\"} 1000\n",
+            "ferry_node_process_cpu_seconds_total ",
             "ferry_node_bytes_out_total 1000",
             "ferry_node_open_connections 0",
             "ferry_node_refused_connections_total 0",

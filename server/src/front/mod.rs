@@ -38,6 +38,8 @@ use ferry_core::s3::uri::{origin_form, resource};
 use ferry_core::s3::xml::{CorsConfiguration, ErrorResponse, cors_headers};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
+use crate::cpu::CpuAccount;
+use crate::waits::PoolStats;
 use access::{Access, RequestLog};
 use metrics::{Connections, RequestMetrics};
 
@@ -186,6 +188,8 @@ pub(crate) struct Front<A> {
     metrics: RequestMetrics,
     /// The S3 listener, once started (its connection counts for the metrics).
     server: OnceLock<ServerHandle>,
+    /// The runtime's blocking pool, measured (`waits::Metered`).
+    blocking: Option<Arc<PoolStats>>,
 }
 
 impl<A> std::fmt::Debug for Front<A> {
@@ -317,7 +321,14 @@ impl<A: S3Api> Front<A> {
             ids: RequestIds::new(),
             metrics: RequestMetrics::default(),
             server: OnceLock::new(),
+            blocking: None,
         }
+    }
+
+    /// Show the figures of the blocking pool the server hands its blocking work to.
+    pub(crate) fn with_blocking_pool(mut self, stats: Arc<PoolStats>) -> Self {
+        self.blocking = Some(stats);
+        self
     }
 
     /// The server behind the front.
@@ -344,6 +355,9 @@ impl<A: S3Api> Front<A> {
             });
         let mut o = String::with_capacity(8192);
         self.metrics.render(&mut o, &prefix, conns);
+        if let Some(b) = &self.blocking {
+            b.render(&mut o, &prefix);
+        }
         self.api.render_metrics(&mut o, &prefix);
         o
     }
@@ -568,14 +582,19 @@ impl<A: S3Api> Handler for Front<A> {
         }
         let mut log = RequestLog::new(access::access_enabled());
         let backend = AtomicUsize::new(NO_BACKEND);
-        let served = self.serve(head, body, res, &id, &mut log, &backend).await;
+        // The request's CPU time: each poll of its future on the thread CPU clock, and the
+        // blocking work it hands off (`crate::cpu`).
+        let cpu = CpuAccount::new();
+        let served = cpu
+            .measure(self.serve(head, body, res, &id, &mut log, &backend))
+            .await;
         let result = match served {
             Err(e) if !res.is_started() => {
                 if e.status() >= 500 {
                     let b = backend.load(Ordering::Relaxed);
                     self.log_server_error(log.op, e.status(), b, &id, Some(&e));
                 }
-                send_error(Some(head.target), &e, &id, Headers::new(), res)
+                cpu.measure(send_error(Some(head.target), &e, &id, Headers::new(), res))
                     .await
                     .map_err(S3Error::from)
             }
@@ -599,7 +618,7 @@ impl<A: S3Api> Handler for Front<A> {
         let elapsed = started.elapsed();
         let (bytes_in, bytes_out) = (body.received(), res.body_bytes());
         self.metrics
-            .record(log.op, status, elapsed, bytes_in, bytes_out);
+            .record(log.op, status, elapsed, (bytes_in, bytes_out), cpu.total());
         if log.access() {
             access::access(&Access {
                 server: A::SERVER,

@@ -206,10 +206,15 @@ pub(crate) async fn stream_into<R: Runtime, S: Stream, W: Sink>(
     verifier.restore_digests(digests);
     // Chunks still waiting in the lanes are hashed here, unless another thread's batch holds
     // them: that batch is back within a few milliseconds.
+    let mut waiting = None;
     let md5 = loop {
         if let Some(d) = sink.spool().try_digest() {
+            if let Some(since) = waiting {
+                sink.spool().md5_waited(std::time::Instant::elapsed(&since));
+            }
             break d;
         }
+        waiting.get_or_insert_with(std::time::Instant::now);
         yield_now().await;
     };
     let done = verifier.finish_with_md5(&md5)?;

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::metrics::{counter, family, gauge};
+use crate::metrics::{counter, family, gauge, ratio};
 use crate::store::{Store, Writability};
 
 /// `/readyz` (and the S3 listener's `/healthz`): ready while the metadata store answers and
@@ -54,6 +54,68 @@ pub(crate) fn render(store: &Store, o: &mut String, prefix: &str) {
         "Writes those commits held (divided by the commits: the mean group size).",
         s.commit_items,
     );
+    let name = format!("{prefix}_store_commit_wait_seconds");
+    family(
+        o,
+        &name,
+        "histogram",
+        "Time writes waited for their metadata commit: queued for the next group, then its syncfs and commit.",
+    );
+    s.commit_wait.render(o, &name, "");
+    gauge(
+        o,
+        &format!("{prefix}_store_commit_queued"),
+        "Writes queued for the next group commit now.",
+        s.commit_queued,
+    );
+    if let Some(c) = s.page_cache {
+        for (suffix, help, v) in [
+            (
+                "read_hits",
+                "Metadata page reads served by redb's page cache.",
+                c.read_hits,
+            ),
+            (
+                "read_misses",
+                "Metadata page reads that went to the file.",
+                c.read_misses,
+            ),
+            (
+                "write_hits",
+                "Metadata page writes to a page the cache held.",
+                c.write_hits,
+            ),
+            (
+                "write_misses",
+                "Metadata page writes to a page the cache did not hold.",
+                c.write_misses,
+            ),
+            (
+                "evictions",
+                "Metadata pages evicted from the full page cache.",
+                c.evictions,
+            ),
+        ] {
+            counter(
+                o,
+                &format!("{prefix}_store_page_cache_{suffix}_total"),
+                &format!("{help} (since the metadata store was opened)"),
+                v,
+            );
+        }
+        gauge(
+            o,
+            &format!("{prefix}_store_page_cache_hit_ratio"),
+            "Share of metadata page reads served by redb's page cache.",
+            ratio(c.read_hits, c.read_hits + c.read_misses),
+        );
+        gauge(
+            o,
+            &format!("{prefix}_store_page_cache_bytes"),
+            "Bytes redb's page cache holds.",
+            c.used_bytes,
+        );
+    }
     counter(
         o,
         &format!("{prefix}_store_direct_write_bytes_total"),
@@ -139,6 +201,27 @@ pub(crate) fn render(store: &Store, o: &mut String, prefix: &str) {
         "Bytes the MD5 lane scheduler hashed.",
         l.bytes,
     );
+    let width = store.md5_lane_width();
+    gauge(
+        o,
+        &format!("{prefix}_md5_lane_width"),
+        "Writes one batch can hash side by side (16 with AVX-512, 8 with AVX2, 1 without SIMD).",
+        width,
+    );
+    gauge(
+        o,
+        &format!("{prefix}_md5_lane_fill_ratio"),
+        "Mean batch fill: writes per batch over the lane width (1: every lane used).",
+        ratio(l.streams, l.batches.saturating_mul(width as u64)),
+    );
+    let name = format!("{prefix}_md5_lane_wait_seconds");
+    family(
+        o,
+        &name,
+        "histogram",
+        "Time writes waited off the CPU for another thread's MD5 lane batch to hash their chunks.",
+    );
+    s.md5_wait.render(o, &name, "");
     if let (Some(free), Some(total)) = (s.disk_free_bytes, s.disk_total_bytes) {
         gauge(
             o,

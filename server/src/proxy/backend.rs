@@ -18,6 +18,7 @@ use ferry_core::s3::sigv4::Credentials;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::config::{BackendConfig, BackendKind};
+use crate::metrics::AtomicHistogram;
 
 /// A connection to a backend.
 pub(crate) type Conn<R> = ClientConn<R, <R as Runtime>::Stream>;
@@ -217,6 +218,13 @@ pub(crate) struct BackendStats {
     pub retries: AtomicU64,
     /// `503 SlowDown` answers, by [`SlowDownReason`] (in the order of `ALL`).
     pub slow_down: [AtomicU64; 5],
+    /// Pooled connections reused (against `connects`: the pool's hit rate).
+    pub reuses: AtomicU64,
+    /// Requests waiting for a free connection slot now.
+    pub waiting: AtomicUsize,
+    /// From asking for a connection to having one: a free slot, a pooled connection or a
+    /// new one (connect and TLS handshake), waiting for the backend to come back.
+    pub conn_wait: AtomicHistogram,
 }
 
 /// A backend: placement id, address, how to authenticate, health and pooled connections.
@@ -399,12 +407,16 @@ impl<R: Runtime> Backend<R> {
     pub async fn conn_until(&self, deadline: Duration) -> S3Result<BackendConn<R>> {
         let flight = self.enter()?;
         self.stats.requests.fetch_add(1, Ordering::Relaxed);
+        let asked = self.rt.now();
         let slot = match self.slots.try_acquire_arc() {
             Some(s) => s,
             None => {
                 self.stats.queued.fetch_add(1, Ordering::Relaxed);
+                self.stats.waiting.fetch_add(1, Ordering::Relaxed);
                 let wait = deadline.saturating_sub(self.rt.now());
-                match timeout(&self.rt, wait, self.slots.acquire_arc()).await {
+                let got = timeout(&self.rt, wait, self.slots.acquire_arc()).await;
+                self.stats.waiting.fetch_sub(1, Ordering::Relaxed);
+                match got {
                     Ok(s) => s,
                     Err(TimedOut) => {
                         self.stats.queue_timeouts.fetch_add(1, Ordering::Relaxed);
@@ -414,6 +426,8 @@ impl<R: Runtime> Backend<R> {
             }
         };
         let conn = self.connect_until(deadline, false).await?;
+        let waited = self.rt.now().saturating_sub(asked);
+        self.stats.conn_wait.observe(waited);
         Ok(BackendConn {
             conn,
             _slot: slot,
@@ -465,6 +479,8 @@ impl<R: Runtime> Backend<R> {
                     // A pooled connection has served requests before.
                     if conn.requests() == 0 {
                         self.stats.connects.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        self.stats.reuses.fetch_add(1, Ordering::Relaxed);
                     }
                     self.timeouts.store(0, Ordering::Relaxed);
                     return Ok(conn);

@@ -8,7 +8,7 @@ use ferry_core::rt::Runtime;
 
 use super::Proxy;
 use super::backend::SlowDownReason;
-use crate::metrics::{counter, family};
+use crate::metrics::{counter, family, ratio};
 
 /// The proxy's own metrics, named `<prefix>_...`.
 pub(crate) fn render<R: Runtime>(p: &Proxy<R>, o: &mut String, prefix: &str) {
@@ -67,6 +67,55 @@ pub(crate) fn render<R: Runtime>(p: &Proxy<R>, o: &mut String, prefix: &str) {
             let n = v.get(k).map_or(0, |c| c.load(Ordering::Relaxed));
             let _ = writeln!(o, "{name}{{backend=\"{}\"}} {n}", b.id);
         }
+    }
+    let name = format!("{prefix}_backend_reuses_total");
+    family(
+        o,
+        &name,
+        "counter",
+        "Requests sent on a pooled keep-alive connection to the backend.",
+    );
+    for b in &p.backends {
+        let n = b.stats.reuses.load(Ordering::Relaxed);
+        let _ = writeln!(o, "{name}{{backend=\"{}\"}} {n}", b.id);
+    }
+    let name = format!("{prefix}_backend_pool_hit_ratio");
+    family(
+        o,
+        &name,
+        "gauge",
+        "Share of the backend's connections that were reused from its pool (reuses over reuses and connects).",
+    );
+    for b in &p.backends {
+        let (r, c) = (
+            b.stats.reuses.load(Ordering::Relaxed),
+            b.stats.connects.load(Ordering::Relaxed),
+        );
+        let _ = writeln!(o, "{name}{{backend=\"{}\"}} {}", b.id, ratio(r, r + c));
+    }
+    let name = format!("{prefix}_backend_conn_wait_seconds");
+    family(
+        o,
+        &name,
+        "histogram",
+        "Time requests waited for a connection to the backend: a free slot, then a pooled or new one.",
+    );
+    for b in &p.backends {
+        b.stats
+            .conn_wait
+            .snapshot()
+            .render(o, &name, &format!("backend=\"{}\"", b.id));
+    }
+    let name = format!("{prefix}_backend_waiting");
+    family(
+        o,
+        &name,
+        "gauge",
+        "Requests waiting for a free connection slot of the backend now.",
+    );
+    for b in &p.backends {
+        let n = b.stats.waiting.load(Ordering::Relaxed);
+        let _ = writeln!(o, "{name}{{backend=\"{}\"}} {n}", b.id);
     }
     let name = format!("{prefix}_backend_in_flight");
     family(o, &name, "gauge", "Requests in flight to the backend.");

@@ -181,6 +181,20 @@ fn lanes_err(e: SchedulerError) -> io::Error {
     io::Error::other(e)
 }
 
+/// Run `wait` (a wait for this write's chunks to be hashed) and count the part of it spent
+/// off the CPU (wall time less this thread's CPU time: hashing a batch itself is work, not a
+/// wait) in the store's MD5 wait histogram.
+fn off_cpu<T>(inner: &Inner, wait: impl FnOnce() -> T) -> T {
+    let (wall, cpu) = (std::time::Instant::now(), crate::cpu::thread_cpu());
+    let out = wait();
+    let on_cpu = crate::cpu::thread_cpu().saturating_sub(cpu);
+    inner
+        .counters
+        .md5_wait
+        .observe(wall.elapsed().saturating_sub(on_cpu));
+    out
+}
+
 /// Chunks a stream lets wait in the lanes before its writer hashes ([`Spool::start_ring`]):
 /// 1 MiB of 256 KiB buffers.
 const DEFER: usize = 4;
@@ -476,7 +490,12 @@ impl Spool {
         if let Err(e) = self.flush_buf() {
             self.failed.get_or_insert(e);
         }
-        let d = match self.stream.take().map(|s| self.inner.lanes.digest(s)) {
+        let lanes = &self.inner.lanes;
+        let d = match self
+            .stream
+            .take()
+            .map(|s| off_cpu(&self.inner, || lanes.digest(s)))
+        {
             Some(Ok(d)) => d,
             Some(Err(e)) => {
                 self.failed.get_or_insert(lanes_err(e));
@@ -515,7 +534,8 @@ impl Spool {
             // lanes for a wider batch, as a write through the ring does (a batch costs the
             // same whatever its width; waiting for each buffer hashed them nearly alone).
             if self.drive_backlog() {
-                self.inner.lanes.wait_hashed(stream).map_err(lanes_err)?;
+                let lanes = &self.inner.lanes;
+                off_cpu(&self.inner, || lanes.wait_hashed(stream)).map_err(lanes_err)?;
             }
             return written;
         }
@@ -523,7 +543,8 @@ impl Spool {
         self.len += len as u64;
         let written = self.write_data(offset, buf.get(..len).unwrap_or_default());
         drop(buf);
-        self.inner.lanes.wait_hashed(stream).map_err(lanes_err)?;
+        let lanes = &self.inner.lanes;
+        off_cpu(&self.inner, || lanes.wait_hashed(stream)).map_err(lanes_err)?;
         written
     }
 
@@ -638,6 +659,13 @@ impl Spool {
             lanes.try_drive();
         }
         lanes.queued(stream).is_ok_and(|n| n > BACKLOG)
+    }
+
+    /// Count `waited`, the time this write's task yielded while another thread's lane batch
+    /// held its last chunks ([`try_digest`](Self::try_digest) answering `None`), with the
+    /// store's other MD5 waits.
+    pub fn md5_waited(&self, waited: std::time::Duration) {
+        self.inner.counters.md5_wait.observe(waited);
     }
 
     /// The digest if it can be had without waiting for another thread: the stream's last

@@ -62,6 +62,11 @@ impl Committer {
     fn lock(&self) -> MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Writes queued for the next group now.
+    pub(crate) fn queued(&self) -> usize {
+        self.lock().waiting.len()
+    }
 }
 
 /// Hands a group's results to its waiters and lets the next leader in; if the leader panicked
@@ -104,12 +109,15 @@ impl Store {
     ) -> S3Result<T> {
         let apply: Apply = Box::new(move |txn| f(txn).map(|t| Box::new(t) as Output));
         let committer = &self.inner.committer;
+        let queued = Instant::now();
         let mut q = committer.lock();
         let id = q.next_id;
         q.next_id += 1;
         q.waiting.push(Item { id, apply, staged });
         loop {
             if let Some(out) = q.done.remove(&id) {
+                drop(q);
+                self.inner.counters.commit_wait.observe(queued.elapsed());
                 return out.and_then(|b| {
                     b.downcast::<T>().map(|t| *t).map_err(|_| {
                         S3Error::with_message(S3ErrorCode::InternalError, "group commit result")

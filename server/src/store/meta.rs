@@ -114,6 +114,19 @@ impl MetaDb {
             .ok_or_else(reopening)
     }
 
+    /// redb's page cache counters, unless the database is being reopened.
+    pub(crate) fn page_cache(&self) -> Option<super::stats::PageCache> {
+        let c = self.handle().ok()?.cache_stats();
+        Some(super::stats::PageCache {
+            read_hits: c.read_hits(),
+            read_misses: c.read_misses(),
+            write_hits: c.write_hits(),
+            write_misses: c.write_misses(),
+            evictions: c.evictions(),
+            used_bytes: c.used_bytes() as u64,
+        })
+    }
+
     fn state(&self) -> Writability {
         *self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }

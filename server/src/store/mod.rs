@@ -367,6 +367,11 @@ impl Store {
         self.inner.lanes.stats()
     }
 
+    /// Writes one batch of the MD5 lanes can hash side by side (16 with AVX-512, 8 with AVX2).
+    pub fn md5_lane_width(&self) -> usize {
+        self.inner.lanes.backend().lanes()
+    }
+
     /// The settings this store was opened with.
     pub fn config(&self) -> StoreConfig {
         self.inner.config
@@ -399,6 +404,8 @@ impl Store {
         let pending = Pins::lock(&self.inner.pins).pending();
         let mut s = self.inner.counters.snapshot(pending, &self.inner.root);
         s.writable = self.is_writable();
+        s.commit_queued = self.inner.committer.queued() as u64;
+        s.page_cache = self.inner.meta.page_cache();
         s
     }
 

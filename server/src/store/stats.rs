@@ -8,7 +8,7 @@ use std::sync::PoisonError;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::metrics::Histogram;
+use crate::metrics::{AtomicHistogram, Histogram};
 
 /// Counters kept as the store runs; objects and bytes start from a scan at open.
 #[derive(Debug, Default)]
@@ -32,6 +32,11 @@ pub(crate) struct Counters {
     ring_bytes: AtomicU64,
     /// `syncfs` calls of group commits.
     data_syncs: AtomicU64,
+    /// From a write queueing its metadata commit to the commit's answer.
+    pub(crate) commit_wait: AtomicHistogram,
+    /// Time a write's task or thread spent off the CPU waiting for its chunks to be hashed
+    /// by a batch of the MD5 lanes another thread held.
+    pub(crate) md5_wait: AtomicHistogram,
 }
 
 /// A snapshot of the store's figures.
@@ -74,6 +79,33 @@ pub struct StoreStats {
     pub ring_write_bytes: u64,
     /// Times a group commit made its data files durable (one `syncfs` each), since the start.
     pub data_syncs: u64,
+    /// How long writes waited for their metadata commit (queued for a group, then its
+    /// `syncfs` and commit).
+    pub(crate) commit_wait: Histogram,
+    /// How long writes waited for another thread's MD5 lane batch to hash their chunks.
+    pub(crate) md5_wait: Histogram,
+    /// Writes queued for the next group commit now.
+    pub commit_queued: u64,
+    /// The metadata store's page cache (redb's): reads and writes that found their page in
+    /// it, and those that did not (`None` while the metadata store is reopening).
+    pub page_cache: Option<PageCache>,
+}
+
+/// Counters of redb's page cache, since the metadata store was opened.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PageCache {
+    /// Page reads served from the cache.
+    pub read_hits: u64,
+    /// Page reads that went to the file.
+    pub read_misses: u64,
+    /// Page writes to a page the cache held.
+    pub write_hits: u64,
+    /// Page writes to a page it did not.
+    pub write_misses: u64,
+    /// Pages evicted because the cache was full.
+    pub evictions: u64,
+    /// Bytes the cache holds.
+    pub used_bytes: u64,
 }
 
 impl Counters {
@@ -183,6 +215,10 @@ impl Counters {
             cached_write_bytes: self.cached_bytes.load(Ordering::Relaxed),
             ring_write_bytes: self.ring_bytes.load(Ordering::Relaxed),
             data_syncs: self.data_syncs.load(Ordering::Relaxed),
+            commit_wait: self.commit_wait.snapshot(),
+            md5_wait: self.md5_wait.snapshot(),
+            commit_queued: 0,
+            page_cache: None,
         }
     }
 }

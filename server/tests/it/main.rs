@@ -1,11 +1,15 @@
 //! The server's integration tests, in one test binary: a module per subject, one `support` tree
 //! of servers, clients and data. One binary links once; its tests share the test threads.
 
+// The servers run in this process: jemalloc, as in `ferry`, so that heap profiles have samples.
+ferry_server::global_allocator!();
+
 #[macro_use]
 mod support;
 
 mod crash_kill9;
 mod faults;
+mod heap_profiles;
 mod limits;
 mod logs;
 mod node_admin;

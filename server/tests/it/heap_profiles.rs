@@ -1,0 +1,95 @@
+//! Heap profiles on the admin listeners of a node and a proxy (`/debug/pprof/heap`): jemalloc's
+//! sampled heap as a gzipped pprof protobuf that decodes with the pprof crate's protos and has
+//! samples of bytes in use, a flamegraph SVG, 400 for a bad format. This test binary runs with
+//! jemalloc as its allocator (`ferry_server::global_allocator!` in `main.rs`), as `ferry` does.
+
+use std::io::Read as _;
+use std::net::SocketAddr;
+
+use ferry_server::RuntimeKind;
+use pprof::protos::Message as _;
+
+use crate::support::http::plain_get;
+use crate::support::proxy::{Auth, Setup};
+
+/// Fetch and decode the heap profile of the admin listener at `admin`.
+fn heap_profile(admin: SocketAddr) -> pprof::protos::Profile {
+    let r = plain_get(admin, "/debug/pprof/heap");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.header("content-type"), Some("application/octet-stream"));
+    assert_eq!(r.body.get(..2), Some(&[0x1f, 0x8b][..]), "a gzip stream");
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(r.body.as_slice())
+        .read_to_end(&mut raw)
+        .expect("gunzip");
+    pprof::protos::Profile::decode(raw.as_slice()).expect("a pprof Profile")
+}
+
+fn check(profile: &pprof::protos::Profile, server: &str) {
+    let string = |i: i64| {
+        usize::try_from(i)
+            .ok()
+            .and_then(|i| profile.string_table.get(i))
+            .map_or("", String::as_str)
+    };
+    let types: Vec<(&str, &str)> = profile
+        .sample_type
+        .iter()
+        .map(|t| (string(t.ty), string(t.unit)))
+        .collect();
+    assert_eq!(types, [("inuse_space", "bytes")], "{server}");
+    assert!(!profile.sample.is_empty(), "{server}: no heap samples");
+    let bytes: i64 = profile.sample.iter().filter_map(|s| s.value.first()).sum();
+    // The pooled 256 KiB buffers the requests left idle are live, sampled allocations.
+    assert!(bytes >= 256 * 1024, "{server}: {bytes} bytes in use");
+    assert!(
+        profile.sample.iter().all(|s| !s.location_id.is_empty()),
+        "{server}: a sample without a stack"
+    );
+    // Stacks were symbolized: Ferry's own functions are named.
+    assert!(
+        profile.string_table.iter().any(|s| s.contains("ferry")),
+        "{server}: no ferry function among {} strings",
+        profile.string_table.len()
+    );
+}
+
+#[test]
+fn heap_profiles_of_node_and_proxy() {
+    let s = Setup::start(RuntimeKind::Tokio, 2, Auth::Passthrough);
+    let mut c = s.client();
+    assert_eq!(c.put("/heap", b"").status, 200);
+    // A few MiB through both servers: buffers taken and pooled, sampled along the way.
+    let body = vec![0x5a_u8; 1024 * 1024];
+    for i in 0..8 {
+        assert_eq!(c.put(&format!("/heap/k{i}"), &body).status, 200);
+        assert_eq!(c.get(&format!("/heap/k{i}")).body.len(), body.len());
+    }
+    let node_admin = s.nodes[0]
+        .handle
+        .as_ref()
+        .and_then(|h| h.admin_addr())
+        .expect("node admin");
+    for (server, admin) in [("proxy", s.admin()), ("node", node_admin)] {
+        check(&heap_profile(admin), server);
+
+        let r = plain_get(admin, "/debug/pprof/heap?format=svg");
+        assert_eq!(r.status, 200, "{server}: {}", r.text());
+        assert_eq!(r.header("content-type"), Some("image/svg+xml"));
+        let svg = r.text();
+        assert!(
+            svg.contains("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{server}: {svg}"
+        );
+        assert!(svg.contains("bytes"), "{server}: the unit is named");
+
+        let r = plain_get(admin, "/debug/pprof/heap?format=xml");
+        assert_eq!(r.status, 400, "{server}");
+        assert!(r.text().contains("format"), "{}", r.text());
+        assert!(
+            plain_get(admin, "/debug/pprof/")
+                .text()
+                .contains("/debug/pprof/heap")
+        );
+    }
+}
