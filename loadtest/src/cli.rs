@@ -41,12 +41,16 @@ pub enum Command {
     Stat(LoadArgs),
     /// Multipart uploads (--parts, --part-size, --parts-in-flight).
     Multipart(LoadArgs),
-    /// Compare two runs side by side (from --json).
+    /// Compare runs side by side (from --json): `compare A.json B.json`, or several runs a
+    /// side, `compare A1.json A2.json ... -- B1.json B2.json ...`: medians ± spread, the
+    /// change and a Mann-Whitney U p-value (`~`: not significant at 5%).
     Compare {
-        /// The baseline run.
-        a: PathBuf,
-        /// The run compared with it.
-        b: PathBuf,
+        /// The baseline runs (or, without `--`, the baseline run and the run compared with it).
+        #[arg(required = true)]
+        a: Vec<PathBuf>,
+        /// After `--`: the runs compared with the baseline.
+        #[arg(last = true)]
+        b: Vec<PathBuf>,
     },
     /// Plot a run's throughput and p99 over time as SVG.
     Plot {
@@ -395,19 +399,30 @@ pub fn main() -> ExitCode {
         Command::List(a) => load(Workload::List, a),
         Command::Stat(a) => load(Workload::Stat, a),
         Command::Multipart(a) => load(Workload::Multipart, a),
-        Command::Compare { a, b } => read_report(a).and_then(|ra| {
-            let rb = read_report(b)?;
+        Command::Compare { a, b } => (|| {
+            let (a, b) = match (a.as_slice(), b.is_empty()) {
+                ([one, other], true) => (vec![one.clone()], vec![other.clone()]),
+                (_, true) => {
+                    return Err(
+                        "compare takes two runs (A.json B.json), or the runs of each side \
+                         apart: A1.json A2.json ... -- B1.json B2.json ..."
+                            .to_owned(),
+                    );
+                }
+                _ => (a.clone(), b.clone()),
+            };
+            let read = |paths: &[PathBuf]| -> Result<Vec<RunReport>, String> {
+                paths.iter().map(|p| read_report(p)).collect()
+            };
+            let names = |paths: &[PathBuf]| -> Vec<String> {
+                paths.iter().map(|p| p.display().to_string()).collect()
+            };
             print!(
                 "{}",
-                crate::compare::compare(
-                    &ra,
-                    &rb,
-                    &a.display().to_string(),
-                    &b.display().to_string()
-                )
+                crate::compare::compare_sets(&read(&a)?, &read(&b)?, &names(&a), &names(&b))
             );
             Ok(true)
-        }),
+        })(),
         Command::Plot { input, output } => read_report(input).and_then(|r| {
             write_file(output, &crate::plot::svg(&r))?;
             Ok(true)

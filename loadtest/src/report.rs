@@ -461,6 +461,30 @@ impl RunReport {
                 ""
             }
         );
+        let by_op: Vec<String> = self
+            .op_totals()
+            .iter()
+            .filter(|(_, s)| s.costs.cpu_ns > 0 && s.ops > 0)
+            .map(|(op, s)| {
+                let per_gb = if s.bytes > 0 {
+                    format!(", {:.3} CPU-s/GB", s.costs.cpu_ns as f64 / s.bytes as f64)
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{} {:.1}µs/op{per_gb}",
+                    op.name(),
+                    s.costs.cpu_ns as f64 / 1e3 / s.ops as f64
+                )
+            })
+            .collect();
+        if !by_op.is_empty() {
+            let _ = writeln!(
+                out,
+                "client CPU by operation (its polls on the thread CPU clock): {}",
+                by_op.join(", ")
+            );
+        }
         for n in &self.notes {
             let _ = writeln!(out, "note: {n}");
         }

@@ -212,7 +212,10 @@ impl<R: NetRuntime> Shared<R> {
         let mut costs = crate::stats::Costs::default();
         let mut attempt = 0u32;
         loop {
-            let mut res = op().await;
+            // The client's CPU time for this operation: its polls on the thread CPU clock.
+            let cpu = ferry_server::cpu::CpuAccount::new();
+            let mut res = cpu.measure(op()).await;
+            res.costs.cpu_ns += u64::try_from(cpu.total().as_nanos()).unwrap_or(u64::MAX);
             let again = attempt < self.cfg.retries && res.error.as_ref().is_some_and(retryable);
             if !again {
                 costs.add(&res.costs);

@@ -280,6 +280,10 @@ pub struct Costs {
     /// not errors unless the last attempt failed too).
     #[serde(default)]
     pub retries: u64,
+    /// CPU time of the operations on the client's threads (each poll of an operation's
+    /// future on the thread CPU clock, retries included; `ferry_server::cpu`).
+    #[serde(default)]
+    pub cpu_ns: u64,
 }
 
 impl Costs {
@@ -291,6 +295,7 @@ impl Costs {
         self.hash_ns += other.hash_ns;
         self.reconnects += other.reconnects;
         self.retries += other.retries;
+        self.cpu_ns += other.cpu_ns;
     }
 }
 
