@@ -33,6 +33,7 @@ mod proxy_s3;
 mod proxy_tagging;
 mod proxy_tls;
 mod proxy_tls_backends;
+mod request_cpu;
 mod sdk_acl;
 mod sdk_buckets;
 mod sdk_checksums;

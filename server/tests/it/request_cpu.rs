@@ -1,0 +1,167 @@
+//! CPU seconds per S3 operation, off-CPU waits and hit rates on `/metrics`: a `ferry node`
+//! process under PUTs and GETs, whose per-operation CPU seconds are its process's CPU time
+//! but for what runs outside requests; and a proxy in front of nodes with its connection
+//! waits and pool reuse.
+
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpListener};
+
+use ferry_server::RuntimeKind;
+
+use crate::support::http::{Client, metrics_after, plain_get};
+use crate::support::process::{KEY_ENV, ready_addr, signal, spawn_ferry};
+use crate::support::proxy::{Auth, Setup};
+
+/// The samples of family `name` (`name{labels} value` or `name value`), by label text.
+fn samples(metrics: &str, name: &str) -> BTreeMap<String, f64> {
+    metrics
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix(name)?;
+            let (labels, value) = match rest.strip_prefix('{') {
+                Some(r) => r.split_once("} ")?,
+                None => ("", rest.strip_prefix(' ')?),
+            };
+            Some((labels.to_owned(), value.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+fn one(metrics: &str, name: &str) -> f64 {
+    *samples(metrics, name)
+        .get("")
+        .unwrap_or_else(|| panic!("{name} in\n{metrics}"))
+}
+
+fn free_port() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr")
+}
+
+#[test]
+fn per_operation_cpu_adds_up_to_the_process_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let admin = free_port();
+    let (data, admin_arg) = (dir.path().to_str().unwrap(), admin.to_string());
+    let mut child = spawn_ferry(
+        &[
+            "node",
+            "--data",
+            data,
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            &admin_arg,
+            "--threads",
+            "2",
+        ],
+        &KEY_ENV,
+    );
+    let addr = ready_addr(&mut child, "ferry node listening on http://");
+    let mut c = Client::connect(addr);
+    assert_eq!(c.put("/cpu", b"").status, 200);
+    let before = metrics_after(admin, "ferry_node", 1);
+
+    // 16 MiB in and out: the requests' CPU time dwarfs what runs beside them.
+    let body = vec![0xa5_u8; 1024 * 1024];
+    for i in 0..16 {
+        assert_eq!(c.put(&format!("/cpu/k{i}"), &body).status, 200);
+    }
+    for i in 0..16 {
+        assert_eq!(c.get(&format!("/cpu/k{i}")).body.len(), body.len());
+    }
+    let after = metrics_after(admin, "ferry_node", 33);
+
+    let cpu = |m: &str| samples(m, "ferry_node_request_cpu_seconds_total");
+    let (b, a) = (cpu(&before), cpu(&after));
+    let put = "operation=\"PutObject\"";
+    let get = "operation=\"GetObject\"";
+    for op in [put, get] {
+        let spent = a.get(op).copied().unwrap_or(0.0) - b.get(op).copied().unwrap_or(0.0);
+        assert!(spent > 0.0, "{op}: {spent} s in\n{after}");
+    }
+    let requests: f64 = a.values().sum::<f64>() - b.values().sum::<f64>();
+    let process = one(&after, "ferry_node_process_cpu_seconds_total")
+        - one(&before, "ferry_node_process_cpu_seconds_total");
+    // Part of the process's CPU (the request heads, the runtime's polling, the io_uring
+    // reaper, the scrapes themselves), never more than all of it.
+    assert!(
+        requests <= process * 1.01,
+        "requests {requests} s, process {process} s"
+    );
+    assert!(
+        requests >= process * 0.5,
+        "requests {requests} s of the process's {process} s"
+    );
+    // What PUTs wrote on the blocking pool is in their seconds.
+    let blocking = one(&after, "ferry_node_blocking_cpu_seconds_total")
+        - one(&before, "ferry_node_blocking_cpu_seconds_total");
+    assert!(
+        blocking >= 0.0 && blocking <= requests,
+        "{blocking} of {requests}"
+    );
+    assert!(one(&after, "ferry_node_blocking_jobs_total") > 0.0);
+    assert_eq!(one(&after, "ferry_node_blocking_queued"), 0.0);
+    let bytes_in = samples(&after, "ferry_node_request_bytes_in_total");
+    assert_eq!(bytes_in.get(put).copied(), Some(16.0 * 1024.0 * 1024.0));
+
+    // The off-CPU view and the caches.
+    assert!(one(&after, "ferry_node_store_commit_wait_seconds_count") >= 16.0);
+    assert_eq!(one(&after, "ferry_node_store_commit_queued"), 0.0);
+    assert!(after.contains("ferry_node_md5_lane_wait_seconds_bucket{le=\"+Inf\"}"));
+    let fill = one(&after, "ferry_node_md5_lane_fill_ratio");
+    assert!(fill > 0.0 && fill <= 1.0, "{fill}");
+    let reads = one(&after, "ferry_node_store_page_cache_read_hits_total")
+        + one(&after, "ferry_node_store_page_cache_read_misses_total");
+    assert!(reads > 0.0, "the GETs read records");
+    let ratio = one(&after, "ferry_node_store_page_cache_hit_ratio");
+    assert!(ratio > 0.0 && ratio <= 1.0, "{ratio}");
+    assert!(one(&after, "ferry_node_buffer_pool_hits_total") > 0.0);
+
+    signal(&child, "-TERM");
+    assert!(child.wait().expect("wait").success());
+}
+
+#[test]
+fn proxy_connection_waits_and_reuse() {
+    let s = Setup::start(RuntimeKind::Tokio, 2, Auth::Passthrough);
+    let mut c = s.client();
+    assert_eq!(c.put("/reuse", b"").status, 200);
+    for i in 0..20 {
+        assert_eq!(c.put(&format!("/reuse/k{i}"), b"0123456789").status, 200);
+        assert_eq!(c.get(&format!("/reuse/k{i}")).body.len(), 10);
+    }
+    let m = metrics_after(s.admin(), "ferry_proxy", 41);
+    let waits = samples(&m, "ferry_proxy_backend_conn_wait_seconds_count");
+    assert_eq!(waits.len(), 2, "one per backend: {m}");
+    // Every request to a node asked for a connection (the bucket on both).
+    assert!(waits.values().sum::<f64>() >= 42.0, "{waits:?}");
+    let reuses: f64 = samples(&m, "ferry_proxy_backend_reuses_total")
+        .values()
+        .sum();
+    let connects: f64 = samples(&m, "ferry_proxy_backend_connects_total")
+        .values()
+        .sum();
+    assert!(
+        reuses > connects,
+        "keep-alive: {reuses} reused, {connects} new"
+    );
+    for (backend, r) in samples(&m, "ferry_proxy_backend_pool_hit_ratio") {
+        assert!(r > 0.5 && r <= 1.0, "{backend}: {r}");
+    }
+    assert!(
+        samples(&m, "ferry_proxy_backend_waiting")
+            .values()
+            .all(|n| *n == 0.0)
+    );
+    let cpu = samples(&m, "ferry_proxy_request_cpu_seconds_total");
+    assert!(
+        cpu.get("operation=\"PutObject\"").is_some_and(|s| *s > 0.0),
+        "{m}"
+    );
+    assert!(
+        plain_get(s.admin(), "/metrics")
+            .text()
+            .contains("ferry_proxy_blocking_wait_seconds_count")
+    );
+}
