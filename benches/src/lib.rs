@@ -704,6 +704,13 @@ pub fn calibrate(routine: &mut Routine, target: Duration) -> u64 {
 
 /// Ferry's and the baseline's rates, measured in alternating rounds (median of `rounds`).
 pub fn measure(case: &mut Case, per_round: Duration, rounds: usize) -> (f64, f64) {
+    let (mut f, mut b) = measure_rounds(case, per_round, rounds);
+    (median(&mut f), median(&mut b))
+}
+
+/// Ferry's and the baseline's rate in each of `rounds` alternating rounds, so that drift (a
+/// neighbour's build) hits both alike.
+pub fn measure_rounds(case: &mut Case, per_round: Duration, rounds: usize) -> (Vec<f64>, Vec<f64>) {
     let fi = calibrate(&mut case.ferry, per_round);
     let bi = calibrate(&mut case.baseline, per_round);
     let mut f = Vec::with_capacity(rounds);
@@ -712,7 +719,7 @@ pub fn measure(case: &mut Case, per_round: Duration, rounds: usize) -> (f64, f64
         f.push(rate(case.unit, fi, (case.ferry)(fi)));
         b.push(rate(case.unit, bi, (case.baseline)(bi)));
     }
-    (median(&mut f), median(&mut b))
+    (f, b)
 }
 
 fn median(v: &mut [f64]) -> f64 {

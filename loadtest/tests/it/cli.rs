@@ -91,6 +91,51 @@ fn run_then_compare_plot_and_merge() {
 }
 
 #[test]
+fn compare_run_sets_with_statistics() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |n: &str| dir.path().join(format!("{n}.json")).display().to_string();
+    for name in ["a1", "a2", "b1", "b2"] {
+        let r = embedded_run(dir.path(), name, "get");
+        let get = r.op(OpKind::Get).unwrap();
+        assert!(
+            get.costs.cpu_ns > 0,
+            "the client's CPU per operation is measured"
+        );
+    }
+    let (a1, a2, b1, b2) = (path("a1"), path("a2"), path("b1"), path("b2"));
+
+    // A set against itself: no change, not significant.
+    let out = ferry_load(&["compare", &a1, &a2, "--", &a1, &a2]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    assert!(table.starts_with("A: 2 runs: "), "{table}");
+    let ops = table
+        .lines()
+        .find(|l| l.contains(" ops/s "))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(ops.contains("+0.0%") && ops.contains(" ~ "), "{ops}");
+    assert!(ops.contains(" ± "), "median ± spread: {ops}");
+
+    // Two runs a side can never be significant: every change is marked, whatever it is.
+    let out = ferry_load(&["compare", &a1, &a2, "--", &b1, &b2]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    for l in table
+        .lines()
+        .filter(|l| l.contains('%') && !l.starts_with("A and B"))
+    {
+        assert!(l.contains(" ~ "), "{l}\n{table}");
+    }
+    assert!(table.contains(" cpu/op "), "{table}");
+    assert!(table.contains("fewer than 4 runs a side"), "{table}");
+
+    // Three files without `--`: which side is which is not said.
+    let out = ferry_load(&["compare", &a1, &a2, &b1]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("--"), "{}", text(&out.stderr));
+}
+
+#[test]
 fn presign_prints_a_signed_url() {
     let out = ferry_load(&[
         "presign",
