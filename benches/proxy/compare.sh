@@ -8,7 +8,8 @@
 # Needs: wrk, nginx (nginx-light), curl, python3 with botocore. Requests are authenticated by
 # SigV4 presigned URLs (made per endpoint, so the signed Host matches), which wrk can replay.
 # Environment: DURATION (default 10s), CONNECTIONS (16), BIG_MB (256), BIG_CLIENTS (16),
-# ROUNDS (1: how many times the direct/ferry/nginx comparison repeats, to show the spread).
+# ROUNDS (1: how many times the direct/ferry/nginx comparison repeats, to show the spread),
+# FERRY (a ferry binary to measure instead of building this tree's).
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -22,8 +23,9 @@ for tool in wrk nginx curl python3; do
   command -v "$tool" >/dev/null || { echo "compare.sh: $tool is required" >&2; exit 1; }
 done
 
-cargo build --release -q -p ferry-server
-FERRY=$PWD/target/release/ferry
+# FERRY=path measures another build (benches/profile/alloc_ab.sh: the system allocator's).
+if [ -z "${FERRY:-}" ]; then cargo build --release -q -p ferry-server; fi
+FERRY=${FERRY:-$PWD/target/release/ferry}
 WORK=$(mktemp -d)
 export FERRY_ACCESS_KEY=benchkey FERRY_SECRET_KEY=benchsecret
 cleanup() {
