@@ -127,6 +127,12 @@ pub(crate) fn counter(o: &mut String, name: &str, help: &str, value: u64) {
     let _ = writeln!(o, "{name} {value}");
 }
 
+/// A counter of seconds without labels.
+pub(crate) fn counter_seconds(o: &mut String, name: &str, help: &str, secs: f64) {
+    family(o, name, "counter", help);
+    let _ = writeln!(o, "{name} {secs}");
+}
+
 /// A gauge without labels.
 pub(crate) fn gauge(o: &mut String, name: &str, help: &str, value: impl std::fmt::Display) {
     family(o, name, "gauge", help);

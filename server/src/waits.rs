@@ -18,7 +18,7 @@ use ferry_net::rustls::pki_types::ServerName;
 use ferry_net::rustls::{ClientConfig, ServerConfig};
 
 use crate::cpu;
-use crate::metrics::{AtomicHistogram, counter, family, gauge};
+use crate::metrics::{AtomicHistogram, counter, counter_seconds, family, gauge};
 
 /// What a server's blocking pool has done, for `/metrics`.
 #[derive(Debug, Default)]
@@ -64,18 +64,11 @@ impl PoolStats {
             "Blocking jobs done.",
             self.jobs.load(Ordering::Relaxed),
         );
-        family(
+        counter_seconds(
             o,
             &format!("{prefix}_blocking_cpu_seconds_total"),
-            "counter",
             "CPU time of the blocking jobs on the pool's threads (also in the requests' CPU seconds).",
-        );
-        let _ = std::fmt::Write::write_fmt(
-            o,
-            format_args!(
-                "{prefix}_blocking_cpu_seconds_total {}\n",
-                self.cpu_ns.load(Ordering::Relaxed) as f64 / 1e9
-            ),
+            self.cpu_ns.load(Ordering::Relaxed) as f64 / 1e9,
         );
     }
 }

@@ -12,13 +12,11 @@
 #[path = "it/support/mod.rs"]
 mod support;
 
-use std::io::Read as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ferry_server::RuntimeKind;
-use pprof::protos::Message as _;
 use support::http::plain_get as admin_get;
 use support::proxy::{Auth, Setup};
 
@@ -63,27 +61,12 @@ fn cpu_profiles() {
     };
 
     // pprof protobuf, gzipped.
-    let r = admin_get(admin, "/debug/pprof/profile?seconds=1");
-    assert_eq!(r.status, 200, "{}", r.text());
-    assert_eq!(r.header("content-type"), Some("application/octet-stream"));
-    assert_eq!(r.body.get(..2), Some(&[0x1f, 0x8b][..]), "a gzip stream");
-    let mut raw = Vec::new();
-    flate2::read::GzDecoder::new(r.body.as_slice())
-        .read_to_end(&mut raw)
-        .expect("gunzip");
-    let profile = pprof::protos::Profile::decode(raw.as_slice()).expect("a pprof Profile");
-    let string = |i: i64| {
-        usize::try_from(i)
-            .ok()
-            .and_then(|i| profile.string_table.get(i))
-            .map_or("", String::as_str)
-    };
-    let types: Vec<(&str, &str)> = profile
-        .sample_type
-        .iter()
-        .map(|t| (string(t.ty), string(t.unit)))
-        .collect();
-    assert!(types.contains(&("cpu", "nanoseconds")), "{types:?}");
+    let profile = support::pprof::decode(&admin_get(admin, "/debug/pprof/profile?seconds=1"));
+    let types = support::pprof::sample_types(&profile);
+    assert!(
+        types.contains(&("cpu".into(), "nanoseconds".into())),
+        "{types:?}"
+    );
     assert!(!profile.sample.is_empty(), "no samples while under load");
     assert!(
         profile.sample.iter().all(|s| s.value.len() == types.len()),
@@ -91,7 +74,7 @@ fn cpu_profiles() {
     );
     // Symbols were resolved: the proxy's and nodes' own functions are named.
     assert!(
-        profile.string_table.iter().any(|s| s.contains("ferry")),
+        support::pprof::names_ferry(&profile),
         "no ferry function among {} strings",
         profile.string_table.len()
     );

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use ferry_core::pool::BufferPool;
 
-use crate::metrics::{Histogram, counter, family, gauge};
+use crate::metrics::{Histogram, counter, counter_seconds, family, gauge};
 
 /// Request counters and latencies by operation, and body byte counters.
 #[derive(Debug, Default)]
@@ -135,16 +135,11 @@ impl RequestMetrics {
                 let _ = writeln!(o, "{name}{{operation=\"{op}\"}} {}", get(p));
             }
         }
-        family(
+        counter_seconds(
             o,
             &format!("{prefix}_process_cpu_seconds_total"),
-            "counter",
             "CPU time of the whole process (every thread; a local cluster's node and proxy share it).",
-        );
-        let _ = writeln!(
-            o,
-            "{prefix}_process_cpu_seconds_total {}",
-            crate::cpu::process_cpu().as_secs_f64()
+            crate::cpu::process_cpu().as_secs_f64(),
         );
         counter(
             o,

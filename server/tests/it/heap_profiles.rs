@@ -3,41 +3,19 @@
 //! samples of bytes in use, a flamegraph SVG, 400 for a bad format. This test binary runs with
 //! jemalloc as its allocator (`ferry_server::global_allocator!` in `main.rs`), as `ferry` does.
 
-use std::io::Read as _;
-use std::net::SocketAddr;
-
 use ferry_server::RuntimeKind;
-use pprof::protos::Message as _;
 
 use crate::support::http::plain_get;
+use crate::support::pprof::{decode, names_ferry, sample_types};
 use crate::support::proxy::{Auth, Setup};
 
-/// Fetch and decode the heap profile of the admin listener at `admin`.
-fn heap_profile(admin: SocketAddr) -> pprof::protos::Profile {
-    let r = plain_get(admin, "/debug/pprof/heap");
-    assert_eq!(r.status, 200, "{}", r.text());
-    assert_eq!(r.header("content-type"), Some("application/octet-stream"));
-    assert_eq!(r.body.get(..2), Some(&[0x1f, 0x8b][..]), "a gzip stream");
-    let mut raw = Vec::new();
-    flate2::read::GzDecoder::new(r.body.as_slice())
-        .read_to_end(&mut raw)
-        .expect("gunzip");
-    pprof::protos::Profile::decode(raw.as_slice()).expect("a pprof Profile")
-}
-
 fn check(profile: &pprof::protos::Profile, server: &str) {
-    let string = |i: i64| {
-        usize::try_from(i)
-            .ok()
-            .and_then(|i| profile.string_table.get(i))
-            .map_or("", String::as_str)
-    };
-    let types: Vec<(&str, &str)> = profile
-        .sample_type
-        .iter()
-        .map(|t| (string(t.ty), string(t.unit)))
-        .collect();
-    assert_eq!(types, [("inuse_space", "bytes")], "{server}");
+    let types = sample_types(profile);
+    assert_eq!(
+        types,
+        [("inuse_space".to_owned(), "bytes".to_owned())],
+        "{server}"
+    );
     assert!(!profile.sample.is_empty(), "{server}: no heap samples");
     let bytes: i64 = profile.sample.iter().filter_map(|s| s.value.first()).sum();
     // The pooled 256 KiB buffers the requests left idle are live, sampled allocations.
@@ -48,7 +26,7 @@ fn check(profile: &pprof::protos::Profile, server: &str) {
     );
     // Stacks were symbolized: Ferry's own functions are named.
     assert!(
-        profile.string_table.iter().any(|s| s.contains("ferry")),
+        names_ferry(profile),
         "{server}: no ferry function among {} strings",
         profile.string_table.len()
     );
@@ -71,7 +49,7 @@ fn heap_profiles_of_node_and_proxy() {
         .and_then(|h| h.admin_addr())
         .expect("node admin");
     for (server, admin) in [("proxy", s.admin()), ("node", node_admin)] {
-        check(&heap_profile(admin), server);
+        check(&decode(&plain_get(admin, "/debug/pprof/heap")), server);
 
         let r = plain_get(admin, "/debug/pprof/heap?format=svg");
         assert_eq!(r.status, 200, "{server}: {}", r.text());

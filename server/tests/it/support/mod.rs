@@ -39,6 +39,7 @@ macro_rules! on_every_target {
 
 pub mod http;
 pub mod node;
+pub mod pprof;
 pub mod process;
 pub mod proxy;
 pub mod sdk;
