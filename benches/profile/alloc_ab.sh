@@ -11,10 +11,15 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-10}
 rounds=${ROUNDS:-3}
+# Both builds share the target directory (only ferry-server and its allocator crates differ);
+# each binary is copied aside, and the default build is left in place at the end.
+mkdir -p target/alloc-ab
+cargo build --release -q -p ferry-server --no-default-features
+cp target/release/ferry target/alloc-ab/ferry-system
 cargo build --release -q -p ferry-server -p ferry-loadtest
-cargo build --release -q -p ferry-server --no-default-features --target-dir target/sysalloc
-jemalloc=$PWD/target/release/ferry
-system=$PWD/target/sysalloc/release/ferry
+cp target/release/ferry target/alloc-ab/ferry-jemalloc
+jemalloc=$PWD/target/alloc-ab/ferry-jemalloc
+system=$PWD/target/alloc-ab/ferry-system
 for r in $(seq "$rounds"); do
   for alloc in jemalloc system; do
     bin=$jemalloc; [ "$alloc" = system ] && bin=$system

@@ -98,7 +98,7 @@ pub(crate) fn render<R: Runtime>(p: &Proxy<R>, o: &mut String, prefix: &str) {
         o,
         &name,
         "histogram",
-        "Time requests waited for a connection to the backend: a free slot, then a pooled or new one.",
+        "Time requests waited for a connection to the backend (a free slot, then a pooled or new one), those that got one; the others are in backend_queue_timeouts_total and backend_slow_down_total.",
     );
     for b in &p.backends {
         b.stats
