@@ -276,6 +276,12 @@ impl<C: AsRef<[u8]>> Md5Scheduler<C> {
         self.streams.iter().all(|s| s.chunks.is_empty())
     }
 
+    /// Chunks of every stream queued and not yet taken into a batch (a gauge of the lanes'
+    /// queue).
+    pub fn queued_total(&self) -> usize {
+        self.streams.iter().map(|s| s.chunks.len()).sum()
+    }
+
     /// Take the queued chunks of every stream not already in a batch: as many from each as
     /// the stream with the fewest has queued (all of a lone stream's).
     ///
@@ -456,6 +462,22 @@ mod tests {
         let mut want = vec![2; 100_000];
         want.push(2);
         assert_eq!(s.take_digest(b), Ok(Some(reference(&want))));
+    }
+
+    #[test]
+    fn queued_total_counts_every_stream() {
+        let mut s: Md5Scheduler<&[u8]> = Md5Scheduler::new();
+        let (a, b) = (s.open(), s.open());
+        assert_eq!(s.queued_total(), 0);
+        s.submit(a, b"one").unwrap();
+        s.submit(a, b"two").unwrap();
+        s.submit(b, b"three").unwrap();
+        assert_eq!(s.queued_total(), 3);
+        let batch = s.take_batch().expect("queued");
+        // As many from each as the fewest queued: one each, one of a's left.
+        assert_eq!(s.queued_total(), 1);
+        s.complete(batch);
+        assert_eq!(s.queued_total(), 1);
     }
 
     #[test]

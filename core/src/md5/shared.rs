@@ -128,6 +128,11 @@ impl<C: AsRef<[u8]>> Md5Lanes<C> {
         self.lock().sched.backend()
     }
 
+    /// Chunks queued in every stream now, not yet taken into a batch.
+    pub fn queued_chunks(&self) -> usize {
+        self.lock().sched.queued_total()
+    }
+
     /// Open a stream with no bytes.
     pub fn open(&self) -> StreamId {
         self.lock().sched.open()

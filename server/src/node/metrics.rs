@@ -214,6 +214,12 @@ pub(crate) fn render(store: &Store, o: &mut String, prefix: &str) {
         "Mean batch fill: writes per batch over the lane width (1: every lane used).",
         ratio(l.streams, l.batches.saturating_mul(width as u64)),
     );
+    gauge(
+        o,
+        &format!("{prefix}_md5_lane_queued_chunks"),
+        "Buffers queued in the MD5 lanes now, waiting for a batch.",
+        store.md5_lane_queued(),
+    );
     let name = format!("{prefix}_md5_lane_wait_seconds");
     family(
         o,

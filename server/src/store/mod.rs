@@ -367,6 +367,11 @@ impl Store {
         self.inner.lanes.stats()
     }
 
+    /// Chunks waiting in the MD5 lanes now, not yet taken into a batch.
+    pub fn md5_lane_queued(&self) -> usize {
+        self.inner.lanes.queued_chunks()
+    }
+
     /// Writes one batch of the MD5 lanes can hash side by side (16 with AVX-512, 8 with AVX2).
     pub fn md5_lane_width(&self) -> usize {
         self.inner.lanes.backend().lanes()

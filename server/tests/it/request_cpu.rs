@@ -109,6 +109,7 @@ fn per_operation_cpu_adds_up_to_the_process_cpu() {
     assert!(one(&after, "ferry_node_store_commit_wait_seconds_count") >= 16.0);
     assert_eq!(one(&after, "ferry_node_store_commit_queued"), 0.0);
     assert!(after.contains("ferry_node_md5_lane_wait_seconds_bucket{le=\"+Inf\"}"));
+    assert_eq!(one(&after, "ferry_node_md5_lane_queued_chunks"), 0.0);
     let fill = one(&after, "ferry_node_md5_lane_fill_ratio");
     assert!(fill > 0.0 && fill <= 1.0, "{fill}");
     let reads = one(&after, "ferry_node_store_page_cache_read_hits_total")
