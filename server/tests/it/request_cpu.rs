@@ -33,6 +33,16 @@ fn one(metrics: &str, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("{name} in\n{metrics}"))
 }
 
+/// Kills the node process if the test fails before stopping it.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn free_port() -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr")
@@ -58,6 +68,7 @@ fn per_operation_cpu_adds_up_to_the_process_cpu() {
         &KEY_ENV,
     );
     let addr = ready_addr(&mut child, "ferry node listening on http://");
+    let mut child = Killed(child);
     let mut c = Client::connect(addr);
     assert_eq!(c.put("/cpu", b"").status, 200);
     let before = metrics_after(admin, "ferry_node", 1);
@@ -119,8 +130,8 @@ fn per_operation_cpu_adds_up_to_the_process_cpu() {
     assert!(ratio > 0.0 && ratio <= 1.0, "{ratio}");
     assert!(one(&after, "ferry_node_buffer_pool_hits_total") > 0.0);
 
-    signal(&child, "-TERM");
-    assert!(child.wait().expect("wait").success());
+    signal(&child.0, "-TERM");
+    assert!(child.0.wait().expect("wait").success());
 }
 
 #[test]
