@@ -8,6 +8,7 @@ use clap::builder::TypedValueParser;
 use clap::{Args, Parser, Subcommand};
 use ferry_core::s3::sigv4::Credentials;
 
+use crate::autoterm::AutotermSpec;
 use crate::client::{ClientOptions, S3Client};
 use crate::config::{LoadConfig, MixWeights, ProgressMode, RuntimeKind, Workload};
 use crate::embedded::{EmbeddedOptions, embedded_cluster};
@@ -139,6 +140,17 @@ pub struct LoadArgs {
     /// measured from each scheduled start (corrected for coordinated omission).
     #[arg(long, value_name = "OPS")]
     pub rate: Option<f64>,
+    /// Stop once throughput is stable: every fifth of the last WINDOW within TOLERANCE percent
+    /// of the window's mean (default 10s,7.5); --duration then bounds the run (15m if not
+    /// given). Works with --agents (decided on the merged throughput).
+    #[arg(
+        long,
+        value_name = "WINDOW,TOLERANCE",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    pub autoterm: Option<AutotermSpec>,
     /// Mixed workload weights.
     #[arg(long, default_value = "get=45,stat=30,put=15,delete=10")]
     pub mix: MixWeights,
@@ -166,10 +178,10 @@ pub struct LoadArgs {
     /// Send Content-MD5 and check single-part ETags against it.
     #[arg(long)]
     pub md5: bool,
-    /// Retries of an object operation (PUT, GET, HEAD, DELETE) that got 503 (SlowDown,
-    /// ServiceUnavailable) or lost its connection, after an exponential backoff with jitter as
+    /// Retries of an object operation (PUT, GET, HEAD, DELETE) that was throttled (503
+    /// SlowDown, 429, ...) or lost its connection, after an exponential backoff with jitter as
     /// the AWS SDKs do (100 ms doubling, at most 2 s); counted apart from failures. 0: none.
-    #[arg(long, default_value_t = crate::config::DEFAULT_RETRIES, value_name = "N")]
+    #[arg(long, visible_alias = "retry", default_value_t = crate::config::DEFAULT_RETRIES, value_name = "N")]
     pub retries: u32,
     /// Sign each body's SHA-256 instead of UNSIGNED-PAYLOAD.
     #[arg(long)]
@@ -272,6 +284,7 @@ impl LoadArgs {
         cfg.ops = self.ops;
         cfg.objects = self.objects;
         cfg.rate = self.rate;
+        cfg.autoterm = self.autoterm;
         cfg.mix = self.mix;
         cfg.parts = self.parts;
         cfg.part_size = self.part_size;
@@ -349,7 +362,7 @@ pub fn load(workload: Workload, args: &LoadArgs) -> Result<bool, String> {
     if let Some(path) = &args.csv {
         write_file(path, &report.series_csv())?;
     }
-    Ok(report.error_count() == 0 && report.mismatches.is_empty())
+    Ok(report.all_succeeded())
 }
 
 fn presign(args: &PresignArgs) -> Result<String, String> {
@@ -522,6 +535,30 @@ mod tests {
         assert_eq!(cfg.runtime, RuntimeKind::Smol);
         assert_eq!(cfg.part_size, 8 << 20);
         assert_eq!(cfg.duration, Some(Duration::from_millis(1500)));
+    }
+
+    #[test]
+    fn autoterm_takes_an_optional_value() {
+        let cfg = |args: &[&str]| {
+            let Command::Put(a) = parse(args).command else {
+                panic!("not put")
+            };
+            a.config(Workload::Put).unwrap()
+        };
+        let base = ["put", "--embedded"];
+        assert_eq!(cfg(&base).autoterm, None);
+        let with = |extra: &str| cfg(&[base[0], base[1], extra]).autoterm;
+        assert_eq!(with("--autoterm"), Some(AutotermSpec::default()));
+        let s = with("--autoterm=30s,5").unwrap();
+        assert_eq!((s.window.as_secs(), s.tolerance_pct), (30, 5.0));
+        assert_eq!(
+            cfg(&base).duration_limit(),
+            Some(LoadConfig::DEFAULT_DURATION)
+        );
+        let c = cfg(&[base[0], base[1], "--autoterm"]);
+        assert_eq!(c.duration_limit(), Some(AutotermSpec::DEFAULT_CAP));
+        let argv = ["ferry-load", "put", "--autoterm=1s"];
+        assert!(Cli::try_parse_from(argv).is_err());
     }
 
     #[test]

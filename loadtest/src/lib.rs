@@ -11,11 +11,13 @@
 //!   [`compare`] and [`plot`] read reports back.
 //! - [`embedded`]: an in-process cluster to load (`--embedded`); [`cli`]: the command line.
 
+pub mod autoterm;
 mod body;
 pub mod cli;
 pub mod client;
 pub mod compare;
 pub mod config;
+pub mod control;
 pub mod digests;
 pub mod embedded;
 pub mod endpoint;
