@@ -8,6 +8,9 @@ use clap::builder::TypedValueParser;
 use clap::{Args, Parser, Subcommand};
 use ferry_core::s3::sigv4::Credentials;
 
+use crate::agents::agent::AgentOptions;
+use crate::agents::coordinator::{CoordinatorOptions, OnAgentLoss, coordinate};
+use crate::agents::wire::Token;
 use crate::autoterm::AutotermSpec;
 use crate::client::{ClientOptions, S3Client};
 use crate::config::{LoadConfig, MixWeights, ProgressMode, RuntimeKind, Workload};
@@ -68,6 +71,29 @@ pub enum Command {
     },
     /// Print a presigned GET URL (for tools such as wrk).
     Presign(PresignArgs),
+    /// Wait for a coordinator (`ferry-load <workload> --agents ...`) and run its load.
+    Agent(AgentArgs),
+}
+
+/// Options of `agent`.
+#[derive(Debug, Clone, Args)]
+pub struct AgentArgs {
+    /// Address to listen on for a coordinator (port 7761 if none is given).
+    #[arg(long, default_value = "0.0.0.0:7761")]
+    pub listen: String,
+    /// The shared token (at least 16 bytes; else FERRY_LOAD_TOKEN).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Write each run's own report here as JSON (`<run>-agent<N>.json`).
+    #[arg(long, value_name = "DIR")]
+    pub json_dir: Option<PathBuf>,
+    /// How long the coordinator may stay silent before the run is stopped (it sends a
+    /// heartbeat every second).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Test hook: pretend this machine's clock is this many milliseconds ahead.
+    #[arg(long, hide = true, default_value_t = 0, allow_negative_numbers = true)]
+    pub clock_skew_ms: i64,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -213,6 +239,25 @@ pub struct LoadArgs {
     /// No progress display.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Coordinate these agents (`ferry-load agent`) instead of loading the endpoints from
+    /// here: HOST[:PORT],... (port 7761 by default). Each agent runs --concurrency workers;
+    /// --ops, --objects and --rate are shared out among them.
+    #[arg(long, value_delimiter = ',', value_name = "HOST:PORT,...")]
+    pub agents: Vec<String>,
+    /// With --agents: the shared token (at least 16 bytes; else FERRY_LOAD_TOKEN).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// With --agents: refuse to start when an agent's clock is further off than this.
+    #[arg(long, default_value = "50ms", value_parser = parse_duration)]
+    pub max_clock_offset: Duration,
+    /// With --agents: what an agent lost mid-run does (the run ends either way with a
+    /// report, exit status 2).
+    #[arg(long, value_enum, default_value_t = OnAgentLoss::Stop)]
+    pub on_agent_loss: OnAgentLoss,
+    /// With --agents: how long an agent may stay silent before it counts as lost (agents send
+    /// a heartbeat every second).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub agent_timeout: Duration,
 }
 
 /// Options of `presign`.
@@ -324,10 +369,41 @@ fn write_file(path: &Path, contents: &str) -> Result<(), String> {
     std::fs::write(path, contents).map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
-/// Run a load workload: embedded cluster if asked, the run, the summary and the files.
-/// `Ok(true)` when every operation succeeded.
+/// The agents' token: from `file`, else `FERRY_LOAD_TOKEN`.
+fn token(file: Option<&Path>) -> Result<Token, String> {
+    match (file, env(&["FERRY_LOAD_TOKEN"])) {
+        (Some(f), _) => Token::read(f),
+        (None, Some(t)) => Token::new(t.as_bytes()).map_err(|e| format!("FERRY_LOAD_TOKEN: {e}")),
+        (None, None) => Err(
+            "agents need a shared token: --token-file FILE (or FERRY_LOAD_TOKEN) on the \
+             coordinator and on every agent"
+                .into(),
+        ),
+    }
+}
+
+/// Run a load workload: embedded cluster if asked (or agents), the run, the summary and the
+/// files. `Ok(true)` when every operation succeeded.
 pub fn load(workload: Workload, args: &LoadArgs) -> Result<bool, String> {
     let mut cfg = args.config(workload)?;
+    if !args.agents.is_empty() {
+        if args.embedded {
+            return Err(
+                "--embedded runs the cluster in this process, which agents cannot reach: \
+                 start one they can (`ferry`, `ferry node`) and give its --endpoint"
+                    .into(),
+            );
+        }
+        let opts = CoordinatorOptions {
+            agents: args.agents.clone(),
+            token: token(args.token_file.as_deref())?,
+            max_clock_offset: args.max_clock_offset,
+            on_loss: args.on_agent_loss,
+            timeout: args.agent_timeout,
+        };
+        let report = coordinate(cfg, &opts)?;
+        return finish(&report, args);
+    }
     let cluster = if args.embedded {
         let opts = EmbeddedOptions {
             runtime: cfg.runtime,
@@ -354,9 +430,14 @@ pub fn load(workload: Workload, args: &LoadArgs) -> Result<bool, String> {
     if let Some(c) = cluster {
         c.stop();
     }
+    finish(&report, args)
+}
+
+/// The end of a run: the summary, the JSON and CSV files; whether everything succeeded.
+fn finish(report: &RunReport, args: &LoadArgs) -> Result<bool, String> {
     print!("{}", report.summary());
     if let Some(path) = &args.json {
-        let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
         write_file(path, &json)?;
     }
     if let Some(path) = &args.csv {
@@ -439,6 +520,15 @@ pub fn main() -> ExitCode {
             println!("{url}");
             true
         }),
+        Command::Agent(a) => (|| {
+            let opts = AgentOptions {
+                token: token(a.token_file.as_deref())?,
+                json_dir: a.json_dir.clone(),
+                timeout: a.timeout,
+                clock_skew_ns: a.clock_skew_ms.saturating_mul(1_000_000),
+            };
+            crate::agents::agent::listen(&a.listen, opts).map(|()| true)
+        })(),
     };
     match out {
         Ok(true) => ExitCode::SUCCESS,

@@ -9,8 +9,11 @@
 //!   reporter, cleanup); [`config`] says what a run does.
 //! - [`stats`], [`report`]: HDR histograms and the report (summary, JSON, CSV, merging);
 //!   [`compare`] and [`plot`] read reports back.
+//! - [`control`]: a run driven from outside (start gate, early stop, observers);
+//!   [`autoterm`]: `--autoterm`; [`agents`]: runs across machines (agents and a coordinator).
 //! - [`embedded`]: an in-process cluster to load (`--embedded`); [`cli`]: the command line.
 
+pub mod agents;
 pub mod autoterm;
 mod body;
 pub mod cli;

@@ -79,6 +79,30 @@ pub struct SizeClassEntry {
     pub stats: OpStats,
 }
 
+/// One agent of a run across machines (`--agents`), as its coordinator saw it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentEntry {
+    /// The address the coordinator reached it at.
+    pub address: String,
+    /// Its host name, as it said.
+    pub host: String,
+    /// Its share of the run (object ids, operations, rate).
+    pub share: u32,
+    /// Its clock minus the coordinator's, milliseconds (corrected for at the start).
+    pub clock_offset_ms: f64,
+    /// The round trip the offset was measured with, milliseconds (the offset is right within
+    /// half of it).
+    pub round_trip_ms: f64,
+    /// Its measured phase, seconds.
+    pub elapsed_s: f64,
+    /// Its CPU time during it.
+    pub cpu: CpuUsage,
+    /// Its operations summed (parts left out: their uploads count).
+    pub total: OpStats,
+    /// Why and when it was lost, if it was (its results up to then are in the report).
+    pub lost: Option<String>,
+}
+
 /// One operation type in one second of the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SeriesOp {
@@ -196,6 +220,9 @@ pub struct RunReport {
     /// weights).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub size_classes: Vec<SizeClassEntry>,
+    /// Per agent, for a run across machines (`--agents`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentEntry>,
 }
 
 fn one() -> u32 {
@@ -243,6 +270,7 @@ impl RunReport {
             notes: Vec::new(),
             merged_runs: 1,
             size_classes: Vec::new(),
+            agents: Vec::new(),
         }
     }
 
@@ -318,9 +346,13 @@ impl RunReport {
         self.total().throttled
     }
 
-    /// Whether every operation succeeded: no failure, no mismatch, nothing throttled.
+    /// Whether every operation succeeded: no failure, no mismatch, nothing throttled, and no
+    /// agent lost.
     pub fn all_succeeded(&self) -> bool {
-        self.error_count() == 0 && self.mismatches.is_empty() && self.throttled_count() == 0
+        self.error_count() == 0
+            && self.mismatches.is_empty()
+            && self.throttled_count() == 0
+            && self.agents.iter().all(|a| a.lost.is_none())
     }
 
     /// Merge another run (e.g. from another client machine) into this one: counts and
@@ -366,6 +398,7 @@ impl RunReport {
             }
         }
         self.size_classes.sort_by_key(|e| (e.min_bytes, e.op));
+        self.agents.extend(other.agents.iter().cloned());
         for (i, p) in other.series.iter().enumerate() {
             match self.series.get_mut(i) {
                 Some(mine) => merge_point(mine, p)?,
@@ -441,6 +474,7 @@ impl RunReport {
                 out.push_str(&row(url, s, el));
             }
         }
+        out.push_str(&self.agent_summary());
         out.push_str(&self.size_class_summary());
         let errors: Vec<(OpKind, String, u64)> = self
             .op_totals()
@@ -531,6 +565,35 @@ impl RunReport {
         );
         for n in &self.notes {
             let _ = writeln!(out, "note: {n}");
+        }
+        out
+    }
+
+    /// The per-agent rows of the summary and the agents' clock offsets (nothing for a local
+    /// run).
+    fn agent_summary(&self) -> String {
+        let mut out = String::new();
+        if self.agents.is_empty() {
+            return out;
+        }
+        let _ = writeln!(out, "per agent:");
+        for a in &self.agents {
+            out.push_str(&row(&a.address, &a.total, a.elapsed_s));
+        }
+        for a in &self.agents {
+            let _ = writeln!(
+                out,
+                "  agent {} ({}): share {}, clock offset {:+.3} ms (round trip {:.3} ms){}",
+                a.address,
+                if a.host.is_empty() { "?" } else { &a.host },
+                a.share,
+                a.clock_offset_ms,
+                a.round_trip_ms,
+                a.lost
+                    .as_deref()
+                    .map(|l| format!(", LOST {l}"))
+                    .unwrap_or_default()
+            );
         }
         out
     }

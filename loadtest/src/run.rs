@@ -914,7 +914,7 @@ pub async fn run_load_with<R: NetRuntime>(
     Ok(report)
 }
 
-fn run_info(cfg: &LoadConfig, buckets: &[String], embedded: bool) -> RunInfo {
+pub(crate) fn run_info(cfg: &LoadConfig, buckets: &[String], embedded: bool) -> RunInfo {
     RunInfo {
         workload: cfg.workload.name().into(),
         concurrency: cfg.concurrency,
@@ -961,6 +961,16 @@ pub fn run(cfg: LoadConfig) -> Result<RunReport, String> {
 
 /// [`run`], saying whether the endpoints are an in-process cluster.
 pub fn run_with(cfg: LoadConfig, embedded: bool) -> Result<RunReport, String> {
+    let control = Arc::new(RunControl::local(cfg.autoterm));
+    run_controlled(cfg, embedded, control)
+}
+
+/// [`run_with`] driven by `control` (see [`run_load_with`]).
+pub fn run_controlled(
+    cfg: LoadConfig,
+    embedded: bool,
+    control: Arc<RunControl>,
+) -> Result<RunReport, String> {
     cfg.validate()?;
     let endpoints = cfg
         .endpoints
@@ -972,6 +982,7 @@ pub fn run_with(cfg: LoadConfig, embedded: bool) -> Result<RunReport, String> {
         cfg,
         endpoints,
         embedded,
+        control,
     };
     ferry_runtime::block_on(kind, threads, load)
         .map_err(|e| format!("cannot start the runtime: {e}"))?
@@ -982,12 +993,13 @@ struct Load {
     cfg: LoadConfig,
     endpoints: Vec<Endpoint>,
     embedded: bool,
+    control: Arc<RunControl>,
 }
 
 impl OnRuntime for Load {
     type Output = Result<RunReport, String>;
 
     async fn run<R: NetRuntime>(self, rt: R) -> Result<RunReport, String> {
-        run_load(rt, self.cfg, self.endpoints, self.embedded).await
+        run_load_with(rt, self.cfg, self.endpoints, self.embedded, self.control).await
     }
 }

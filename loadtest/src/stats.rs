@@ -402,7 +402,7 @@ pub const MAX_MISMATCHES: usize = 1000;
 ///
 /// It serialises (as [`RecorderWire`]) so that agents can send what each interval recorded
 /// to their coordinator, which merges it exactly.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(try_from = "RecorderWire", into = "RecorderWire")]
 pub struct Recorder {
     endpoints: usize,
@@ -470,6 +470,13 @@ impl TryFrom<RecorderWire> for Recorder {
             r.mismatch(m);
         }
         Ok(r)
+    }
+}
+
+impl Default for Recorder {
+    /// An empty recorder for one endpoint.
+    fn default() -> Self {
+        Self::new(1)
     }
 }
 

@@ -13,6 +13,7 @@ macro_rules! on_both_runtimes {
     };
 }
 
+mod agents;
 mod cli;
 mod fake_s3;
 mod fake_server;

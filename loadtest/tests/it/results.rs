@@ -12,13 +12,9 @@ use ferry_core::s3::sigv4::{Credentials, NoKeyCache, UNSIGNED_PAYLOAD};
 use ferry_loadtest::config::{LoadConfig, ProgressMode, RuntimeKind, Workload};
 use ferry_loadtest::control::{Observer, RunControl};
 use ferry_loadtest::embedded::{EmbeddedOptions, embedded_cluster};
-use ferry_loadtest::endpoint::Endpoint;
 use ferry_loadtest::report::{Prepared, RunReport};
-use ferry_loadtest::run::run_load_with;
 use ferry_loadtest::size::SizeSpec;
 use ferry_loadtest::stats::{Histo, OpKind};
-use ferry_net::NetRuntime;
-use ferry_runtime::OnRuntime;
 use ferry_server::{
     BackendConfig, NodeConfig, NodeHandle, ProxyConfig, ProxyHandle, start_node, start_proxy,
 };
@@ -177,18 +173,7 @@ impl Observer for HoldWhenPrepared {
 
 /// Run `cfg` against the throttler with `control`, on the configured runtime.
 fn run_controlled(cfg: LoadConfig, control: Arc<RunControl>) -> RunReport {
-    struct Load(LoadConfig, Arc<RunControl>);
-    impl OnRuntime for Load {
-        type Output = Result<RunReport, String>;
-        async fn run<R: NetRuntime>(self, rt: R) -> Self::Output {
-            let eps = vec![Endpoint::parse(&self.0.endpoints[0])?];
-            run_load_with(rt, self.0, eps, false, self.1).await
-        }
-    }
-    let (kind, threads) = (cfg.runtime, cfg.threads);
-    ferry_runtime::block_on(kind, threads, Load(cfg, control))
-        .unwrap()
-        .expect("the run")
+    ferry_loadtest::run::run_controlled(cfg, false, control).expect("the run")
 }
 
 fn throttled_operations_are_their_own_result(rt: RuntimeKind) {
