@@ -6,7 +6,8 @@
 #   benches/loadtest/agents_rss.sh [DURATION] [RATE] [PROFILE]
 #
 # DURATION (default 10m) and RATE (operations per second over all agents, default 300) go to
-# the coordinator; PROFILE is release (the default) or debug. Prints the RSS of each process at
+# the coordinator; PROFILE is release (the default) or debug; LOAD=... FERRY=... use binaries
+# built elsewhere. Prints the RSS of each process at
 # 1 min, at half time and at the end, and its peak (VmHWM), in MiB; the samples are in
 # $WORK/rss.csv (kept when KEEP=1). Memory should stop growing after the first minute:
 # histograms and per-second series only, no per-request records.
@@ -18,13 +19,16 @@ RATE="${2:-300}"
 PROFILE="${3:-release}"
 export FERRY_ACCESS_KEY=bench-access-key FERRY_SECRET_KEY=bench-secret-key
 
-if [ "$PROFILE" = release ]; then
-    cargo build --release -q -p ferry-loadtest -p ferry-server
-else
-    cargo build -q -p ferry-loadtest -p ferry-server
+# LOAD and FERRY may name binaries built elsewhere (then nothing is built here).
+if [ -z "${LOAD:-}" ] || [ -z "${FERRY:-}" ]; then
+    if [ "$PROFILE" = release ]; then
+        cargo build --release -q -p ferry-loadtest -p ferry-server
+    else
+        cargo build -q -p ferry-loadtest -p ferry-server
+    fi
+    LOAD="target/$PROFILE/ferry-load"
+    FERRY="target/$PROFILE/ferry"
 fi
-LOAD="target/$PROFILE/ferry-load"
-FERRY="target/$PROFILE/ferry"
 
 WORK="$(mktemp -d)"
 PIDS=()

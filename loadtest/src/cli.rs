@@ -73,6 +73,28 @@ pub enum Command {
     Presign(PresignArgs),
     /// Wait for a coordinator (`ferry-load <workload> --agents ...`) and run its load.
     Agent(AgentArgs),
+    /// The same workload against two endpoints (a proxy and what it fronts) in alternating
+    /// rounds: throughput and latency of each, and their ratio.
+    Overhead(OverheadArgs),
+}
+
+/// Options of `overhead`.
+#[derive(Debug, Clone, Args)]
+pub struct OverheadArgs {
+    /// The endpoint loaded directly (what the other one fronts).
+    #[arg(long, value_name = "URL")]
+    pub direct: String,
+    /// The endpoint in front of it (a proxy).
+    #[arg(long, value_name = "URL")]
+    pub via: String,
+    /// The workload of every round.
+    #[arg(long, value_enum, default_value_t = Workload::Get)]
+    pub workload: Workload,
+    /// Rounds on each endpoint, alternating (each of --duration or --ops).
+    #[arg(long, default_value_t = 3)]
+    pub rounds: u32,
+    #[command(flatten)]
+    pub load: LoadArgs,
 }
 
 /// Options of `agent`.
@@ -446,6 +468,33 @@ fn finish(report: &RunReport, args: &LoadArgs) -> Result<bool, String> {
     Ok(report.all_succeeded())
 }
 
+/// `overhead`: the rounds, the table, the JSON.
+fn overhead(args: &OverheadArgs) -> Result<bool, String> {
+    let l = &args.load;
+    if !l.target.endpoints.is_empty() || l.embedded || !l.agents.is_empty() || l.csv.is_some() {
+        return Err(
+            "overhead takes its endpoints from --direct and --via (no --endpoint, --embedded, \
+             --agents or --csv)"
+                .into(),
+        );
+    }
+    let mut cfg = l.config(args.workload)?;
+    cfg.endpoints = vec![args.direct.clone()];
+    cfg.validate()?;
+    let report =
+        crate::overhead::overhead(&cfg, &args.direct, &args.via, args.rounds, |r, url| {
+            if cfg.progress != ProgressMode::Off {
+                eprintln!("round {r}/{}: {url}", args.rounds);
+            }
+        })?;
+    print!("{}", report.table());
+    if let Some(path) = &l.json {
+        let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        write_file(path, &json)?;
+    }
+    Ok(report.all_succeeded())
+}
+
 fn presign(args: &PresignArgs) -> Result<String, String> {
     let t = &args.target;
     let url = t.endpoints.first().ok_or("presign needs an --endpoint")?;
@@ -520,6 +569,7 @@ pub fn main() -> ExitCode {
             println!("{url}");
             true
         }),
+        Command::Overhead(a) => overhead(a),
         Command::Agent(a) => (|| {
             let opts = AgentOptions {
                 token: token(a.token_file.as_deref())?,

@@ -19,6 +19,7 @@ mod fake_s3;
 mod fake_server;
 mod md5;
 mod objects;
+mod overhead;
 mod restarts;
 mod results;
 mod tls;
