@@ -448,7 +448,7 @@ async fn worker<R: NetRuntime>(sh: Arc<Shared<R>>, index: usize) {
 }
 
 /// A progress line: the interval's rates and the run's totals so far.
-pub(crate) fn progress_line(
+fn progress_line(
     point: &SeriesPoint,
     what: &str,
     ops: u64,
@@ -484,15 +484,27 @@ impl Progress {
         }
     }
 
-    fn show(&self, point: &SeriesPoint, ops: u64, errors: u64, throttled: u64, p99_us: u64) {
+    /// Show the interval `point` (`what` after its time) and the run's `totals` so far.
+    pub(crate) fn show(&self, point: &SeriesPoint, what: &str, totals: &Recorder) {
         if self.mode == ProgressMode::Off {
             return;
         }
-        self.line(&progress_line(point, "", ops, errors, throttled, p99_us));
+        let mut all = Histo::new();
+        let (mut ops, mut errors, mut throttled) = (0, 0, 0);
+        for op in OpKind::ALL.into_iter().filter(|o| o.counts_in_total()) {
+            if let Some(s) = totals.op_total(op) {
+                all.merge(&s.latency);
+                ops += s.ops;
+                errors += s.error_count();
+                throttled += s.throttled;
+            }
+        }
+        let p99 = all.quantile_us(0.99);
+        self.line(&progress_line(point, what, ops, errors, throttled, p99));
     }
 
     /// Show `line` (`\r`-updated on a terminal).
-    pub(crate) fn line(&self, line: &str) {
+    fn line(&self, line: &str) {
         if self.mode == ProgressMode::Off {
             return;
         }
@@ -573,21 +585,11 @@ async fn reporter<R: NetRuntime>(
             delta: &interval,
             last: finished,
         });
-        let mut all = Histo::new();
-        let (mut ops, mut errors, mut throttled) = (0, 0, 0);
-        for op in OpKind::ALL.into_iter().filter(|o| o.counts_in_total()) {
-            if let Some(s) = totals.op_total(op) {
-                all.merge(&s.latency);
-                ops += s.ops;
-                errors += s.error_count();
-                throttled += s.throttled;
-            }
-        }
         let shown = match point {
             Some(p) => series[p.index].clone(),
             None => SeriesPoint::from_interval(t_s, dt, &interval),
         };
-        progress.show(&shown, ops, errors, throttled, all.quantile_us(0.99));
+        progress.show(&shown, "", &totals);
         if finished {
             break;
         }

@@ -33,9 +33,9 @@ use crate::config::{LoadConfig, Share};
 use crate::control::counted;
 use crate::endpoint::canonical_url;
 use crate::report::{AgentEntry, Prepared, RunReport, SeriesPoint, add_to_series};
-use crate::run::{Progress, progress_line, run_info};
+use crate::run::{Progress, run_info};
 use crate::rusage::CpuUsage;
-use crate::stats::{Histo, OpKind, OpStats, Recorder};
+use crate::stats::{OpStats, Recorder};
 
 /// What to do when an agent is lost mid-run (`--on-agent-loss`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -403,7 +403,6 @@ pub fn coordinate(mut cfg: LoadConfig, opts: &CoordinatorOptions) -> Result<RunR
             }
             let s = entry.remove();
             let point = SeriesPoint::from_interval(s.t_s, s.dt_s, &s.delta);
-            let (ops, errors, throttled, p99) = progress_figures(&totals);
             let present = agents
                 .iter()
                 .filter(|a| !matches!(a.state, State::Lost(_) | State::Failed(_)))
@@ -411,7 +410,7 @@ pub fn coordinate(mut cfg: LoadConfig, opts: &CoordinatorOptions) -> Result<RunR
             let what = format!(" {present} agents");
             // The sliver that ends the run says nothing per second (the summary follows).
             if s.dt_s > 0.0 {
-                progress.line(&progress_line(&point, &what, ops, errors, throttled, p99));
+                progress.show(&point, &what, &totals);
             }
             if let Some(at) = autoterm.as_mut().filter(|_| !s.last && !stopping) {
                 let (ops, bytes) = counted(&s.delta);
@@ -448,21 +447,6 @@ pub fn coordinate(mut cfg: LoadConfig, opts: &CoordinatorOptions) -> Result<RunR
         return Err(msg);
     }
     Ok(report(&cfg, n, urls, totals, series, agents, notes))
-}
-
-/// The run's totals for the progress line: operations, errors, throttled, p99 (µs).
-fn progress_figures(totals: &Recorder) -> (u64, u64, u64, u64) {
-    let mut all = Histo::new();
-    let (mut ops, mut errors, mut throttled) = (0, 0, 0);
-    for op in OpKind::ALL.into_iter().filter(|o| o.counts_in_total()) {
-        if let Some(s) = totals.op_total(op) {
-            all.merge(&s.latency);
-            ops += s.ops;
-            errors += s.error_count();
-            throttled += s.throttled;
-        }
-    }
-    (ops, errors, throttled, all.quantile_us(0.99))
 }
 
 /// A run id for the agents' own files: the start time and a random part.

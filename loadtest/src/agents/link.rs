@@ -167,3 +167,64 @@ impl<O> LinkSender<O> {
         self.0.try_send(msg).is_ok()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agents::messages::{ToAgent, ToCoordinator};
+    use crate::agents::wire::{Token, accept, connect};
+    use std::net::TcpListener;
+
+    /// A coordinator's and an agent's channel over 127.0.0.1.
+    fn channels() -> (Channel, Channel) {
+        let token = Token::new(b"a token for the link tests").unwrap();
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let t = token.clone();
+        let agent = std::thread::spawn(move || accept(l.accept().unwrap().0, &t).unwrap());
+        let coordinator = connect(TcpStream::connect(addr).unwrap(), &token).unwrap();
+        (coordinator, agent.join().unwrap())
+    }
+
+    #[test]
+    fn heartbeats_keep_a_quiet_link_alive_and_silence_ends_it() {
+        let timeout = Duration::from_millis(2500);
+        let (c, a) = channels();
+        let (ctx, crx) = sync_channel(16);
+        let (atx, arx) = sync_channel(16);
+        let coordinator: Link<ToAgent> = Link::start::<ToCoordinator>(c, 7, ctx, timeout).unwrap();
+        let agent: Link<ToCoordinator> = Link::start::<ToAgent>(a, 0, atx, timeout).unwrap();
+        // Longer than the timeout with nothing to say: heartbeats, no loss, nothing passed on.
+        assert!(matches!(
+            crx.recv_timeout(timeout + HEARTBEAT * 2),
+            Err(RecvTimeoutError::Timeout)
+        ));
+        assert!(coordinator.send(ToAgent::Stop {
+            reason: "test".into()
+        }));
+        match arx.recv_timeout(Duration::from_secs(20)) {
+            Ok((0, Event::Msg(ToAgent::Stop { reason }))) => assert_eq!(reason, "test"),
+            other => panic!("{other:?}"),
+        }
+        // The agent's side goes away without closing: the coordinator hears of it.
+        drop(agent);
+        match crx.recv_timeout(Duration::from_secs(20)) {
+            Ok((7, Event::Lost(_))) => {}
+            other => panic!("{other:?}"),
+        }
+        coordinator.close();
+    }
+
+    #[test]
+    fn a_silent_peer_is_lost_after_the_timeout() {
+        let (c, _silent) = channels();
+        let (tx, rx) = sync_channel(16);
+        let _link: Link<ToAgent> =
+            Link::start::<ToCoordinator>(c, 1, tx, Duration::from_millis(500)).unwrap();
+        // The peer holds its socket open and says nothing, not even heartbeats.
+        match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok((1, Event::Lost(WireError::TimedOut))) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+}
