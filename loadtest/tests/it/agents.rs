@@ -449,6 +449,55 @@ fn an_agent_killed_mid_run(rt: RuntimeKind, mode: &str) {
     assert!(status.success(), "{out}\n{err}\n{}", agents[0].log());
 }
 
+/// Killed while the agents prepare: with `stop`, the others stop preparing, clean up, and the
+/// run does not start (exit 1).
+#[test]
+fn an_agent_killed_while_preparing() {
+    let s = Setup::new(RuntimeKind::Tokio);
+    let mut agents: Vec<Agent> = ["a", "b", "c"].iter().map(|n| s.agent(n, &[])).collect();
+    let refs: Vec<&Agent> = agents.iter().collect();
+    // Thousands of objects one at a time: preparation takes seconds.
+    let cmd = s.coordinator(
+        "get",
+        &refs,
+        &[
+            "--objects",
+            "30000",
+            "--size",
+            "1KiB",
+            "-c",
+            "1",
+            "--ops",
+            "10",
+        ],
+    );
+    let c = Running::start(cmd);
+    let deadline = Instant::now() + HANG_GUARD;
+    while !agents[2].log().contains("as share 2 of 3") {
+        assert!(Instant::now() < deadline, "the agent never got its work");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let victim = agents[2].addr.clone();
+    agents[2].kill();
+    let (status, out, err) = c.finish();
+    assert_eq!(status.code(), Some(1), "{out}\n{err}");
+    assert!(err.contains("the run did not start"), "{err}");
+    assert!(
+        err.contains(&format!("agent {victim} lost before the start")),
+        "{err}"
+    );
+    assert!(
+        err.contains("stopped before the start"),
+        "the others stopped: {err}"
+    );
+    // The others cleaned up what they had put; only the killed agent's objects are left.
+    for k in s.keys() {
+        let (id, _) = parse_object_key(&k).unwrap();
+        assert_eq!(id / Share::SPAN, 2, "{k} is not the killed agent's");
+    }
+}
+
 fn an_agent_killed_mid_run_stop(rt: RuntimeKind) {
     an_agent_killed_mid_run(rt, "stop");
 }
