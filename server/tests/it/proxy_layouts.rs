@@ -17,7 +17,9 @@ use crate::support::{ACCESS_KEY, SECRET_KEY};
 
 on_both_runtimes!(
     growing_keeps_every_object,
-    removing_a_backend_keeps_its_objects
+    removing_a_backend_keeps_its_objects,
+    new_backend_gets_bucket_settings,
+    backend_checked_again_when_it_comes_back,
 );
 
 fn body_of(i: usize) -> Vec<u8> {
@@ -295,4 +297,196 @@ fn removing_a_backend_keeps_its_objects(runtime: RuntimeKind) {
         .expect_error(404, "NoSuchKey");
     assert_eq!(list_all(&mut c, "shrink", 1000), keys);
     proxy.stop();
+}
+
+/// `doc` with its `Content-MD5` (and `extra` headers) through `c`.
+fn put_doc(c: &mut Client, target: &str, doc: &[u8], extra: &[(&str, &str)]) {
+    let md5h = content_md5(&md5(doc)).to_string();
+    let mut hs = vec![("Content-MD5", md5h.as_str())];
+    hs.extend_from_slice(extra);
+    let r = c.request("PUT", target, &hs, doc);
+    assert!(r.status == 200 || r.status == 204, "{target}: {}", r.text());
+}
+
+const POLICY: &str = r#"{"Version":"2012-10-17","Statement":[{"Sid":"pub","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::conf/public/*"}]}"#;
+
+/// A bucket with every setting, made through `c`.
+fn bucket_with_every_setting(c: &mut Client) {
+    let r = c.request(
+        "PUT",
+        "/conf",
+        &[("x-amz-bucket-object-lock-enabled", "true")],
+        b"",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    put_doc(c, "/conf?policy", POLICY.as_bytes(), &[]);
+    put_doc(c, "/conf?acl", b"", &[("x-amz-acl", "public-read")]);
+    put_doc(
+        c,
+        "/conf?cors",
+        b"<CORSConfiguration><CORSRule><AllowedOrigin>https://app.example</AllowedOrigin>\
+          <AllowedMethod>GET</AllowedMethod></CORSRule></CORSConfiguration>",
+        &[],
+    );
+    put_doc(
+        c,
+        "/conf?lifecycle",
+        b"<LifecycleConfiguration><Rule><ID>old-logs</ID><Filter><Prefix>logs/</Prefix>\
+          </Filter><Status>Enabled</Status><Expiration><Days>30</Days></Expiration></Rule>\
+          </LifecycleConfiguration>",
+        &[],
+    );
+    put_doc(
+        c,
+        "/conf?encryption",
+        b"<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault>\
+          <SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule>\
+          </ServerSideEncryptionConfiguration>",
+        &[],
+    );
+    put_doc(
+        c,
+        "/conf?tagging",
+        b"<Tagging><TagSet><Tag><Key>team</Key><Value>storage</Value></Tag></TagSet></Tagging>",
+        &[],
+    );
+    put_doc(
+        c,
+        "/conf?object-lock",
+        b"<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule>\
+          <DefaultRetention><Mode>GOVERNANCE</Mode><Days>1</Days></DefaultRetention></Rule>\
+          </ObjectLockConfiguration>",
+        &[],
+    );
+}
+
+/// Node `n` has every setting of [`bucket_with_every_setting`].
+fn has_every_setting(n: &Node) {
+    let mut c = n.client();
+    let r = c.get("/conf?policy");
+    assert_eq!(r.status, 200, "{}: {}", n.id, r.text());
+    assert!(
+        r.text().contains("arn:aws:s3:::conf/public/*"),
+        "{}",
+        r.text()
+    );
+    let r = c.get("/conf?acl");
+    assert!(r.text().contains("AllUsers"), "{}: {}", n.id, r.text());
+    let r = c.get("/conf?cors");
+    assert_eq!(
+        r.xml_values("AllowedOrigin"),
+        ["https://app.example"],
+        "{}",
+        n.id
+    );
+    let r = c.get("/conf?lifecycle");
+    assert_eq!(r.xml_values("ID"), ["old-logs"], "{}: {}", n.id, r.text());
+    let r = c.get("/conf?encryption");
+    assert_eq!(
+        r.xml_values("SSEAlgorithm"),
+        ["AES256"],
+        "{}: {}",
+        n.id,
+        r.text()
+    );
+    let r = c.get("/conf?tagging");
+    assert_eq!(r.xml_values("Value"), ["storage"], "{}: {}", n.id, r.text());
+    let r = c.get("/conf?object-lock");
+    assert_eq!(
+        r.xml_values("Mode"),
+        ["GOVERNANCE"],
+        "{}: {}",
+        n.id,
+        r.text()
+    );
+    let r = c.get("/conf?versioning");
+    assert_eq!(
+        r.xml_values("Status"),
+        ["Enabled"],
+        "{}: {}",
+        n.id,
+        r.text()
+    );
+}
+
+/// A PUT of `key` through `c` is encrypted by the bucket's default, as node `n` stores it.
+fn encrypted_by_default(c: &mut Client, n: &Node, key: &str) {
+    let data = b"written after the backend joined";
+    let md5h = content_md5(&md5(data)).to_string();
+    let r = c.request(
+        "PUT",
+        &format!("/conf/{key}"),
+        &[("Content-MD5", &md5h)],
+        data,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.header("x-amz-server-side-encryption"), Some("AES256"));
+    let r = n
+        .client()
+        .request("HEAD", &format!("/conf/{key}"), &[], b"");
+    assert_eq!(r.status, 200, "{} does not hold {key}", n.id);
+    assert_eq!(
+        r.header("x-amz-server-side-encryption"),
+        Some("AES256"),
+        "{}",
+        n.id
+    );
+}
+
+/// A backend added to the layout gets every bucket with all of its settings before it takes
+/// traffic: the first write after the proxy starts, to a key the new backend owns, is
+/// encrypted by the bucket's default there.
+fn new_backend_gets_bucket_settings(runtime: RuntimeKind) {
+    let s = Setup::start_with(runtime, 3, Auth::Passthrough, |cfg| {
+        cfg.backends.truncate(2)
+    });
+    bucket_with_every_setting(&mut s.client());
+    let mut fresh = s.nodes[2].client();
+    assert_eq!(fresh.request("HEAD", "/conf", &[], b"").status, 404);
+    let proxy = proxy_with_layouts(runtime, &s.nodes, &[0, 1, 2], &[0, 1]);
+    let mut c = Client::connect(proxy.local_addr());
+    let after = placement(&s.nodes, &[0, 1, 2]);
+    let key = (0..)
+        .map(|i| format!("new-{i}"))
+        .find(|k| after.pick("conf", k) == 2)
+        .unwrap();
+    // At once: the write waits for the new backend's check.
+    encrypted_by_default(&mut c, &s.nodes[2], &key);
+    has_every_setting(&s.nodes[2]);
+    proxy.stop();
+}
+
+/// A backend that comes back after it was down is checked again before it takes traffic: a
+/// default encryption it lost meanwhile is copied to it from the others.
+fn backend_checked_again_when_it_comes_back(runtime: RuntimeKind) {
+    let mut s = Setup::start(runtime, 2, Auth::Passthrough);
+    let mut c = s.client();
+    bucket_with_every_setting(&mut c);
+    // Lost on node-2 (restored from an old backup, say) while it is away.
+    let r = s.nodes[1]
+        .client()
+        .request("DELETE", "/conf?encryption", &[], b"");
+    assert_eq!(r.status, 204, "{}", r.text());
+    s.nodes[1].stop();
+    let admin = s.admin();
+    let state = |want: &str| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let body = crate::support::http::plain_get(admin, "/readyz").text();
+            if body
+                .lines()
+                .any(|l| l.starts_with("node-2 ") && l.ends_with(want))
+            {
+                return;
+            }
+            assert!(Instant::now() < deadline, "node-2 never {want}: {body}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    state(" down");
+    s.nodes[1].restart();
+    state(" up");
+    let key = s.key_on("conf", "back-", 1);
+    encrypted_by_default(&mut c, &s.nodes[1], &key);
+    has_every_setting(&s.nodes[1]);
 }
