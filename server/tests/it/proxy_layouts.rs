@@ -20,6 +20,7 @@ on_both_runtimes!(
     removing_a_backend_keeps_its_objects,
     new_backend_gets_bucket_settings,
     backend_checked_again_when_it_comes_back,
+    versions_listed_from_one_backend,
 );
 
 fn body_of(i: usize) -> Vec<u8> {
@@ -489,4 +490,94 @@ fn backend_checked_again_when_it_comes_back(runtime: RuntimeKind) {
     let key = s.key_on("conf", "back-", 1);
     encrypted_by_default(&mut c, &s.nodes[1], &key);
     has_every_setting(&s.nodes[1]);
+}
+
+/// Every `(key, version id)` a ListObjectVersions of `bucket` through `c` lists, `page` at a
+/// time.
+fn versions_all(c: &mut Client, bucket: &str, page: u32) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut marker: Option<(String, String)> = None;
+    loop {
+        let mut target = format!("/{bucket}?versions&max-keys={page}");
+        if let Some((k, v)) = &marker {
+            let enc = ferry_core::s3::uri::encode;
+            target.push_str(&format!(
+                "&key-marker={}&version-id-marker={}",
+                enc(k),
+                enc(v)
+            ));
+        }
+        let r = c.get(&target);
+        assert_eq!(r.status, 200, "{}", r.text());
+        let (keys, ids) = (r.xml_values("Key"), r.xml_values("VersionId"));
+        assert_eq!(keys.len(), ids.len(), "{}", r.text());
+        out.extend(keys.into_iter().zip(ids));
+        if r.xml_value("IsTruncated").as_deref() != Some("true") {
+            return out;
+        }
+        marker = Some((
+            r.xml_value("NextKeyMarker").unwrap(),
+            r.xml_value("NextVersionIdMarker").unwrap(),
+        ));
+    }
+}
+
+/// ListObjectVersions while a layout is drained lists a key's versions from one backend
+/// only: its current owner once it has the key, else its earlier owner. Pages agree with the
+/// whole listing.
+fn versions_listed_from_one_backend(runtime: RuntimeKind) {
+    let s = Setup::start_with(runtime, 3, Auth::Passthrough, |cfg| {
+        cfg.backends.truncate(2)
+    });
+    let mut old = s.client();
+    assert_eq!(old.put("/ver", b"").status, 200);
+    let on = b"<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>";
+    assert_eq!(old.put("/ver?versioning", on).status, 200);
+    let keys: Vec<String> = (0..40).map(|i| format!("v/{i:02}")).collect();
+    for k in &keys {
+        for n in 0..2 {
+            let r = old.put(&format!("/ver/{k}"), format!("{k} {n}").as_bytes());
+            assert_eq!(r.status, 200, "{}", r.text());
+        }
+    }
+    let (before, after) = (
+        placement(&s.nodes, &[0, 1]),
+        placement(&s.nodes, &[0, 1, 2]),
+    );
+    let moved: Vec<&String> = keys
+        .iter()
+        .filter(|k| before.pick("ver", k) != after.pick("ver", k))
+        .collect();
+    assert!(moved.len() >= 4, "only {} keys move", moved.len());
+    let proxy = proxy_with_layouts(runtime, &s.nodes, &[0, 1, 2], &[0, 1]);
+    let mut c = Client::connect(proxy.local_addr());
+    // Half the moved keys are written again: the new owner has one version, the old owner
+    // its two and the delete marker that hid them.
+    let rewritten: Vec<&String> = moved.iter().step_by(2).copied().collect();
+    for k in &rewritten {
+        assert_eq!(c.put(&format!("/ver/{k}"), b"moved").status, 200);
+        // The old copy is hidden just after the answer.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let r = s.nodes[before.pick("ver", k)]
+                .client()
+                .get(&format!("/ver?versions&prefix={k}"));
+            if r.xml_values("VersionId").len() == 3 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{}", r.text());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let all = versions_all(&mut c, "ver", 1000);
+    for k in &keys {
+        let n = all.iter().filter(|(key, _)| key == k).count();
+        let want = if rewritten.contains(&k) { 1 } else { 2 };
+        assert_eq!(n, want, "{k}: {all:?}");
+    }
+    assert_eq!(all.len(), keys.len() * 2 - rewritten.len());
+    for page in [1, 3] {
+        assert_eq!(versions_all(&mut c, "ver", page), all, "pages of {page}");
+    }
+    proxy.stop();
 }
