@@ -909,6 +909,51 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_setting_is_read_back_with_the_query_that_wrote_it() {
+        assert_eq!(read_query("policy&x-id=PutBucketPolicy"), "policy");
+        assert_eq!(
+            read_query("x-id=PutBucketAnalyticsConfiguration&analytics&id=a1"),
+            "analytics&id=a1"
+        );
+        assert_eq!(read_query("website"), "website");
+        assert_eq!(read_query(""), "");
+    }
+
+    #[test]
+    fn what_a_backend_answers_of_a_setting() {
+        let reply = |status, body: &str| {
+            Ok(Reply {
+                status,
+                headers: vec![("Content-Type".into(), "application/json".into())],
+                body: body.as_bytes().to_vec(),
+            })
+        };
+        let missing = "<Error><Code>NoSuchBucketPolicy</Code><Message>m</Message></Error>";
+        let no_bucket = "<Error><Code>NoSuchBucket</Code><Message>m</Message></Error>";
+        assert!(matches!(
+            Setting::of(reply(200, "{}")),
+            Setting::Doc(d, Some(ct)) if d == b"{}" && ct == "application/json"
+        ));
+        assert!(matches!(Setting::of(reply(404, missing)), Setting::Absent));
+        // A bucket that is not there has no setting to put back; neither has a refusal.
+        assert!(matches!(
+            Setting::of(reply(404, no_bucket)),
+            Setting::Unknown
+        ));
+        assert!(matches!(Setting::of(reply(501, "")), Setting::Unknown));
+        assert!(matches!(
+            Setting::of(Err(S3Error::new(S3ErrorCode::SlowDown))),
+            Setting::Unknown
+        ));
+        let put = Setting::put("/b", "policy", b"{}", Some("application/json"));
+        assert_eq!(
+            (put.method, put.query.as_str(), put.body.as_slice()),
+            ("PUT", "policy", &b"{}"[..])
+        );
+        assert!(put.has_header("content-md5") && put.has_header("content-type"));
+    }
+
+    #[test]
     fn delete_body_round_trips_through_the_parser() {
         let keys = ["plain", "a&b<c>\"d'", "ctl\u{1}x", "ü/€ space"];
         let ids: Vec<ObjectIdentifier<'_>> = keys

@@ -482,6 +482,12 @@ fn is_cors_header(name: &str) -> bool {
             .is_some_and(|p| p.eq_ignore_ascii_case("access-control-"))
 }
 
+/// Whether a backend's response header goes on to the client: not hop-by-hop or framing ones,
+/// nor `Date` (the engine writes its own) or CORS ones (the front's replace them).
+fn is_relayed(name: &str) -> bool {
+    !is_hop_by_hop(name) && !name.eq_ignore_ascii_case("date") && !is_cors_header(name)
+}
+
 /// Send the response head and stream its body to the client.
 async fn relay<S: Stream, T: Stream>(
     resp: Response<'_, '_, T>,
@@ -493,11 +499,7 @@ async fn relay<S: Stream, T: Stream>(
     let headers: Vec<Header<'_>> = head
         .headers
         .iter()
-        .filter(|h| {
-            !is_hop_by_hop(h.name)
-                && !h.name.eq_ignore_ascii_case("date")
-                && !is_cors_header(h.name)
-        })
+        .filter(|h| is_relayed(h.name))
         .copied()
         .collect();
     let kind = if matches!(status, 204 | 304) {
@@ -856,11 +858,7 @@ async fn exchange<C: Clock, T: Stream>(
         .head
         .headers
         .iter()
-        .filter(|h| {
-            !is_hop_by_hop(h.name)
-                && !h.name.eq_ignore_ascii_case("date")
-                && !is_cors_header(h.name)
-        })
+        .filter(|h| is_relayed(h.name))
         .map(|h| {
             let v = String::from_utf8_lossy(h.value).into_owned();
             (h.name.to_owned(), v)

@@ -330,3 +330,38 @@ async fn any_backend<R: Runtime, S: Stream>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferry_core::s3::request::AddressingConfig;
+
+    /// Where the requests the router does not serve go, and that the known ones keep theirs.
+    #[test]
+    fn unknown_requests_go_by_scope() {
+        let cases = [
+            ("GET", "/bkt/k?restore", Route::Key),
+            ("POST", "/bkt/k?restore", Route::Key),
+            ("POST", "/bkt/k?select&select-type=2", Route::Key),
+            ("GET", "/bkt?website", Route::AnyBackend),
+            ("HEAD", "/bkt?website", Route::AnyBackend),
+            ("PUT", "/bkt?website", Route::Everywhere),
+            ("DELETE", "/bkt?publicAccessBlock", Route::Everywhere),
+            ("POST", "/bkt?metadataTable", Route::Everywhere),
+            ("GET", "/?foo", Route::AnyBackend),
+            ("PUT", "/?foo", Route::Everywhere),
+            ("PUT", "/bkt?policy", Route::Everywhere),
+            ("PUT", "/bkt?cors", Route::FanOut),
+            ("GET", "/bkt?list-type=2", Route::FanOut),
+            ("PUT", "/bkt/k", Route::Key),
+        ];
+        for (method, target, want) in cases {
+            let s3 = Endpoint::route(method, target, &[], &AddressingConfig::path_style())
+                .unwrap_or_else(|e| panic!("{method} {target}: {e}"));
+            assert_eq!(route(&s3.endpoint, method), want, "{method} {target}");
+        }
+        assert!(refused_subresource("renameObject").is_some());
+        assert!(refused_subresource("session").is_some());
+        assert!(refused_subresource("website").is_none());
+    }
+}

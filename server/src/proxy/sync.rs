@@ -340,3 +340,38 @@ fn warn_skipped<R: Runtime>(p: &Proxy<R>, i: usize, bucket: &str, why: &str) {
     let backend = p.backends.get(i).map_or("?", |b| b.id.as_str());
     tracing::warn!(backend, bucket, why, "skipped in a backend's check");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(sub: &str) -> &'static Kind {
+        KINDS.iter().find(|k| k.subresource == sub).unwrap()
+    }
+
+    #[test]
+    fn what_a_check_copies() {
+        let never = b"<VersioningConfiguration xmlns=\"x\"/>";
+        let on = b"<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>";
+        let v = kind("versioning");
+        assert!(!(v.complete)(never) && (v.complete)(on));
+        assert!((v.wanted)(Some(never), on) && !(v.wanted)(Some(never), never));
+        // A lock without a default retention still turns lock on where it is missing; a
+        // retention is copied over a lock without one.
+        let bare = b"<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled>\
+            </ObjectLockConfiguration>";
+        let rule = b"<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled>\
+            <Rule><DefaultRetention><Mode>GOVERNANCE</Mode><Days>1</Days></DefaultRetention>\
+            </Rule></ObjectLockConfiguration>";
+        let l = kind("object-lock");
+        assert!(!(l.complete)(bare) && (l.complete)(rule));
+        assert!((l.wanted)(None, bare) && (l.wanted)(Some(bare), rule));
+        assert!(!(l.wanted)(Some(bare), bare));
+        // The others: any document, where there is none.
+        let e = kind("encryption");
+        assert!((e.complete)(b"<x/>") && (e.wanted)(None, b"<x/>"));
+        // Versioning before object lock, encryption before the rest.
+        let order: Vec<&str> = KINDS.iter().map(|k| k.subresource).collect();
+        assert_eq!(&order[..3], ["versioning", "object-lock", "encryption"]);
+    }
+}

@@ -14,8 +14,8 @@ use super::context::Cx;
 use super::forward::Call;
 
 /// PutBucketTagging on every backend: the document is checked here first (a bad one changes
-/// nothing anywhere), then sent as Ferry writes it. Every backend must be up; the first
-/// backend's refusal is the answer (a retry completes a partial put).
+/// nothing anywhere), then sent as Ferry writes it, all or nothing
+/// (`buckets::relay_everywhere`). Every backend must be up.
 pub(crate) async fn put_bucket<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     s3: &S3Request<'_>,
