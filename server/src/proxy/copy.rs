@@ -114,6 +114,11 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     src: usize,
     dst: usize,
 ) -> S3Result<()> {
+    // The proxy writes the copy with the headers it knows: what the router refused would be
+    // dropped on the way, not refused by the backend.
+    if let Some(e) = &s3.refused {
+        return Err(e.clone());
+    }
     let (source, directive, range, kind) = match &s3.endpoint {
         Endpoint::CopyObject {
             source,
@@ -240,7 +245,12 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
                 body.extend_from_slice(c);
             }
         }
-        return Err(Reply { status, body }.to_error());
+        return Err(Reply {
+            status,
+            headers: Vec::new(),
+            body,
+        }
+        .to_error());
     }
     if let (Some(r), Some(total)) = (
         range,
@@ -478,7 +488,12 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     }
     db.put(dst_conn);
     if !(200..300).contains(&status) {
-        return Err(Reply { status, body }.to_error());
+        return Err(Reply {
+            status,
+            headers: Vec::new(),
+            body,
+        }
+        .to_error());
     }
     cx.p.copied.fetch_add(len, Ordering::Relaxed);
     let doc = CopyResult {
