@@ -8,6 +8,10 @@ use clap::builder::TypedValueParser;
 use clap::{Args, Parser, Subcommand};
 use ferry_core::s3::sigv4::Credentials;
 
+use crate::agents::agent::AgentOptions;
+use crate::agents::coordinator::{CoordinatorOptions, OnAgentLoss, coordinate};
+use crate::agents::wire::Token;
+use crate::autoterm::AutotermSpec;
 use crate::client::{ClientOptions, S3Client};
 use crate::config::{LoadConfig, MixWeights, ProgressMode, RuntimeKind, Workload};
 use crate::embedded::{EmbeddedOptions, embedded_cluster};
@@ -71,6 +75,51 @@ pub enum Command {
     },
     /// Print a presigned GET URL (for tools such as wrk).
     Presign(PresignArgs),
+    /// Wait for a coordinator (`ferry-load <workload> --agents ...`) and run its load.
+    Agent(AgentArgs),
+    /// The same workload against two endpoints (a proxy and what it fronts) in alternating
+    /// rounds: throughput and latency of each, and their ratio.
+    Overhead(OverheadArgs),
+}
+
+/// Options of `overhead`.
+#[derive(Debug, Clone, Args)]
+pub struct OverheadArgs {
+    /// The endpoint loaded directly (what the other one fronts).
+    #[arg(long, value_name = "URL")]
+    pub direct: String,
+    /// The endpoint in front of it (a proxy).
+    #[arg(long, value_name = "URL")]
+    pub via: String,
+    /// The workload of every round.
+    #[arg(long, value_enum, default_value_t = Workload::Get)]
+    pub workload: Workload,
+    /// Rounds on each endpoint, alternating (each of --duration or --ops).
+    #[arg(long, default_value_t = 3)]
+    pub rounds: u32,
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+/// Options of `agent`.
+#[derive(Debug, Clone, Args)]
+pub struct AgentArgs {
+    /// Address to listen on for a coordinator (port 7761 if none is given).
+    #[arg(long, default_value = "0.0.0.0:7761")]
+    pub listen: String,
+    /// The shared token (at least 16 bytes; else FERRY_LOAD_TOKEN).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Write each run's own report here as JSON (`<run>-agent<N>.json`).
+    #[arg(long, value_name = "DIR")]
+    pub json_dir: Option<PathBuf>,
+    /// How long the coordinator may stay silent before the run is stopped (it sends a
+    /// heartbeat every second).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Test hook: pretend this machine's clock is this many milliseconds ahead.
+    #[arg(long, hide = true, default_value_t = 0, allow_negative_numbers = true)]
+    pub clock_skew_ms: i64,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -143,6 +192,17 @@ pub struct LoadArgs {
     /// measured from each scheduled start (corrected for coordinated omission).
     #[arg(long, value_name = "OPS")]
     pub rate: Option<f64>,
+    /// Stop once throughput is stable: every fifth of the last WINDOW within TOLERANCE percent
+    /// of the window's mean (default 10s,7.5); --duration then bounds the run (15m if not
+    /// given). Works with --agents (decided on the merged throughput).
+    #[arg(
+        long,
+        value_name = "WINDOW,TOLERANCE",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    pub autoterm: Option<AutotermSpec>,
     /// Mixed workload weights.
     #[arg(long, default_value = "get=45,stat=30,put=15,delete=10")]
     pub mix: MixWeights,
@@ -170,10 +230,10 @@ pub struct LoadArgs {
     /// Send Content-MD5 and check single-part ETags against it.
     #[arg(long)]
     pub md5: bool,
-    /// Retries of an object operation (PUT, GET, HEAD, DELETE) that got 503 (SlowDown,
-    /// ServiceUnavailable) or lost its connection, after an exponential backoff with jitter as
+    /// Retries of an object operation (PUT, GET, HEAD, DELETE) that was throttled (503
+    /// SlowDown, 429, ...) or lost its connection, after an exponential backoff with jitter as
     /// the AWS SDKs do (100 ms doubling, at most 2 s); counted apart from failures. 0: none.
-    #[arg(long, default_value_t = crate::config::DEFAULT_RETRIES, value_name = "N")]
+    #[arg(long, visible_alias = "retry", default_value_t = crate::config::DEFAULT_RETRIES, value_name = "N")]
     pub retries: u32,
     /// Sign each body's SHA-256 instead of UNSIGNED-PAYLOAD.
     #[arg(long)]
@@ -205,6 +265,25 @@ pub struct LoadArgs {
     /// No progress display.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Coordinate these agents (`ferry-load agent`) instead of loading the endpoints from
+    /// here: HOST[:PORT],... (port 7761 by default). Each agent runs --concurrency workers;
+    /// --ops, --objects and --rate are shared out among them.
+    #[arg(long, value_delimiter = ',', value_name = "HOST:PORT,...")]
+    pub agents: Vec<String>,
+    /// With --agents: the shared token (at least 16 bytes; else FERRY_LOAD_TOKEN).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// With --agents: refuse to start when an agent's clock is further off than this.
+    #[arg(long, default_value = "50ms", value_parser = parse_duration)]
+    pub max_clock_offset: Duration,
+    /// With --agents: what an agent lost mid-run does (the run ends either way with a
+    /// report, exit status 2).
+    #[arg(long, value_enum, default_value_t = OnAgentLoss::Stop)]
+    pub on_agent_loss: OnAgentLoss,
+    /// With --agents: how long an agent may stay silent before it counts as lost (agents send
+    /// a heartbeat every second).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub agent_timeout: Duration,
 }
 
 /// Options of `presign`.
@@ -276,6 +355,7 @@ impl LoadArgs {
         cfg.ops = self.ops;
         cfg.objects = self.objects;
         cfg.rate = self.rate;
+        cfg.autoterm = self.autoterm;
         cfg.mix = self.mix;
         cfg.parts = self.parts;
         cfg.part_size = self.part_size;
@@ -315,10 +395,41 @@ fn write_file(path: &Path, contents: &str) -> Result<(), String> {
     std::fs::write(path, contents).map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
-/// Run a load workload: embedded cluster if asked, the run, the summary and the files.
-/// `Ok(true)` when every operation succeeded.
+/// The agents' token: from `file`, else `FERRY_LOAD_TOKEN`.
+fn token(file: Option<&Path>) -> Result<Token, String> {
+    match (file, env(&["FERRY_LOAD_TOKEN"])) {
+        (Some(f), _) => Token::read(f),
+        (None, Some(t)) => Token::new(t.as_bytes()).map_err(|e| format!("FERRY_LOAD_TOKEN: {e}")),
+        (None, None) => Err(
+            "agents need a shared token: --token-file FILE (or FERRY_LOAD_TOKEN) on the \
+             coordinator and on every agent"
+                .into(),
+        ),
+    }
+}
+
+/// Run a load workload: embedded cluster if asked (or agents), the run, the summary and the
+/// files. `Ok(true)` when every operation succeeded.
 pub fn load(workload: Workload, args: &LoadArgs) -> Result<bool, String> {
     let mut cfg = args.config(workload)?;
+    if !args.agents.is_empty() {
+        if args.embedded {
+            return Err(
+                "--embedded runs the cluster in this process, which agents cannot reach: \
+                 start one they can (`ferry`, `ferry node`) and give its --endpoint"
+                    .into(),
+            );
+        }
+        let opts = CoordinatorOptions {
+            agents: args.agents.clone(),
+            token: token(args.token_file.as_deref())?,
+            max_clock_offset: args.max_clock_offset,
+            on_loss: args.on_agent_loss,
+            timeout: args.agent_timeout,
+        };
+        let report = coordinate(cfg, &opts)?;
+        return finish(&report, args);
+    }
     let cluster = if args.embedded {
         let opts = EmbeddedOptions {
             runtime: cfg.runtime,
@@ -345,15 +456,47 @@ pub fn load(workload: Workload, args: &LoadArgs) -> Result<bool, String> {
     if let Some(c) = cluster {
         c.stop();
     }
+    finish(&report, args)
+}
+
+/// The end of a run: the summary, the JSON and CSV files; whether everything succeeded.
+fn finish(report: &RunReport, args: &LoadArgs) -> Result<bool, String> {
     print!("{}", report.summary());
     if let Some(path) = &args.json {
-        let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
         write_file(path, &json)?;
     }
     if let Some(path) = &args.csv {
         write_file(path, &report.series_csv())?;
     }
-    Ok(report.error_count() == 0 && report.mismatches.is_empty())
+    Ok(report.all_succeeded())
+}
+
+/// `overhead`: the rounds, the table, the JSON.
+fn overhead(args: &OverheadArgs) -> Result<bool, String> {
+    let l = &args.load;
+    if !l.target.endpoints.is_empty() || l.embedded || !l.agents.is_empty() || l.csv.is_some() {
+        return Err(
+            "overhead takes its endpoints from --direct and --via (no --endpoint, --embedded, \
+             --agents or --csv)"
+                .into(),
+        );
+    }
+    let mut cfg = l.config(args.workload)?;
+    cfg.endpoints = vec![args.direct.clone()];
+    cfg.validate()?;
+    let report =
+        crate::overhead::overhead(&cfg, &args.direct, &args.via, args.rounds, |r, url| {
+            if cfg.progress != ProgressMode::Off {
+                eprintln!("round {r}/{}: {url}", args.rounds);
+            }
+        })?;
+    print!("{}", report.table());
+    if let Some(path) = &l.json {
+        let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        write_file(path, &json)?;
+    }
+    Ok(report.all_succeeded())
 }
 
 fn presign(args: &PresignArgs) -> Result<String, String> {
@@ -441,6 +584,16 @@ pub fn main() -> ExitCode {
             println!("{url}");
             true
         }),
+        Command::Overhead(a) => overhead(a),
+        Command::Agent(a) => (|| {
+            let opts = AgentOptions {
+                token: token(a.token_file.as_deref())?,
+                json_dir: a.json_dir.clone(),
+                timeout: a.timeout,
+                clock_skew_ns: a.clock_skew_ms.saturating_mul(1_000_000),
+            };
+            crate::agents::agent::listen(&a.listen, opts).map(|()| true)
+        })(),
     };
     match out {
         Ok(true) => ExitCode::SUCCESS,
@@ -537,6 +690,30 @@ mod tests {
         assert_eq!(cfg.runtime, RuntimeKind::Smol);
         assert_eq!(cfg.part_size, 8 << 20);
         assert_eq!(cfg.duration, Some(Duration::from_millis(1500)));
+    }
+
+    #[test]
+    fn autoterm_takes_an_optional_value() {
+        let cfg = |args: &[&str]| {
+            let Command::Put(a) = parse(args).command else {
+                panic!("not put")
+            };
+            a.config(Workload::Put).unwrap()
+        };
+        let base = ["put", "--embedded"];
+        assert_eq!(cfg(&base).autoterm, None);
+        let with = |extra: &str| cfg(&[base[0], base[1], extra]).autoterm;
+        assert_eq!(with("--autoterm"), Some(AutotermSpec::default()));
+        let s = with("--autoterm=30s,5").unwrap();
+        assert_eq!((s.window.as_secs(), s.tolerance_pct), (30, 5.0));
+        assert_eq!(
+            cfg(&base).duration_limit(),
+            Some(LoadConfig::DEFAULT_DURATION)
+        );
+        let c = cfg(&[base[0], base[1], "--autoterm"]);
+        assert_eq!(c.duration_limit(), Some(AutotermSpec::DEFAULT_CAP));
+        let argv = ["ferry-load", "put", "--autoterm=1s"];
+        assert!(Cli::try_parse_from(argv).is_err());
     }
 
     #[test]

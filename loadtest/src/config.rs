@@ -8,6 +8,7 @@ use std::time::Duration;
 use ferry_core::s3::sigv4::Credentials;
 use serde::{Deserialize, Serialize};
 
+use crate::autoterm::AutotermSpec;
 use crate::endpoint::EndpointPolicy;
 use crate::size::SizeSpec;
 
@@ -153,8 +154,39 @@ pub enum ProgressMode {
     Off,
 }
 
+/// One agent's part of a run across machines: its own object ids, its own random streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Share {
+    /// This agent's place, `0..count`.
+    pub index: u32,
+    /// Agents in the run.
+    pub count: u32,
+}
+
+impl Share {
+    /// Object ids per share: share `i` uses `i * SPAN ..`, so no two agents write one key.
+    pub const SPAN: u64 = 1 << 40;
+    /// Most agents one run may have (shares of [`Share::SPAN`] ids fill the 64-bit ids).
+    pub const MAX_COUNT: u32 = 1 << 16;
+
+    /// The first object id of the share.
+    pub fn id_base(self) -> u64 {
+        u64::from(self.index) * Self::SPAN
+    }
+
+    /// This share's part of `total` (operations, objects): an equal split, the remainder to
+    /// the first shares.
+    pub fn part_of(self, total: u64) -> u64 {
+        let n = u64::from(self.count.max(1));
+        total / n + u64::from(u64::from(self.index) < total % n)
+    }
+}
+
 /// Everything a run needs.
-#[derive(Debug, Clone)]
+///
+/// It serialises (the credentials and CA certificates included, the local paths and the
+/// progress display left out) to travel from a coordinator to its agents.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LoadConfig {
     /// What the workers do.
     pub workload: Workload,
@@ -163,6 +195,7 @@ pub struct LoadConfig {
     /// How operations are spread over endpoints.
     pub endpoint_policy: EndpointPolicy,
     /// Signing credentials.
+    #[serde(with = "wire_credentials")]
     pub credentials: Credentials,
     /// SigV4 region.
     pub region: String,
@@ -207,17 +240,60 @@ pub struct LoadConfig {
     /// Retries of an object operation after a 503 or a lost connection (see `run::retrying`).
     pub retries: u32,
     /// Runtime.
+    #[serde(with = "wire_runtime")]
     pub runtime: RuntimeKind,
     /// Runtime threads (0: one per CPU).
     pub threads: usize,
     /// Fill seed.
     pub seed: u64,
     /// Progress display.
+    #[serde(skip)]
     pub progress: ProgressMode,
     /// `https://` endpoints: accept any certificate (self-signed test ones).
     pub insecure: bool,
     /// `https://` endpoints: also trust the CA certificates of this PEM file.
+    #[serde(skip)]
     pub ca_cert: Option<PathBuf>,
+    /// The CA certificates themselves (PEM), when they came with the configuration from a
+    /// coordinator rather than from a file here; used instead of `ca_cert`.
+    #[serde(default)]
+    pub ca_pem: Option<String>,
+    /// This agent's share of a run across machines (`None`: the whole run is ours).
+    #[serde(default)]
+    pub share: Option<Share>,
+    /// `--autoterm`: stop once throughput is stable.
+    #[serde(default)]
+    pub autoterm: Option<AutotermSpec>,
+}
+
+/// [`Credentials`] as a pair of strings.
+mod wire_credentials {
+    use super::Credentials;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(c: &Credentials, s: S) -> Result<S::Ok, S::Error> {
+        (&c.access_key_id, &c.secret_access_key).serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Credentials, D::Error> {
+        let (a, k) = <(String, String)>::deserialize(d)?;
+        Ok(Credentials::new(a, k))
+    }
+}
+
+/// [`RuntimeKind`] by its name.
+mod wire_runtime {
+    use super::RuntimeKind;
+    use serde::{Deserialize, Deserializer, Serializer, de::Error as _};
+
+    pub(super) fn serialize<S: Serializer>(r: &RuntimeKind, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(r.as_str())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<RuntimeKind, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse().map_err(D::Error::custom)
+    }
 }
 
 /// Retries of an object operation by default: two, three attempts in all, as the AWS SDKs'
@@ -259,6 +335,9 @@ impl LoadConfig {
             progress: ProgressMode::Auto,
             insecure: false,
             ca_cert: None,
+            ca_pem: None,
+            share: None,
+            autoterm: None,
         }
     }
 
@@ -291,10 +370,33 @@ impl LoadConfig {
         if self.list_max_keys == 0 || self.list_max_keys > 1000 {
             return Err("--list-max-keys must be 1..=1000".into());
         }
-        if self.insecure && self.ca_cert.is_some() {
+        if self.insecure && (self.ca_cert.is_some() || self.ca_pem.is_some()) {
             return Err("--insecure accepts any certificate: --ca-cert would be ignored".into());
         }
+        if let Some(s) = self.share
+            && (s.count == 0 || s.count > Share::MAX_COUNT || s.index >= s.count)
+        {
+            return Err(format!(
+                "share {} of {} agents is not a share",
+                s.index, s.count
+            ));
+        }
         Ok(())
+    }
+
+    /// The first object id of this run (of its share, across machines).
+    pub fn id_base(&self) -> u64 {
+        self.share.map_or(0, Share::id_base)
+    }
+
+    /// How long the run goes when nothing says: 10 s, or [`AutotermSpec::DEFAULT_CAP`] with
+    /// `--autoterm` (which ends it sooner).
+    pub fn duration_limit(&self) -> Option<Duration> {
+        match (self.duration, self.ops) {
+            (None, None) if self.autoterm.is_some() => Some(AutotermSpec::DEFAULT_CAP),
+            (None, None) => Some(Self::DEFAULT_DURATION),
+            (d, _) => d,
+        }
     }
 
     /// The bucket names.
@@ -352,10 +454,50 @@ mod tests {
         c.ca_cert = Some("ca.pem".into());
         assert!(c.validate().unwrap_err().contains("--insecure"));
         let mut c = ok.clone();
+        c.share = Some(Share { index: 3, count: 3 });
+        assert!(c.validate().is_err());
+        c.share = Some(Share { index: 2, count: 3 });
+        assert_eq!(c.validate(), Ok(()));
+        assert_eq!(c.id_base(), 2 << 40);
+        let mut c = ok.clone();
         c.buckets = 3;
         assert_eq!(
             c.bucket_names(),
             ["ferry-load-0", "ferry-load-1", "ferry-load-2"]
         );
+    }
+
+    #[test]
+    fn shares_split_totals() {
+        let parts: Vec<u64> = (0..3)
+            .map(|index| Share { index, count: 3 }.part_of(10))
+            .collect();
+        assert_eq!(parts, [4, 3, 3]);
+        assert_eq!(Share { index: 4, count: 5 }.part_of(3), 0);
+        assert_eq!(Share { index: 0, count: 1 }.part_of(7), 7);
+    }
+
+    #[test]
+    fn configurations_travel() {
+        let mut c = LoadConfig::new(
+            Workload::Mixed,
+            "https://s3.example:443",
+            Credentials::new("ak", "sk"),
+        );
+        c.runtime = RuntimeKind::Smol;
+        c.size = "4KiB:1,1MiB:3".parse().unwrap();
+        c.duration = Some(Duration::from_millis(2500));
+        c.share = Some(Share { index: 1, count: 2 });
+        c.ca_cert = Some("here.pem".into());
+        c.ca_pem = Some("-----BEGIN CERTIFICATE-----".into());
+        c.autoterm = Some(AutotermSpec::default());
+        let json = serde_json::to_string(&c).unwrap();
+        let back: LoadConfig = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.credentials, c.credentials);
+        assert_eq!(back.runtime, RuntimeKind::Smol);
+        assert_eq!((back.size, back.duration), (c.size, c.duration));
+        assert_eq!((back.share, back.autoterm), (c.share, c.autoterm));
+        assert_eq!(back.ca_pem, c.ca_pem);
+        assert_eq!(back.ca_cert, None, "a local path means nothing elsewhere");
     }
 }

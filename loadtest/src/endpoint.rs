@@ -22,27 +22,40 @@ pub struct Endpoint {
     in_flight: AtomicUsize,
 }
 
+/// The scheme, the authority (`host[:port]`) and the scheme's default port of an endpoint URL.
+fn split_url(url: &str) -> Result<(&'static str, &str, u16), String> {
+    let (scheme, rest, default_port) = if let Some(r) = url.strip_prefix("http://") {
+        ("http", r, 80)
+    } else if let Some(r) = url.strip_prefix("https://") {
+        ("https", r, 443)
+    } else if url.contains("://") {
+        return Err(format!(
+            "{url}: only http:// and https:// endpoints are supported"
+        ));
+    } else {
+        ("http", url, 80)
+    };
+    let authority = rest.trim_end_matches('/');
+    if authority.is_empty() || authority.contains('/') {
+        return Err(format!(
+            "{url}: an endpoint is {scheme}://host[:port] without a path"
+        ));
+    }
+    Ok((scheme, authority, default_port))
+}
+
+/// An endpoint URL as reports name it (`scheme://host[:port]`), without resolving it: a
+/// coordinator names the endpoints its agents resolve.
+pub fn canonical_url(url: &str) -> Result<String, String> {
+    let (scheme, authority, _) = split_url(url)?;
+    Ok(format!("{scheme}://{authority}"))
+}
+
 impl Endpoint {
     /// Parse and resolve `http://host[:port]` or `https://host[:port]` (the scheme is
     /// optional: http; the port defaults to 80 or 443).
     pub fn parse(url: &str) -> Result<Self, String> {
-        let (scheme, rest, default_port) = if let Some(r) = url.strip_prefix("http://") {
-            ("http", r, 80)
-        } else if let Some(r) = url.strip_prefix("https://") {
-            ("https", r, 443)
-        } else if url.contains("://") {
-            return Err(format!(
-                "{url}: only http:// and https:// endpoints are supported"
-            ));
-        } else {
-            ("http", url, 80)
-        };
-        let authority = rest.trim_end_matches('/');
-        if authority.is_empty() || authority.contains('/') {
-            return Err(format!(
-                "{url}: an endpoint is {scheme}://host[:port] without a path"
-            ));
-        }
+        let (scheme, authority, default_port) = split_url(url)?;
         let host_only = match authority.rsplit_once(':') {
             Some((h, p))
                 if !h.ends_with(':') && !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) =>
@@ -210,5 +223,10 @@ mod tests {
         assert!(Endpoint::parse("ftp://x").is_err());
         assert!(Endpoint::parse("http://127.0.0.1:1/bucket").is_err());
         assert!(Endpoint::parse("https://127.0.0.1:1/bucket").is_err());
+        assert_eq!(
+            canonical_url("s3.example:9000/").as_deref(),
+            Ok("http://s3.example:9000")
+        );
+        assert!(canonical_url("ftp://x").is_err());
     }
 }

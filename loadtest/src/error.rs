@@ -49,7 +49,43 @@ pub enum VerifyError {
     Document(String),
 }
 
+/// S3 and AWS error codes that mean "slow down" whatever their status (the AWS SDKs' list of
+/// throttling errors, the ones an S3 service or gateway sends).
+const THROTTLING_CODES: [&str; 9] = [
+    "SlowDown",
+    "Throttling",
+    "ThrottlingException",
+    "ThrottledException",
+    "RequestThrottled",
+    "RequestThrottledException",
+    "TooManyRequestsException",
+    "RequestLimitExceeded",
+    "BandwidthLimitExceeded",
+];
+
 impl OpError {
+    /// Whether the server asked us to slow down: `503` (SlowDown, ServiceUnavailable), `429`,
+    /// or a throttling error code. Such answers are their own result, not failures: the
+    /// server is shedding load it was offered.
+    pub fn is_throttling(&self) -> bool {
+        match self {
+            Self::Http { status, code } => {
+                *status == 503
+                    || *status == 429
+                    || code
+                        .as_deref()
+                        .is_some_and(|c| THROTTLING_CODES.contains(&c))
+            }
+            Self::Transport(_) | Self::Verify(_) => false,
+        }
+    }
+
+    /// Whether the operation may succeed if sent again after a pause: a throttling answer or
+    /// a lost connection. Other failures (4xx, wrong content) would only fail again.
+    pub fn is_retryable(&self) -> bool {
+        self.is_throttling() || matches!(self, Self::Transport(_))
+    }
+
     /// The kind this error is counted under in reports.
     pub fn kind(&self) -> String {
         match self {
@@ -153,5 +189,32 @@ mod tests {
             OpError::from(HttpError::TimedOut).kind(),
             "transport timed out"
         );
+    }
+
+    #[test]
+    fn throttling_answers() {
+        let http = |status, code: Option<&str>| OpError::Http {
+            status,
+            code: code.map(str::to_string),
+        };
+        for e in [
+            http(503, Some("SlowDown")),
+            http(503, Some("ServiceUnavailable")),
+            http(503, None),
+            http(429, None),
+            http(400, Some("Throttling")),
+            http(200, Some("SlowDown")),
+        ] {
+            assert!(e.is_throttling() && e.is_retryable(), "{e:?}");
+        }
+        for e in [
+            http(500, Some("InternalError")),
+            http(404, Some("NoSuchKey")),
+            http(403, Some("AccessDenied")),
+        ] {
+            assert!(!e.is_throttling() && !e.is_retryable(), "{e:?}");
+        }
+        let lost = OpError::from(HttpError::UnexpectedEof);
+        assert!(!lost.is_throttling() && lost.is_retryable());
     }
 }

@@ -8,20 +8,26 @@
 //! - [`run`]: the engine (buckets, preparation, closed/open-loop workers, the per-second
 //!   reporter, cleanup); [`config`] says what a run does.
 //! - [`stats`], [`report`]: HDR histograms and the report (summary, JSON, CSV, merging);
-//!   [`compare`] and [`plot`] read reports back.
+//!   [`compare`] and [`plot`] read reports back; [`overhead`] sets two endpoints side by side.
+//! - [`control`]: a run driven from outside (start gate, early stop, observers);
+//!   [`autoterm`]: `--autoterm`; [`agents`]: runs across machines (agents and a coordinator).
 //! - [`embedded`]: an in-process cluster to load (`--embedded`); [`cli`]: the command line.
 
+pub mod agents;
+pub mod autoterm;
 mod body;
 pub mod cli;
 pub mod client;
 pub mod compare;
 pub mod config;
+pub mod control;
 pub mod digests;
 pub mod embedded;
 pub mod endpoint;
 pub mod error;
 pub mod keys;
 pub mod multipart;
+pub mod overhead;
 pub mod payload;
 pub mod plot;
 pub mod report;

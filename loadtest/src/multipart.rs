@@ -88,7 +88,7 @@ impl<R: NetRuntime> S3Client<R> {
                 break;
             };
             let (part, n, etag, md5) = handle.await;
-            res.costs.add(&part.result.costs);
+            // The part's own costs are reported with the part (`OpKind::Part`), not again here.
             match (&part.result.error, etag) {
                 (None, Some(etag)) => etags.push((n, etag, md5)),
                 (Some(e), _) => failed = failed.or(Some(e.clone())),

@@ -6,7 +6,9 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use crate::control::SeriesAt;
 use crate::rusage::CpuUsage;
+use crate::size::SizeClass;
 use crate::stats::{Costs, Histo, HistoSummary, MismatchReport, OpKind, OpStats, Recorder};
 
 /// How a run was set up (what the report needs to say what it measured).
@@ -60,6 +62,47 @@ pub struct StatsEntry {
     pub stats: OpStats,
 }
 
+/// The totals of one operation type on the objects of one size class (`--size` ranges and
+/// weights).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SizeClassEntry {
+    /// Operation type.
+    pub op: OpKind,
+    /// The class's name: `1MiB` (a weighted size), `4KiB..16KiB` (a part of a range).
+    pub class: String,
+    /// Smallest object size in the class.
+    pub min_bytes: u64,
+    /// Largest object size in the class (included).
+    pub max_bytes: u64,
+    /// What was measured.
+    #[serde(flatten)]
+    pub stats: OpStats,
+}
+
+/// One agent of a run across machines (`--agents`), as its coordinator saw it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentEntry {
+    /// The address the coordinator reached it at.
+    pub address: String,
+    /// Its host name, as it said.
+    pub host: String,
+    /// Its share of the run (object ids, operations, rate).
+    pub share: u32,
+    /// Its clock minus the coordinator's, milliseconds (corrected for at the start).
+    pub clock_offset_ms: f64,
+    /// The round trip the offset was measured with, milliseconds (the offset is right within
+    /// half of it).
+    pub round_trip_ms: f64,
+    /// Its measured phase, seconds.
+    pub elapsed_s: f64,
+    /// Its CPU time during it.
+    pub cpu: CpuUsage,
+    /// Its operations summed (parts left out: their uploads count).
+    pub total: OpStats,
+    /// Why and when it was lost, if it was (its results up to then are in the report).
+    pub lost: Option<String>,
+}
+
 /// One operation type in one second of the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SeriesOp {
@@ -73,6 +116,9 @@ pub struct SeriesOp {
     pub errors: u64,
     /// Latency of the interval's operations.
     pub latency: HistoSummary,
+    /// Operations that ended throttled (not in `ops`).
+    #[serde(default)]
+    pub throttled: u64,
 }
 
 /// One interval (a second, the last one shorter) of the run.
@@ -99,6 +145,7 @@ impl SeriesPoint {
                     bytes: s.bytes,
                     errors: s.error_count(),
                     latency: HistoSummary::from(&s.latency),
+                    throttled: s.throttled,
                 })
             })
             .collect();
@@ -169,6 +216,13 @@ pub struct RunReport {
     /// How many runs this report merges (1 for a plain run).
     #[serde(default = "one")]
     pub merged_runs: u32,
+    /// Per operation type and object size class, when sizes vary (`--size` ranges and
+    /// weights).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub size_classes: Vec<SizeClassEntry>,
+    /// Per agent, for a run across machines (`--agents`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentEntry>,
 }
 
 fn one() -> u32 {
@@ -215,7 +269,26 @@ impl RunReport {
             prepared: None,
             notes: Vec::new(),
             merged_runs: 1,
+            size_classes: Vec::new(),
+            agents: Vec::new(),
         }
+    }
+
+    /// The per-size-class breakdown of `totals`, whose class indices are into `classes`.
+    pub fn set_size_classes(&mut self, classes: &[SizeClass], totals: &Recorder) {
+        self.size_classes = totals
+            .class_entries()
+            .filter_map(|(op, c, s)| {
+                let class = classes.get(c)?;
+                Some(SizeClassEntry {
+                    op,
+                    class: class.label.clone(),
+                    min_bytes: class.min,
+                    max_bytes: class.max,
+                    stats: s.clone(),
+                })
+            })
+            .collect();
     }
 
     /// Each operation type summed over endpoints, in report order.
@@ -268,6 +341,20 @@ impl RunReport {
         self.total().error_count()
     }
 
+    /// Operations that ended throttled.
+    pub fn throttled_count(&self) -> u64 {
+        self.total().throttled
+    }
+
+    /// Whether every operation succeeded: no failure, no mismatch, nothing throttled, and no
+    /// agent lost.
+    pub fn all_succeeded(&self) -> bool {
+        self.error_count() == 0
+            && self.mismatches.is_empty()
+            && self.throttled_count() == 0
+            && self.agents.iter().all(|a| a.lost.is_none())
+    }
+
     /// Merge another run (e.g. from another client machine) into this one: counts and
     /// histograms add up, series line up by interval, CPU adds, elapsed is the longer one.
     pub fn merge(&mut self, other: &RunReport) -> Result<(), String> {
@@ -300,6 +387,18 @@ impl RunReport {
             }
         }
         self.stats.sort_by_key(|e| (e.op, e.endpoint));
+        for e in &other.size_classes {
+            match self
+                .size_classes
+                .iter_mut()
+                .find(|s| s.op == e.op && s.class == e.class)
+            {
+                Some(s) => s.stats.merge(&e.stats),
+                None => self.size_classes.push(e.clone()),
+            }
+        }
+        self.size_classes.sort_by_key(|e| (e.min_bytes, e.op));
+        self.agents.extend(other.agents.iter().cloned());
         for (i, p) in other.series.iter().enumerate() {
             match self.series.get_mut(i) {
                 Some(mine) => merge_point(mine, p)?,
@@ -375,6 +474,8 @@ impl RunReport {
                 out.push_str(&row(url, s, el));
             }
         }
+        out.push_str(&self.agent_summary());
+        out.push_str(&self.size_class_summary());
         let errors: Vec<(OpKind, String, u64)> = self
             .op_totals()
             .into_iter()
@@ -432,11 +533,12 @@ impl RunReport {
                 share(costs.hash_ns)
             );
         }
-        if costs.retries > 0 {
+        out.push_str(&self.throttling_summary());
+        if costs.retries > costs.throttled_retries {
             let _ = writeln!(
                 out,
-                "{} operations retried after a 503 or a lost connection (not failures unless listed under errors)",
-                costs.retries
+                "{} operations retried after a lost connection (not failures unless listed under errors)",
+                costs.retries - costs.throttled_retries
             );
         }
         if costs.reconnects > 0 {
@@ -491,17 +593,116 @@ impl RunReport {
         out
     }
 
+    /// The per-agent rows of the summary and the agents' clock offsets (nothing for a local
+    /// run).
+    fn agent_summary(&self) -> String {
+        let mut out = String::new();
+        if self.agents.is_empty() {
+            return out;
+        }
+        let _ = writeln!(out, "per agent:");
+        for a in &self.agents {
+            out.push_str(&row(&a.address, &a.total, a.elapsed_s));
+        }
+        for a in &self.agents {
+            let _ = writeln!(
+                out,
+                "  agent {} ({}): share {}, clock offset {:+.3} ms (round trip {:.3} ms){}",
+                a.address,
+                if a.host.is_empty() { "?" } else { &a.host },
+                a.share,
+                a.clock_offset_ms,
+                a.round_trip_ms,
+                a.lost
+                    .as_deref()
+                    .map(|l| format!(", LOST {l}"))
+                    .unwrap_or_default()
+            );
+        }
+        out
+    }
+
+    /// The per-size-class table of the summary (nothing for a fixed size).
+    fn size_class_summary(&self) -> String {
+        let mut out = String::new();
+        if self.size_classes.is_empty() {
+            return out;
+        }
+        let el = self.elapsed_s;
+        let _ = writeln!(
+            out,
+            "per size class:\n{:<10} {:<20} {:>9} {:>10} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9}",
+            "op", "size", "ops", "ops/s", "MB/s", "errors", "p50", "p90", "p99", "max"
+        );
+        for e in &self.size_classes {
+            let (s, l) = (&e.stats, &e.stats.latency);
+            let _ = writeln!(
+                out,
+                "{:<10} {:<20} {:>9} {:>10.1} {:>9.1} {:>7} {:>9} {:>9} {:>9} {:>9}",
+                e.op.name(),
+                e.class,
+                s.ops,
+                rate(s.ops as f64, el),
+                rate(s.bytes as f64 / 1e6, el),
+                s.error_count(),
+                fmt_us(l.quantile_us(0.5)),
+                fmt_us(l.quantile_us(0.9)),
+                fmt_us(l.quantile_us(0.99)),
+                fmt_us(l.max_us()),
+            );
+        }
+        out
+    }
+
+    /// The throttling lines of the summary: answers retried, and per operation type those
+    /// that ended throttled with their latency; nothing when the server never throttled.
+    fn throttling_summary(&self) -> String {
+        let mut out = String::new();
+        let retried = self.costs().throttled_retries;
+        let rows: Vec<(OpKind, OpStats)> = self
+            .op_totals()
+            .into_iter()
+            .filter(|(_, s)| s.throttled > 0)
+            .collect();
+        if retried == 0 && rows.is_empty() {
+            return out;
+        }
+        let ended: u64 = rows
+            .iter()
+            .filter(|(op, _)| op.counts_in_total())
+            .map(|(_, s)| s.throttled)
+            .sum();
+        let _ = writeln!(
+            out,
+            "throttled (503 SlowDown, 429, ...): {retried} answers retried after a backoff, \
+             {ended} operations ended throttled (not in ops, latency or errors above)"
+        );
+        for (op, s) in &rows {
+            let l = &s.throttled_latency;
+            let _ = writeln!(
+                out,
+                "  {:<10} {:>9} throttled  p50 {}  p99 {}  max {}",
+                op.name(),
+                s.throttled,
+                fmt_us(l.quantile_us(0.5)),
+                fmt_us(l.quantile_us(0.99)),
+                fmt_us(l.max_us())
+            );
+        }
+        out
+    }
+
     /// The time series as CSV: one line per interval and operation type.
     pub fn series_csv(&self) -> String {
         let mut out = String::from(
-            "t_s,dt_s,op,ops,bytes,errors,ops_per_s,mb_per_s,p50_us,p90_us,p99_us,p999_us,max_us\n",
+            "t_s,dt_s,op,ops,bytes,errors,ops_per_s,mb_per_s,p50_us,p90_us,p99_us,p999_us,max_us,throttled\n",
         );
         for p in &self.series {
             for o in &p.ops {
                 let l = &o.latency;
                 let _ = writeln!(
                     out,
-                    "{:.3},{:.3},{},{},{},{},{:.2},{:.3},{},{},{},{},{}",
+                    "{:.3},{:.3},{},{},{},{},{:.2},{:.3},{},{},{},{},{},{}",
                     p.t_s,
                     p.dt_s,
                     o.op.name(),
@@ -514,11 +715,38 @@ impl RunReport {
                     l.p90_us,
                     l.p99_us,
                     l.p999_us,
-                    l.max_us
+                    l.max_us,
+                    o.throttled
                 );
             }
         }
         out
+    }
+}
+
+/// Add what an interval recorded (`delta`) to `series` at `at`: a new point, or into the point
+/// already there (a sliver joining the last second, another agent's same second). The length
+/// and end of a point are the largest given, as [`RunReport::merge`] lines runs up.
+pub fn add_to_series(
+    series: &mut Vec<SeriesPoint>,
+    at: &SeriesAt,
+    delta: &Recorder,
+) -> Result<(), String> {
+    let point = SeriesPoint::from_interval(at.t_s, at.dt_s, delta);
+    while series.len() < at.index {
+        // Only a coordinator that lost an agent's earlier chunks could skip points.
+        series.push(SeriesPoint {
+            t_s: at.t_s,
+            dt_s: 0.0,
+            ops: Vec::new(),
+        });
+    }
+    match series.get_mut(at.index) {
+        Some(mine) => merge_point(mine, &point),
+        None => {
+            series.push(point);
+            Ok(())
+        }
     }
 }
 
@@ -531,6 +759,7 @@ fn merge_point(mine: &mut SeriesPoint, other: &SeriesPoint) -> Result<(), String
                 m.ops += o.ops;
                 m.bytes += o.bytes;
                 m.errors += o.errors;
+                m.throttled += o.throttled;
                 let mut h: Histo = m.latency.histo()?;
                 h.merge(&o.latency.histo()?);
                 m.latency = HistoSummary::from(&h);

@@ -8,7 +8,7 @@
 use std::io::{self, IsTerminal as _, Write as _};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ferry_core::rt::{Either, Signal, Stream as _, TimedOut, race, timeout};
 use ferry_net::{NetRuntime, rustls};
@@ -17,13 +17,15 @@ use rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
 use crate::client::{ClientOptions, OpResult, S3Client};
-use crate::config::{LoadConfig, ProgressMode, Workload};
+use crate::config::{LoadConfig, ProgressMode, Share, Workload};
+use crate::control::{Interval, RunControl, SeriesAt};
 use crate::endpoint::Endpoint;
 use crate::error::{OpError, VerifyError};
 use crate::keys::{object_key, parse_object_key};
-use crate::report::{Prepared, RunInfo, RunReport, SeriesPoint, fmt_us};
+use crate::report::{Prepared, RunInfo, RunReport, SeriesPoint, add_to_series, fmt_us};
 use crate::rusage::CpuTimes;
-use crate::stats::{Costs, Histo, OpKind, Recorder};
+use crate::size::{SizeClass, class_of};
+use crate::stats::{Costs, Histo, OpKind, OpStats, Recorder};
 
 /// One finished operation, as a worker hands it to the reporter.
 #[derive(Debug, Clone)]
@@ -44,12 +46,31 @@ pub struct Sample {
     pub error: Option<OpError>,
     /// Client-side work.
     pub costs: Costs,
+    /// The size class of the object (`--size` ranges and weights), for the per-size
+    /// breakdown.
+    pub size_class: Option<usize>,
 }
 
 impl Sample {
-    /// Add the sample to `rec`.
+    /// Add the sample to `rec`: to its operation type and endpoint, and to its size class.
     pub fn record(&self, rec: &mut Recorder) {
-        let cell = rec.cell(self.op, self.endpoint);
+        self.record_into(rec.cell(self.op, self.endpoint));
+        if let Some(c) = self.size_class {
+            self.record_into(rec.class_cell(self.op, c));
+        }
+        if let Some(OpError::Verify(VerifyError::Mismatch(m))) = &self.error {
+            rec.mismatch(m.clone());
+        }
+    }
+
+    fn record_into(&self, cell: &mut OpStats) {
+        cell.costs.add(&self.costs);
+        // A throttled operation is its own result: it did no work to time with the others.
+        if self.error.as_ref().is_some_and(OpError::is_throttling) {
+            cell.throttled += 1;
+            cell.throttled_latency.record(self.latency);
+            return;
+        }
         cell.ops += 1;
         cell.latency.record(self.latency);
         if let Some(s) = self.service {
@@ -58,15 +79,9 @@ impl Sample {
         if let Some(t) = self.ttfb {
             cell.ttfb.record(t);
         }
-        cell.costs.add(&self.costs);
         match &self.error {
             None => cell.bytes += self.bytes,
-            Some(e) => {
-                *cell.errors.entry(e.kind()).or_default() += 1;
-                if let OpError::Verify(VerifyError::Mismatch(m)) = e {
-                    rec.mismatch(m.clone());
-                }
-            }
+            Some(e) => *cell.errors.entry(e.kind()).or_default() += 1,
         }
     }
 }
@@ -103,6 +118,10 @@ struct Shared<R: NetRuntime> {
     exhausted: AtomicBool,
     /// One sample queue per worker.
     queues: Vec<Mutex<Vec<Sample>>>,
+    /// The per-size classes of `--size` (empty for a fixed size).
+    classes: Vec<SizeClass>,
+    /// Start gate, early stop, observers.
+    control: Arc<RunControl>,
 }
 
 impl<R: NetRuntime> Shared<R> {
@@ -122,9 +141,14 @@ impl<R: NetRuntime> Shared<R> {
         object_key(&self.cfg.prefix, id, size)
     }
 
+    /// Object `n` of this run (of its share of a run across machines).
+    fn id(&self, n: u64) -> u64 {
+        self.cfg.id_base() + n
+    }
+
     /// The next operation's intended start (`None` in closed loop), or `None` at the end.
     fn ticket(&self) -> Option<Option<Duration>> {
-        if self.exhausted.load(Ordering::Relaxed) {
+        if self.exhausted.load(Ordering::Relaxed) || self.control.stopped() {
             return None;
         }
         let k = self.next_op.fetch_add(1, Ordering::Relaxed);
@@ -142,7 +166,15 @@ impl<R: NetRuntime> Shared<R> {
         Some(intended)
     }
 
-    fn sample(&self, op: OpKind, res: OpResult, origin: Duration, started: Duration) -> Sample {
+    /// The sample of an operation on an object of `size` bytes (if it has one).
+    fn sample(
+        &self,
+        op: OpKind,
+        size: Option<u64>,
+        res: OpResult,
+        origin: Duration,
+        started: Duration,
+    ) -> Sample {
         let ended = self.rt().now();
         Sample {
             op,
@@ -156,6 +188,7 @@ impl<R: NetRuntime> Shared<R> {
             bytes: res.bytes,
             error: res.error,
             costs: res.costs,
+            size_class: size.and_then(|n| class_of(&self.classes, n)),
         }
     }
 
@@ -166,7 +199,7 @@ impl<R: NetRuntime> Shared<R> {
         let res = self
             .retrying(|| self.client.put_object(bucket, &key, id, size))
             .await;
-        self.sample(OpKind::Put, res, origin, started)
+        self.sample(OpKind::Put, Some(size), res, origin, started)
     }
 
     async fn get(&self, id: u64, origin: Duration, started: Duration) -> Sample {
@@ -176,7 +209,7 @@ impl<R: NetRuntime> Shared<R> {
         let res = self
             .retrying(|| self.client.get_object(bucket, &key, id, size))
             .await;
-        self.sample(OpKind::Get, res, origin, started)
+        self.sample(OpKind::Get, Some(size), res, origin, started)
     }
 
     async fn stat(&self, id: u64, origin: Duration, started: Duration) -> Sample {
@@ -186,23 +219,25 @@ impl<R: NetRuntime> Shared<R> {
         let res = self
             .retrying(|| self.client.stat_object(bucket, &key, id, size))
             .await;
-        self.sample(OpKind::Stat, res, origin, started)
+        self.sample(OpKind::Stat, Some(size), res, origin, started)
     }
 
     async fn delete(&self, id: u64, origin: Duration, started: Duration) -> Sample {
-        let key = self.key(id, self.size(id));
+        let size = self.size(id);
+        let key = self.key(id, size);
         let bucket = self.bucket(id);
         let res = self
             .retrying(|| self.client.delete_object(bucket, &key))
             .await;
-        self.sample(OpKind::Delete, res, origin, started)
+        self.sample(OpKind::Delete, Some(size), res, origin, started)
     }
 
     /// Run `op` (an idempotent object operation) again after a retryable failure, up to
     /// `--retries` times, after an exponential backoff with jitter as the AWS SDKs do:
-    /// a `503` (SlowDown, ServiceUnavailable: a server shedding load or a node restarting)
-    /// or a lost connection. Other failures (4xx, wrong content) are final at once. Retries
-    /// are counted in the result's costs, apart from failures; latency covers every attempt.
+    /// a throttling answer (`503 SlowDown`, `429`: a server shedding load or a node
+    /// restarting) or a lost connection. Other failures (4xx, wrong content) are final at
+    /// once. Retries and throttling answers are counted in the result's costs, apart from
+    /// failures; latency covers every attempt.
     async fn retrying<F, Fut>(&self, mut op: F) -> OpResult
     where
         F: FnMut() -> Fut,
@@ -216,7 +251,8 @@ impl<R: NetRuntime> Shared<R> {
             let cpu = ferry_server::cpu::CpuAccount::new();
             let mut res = cpu.measure(op()).await;
             res.costs.cpu_ns += u64::try_from(cpu.total().as_nanos()).unwrap_or(u64::MAX);
-            let again = attempt < self.cfg.retries && res.error.as_ref().is_some_and(retryable);
+            let again =
+                attempt < self.cfg.retries && res.error.as_ref().is_some_and(OpError::is_retryable);
             if !again {
                 costs.add(&res.costs);
                 costs.retries += retries;
@@ -224,6 +260,9 @@ impl<R: NetRuntime> Shared<R> {
                 return res;
             }
             costs.add(&res.costs);
+            if res.error.as_ref().is_some_and(OpError::is_throttling) {
+                costs.throttled_retries += 1;
+            }
             retries += 1;
             let wait = backoff(attempt, self.rt().now());
             attempt += 1;
@@ -260,20 +299,20 @@ impl<R: NetRuntime> Shared<R> {
                 out.push(self.put(id, origin, started).await);
             }
             Workload::Get => {
-                let id = worker.rng.next_u64() % cfg.objects;
+                let id = self.id(worker.rng.next_u64() % cfg.objects);
                 out.push(self.get(id, origin, started).await);
             }
             Workload::Stat => {
-                let id = worker.rng.next_u64() % cfg.objects;
+                let id = self.id(worker.rng.next_u64() % cfg.objects);
                 out.push(self.stat(id, origin, started).await);
             }
             Workload::Delete => {
-                let id = self.next_delete.fetch_add(1, Ordering::Relaxed);
-                if id >= cfg.objects {
+                let n = self.next_delete.fetch_add(1, Ordering::Relaxed);
+                if n >= cfg.objects {
                     self.exhausted.store(true, Ordering::Relaxed);
                     return false;
                 }
-                out.push(self.delete(id, origin, started).await);
+                out.push(self.delete(self.id(n), origin, started).await);
             }
             Workload::List => {
                 let bucket = &self.buckets[worker.index % self.buckets.len()];
@@ -287,7 +326,7 @@ impl<R: NetRuntime> Shared<R> {
                     )
                     .await;
                 worker.list_token = page.next;
-                out.push(self.sample(OpKind::List, res, origin, started));
+                out.push(self.sample(OpKind::List, None, res, origin, started));
             }
             Workload::Multipart => {
                 let id = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -305,12 +344,12 @@ impl<R: NetRuntime> Shared<R> {
                     )
                     .await;
                 for p in parts {
-                    let mut s = self.sample(OpKind::Part, p.result, p.started, p.started);
+                    let mut s = self.sample(OpKind::Part, None, p.result, p.started, p.started);
                     s.latency = p.ended.saturating_sub(p.started);
                     s.service = None;
                     out.push(s);
                 }
-                out.push(self.sample(OpKind::Multipart, res, origin, started));
+                out.push(self.sample(OpKind::Multipart, None, res, origin, started));
             }
             Workload::Mixed => {
                 let m = cfg.mix;
@@ -363,15 +402,6 @@ impl<R: NetRuntime> Shared<R> {
     }
 }
 
-/// Whether a failed operation may succeed if sent again after a pause.
-fn retryable(e: &OpError) -> bool {
-    match e {
-        OpError::Http { status, .. } => *status == 503,
-        OpError::Transport(_) => true,
-        OpError::Verify(_) => false,
-    }
-}
-
 /// The pause before retry `attempt` (0 first): a random time (from `seed`) between half and
 /// all of a cap of 100 ms doubling up to 2 s, so that clients turned away together do not come
 /// back together.
@@ -395,7 +425,10 @@ struct WorkerState {
 async fn worker<R: NetRuntime>(sh: Arc<Shared<R>>, index: usize) {
     let mut state = WorkerState {
         index,
-        rng: Pcg64::seed_from_u64(mix(sh.cfg.seed ^ mix(index as u64 + 1))),
+        // Each worker of each share (agent) has its own random stream.
+        rng: Pcg64::seed_from_u64(mix(sh.cfg.seed
+            ^ mix(index as u64 + 1)
+            ^ mix(sh.cfg.id_base()))),
         list_token: None,
     };
     let mut local = Vec::with_capacity(8);
@@ -417,31 +450,67 @@ async fn worker<R: NetRuntime>(sh: Arc<Shared<R>>, index: usize) {
     }
 }
 
+/// A progress line: the interval's rates and the run's totals so far.
+fn progress_line(
+    point: &SeriesPoint,
+    what: &str,
+    ops: u64,
+    errors: u64,
+    throttled: u64,
+    p99_us: u64,
+) -> String {
+    let throttled = if throttled > 0 {
+        format!("  throttled {throttled}")
+    } else {
+        String::new()
+    };
+    format!(
+        "[{:>6.1}s]{what} {:>9.1} ops/s {:>9.1} MB/s  ops {ops}  errors {errors}{throttled}  p99 {}",
+        point.t_s,
+        point.ops_per_s(),
+        point.mb_per_s(),
+        fmt_us(p99_us)
+    )
+}
+
 /// The live progress display.
-struct Progress {
+pub(crate) struct Progress {
     mode: ProgressMode,
     tty: bool,
 }
 
 impl Progress {
-    fn new(mode: ProgressMode) -> Self {
+    pub(crate) fn new(mode: ProgressMode) -> Self {
         Self {
             mode,
             tty: mode == ProgressMode::Auto && std::io::stderr().is_terminal(),
         }
     }
 
-    fn show(&self, point: &SeriesPoint, total_ops: u64, total_errors: u64, p99_us: u64) {
+    /// Show the interval `point` (`what` after its time) and the run's `totals` so far.
+    pub(crate) fn show(&self, point: &SeriesPoint, what: &str, totals: &Recorder) {
         if self.mode == ProgressMode::Off {
             return;
         }
-        let line = format!(
-            "[{:>6.1}s] {:>9.1} ops/s {:>9.1} MB/s  ops {total_ops}  errors {total_errors}  p99 {}",
-            point.t_s,
-            point.ops_per_s(),
-            point.mb_per_s(),
-            fmt_us(p99_us)
-        );
+        let mut all = Histo::new();
+        let (mut ops, mut errors, mut throttled) = (0, 0, 0);
+        for op in OpKind::ALL.into_iter().filter(|o| o.counts_in_total()) {
+            if let Some(s) = totals.op_total(op) {
+                all.merge(&s.latency);
+                ops += s.ops;
+                errors += s.error_count();
+                throttled += s.throttled;
+            }
+        }
+        let p99 = all.quantile_us(0.99);
+        self.line(&progress_line(point, what, ops, errors, throttled, p99));
+    }
+
+    /// Show `line` (`\r`-updated on a terminal).
+    fn line(&self, line: &str) {
+        if self.mode == ProgressMode::Off {
+            return;
+        }
         let mut err = std::io::stderr().lock();
         let _ = if self.tty {
             write!(err, "\r\x1b[2K{line}")
@@ -451,7 +520,7 @@ impl Progress {
         let _ = err.flush();
     }
 
-    fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if self.tty {
             let _ = writeln!(std::io::stderr());
         }
@@ -459,6 +528,10 @@ impl Progress {
 }
 
 /// Collect the workers' samples once a second until `done`; the totals and the series.
+///
+/// Each interval goes to the run's observers as it ends (an agent sends it to its
+/// coordinator), and into the series by [`add_to_series`], the rule a coordinator merging
+/// many agents' intervals follows too.
 async fn reporter<R: NetRuntime>(
     sh: Arc<Shared<R>>,
     done: Arc<Signal>,
@@ -466,10 +539,7 @@ async fn reporter<R: NetRuntime>(
     let endpoints = sh.client.endpoints().len();
     let mut totals = Recorder::new(endpoints);
     let mut interval = Recorder::new(endpoints);
-    // The interval before, kept to fold a short last interval into it.
-    let mut previous = Recorder::new(endpoints);
-    let mut prev_start = sh.t0;
-    let mut series = Vec::new();
+    let mut series: Vec<SeriesPoint> = Vec::new();
     let mut spare: Vec<Sample> = Vec::new();
     let progress = Progress::new(sh.cfg.progress);
     let mut last = sh.t0;
@@ -489,36 +559,40 @@ async fn reporter<R: NetRuntime>(
         }
         totals.merge(&interval);
         let now = sh.rt().now();
-        let mut dt = now.saturating_sub(last);
-        // The operations still in flight at the deadline end a moment later: a sliver of an
-        // interval would show as a spike, so it joins the second before it.
-        if finished && dt < Duration::from_millis(500) && series.pop().is_some() {
-            dt += last.saturating_sub(prev_start);
-            std::mem::swap(&mut interval, &mut previous);
-            interval.merge(&previous);
-            last = prev_start;
-        }
-        let point = SeriesPoint::from_interval(
-            now.saturating_sub(sh.t0).as_secs_f64(),
-            dt.as_secs_f64(),
-            &interval,
-        );
-        prev_start = last;
+        let dt = now.saturating_sub(last).as_secs_f64();
         last = now;
-        std::mem::swap(&mut interval, &mut previous);
-        let mut all = Histo::new();
-        let (mut ops, mut errors) = (0, 0);
-        for op in OpKind::ALL.into_iter().filter(|o| o.counts_in_total()) {
-            if let Some(s) = totals.op_total(op) {
-                all.merge(&s.latency);
-                ops += s.ops;
-                errors += s.error_count();
-            }
+        let t_s = now.saturating_sub(sh.t0).as_secs_f64();
+        // The operations still in flight at the deadline end a moment later: a sliver of an
+        // interval would show as a spike, so it joins the second before it. An empty last
+        // interval adds no point.
+        let point = match series.last() {
+            Some(p) if finished && dt < 0.5 => Some(SeriesAt {
+                index: series.len() - 1,
+                t_s,
+                dt_s: p.dt_s + dt,
+            }),
+            _ if !finished || interval.entries().next().is_some() => Some(SeriesAt {
+                index: series.len(),
+                t_s,
+                dt_s: dt,
+            }),
+            _ => None,
+        };
+        if let Some(p) = &point {
+            // Locally made histograms always decode.
+            let _ = add_to_series(&mut series, p, &interval);
         }
-        progress.show(&point, ops, errors, all.quantile_us(0.99));
-        if !point.ops.is_empty() || !finished {
-            series.push(point);
-        }
+        sh.control.interval(&Interval {
+            tick,
+            at: point,
+            delta: &interval,
+            last: finished,
+        });
+        let shown = match point {
+            Some(p) => series[p.index].clone(),
+            None => SeriesPoint::from_interval(t_s, dt, &interval),
+        };
+        progress.show(&shown, "", &totals);
         if finished {
             break;
         }
@@ -538,10 +612,11 @@ async fn prepare<R: NetRuntime>(sh: &Arc<Shared<R>>) -> Result<Prepared, String>
         let (sh, next, failure, bytes) = (sh.clone(), next.clone(), failure.clone(), bytes.clone());
         tasks.push(sh.rt().clone().spawn(async move {
             loop {
-                let id = next.fetch_add(1, Ordering::Relaxed);
-                if id >= sh.cfg.objects || lock(&failure).is_some() {
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                if n >= sh.cfg.objects || lock(&failure).is_some() || sh.control.stopped() {
                     break;
                 }
+                let id = sh.id(n);
                 let now = sh.rt().now();
                 let s = sh.put(id, now, now).await;
                 match s.error {
@@ -568,9 +643,17 @@ async fn prepare<R: NetRuntime>(sh: &Arc<Shared<R>>) -> Result<Prepared, String>
     })
 }
 
-/// Delete every object of ours (keys [`object_key`] made) under the prefix; a note on failure.
+/// Delete every object of ours under the prefix, a page of the listing at a time (memory does
+/// not grow with the objects a run made); a note on failure.
+///
+/// Ours: keys [`object_key`] made with an id of this run's share, so that an agent never
+/// deletes what another agent of the same run may still be using.
 async fn cleanup<R: NetRuntime>(sh: &Arc<Shared<R>>) -> Option<String> {
-    let mut keys = Vec::new();
+    let ids = match sh.cfg.share {
+        Some(s) => s.id_base()..=s.id_base() + (Share::SPAN - 1),
+        None => 0..=u64::MAX,
+    };
+    let (mut listed, mut failed) = (0usize, 0u64);
     for bucket in &sh.buckets {
         let mut token: Option<String> = None;
         loop {
@@ -581,31 +664,43 @@ async fn cleanup<R: NetRuntime>(sh: &Arc<Shared<R>>) -> Option<String> {
             if let Some(e) = res.error {
                 return Some(format!("cleanup: listing {bucket} failed: {e}"));
             }
-            keys.extend(
-                page.keys
-                    .into_iter()
-                    .filter(|k| parse_object_key(k).is_some())
-                    .map(|k| (bucket.clone(), k)),
-            );
+            let keys: Vec<String> = page
+                .keys
+                .into_iter()
+                .filter(|k| parse_object_key(k).is_some_and(|(id, _)| ids.contains(&id)))
+                .collect();
+            listed += keys.len();
+            // A listing continues after its last key: deleting the page's keys first is safe.
+            failed += delete_keys(sh, bucket, keys).await;
             token = page.next;
             if token.is_none() {
                 break;
             }
         }
     }
+    match failed {
+        0 => None,
+        n => Some(format!("cleanup: {n} of {listed} deletes failed")),
+    }
+}
+
+/// Delete `keys` of `bucket` with the run's concurrency; how many deletes failed.
+async fn delete_keys<R: NetRuntime>(sh: &Arc<Shared<R>>, bucket: &str, keys: Vec<String>) -> u64 {
     let keys = Arc::new(keys);
+    let bucket: Arc<str> = bucket.into();
     let next = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
-    for _ in 0..sh.cfg.concurrency.min(keys.len()).max(1) {
-        let (sh, keys, next, failed) = (sh.clone(), keys.clone(), next.clone(), failed.clone());
+    for _ in 0..sh.cfg.concurrency.min(keys.len()) {
+        let (sh, keys, bucket) = (sh.clone(), keys.clone(), bucket.clone());
+        let (next, failed) = (next.clone(), failed.clone());
         tasks.push(sh.rt().clone().spawn(async move {
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed) as usize;
-                let Some((bucket, key)) = keys.get(i) else {
+                let Some(key) = keys.get(i) else {
                     break;
                 };
-                if sh.client.delete_object(bucket, key).await.error.is_some() {
+                if sh.client.delete_object(&bucket, key).await.error.is_some() {
                     failed.fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -614,20 +709,21 @@ async fn cleanup<R: NetRuntime>(sh: &Arc<Shared<R>>) -> Option<String> {
     for t in tasks {
         t.await;
     }
-    match failed.load(Ordering::Relaxed) {
-        0 => None,
-        n => Some(format!("cleanup: {n} of {} deletes failed", keys.len())),
-    }
+    failed.load(Ordering::Relaxed)
 }
 
 /// How long the TLS check of each `https://` endpoint may take.
 const TLS_CHECK_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The TLS configuration of `cfg`: the webpki roots and `--ca-cert`'s, or `--insecure`.
+/// The TLS configuration of `cfg`: the webpki roots and `--ca-cert`'s (or the certificates a
+/// coordinator sent), or `--insecure`.
 pub fn tls_config(cfg: &LoadConfig) -> Result<Arc<rustls::ClientConfig>, String> {
-    let ca = match &cfg.ca_cert {
-        Some(p) => Some(std::fs::read(p).map_err(|e| format!("--ca-cert {}: {e}", p.display()))?),
-        None => None,
+    let ca = match (&cfg.ca_pem, &cfg.ca_cert) {
+        (Some(pem), _) => Some(pem.as_bytes().to_vec()),
+        (None, Some(p)) => {
+            Some(std::fs::read(p).map_err(|e| format!("--ca-cert {}: {e}", p.display()))?)
+        }
+        (None, None) => None,
     };
     ferry_net::client_config(ca.as_deref(), cfg.insecure).map_err(|e| match &cfg.ca_cert {
         Some(p) => format!("--ca-cert {}: {e}", p.display()),
@@ -684,6 +780,18 @@ pub async fn run_load<R: NetRuntime>(
     endpoints: Vec<Endpoint>,
     embedded: bool,
 ) -> Result<RunReport, String> {
+    let control = Arc::new(RunControl::local(cfg.autoterm));
+    run_load_with(rt, cfg, endpoints, embedded, control).await
+}
+
+/// [`run_load`] driven by `control`: a start gate, an early stop, observers of each interval.
+pub async fn run_load_with<R: NetRuntime>(
+    rt: R,
+    cfg: LoadConfig,
+    endpoints: Vec<Endpoint>,
+    embedded: bool,
+    control: Arc<RunControl>,
+) -> Result<RunReport, String> {
     cfg.validate()?;
     let tls = tls_config(&cfg)?;
     check_tls(&rt, &endpoints, &tls).await?;
@@ -714,22 +822,31 @@ pub async fn run_load<R: NetRuntime>(
             .map_err(|e| format!("creating bucket {b}: {e}"))?;
     }
     let info = run_info(&cfg, &buckets, embedded);
+    // Multipart objects have one size, listings none.
+    let classes = match cfg.workload {
+        Workload::Multipart | Workload::List => Vec::new(),
+        _ => cfg.size.classes(),
+    };
+    let first_new = cfg.id_base()
+        + if cfg.workload.prepares() {
+            cfg.objects
+        } else {
+            0
+        };
     let mut sh = Shared {
         client,
         buckets,
         t0: Duration::ZERO,
         deadline: None,
         next_op: AtomicU64::new(0),
-        next_id: AtomicU64::new(if cfg.workload.prepares() {
-            cfg.objects
-        } else {
-            0
-        }),
+        next_id: AtomicU64::new(first_new),
         next_delete: AtomicU64::new(0),
         live: Mutex::new(Vec::new()),
         exhausted: AtomicBool::new(false),
         queues: (0..cfg.concurrency).map(|_| Mutex::default()).collect(),
         cfg,
+        classes,
+        control: control.clone(),
     };
     let prepared = if sh.cfg.workload.prepares() {
         let shared = Arc::new(sh);
@@ -740,12 +857,24 @@ pub async fn run_load<R: NetRuntime>(
         None
     };
     if sh.cfg.workload == Workload::Mixed {
-        *lock(&sh.live) = (0..sh.cfg.objects).collect();
+        *lock(&sh.live) = (0..sh.cfg.objects).map(|n| sh.id(n)).collect();
     }
-    let duration = match (sh.cfg.duration, sh.cfg.ops) {
-        (None, None) => Some(LoadConfig::DEFAULT_DURATION),
-        (d, _) => d,
-    };
+    control.prepared(prepared.as_ref());
+    if let Some(gate) = control.gate() {
+        match gate.wait().await {
+            Ok(at) => rt.sleep(at.saturating_duration_since(Instant::now())).await,
+            Err(why) => {
+                let sh = Arc::new(sh);
+                if sh.cfg.cleanup
+                    && let Some(note) = cleanup(&sh).await
+                {
+                    return Err(format!("{why} ({note})"));
+                }
+                return Err(why);
+            }
+        }
+    }
+    let duration = sh.cfg.duration_limit();
     let started_unix = rt.unix_time();
     let cpu_before = CpuTimes::now();
     sh.t0 = rt.now();
@@ -764,11 +893,18 @@ pub async fn run_load<R: NetRuntime>(
     done.set();
     let (totals, series) = report_task.await;
     let mut report = RunReport::new(info, urls, &totals);
+    report.set_size_classes(&sh.classes, &totals);
     report.started_unix = started_unix;
     report.elapsed_s = elapsed.as_secs_f64();
     report.series = series;
     report.cpu = cpu;
     report.prepared = prepared;
+    if let Some(why) = control.stop_reason() {
+        report.notes.push(format!(
+            "stopped after {:.1}s: {why}",
+            elapsed.as_secs_f64()
+        ));
+    }
     if sh.exhausted.load(Ordering::Relaxed) {
         report.notes.push(format!(
             "the delete workload ran out of objects after {}: raise --objects for longer runs",
@@ -783,7 +919,7 @@ pub async fn run_load<R: NetRuntime>(
     Ok(report)
 }
 
-fn run_info(cfg: &LoadConfig, buckets: &[String], embedded: bool) -> RunInfo {
+pub(crate) fn run_info(cfg: &LoadConfig, buckets: &[String], embedded: bool) -> RunInfo {
     RunInfo {
         workload: cfg.workload.name().into(),
         concurrency: cfg.concurrency,
@@ -830,6 +966,16 @@ pub fn run(cfg: LoadConfig) -> Result<RunReport, String> {
 
 /// [`run`], saying whether the endpoints are an in-process cluster.
 pub fn run_with(cfg: LoadConfig, embedded: bool) -> Result<RunReport, String> {
+    let control = Arc::new(RunControl::local(cfg.autoterm));
+    run_controlled(cfg, embedded, control)
+}
+
+/// [`run_with`] driven by `control` (see [`run_load_with`]).
+pub fn run_controlled(
+    cfg: LoadConfig,
+    embedded: bool,
+    control: Arc<RunControl>,
+) -> Result<RunReport, String> {
     cfg.validate()?;
     let endpoints = cfg
         .endpoints
@@ -841,6 +987,7 @@ pub fn run_with(cfg: LoadConfig, embedded: bool) -> Result<RunReport, String> {
         cfg,
         endpoints,
         embedded,
+        control,
     };
     ferry_runtime::block_on(kind, threads, load)
         .map_err(|e| format!("cannot start the runtime: {e}"))?
@@ -851,12 +998,13 @@ struct Load {
     cfg: LoadConfig,
     endpoints: Vec<Endpoint>,
     embedded: bool,
+    control: Arc<RunControl>,
 }
 
 impl OnRuntime for Load {
     type Output = Result<RunReport, String>;
 
     async fn run<R: NetRuntime>(self, rt: R) -> Result<RunReport, String> {
-        run_load(rt, self.cfg, self.endpoints, self.embedded).await
+        run_load_with(rt, self.cfg, self.endpoints, self.embedded, self.control).await
     }
 }

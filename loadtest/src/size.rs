@@ -93,6 +93,82 @@ impl SizeSpec {
     }
 }
 
+/// A range of object sizes whose operations are reported apart (`--size` ranges and weights).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SizeClass {
+    /// Smallest size in the class.
+    pub min: u64,
+    /// Largest size in the class (included).
+    pub max: u64,
+    /// How reports name it: `64KiB` (a weighted size), `4KiB..16KiB` (from the first bound up
+    /// to, not including, the second; the last class of a range includes its second bound).
+    pub label: String,
+}
+
+impl SizeSpec {
+    /// The classes a per-size breakdown reports: each weighted size, or the range cut at the
+    /// powers of 4 (`1KiB`, `4KiB`, `16KiB`, ...); none for a fixed size (the totals say it).
+    pub fn classes(&self) -> Vec<SizeClass> {
+        match self {
+            Self::Fixed(_) => Vec::new(),
+            Self::Weighted(choices) => {
+                let mut sizes: Vec<u64> = choices
+                    .iter()
+                    .filter(|&&(_, w)| w > 0)
+                    .map(|&(s, _)| s)
+                    .collect();
+                sizes.sort_unstable();
+                sizes.dedup();
+                sizes
+                    .into_iter()
+                    .map(|s| SizeClass {
+                        min: s,
+                        max: s,
+                        label: format_bytes(s),
+                    })
+                    .collect()
+            }
+            Self::LogUniform { min, max } => {
+                let mut out = Vec::new();
+                let mut lo = *min;
+                loop {
+                    // The next power of 4 above `lo`, or past the range.
+                    let next = (0..32u32)
+                        .map(|k| 1u64 << (2 * k))
+                        .find(|&p| p > lo)
+                        .unwrap_or(u64::MAX);
+                    if next >= *max {
+                        let label = if lo == *max {
+                            format_bytes(lo)
+                        } else {
+                            format!("{}..{}", format_bytes(lo), format_bytes(*max))
+                        };
+                        out.push(SizeClass {
+                            min: lo,
+                            max: *max,
+                            label,
+                        });
+                        return out;
+                    }
+                    out.push(SizeClass {
+                        min: lo,
+                        max: next - 1,
+                        label: format!("{}..{}", format_bytes(lo), format_bytes(next)),
+                    });
+                    lo = next;
+                }
+            }
+        }
+    }
+}
+
+/// The index of the class of `classes` (sorted, as [`SizeSpec::classes`] makes them) that
+/// holds `size`.
+pub fn class_of(classes: &[SizeClass], size: u64) -> Option<usize> {
+    let i = classes.partition_point(|c| c.max < size);
+    classes.get(i).filter(|c| c.min <= size).map(|_| i)
+}
+
 impl FromStr for SizeSpec {
     type Err = String;
 
@@ -215,6 +291,44 @@ mod tests {
             (0..100).map(|i| spec.size_for(1, i)).collect::<Vec<_>>(),
             (0..100).map(|i| spec.size_for(2, i)).collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn size_classes() {
+        let labels = |spec: &str| -> Vec<String> {
+            let spec: SizeSpec = spec.parse().unwrap();
+            spec.classes().into_iter().map(|c| c.label).collect()
+        };
+        assert!(labels("1MiB").is_empty());
+        assert_eq!(labels("1MiB:1,4KiB:5,1MiB:2,9:0"), ["4KiB", "1MiB"]);
+        assert_eq!(
+            labels("4KiB..1MiB"),
+            [
+                "4KiB..16KiB",
+                "16KiB..64KiB",
+                "64KiB..256KiB",
+                "256KiB..1MiB"
+            ]
+        );
+        assert_eq!(labels("5000..20000"), ["5000B..16KiB", "16KiB..20000B"]);
+        assert_eq!(labels("1KiB..1KiB"), ["1KiB"]);
+        // Every size the spec makes falls in exactly one class, the one class_of names.
+        for spec in ["1..100000", "4KiB..64MiB", "4KiB:50,1MiB:40,64MiB:10"] {
+            let spec: SizeSpec = spec.parse().unwrap();
+            let classes = spec.classes();
+            for w in classes.windows(2) {
+                assert!(w[0].max < w[1].min, "{spec}: sorted and disjoint");
+                if matches!(spec, SizeSpec::LogUniform { .. }) {
+                    assert_eq!(w[0].max + 1, w[1].min, "{spec}: a range leaves no gap");
+                }
+            }
+            for id in 0..2_000 {
+                let size = spec.size_for(1, id);
+                let i = class_of(&classes, size).unwrap_or_else(|| panic!("{spec}: {size}"));
+                assert!((classes[i].min..=classes[i].max).contains(&size));
+            }
+            assert_eq!(class_of(&classes, spec.max() + 1), None);
+        }
     }
 
     #[test]

@@ -104,16 +104,29 @@ impl Default for Histo {
 }
 
 impl PartialEq for Histo {
+    /// The same values recorded the same number of times (whatever each has allocated).
     fn eq(&self, other: &Self) -> bool {
-        self.0 == other.0
+        let values = |h: &Histo| {
+            h.0.iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect::<Vec<_>>()
+        };
+        self.count() == other.count() && values(self) == values(other)
     }
 }
 
 impl Histo {
     /// An empty histogram.
+    ///
+    /// It grows as values come (up to [`MAX_US`]): a full-range histogram is 188 KiB of
+    /// counters, one that has seen latencies up to 100 ms about 64 KiB, an unused one 16 KiB.
+    /// A run keeps several per operation type, endpoint and size class, and a coordinator
+    /// several per agent.
     pub fn new() -> Self {
         // Fixed, valid bounds: construction cannot fail.
-        Self(Histogram::new_with_bounds(1, MAX_US, SIGFIG).expect("valid histogram bounds"))
+        let mut h = Histogram::new_with_bounds(1, 2, SIGFIG).expect("valid histogram bounds");
+        h.auto(true);
+        Self(h)
     }
 
     /// Record one duration (clamped to 1 µs ..= 1 h).
@@ -123,7 +136,8 @@ impl Histo {
 
     /// Record one value in microseconds (clamped to 1 ..= 1 h).
     pub fn record_us(&mut self, us: u64) {
-        self.0.saturating_record(us.clamp(1, MAX_US));
+        // Within the clamp the histogram can always grow to hold the value.
+        let _ = self.0.record(us.clamp(1, MAX_US));
     }
 
     /// Add every value of `other`.
@@ -172,9 +186,14 @@ impl Histo {
     }
 
     fn encode(&self) -> String {
+        // The encoding names the histogram's range, which depends on how it grew: encode a
+        // copy sized by its largest value, so the same values always encode the same.
+        let mut canonical = Histogram::<u64>::new_with_bounds(1, self.0.max().max(2), SIGFIG)
+            .expect("valid histogram bounds");
+        let _ = canonical.add(&self.0);
         let mut buf = Vec::new();
         // Serialising into a Vec cannot fail for a histogram with valid bounds.
-        let _ = V2DeflateSerializer::new().serialize(&self.0, &mut buf);
+        let _ = V2DeflateSerializer::new().serialize(&canonical, &mut buf);
         base64::engine::general_purpose::STANDARD.encode(buf)
     }
 
@@ -185,6 +204,9 @@ impl Histo {
         let h: Histogram<u64> = Deserializer::new()
             .deserialize(&mut bytes.as_slice())
             .map_err(|e| format!("bad histogram: {e:?}"))?;
+        if h.max() > MAX_US {
+            return Err(format!("histogram value {} µs out of range", h.max()));
+        }
         let mut out = Self::new();
         out.0
             .add(&h)
@@ -276,10 +298,14 @@ pub struct Costs {
     /// by the server (not errors: the server may close idle connections).
     #[serde(default)]
     pub reconnects: u64,
-    /// Operations sent again after a 503 or a lost connection, after a backoff (`--retries`;
-    /// not errors unless the last attempt failed too).
+    /// Operations sent again after a throttling answer or a lost connection, after a backoff
+    /// (`--retries`; not errors unless the last attempt failed too).
     #[serde(default)]
     pub retries: u64,
+    /// Of `retries`, those after a throttling answer (`503 SlowDown`, `429`, ...); the
+    /// answers that ended their operation are counted in [`OpStats::throttled`].
+    #[serde(default)]
+    pub throttled_retries: u64,
     /// CPU time of the operations on the client's threads (each poll of an operation's
     /// future on the thread CPU clock, retries included; `ferry_server::cpu`).
     #[serde(default)]
@@ -295,6 +321,7 @@ impl Costs {
         self.hash_ns += other.hash_ns;
         self.reconnects += other.reconnects;
         self.retries += other.retries;
+        self.throttled_retries += other.throttled_retries;
         self.cpu_ns += other.cpu_ns;
     }
 }
@@ -305,16 +332,21 @@ pub(crate) fn elapsed_ns(t: Instant) -> u64 {
 }
 
 /// Everything measured for one operation type (on one endpoint, in one interval or in all).
+///
+/// An operation ends in one of three results: a success, a failure (counted in `errors` by
+/// kind), or throttled (the server still answered "slow down" after the last retry: counted
+/// in `throttled`, with its own latency histogram). `ops`, `latency`, `service` and `ttfb`
+/// cover the first two, so a throttled run still says how fast the server did its work.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct OpStats {
-    /// Operations completed (successful or not).
+    /// Operations completed, successful or failed (throttled ones are in `throttled`).
     pub ops: u64,
     /// Payload bytes moved by successful operations (sent for PUT, received for GET).
     pub bytes: u64,
-    /// Failed operations by kind (`http 503`, `s3 NoSuchKey/404`, `transport ...`, `verify ...`).
+    /// Failed operations by kind (`s3 NoSuchKey/404`, `transport ...`, `verify ...`).
     pub errors: BTreeMap<String, u64>,
-    /// Latency of every operation: from its intended start in open-loop mode (corrected for
-    /// coordinated omission), from its actual start otherwise.
+    /// Latency of every operation completed (`ops`): from its intended start in open-loop
+    /// mode (corrected for coordinated omission), from its actual start otherwise.
     pub latency: Histo,
     /// Open-loop mode only: from the actual start (what the server took, without queueing).
     pub service: Histo,
@@ -322,12 +354,25 @@ pub struct OpStats {
     pub ttfb: Histo,
     /// Client-side costs.
     pub costs: Costs,
+    /// Operations that ended throttled: their last attempt was answered `503 SlowDown` (or
+    /// another throttling answer) with no retry left.
+    #[serde(default)]
+    pub throttled: u64,
+    /// Latency of the throttled operations (every attempt included), from the same origin as
+    /// `latency`.
+    #[serde(default)]
+    pub throttled_latency: Histo,
 }
 
 impl OpStats {
     /// Errors of all kinds.
     pub fn error_count(&self) -> u64 {
         self.errors.values().sum()
+    }
+
+    /// Operations of every result: completed and throttled.
+    pub fn attempted(&self) -> u64 {
+        self.ops + self.throttled
     }
 
     /// Add `other` into `self`.
@@ -341,6 +386,8 @@ impl OpStats {
         self.service.merge(&other.service);
         self.ttfb.merge(&other.ttfb);
         self.costs.add(&other.costs);
+        self.throttled += other.throttled;
+        self.throttled_latency.merge(&other.throttled_latency);
     }
 
     /// Zero everything, keeping the histograms' allocations.
@@ -352,10 +399,12 @@ impl OpStats {
         self.service.reset();
         self.ttfb.reset();
         self.costs = Costs::default();
+        self.throttled = 0;
+        self.throttled_latency.reset();
     }
 
     fn is_empty(&self) -> bool {
-        self.ops == 0 && self.costs == Costs::default()
+        self.ops == 0 && self.throttled == 0 && self.costs == Costs::default()
     }
 }
 
@@ -375,13 +424,87 @@ pub struct MismatchReport {
 /// At most this many mismatches are kept with their details (all are counted as errors).
 pub const MAX_MISMATCHES: usize = 1000;
 
-/// Stats per (operation type, endpoint), allocated on first use.
-#[derive(Debug, Clone, Default)]
+/// Stats per (operation type, endpoint), and per (operation type, size class) when sizes
+/// vary, allocated on first use.
+///
+/// It serialises (as [`RecorderWire`]) so that agents can send what each interval recorded
+/// to their coordinator, which merges it exactly.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(try_from = "RecorderWire", into = "RecorderWire")]
 pub struct Recorder {
     endpoints: usize,
     cells: Vec<Option<Box<OpStats>>>,
+    /// Indexed by `class * OpKind::ALL.len() + op`; grows with the classes seen.
+    by_class: Vec<Option<Box<OpStats>>>,
     /// Mismatches seen, with details (capped at [`MAX_MISMATCHES`]).
     pub mismatches: Vec<MismatchReport>,
+}
+
+/// A [`Recorder`] as it travels: only the cells with something recorded.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RecorderWire {
+    endpoints: usize,
+    cells: Vec<(OpKind, usize, OpStats)>,
+    #[serde(default)]
+    classes: Vec<(OpKind, usize, OpStats)>,
+    #[serde(default)]
+    mismatches: Vec<MismatchReport>,
+}
+
+/// Endpoints and size classes a recorder read from the wire may name: far more than any run
+/// has, few enough that a hostile document cannot make it allocate much.
+const MAX_WIRE_CELLS: usize = 1 << 16;
+
+impl From<Recorder> for RecorderWire {
+    fn from(r: Recorder) -> Self {
+        Self {
+            endpoints: r.endpoints,
+            cells: r.entries().map(|(op, ep, s)| (op, ep, s.clone())).collect(),
+            classes: r
+                .class_entries()
+                .map(|(op, c, s)| (op, c, s.clone()))
+                .collect(),
+            mismatches: r.mismatches,
+        }
+    }
+}
+
+impl TryFrom<RecorderWire> for Recorder {
+    type Error = String;
+
+    fn try_from(w: RecorderWire) -> Result<Self, String> {
+        let too_many = |n: usize| n == 0 || n > MAX_WIRE_CELLS;
+        if too_many(w.endpoints) {
+            return Err(format!("a recorder of {} endpoints", w.endpoints));
+        }
+        let mut r = Recorder::new(w.endpoints);
+        for (op, ep, s) in &w.cells {
+            if *ep >= w.endpoints {
+                return Err(format!(
+                    "a recorder cell names endpoint {ep} of {}",
+                    w.endpoints
+                ));
+            }
+            r.cell(*op, *ep).merge(s);
+        }
+        for (op, c, s) in &w.classes {
+            if too_many(c + 1) {
+                return Err(format!("a recorder cell names size class {c}"));
+            }
+            r.class_cell(*op, *c).merge(s);
+        }
+        for m in w.mismatches {
+            r.mismatch(m);
+        }
+        Ok(r)
+    }
+}
+
+impl Default for Recorder {
+    /// An empty recorder for one endpoint.
+    fn default() -> Self {
+        Self::new(1)
+    }
 }
 
 impl Recorder {
@@ -391,8 +514,27 @@ impl Recorder {
         Self {
             endpoints,
             cells: vec![None; OpKind::ALL.len() * endpoints],
+            by_class: Vec::new(),
             mismatches: Vec::new(),
         }
+    }
+
+    /// The stats of `op` on objects of size class `class` (created on first use).
+    pub fn class_cell(&mut self, op: OpKind, class: usize) -> &mut OpStats {
+        let i = class * OpKind::ALL.len() + op.index();
+        if self.by_class.len() <= i {
+            self.by_class.resize(i + 1, None);
+        }
+        self.by_class[i].get_or_insert_with(Box::default)
+    }
+
+    /// Every (op, size class, stats) with something recorded, by class then op.
+    pub fn class_entries(&self) -> impl Iterator<Item = (OpKind, usize, &OpStats)> {
+        self.by_class.iter().enumerate().filter_map(|(i, s)| {
+            let s = s.as_deref().filter(|s| !s.is_empty())?;
+            let n = OpKind::ALL.len();
+            Some((OpKind::ALL[i % n], i / n, s))
+        })
     }
 
     /// Number of endpoints.
@@ -428,6 +570,9 @@ impl Recorder {
                 }
             }
         }
+        for (op, class, s) in other.class_entries() {
+            self.class_cell(op, class).merge(s);
+        }
         for m in &other.mismatches {
             self.mismatch(m.clone());
         }
@@ -435,7 +580,7 @@ impl Recorder {
 
     /// Zero everything, keeping allocations.
     pub fn reset(&mut self) {
-        for s in self.cells.iter_mut().flatten() {
+        for s in self.cells.iter_mut().chain(&mut self.by_class).flatten() {
             s.reset();
         }
         self.mismatches.clear();
@@ -550,6 +695,31 @@ mod tests {
     }
 
     #[test]
+    fn histograms_grow_as_needed_and_compare_by_their_values() {
+        let mut small = Histo::new();
+        small.record_us(5);
+        // One that grew to the full range, then forgot its values: larger, same content.
+        let mut large = Histo::new();
+        large.record_us(MAX_US);
+        large.reset();
+        large.record_us(5);
+        assert!(large.0.distinct_values() > small.0.distinct_values());
+        assert_eq!(small, large);
+        assert_eq!(large, small);
+        assert_eq!(
+            small.encode(),
+            large.encode(),
+            "the same values encode the same"
+        );
+        large.record_us(6);
+        assert_ne!(small, large);
+        // Merging grows the smaller one.
+        let mut m = Histo::new();
+        m.merge(&large);
+        assert_eq!((m.count(), m.max_us()), (2, 6));
+    }
+
+    #[test]
     fn out_of_range_values_saturate() {
         let mut h = Histo::new();
         h.record(Duration::ZERO);
@@ -578,5 +748,45 @@ mod tests {
         assert_eq!(b.entries().count(), 3);
         b.reset();
         assert_eq!(b.entries().count(), 0);
+    }
+
+    #[test]
+    fn recorders_travel_and_merge_exactly() {
+        let mut a = Recorder::new(2);
+        for i in 1..=500u64 {
+            let c = a.cell(OpKind::Get, (i % 2) as usize);
+            c.ops += 1;
+            c.bytes += 10;
+            c.latency.record_us(i * 37);
+            a.class_cell(OpKind::Get, (i % 3) as usize)
+                .latency
+                .record_us(i * 37);
+            a.class_cell(OpKind::Get, (i % 3) as usize).ops += 1;
+        }
+        a.cell(OpKind::Put, 1).throttled += 2;
+        a.cell(OpKind::Put, 1).throttled_latency.record_us(5);
+        a.mismatch(MismatchReport {
+            key: "k".into(),
+            offset: 1,
+            expected: 2,
+            found: 3,
+        });
+        let json = serde_json::to_string(&a).unwrap();
+        let back: Recorder = serde_json::from_str(&json).unwrap();
+        let mut twice = Recorder::new(2);
+        twice.merge(&back);
+        twice.merge(&a);
+        let get = twice.op_total(OpKind::Get).unwrap();
+        assert_eq!((get.ops, get.bytes), (1000, 10_000));
+        let mut union = a.op_total(OpKind::Get).unwrap().latency;
+        union.merge(&a.op_total(OpKind::Get).unwrap().latency);
+        assert_eq!(get.latency, union);
+        assert_eq!(twice.op_total(OpKind::Put).unwrap().throttled, 4);
+        let classes: Vec<_> = twice.class_entries().map(|(_, c, s)| (c, s.ops)).collect();
+        assert_eq!(classes, [(0, 332), (1, 334), (2, 334)]);
+        assert_eq!(twice.mismatches.len(), 2);
+        // Cells naming endpoints the recorder does not have are refused.
+        let bad = json.replacen("\"endpoints\":2", "\"endpoints\":1", 1);
+        assert!(serde_json::from_str::<Recorder>(&bad).is_err(), "{bad}");
     }
 }

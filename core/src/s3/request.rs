@@ -1,8 +1,13 @@
 //! S3 request model: addressing (path-style and virtual-hosted-style) and one [`Endpoint`] enum.
 //!
 //! Routing is method + bucket/key presence + query keyword, as in Garage's `router.rs`.
-//! Anything we do not serve (other subresources such as `?acl`, unknown methods, POST without
-//! `?uploads`/`?uploadId`/`?delete`) is `NotImplemented` (501): never a wrong operation.
+//! Anything we do not serve is `NotImplemented` (501), never a wrong operation: unknown methods,
+//! known subresources where they mean nothing (`POST /bucket?cors`), and subresources we do not
+//! serve (`?website`, `?restore`, ...). The last are routed all the same, as
+//! [`Endpoint::Unknown`] with the [`Scope`] they touch, and the 501 is kept in
+//! [`S3Request::refused`] with the refusals of feature headers ([`unsupported_header`]):
+//! [`Endpoint::parse`] answers it (the node), [`Endpoint::route`] leaves it to a caller that
+//! may forward the request whole to a server that serves it (the proxy).
 //!
 //! Choices where S3 leaves room:
 //! - `+` in the path is a literal `+` (RFC 3986); in the query it is a space.
@@ -440,6 +445,12 @@ pub struct S3Request<'a> {
     pub virtual_hosted: bool,
     /// The raw (still encoded) path.
     pub raw_path: &'a str,
+    /// What the router refuses in this request: a subresource it does not serve
+    /// ([`Endpoint::Unknown`], `501`), or a header asking for what Ferry does not do
+    /// ([`unsupported_header`]: `501`; ACL headers where no ACL is set: `400
+    /// AccessControlListNotSupported`). [`Endpoint::parse`] answers it; [`Endpoint::route`]
+    /// leaves it here.
+    pub refused: Option<S3Error>,
 }
 
 impl S3Request<'_> {
@@ -452,6 +463,20 @@ impl S3Request<'_> {
     pub fn key_str(&self) -> &str {
         self.key.as_deref().unwrap_or("")
     }
+}
+
+/// What a request the router does not serve ([`Endpoint::Unknown`]) touches, from the path
+/// alone: where a proxy sends it without understanding it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// No bucket: the service (`GET /?session`).
+    Service,
+    /// A bucket and no key: the bucket's configuration or state (`?website`, `?notification`,
+    /// `?replication`, `?publicAccessBlock`, ...), which every backend of a proxy holds.
+    BucketConfig,
+    /// A bucket and a key: one object (`?restore`, `?torrent`, `?select`), which lives on the
+    /// backend that owns the key.
+    Object,
 }
 
 /// The S3 operations Ferry serves, each with its parameters parsed and validated.
@@ -722,6 +747,16 @@ pub enum Endpoint<'a> {
         /// `encoding-type=url`.
         encoding_type_url: bool,
     },
+    /// GET, HEAD, PUT, POST or DELETE with a subresource Ferry does not serve (`?website`,
+    /// `?restore`, `?select&select-type=2`, or any parameter without a value that is not one of
+    /// ours): refused with `501 NotImplemented` ([`S3Request::refused`]) by a node; forwarded
+    /// by its scope by a proxy.
+    Unknown {
+        /// What it touches.
+        scope: Scope,
+        /// The first subresource the router does not serve (in the query's sorted order).
+        subresource: Cow<'a, str>,
+    },
 }
 
 fn not_implemented(what: &'static str) -> S3Error {
@@ -729,8 +764,26 @@ fn not_implemented(what: &'static str) -> S3Error {
 }
 
 impl<'a> Endpoint<'a> {
-    /// Route a request: method, request target and headers to bucket, key and operation.
+    /// Route a request: method, request target and headers to bucket, key and operation; what
+    /// [`Endpoint::route`] finds refused ([`S3Request::refused`]) is the error.
     pub fn parse(
+        method: &str,
+        target: &'a str,
+        headers: &[Header<'a>],
+        cfg: &AddressingConfig,
+    ) -> S3Result<S3Request<'a>> {
+        let mut req = Self::route(method, target, headers, cfg)?;
+        match req.refused.take() {
+            Some(e) => Err(e),
+            None => Ok(req),
+        }
+    }
+
+    /// Route a request as [`Endpoint::parse`] does, but keep what Ferry refuses in
+    /// [`S3Request::refused`] instead of failing: a subresource it does not serve routes to
+    /// [`Endpoint::Unknown`], a request with a feature header to its operation. Malformed
+    /// requests (a bad bucket name, parameter or header value) are still errors.
+    pub fn route(
         method: &str,
         target: &'a str,
         headers: &[Header<'a>],
@@ -740,7 +793,7 @@ impl<'a> Endpoint<'a> {
         let query = Query::parse(addr.raw_query)?;
         // `?attributes` is served on an object only (GetObjectAttributes).
         let object_attributes = |n: &str| n == "attributes" && addr.key.is_some();
-        let unknown_subresource = |(n, v): (&str, &str)| {
+        let unknown_subresource = |&(n, v): &(&str, &str)| {
             !object_attributes(n)
                 && (UNSUPPORTED_SUBRESOURCES.contains(&n)
                     || (v.is_empty()
@@ -748,27 +801,48 @@ impl<'a> Endpoint<'a> {
                         && !starts_with_ignore_case(n, "x-amz-")
                         && !n.starts_with("response-")))
         };
-        if query.iter().any(unknown_subresource) {
-            return Err(not_implemented("This subresource is not implemented"));
+        let unknown = query
+            .iter()
+            .find(unknown_subresource)
+            .map(|(n, _)| String::from(n));
+        if let Some(name) = unknown {
+            // Only S3's methods: anything else is no request a server behind us would take.
+            if !matches!(method, "GET" | "HEAD" | "PUT" | "POST" | "DELETE") {
+                return Err(not_implemented("This subresource is not implemented"));
+            }
+            let scope = match (&addr.bucket, &addr.key) {
+                (None, _) => Scope::Service,
+                (Some(_), None) => Scope::BucketConfig,
+                (Some(_), Some(_)) => Scope::Object,
+            };
+            let endpoint = Self::Unknown {
+                scope,
+                subresource: Cow::Owned(name),
+            };
+            return Ok(S3Request {
+                bucket: addr.bucket,
+                key: addr.key,
+                endpoint,
+                query,
+                virtual_hosted: addr.virtual_hosted,
+                raw_path: addr.raw_path,
+                refused: Some(not_implemented("This subresource is not implemented")),
+            });
         }
         let endpoint = match (&addr.bucket, &addr.key) {
             (None, _) => Self::service(method, &query)?,
             (Some(_), None) => Self::bucket(method, &query, headers)?,
             (Some(bucket), Some(key)) => Self::object(method, &query, headers, bucket, key)?,
         };
-        if let Some(e) = headers
+        let refused = headers
             .iter()
             .filter(|h| !sse_header_taken(&endpoint, h.name, h.value))
             .find_map(|h| unsupported_header(h.name, h.value))
-        {
-            return Err(e);
-        }
-        if let Some(e) = headers
-            .iter()
-            .find_map(|h| unsupported_acl_header(&endpoint, h.name, h.value))
-        {
-            return Err(e);
-        }
+            .or_else(|| {
+                headers
+                    .iter()
+                    .find_map(|h| unsupported_acl_header(&endpoint, h.name, h.value))
+            });
         Ok(S3Request {
             bucket: addr.bucket,
             key: addr.key,
@@ -776,6 +850,7 @@ impl<'a> Endpoint<'a> {
             query,
             virtual_hosted: addr.virtual_hosted,
             raw_path: addr.raw_path,
+            refused,
         })
     }
 
@@ -1257,6 +1332,11 @@ impl<'a> Endpoint<'a> {
             Self::CompleteMultipartUpload { .. } => "CompleteMultipartUpload",
             Self::AbortMultipartUpload { .. } => "AbortMultipartUpload",
             Self::ListParts { .. } => "ListParts",
+            Self::Unknown { scope, .. } => match scope {
+                Scope::Service => "UnknownServiceOperation",
+                Scope::BucketConfig => "UnknownBucketOperation",
+                Scope::Object => "UnknownObjectOperation",
+            },
         }
     }
 }
@@ -1804,6 +1884,150 @@ mod tests {
         ] {
             assert!(route("GET", target, "h", &[]).is_ok(), "{target}");
         }
+    }
+
+    /// Subresources the router does not serve, in the requests of the S3 API reference (and
+    /// others' own): routed by what they touch, the 501 kept aside for the caller.
+    #[test]
+    fn unknown_subresources_route_by_scope() {
+        use Scope::{BucketConfig, Object, Service};
+        let bucket = "examplebucket.s3.amazonaws.com";
+        #[rustfmt::skip]
+        let cases: [(&str, &str, &str, Scope, &str); 37] = [
+            // GetBucketWebsite / PutBucketWebsite / DeleteBucketWebsite
+            ("GET", "/?website", bucket, BucketConfig, "website"),
+            ("PUT", "/?website", bucket, BucketConfig, "website"),
+            ("DELETE", "/?website", bucket, BucketConfig, "website"),
+            // Get/PutBucketNotificationConfiguration, Get/PutBucketLogging
+            ("GET", "/?notification", bucket, BucketConfig, "notification"),
+            ("PUT", "/?notification", bucket, BucketConfig, "notification"),
+            ("GET", "/?logging", bucket, BucketConfig, "logging"),
+            ("PUT", "/?logging", bucket, BucketConfig, "logging"),
+            // Request payment, transfer acceleration
+            ("GET", "/?requestPayment", bucket, BucketConfig, "requestPayment"),
+            ("PUT", "/?requestPayment", bucket, BucketConfig, "requestPayment"),
+            ("GET", "/?accelerate", bucket, BucketConfig, "accelerate"),
+            ("PUT", "/?accelerate", bucket, BucketConfig, "accelerate"),
+            // Ownership controls, public access block, replication
+            ("PUT", "/?ownershipControls", bucket, BucketConfig, "ownershipControls"),
+            ("DELETE", "/?ownershipControls", bucket, BucketConfig, "ownershipControls"),
+            ("GET", "/?publicAccessBlock", bucket, BucketConfig, "publicAccessBlock"),
+            ("PUT", "/?publicAccessBlock", bucket, BucketConfig, "publicAccessBlock"),
+            ("DELETE", "/?publicAccessBlock", bucket, BucketConfig, "publicAccessBlock"),
+            ("GET", "/?replication", bucket, BucketConfig, "replication"),
+            ("PUT", "/?replication", bucket, BucketConfig, "replication"),
+            ("DELETE", "/?replication", bucket, BucketConfig, "replication"),
+            // Analytics, inventory, metrics, intelligent tiering: by id, and listed
+            ("GET", "/?analytics&id=list1", bucket, BucketConfig, "analytics"),
+            ("GET", "/?analytics", bucket, BucketConfig, "analytics"),
+            ("PUT", "/?inventory&id=report1", bucket, BucketConfig, "inventory"),
+            ("DELETE", "/?metrics&id=EntireBucket", bucket, BucketConfig, "metrics"),
+            ("GET", "/?intelligent-tiering&id=tier1", bucket, BucketConfig, "intelligent-tiering"),
+            // CreateSession names a bucket
+            ("GET", "/?session", bucket, BucketConfig, "session"),
+            // Path-style, and a parameter of nobody's
+            ("GET", "/examplebucket?website", "s3.amazonaws.com", BucketConfig, "website"),
+            ("GET", "/examplebucket?attributes", "s3.amazonaws.com", BucketConfig, "attributes"),
+            ("HEAD", "/examplebucket?objectlambda", "s3.amazonaws.com", BucketConfig, "objectlambda"),
+            // RestoreObject, SelectObjectContent, GetObjectTorrent, RenameObject
+            ("POST", "/example-object?restore", bucket, Object, "restore"),
+            ("POST", "/example-object?restore&versionId=null", bucket, Object, "restore"),
+            ("POST", "/example-object?select&select-type=2", bucket, Object, "select"),
+            ("GET", "/example-object?torrent", bucket, Object, "torrent"),
+            ("PUT", "/example-object?renameObject", bucket, Object, "renameObject"),
+            ("GET", "/examplebucket/dir/key?foo", "s3.amazonaws.com", Object, "foo"),
+            ("GET", "/example-object?attributes&foo", bucket, Object, "foo"),
+            // No bucket: the service
+            ("GET", "/?foo", "s3.amazonaws.com", Service, "foo"),
+            ("PUT", "/?website", "s3.amazonaws.com", Service, "website"),
+        ];
+        for (method, target, host, scope, sub) in cases {
+            let req = Endpoint::route(
+                method,
+                target,
+                &[Header {
+                    name: "Host",
+                    value: host.as_bytes(),
+                }],
+                &cfg(),
+            )
+            .unwrap_or_else(|e| panic!("{method} {target}: {e}"));
+            assert_eq!(
+                req.endpoint,
+                Endpoint::Unknown {
+                    scope,
+                    subresource: b(sub)
+                },
+                "{method} {target}"
+            );
+            let refused = req.refused.as_ref().map(|e| e.code);
+            assert_eq!(
+                refused,
+                Some(S3ErrorCode::NotImplemented),
+                "{method} {target}"
+            );
+            // The node's router answers the 501 itself.
+            let e = route(method, target, host, &[]).expect_err(target);
+            assert_eq!(e.code, S3ErrorCode::NotImplemented, "{method} {target}");
+        }
+        // Other methods are nobody's requests.
+        for method in ["PATCH", "OPTIONS", "get"] {
+            let e = Endpoint::route(method, "/bkt?website", &[], &cfg()).expect_err(method);
+            assert_eq!(e.code, S3ErrorCode::NotImplemented);
+        }
+        // Known operations with a refused header route to the operation, the refusal beside it.
+        let refused: [(&str, &str, Extra<'_>, &str, S3ErrorCode); 4] = [
+            (
+                "PUT",
+                "/bkt/k",
+                &[("x-amz-website-redirect-location", "/x")],
+                "PutObject",
+                S3ErrorCode::NotImplemented,
+            ),
+            (
+                "PUT",
+                "/bkt/k",
+                &[("x-amz-write-offset-bytes", "0")],
+                "PutObject",
+                S3ErrorCode::NotImplemented,
+            ),
+            (
+                "PUT",
+                "/bkt",
+                &[("x-amz-object-ownership", "ObjectWriter")],
+                "CreateBucket",
+                S3ErrorCode::NotImplemented,
+            ),
+            (
+                "DELETE",
+                "/bkt/k",
+                &[("x-amz-acl", "public-read")],
+                "DeleteObject",
+                S3ErrorCode::AccessControlListNotSupported,
+            ),
+        ];
+        for (method, target, extra, name, code) in refused {
+            let hs: Vec<Header<'_>> = extra
+                .iter()
+                .map(|&(name, v)| Header {
+                    name,
+                    value: v.as_bytes(),
+                })
+                .collect();
+            let req = Endpoint::route(method, target, &hs, &cfg()).expect(target);
+            assert_eq!(req.endpoint.name(), name, "{extra:?}");
+            assert_eq!(req.refused.map(|e| e.code), Some(code), "{extra:?}");
+        }
+        // Nothing refused in a plain request; a malformed one is still an error.
+        let req = Endpoint::route("GET", "/bkt/k", &[], &cfg()).unwrap();
+        assert_eq!(req.refused, None);
+        let e = Endpoint::route("GET", "/bkt/k?partNumber=0&torrent", &[], &cfg());
+        assert!(
+            e.is_ok(),
+            "an unknown subresource is routed before its parameters are read"
+        );
+        let e = Endpoint::route("GET", "/Bad_Bucket?website", &[], &cfg()).unwrap_err();
+        assert_eq!(e.code, S3ErrorCode::InvalidBucketName);
     }
 
     #[test]

@@ -205,17 +205,6 @@ fn multipart(rt: RuntimeKind) {
     );
 }
 
-macro_rules! on_both_runtimes {
-    ($($case:ident),* $(,)?) => {
-        mod tokio {
-            $(#[test] fn $case() { super::$case(super::RuntimeKind::Tokio) })*
-        }
-        mod smol {
-            $(#[test] fn $case() { super::$case(super::RuntimeKind::Smol) })*
-        }
-    };
-}
-
 on_both_runtimes!(
     put,
     keep_data_keeps_the_objects,

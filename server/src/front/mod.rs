@@ -64,6 +64,12 @@ pub(crate) trait S3Api: Send + Sync + 'static {
     /// The server's name in logs and metric names: `node` or `proxy`.
     const SERVER: &'static str;
 
+    /// Whether requests with something the router refuses ([`S3Request::refused`]: a
+    /// subresource Ferry does not serve, a header asking for a feature it lacks) reach
+    /// [`S3Api::dispatch`], which may forward them to a server that has it (the proxy), or are
+    /// answered with the refusal by the front (the node).
+    const TAKES_REFUSED: bool = false;
+
     /// Run the operation `op.s3` names. An error returned before the response started is
     /// rendered by the front.
     fn dispatch<S: Stream>(
@@ -401,12 +407,15 @@ impl<A: S3Api> Front<A> {
             // As for a request that failed to authenticate: a large body refused is not read.
             res.set_drain_limit(UNAUTHENTICATED_DRAIN_LIMIT);
         }
-        let s3 = Endpoint::parse(
+        let s3 = Endpoint::route(
             head.method,
             head.target,
             head.headers,
             &self.auth.addressing,
         )?;
+        if let Some(e) = s3.refused.as_ref().filter(|_| !A::TAKES_REFUSED) {
+            return Err(e.clone());
+        }
         log.parsed(&s3);
         let req = Request {
             head,

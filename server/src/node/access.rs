@@ -111,6 +111,8 @@ fn action(endpoint: &Endpoint<'_>) -> Option<(&'static str, bool)> {
         Endpoint::DeleteObject => ("s3:DeleteObject", true),
         Endpoint::AbortMultipartUpload { .. } => ("s3:AbortMultipartUpload", true),
         Endpoint::ListParts { .. } => ("s3:ListMultipartUploadParts", true),
+        // Refused before anyone is asked (`NodeApi::dispatch`).
+        Endpoint::Unknown { .. } => return None,
     })
 }
 

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use ferry_core::rt::{Runtime, Stream};
-use ferry_core::s3::S3Result;
 use ferry_core::s3::request::{Endpoint, version_id};
 use ferry_core::s3::xml::CorsConfiguration;
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::context::{Cx, NodeApi};
 use super::{
@@ -21,6 +21,10 @@ impl<R: Runtime> S3Api for NodeApi<R> {
     /// Run the operation `s3` names.
     async fn dispatch<S: Stream>(&self, op: Op<'_, '_, '_, S>) -> S3Result<()> {
         let Op { req, s3, body, res } = op;
+        // The front answers these itself (`S3Api::TAKES_REFUSED` is false for the node).
+        if let Some(e) = &s3.refused {
+            return Err(e.clone());
+        }
         let peer = res.peer().map(|a| a.ip());
         let client = access::Client::of(
             peer,
@@ -219,6 +223,10 @@ impl<R: Runtime> S3Api for NodeApi<R> {
             Endpoint::ListParts { .. } => {
                 multipart::list_parts(cx, res, bucket, key, &s3.endpoint).await
             }
+            Endpoint::Unknown { .. } => Err(S3Error::with_message(
+                S3ErrorCode::NotImplemented,
+                "This subresource is not implemented",
+            )),
         }
     }
 

@@ -201,6 +201,8 @@ pub(crate) async fn upload_part_copy<R: Runtime, S: Stream>(
         kind: CopyKind::Part,
         etag: Cow::Borrowed(part.etag.as_str()),
         last_modified_unix: part.last_modified.to_unix(),
+        checksum_type: None,
+        checksums: super::objects::copy_checksums(part.checksum.as_ref()),
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);

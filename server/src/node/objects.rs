@@ -18,7 +18,8 @@ use ferry_core::s3::request::{CopySource, MetadataDirective};
 use ferry_core::s3::tagging::{TAGGING_DIRECTIVE_HEADER, TaggingDirective};
 use ferry_core::s3::validate::{self, ContentHeaders};
 use ferry_core::s3::xml::{
-    CopyKind, CopyResult, Delete, DeleteError, DeleteResult, DeletedEntry, MAX_DELETE_BODY,
+    Checksums, CopyKind, CopyResult, Delete, DeleteError, DeleteResult, DeletedEntry,
+    MAX_DELETE_BODY,
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
@@ -166,6 +167,10 @@ fn read_first(opened: Opened) -> Result<Opened, Refused> {
 fn read_block(mut reader: ObjectReader, buf: &mut [u8]) -> S3Result<(Option<ObjectReader>, usize)> {
     let mut filled = 0;
     while filled < buf.len() && reader.remaining() > 0 {
+        if filled > 0 && !reader.read_fits(buf.len() - filled) {
+            // An encrypted object's next chunk starts the next block, decrypted in place.
+            break;
+        }
         let dst = buf.get_mut(filled..).unwrap_or_default();
         let n = reader.read(dst).map_err(read_failed)?;
         if n == 0 {
@@ -572,6 +577,7 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
         retention,
         legal_hold,
         encryption,
+        checksum: checksum::requested_algorithm(cx.headers)?,
     };
     let source_key = super::sse::copy_source_key(cx)?;
     let source_conditions = OwnedConditions::new(source_conditions);
@@ -611,6 +617,8 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
         kind: CopyKind::Object,
         etag: Cow::Borrowed(put.etag.as_str()),
         last_modified_unix: put.last_modified.to_unix(),
+        checksum_type: put.checksum.as_ref().map(|_| Cow::Borrowed("FULL_OBJECT")),
+        checksums: copy_checksums(put.checksum.as_ref()),
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
@@ -622,6 +630,15 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
     super::sse::push_encryption(&mut h, info.as_ref());
     super::sse::push_kms_context(&mut h, info.as_ref());
     cx.req.send_xml(res, h, &xml).await
+}
+
+/// A copy's (or a copied part's) checksum, as its result document gives it.
+pub(crate) fn copy_checksums(c: Option<&Checksum>) -> Checksums<'_> {
+    c.and_then(|c| {
+        let algorithm = checksum::ChecksumAlgorithm::parse(&c.algorithm)?;
+        Some(Checksums::one(algorithm, c.value.as_str()))
+    })
+    .unwrap_or_default()
 }
 
 /// DeleteObjects: up to 1000 keys; errors per key; `Quiet` reports errors only.

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -227,6 +227,14 @@ pub(crate) struct BackendStats {
     pub conn_wait: AtomicHistogram,
 }
 
+/// [`Backend`] state: probes (or a refused connection) found it down.
+const DOWN: u8 = 0;
+/// [`Backend`] state: it answers, and the proxy brings its buckets up to date before it takes
+/// traffic (`proxy::sync`): the state at start, and after each time it was down.
+const CHECKING: u8 = 1;
+/// [`Backend`] state: it answers and takes traffic.
+const UP: u8 = 2;
+
 /// A backend: placement id, address, how to authenticate, health and pooled connections.
 pub(crate) struct Backend<R: Runtime> {
     pub id: String,
@@ -240,7 +248,8 @@ pub(crate) struct Backend<R: Runtime> {
     pub credentials: Option<Credentials>,
     /// Region to sign for.
     pub region: String,
-    up: AtomicBool,
+    /// [`DOWN`], [`CHECKING`] or [`UP`].
+    state: AtomicU8,
     /// Replaced (emptied) whenever health changes: pooled connections to a process that died
     /// are useless, and failing on each of them would delay recovery.
     pool: Mutex<Arc<ClientPool<R, BackendConnector<R>>>>,
@@ -256,8 +265,9 @@ pub(crate) struct Backend<R: Runtime> {
     max_in_flight: usize,
     /// How long a request waits for a slot, for the backend to come back, or retries.
     retry_window: Duration,
-    /// When it was last marked down (runtime clock, nanoseconds).
-    down_since: AtomicU64,
+    /// When it was last marked down, or began its check (runtime clock, nanoseconds): requests
+    /// wait for it a retry window from then at most.
+    since: AtomicU64,
     /// Connect timeouts in a row.
     timeouts: AtomicU32,
     pub stats: BackendStats,
@@ -268,14 +278,15 @@ impl<R: Runtime> std::fmt::Debug for Backend<R> {
         f.debug_struct("Backend")
             .field("id", &self.id)
             .field("addr", &self.addr)
-            .field("up", &self.is_up())
+            .field("state", &self.state_name())
             .finish_non_exhaustive()
     }
 }
 
 impl<R: Runtime> Backend<R> {
-    /// A backend from its configuration, resolved to `(Host header, address)`, assumed up
-    /// until a probe or a connection says otherwise.
+    /// A backend from its configuration, resolved to `(Host header, address)`: to be checked
+    /// (its buckets brought up to date, `proxy::sync`) before it takes traffic, once a probe
+    /// finds it answering.
     pub fn new(
         rt: R,
         cfg: &BackendConfig,
@@ -285,6 +296,7 @@ impl<R: Runtime> Backend<R> {
         limits: BackendLimits,
         connector: BackendConnector<R>,
     ) -> Self {
+        let since = u64::try_from(rt.now().as_nanos()).unwrap_or(u64::MAX);
         Self {
             id: cfg.id.clone(),
             addr,
@@ -293,7 +305,7 @@ impl<R: Runtime> Backend<R> {
             passthrough: cfg.passthrough(),
             credentials: cfg.credentials.clone(),
             region: cfg.region.clone().unwrap_or_else(|| region.to_owned()),
-            up: AtomicBool::new(true),
+            state: AtomicU8::new(CHECKING),
             pool: Mutex::new(Arc::new(ClientPool::with_connector(
                 rt.clone(),
                 connector.clone(),
@@ -306,15 +318,38 @@ impl<R: Runtime> Backend<R> {
             in_flight: Arc::default(),
             max_in_flight: limits.max_in_flight.max(1),
             retry_window: limits.retry_window,
-            down_since: AtomicU64::new(0),
+            since: AtomicU64::new(since),
             timeouts: AtomicU32::new(0),
             stats: BackendStats::default(),
         }
     }
 
-    /// Whether it is considered healthy.
+    /// Whether it takes traffic: healthy, and checked since it last came up.
     pub fn is_up(&self) -> bool {
-        self.up.load(Ordering::Relaxed)
+        self.state.load(Ordering::Relaxed) == UP
+    }
+
+    /// Whether it answers but waits for its check before it takes traffic.
+    pub fn is_checking(&self) -> bool {
+        self.state.load(Ordering::Relaxed) == CHECKING
+    }
+
+    /// `up`, `checking` or `down`.
+    pub fn state_name(&self) -> &'static str {
+        match self.state.load(Ordering::Relaxed) {
+            UP => "up",
+            CHECKING => "checking",
+            _ => "down",
+        }
+    }
+
+    /// Whether requests `for_check` (the check's own) or any others may use it now.
+    fn serves(&self, for_check: bool) -> bool {
+        match self.state.load(Ordering::Relaxed) {
+            UP => true,
+            CHECKING => for_check,
+            _ => false,
+        }
     }
 
     fn pool(&self) -> Arc<ClientPool<R, BackendConnector<R>>> {
@@ -341,20 +376,51 @@ impl<R: Runtime> Backend<R> {
     /// Mark it down (a probe failed or it refused a connection: `reason`); its idle
     /// connections go. Only the transition is logged.
     pub fn mark_down(&self, reason: &dyn std::fmt::Display) {
-        if self.up.swap(false, Ordering::SeqCst) {
-            let now = u64::try_from(self.rt.now().as_nanos()).unwrap_or(u64::MAX);
-            self.down_since.store(now, Ordering::SeqCst);
+        if self.state.swap(DOWN, Ordering::SeqCst) != DOWN {
+            self.stamp();
             self.stats.marked_down.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(backend = %self.id, addr = %self.addr, reason = %reason, "backend down");
             self.flush_pool();
         }
     }
 
-    /// Mark it up (a probe succeeded); connections pooled before are dropped.
+    /// A probe found it answering: a backend that was down is checked before it takes traffic
+    /// again ([`Backend::admit`]); connections pooled before are dropped.
     pub fn mark_up(&self) {
-        if !self.up.swap(true, Ordering::SeqCst) {
-            tracing::info!(backend = %self.id, addr = %self.addr, "backend up");
+        if self
+            .state
+            .compare_exchange(DOWN, CHECKING, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            self.stamp();
+            tracing::info!(backend = %self.id, addr = %self.addr, "backend answering; checking its buckets");
             self.flush_pool();
+        }
+    }
+
+    /// Remember that its state changed now (see `since`).
+    fn stamp(&self) {
+        let now = u64::try_from(self.rt.now().as_nanos()).unwrap_or(u64::MAX);
+        self.since.store(now, Ordering::SeqCst);
+    }
+
+    /// Wait while it is being checked, within the retry window since its check began (a check
+    /// that takes longer, or keeps failing, is not waited for); whether it takes traffic then.
+    pub async fn checked(&self) -> bool {
+        if !self.is_checking() {
+            return self.is_up();
+        }
+        self.wait_up(self.deadline(), false).await
+    }
+
+    /// Its check passed: it takes traffic (unless it went down meanwhile).
+    pub fn admit(&self) {
+        if self
+            .state
+            .compare_exchange(CHECKING, UP, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            tracing::info!(backend = %self.id, addr = %self.addr, "backend up");
         }
     }
 
@@ -405,6 +471,16 @@ impl<R: Runtime> Backend<R> {
     /// connecting again when a connect fails. Then `503 SlowDown`; at once beyond the
     /// in-flight limit. Nothing has been sent when this fails, so any request may wait here.
     pub async fn conn_until(&self, deadline: Duration) -> S3Result<BackendConn<R>> {
+        self.conn_for(deadline, false).await
+    }
+
+    /// [`Backend::conn_until`] for the requests of its check (`proxy::sync`), which it takes
+    /// while [`Backend::is_checking`], and of the checks of the others (which read from it).
+    pub async fn conn_for_check(&self, deadline: Duration) -> S3Result<BackendConn<R>> {
+        self.conn_for(deadline, true).await
+    }
+
+    async fn conn_for(&self, deadline: Duration, for_check: bool) -> S3Result<BackendConn<R>> {
         let flight = self.enter()?;
         self.stats.requests.fetch_add(1, Ordering::Relaxed);
         let asked = self.rt.now();
@@ -425,7 +501,7 @@ impl<R: Runtime> Backend<R> {
                 }
             }
         };
-        let conn = self.connect_until(deadline, false).await?;
+        let conn = self.connect_until(deadline, false, for_check).await?;
         let waited = self.rt.now().saturating_sub(asked);
         self.stats.conn_wait.observe(waited);
         Ok(BackendConn {
@@ -436,8 +512,14 @@ impl<R: Runtime> Backend<R> {
     }
 
     /// A new connection in place of `conn`, which failed before any answer came (its slot
-    /// is kept), within `deadline`; for requests that may go again.
-    pub async fn reconnect(&self, conn: &mut BackendConn<R>, deadline: Duration) -> S3Result<()> {
+    /// is kept), within `deadline`; for requests that may go again (`for_check`: as in
+    /// [`Backend::conn_for_check`]).
+    pub async fn reconnect(
+        &self,
+        conn: &mut BackendConn<R>,
+        deadline: Duration,
+        for_check: bool,
+    ) -> S3Result<()> {
         self.stats.retries.fetch_add(1, Ordering::Relaxed);
         if self.rt.now() >= deadline {
             return Err(self.slow_down(SlowDownReason::Failed));
@@ -447,7 +529,7 @@ impl<R: Runtime> Backend<R> {
         if conn.conn.requests() > 1 {
             self.flush_pool();
         }
-        conn.conn = self.connect_until(deadline, true).await?;
+        conn.conn = self.connect_until(deadline, true, for_check).await?;
         Ok(())
     }
 
@@ -461,11 +543,16 @@ impl<R: Runtime> Backend<R> {
         Ok(flight)
     }
 
-    /// A connection (pooled unless `fresh`), waiting for the backend to come back and
-    /// connecting again until `deadline`.
-    async fn connect_until(&self, deadline: Duration, fresh: bool) -> S3Result<Conn<R>> {
+    /// A connection (pooled unless `fresh`), waiting for the backend to come back (to be up,
+    /// or only answering for a request `for_check`) and connecting again until `deadline`.
+    async fn connect_until(
+        &self,
+        deadline: Duration,
+        fresh: bool,
+        for_check: bool,
+    ) -> S3Result<Conn<R>> {
         loop {
-            if !self.is_up() && !self.wait_up(deadline).await {
+            if !self.serves(for_check) && !self.wait_up(deadline, for_check).await {
                 return Err(self.slow_down(SlowDownReason::Down));
             }
             let pool = self.pool();
@@ -496,14 +583,15 @@ impl<R: Runtime> Backend<R> {
         }
     }
 
-    /// Wait until a probe sees it up, `deadline` passes, or it has been down for a whole retry
-    /// window (a backend down for long answers at once); whether it is up.
-    async fn wait_up(&self, deadline: Duration) -> bool {
-        let since = Duration::from_nanos(self.down_since.load(Ordering::SeqCst));
-        let until = deadline.min(since + self.retry_window);
+    /// Wait until a probe sees it up (a request `for_check`: answering), `deadline` passes, or
+    /// it has been down or checked for a whole retry window (a backend down for long answers at
+    /// once); whether it serves the request now.
+    async fn wait_up(&self, deadline: Duration, for_check: bool) -> bool {
         let mut waited = false;
         loop {
-            if self.is_up() {
+            let since = Duration::from_nanos(self.since.load(Ordering::SeqCst));
+            let until = deadline.min(since + self.retry_window);
+            if self.serves(for_check) {
                 if waited {
                     self.stats.retries.fetch_add(1, Ordering::Relaxed);
                 }

@@ -22,7 +22,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::config::BackendKind;
 use super::context::Cx;
-use super::forward::{Call, Reply, spawn_call};
+use super::forward::{Call, Reply, relay_reply, spawn_call};
 use super::list::{bucket_token, read_bucket_token};
 use crate::front::Headers;
 
@@ -47,7 +47,7 @@ fn push_create_headers<R: Runtime>(cx: &Cx<'_, R>, call: &mut Call) {
         if let Some(name) = NAMES.iter().find(|n| h.name.eq_ignore_ascii_case(n))
             && let Ok(v) = std::str::from_utf8(h.value)
         {
-            call.headers.push((name, v.to_owned()));
+            call.header(*name, v.to_owned());
         }
     }
 }
@@ -60,12 +60,22 @@ pub(crate) fn require_all_up<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<()> {
     }
 }
 
-/// Send `call` to every backend in parallel; the replies in backend order.
+/// Send `call` to every backend in parallel; the replies in backend order (the first error, if
+/// any).
 pub(crate) async fn everywhere<R: Runtime>(cx: &Cx<'_, R>, call: &Call) -> S3Result<Vec<Reply>> {
+    each_backend(cx, call).await.into_iter().collect()
+}
+
+/// Send `call` to every backend in parallel; each backend's outcome, in backend order.
+async fn each_backend<R: Runtime>(cx: &Cx<'_, R>, call: &Call) -> Vec<S3Result<Reply>> {
     let handles: Vec<_> = (0..cx.p.backends.len())
         .map(|i| spawn_call(cx.p, i, cx.caller(), call.clone()))
         .collect();
-    join_all(handles).await
+    let mut out = Vec::with_capacity(handles.len());
+    for h in handles {
+        out.push(h.await);
+    }
+    out
 }
 
 /// The results of spawned calls, in order.
@@ -164,37 +174,30 @@ async fn undo_create<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, on: &[usize]) {
     }
 }
 
-/// The largest bucket setting document the proxy relays (a policy is at most 20 KB, CORS
-/// and tagging documents smaller; each backend applies its own limit).
-const MAX_SETTING_BODY: usize = 64 * 1024;
+/// The largest bucket setting document the proxy relays among those it knows (a policy is at
+/// most 20 KB, an ACL document smaller; each backend applies its own limit).
+pub(crate) const MAX_SETTING_BODY: usize = 64 * 1024;
 
-/// A bucket-level setting (PutBucketPolicy, DeleteBucketPolicy, ...) on every backend, each
-/// checking and storing it alike: every backend must be up; the first refusal is the answer
-/// (a document one backend refuses, all refuse), else the first backend's answer.
+/// The largest body of a bucket (or service) configuration write the proxy forwards without
+/// understanding it (`Endpoint::Unknown`): replication, inventory or notification documents
+/// may be larger than the settings Ferry keeps.
+pub(crate) const MAX_FORWARDED_SETTING_BODY: usize = 1024 * 1024;
+
+/// A bucket-level setting the proxy passes on unchanged (PutBucketPolicy, PutBucketAcl,
+/// PutBucketVersioning, PutObjectLockConfiguration, DeleteBucketPolicy, and the
+/// configurations it does not interpret at all) on every backend, all or nothing
+/// ([`relay_everywhere`]): the client's request with its headers and query, its body (at most
+/// `max` bytes) read and verified first. Every backend must be up; each checks and stores it
+/// alike.
 pub(crate) async fn set_everywhere<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
-    s3: &S3Request<'_>,
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
+    max: usize,
 ) -> S3Result<()> {
-    let (doc, _) = read_small(cx, body, MAX_SETTING_BODY).await?;
+    let (doc, _) = read_small(cx, body, max).await?;
     require_all_up(cx)?;
-    let origin = uri::origin_form(cx.req.target);
-    let query = origin.split_once('?').map_or("", |(_, q)| q);
-    let method = match cx.req.method {
-        "PUT" => "PUT",
-        "DELETE" => "DELETE",
-        "POST" => "POST",
-        _ => return Err(S3Error::new(S3ErrorCode::MethodNotAllowed)),
-    };
-    let mut call = Call::new(method, bucket_path(s3.bucket_str()), query.to_owned());
-    for name in ["content-type", "content-md5"] {
-        if let Some(v) = ferry_core::http::find_header_str(cx.req.headers, name) {
-            call.headers.push((name, v.to_owned()));
-        }
-    }
-    push_create_headers(cx, &mut call);
-    call.body = doc;
+    let call = Call::of_request(cx, doc)?;
     relay_everywhere(cx, &call, res).await
 }
 
@@ -208,8 +211,8 @@ pub(crate) struct Fanned {
 }
 
 /// Put `doc` on every backend: the document is checked here first (a bad one changes nothing
-/// anywhere), then sent as Ferry writes it. Every backend must be up; the first backend's
-/// refusal is the answer (a retry completes a partial put).
+/// anywhere), then sent as Ferry writes it, all or nothing ([`relay_everywhere`]). Every
+/// backend must be up.
 pub(crate) async fn put_everywhere<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     s3: &S3Request<'_>,
@@ -225,17 +228,16 @@ pub(crate) async fn put_everywhere<R: Runtime, S: Stream>(
     let stored = (doc.normalise)(&xml)?;
     require_all_up(cx)?;
     let mut call = Call::new("PUT", bucket_path(s3.bucket_str()), doc.subresource.into());
-    call.headers.push((
+    call.header(
         "Content-MD5",
         content_md5(&md5(&stored)).as_str().to_owned(),
-    ));
-    call.headers
-        .push(("Content-Type", "application/xml".into()));
+    );
+    call.header("Content-Type", "application/xml");
     call.body = stored;
     relay_everywhere(cx, &call, res).await
 }
 
-/// Delete `doc` on every backend: 204.
+/// Delete `doc` on every backend, all or nothing: 204.
 pub(crate) async fn delete_everywhere<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     s3: &S3Request<'_>,
@@ -251,20 +253,166 @@ pub(crate) async fn delete_everywhere<R: Runtime, S: Stream>(
     relay_everywhere(cx, &call, res).await
 }
 
-/// Send a bucket setting's `call` to every backend: the first refusal is the answer, else the
-/// first backend's.
+/// What a backend has of a bucket setting (a subresource's document): what a write changes
+/// and may have to put back ([`relay_everywhere`]), and what a backend's check copies to it
+/// (`proxy::sync`).
+#[derive(Debug, Clone)]
+pub(crate) enum Setting {
+    /// This document (and its `Content-Type`).
+    Doc(Vec<u8>, Option<String>),
+    /// None (a 404 other than `NoSuchBucket`).
+    Absent,
+    /// It could not be read.
+    Unknown,
+}
+
+impl Setting {
+    /// What the answer to a GET of the subresource says.
+    pub fn of(reply: S3Result<Reply>) -> Self {
+        match reply {
+            Ok(r) if r.ok() => {
+                let content_type = r.header("content-type").map(str::to_owned);
+                Self::Doc(r.body, content_type)
+            }
+            Ok(r) if r.status == 404 && r.error_code().as_deref() != Some("NoSuchBucket") => {
+                Self::Absent
+            }
+            _ => Self::Unknown,
+        }
+    }
+
+    /// The PUT that sets `doc` at `path?query`.
+    pub fn put(path: &str, query: &str, doc: &[u8], content_type: Option<&str>) -> Call {
+        let mut put = Call::new("PUT", path.to_owned(), query.to_owned());
+        put.header("Content-MD5", content_md5(&md5(doc)).as_str().to_owned());
+        let ct = content_type.unwrap_or("application/xml");
+        put.header("Content-Type", ct.to_owned());
+        put.body = doc.to_vec();
+        put
+    }
+}
+
+/// The query that reads what a write of `query` sets: the same subresource and parameters
+/// (`id=` of an analytics or inventory configuration, say), without the SDKs' `x-id`, which
+/// names the write.
+fn read_query(query: &str) -> String {
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|p| {
+            let name = p.split_once('=').map_or(*p, |(n, _)| n);
+            !p.is_empty() && name != "x-id"
+        })
+        .collect();
+    kept.join("&")
+}
+
+/// What every backend has of the setting `call` writes: a GET of the same subresource, as the
+/// caller.
+async fn read_before<R: Runtime>(cx: &Cx<'_, R>, call: &Call) -> Vec<Setting> {
+    let get = Call::new("GET", call.path.clone(), read_query(&call.query));
+    each_backend(cx, &get)
+        .await
+        .into_iter()
+        .map(Setting::of)
+        .collect()
+}
+
+/// Put back what the backends `took` had before `call` (see [`relay_everywhere`]), in
+/// parallel; what cannot be put back is logged at `warn`.
+async fn undo<R: Runtime>(cx: &Cx<'_, R>, call: &Call, before: &[Setting], took: &[usize]) {
+    let query = read_query(&call.query);
+    let handles: Vec<_> = took
+        .iter()
+        .map(|&i| {
+            let back = match before.get(i) {
+                Some(Setting::Doc(doc, content_type)) => Some(Setting::put(
+                    &call.path,
+                    &query,
+                    doc,
+                    content_type.as_deref(),
+                )),
+                Some(Setting::Absent) if call.method != "DELETE" => {
+                    Some(Call::new("DELETE", call.path.clone(), query.clone()))
+                }
+                Some(Setting::Absent) => None,
+                Some(Setting::Unknown) | None => {
+                    warn_not_undone(cx, i, call, "what it had could not be read");
+                    None
+                }
+            };
+            (i, back.map(|c| spawn_call(cx.p, i, cx.caller(), c)))
+        })
+        .collect();
+    for (i, h) in handles {
+        let Some(h) = h else { continue };
+        match h.await {
+            Ok(r) if r.ok() => {
+                tracing::info!(backend = cx.backend(i).map_or("?", |b| b.id.as_str()),
+                    path = %call.path, query = %call.query,
+                    "a bucket setting that failed elsewhere was undone here");
+            }
+            Ok(r) => warn_not_undone(cx, i, call, &r.to_error().to_string()),
+            Err(e) => warn_not_undone(cx, i, call, &e.to_string()),
+        }
+    }
+}
+
+fn warn_not_undone<R: Runtime>(cx: &Cx<'_, R>, i: usize, call: &Call, why: &str) {
+    let backend = cx.backend(i).map_or("?", |b| b.id.as_str());
+    tracing::warn!(
+        backend, path = %call.path, query = %call.query, method = call.method, why,
+        "a bucket setting failed on another backend and could not be undone here: \
+         the backends differ until it is written again"
+    );
+}
+
+/// Send a bucket setting's `call` to every backend, all or nothing (as DeleteBucket is): for a
+/// PUT or DELETE, what each backend has is read first (a GET of the same subresource); if any
+/// backend refuses or fails, the backends that took the write get back what they had (a PUT
+/// of the document read, or a DELETE where there was none), and the first refusal is the
+/// answer, as the backend gave it (its error document and request id). Else the first
+/// backend's answer. A POST, or a setting that could not be read, cannot be undone: that is
+/// logged.
 pub(crate) async fn relay_everywhere<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     call: &Call,
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
-    let replies = everywhere(cx, call).await?;
-    if let Some(bad) = replies.iter().find(|r| !r.ok()) {
-        return Err(bad.to_error());
+    let before = match call.method {
+        "PUT" | "DELETE" => read_before(cx, call).await,
+        _ => Vec::new(),
+    };
+    let replies = each_backend(cx, call).await;
+    let took: Vec<usize> = (0..replies.len())
+        .filter(|&i| {
+            replies
+                .get(i)
+                .is_some_and(|r| r.as_ref().is_ok_and(Reply::ok))
+        })
+        .collect();
+    match replies.iter().find(|r| !r.as_ref().is_ok_and(Reply::ok)) {
+        None => {
+            let first = replies.first().and_then(|r| r.as_ref().ok());
+            let status = first.map_or(204, |r| r.status);
+            let body = first.map_or(&[][..], |r| &r.body);
+            let mut headers = Headers::new();
+            if let Some(ct) = first
+                .and_then(|r| r.header("content-type"))
+                .filter(|_| !body.is_empty())
+            {
+                headers.push("Content-Type", ct.to_owned());
+            }
+            cx.front.send(res, status, headers, body).await
+        }
+        Some(failed) => {
+            undo(cx, call, &before, &took).await;
+            match failed {
+                Ok(r) if r.status != 503 => relay_reply(res, r).await,
+                Ok(r) => Err(r.to_error()),
+                Err(e) => Err(e.clone()),
+            }
+        }
     }
-    let status = replies.first().map_or(204, |r| r.status);
-    let body = replies.first().map_or(&[][..], |r| &r.body);
-    cx.front.send(res, status, Headers::new(), body).await
 }
 
 /// How long a DeleteBucket's fences hold on the nodes: a proxy that dies mid-delete leaves the
@@ -434,7 +582,7 @@ async fn delete_fenced<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, fences: &Fences
         .map(|i| {
             let mut call = Call::new("DELETE", path.clone(), String::new());
             if fences.held.contains(&i) {
-                call.headers.push((FENCE_HEADER, fences.token.clone()));
+                call.header(FENCE_HEADER, fences.token.clone());
             }
             spawn_call(cx.p, i, cx.caller(), call)
         })
@@ -687,10 +835,8 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
         }
         let xml = delete_body(request.quiet, group);
         let mut call = Call::new("POST", bucket_path(bucket), "delete".into());
-        call.headers
-            .push(("Content-MD5", content_md5(&md5(&xml)).as_str().to_owned()));
-        call.headers
-            .push(("Content-Type", "application/xml".into()));
+        call.header("Content-MD5", content_md5(&md5(&xml)).as_str().to_owned());
+        call.header("Content-Type", "application/xml");
         call.body = xml;
         handles.push(Some(spawn_call(cx.p, i, cx.caller(), call)));
     }
@@ -761,6 +907,51 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_setting_is_read_back_with_the_query_that_wrote_it() {
+        assert_eq!(read_query("policy&x-id=PutBucketPolicy"), "policy");
+        assert_eq!(
+            read_query("x-id=PutBucketAnalyticsConfiguration&analytics&id=a1"),
+            "analytics&id=a1"
+        );
+        assert_eq!(read_query("website"), "website");
+        assert_eq!(read_query(""), "");
+    }
+
+    #[test]
+    fn what_a_backend_answers_of_a_setting() {
+        let reply = |status, body: &str| {
+            Ok(Reply {
+                status,
+                headers: vec![("Content-Type".into(), "application/json".into())],
+                body: body.as_bytes().to_vec(),
+            })
+        };
+        let missing = "<Error><Code>NoSuchBucketPolicy</Code><Message>m</Message></Error>";
+        let no_bucket = "<Error><Code>NoSuchBucket</Code><Message>m</Message></Error>";
+        assert!(matches!(
+            Setting::of(reply(200, "{}")),
+            Setting::Doc(d, Some(ct)) if d == b"{}" && ct == "application/json"
+        ));
+        assert!(matches!(Setting::of(reply(404, missing)), Setting::Absent));
+        // A bucket that is not there has no setting to put back; neither has a refusal.
+        assert!(matches!(
+            Setting::of(reply(404, no_bucket)),
+            Setting::Unknown
+        ));
+        assert!(matches!(Setting::of(reply(501, "")), Setting::Unknown));
+        assert!(matches!(
+            Setting::of(Err(S3Error::new(S3ErrorCode::SlowDown))),
+            Setting::Unknown
+        ));
+        let put = Setting::put("/b", "policy", b"{}", Some("application/json"));
+        assert_eq!(
+            (put.method, put.query.as_str(), put.body.as_slice()),
+            ("PUT", "policy", &b"{}"[..])
+        );
+        assert!(put.has_header("content-md5") && put.has_header("content-type"));
+    }
 
     #[test]
     fn delete_body_round_trips_through_the_parser() {

@@ -7,16 +7,21 @@ use std::sync::atomic::Ordering;
 use ferry_core::http::body::BodyKind;
 use ferry_core::http::server::ResponseWriter;
 use ferry_core::http::{EMPTY_HEADER, Header, find_header, find_header_str};
+use ferry_core::pool::BufferPool;
 use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::body::{Reframer, VerifiedBody};
 use ferry_core::s3::checksum::ChecksumAlgorithm;
 use ferry_core::s3::outbound::{OutboundRequest, strip_presign};
 use ferry_core::s3::request::{Endpoint, MetadataDirective, S3Request};
-use ferry_core::s3::sigv4::{EMPTY_SHA256, UNSIGNED_PAYLOAD};
+use ferry_core::s3::sigv4::aws_chunked::AwsChunkedEncoder;
+use ferry_core::s3::sigv4::{
+    EMPTY_SHA256, STREAMING_UNSIGNED_PAYLOAD_TRAILER, StreamingMode, UNSIGNED_PAYLOAD,
+};
 use ferry_core::s3::tagging::{
     self, TAGGING_COUNT_HEADER, TAGGING_DIRECTIVE_HEADER, TAGGING_HEADER, TaggingDirective,
 };
 use ferry_core::s3::uri::{self, origin_form};
-use ferry_core::s3::xml::{CopyKind, CopyResult, Tagging};
+use ferry_core::s3::xml::{Checksums, CopyKind, CopyResult, Tagging};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::context::Cx;
@@ -109,6 +114,11 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     src: usize,
     dst: usize,
 ) -> S3Result<()> {
+    // The proxy writes the copy with the headers it knows: what the router refused would be
+    // dropped on the way, not refused by the backend.
+    if let Some(e) = &s3.refused {
+        return Err(e.clone());
+    }
     let (source, directive, range, kind) = match &s3.endpoint {
         Endpoint::CopyObject {
             source,
@@ -141,6 +151,14 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     {
         tagging::parse_header(v)?;
     }
+
+    // A checksum the copy asks for is computed by the proxy as it streams, and sent as the
+    // PUT's aws-chunked trailer, which the destination checks and stores (as a node computes
+    // it for a copy it makes itself).
+    let requested = match kind {
+        CopyKind::Object => ferry_core::s3::checksum::requested_algorithm(client_headers)?,
+        CopyKind::Part => None,
+    };
 
     // The source: a GET with the copy-source conditions as ordinary ones.
     let src_path = format!(
@@ -227,7 +245,12 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
                 body.extend_from_slice(c);
             }
         }
-        return Err(Reply { status, body }.to_error());
+        return Err(Reply {
+            status,
+            headers: Vec::new(),
+            body,
+        }
+        .to_error());
     }
     if let (Some(r), Some(total)) = (
         range,
@@ -255,13 +278,31 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
             MetadataDirective::Replace => client_headers,
         };
         for h in from.iter().filter(|h| is_object_header(h.name)) {
+            if requested.is_some() && h.name.eq_ignore_ascii_case("content-encoding") {
+                continue;
+            }
             put.header(h.name.to_owned(), h.value.to_vec());
+        }
+        if requested.is_some() {
+            // The body goes aws-chunked: its content coding comes first, the object's after.
+            let stored = find_header_str(from, "content-encoding")
+                .map(str::trim)
+                .filter(|v| !v.is_empty());
+            let value = match stored {
+                Some(v) => format!("aws-chunked,{v}"),
+                None => "aws-chunked".to_owned(),
+            };
+            put.header("content-encoding", value.into_bytes());
+            put.header("x-amz-decoded-content-length", len.to_string().into_bytes());
+        }
+        if let Some(alg) = requested {
+            put.header("x-amz-trailer", alg.header_name().as_bytes().to_vec());
         }
         // The destination checks the copied bytes against it, and stores it; a composite
         // checksum (of the source's parts) does not describe the copy, as on one node.
         let composite = find_header_str(src_resp.head.headers, "x-amz-checksum-type")
             .is_some_and(|t| t.trim().eq_ignore_ascii_case("COMPOSITE"));
-        if keep_checksum && !composite {
+        if keep_checksum && !composite && requested.is_none() {
             let checksums = src_resp
                 .head
                 .headers
@@ -333,22 +374,69 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     for (n, v) in cx.caller().headers() {
         put.header(n, v.into_bytes());
     }
-    sign_as(cx.p, db, cx.client_key(), &mut put, UNSIGNED_PAYLOAD)?;
+    let (payload, wire_len) = match requested {
+        Some(alg) => (
+            STREAMING_UNSIGNED_PAYLOAD_TRAILER,
+            AwsChunkedEncoder::encoded_len(
+                StreamingMode::UnsignedTrailer,
+                Some(alg),
+                len,
+                cx.p.buffer_size as u64,
+            )
+            .ok_or_else(|| S3Error::new(S3ErrorCode::EntityTooLarge))?,
+        ),
+        None => (UNSIGNED_PAYLOAD, len),
+    };
+    sign_as(cx.p, db, cx.client_key(), &mut put, payload)?;
     let put_views = put.views();
     let target = put.target();
     let mut dst_conn = db.conn().await?;
     {
         // Even an empty body has its length: a write without one is `MissingContentLength`.
         let mut w = dst_conn
-            .request("PUT", &target, &put_views, BodyKind::Length(len), false)
+            .request(
+                "PUT",
+                &target,
+                &put_views,
+                BodyKind::Length(wire_len),
+                false,
+            )
             .map_err(|e| S3Error::with_message(S3ErrorCode::InternalError, e.to_string()))?;
+        let mut chunker = requested.map(|alg| {
+            let buf = BufferPool::global().get(cx.p.buffer_size);
+            Reframer::new(Some(AwsChunkedEncoder::unsigned(Some(alg))), buf)
+        });
         while let Some(chunk) = src_resp
             .body
             .next_chunk()
             .await
             .map_err(|_| failed(&sb.id))?
         {
-            w.write(chunk).await.map_err(|_| failed(&db.id))?;
+            let Some(r) = chunker.as_mut() else {
+                w.write(chunk).await.map_err(|_| failed(&db.id))?;
+                continue;
+            };
+            let mut data = chunk;
+            while !data.is_empty() {
+                let (n, emit) = r.push(data);
+                if let Some(e) = emit {
+                    for part in e.parts {
+                        w.write(part).await.map_err(|_| failed(&db.id))?;
+                    }
+                }
+                data = data.get(n..).unwrap_or_default();
+            }
+        }
+        if let Some(r) = chunker.as_mut() {
+            // The source answered in full (its length was checked as it came).
+            let whole = VerifiedBody {
+                len,
+                checksum: None,
+                md5: None,
+            };
+            for part in r.finish(&whole).parts {
+                w.write(part).await.map_err(|_| failed(&db.id))?;
+            }
         }
         w.finish().await.map_err(|_| failed(&db.id))?;
     }
@@ -360,6 +448,11 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
         .map_err(|_| failed(&db.id))?;
     let status = dst_resp.head.status;
     let etag = find_header_str(dst_resp.head.headers, "etag").map(str::to_owned);
+    // The copy's checksum, as its backend stored it.
+    let checksum = dst_resp.head.headers.iter().find_map(|h| {
+        let alg = ChecksumAlgorithm::from_header_name(h.name)?;
+        Some((alg, String::from_utf8_lossy(h.value).trim().to_owned()))
+    });
     // The versions of the source read and of the copy written, when their buckets have them.
     let mut h = Headers::new();
     if let Some(v) = source_version {
@@ -395,13 +488,25 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     }
     db.put(dst_conn);
     if !(200..300).contains(&status) {
-        return Err(Reply { status, body }.to_error());
+        return Err(Reply {
+            status,
+            headers: Vec::new(),
+            body,
+        }
+        .to_error());
     }
     cx.p.copied.fetch_add(len, Ordering::Relaxed);
     let doc = CopyResult {
         kind,
         etag: Cow::Owned(etag.unwrap_or_default()),
         last_modified_unix: cx.p.rt.unix_time(),
+        checksum_type: checksum
+            .as_ref()
+            .filter(|_| kind == CopyKind::Object)
+            .map(|_| Cow::Borrowed("FULL_OBJECT")),
+        checksums: checksum
+            .map(|(alg, v)| Checksums::one(alg, v))
+            .unwrap_or_default(),
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);

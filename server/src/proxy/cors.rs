@@ -27,10 +27,9 @@ use ferry_core::s3::xml::{CorsConfiguration, MAX_CORS_BODY};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::Proxy;
-use super::buckets::require_all_up;
+use super::buckets::{relay_everywhere, require_all_up};
 use super::context::{Caller, Cx};
-use super::forward::{Call, Reply, call, spawn_call};
-use crate::front::Headers;
+use super::forward::{Call, call};
 
 /// How long the proxy keeps a bucket's CORS rules (or their absence).
 pub(crate) const CORS_CACHE_TTL: Duration = Duration::from_secs(5);
@@ -142,28 +141,9 @@ async fn fetch<R: Runtime>(p: &Arc<Proxy<R>>, bucket: &str) -> S3Result<Known> {
     }
 }
 
-/// Send `call` to every backend at once: the first failure, if any.
-async fn on_every_backend<R: Runtime>(cx: &Cx<'_, R>, c: &Call) -> S3Result<()> {
-    let handles: Vec<_> = (0..cx.p.backends.len())
-        .map(|i| spawn_call(cx.p, i, cx.caller(), c.clone()))
-        .collect();
-    let mut failed = None;
-    for h in handles {
-        match h.await {
-            Ok(r) if r.ok() => {}
-            Ok(r) => {
-                failed.get_or_insert_with(|| Reply::to_error(&r));
-            }
-            Err(e) => {
-                failed.get_or_insert(e);
-            }
-        }
-    }
-    failed.map_or(Ok(()), Err)
-}
-
-/// PutBucketCors on every backend: the body read, verified and checked here (a bad one is
-/// refused before any backend sees it), then sent normalised with its `Content-MD5`.
+/// PutBucketCors on every backend, all or nothing (`buckets::relay_everywhere`): the body
+/// read, verified and checked here (a bad one is refused before any backend sees it), then
+/// sent normalised with its `Content-MD5`.
 pub(crate) async fn put<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     s3: &S3Request<'_>,
@@ -180,16 +160,15 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
     CorsConfiguration::parse_xml(&xml)?.write_xml(&mut doc);
     require_all_up(cx)?;
     let mut c = Call::new("PUT", cors_path(bucket), "cors".to_owned());
-    c.headers
-        .push(("Content-MD5", content_md5(&md5(&doc)).as_str().to_owned()));
+    c.header("Content-MD5", content_md5(&md5(&doc)).as_str().to_owned());
+    c.header("Content-Type", "application/xml");
     c.body = doc;
-    let done = on_every_backend(cx, &c).await;
+    let done = relay_everywhere(cx, &c, res).await;
     cx.p.cors.forget(bucket);
-    done?;
-    cx.front.send(res, 200, Headers::new(), &[]).await
+    done
 }
 
-/// DeleteBucketCors on every backend: 204.
+/// DeleteBucketCors on every backend, all or nothing: 204.
 pub(crate) async fn delete<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     s3: &S3Request<'_>,
@@ -198,10 +177,9 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
     let bucket = s3.bucket_str();
     require_all_up(cx)?;
     let c = Call::new("DELETE", cors_path(bucket), "cors".to_owned());
-    let done = on_every_backend(cx, &c).await;
+    let done = relay_everywhere(cx, &c, res).await;
     cx.p.cors.forget(bucket);
-    done?;
-    cx.front.send(res, 204, Headers::new(), &[]).await
+    done
 }
 
 #[cfg(test)]

@@ -32,6 +32,7 @@ use ferry_core::http::client::{ClientConn, Continue, RequestWriter, Response};
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::http::{EMPTY_HEADER, Header, find_header_str};
 use ferry_core::http::{HttpError, ProtocolError, ProtocolErrorKind, RelayError};
+use ferry_core::md5::{content_md5, md5};
 use ferry_core::pool::{BufferPool, PooledBuf};
 use ferry_core::rt::{Clock, Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, BodyVerifier, Checks, Emit, Reframer};
@@ -267,7 +268,7 @@ fn idempotent(method: &str) -> bool {
 async fn again<R: Runtime>(
     b: &Backend<R>,
     conn: &mut BackendConn<R>,
-    method: &str,
+    (method, for_check): (&str, bool),
     error: &HttpError,
     deadline: std::time::Duration,
 ) -> S3Result<bool> {
@@ -276,7 +277,7 @@ async fn again<R: Runtime>(
     }
     b.failed(error);
     tracing::debug!(backend = %b.id, error = %error, "backend connection failed before an answer; sending again");
-    b.reconnect(conn, deadline).await?;
+    b.reconnect(conn, deadline, for_check).await?;
     Ok(true)
 }
 
@@ -407,7 +408,7 @@ async fn forward_after<R: Runtime, S: Stream>(
                 Ok(_) => {}
                 Err(e) => {
                     drop(w);
-                    if again(b, &mut conn, method, &e, deadline).await? {
+                    if again(b, &mut conn, (method, false), &e, deadline).await? {
                         continue;
                     }
                     return Err(backend_failed(b, &e));
@@ -427,7 +428,7 @@ async fn forward_after<R: Runtime, S: Stream>(
                 Err(PumpError::Backend(e)) => return Err(backend_failed(b, &e)),
             }
             if let Err(e) = w.finish().await {
-                if !body_sent && again(b, &mut conn, method, &e, deadline).await? {
+                if !body_sent && again(b, &mut conn, (method, false), &e, deadline).await? {
                     continue;
                 }
                 return Err(backend_failed(b, &e));
@@ -464,7 +465,7 @@ async fn forward_after<R: Runtime, S: Stream>(
             }
             Err(e) => e,
         };
-        if body_sent || !again(b, &mut conn, method, &failed, deadline).await? {
+        if body_sent || !again(b, &mut conn, (method, false), &failed, deadline).await? {
             return Err(backend_failed(b, &failed));
         }
     };
@@ -481,6 +482,12 @@ fn is_cors_header(name: &str) -> bool {
             .is_some_and(|p| p.eq_ignore_ascii_case("access-control-"))
 }
 
+/// Whether a backend's response header goes on to the client: not hop-by-hop or framing ones,
+/// nor `Date` (the engine writes its own) or CORS ones (the front's replace them).
+fn is_relayed(name: &str) -> bool {
+    !is_hop_by_hop(name) && !name.eq_ignore_ascii_case("date") && !is_cors_header(name)
+}
+
 /// Send the response head and stream its body to the client.
 async fn relay<S: Stream, T: Stream>(
     resp: Response<'_, '_, T>,
@@ -492,11 +499,7 @@ async fn relay<S: Stream, T: Stream>(
     let headers: Vec<Header<'_>> = head
         .headers
         .iter()
-        .filter(|h| {
-            !is_hop_by_hop(h.name)
-                && !h.name.eq_ignore_ascii_case("date")
-                && !is_cors_header(h.name)
-        })
+        .filter(|h| is_relayed(h.name))
         .copied()
         .collect();
     let kind = if matches!(status, 204 | 304) {
@@ -585,6 +588,9 @@ async fn emit_all<C: Clock, T: Stream>(
 #[derive(Debug, Clone)]
 pub(crate) struct Reply {
     pub status: u16,
+    /// Its end-to-end headers (not hop-by-hop, framing, `Date` or CORS ones), for an answer
+    /// relayed as the backend gave it ([`relay_reply`]).
+    pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 
@@ -592,6 +598,14 @@ impl Reply {
     /// A 2xx answer.
     pub fn ok(&self) -> bool {
         (200..300).contains(&self.status)
+    }
+
+    /// The value of header `name`.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 
     /// The S3 error code of the body, if it is an error document.
@@ -635,7 +649,7 @@ pub(crate) struct Call {
     pub method: &'static str,
     pub path: String,
     pub query: String,
-    pub headers: Vec<(&'static str, String)>,
+    pub headers: Vec<(Cow<'static, str>, String)>,
     pub body: Vec<u8>,
 }
 
@@ -650,6 +664,98 @@ impl Call {
             body: Vec::new(),
         }
     }
+
+    /// Add a header.
+    pub fn header(&mut self, name: impl Into<Cow<'static, str>>, value: impl Into<String>) {
+        self.headers.push((name.into(), value.into()));
+    }
+
+    /// Whether it has header `name`.
+    pub fn has_header(&self, name: &str) -> bool {
+        self.headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name))
+    }
+
+    /// The client's request as a call with `body`, its body read whole and verified already:
+    /// method, path (path-style) and query (without presigned-URL parameters) as the client
+    /// sent them, and every header but those the call replaces (framing and hop-by-hop ones,
+    /// the signature, the proxy's own, and those of an aws-chunked body, which is decoded
+    /// now). A body whose checksum came in a trailer gets its `Content-MD5` instead.
+    pub fn of_request<R: Runtime>(cx: &Cx<'_, R>, body: Vec<u8>) -> S3Result<Self> {
+        let req = cx.req;
+        let method = match req.method {
+            "GET" => "GET",
+            "HEAD" => "HEAD",
+            "PUT" => "PUT",
+            "POST" => "POST",
+            "DELETE" => "DELETE",
+            _ => return Err(S3Error::new(S3ErrorCode::MethodNotAllowed)),
+        };
+        let origin = origin_form(req.target);
+        let (path, raw_query) = origin.split_once('?').unwrap_or((origin, ""));
+        let mut call = Self::new(
+            method,
+            cx.backend_path(path).into_owned(),
+            strip_presign(raw_query).into_owned(),
+        );
+        let chunked = find_header_str(req.headers, "content-encoding").is_some_and(|v| {
+            v.split(',')
+                .any(|c| c.trim().eq_ignore_ascii_case("aws-chunked"))
+        });
+        let trailer = chunked && find_header_str(req.headers, "x-amz-trailer").is_some();
+        for h in req.headers {
+            let n = h.name;
+            if is_hop_by_hop(n)
+                || is_auth_header(n)
+                || Caller::is_own_header(n)
+                || n.eq_ignore_ascii_case("host")
+            {
+                continue;
+            }
+            if chunked
+                && (n.eq_ignore_ascii_case("x-amz-decoded-content-length")
+                    || n.eq_ignore_ascii_case("x-amz-trailer")
+                    || (trailer && n.eq_ignore_ascii_case("x-amz-sdk-checksum-algorithm")))
+            {
+                continue;
+            }
+            let value = if chunked && n.eq_ignore_ascii_case("content-encoding") {
+                match without_aws_chunked(h.value) {
+                    Some(v) => v,
+                    None => continue,
+                }
+            } else {
+                h.value.to_vec()
+            };
+            // A head's values are visible ASCII (the parser checked them).
+            let value = String::from_utf8_lossy(&value).into_owned();
+            call.header(Cow::Owned(n.to_owned()), value);
+        }
+        if trailer && !body.is_empty() && !call.has_header("content-md5") {
+            call.header("Content-MD5", content_md5(&md5(&body)).as_str().to_owned());
+        }
+        call.body = body;
+        Ok(call)
+    }
+}
+
+/// Send `reply` to the client as the backend gave it: its status, headers (its request id
+/// among them) and body.
+pub(crate) async fn relay_reply<S: Stream>(
+    res: &mut ResponseWriter<'_, S>,
+    reply: &Reply,
+) -> S3Result<()> {
+    let headers: Vec<Header<'_>> = reply
+        .headers
+        .iter()
+        .map(|(n, v)| Header {
+            name: n.as_str(),
+            value: v.as_bytes(),
+        })
+        .collect();
+    res.send(reply.status, &headers, &reply.body).await?;
+    Ok(())
 }
 
 /// Send `call` to backend `idx` for `caller` (signed with its key where the backend shares
@@ -660,13 +766,39 @@ pub(crate) async fn call<R: Runtime>(
     caller: &Caller,
     call: &Call,
 ) -> S3Result<Reply> {
+    call_as(p, idx, caller, call, None).await
+}
+
+/// [`call`] for a backend's check (`proxy::sync`): it may go to a backend that answers but
+/// does not take traffic yet (`Backend::conn_for_check`). Unless `patient`, it does not wait
+/// for the backend or go again within the retry window: a check reading from another backend
+/// that does not answer moves on rather than keep its own backend out of traffic.
+pub(crate) async fn call_for_check<R: Runtime>(
+    p: &Proxy<R>,
+    idx: usize,
+    caller: &Caller,
+    call: &Call,
+    patient: bool,
+) -> S3Result<Reply> {
+    call_as(p, idx, caller, call, Some(patient)).await
+}
+
+/// [`call`]; `check`: for a check (`Some`), patient or not (see [`call_for_check`]).
+async fn call_as<R: Runtime>(
+    p: &Proxy<R>,
+    idx: usize,
+    caller: &Caller,
+    call: &Call,
+    check: Option<bool>,
+) -> S3Result<Reply> {
+    let for_check = check.is_some();
     let b = p
         .backends
         .get(idx)
         .ok_or_else(|| S3Error::new(S3ErrorCode::InternalError))?;
     let mut request = OutboundRequest::new(call.method, call.path.as_str(), call.query.as_str());
     for (n, v) in &call.headers {
-        request.header(*n, v.as_bytes());
+        request.header(n.as_ref(), v.as_bytes());
     }
     for (n, v) in caller.headers() {
         request.header(n, v.into_bytes());
@@ -675,8 +807,15 @@ pub(crate) async fn call<R: Runtime>(
     sign_as(p, b, &caller.key, &mut request, hash.as_str())?;
     let hs = request.views();
     let target = request.target();
-    let deadline = b.deadline();
-    let mut conn = b.conn_until(deadline).await?;
+    let deadline = match check {
+        Some(false) => p.rt.now(),
+        _ => b.deadline(),
+    };
+    let mut conn = if for_check {
+        b.conn_for_check(deadline).await?
+    } else {
+        b.conn_until(deadline).await?
+    };
     loop {
         let failed = match exchange(&mut conn, call.method, &target, &hs, &call.body).await {
             Ok(reply) => {
@@ -687,7 +826,7 @@ pub(crate) async fn call<R: Runtime>(
         };
         // The whole request is at hand: it can go again (see `again`).
         if !matches!(failed, HttpError::Protocol(_))
-            && again(b, &mut conn, call.method, &failed, deadline).await?
+            && again(b, &mut conn, (call.method, for_check), &failed, deadline).await?
         {
             continue;
         }
@@ -715,6 +854,16 @@ async fn exchange<C: Clock, T: Stream>(
     let mut storage = [EMPTY_HEADER; MAX_HEADERS];
     let mut resp = conn.response(&mut storage).await?;
     let status = resp.head.status;
+    let headers = resp
+        .head
+        .headers
+        .iter()
+        .filter(|h| is_relayed(h.name))
+        .map(|h| {
+            let v = String::from_utf8_lossy(h.value).into_owned();
+            (h.name.to_owned(), v)
+        })
+        .collect();
     let mut out = Vec::new();
     while let Some(c) = resp.body.next_chunk().await? {
         out.extend_from_slice(c);
@@ -725,7 +874,11 @@ async fn exchange<C: Clock, T: Stream>(
             )));
         }
     }
-    Ok(Reply { status, body: out })
+    Ok(Reply {
+        status,
+        headers,
+        body: out,
+    })
 }
 
 /// [`call`] on a task of its own, so that calls to several backends run in parallel.

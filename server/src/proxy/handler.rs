@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
+use ferry_core::http::find_header;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
-use ferry_core::s3::request::{Endpoint, S3Request};
+use ferry_core::s3::request::{Endpoint, S3Request, Scope};
 use ferry_core::s3::xml::CorsConfiguration;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
@@ -33,6 +34,8 @@ impl<R: Runtime> ProxyApi<R> {
 
 impl<R: Runtime> S3Api for ProxyApi<R> {
     const SERVER: &'static str = "proxy";
+    // What the router refuses may be served by a backend (see `refusal`).
+    const TAKES_REFUSED: bool = true;
 
     async fn dispatch<S: Stream>(&self, op: Op<'_, '_, '_, S>) -> S3Result<()> {
         let Op { req, s3, body, res } = op;
@@ -53,6 +56,7 @@ impl<R: Runtime> S3Api for ProxyApi<R> {
 
     /// From the proxy's short-lived cache of each bucket's rules (see `proxy::cors`).
     async fn bucket_cors(&self, bucket: &str) -> S3Result<Option<Arc<CorsConfiguration>>> {
+        self.p.settle().await;
         cors::bucket_cors(&self.p, bucket).await
     }
 
@@ -64,8 +68,7 @@ impl<R: Runtime> S3Api for ProxyApi<R> {
     fn readiness(&self) -> (bool, String) {
         let mut body = String::new();
         for b in &self.p.backends {
-            let state = if b.is_up() { "up" } else { "down" };
-            body.push_str(&format!("{} {} {state}\n", b.id, b.addr));
+            body.push_str(&format!("{} {} {}\n", b.id, b.addr, b.state_name()));
         }
         (self.p.backends.iter().any(|b| b.is_up()), body)
     }
@@ -85,13 +88,18 @@ enum Route {
     /// A copy: forwarded when source and destination share a backend, done by the proxy when
     /// not.
     Copy,
-    /// To every backend, answers merged.
+    /// To every backend as the proxy makes it (its own requests, its own answer: merged
+    /// listings, a checked document sent normalised, DeleteObjects split by key).
     FanOut,
+    /// To every backend as the client sent it (headers, query, the body read and verified
+    /// first), all or nothing (`buckets::set_everywhere`): bucket settings the proxy passes on
+    /// unchanged, and the configurations it does not interpret.
+    Everywhere,
     /// POST Object: to the backend that holds the key the form names (`forward::post_form`).
     Form,
 }
 
-fn route(endpoint: &Endpoint<'_>) -> Route {
+fn route(endpoint: &Endpoint<'_>, method: &str) -> Route {
     match endpoint {
         Endpoint::ListBuckets { .. }
         | Endpoint::CreateBucket
@@ -101,20 +109,20 @@ fn route(endpoint: &Endpoint<'_>) -> Route {
         | Endpoint::ListMultipartUploads { .. }
         | Endpoint::DeleteObjects { .. }
         | Endpoint::BucketFence { .. }
-        | Endpoint::PutBucketPolicy
-        | Endpoint::DeleteBucketPolicy
-        | Endpoint::PutBucketAcl
         | Endpoint::PutBucketCors { .. }
         | Endpoint::DeleteBucketCors
         | Endpoint::PutBucketTagging
         | Endpoint::DeleteBucketTagging
-        | Endpoint::PutBucketVersioning { .. }
         | Endpoint::ListObjectVersions { .. }
-        | Endpoint::PutObjectLockConfiguration
         | Endpoint::PutBucketLifecycleConfiguration { .. }
         | Endpoint::DeleteBucketLifecycle
         | Endpoint::PutBucketEncryption { .. }
         | Endpoint::DeleteBucketEncryption => Route::FanOut,
+        Endpoint::PutBucketPolicy
+        | Endpoint::DeleteBucketPolicy
+        | Endpoint::PutBucketAcl
+        | Endpoint::PutBucketVersioning { .. }
+        | Endpoint::PutObjectLockConfiguration => Route::Everywhere,
         Endpoint::PostObject => Route::Form,
         Endpoint::HeadBucket
         | Endpoint::GetBucketLocation
@@ -147,6 +155,60 @@ fn route(endpoint: &Endpoint<'_>) -> Route {
         | Endpoint::PutObjectRetention
         | Endpoint::GetObjectLegalHold
         | Endpoint::PutObjectLegalHold => Route::Key,
+        // What the proxy does not interpret goes where what it touches lives.
+        Endpoint::Unknown {
+            scope: Scope::Object,
+            ..
+        } => Route::Key,
+        Endpoint::Unknown { .. } if matches!(method, "GET" | "HEAD") => Route::AnyBackend,
+        Endpoint::Unknown { .. } => Route::Everywhere,
+    }
+}
+
+/// Subresources the proxy refuses to forward, though a backend may serve them: it would change
+/// their meaning.
+fn refused_subresource(subresource: &str) -> Option<S3Error> {
+    let why = match subresource {
+        "renameObject" => {
+            "RenameObject is not implemented through the proxy: the new key may belong to \
+             another backend than the one holding the object."
+        }
+        "session" => {
+            "CreateSession is not implemented through the proxy: a backend's session \
+             credentials would not be the proxy's."
+        }
+        _ => return None,
+    };
+    Some(S3Error::with_message(S3ErrorCode::NotImplemented, why))
+}
+
+/// What the proxy answers itself of a request `route` would send on: the router's refusal
+/// ([`S3Request::refused`]) where the proxy makes the backends' requests itself (a fan-out; a
+/// copy between backends answers it in `copy::copy_across`), since it would drop or change
+/// what was refused; and what the proxy cannot pass on faithfully (see the README's table,
+/// "What the proxy interprets and what it forwards"). A request forwarded whole to its
+/// backends (by key, to any backend, to every backend as sent) leaves the refusal to them.
+fn refusal<R: Runtime>(cx: &Cx<'_, R>, s3: &S3Request<'_>, route: Route) -> Option<S3Error> {
+    if let Endpoint::Unknown { subresource, .. } = &s3.endpoint
+        && let Some(e) = refused_subresource(subresource)
+    {
+        return Some(e);
+    }
+    let refused = s3.refused.as_ref()?;
+    match route {
+        Route::FanOut => Some(refused.clone()),
+        // An append would go to the key's current owner, which may not hold the object.
+        Route::Key
+            if layout::draining(cx.p)
+                && matches!(s3.endpoint, Endpoint::PutObject { .. })
+                && find_header(cx.req.headers, "x-amz-write-offset-bytes").is_some() =>
+        {
+            Some(S3Error::with_message(
+                S3ErrorCode::NotImplemented,
+                "Appending to objects is not implemented through a proxy draining a layout.",
+            ))
+        }
+        Route::Key | Route::AnyBackend | Route::Copy | Route::Everywhere | Route::Form => None,
     }
 }
 
@@ -158,7 +220,15 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
     let (bucket, key) = (s3.bucket_str(), s3.key_str());
-    match route(&s3.endpoint) {
+    let route = route(&s3.endpoint, cx.req.method);
+    if let Some(e) = refusal(cx, s3, route) {
+        return Err(e);
+    }
+    // Requests for one backend wait for it as they connect.
+    if !matches!(route, Route::Key | Route::Copy | Route::Form) {
+        cx.p.settle().await;
+    }
+    match route {
         // Earlier layouts drained: the key may live on an earlier owner.
         Route::Key if layout::draining(cx.p) => layout::by_key(cx, s3, body, res).await,
         Route::Key => forward::forward(cx, cx.p.pick(bucket, key), body, res).await,
@@ -180,6 +250,14 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
             }
         }
         Route::Form => forward::post_form(cx, bucket, body, res).await,
+        Route::Everywhere => {
+            cx.set_backend(ALL_BACKENDS);
+            let max = match s3.endpoint {
+                Endpoint::Unknown { .. } => buckets::MAX_FORWARDED_SETTING_BODY,
+                _ => buckets::MAX_SETTING_BODY,
+            };
+            buckets::set_everywhere(cx, body, res, max).await
+        }
         Route::FanOut => {
             cx.set_backend(ALL_BACKENDS);
             match &s3.endpoint {
@@ -201,13 +279,6 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
                 Endpoint::ListMultipartUploads { .. } => list::list_uploads(cx, s3, res).await,
                 Endpoint::ListObjectVersions { .. } => list::list_versions(cx, s3, res).await,
                 Endpoint::DeleteObjects { .. } => buckets::delete_objects(cx, s3, body, res).await,
-                Endpoint::PutBucketPolicy
-                | Endpoint::DeleteBucketPolicy
-                | Endpoint::PutBucketAcl
-                | Endpoint::PutBucketVersioning { .. }
-                | Endpoint::PutObjectLockConfiguration => {
-                    buckets::set_everywhere(cx, s3, body, res).await
-                }
                 Endpoint::PutBucketCors { content_md5 } => {
                     cors::put(cx, s3, *content_md5, body, res).await
                 }
@@ -257,5 +328,40 @@ async fn any_backend<R: Runtime, S: Stream>(
             }
             other => return other,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferry_core::s3::request::AddressingConfig;
+
+    /// Where the requests the router does not serve go, and that the known ones keep theirs.
+    #[test]
+    fn unknown_requests_go_by_scope() {
+        let cases = [
+            ("GET", "/bkt/k?restore", Route::Key),
+            ("POST", "/bkt/k?restore", Route::Key),
+            ("POST", "/bkt/k?select&select-type=2", Route::Key),
+            ("GET", "/bkt?website", Route::AnyBackend),
+            ("HEAD", "/bkt?website", Route::AnyBackend),
+            ("PUT", "/bkt?website", Route::Everywhere),
+            ("DELETE", "/bkt?publicAccessBlock", Route::Everywhere),
+            ("POST", "/bkt?metadataTable", Route::Everywhere),
+            ("GET", "/?foo", Route::AnyBackend),
+            ("PUT", "/?foo", Route::Everywhere),
+            ("PUT", "/bkt?policy", Route::Everywhere),
+            ("PUT", "/bkt?cors", Route::FanOut),
+            ("GET", "/bkt?list-type=2", Route::FanOut),
+            ("PUT", "/bkt/k", Route::Key),
+        ];
+        for (method, target, want) in cases {
+            let s3 = Endpoint::route(method, target, &[], &AddressingConfig::path_style())
+                .unwrap_or_else(|e| panic!("{method} {target}: {e}"));
+            assert_eq!(route(&s3.endpoint, method), want, "{method} {target}");
+        }
+        assert!(refused_subresource("renameObject").is_some());
+        assert!(refused_subresource("session").is_some());
+        assert!(refused_subresource("website").is_none());
     }
 }

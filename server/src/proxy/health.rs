@@ -3,7 +3,8 @@
 //! while it is down. A failed probe marks it down, a successful one up again; failed
 //! connections mark it down in between (see [`Backend::conn`](super::backend::Backend::conn)),
 //! but only a probe brings it back: traffic returns to a restarted backend once a probe has
-//! found it answering.
+//! found it answering and its buckets have been brought up to date (`proxy::sync`), which the
+//! backend's probe loop does before its next probe.
 
 use std::hash::BuildHasher;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use ferry_core::rt::{Either, Runtime, Signal, race, timeout};
 use super::Proxy;
 use super::backend::Backend;
 use super::config::BackendKind;
+use super::sync;
 
 /// Probe every backend now and then on its own jittered schedule until `stop` is set.
 pub(crate) async fn probe_loop<R: Runtime>(
@@ -41,6 +43,12 @@ async fn probe_one<R: Runtime>(
     let Some(b) = p.backends.get(i) else { return };
     while !stop.is_set() {
         if let Either::Right(()) = race(probe(&p.rt, b), stop.wait()).await {
+            break;
+        }
+        // Answering, but not taking traffic before its buckets are up to date.
+        if b.is_checking()
+            && let Either::Right(()) = race(sync::check_and_admit(&p, i), stop.wait()).await
+        {
             break;
         }
         let wait = next_wait(b.is_up(), interval, jitter);

@@ -14,26 +14,22 @@
 //! - DeleteObject and DeleteObjects delete on every owner.
 //! - Listings merge every backend already; of a key listed by several, the current owner's
 //!   entry is the one kept (`list::merged`).
-//! - Every bucket found on some backend is created on the backends that lack it (with its
-//!   versioning state), when the proxy starts and whenever a backend comes up ([`sync_loop`]).
+//! - Every bucket found on some backend is created, with its configuration, on a backend that
+//!   lacks it before that backend takes traffic (`proxy::sync`, for every proxy, layouts or
+//!   not).
 //!
 //! Proxies with the same configuration compute the same owners, so they agree without
 //! talking to each other.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use ferry_core::http::server::{BodyReader, ResponseWriter};
-use ferry_core::md5::{content_md5, md5};
-use ferry_core::rt::{Either, Runtime, Signal, Stream, race};
+use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::request::{Endpoint, S3Request};
 use ferry_core::s3::uri::{self, origin_form};
-use ferry_core::s3::xml::{DeletedEntry, ListAllMyBucketsResult};
+use ferry_core::s3::xml::DeletedEntry;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::Proxy;
-use super::buckets::bucket_path;
-use super::context::{Caller, Cx};
+use super::context::Cx;
 use super::forward::{self, Call, Outcome, call, forward_status};
 
 /// Whether earlier layouts are being drained (else every key lives on its current owner).
@@ -67,20 +63,18 @@ pub(crate) async fn by_key<R: Runtime, S: Stream>(
         | Endpoint::GetObjectTagging
         | Endpoint::GetObjectAcl
         | Endpoint::GetObjectRetention
-        | Endpoint::GetObjectLegalHold => {
-            for (n, &i) in owners.iter().enumerate() {
-                let last = n + 1 == owners.len();
-                if let Outcome::Relayed(_) = forward_status(cx, i, !last, body, res).await? {
-                    break;
-                }
-            }
-            Ok(())
+        | Endpoint::GetObjectLegalHold => read_from_owners(cx, &owners, body, res).await,
+        // What the proxy does not interpret: a read like the reads above, anything else like
+        // the writes of an existing object below (`?restore`, `?select`).
+        Endpoint::Unknown { .. } if matches!(cx.req.method, "GET" | "HEAD") => {
+            read_from_owners(cx, &owners, body, res).await
         }
         Endpoint::PutObjectTagging
         | Endpoint::DeleteObjectTagging
         | Endpoint::PutObjectAcl
         | Endpoint::PutObjectRetention
-        | Endpoint::PutObjectLegalHold => {
+        | Endpoint::PutObjectLegalHold
+        | Endpoint::Unknown { .. } => {
             let at = locate(cx, bucket, key, &owners).await?;
             forward::forward(cx, at, body, res).await
         }
@@ -116,6 +110,23 @@ pub(crate) async fn by_key<R: Runtime, S: Stream>(
         // CreateMultipartUpload: a new upload starts on the current owner.
         _ => forward::forward(cx, current, body, res).await,
     }
+}
+
+/// An object read from the first of `owners` that has the object (the last one's answer,
+/// whatever it is, if none has).
+async fn read_from_owners<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    owners: &[usize],
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+) -> S3Result<()> {
+    for (n, &i) in owners.iter().enumerate() {
+        let last = n + 1 == owners.len();
+        if let Outcome::Relayed(_) = forward_status(cx, i, !last, body, res).await? {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// CopyObject and UploadPartCopy while earlier layouts are drained: from where the source
@@ -288,115 +299,4 @@ fn warn<R: Runtime>(p: &Proxy<R>, i: usize, bucket: &str, key: &str, e: &S3Error
         error = %e,
         "could not delete a key's copy under an earlier layout"
     );
-}
-
-/// While layouts are drained: [`sync_buckets`] now, and again whenever a backend comes up,
-/// until `stop` is set.
-pub(crate) async fn sync_loop<R: Runtime>(p: Arc<Proxy<R>>, stop: Arc<Signal>, every: Duration) {
-    let mut was_up: Vec<bool> = vec![false; p.backends.len()];
-    while !stop.is_set() {
-        let up: Vec<bool> = p.backends.iter().map(|b| b.is_up()).collect();
-        let came_up = up.iter().zip(&was_up).any(|(now, before)| *now && !before);
-        if came_up {
-            match sync_buckets(&p).await {
-                Ok(()) => was_up = up,
-                Err(e) => tracing::warn!(error = %e, "bucket check across backends failed"),
-            }
-        }
-        if let Either::Right(()) = race(p.rt.sleep(every), stop.wait()).await {
-            break;
-        }
-    }
-}
-
-/// Create every bucket some backend has on the up backends that lack it, as its owner (each
-/// known key lists its own buckets), with the bucket's versioning state.
-pub(crate) async fn sync_buckets<R: Runtime>(p: &Proxy<R>) -> S3Result<()> {
-    let up: Vec<usize> = (0..p.backends.len())
-        .filter(|&i| p.backends.get(i).is_some_and(|b| b.is_up()))
-        .collect();
-    for key in &p.client_keys {
-        let caller = Caller {
-            key: key.clone(),
-            ip: None,
-            secure: false,
-        };
-        let mut has: Vec<Vec<String>> = Vec::with_capacity(up.len());
-        for &i in &up {
-            let mut names = Vec::new();
-            let mut query = String::new();
-            loop {
-                let reply = call(p, i, &caller, &Call::new("GET", "/".into(), query)).await?;
-                if !reply.ok() {
-                    return Err(reply.to_error());
-                }
-                let list = ListAllMyBucketsResult::parse_xml(&reply.body)?;
-                names.extend(list.buckets.iter().map(|b| b.name.to_string()));
-                match list.continuation_token {
-                    Some(t) if !t.is_empty() => {
-                        query = format!("continuation-token={}", uri::encode(&t));
-                    }
-                    _ => break,
-                }
-            }
-            has.push(names);
-        }
-        let mut all: Vec<&String> = has.iter().flatten().collect();
-        all.sort();
-        all.dedup();
-        for name in all {
-            let Some(from) = has.iter().position(|h| h.contains(name)) else {
-                continue;
-            };
-            for (n, &i) in up.iter().enumerate() {
-                if has.get(n).is_some_and(|h| h.contains(name)) {
-                    continue;
-                }
-                create_like(p, &caller, name, up[from], i).await?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Create `bucket` on backend `to` as it is on backend `from`: its versioning state too.
-async fn create_like<R: Runtime>(
-    p: &Proxy<R>,
-    caller: &Caller,
-    bucket: &str,
-    from: usize,
-    to: usize,
-) -> S3Result<()> {
-    let backend = p.backends.get(to).map_or("?", |b| b.id.as_str());
-    let mut create = Call::new("PUT", bucket_path(bucket), String::new());
-    if let Some(b) = p.backends.get(to) {
-        create.body = super::buckets::create_bucket_body(&b.region);
-    }
-    let reply = call(p, to, caller, &create).await?;
-    if !reply.ok() && reply.error_code().as_deref() != Some("BucketAlreadyOwnedByYou") {
-        tracing::warn!(backend, bucket, error = %reply.to_error(), "could not create a bucket on a backend that lacks it");
-        return Ok(());
-    }
-    tracing::info!(
-        backend,
-        bucket,
-        "bucket created on a backend that lacked it"
-    );
-    let get = Call::new("GET", bucket_path(bucket), "versioning".into());
-    let versioning = call(p, from, caller, &get).await?;
-    let text = String::from_utf8_lossy(&versioning.body);
-    if versioning.ok() && (text.contains(">Enabled<") || text.contains(">Suspended<")) {
-        let mut put = Call::new("PUT", bucket_path(bucket), "versioning".into());
-        put.body = versioning.body.clone();
-        put.headers.push(("Content-Type", "application/xml".into()));
-        put.headers.push((
-            "Content-MD5",
-            content_md5(&md5(&put.body)).as_str().to_owned(),
-        ));
-        let reply = call(p, to, caller, &put).await?;
-        if !reply.ok() {
-            tracing::warn!(backend, bucket, error = %reply.to_error(), "could not copy a bucket's versioning state");
-        }
-    }
-    Ok(())
 }

@@ -313,37 +313,54 @@ struct Source {
     resume: Option<Resume>,
 }
 
-/// Whether `item` was returned already (or sorts before what was): it is skipped.
-fn seen(kind: Kind, item: &Item, last: Option<&(String, bool)>) -> bool {
-    let Some((name, was_prefix)) = last else {
+/// The last entry returned: its name, whether it is a common prefix, and the backend it came
+/// from (`None` for where a page starts).
+type Last = (String, bool, Option<usize>);
+
+/// Whether `item`, from backend `from`, was returned already (or sorts before what was): it
+/// is skipped.
+fn seen(kind: Kind, item: &Item, from: usize, last: Option<&Last>) -> bool {
+    let Some((name, was_prefix, last_from)) = last else {
         return false;
     };
     match item.name().cmp(name.as_str()) {
         std::cmp::Ordering::Less => true,
         std::cmp::Ordering::Greater => false,
-        // Several uploads (versions) of one key are distinct entries; anything else equal is a
-        // duplicate.
-        std::cmp::Ordering::Equal => kind == Kind::Objects || item.is_prefix() || *was_prefix,
+        std::cmp::Ordering::Equal => match kind {
+            _ if item.is_prefix() || *was_prefix => true,
+            Kind::Objects => true,
+            // Several uploads of one key are distinct entries, wherever they are.
+            Kind::Uploads => false,
+            // A key's versions are listed from one backend only (see `owner_rank`).
+            Kind::Versions => last_from.is_some_and(|l| l != from),
+        },
     }
 }
 
-/// 0 for the current owner of the object `name` (when `params` lists objects), then by
-/// backend index.
+/// Which backend's entry for `name` a listing of objects or versions keeps when several list
+/// it (a layout being drained): the key's current owner, then its owners under the earlier
+/// layouts, newest first, then the others by index. Uploads come from every backend.
 fn owner_rank<R: Runtime>(
     p: &super::Proxy<R>,
     (i, name): &(usize, &str),
     params: &Params,
-) -> (bool, usize) {
-    let owner = params.kind == Kind::Objects && p.pick(&params.bucket, name) == *i;
-    (!owner, *i)
+) -> (usize, usize) {
+    if params.kind == Kind::Uploads {
+        return (0, *i);
+    }
+    let owners = p.owners(&params.bucket, name);
+    let rank = owners.iter().position(|o| o == i).unwrap_or(owners.len());
+    (rank, *i)
 }
 
-/// The merged page: at most `max` items after `after`, and whether more follow.
+/// The merged page: at most `max` items after `after`, and whether more follow. Only the
+/// backends `marker_owners` are given `after`'s upload (version) id: the others do not know it,
+/// and list from the key after.
 async fn merged<R: Runtime>(
     cx: &Cx<'_, R>,
     params: &Params,
     after: Option<Resume>,
-    upload_owner: Option<usize>,
+    marker_owners: &[usize],
     max: u32,
 ) -> S3Result<(Vec<Item>, bool)> {
     let p = cx.p;
@@ -359,7 +376,7 @@ async fn merged<R: Runtime>(
     let mut calls = Vec::with_capacity(p.backends.len());
     for i in 0..p.backends.len() {
         let mut r = after.clone();
-        if let Some(r) = r.as_mut().filter(|_| upload_owner != Some(i)) {
+        if let Some(r) = r.as_mut().filter(|_| !marker_owners.contains(&i)) {
             // Only the backend holding the marker key knows its upload (version) ids.
             r.upload_id = None;
         }
@@ -377,14 +394,14 @@ async fn merged<R: Runtime>(
         });
     }
     let mut out: Vec<Item> = Vec::new();
-    let mut last: Option<(String, bool)> = after.map(|r| (r.name, r.is_prefix));
+    let mut last: Option<Last> = after.map(|r| (r.name, r.is_prefix, None));
     loop {
         for (i, s) in sources.iter_mut().enumerate() {
             loop {
                 while s
                     .items
                     .front()
-                    .is_some_and(|it| seen(params.kind, it, last.as_ref()))
+                    .is_some_and(|it| seen(params.kind, it, i, last.as_ref()))
                 {
                     s.items.pop_front();
                 }
@@ -407,8 +424,8 @@ async fn merged<R: Runtime>(
             .iter()
             .enumerate()
             .filter_map(|(i, s)| s.items.front().map(|it| (i, it.name())))
-            // A key listed by several backends (a layout being drained): the current owner's
-            // entry is the one kept (the others are then skipped as seen).
+            // A key listed by several backends (a layout being drained): the best-ranked
+            // backend's entries are the ones kept (the others are then skipped as seen).
             .min_by(|a, b| {
                 a.1.cmp(b.1)
                     .then_with(|| owner_rank(p, a, params).cmp(&owner_rank(p, b, params)))
@@ -423,7 +440,7 @@ async fn merged<R: Runtime>(
         let Some(item) = sources.get_mut(i).and_then(|s| s.items.pop_front()) else {
             return Ok((out, false));
         };
-        last = Some((item.name().to_owned(), item.is_prefix()));
+        last = Some((item.name().to_owned(), item.is_prefix(), Some(i)));
         out.push(item);
     }
 }
@@ -539,7 +556,7 @@ pub(crate) async fn list_objects<R: Runtime, S: Stream>(
         delimiter: delimiter.map(str::to_owned),
         fetch_owner,
     };
-    let (items, truncated) = merged(cx, &params, after, None, max_keys).await?;
+    let (items, truncated) = merged(cx, &params, after, &[], max_keys).await?;
     let last = items.last().map(|i| (i.name().to_owned(), i.is_prefix()));
     let mut contents = Vec::new();
     let mut common_prefixes = Vec::new();
@@ -625,7 +642,7 @@ pub(crate) async fn list_uploads<R: Runtime, S: Stream>(
             is_prefix,
         }
     });
-    let owner = key_marker.as_deref().map(|k| cx.p.pick(bucket, k));
+    let owner: Vec<usize> = key_marker.iter().map(|k| cx.p.pick(bucket, k)).collect();
     let params = Params {
         kind: Kind::Uploads,
         bucket: bucket.to_owned(),
@@ -633,7 +650,7 @@ pub(crate) async fn list_uploads<R: Runtime, S: Stream>(
         delimiter: delimiter.map(str::to_owned),
         fetch_owner: false,
     };
-    let (items, truncated) = merged(cx, &params, after, owner, *max_uploads).await?;
+    let (items, truncated) = merged(cx, &params, after, &owner, *max_uploads).await?;
     let (next_key, next_upload) = match items.last().filter(|_| truncated) {
         Some(Item::Upload(u)) => (
             Some(Cow::Owned(u.key.to_string())),
@@ -671,7 +688,9 @@ pub(crate) async fn list_uploads<R: Runtime, S: Stream>(
 }
 
 /// ListObjectVersions over every backend: a key's versions all come from its backend, newest
-/// first; keys and common prefixes are merged as in ListObjects.
+/// first; keys and common prefixes are merged as in ListObjects. A key listed by several
+/// backends (a layout being drained) is listed from one of them only: its current owner, else
+/// its newest earlier owner that lists it (`owner_rank`).
 pub(crate) async fn list_versions<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     s3: &S3Request<'_>,
@@ -700,7 +719,12 @@ pub(crate) async fn list_versions<R: Runtime, S: Stream>(
             is_prefix,
         }
     });
-    let owner = key_marker.as_deref().map(|k| cx.p.pick(bucket, k));
+    // The version id is that of the backend the key's versions are listed from.
+    let owners = match (key_marker.as_deref(), version_id_marker) {
+        (Some(k), Some(_)) => vec![lister_of(cx, bucket, k).await?],
+        (Some(k), None) => vec![cx.p.pick(bucket, k)],
+        (None, _) => Vec::new(),
+    };
     let params = Params {
         kind: Kind::Versions,
         bucket: bucket.to_owned(),
@@ -708,7 +732,7 @@ pub(crate) async fn list_versions<R: Runtime, S: Stream>(
         delimiter: delimiter.map(str::to_owned),
         fetch_owner: false,
     };
-    let (items, truncated) = merged(cx, &params, after, owner, *max_keys).await?;
+    let (items, truncated) = merged(cx, &params, after, &owners, *max_keys).await?;
     let (next_key, next_version) = match items.last().filter(|_| truncated) {
         Some(Item::Version(v)) => (
             Some(Cow::Owned(v.key.to_string())),
@@ -743,6 +767,28 @@ pub(crate) async fn list_versions<R: Runtime, S: Stream>(
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
     cx.front.send_xml(res, Headers::new(), &xml).await
+}
+
+/// The backend whose versions of `key` a ListObjectVersions lists (`owner_rank`): the first
+/// of its owners that lists the key (a one-entry listing of the key as prefix: the key itself
+/// sorts first), else its current owner. Asked only while a layout is drained.
+async fn lister_of<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, key: &str) -> S3Result<usize> {
+    let owners = cx.p.owners(bucket, key);
+    let current = owners.first().copied().unwrap_or_default();
+    if owners.len() < 2 {
+        return Ok(current);
+    }
+    for &i in &owners {
+        let mut q = String::from("versions&max-keys=1&encoding-type=url");
+        push_param(&mut q, "prefix", key);
+        let list = Call::new("GET", format!("/{}", uri::encode_path(bucket)), q);
+        let reply = super::forward::call(cx.p, i, cx.caller(), &list).await?;
+        let (items, _) = parse_page(Kind::Versions, &reply)?;
+        if items.first().is_some_and(|it| it.name() == key) {
+            return Ok(i);
+        }
+    }
+    Ok(current)
 }
 
 /// A token for the ListBuckets union (continuing after a bucket name).

@@ -28,6 +28,7 @@ mod lifecycle;
 mod list;
 mod metrics;
 mod sign;
+mod sync;
 mod tagging;
 
 use std::io;
@@ -88,7 +89,7 @@ pub(crate) struct Proxy<R: Runtime> {
     /// Buckets' CORS rules, kept a few seconds (`cors`).
     pub cors: cors::CorsCache,
     /// Every client access key (configured and users'), for the proxy's own bucket checks
-    /// (`layout::sync_buckets`).
+    /// (`sync::check`).
     pub client_keys: Vec<String>,
 }
 
@@ -135,6 +136,17 @@ impl<R: Runtime> Proxy<R> {
             .ok_or_else(|| {
                 S3Error::with_message(S3ErrorCode::ServiceUnavailable, "No backend is available.")
             })
+    }
+
+    /// Wait for the backends being checked (each within the retry window since its check
+    /// began: `Backend::checked`), so that requests that ask whether backends are up (fan-outs,
+    /// reads from any backend) see the state the check leads to, not the check.
+    pub async fn settle(&self) {
+        for b in &self.backends {
+            if b.is_checking() {
+                b.checked().await;
+            }
+        }
     }
 
     /// The key to sign requests to backend `b` with, for a client that used `client_key`.
@@ -377,14 +389,6 @@ impl Server for ProxyServer {
             cfg.health_interval,
             cfg.health_jitter,
         )));
-        if layout::draining(&proxy) {
-            // Detached too: stops with the stop signal.
-            drop(rt.spawn(layout::sync_loop(
-                proxy.clone(),
-                stop.clone(),
-                cfg.health_interval,
-            )));
-        }
         let auth = Auth::new(proxy.credentials.clone(), &cfg.region)
             .with_sigv2(cfg.sigv2)
             .with_domains(&cfg.domains);

@@ -14,8 +14,8 @@ use super::context::Cx;
 use super::forward::Call;
 
 /// PutBucketTagging on every backend: the document is checked here first (a bad one changes
-/// nothing anywhere), then sent as Ferry writes it. Every backend must be up; the first
-/// backend's refusal is the answer (a retry completes a partial put).
+/// nothing anywhere), then sent as Ferry writes it, all or nothing
+/// (`buckets::relay_everywhere`). Every backend must be up.
 pub(crate) async fn put_bucket<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     s3: &S3Request<'_>,
@@ -29,10 +29,8 @@ pub(crate) async fn put_bucket<R: Runtime, S: Stream>(
     doc.write_xml(&mut out);
     require_all_up(cx)?;
     let mut call = Call::new("PUT", bucket_path(s3.bucket_str()), "tagging".into());
-    call.headers
-        .push(("Content-MD5", content_md5(&md5(&out)).as_str().to_owned()));
-    call.headers
-        .push(("Content-Type", "application/xml".into()));
+    call.header("Content-MD5", content_md5(&md5(&out)).as_str().to_owned());
+    call.header("Content-Type", "application/xml");
     call.body = out;
     relay_everywhere(cx, &call, res).await
 }

@@ -698,6 +698,7 @@ impl Store {
                     size,
                     last_modified: DateTime::from_unix(last_modified),
                     version_id: replaced.version_id,
+                    checksum: None,
                 },
                 checksum: object_checksum,
                 full_object: rec
@@ -718,10 +719,11 @@ impl Store {
     }
 }
 
-/// A reader that checksums what it reads (an UploadPartCopy into an upload with an algorithm).
-struct HashingReader<'r> {
-    inner: &'r mut dyn Read,
-    hasher: Option<Checksummer>,
+/// A reader that checksums what it reads (a copy that asks for a checksum, an UploadPartCopy
+/// into an upload with an algorithm).
+pub(crate) struct HashingReader<'r> {
+    pub inner: &'r mut dyn Read,
+    pub hasher: Option<Checksummer>,
 }
 
 impl Read for HashingReader<'_> {
@@ -975,5 +977,6 @@ fn completed_before(
         last_modified: DateTime::from_unix(rec.completed),
         // Not remembered: a retried complete answers without it.
         version_id: None,
+        checksum: None,
     }))
 }

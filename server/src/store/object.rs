@@ -6,6 +6,7 @@ use std::os::unix::fs::FileExt as _;
 
 use ferry_core::md5::{ETag, Md5Digest};
 use ferry_core::pool::PooledBuf;
+use ferry_core::s3::checksum::Checksummer;
 use ferry_core::s3::xml::lock::{self, Retention};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
@@ -14,10 +15,11 @@ use redb::{ReadableTable as _, WriteTransaction};
 use super::codec::{self, DataLayout, ObjectRecord, stored_etag};
 use super::fence::check_unfenced;
 use super::files::{self, FileId, PinGuard, Pins, Spool};
+use super::multipart::HashingReader;
 use super::sse::{self, CustomerKey, EncryptWith};
 use super::types::{
-    CopySource, DeleteOutcome, MetadataDirective, ObjectInfo, ObjectMeta, PutResult, ReadRange,
-    RequestOwned, WriteConditions,
+    Checksum, CopySource, DeleteOutcome, MetadataDirective, ObjectInfo, ObjectMeta, PutResult,
+    ReadRange, RequestOwned, WriteConditions,
 };
 use super::version::{find_version, make_room, stamp_id, versioning_in};
 use super::{
@@ -316,6 +318,28 @@ impl ObjectReader {
         self.crypt.is_some()
     }
 
+    /// Whether a read into `room` bytes decrypts in that buffer: always for a plain object;
+    /// for an encrypted one, unless the next read starts a chunk that, with its tag, does not
+    /// fit (it would then be decrypted aside and copied, and every later read would start
+    /// mid-chunk and copy too). Block readers stop short of such a read.
+    pub fn read_fits(&self, room: usize) -> bool {
+        use ferry_core::sse::{PLAIN_CHUNK, TAG_LEN, chunk_plain_len};
+        if self.crypt.is_none() {
+            return true;
+        }
+        // Where the next read starts: past the current file's end, the next one's start.
+        let (mut idx, mut offset) = (self.idx, self.offset);
+        while idx < self.pins.ids.len() && offset >= self.file_size(idx) {
+            idx += 1;
+            offset = 0;
+        }
+        if offset % PLAIN_CHUNK as u64 != 0 {
+            return true;
+        }
+        let whole = chunk_plain_len(self.file_size(idx), offset / PLAIN_CHUNK as u64);
+        self.remaining < whole as u64 || room >= whole + TAG_LEN
+    }
+
     /// Read from an encrypted object: decrypt the chunk holding `offset` (unless it is the one
     /// decrypted last) and copy from it. A chunk that fails authentication (the file was
     /// altered, truncated or swapped) is an error, never bytes.
@@ -612,6 +636,7 @@ impl Store {
             size: rec.size,
             last_modified: DateTime::from_unix(rec.last_modified),
             version_id: None,
+            checksum: None,
         };
         let bytes = codec::encode(&rec)?;
         let store = self.clone();
@@ -945,7 +970,18 @@ impl Store {
             Some(with) => self.object_writer_encrypted(bucket, key, with)?,
             None => self.object_writer(bucket, key)?,
         };
-        let n = writer.write_from(&mut reader)?;
+        let mut hashing = HashingReader {
+            inner: &mut reader,
+            hasher: own.checksum.map(Checksummer::new),
+        };
+        let n = writer.write_from(&mut hashing)?;
+        let computed = hashing.hasher.take().map(|h| {
+            let sum = h.finalize();
+            Checksum {
+                algorithm: sum.algorithm().as_str().to_owned(),
+                value: sum.to_base64().as_str().to_owned(),
+            }
+        });
         let info = reader.into_info();
         if n != info.size {
             return Err(S3Error::with_message(
@@ -966,11 +1002,17 @@ impl Store {
         {
             meta.checksums.clear();
         }
+        if let Some(c) = computed {
+            meta.checksums = vec![c];
+        }
+        let checksum = meta.checksums.first().cloned();
         // A copy gets the ACL of its request (none: private), never its source's, as in S3.
         meta.acl = own.acl;
         meta.retention = own.retention;
         meta.legal_hold = own.legal_hold;
-        writer.commit(meta, conditions)
+        let mut put = writer.commit(meta, conditions)?;
+        put.checksum = checksum;
+        Ok(put)
     }
 
     /// Open a reader of `src` (its `range`, or all of it) after `check_source` accepted its

@@ -90,6 +90,9 @@ pub struct RequestOwned {
     pub legal_hold: bool,
     /// How the copy is encrypted (`None`: plaintext).
     pub encryption: Option<super::EncryptWith>,
+    /// The checksum the copy asks for (`x-amz-checksum-algorithm`), computed over the copied
+    /// bytes; `None` keeps the source's full-object checksum.
+    pub checksum: Option<ferry_core::s3::checksum::ChecksumAlgorithm>,
 }
 
 /// Conditions of a conditional write, checked atomically with the write.
@@ -103,7 +106,7 @@ pub struct WriteConditions {
 }
 
 /// The result of a committed write (PUT, copy, complete multipart upload).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PutResult {
     /// The new object's ETag.
     pub etag: ETag,
@@ -114,6 +117,9 @@ pub struct PutResult {
     /// Its version id (`x-amz-version-id`), in a bucket that has a versioning state; `None`
     /// in one that never had.
     pub version_id: Option<VersionId>,
+    /// Its full-object checksum, for a copy's result (`None` elsewhere: a PUT's response
+    /// has it from the request's body).
+    pub checksum: Option<Checksum>,
 }
 
 /// What a DELETE did (`x-amz-version-id`, `x-amz-delete-marker`).

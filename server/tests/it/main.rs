@@ -24,6 +24,7 @@ mod node_sendfile;
 mod node_versions;
 mod proxy_cors;
 mod proxy_delete_bucket;
+mod proxy_forward;
 mod proxy_health;
 mod proxy_layouts;
 mod proxy_list;

@@ -17,7 +17,10 @@ use crate::support::{ACCESS_KEY, SECRET_KEY};
 
 on_both_runtimes!(
     growing_keeps_every_object,
-    removing_a_backend_keeps_its_objects
+    removing_a_backend_keeps_its_objects,
+    new_backend_gets_bucket_settings,
+    backend_checked_again_when_it_comes_back,
+    versions_listed_from_one_backend,
 );
 
 fn body_of(i: usize) -> Vec<u8> {
@@ -294,5 +297,287 @@ fn removing_a_backend_keeps_its_objects(runtime: RuntimeKind) {
         .get(&format!("/shrink/{k}"))
         .expect_error(404, "NoSuchKey");
     assert_eq!(list_all(&mut c, "shrink", 1000), keys);
+    proxy.stop();
+}
+
+/// `doc` with its `Content-MD5` (and `extra` headers) through `c`.
+fn put_doc(c: &mut Client, target: &str, doc: &[u8], extra: &[(&str, &str)]) {
+    let md5h = content_md5(&md5(doc)).to_string();
+    let mut hs = vec![("Content-MD5", md5h.as_str())];
+    hs.extend_from_slice(extra);
+    let r = c.request("PUT", target, &hs, doc);
+    assert!(r.status == 200 || r.status == 204, "{target}: {}", r.text());
+}
+
+const POLICY: &str = r#"{"Version":"2012-10-17","Statement":[{"Sid":"pub","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::conf/public/*"}]}"#;
+
+/// A bucket with every setting, made through `c`.
+fn bucket_with_every_setting(c: &mut Client) {
+    let r = c.request(
+        "PUT",
+        "/conf",
+        &[("x-amz-bucket-object-lock-enabled", "true")],
+        b"",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    put_doc(c, "/conf?policy", POLICY.as_bytes(), &[]);
+    put_doc(c, "/conf?acl", b"", &[("x-amz-acl", "public-read")]);
+    put_doc(
+        c,
+        "/conf?cors",
+        b"<CORSConfiguration><CORSRule><AllowedOrigin>https://app.example</AllowedOrigin>\
+          <AllowedMethod>GET</AllowedMethod></CORSRule></CORSConfiguration>",
+        &[],
+    );
+    put_doc(
+        c,
+        "/conf?lifecycle",
+        b"<LifecycleConfiguration><Rule><ID>old-logs</ID><Filter><Prefix>logs/</Prefix>\
+          </Filter><Status>Enabled</Status><Expiration><Days>30</Days></Expiration></Rule>\
+          </LifecycleConfiguration>",
+        &[],
+    );
+    put_doc(
+        c,
+        "/conf?encryption",
+        b"<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault>\
+          <SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule>\
+          </ServerSideEncryptionConfiguration>",
+        &[],
+    );
+    put_doc(
+        c,
+        "/conf?tagging",
+        b"<Tagging><TagSet><Tag><Key>team</Key><Value>storage</Value></Tag></TagSet></Tagging>",
+        &[],
+    );
+    put_doc(
+        c,
+        "/conf?object-lock",
+        b"<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule>\
+          <DefaultRetention><Mode>GOVERNANCE</Mode><Days>1</Days></DefaultRetention></Rule>\
+          </ObjectLockConfiguration>",
+        &[],
+    );
+}
+
+/// Node `n` has every setting of [`bucket_with_every_setting`].
+fn has_every_setting(n: &Node) {
+    let mut c = n.client();
+    let r = c.get("/conf?policy");
+    assert_eq!(r.status, 200, "{}: {}", n.id, r.text());
+    assert!(
+        r.text().contains("arn:aws:s3:::conf/public/*"),
+        "{}",
+        r.text()
+    );
+    let r = c.get("/conf?acl");
+    assert!(r.text().contains("AllUsers"), "{}: {}", n.id, r.text());
+    let r = c.get("/conf?cors");
+    assert_eq!(
+        r.xml_values("AllowedOrigin"),
+        ["https://app.example"],
+        "{}",
+        n.id
+    );
+    let r = c.get("/conf?lifecycle");
+    assert_eq!(r.xml_values("ID"), ["old-logs"], "{}: {}", n.id, r.text());
+    let r = c.get("/conf?encryption");
+    assert_eq!(
+        r.xml_values("SSEAlgorithm"),
+        ["AES256"],
+        "{}: {}",
+        n.id,
+        r.text()
+    );
+    let r = c.get("/conf?tagging");
+    assert_eq!(r.xml_values("Value"), ["storage"], "{}: {}", n.id, r.text());
+    let r = c.get("/conf?object-lock");
+    assert_eq!(
+        r.xml_values("Mode"),
+        ["GOVERNANCE"],
+        "{}: {}",
+        n.id,
+        r.text()
+    );
+    let r = c.get("/conf?versioning");
+    assert_eq!(
+        r.xml_values("Status"),
+        ["Enabled"],
+        "{}: {}",
+        n.id,
+        r.text()
+    );
+}
+
+/// A PUT of `key` through `c` is encrypted by the bucket's default, as node `n` stores it.
+fn encrypted_by_default(c: &mut Client, n: &Node, key: &str) {
+    let data = b"written after the backend joined";
+    let md5h = content_md5(&md5(data)).to_string();
+    let r = c.request(
+        "PUT",
+        &format!("/conf/{key}"),
+        &[("Content-MD5", &md5h)],
+        data,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.header("x-amz-server-side-encryption"), Some("AES256"));
+    let r = n
+        .client()
+        .request("HEAD", &format!("/conf/{key}"), &[], b"");
+    assert_eq!(r.status, 200, "{} does not hold {key}", n.id);
+    assert_eq!(
+        r.header("x-amz-server-side-encryption"),
+        Some("AES256"),
+        "{}",
+        n.id
+    );
+}
+
+/// A backend added to the layout gets every bucket with all of its settings before it takes
+/// traffic: the first write after the proxy starts, to a key the new backend owns, is
+/// encrypted by the bucket's default there.
+fn new_backend_gets_bucket_settings(runtime: RuntimeKind) {
+    let s = Setup::start_with(runtime, 3, Auth::Passthrough, |cfg| {
+        cfg.backends.truncate(2)
+    });
+    bucket_with_every_setting(&mut s.client());
+    let mut fresh = s.nodes[2].client();
+    assert_eq!(fresh.request("HEAD", "/conf", &[], b"").status, 404);
+    let proxy = proxy_with_layouts(runtime, &s.nodes, &[0, 1, 2], &[0, 1]);
+    let mut c = Client::connect(proxy.local_addr());
+    let after = placement(&s.nodes, &[0, 1, 2]);
+    let key = (0..)
+        .map(|i| format!("new-{i}"))
+        .find(|k| after.pick("conf", k) == 2)
+        .unwrap();
+    // At once: the write waits for the new backend's check.
+    encrypted_by_default(&mut c, &s.nodes[2], &key);
+    has_every_setting(&s.nodes[2]);
+    proxy.stop();
+}
+
+/// A backend that comes back after it was down is checked again before it takes traffic: a
+/// default encryption it lost meanwhile is copied to it from the others.
+fn backend_checked_again_when_it_comes_back(runtime: RuntimeKind) {
+    let mut s = Setup::start(runtime, 2, Auth::Passthrough);
+    let mut c = s.client();
+    bucket_with_every_setting(&mut c);
+    // Lost on node-2 (restored from an old backup, say) while it is away.
+    let r = s.nodes[1]
+        .client()
+        .request("DELETE", "/conf?encryption", &[], b"");
+    assert_eq!(r.status, 204, "{}", r.text());
+    s.nodes[1].stop();
+    let admin = s.admin();
+    let state = |want: &str| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let body = crate::support::http::plain_get(admin, "/readyz").text();
+            if body
+                .lines()
+                .any(|l| l.starts_with("node-2 ") && l.ends_with(want))
+            {
+                return;
+            }
+            assert!(Instant::now() < deadline, "node-2 never {want}: {body}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    state(" down");
+    s.nodes[1].restart();
+    state(" up");
+    let key = s.key_on("conf", "back-", 1);
+    encrypted_by_default(&mut c, &s.nodes[1], &key);
+    has_every_setting(&s.nodes[1]);
+}
+
+/// Every `(key, version id)` a ListObjectVersions of `bucket` through `c` lists, `page` at a
+/// time.
+fn versions_all(c: &mut Client, bucket: &str, page: u32) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut marker: Option<(String, String)> = None;
+    loop {
+        let mut target = format!("/{bucket}?versions&max-keys={page}");
+        if let Some((k, v)) = &marker {
+            let enc = ferry_core::s3::uri::encode;
+            target.push_str(&format!(
+                "&key-marker={}&version-id-marker={}",
+                enc(k),
+                enc(v)
+            ));
+        }
+        let r = c.get(&target);
+        assert_eq!(r.status, 200, "{}", r.text());
+        let (keys, ids) = (r.xml_values("Key"), r.xml_values("VersionId"));
+        assert_eq!(keys.len(), ids.len(), "{}", r.text());
+        out.extend(keys.into_iter().zip(ids));
+        if r.xml_value("IsTruncated").as_deref() != Some("true") {
+            return out;
+        }
+        marker = Some((
+            r.xml_value("NextKeyMarker").unwrap(),
+            r.xml_value("NextVersionIdMarker").unwrap(),
+        ));
+    }
+}
+
+/// ListObjectVersions while a layout is drained lists a key's versions from one backend
+/// only: its current owner once it has the key, else its earlier owner. Pages agree with the
+/// whole listing.
+fn versions_listed_from_one_backend(runtime: RuntimeKind) {
+    let s = Setup::start_with(runtime, 3, Auth::Passthrough, |cfg| {
+        cfg.backends.truncate(2)
+    });
+    let mut old = s.client();
+    assert_eq!(old.put("/ver", b"").status, 200);
+    let on = b"<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>";
+    assert_eq!(old.put("/ver?versioning", on).status, 200);
+    let keys: Vec<String> = (0..40).map(|i| format!("v/{i:02}")).collect();
+    for k in &keys {
+        for n in 0..2 {
+            let r = old.put(&format!("/ver/{k}"), format!("{k} {n}").as_bytes());
+            assert_eq!(r.status, 200, "{}", r.text());
+        }
+    }
+    let (before, after) = (
+        placement(&s.nodes, &[0, 1]),
+        placement(&s.nodes, &[0, 1, 2]),
+    );
+    let moved: Vec<&String> = keys
+        .iter()
+        .filter(|k| before.pick("ver", k) != after.pick("ver", k))
+        .collect();
+    assert!(moved.len() >= 4, "only {} keys move", moved.len());
+    let proxy = proxy_with_layouts(runtime, &s.nodes, &[0, 1, 2], &[0, 1]);
+    let mut c = Client::connect(proxy.local_addr());
+    // Half the moved keys are written again: the new owner has one version, the old owner
+    // its two and the delete marker that hid them.
+    let rewritten: Vec<&String> = moved.iter().step_by(2).copied().collect();
+    for k in &rewritten {
+        assert_eq!(c.put(&format!("/ver/{k}"), b"moved").status, 200);
+        // The old copy is hidden just after the answer.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let r = s.nodes[before.pick("ver", k)]
+                .client()
+                .get(&format!("/ver?versions&prefix={k}"));
+            if r.xml_values("VersionId").len() == 3 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{}", r.text());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let all = versions_all(&mut c, "ver", 1000);
+    for k in &keys {
+        let n = all.iter().filter(|(key, _)| key == k).count();
+        let want = if rewritten.contains(&k) { 1 } else { 2 };
+        assert_eq!(n, want, "{k}: {all:?}");
+    }
+    assert_eq!(all.len(), keys.len() * 2 - rewritten.len());
+    for page in [1, 3] {
+        assert_eq!(versions_all(&mut c, "ver", page), all, "pages of {page}");
+    }
     proxy.stop();
 }

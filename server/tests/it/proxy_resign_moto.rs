@@ -2,6 +2,11 @@
 //! 'moto[server]'`). The proxy checks the client's signature with its own key and signs anew
 //! with the backend's; every body framing a client may send must come out right.
 //!
+//! In front of two motos, what the proxy does not interpret (bucket website, ownership
+//! controls, public access block, transfer acceleration, object restores) is forwarded by
+//! scope and reaches moto, which serves it; browser POST uploads, CORS and lifecycle go
+//! through to it too.
+//!
 //! Skipped, with a message, when `moto_server` is not on the PATH.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -9,6 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ferry_core::md5::{ETag, content_md5, md5};
+use ferry_core::place::Placement;
 use ferry_core::s3::sigv4::Credentials;
 use ferry_server::proxy::{AuthMode, BackendKind};
 use ferry_server::{BackendConfig, ProxyConfig, RuntimeKind, start_proxy};
@@ -44,6 +50,24 @@ impl Moto {
         }
         Some(moto)
     }
+
+    /// A client of this moto, signing with the key the proxy uses.
+    fn client(&self) -> Client {
+        let mut c = Client::connect(self.addr);
+        c.credentials = Credentials::new("moto-access", "moto-secret");
+        c
+    }
+
+    /// The proxy's configuration of this moto as backend `id`.
+    fn backend(&self, id: &str) -> BackendConfig {
+        let mut b = BackendConfig::new(id, format!("http://{}", self.addr));
+        b.kind = BackendKind::S3;
+        b.auth = AuthMode::Resign;
+        // moto accepts any key: what matters is that the proxy signs with this one, not the
+        // client's.
+        b.credentials = Some(Credentials::new("moto-access", "moto-secret"));
+        b
+    }
 }
 
 impl Drop for Moto {
@@ -53,22 +77,25 @@ impl Drop for Moto {
     }
 }
 
-fn resign_against_moto(rt: RuntimeKind) {
-    let Some(moto) = Moto::start() else {
+/// A moto, or `None` (and a message saying that the test is skipped).
+fn moto_or_skip() -> Option<Moto> {
+    let moto = Moto::start();
+    if moto.is_none() {
         eprintln!(
             "SKIPPED: moto_server is not installed or did not start \
              (pip install 'moto[server]' to run this test)"
         );
+    }
+    moto
+}
+
+fn resign_against_moto(rt: RuntimeKind) {
+    let Some(moto) = moto_or_skip() else {
         return;
     };
-    let mut b = BackendConfig::new("moto", format!("http://{}", moto.addr));
-    b.kind = BackendKind::S3;
-    b.auth = AuthMode::Resign;
-    // moto accepts any key: what matters is that the proxy signs with this one, not the client's.
-    b.credentials = Some(Credentials::new("moto-access", "moto-secret"));
     let mut cfg = ProxyConfig::new(
         "127.0.0.1:0".parse().unwrap(),
-        vec![b],
+        vec![moto.backend("moto")],
         ACCESS_KEY,
         SECRET_KEY,
     );
@@ -191,4 +218,199 @@ fn resign_against_moto_tokio() {
 #[test]
 fn resign_against_moto_smol() {
     resign_against_moto(RuntimeKind::Smol);
+}
+
+/// Send `doc` with its `Content-MD5`.
+fn put_doc(c: &mut Client, target: &str, doc: &[u8]) -> crate::support::http::Response {
+    let md5h = content_md5(&md5(doc)).to_string();
+    c.request("PUT", target, &[("Content-MD5", &md5h)], doc)
+}
+
+/// The proxy in re-sign mode before two motos: what it does not interpret reaches them by
+/// scope, bucket configuration on both (all or nothing), an object's on its owner only.
+fn forwarded_to_two_motos(rt: RuntimeKind) {
+    let (Some(a), Some(b)) = (moto_or_skip(), moto_or_skip()) else {
+        return;
+    };
+    let motos = [&a, &b];
+    let mut cfg = ProxyConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        vec![a.backend("moto-a"), b.backend("moto-b")],
+        ACCESS_KEY,
+        SECRET_KEY,
+    );
+    cfg.runtime = rt;
+    cfg.threads = 2;
+    let proxy = start_proxy(cfg).expect("proxy starts");
+    let placement = Placement::new(&[("moto-a", 1), ("moto-b", 1)]).unwrap();
+    let mut c = Client::connect(proxy.local_addr());
+    assert_eq!(c.put("/fwd-bucket", b"").status, 200);
+
+    // Bucket website: set, read back and removed through the proxy, on both motos.
+    let site = b"<WebsiteConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\
+        <IndexDocument><Suffix>index.html</Suffix></IndexDocument></WebsiteConfiguration>";
+    let r = put_doc(&mut c, "/fwd-bucket?website", site);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = c.get("/fwd-bucket?website");
+    assert_eq!(r.xml_values("Suffix"), ["index.html"], "{}", r.text());
+    for m in motos {
+        let r = m.client().get("/fwd-bucket?website");
+        assert_eq!(r.xml_values("Suffix"), ["index.html"], "{}", r.text());
+    }
+    // Ownership controls and transfer acceleration.
+    let own = b"<OwnershipControls xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Rule>\
+        <ObjectOwnership>ObjectWriter</ObjectOwnership></Rule></OwnershipControls>";
+    let r = put_doc(&mut c, "/fwd-bucket?ownershipControls", own);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let accel = b"<AccelerateConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\
+        <Status>Enabled</Status></AccelerateConfiguration>";
+    let r = put_doc(&mut c, "/fwd-bucket?accelerate", accel);
+    assert_eq!(r.status, 200, "{}", r.text());
+    for m in motos {
+        let r = m.client().get("/fwd-bucket?ownershipControls");
+        assert_eq!(
+            r.xml_values("ObjectOwnership"),
+            ["ObjectWriter"],
+            "{}",
+            r.text()
+        );
+        let r = m.client().get("/fwd-bucket?accelerate");
+        assert_eq!(r.xml_values("Status"), ["Enabled"], "{}", r.text());
+    }
+    // A public access block, put and deleted.
+    let pab = b"<PublicAccessBlockConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\
+        <BlockPublicAcls>true</BlockPublicAcls><IgnorePublicAcls>true</IgnorePublicAcls>\
+        <BlockPublicPolicy>true</BlockPublicPolicy><RestrictPublicBuckets>true\
+        </RestrictPublicBuckets></PublicAccessBlockConfiguration>";
+    let r = put_doc(&mut c, "/fwd-bucket?publicAccessBlock", pab);
+    assert_eq!(r.status, 200, "{}", r.text());
+    for m in motos {
+        let r = m.client().get("/fwd-bucket?publicAccessBlock");
+        assert_eq!(r.xml_values("BlockPublicAcls"), ["true"], "{}", r.text());
+    }
+    let r = c.request("DELETE", "/fwd-bucket?publicAccessBlock", &[], b"");
+    assert_eq!(r.status, 204, "{}", r.text());
+    for m in motos {
+        let r = m.client().get("/fwd-bucket?publicAccessBlock");
+        assert_eq!(r.status, 404, "{}", r.text());
+    }
+
+    // All or nothing: a bucket only moto-a has (made there directly). The write fails on
+    // moto-b, whose refusal is the answer, and moto-a gets back what it had.
+    assert_eq!(a.client().put("/half-bucket", b"").status, 200);
+    let old = b"<WebsiteConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\
+        <IndexDocument><Suffix>old.html</Suffix></IndexDocument></WebsiteConfiguration>";
+    assert_eq!(
+        put_doc(&mut a.client(), "/half-bucket?website", old).status,
+        200
+    );
+    let r = put_doc(&mut c, "/half-bucket?website", site);
+    assert_eq!(r.status, 404, "{}", r.text());
+    assert_eq!(r.error_code().as_deref(), Some("NoSuchBucket"));
+    let r = a.client().get("/half-bucket?website");
+    assert_eq!(r.xml_values("Suffix"), ["old.html"], "{}", r.text());
+    let r = put_doc(&mut c, "/half-bucket?ownershipControls", own);
+    assert_eq!(r.status, 404, "{}", r.text());
+    let r = a.client().get("/half-bucket?ownershipControls");
+    assert_eq!(
+        r.status,
+        404,
+        "moto-a kept a write that failed elsewhere: {}",
+        r.text()
+    );
+
+    // An object's operation reaches its owner: a restore of an archived object.
+    let key = (0..)
+        .map(|i| format!("archived-{i}"))
+        .find(|k| placement.pick("fwd-bucket", k) == 1)
+        .unwrap();
+    let r = c.request(
+        "PUT",
+        &format!("/fwd-bucket/{key}"),
+        &[("x-amz-storage-class", "GLACIER")],
+        b"cold data",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let restore = b"<RestoreRequest xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\
+        <Days>1</Days></RestoreRequest>";
+    let md5h = content_md5(&md5(restore)).to_string();
+    let r = c.request(
+        "POST",
+        &format!("/fwd-bucket/{key}?restore"),
+        &[("Content-MD5", &md5h)],
+        restore,
+    );
+    assert!(matches!(r.status, 200 | 202), "{}: {}", r.status, r.text());
+    let r = b
+        .client()
+        .request("HEAD", &format!("/fwd-bucket/{key}"), &[], b"");
+    assert!(r.header("x-amz-restore").is_some(), "{:?}", r.headers);
+    let r = a
+        .client()
+        .request("HEAD", &format!("/fwd-bucket/{key}"), &[], b"");
+    assert_eq!(r.status, 404);
+
+    // A browser upload: the proxy finds the key in the form and forwards it to its owner.
+    let key = (0..)
+        .map(|i| format!("posted-{i}"))
+        .find(|k| placement.pick("fwd-bucket", k) == 0)
+        .unwrap();
+    let boundary = "ferryformboundary";
+    let form = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\n{key}\r\n\
+         --{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f.txt\"\r\n\
+         Content-Type: text/plain\r\n\r\nposted bytes\r\n--{boundary}--\r\n"
+    );
+    let ct = format!("multipart/form-data; boundary={boundary}");
+    let r = crate::support::http::http_request(
+        proxy.local_addr(),
+        "POST",
+        "/fwd-bucket",
+        &[("Content-Type", &ct)],
+        form.as_bytes(),
+    );
+    assert!(
+        matches!(r.status, 200 | 201 | 204),
+        "{}: {}",
+        r.status,
+        r.text()
+    );
+    assert_eq!(
+        a.client().get(&format!("/fwd-bucket/{key}")).body,
+        b"posted bytes"
+    );
+    assert_eq!(c.get(&format!("/fwd-bucket/{key}")).body, b"posted bytes");
+
+    // CORS and lifecycle, which the proxy checks itself, reach both motos.
+    let cors = b"<CORSConfiguration><CORSRule><AllowedOrigin>https://m.example</AllowedOrigin>\
+        <AllowedMethod>PUT</AllowedMethod></CORSRule></CORSConfiguration>";
+    let r = put_doc(&mut c, "/fwd-bucket?cors", cors);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let lifecycle = b"<LifecycleConfiguration><Rule><ID>expire-logs</ID><Filter><Prefix>logs/\
+        </Prefix></Filter><Status>Enabled</Status><Expiration><Days>7</Days></Expiration>\
+        </Rule></LifecycleConfiguration>";
+    let r = put_doc(&mut c, "/fwd-bucket?lifecycle", lifecycle);
+    assert_eq!(r.status, 200, "{}", r.text());
+    for m in motos {
+        let r = m.client().get("/fwd-bucket?cors");
+        assert_eq!(
+            r.xml_values("AllowedOrigin"),
+            ["https://m.example"],
+            "{}",
+            r.text()
+        );
+        let r = m.client().get("/fwd-bucket?lifecycle");
+        assert_eq!(r.xml_values("ID"), ["expire-logs"], "{}", r.text());
+    }
+    proxy.stop();
+}
+
+#[test]
+fn forwarded_to_two_motos_tokio() {
+    forwarded_to_two_motos(RuntimeKind::Tokio);
+}
+
+#[test]
+fn forwarded_to_two_motos_smol() {
+    forwarded_to_two_motos(RuntimeKind::Smol);
 }

@@ -6,7 +6,9 @@
 //! (plaintext, SSE-S3, SSE-C, SSE-KMS), with the ETags AWS gives per mode; SSE-C sources
 //! refused without their key.
 
-use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart, ServerSideEncryption};
+use aws_sdk_s3::types::{
+    ChecksumAlgorithm, ChecksumMode, CompletedMultipartUpload, CompletedPart, ServerSideEncryption,
+};
 use md5::{Digest, Md5};
 
 use super::sdk_sse::{CHUNK, body, on_disk};
@@ -16,6 +18,7 @@ use crate::support::sdk::{self, Target, TestNode};
 on_every_target!(
     encrypted_multipart_uploads,
     copies_between_modes,
+    checksums_are_of_the_plaintext,
     boto3_copies_and_uploads_encrypted
 );
 
@@ -502,6 +505,166 @@ async fn copies_between_modes(target: Target) {
     }
 }
 
+/// Checksums describe the plaintext in every mode: a PUT's, read back by HEAD and GET in
+/// checksum mode; a copy's into every mode (the source's algorithm, or the one the copy asks
+/// for); an encrypted multipart upload's parts and its composite checksum.
+async fn checksums_are_of_the_plaintext(target: Target) {
+    let n = TestNode::start_with(target, KMS);
+    n.bucket("sse").await;
+    let modes = [Mode::Plain, Mode::S3, Mode::C([41; 32]), Mode::Kms("k1")];
+    let data = body(MIB + 17, 5);
+    let (sha, crc32c) = (sdk::sha256_b64(&data), sdk::crc32c_b64(&data));
+    for (i, &from) in modes.iter().enumerate() {
+        let src = format!("sum-{i}");
+        let r = n
+            .client
+            .put_object()
+            .bucket("sse")
+            .key(&src)
+            .encrypt(from)
+            .checksum_algorithm(ChecksumAlgorithm::Sha256)
+            .body(data.clone().into())
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("PUT {src}: {}", sdk::show(&e)));
+        assert_eq!(r.checksum_sha256(), Some(sha.as_str()), "{src}");
+        let h = n
+            .client
+            .head_object()
+            .bucket("sse")
+            .key(&src)
+            .keyed(from)
+            .checksum_mode(ChecksumMode::Enabled)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("HEAD {src}: {}", sdk::show(&e)));
+        assert_eq!(h.checksum_sha256(), Some(sha.as_str()), "{src}");
+        // The SDK checks the body against the checksum it is given.
+        let g = n
+            .client
+            .get_object()
+            .bucket("sse")
+            .key(&src)
+            .keyed(from)
+            .checksum_mode(ChecksumMode::Enabled)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET {src}: {}", sdk::show(&e)));
+        assert_eq!(g.checksum_sha256(), Some(sha.as_str()), "{src}");
+        assert!(sdk::body_bytes(g.body).await == data, "{src}");
+        for (j, &to) in modes.iter().enumerate() {
+            for ask in [None, Some(ChecksumAlgorithm::Crc32C)] {
+                let dst = format!("sum-{i}-{j}-{}", ask.is_some());
+                let mut c = n
+                    .client
+                    .copy_object()
+                    .bucket("sse")
+                    .key(&dst)
+                    .copy_source(format!("sse/{src}"))
+                    .source_keyed(from)
+                    .encrypt(to);
+                if let Some(a) = ask.clone() {
+                    c = c.checksum_algorithm(a);
+                }
+                let r = c
+                    .send()
+                    .await
+                    .unwrap_or_else(|e| panic!("{src} → {dst}: {}", sdk::show(&e)));
+                let result = r.copy_object_result().expect("result");
+                let h = n
+                    .client
+                    .head_object()
+                    .bucket("sse")
+                    .key(&dst)
+                    .keyed(to)
+                    .checksum_mode(ChecksumMode::Enabled)
+                    .send()
+                    .await
+                    .unwrap_or_else(|e| panic!("HEAD {dst}: {}", sdk::show(&e)));
+                if ask.is_some() {
+                    assert_eq!(result.checksum_crc32_c(), Some(crc32c.as_str()), "{dst}");
+                    assert_eq!(h.checksum_crc32_c(), Some(crc32c.as_str()), "{dst}");
+                } else {
+                    assert_eq!(result.checksum_sha256(), Some(sha.as_str()), "{dst}");
+                    assert_eq!(h.checksum_sha256(), Some(sha.as_str()), "{dst}");
+                }
+            }
+        }
+    }
+    // Encrypted multipart uploads with CRC32: each part's checksum is of its plaintext.
+    let parts = [body(5 * MIB, 6), body(1024, 7)];
+    for (i, &mode) in modes.iter().enumerate().skip(1) {
+        let key = format!("mp-sum-{i}");
+        let up = n
+            .client
+            .create_multipart_upload()
+            .bucket("sse")
+            .key(&key)
+            .encrypt(mode)
+            .checksum_algorithm(ChecksumAlgorithm::Crc32)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("create {key}: {}", sdk::show(&e)));
+        let id = up.upload_id().expect("id");
+        let mut done = Vec::new();
+        for (p, part) in parts.iter().enumerate() {
+            let r = n
+                .client
+                .upload_part()
+                .bucket("sse")
+                .key(&key)
+                .upload_id(id)
+                .part_number(p as i32 + 1)
+                .keyed(mode)
+                .checksum_algorithm(ChecksumAlgorithm::Crc32)
+                .body(part.clone().into())
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("part {p} of {key}: {}", sdk::show(&e)));
+            let crc = sdk::crc32_b64(part);
+            assert_eq!(r.checksum_crc32(), Some(crc.as_str()), "{key}");
+            done.push(
+                CompletedPart::builder()
+                    .part_number(p as i32 + 1)
+                    .e_tag(r.e_tag().expect("etag"))
+                    .checksum_crc32(crc)
+                    .build(),
+            );
+        }
+        n.client
+            .complete_multipart_upload()
+            .bucket("sse")
+            .key(&key)
+            .upload_id(id)
+            .keyed(mode)
+            .multipart_upload(
+                CompletedMultipartUpload::builder()
+                    .set_parts(Some(done))
+                    .build(),
+            )
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("complete {key}: {}", sdk::show(&e)));
+        let g = n
+            .client
+            .get_object()
+            .bucket("sse")
+            .key(&key)
+            .keyed(mode)
+            .part_number(2)
+            .checksum_mode(ChecksumMode::Enabled)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET part 2 of {key}: {}", sdk::show(&e)));
+        assert_eq!(
+            g.checksum_crc32(),
+            Some(sdk::crc32_b64(&parts[1]).as_str()),
+            "{key}"
+        );
+        assert!(sdk::body_bytes(g.body).await == parts[1], "{key}");
+    }
+}
+
 async fn boto3_copies_and_uploads_encrypted(target: Target) {
     let n = TestNode::start_with(target, KMS);
     let script = r#"
@@ -542,6 +705,35 @@ c.upload_fileobj(io.BytesIO(data), "boto", "mp-kms",
 for k in ("copy-kms", "mp-kms"):
     r = c.get_object(Bucket="boto", Key=k)
     assert r["SSEKMSKeyId"] == "k2" and r["Body"].read() == data, k
+# Every pair of modes, single-part copies and part copies, 1 B and 1 KiB.
+modes = {
+    "plain": ({}, {}, {}),
+    "s3": ({"ServerSideEncryption": "AES256"}, {}, {}),
+    "c": (ssec, ssec, dict(CopySourceSSECustomerAlgorithm="AES256", CopySourceSSECustomerKey=key)),
+    "kms": ({"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "k1"}, {}, {}),
+}
+for size in (1, 1024):
+    blob = bytes((i * 7 + size) % 251 for i in range(size))
+    for src, (put_args, read_args, source_args) in modes.items():
+        c.put_object(Bucket="boto", Key=f"pair-{size}-{src}", Body=blob, **put_args)
+        for dst, (dst_args, dst_read, _) in modes.items():
+            name = f"pair-{size}-{src}-{dst}"
+            c.copy_object(Bucket="boto", Key=name,
+                          CopySource={"Bucket": "boto", "Key": f"pair-{size}-{src}"},
+                          **source_args, **dst_args)
+            r = c.get_object(Bucket="boto", Key=name, **dst_read)
+            assert r["Body"].read() == blob, name
+            assert r.get("ServerSideEncryption") == dst_args.get("ServerSideEncryption"), (name, r)
+            up = c.create_multipart_upload(Bucket="boto", Key=name + "-mp", **dst_args)
+            part = c.upload_part_copy(Bucket="boto", Key=name + "-mp", UploadId=up["UploadId"],
+                                      PartNumber=1,
+                                      CopySource={"Bucket": "boto", "Key": f"pair-{size}-{src}"},
+                                      **source_args, **dst_read)
+            c.complete_multipart_upload(
+                Bucket="boto", Key=name + "-mp", UploadId=up["UploadId"], **dst_read,
+                MultipartUpload={"Parts": [{"PartNumber": 1,
+                                            "ETag": part["CopyPartResult"]["ETag"]}]})
+            assert c.get_object(Bucket="boto", Key=name + "-mp", **dst_read)["Body"].read() == blob, name
 try:
     c.copy_object(Bucket="boto", Key="x", CopySource={"Bucket": "boto", "Key": "mp-c"})
 except c.exceptions.ClientError as e:

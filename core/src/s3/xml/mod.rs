@@ -462,6 +462,10 @@ pub struct CopyResult<'a> {
     pub etag: Cow<'a, str>,
     /// `LastModified`, Unix seconds.
     pub last_modified_unix: i64,
+    /// `ChecksumType` (CopyObjectResult only: `FULL_OBJECT`), when the copy has a checksum.
+    pub checksum_type: Option<Cow<'a, str>>,
+    /// The copy's checksum (`ChecksumCRC32` & co.), of its plaintext.
+    pub checksums: Checksums<'a>,
 }
 
 /// One `<Deleted>` of DeleteResult.
@@ -1121,11 +1125,16 @@ mod tests {
             );
         }
 
-        for kind in [CopyKind::Object, CopyKind::Part] {
+        for (kind, checksum_type) in [
+            (CopyKind::Object, Some(s("FULL_OBJECT"))),
+            (CopyKind::Part, None),
+        ] {
             let c = CopyResult {
                 kind,
                 etag: s("\"9b2cf535f27731c974343645a3985328\""),
                 last_modified_unix: 1_255_369_830,
+                checksum_type,
+                checksums: Checksums::one(ChecksumAlgorithm::Crc32c, "yZRlqg=="),
             };
             assert_eq!(
                 CopyResult::parse_xml(&written(|o| c.write_xml(o))),
@@ -1226,6 +1235,8 @@ mod tests {
             kind: CopyKind::Part,
             etag: s("\"e\""),
             last_modified_unix: 0,
+            checksum_type: None,
+            checksums: Checksums::default(),
         };
         let xml = written(|o| c.write_xml(o));
         assert!(String::from_utf8_lossy(&xml).contains("<CopyPartResult"));

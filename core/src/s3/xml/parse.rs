@@ -625,6 +625,8 @@ impl<'a> CopyResult<'a> {
             kind,
             etag: root.req("ETag")?,
             last_modified_unix: root.time("LastModified")?.ok_or_else(malformed)?,
+            checksum_type: root.opt("ChecksumType"),
+            checksums: checksums(root),
         })
     }
 }

@@ -371,6 +371,10 @@ impl CopyResult<'_> {
         let mut w = XmlWriter::document(out, root, true);
         w.elem("ETag", &self.etag);
         w.time("LastModified", self.last_modified_unix);
+        if self.kind == CopyKind::Object {
+            w.opt("ChecksumType", self.checksum_type.as_deref());
+        }
+        w.checksums(&self.checksums);
         w.close(root);
     }
 }

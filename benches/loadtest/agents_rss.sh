@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Memory of ferry-load agents and of their coordinator over a long run: one storage node, three
+# agents and a coordinator on this machine, a mixed workload with varying sizes on an open-loop
+# schedule, the resident set size (VmRSS) of each ferry-load process sampled every 10 s.
+#
+#   benches/loadtest/agents_rss.sh [DURATION] [RATE] [PROFILE]
+#
+# DURATION (default 10m) and RATE (operations per second over all agents, default 300) go to
+# the coordinator; PROFILE is release (the default) or debug; LOAD=... FERRY=... use binaries
+# built elsewhere. Prints the RSS of each process at
+# 1 min, at half time and at the end, and its peak (VmHWM), in MiB; the samples are in
+# $WORK/rss.csv (kept when KEEP=1). Memory should stop growing after the first minute:
+# histograms and per-second series only, no per-request records.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+DURATION="${1:-10m}"
+RATE="${2:-300}"
+PROFILE="${3:-release}"
+export FERRY_ACCESS_KEY=bench-access-key FERRY_SECRET_KEY=bench-secret-key
+
+# LOAD and FERRY may name binaries built elsewhere (then nothing is built here).
+if [ -z "${LOAD:-}" ] || [ -z "${FERRY:-}" ]; then
+    if [ "$PROFILE" = release ]; then
+        cargo build --release -q -p ferry-loadtest -p ferry-server
+    else
+        cargo build -q -p ferry-loadtest -p ferry-server
+    fi
+    LOAD="target/$PROFILE/ferry-load"
+    FERRY="target/$PROFILE/ferry"
+fi
+
+WORK="$(mktemp -d)"
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    [ "${KEEP:-0}" = 1 ] && echo "kept $WORK" || rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+wait_line() { # FILE PREFIX -> the rest of the first line starting with PREFIX
+    for _ in $(seq 300); do
+        local v
+        v="$(sed -n "s/^$2//p" "$1" 2>/dev/null | head -1)"
+        [ -n "$v" ] && { echo "$v"; return; }
+        sleep 0.1
+    done
+    echo "no '$2' in $1" >&2
+    exit 1
+}
+
+"$FERRY" node --data "$WORK/data" --listen 127.0.0.1:0 --threads 1 --no-fsync >"$WORK/node.out" 2>"$WORK/node.err" &
+PIDS+=($!)
+ENDPOINT="$(wait_line "$WORK/node.out" "ferry node listening on ")"
+
+head -c 32 /dev/urandom | base64 >"$WORK/token"
+AGENTS=()
+AGENT_PIDS=()
+for i in 1 2 3; do
+    "$LOAD" agent --listen 127.0.0.1:0 --token-file "$WORK/token" >"$WORK/agent$i.out" 2>"$WORK/agent$i.err" &
+    PIDS+=($!)
+    AGENT_PIDS+=($!)
+    AGENTS+=("$(wait_line "$WORK/agent$i.out" "ferry-load agent listening on ")")
+done
+LIST="$(IFS=,; echo "${AGENTS[*]}")"
+
+"$LOAD" mixed --endpoint "$ENDPOINT" --agents "$LIST" --token-file "$WORK/token" \
+    --size 4KiB..64KiB --objects 300 --concurrency 8 --threads 1 --rate "$RATE" \
+    --duration "$DURATION" --quiet --json "$WORK/run.json" >"$WORK/run.txt" 2>"$WORK/run.err" &
+COORD=$!
+PIDS+=($COORD)
+
+rss() { # PID -> "VmRSS VmHWM" in KiB
+    awk '/^VmRSS:/ {r=$2} /^VmHWM:/ {h=$2} END {print r+0, h+0}' "/proc/$1/status" 2>/dev/null || echo "0 0"
+}
+echo "t_s,process,rss_kib,hwm_kib" >"$WORK/rss.csv"
+START=$(date +%s)
+while kill -0 "$COORD" 2>/dev/null; do
+    T=$(( $(date +%s) - START ))
+    for n in coordinator agent1 agent2 agent3; do
+        case $n in
+            coordinator) P=$COORD ;;
+            agent1) P=${AGENT_PIDS[0]} ;;
+            agent2) P=${AGENT_PIDS[1]} ;;
+            agent3) P=${AGENT_PIDS[2]} ;;
+        esac
+        read -r R H < <(rss "$P")
+        [ "$R" -gt 0 ] && echo "$T,$n,$R,$H" >>"$WORK/rss.csv"
+    done
+    sleep 10
+done
+wait "$COORD" || echo "the coordinator exited with $? (see $WORK/run.txt)" >&2
+# The agents' memory once the run is over and they wait for the next.
+for i in 1 2 3; do
+    read -r R H < <(rss "${AGENT_PIDS[$((i - 1))]}")
+    echo "$(( $(date +%s) - START )),agent$i,$R,$H" >>"$WORK/rss.csv"
+done
+
+grep -E "^(total|per agent|note)" "$WORK/run.txt" || true
+python3 - "$WORK/rss.csv" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+by = {}
+for r in rows:
+    by.setdefault(r["process"], []).append((int(r["t_s"]), int(r["rss_kib"]), int(r["hwm_kib"])))
+end = max(t for t, _, _ in by["coordinator"])
+def at(samples, t):
+    return min(samples, key=lambda s: abs(s[0] - t))[1] / 1024
+print(f"{'process':<12} {'1 min':>8} {'half':>8} {'end':>8} {'peak':>8}   (RSS, MiB; run of {end} s)")
+for name in ["coordinator", "agent1", "agent2", "agent3"]:
+    s = by.get(name, [])
+    if not s:
+        continue
+    peak = max(h for _, _, h in s) / 1024
+    print(f"{name:<12} {at(s, 60):>8.1f} {at(s, end / 2):>8.1f} {at(s, end):>8.1f} {peak:>8.1f}")
+EOF

@@ -1,0 +1,538 @@
+//! `ferry-load <workload> --agents A,B,C`: this process drives agents instead of loading the
+//! endpoints itself.
+//!
+//! 1. Connect to every agent, authenticate (see [`super::wire`]) and measure its clock offset
+//!    ([`super::clock`]); refuse to go on if any is unreachable, refuses the token, or has an
+//!    offset above `--max-clock-offset`.
+//! 2. Send each its share of the run ([`crate::config::Share`]: its own object ids and random
+//!    streams, its part of `--ops`, `--objects` and `--rate`), and wait until every one has
+//!    prepared.
+//! 3. Name one start instant, on each agent's own clock (corrected by its offset).
+//! 4. Merge the intervals the agents stream as they come: totals and series exactly (HDR
+//!    histograms add; a point of the series is the sum of the agents' same second), progress
+//!    summed over agents once every agent has sent a second, `--autoterm` on the merged
+//!    throughput.
+//! 5. An agent lost (its connection closed or silent past `--agent-timeout`) is reported at
+//!    once; `--on-agent-loss stop` stops the others, `continue` goes on without it. Either way
+//!    the run ends when every agent has finished or is lost: nothing waits on a dead peer.
+//!
+//! Each agent has two threads (its link); this thread merges. Memory: the run's totals, its
+//! series, each agent's totals, and the few seconds not yet received from every agent.
+
+use std::collections::BTreeMap;
+use std::net::TcpStream;
+use std::sync::mpsc::{RecvTimeoutError, sync_channel};
+use std::time::{Duration, Instant};
+
+use super::clock::{self, Offset, RoundTrip, unix_ns};
+use super::link::{Event, Link};
+use super::messages::{Finished, ToAgent, ToCoordinator, Work};
+use super::wire::{Channel, Token, WireError, connect};
+use crate::autoterm::Autoterm;
+use crate::config::{LoadConfig, Share};
+use crate::control::counted;
+use crate::endpoint::canonical_url;
+use crate::report::{AgentEntry, Prepared, RunReport, SeriesPoint, add_to_series};
+use crate::run::{Progress, run_info};
+use crate::rusage::CpuUsage;
+use crate::stats::{OpStats, Recorder};
+
+/// What to do when an agent is lost mid-run (`--on-agent-loss`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum OnAgentLoss {
+    /// Stop the other agents and report what was measured.
+    #[default]
+    Stop,
+    /// Go on with the others.
+    Continue,
+}
+
+/// How the coordinator drives its agents.
+#[derive(Debug, Clone)]
+pub struct CoordinatorOptions {
+    /// The agents, `host[:port]` (port [`super::DEFAULT_PORT`] by default).
+    pub agents: Vec<String>,
+    /// The shared token.
+    pub token: Token,
+    /// Largest clock offset accepted.
+    pub max_clock_offset: Duration,
+    /// What an agent lost does to the run.
+    pub on_loss: OnAgentLoss,
+    /// How long an agent may stay silent (it sends a heartbeat every second).
+    pub timeout: Duration,
+}
+
+/// How long connecting to an agent may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The start instant is at least this far ahead when it is sent.
+const START_LEAD: Duration = Duration::from_secs(1);
+
+/// Where an agent is in the run.
+#[derive(Debug, Clone, PartialEq)]
+enum State {
+    Preparing,
+    Ready,
+    Done,
+    Failed(String),
+    Lost(String),
+}
+
+struct Agent {
+    address: String,
+    host: String,
+    offset: Offset,
+    link: Option<Link<ToAgent>>,
+    state: State,
+    prepared: Option<Prepared>,
+    finished: Option<Finished>,
+    totals: Recorder,
+    last_tick: u64,
+    /// When it was lost, seconds into the measured phase.
+    lost_at_s: Option<f64>,
+}
+
+impl Agent {
+    fn live(&self) -> bool {
+        matches!(self.state, State::Preparing | State::Ready)
+    }
+
+    fn send(&self, msg: ToAgent) -> bool {
+        self.link.as_ref().is_some_and(|l| l.send(msg))
+    }
+}
+
+/// The agents' intervals of one second, until every running agent has sent its own.
+#[derive(Default)]
+struct Second {
+    delta: Recorder,
+    t_s: f64,
+    dt_s: f64,
+    last: bool,
+}
+
+/// Connect, authenticate, and measure the clock of the agent at `address`.
+fn reach(address: &str, token: &Token) -> Result<(Channel, String, Offset), String> {
+    let addrs = super::resolve(address, super::DEFAULT_PORT)?;
+    let stream = addrs
+        .iter()
+        .find_map(|a| TcpStream::connect_timeout(a, CONNECT_TIMEOUT).ok())
+        .ok_or_else(|| format!("cannot connect (within {} s)", CONNECT_TIMEOUT.as_secs()))?;
+    let mut ch = connect(stream, token).map_err(|e| e.to_string())?;
+    let host = match ch.recv::<ToCoordinator>() {
+        Ok(ToCoordinator::Welcome { host, version }) => {
+            if version != env!("CARGO_PKG_VERSION") {
+                eprintln!(
+                    "ferry-load: agent {address} is ferry-load {version}, this is {}",
+                    env!("CARGO_PKG_VERSION")
+                );
+            }
+            host
+        }
+        Ok(ToCoordinator::Failed { error }) => return Err(format!("refused: {error}")),
+        Ok(other) => return Err(format!("unexpected first message {other:?}")),
+        // A sealed frame that does not open: the agent does not hold our token.
+        Err(WireError::Bad(_)) => {
+            return Err("its answer does not open: it holds another token".into());
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    let mut trips = Vec::with_capacity(clock::ROUNDS);
+    for _ in 0..clock::ROUNDS {
+        let t0 = unix_ns();
+        ch.send(&ToAgent::Clock).map_err(|e| e.to_string())?;
+        let (t1, t2) = match ch.recv::<ToCoordinator>().map_err(|e| e.to_string())? {
+            ToCoordinator::Clock {
+                received_ns,
+                sent_ns,
+            } => (received_ns, sent_ns),
+            other => return Err(format!("expected the clock, got {other:?}")),
+        };
+        trips.push(RoundTrip {
+            t0,
+            t1,
+            t2,
+            t3: unix_ns(),
+        });
+    }
+    let offset = clock::estimate(&trips).ok_or("no clock round trip")?;
+    Ok((ch, host, offset))
+}
+
+fn ms(ns: i64) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// Drive `opts.agents` through the run `cfg` describes; the merged report.
+pub fn coordinate(mut cfg: LoadConfig, opts: &CoordinatorOptions) -> Result<RunReport, String> {
+    cfg.validate()?;
+    let n = u32::try_from(opts.agents.len())
+        .ok()
+        .filter(|&n| n > 0 && n <= Share::MAX_COUNT)
+        .ok_or_else(|| format!("--agents takes 1..={} agents", Share::MAX_COUNT))?;
+    if cfg.workload.prepares() && cfg.objects < u64::from(n) {
+        return Err(format!(
+            "--objects {} cannot be shared by {n} agents: at least one each",
+            cfg.objects
+        ));
+    }
+    if let Some(p) = cfg.ca_cert.take() {
+        let pem =
+            std::fs::read_to_string(&p).map_err(|e| format!("--ca-cert {}: {e}", p.display()))?;
+        cfg.ca_pem = Some(pem);
+    }
+    let urls = cfg
+        .endpoints
+        .iter()
+        .map(|u| canonical_url(u))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    // 1. Reach every agent at once.
+    let reached: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = opts
+            .agents
+            .iter()
+            .map(|a| s.spawn(|| reach(a, &opts.token)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("panicked".into())))
+            .collect()
+    });
+    let mut problems = Vec::new();
+    let mut channels = Vec::new();
+    for (address, r) in opts.agents.iter().zip(reached) {
+        match r {
+            Ok((ch, host, offset)) => {
+                eprintln!(
+                    "agent {address} ({host}): clock offset {:+.3} ms (round trip {:.3} ms)",
+                    ms(offset.offset_ns),
+                    ms(offset.round_trip_ns)
+                );
+                let bound = i64::try_from(opts.max_clock_offset.as_nanos()).unwrap_or(i64::MAX);
+                if offset.offset_ns.abs() > bound {
+                    problems.push(format!(
+                        "agent {address}: clock offset {:+.3} ms is above --max-clock-offset \
+                         {} ms: synchronise the clocks (NTP, chrony) or raise the bound",
+                        ms(offset.offset_ns),
+                        opts.max_clock_offset.as_millis()
+                    ));
+                }
+                channels.push((address.clone(), ch, host, offset));
+            }
+            Err(e) => problems.push(format!("agent {address}: {e}")),
+        }
+    }
+    if !problems.is_empty() {
+        // Dropping the channels closes them: the agents go back to waiting.
+        return Err(format!(
+            "the run cannot start:\n  {}",
+            problems.join("\n  ")
+        ));
+    }
+
+    // 2. Give each its share.
+    let (events_tx, events) = sync_channel(1024);
+    let run_id = run_id();
+    let mut agents = Vec::new();
+    for (i, (address, ch, host, offset)) in channels.into_iter().enumerate() {
+        let link = Link::start(ch, i, events_tx.clone(), opts.timeout)
+            .map_err(|e| format!("agent {address}: {e}"))?;
+        agents.push(Agent {
+            address,
+            host,
+            offset,
+            link: Some(link),
+            state: State::Preparing,
+            prepared: None,
+            finished: None,
+            totals: Recorder::new(urls.len()),
+            last_tick: 0,
+            lost_at_s: None,
+        });
+    }
+    drop(events_tx);
+    for (i, a) in agents.iter().enumerate() {
+        let share = Share {
+            index: i as u32,
+            count: n,
+        };
+        let mut c = cfg.clone();
+        c.share = Some(share);
+        c.ops = cfg.ops.map(|o| share.part_of(o));
+        if cfg.workload.prepares() {
+            c.objects = share.part_of(cfg.objects);
+        }
+        c.rate = cfg.rate.map(|r| r / f64::from(n));
+        c.autoterm = None;
+        let work = Work {
+            run_id: run_id.clone(),
+            config: c,
+        };
+        a.send(ToAgent::Work(Box::new(work)));
+    }
+
+    // 3, 4, 5: one loop until every agent has finished or is lost.
+    let progress = Progress::new(cfg.progress);
+    let mut autoterm = cfg.autoterm.map(Autoterm::new);
+    let mut totals = Recorder::new(urls.len());
+    let mut series: Vec<SeriesPoint> = Vec::new();
+    let mut seconds: BTreeMap<u64, Second> = BTreeMap::new();
+    let mut notes: Vec<String> = Vec::new();
+    let mut started: Option<Instant> = None;
+    let mut stopping = false;
+    while agents.iter().any(Agent::live) {
+        let (i, ev) = match events.recv_timeout(Duration::from_secs(1)) {
+            Ok(ev) => ev,
+            Err(RecvTimeoutError::Timeout) => continue,
+            // Every link's reader has ended: whoever was still live is gone.
+            Err(RecvTimeoutError::Disconnected) => {
+                for a in agents.iter_mut().filter(|a| a.live()) {
+                    a.state = State::Lost("its connection ended".into());
+                }
+                break;
+            }
+        };
+        let loss = match ev {
+            Event::Msg(ToCoordinator::Ready { prepared }) if agents[i].live() => {
+                agents[i].state = State::Ready;
+                agents[i].prepared = prepared;
+                None
+            }
+            Event::Msg(ToCoordinator::Interval(chunk)) => {
+                let a = &mut agents[i];
+                a.totals.merge(&chunk.delta);
+                a.last_tick = a.last_tick.max(chunk.tick);
+                totals.merge(&chunk.delta);
+                if let Some(at) = &chunk.at {
+                    add_to_series(&mut series, at, &chunk.delta)
+                        .map_err(|e| format!("agent {}: {e}", a.address))?;
+                }
+                let s = seconds.entry(chunk.tick).or_insert_with(|| Second {
+                    delta: Recorder::new(urls.len()),
+                    ..Second::default()
+                });
+                s.delta.merge(&chunk.delta);
+                if let Some(at) = chunk.at {
+                    s.t_s = s.t_s.max(at.t_s);
+                    if !chunk.last {
+                        s.dt_s = s.dt_s.max(at.dt_s);
+                    }
+                }
+                s.last |= chunk.last;
+                None
+            }
+            Event::Msg(ToCoordinator::Done(f)) => {
+                agents[i].state = State::Done;
+                agents[i].finished = Some(*f);
+                None
+            }
+            Event::Msg(ToCoordinator::Failed { error }) => {
+                // Agents stopped before the start fail by design.
+                let expected = stopping && started.is_none();
+                let was_live = agents[i].live();
+                agents[i].state = State::Failed(error.clone());
+                (was_live && !expected).then_some(error)
+            }
+            Event::Msg(_) => None,
+            Event::Lost(e) if agents[i].live() => Some(e.to_string()),
+            Event::Lost(_) => None,
+        };
+        if let Some(why) = loss {
+            let at_s = started.map(|t0| Instant::now().saturating_duration_since(t0).as_secs_f64());
+            let when = match at_s {
+                Some(s) => format!("{s:.1}s into the run"),
+                None => "before the start".into(),
+            };
+            let a = &mut agents[i];
+            a.lost_at_s = at_s;
+            if a.live() {
+                a.state = State::Lost(format!("{when}: {why}"));
+            }
+            let lost = format!("agent {} lost {when}: {why}", a.address);
+            progress.finish();
+            eprintln!("ferry-load: {lost}");
+            let others = agents.iter().filter(|a| a.live()).count();
+            match opts.on_loss {
+                OnAgentLoss::Stop if !stopping => {
+                    stopping = true;
+                    for a in agents.iter().filter(|a| a.live()) {
+                        a.send(ToAgent::Stop {
+                            reason: lost.clone(),
+                        });
+                    }
+                    notes.push(format!(
+                        "{lost}; the run was stopped (--on-agent-loss stop)"
+                    ));
+                }
+                OnAgentLoss::Stop => notes.push(lost),
+                OnAgentLoss::Continue => notes.push(format!(
+                    "{lost}; the run went on with {others} agents (--on-agent-loss continue)"
+                )),
+            }
+        }
+        // Every agent that is still there has prepared: name the start.
+        if started.is_none()
+            && !stopping
+            && agents.iter().any(|a| a.state == State::Ready)
+            && agents.iter().all(|a| a.state != State::Preparing)
+        {
+            let longest = agents
+                .iter()
+                .map(|a| a.offset.round_trip_ns)
+                .max()
+                .unwrap_or(0);
+            let lead = START_LEAD.max(Duration::from_nanos(10 * longest.max(0) as u64));
+            let at = unix_ns() + i64::try_from(lead.as_nanos()).unwrap_or(i64::MAX);
+            for a in agents.iter().filter(|a| a.state == State::Ready) {
+                a.send(ToAgent::Start {
+                    at_unix_ns: at + a.offset.offset_ns,
+                });
+            }
+            started = Some(Instant::now() + lead);
+        }
+        // Seconds every running agent has sent: progress and --autoterm.
+        let running: Vec<u64> = agents
+            .iter()
+            .filter(|a| a.live())
+            .map(|a| a.last_tick)
+            .collect();
+        let complete = running.iter().copied().min().unwrap_or(u64::MAX);
+        while let Some(entry) = seconds.first_entry() {
+            if *entry.key() > complete {
+                break;
+            }
+            let s = entry.remove();
+            let point = SeriesPoint::from_interval(s.t_s, s.dt_s, &s.delta);
+            let present = agents
+                .iter()
+                .filter(|a| !matches!(a.state, State::Lost(_) | State::Failed(_)))
+                .count();
+            let what = format!(" {present} agents");
+            // The sliver that ends the run says nothing per second (the summary follows).
+            if s.dt_s > 0.0 {
+                progress.show(&point, &what, &totals);
+            }
+            if let Some(at) = autoterm.as_mut().filter(|_| !s.last && !stopping) {
+                let (ops, bytes) = counted(&s.delta);
+                if let Some(why) = at.push(ops, bytes, s.dt_s) {
+                    stopping = true;
+                    for a in agents.iter().filter(|a| a.live()) {
+                        a.send(ToAgent::Stop {
+                            reason: why.clone(),
+                        });
+                    }
+                    notes.push(format!("stopped after {:.1}s: {why}", s.t_s));
+                }
+            }
+        }
+    }
+    progress.finish();
+    for a in &mut agents {
+        if let Some(l) = a.link.take() {
+            l.close();
+        }
+    }
+    if started.is_none() {
+        let why: Vec<String> = agents
+            .iter()
+            .filter_map(|a| match &a.state {
+                State::Failed(e) | State::Lost(e) => Some(format!("agent {}: {e}", a.address)),
+                _ => None,
+            })
+            .collect();
+        let mut msg = format!("the run did not start:\n  {}", why.join("\n  "));
+        if !notes.is_empty() {
+            msg.push_str(&format!("\n  {}", notes.join("\n  ")));
+        }
+        return Err(msg);
+    }
+    Ok(report(&cfg, n, urls, totals, series, agents, notes))
+}
+
+/// A run id for the agents' own files: the start time and a random part.
+fn run_id() -> String {
+    let mut r = [0u8; 4];
+    let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut r);
+    format!("{}-{}", unix_ns() / 1_000_000_000, hex::encode(r))
+}
+
+fn report(
+    cfg: &LoadConfig,
+    n: u32,
+    urls: Vec<String>,
+    totals: Recorder,
+    series: Vec<SeriesPoint>,
+    agents: Vec<Agent>,
+    mut notes: Vec<String>,
+) -> RunReport {
+    let mut info = run_info(cfg, &cfg.bucket_names(), false);
+    info.concurrency = cfg.concurrency * n as usize;
+    let mut r = RunReport::new(info, urls, &totals);
+    r.set_size_classes(&cfg.size.classes(), &totals);
+    r.series = series;
+    let mut prepared: Option<Prepared> = None;
+    let mut cpu = CpuUsage::default();
+    let mut started = i64::MAX;
+    for a in &agents {
+        if let Some(p) = a.prepared {
+            let q = prepared.get_or_insert_with(Prepared::default);
+            q.objects += p.objects;
+            q.bytes += p.bytes;
+            q.seconds = q.seconds.max(p.seconds);
+        }
+        if let Some(f) = &a.finished {
+            r.elapsed_s = r.elapsed_s.max(f.elapsed_s);
+            cpu.add(&f.cpu);
+            started = started.min(f.started_unix);
+            for note in &f.notes {
+                // Why the coordinator stopped them is said once, below.
+                if !note.starts_with("stopped after") {
+                    notes.push(format!("agent {}: {note}", a.address));
+                }
+            }
+        }
+    }
+    if r.elapsed_s == 0.0 {
+        r.elapsed_s = r.series.last().map_or(0.0, |p| p.t_s);
+    }
+    r.started_unix = if started == i64::MAX { 0 } else { started };
+    r.cpu = cpu;
+    r.prepared = prepared;
+    r.notes = notes;
+    r.agents = agents
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let mut total = OpStats::default();
+            for (op, _, s) in a.totals.entries() {
+                if op.counts_in_total() {
+                    total.merge(s);
+                }
+            }
+            AgentEntry {
+                address: a.address.clone(),
+                host: a.host.clone(),
+                share: i as u32,
+                clock_offset_ms: ms(a.offset.offset_ns),
+                round_trip_ms: ms(a.offset.round_trip_ns),
+                elapsed_s: a
+                    .finished
+                    .as_ref()
+                    .map(|f| f.elapsed_s)
+                    .or(a.lost_at_s)
+                    .unwrap_or(0.0),
+                cpu: a
+                    .finished
+                    .as_ref()
+                    .map_or_else(CpuUsage::default, |f| f.cpu),
+                total,
+                lost: match &a.state {
+                    State::Lost(why) => Some(why.clone()),
+                    State::Failed(why) => Some(format!("failed: {why}")),
+                    _ => None,
+                },
+            }
+        })
+        .collect();
+    r
+}

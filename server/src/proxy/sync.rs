@@ -1,0 +1,377 @@
+//! A backend's check before it takes traffic: the buckets the other backends have, and their
+//! configuration, are made on it first.
+//!
+//! A backend starts *checking* (`Backend::is_checking`), and so does one that comes back after
+//! it was down: it answers probes but takes no client traffic, which waits for it within the
+//! retry window as for a restarting backend (then `503 SlowDown`). Its probe loop then runs
+//! [`check`]: for every client key, the buckets listed by the other backends that answer; a
+//! bucket it lacks is created with the key as its owner (with object lock if the bucket has
+//! it), and each setting of a bucket that it lacks — versioning, object lock, default
+//! encryption, policy, CORS, lifecycle, tagging, and the ACL of a bucket it just got — is
+//! copied from the first other backend that has it. Only then does it take traffic
+//! (`Backend::admit`): a write into a bucket with a default encryption never lands, stored
+//! plaintext, on a backend that lacks the configuration. A check that fails (the backend
+//! stopped answering, or refused a write) leaves the backend out until the next probe tries
+//! again.
+//!
+//! Settings are only ever added: one the backend has is left as it is, even where it differs
+//! from the others'. Every bucket write through the proxy needs every backend up, so backends
+//! differ only after a backend was added (or restored from elsewhere), or after a write that
+//! could not be undone everywhere (`buckets::relay_everywhere`).
+
+use std::sync::Arc;
+
+use ferry_core::rt::Runtime;
+use ferry_core::s3::S3Result;
+use ferry_core::s3::uri;
+use ferry_core::s3::xml::ListAllMyBucketsResult;
+
+use super::Proxy;
+use super::buckets::{Setting, bucket_path, create_bucket_body};
+use super::context::Caller;
+use super::forward::{Call, call_for_check};
+
+/// A bucket setting a check copies: its subresource; whether a backend's document means the
+/// backend has all of it (`complete`: nothing to copy); and, when not, whether another
+/// backend's document (`source`) should be copied over the backend's own (`target`, `None`
+/// when it has none).
+struct Kind {
+    subresource: &'static str,
+    complete: fn(&[u8]) -> bool,
+    wanted: fn(target: Option<&[u8]>, source: &[u8]) -> bool,
+}
+
+fn any(_: &[u8]) -> bool {
+    true
+}
+
+fn always(_: Option<&[u8]>, _: &[u8]) -> bool {
+    true
+}
+
+/// A versioning document with a state: a bucket never versioned answers an empty one.
+fn versioned(doc: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(doc);
+    text.contains(">Enabled<") || text.contains(">Suspended<")
+}
+
+/// An object lock configuration with a default retention (a bucket made with object lock has
+/// the configuration without one).
+fn retention(doc: &[u8]) -> bool {
+    String::from_utf8_lossy(doc).contains("DefaultRetention")
+}
+
+/// The settings a check copies, in the order it copies them: versioning before object lock
+/// (which needs it), the default encryption before anything that lets writes in.
+const KINDS: [Kind; 7] = [
+    Kind {
+        subresource: "versioning",
+        complete: versioned,
+        wanted: |_, source| versioned(source),
+    },
+    Kind {
+        subresource: "object-lock",
+        complete: retention,
+        wanted: |target, source| target.is_none() || retention(source),
+    },
+    Kind {
+        subresource: "encryption",
+        complete: any,
+        wanted: always,
+    },
+    Kind {
+        subresource: "policy",
+        complete: any,
+        wanted: always,
+    },
+    Kind {
+        subresource: "cors",
+        complete: any,
+        wanted: always,
+    },
+    Kind {
+        subresource: "lifecycle",
+        complete: any,
+        wanted: always,
+    },
+    Kind {
+        subresource: "tagging",
+        complete: any,
+        wanted: always,
+    },
+];
+
+/// Check backend `to` ([`check`]) and let it take traffic if the check passed; else it stays
+/// out (logged) until the next probe runs this again.
+pub(crate) async fn check_and_admit<R: Runtime>(p: &Arc<Proxy<R>>, to: usize) {
+    let Some(b) = p.backends.get(to) else { return };
+    match check(p, to).await {
+        Ok(()) => b.admit(),
+        Err(e) => tracing::warn!(
+            backend = %b.id, error = %e,
+            "backend answers but its buckets could not be brought up to date; it takes no \
+             traffic until the next probe tries again"
+        ),
+    }
+}
+
+/// Bring backend `to`'s buckets and their settings up to those of the other backends that
+/// answer (see the module comment). An error of `to`'s fails the check; another backend's is
+/// logged and that backend skipped.
+pub(crate) async fn check<R: Runtime>(p: &Arc<Proxy<R>>, to: usize) -> S3Result<()> {
+    let others: Vec<usize> = (0..p.backends.len())
+        .filter(|&i| {
+            i != to
+                && p.backends
+                    .get(i)
+                    .is_some_and(|b| b.is_up() || b.is_checking())
+        })
+        .collect();
+    if others.is_empty() {
+        return Ok(());
+    }
+    // Backends with keys of their own list the same buckets whoever asks: one key will do.
+    let shared = std::iter::once(to)
+        .chain(others.iter().copied())
+        .any(|i| p.backends.get(i).is_some_and(|b| b.credentials.is_none()));
+    let keys = if shared {
+        &p.client_keys[..]
+    } else {
+        p.client_keys.get(..1).unwrap_or_default()
+    };
+    for key in keys {
+        let caller = Caller {
+            key: key.clone(),
+            ip: None,
+            secure: false,
+        };
+        // The others at once: one that hangs costs a single I/O timeout.
+        let listing: Vec<_> = others
+            .iter()
+            .map(|&i| {
+                let (p2, caller) = (p.clone(), caller.clone());
+                let listed =
+                    p.rt.spawn(async move { list_buckets(&p2, i, &caller, false).await });
+                (i, listed)
+            })
+            .collect();
+        let mine = list_buckets(p, to, &caller, true).await?;
+        let mut theirs: Vec<(usize, Vec<String>)> = Vec::with_capacity(others.len());
+        for (i, listed) in listing {
+            match listed.await {
+                Ok(names) => theirs.push((i, names)),
+                Err(e) => warn_skipped(p, i, "", &e.to_string()),
+            }
+        }
+        let mut all: Vec<&String> = theirs.iter().flat_map(|(_, n)| n).collect();
+        all.sort();
+        all.dedup();
+        for name in all {
+            let holders: Vec<usize> = theirs
+                .iter()
+                .filter(|(_, n)| n.contains(name))
+                .map(|(i, _)| *i)
+                .collect();
+            let created = !mine.contains(name);
+            if created && !create_like(p, &caller, name, &holders, to).await? {
+                continue;
+            }
+            copy_settings(p, &caller, name, &holders, to, created).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Every bucket backend `i` lists for `caller`, page by page (`patient`: for the backend
+/// checked, see `forward::call_for_check`).
+async fn list_buckets<R: Runtime>(
+    p: &Proxy<R>,
+    i: usize,
+    caller: &Caller,
+    patient: bool,
+) -> S3Result<Vec<String>> {
+    let mut names = Vec::new();
+    let mut query = String::new();
+    loop {
+        let list = Call::new("GET", "/".into(), query);
+        let reply = call_for_check(p, i, caller, &list, patient).await?;
+        if !reply.ok() {
+            return Err(reply.to_error());
+        }
+        let list = ListAllMyBucketsResult::parse_xml(&reply.body)?;
+        names.extend(list.buckets.iter().map(|b| b.name.to_string()));
+        match list.continuation_token {
+            Some(t) if !t.is_empty() => {
+                query = format!("continuation-token={}", uri::encode(&t));
+            }
+            _ => return Ok(names),
+        }
+    }
+}
+
+/// What backend `i` has of `bucket`'s `subresource` (`patient`: `i` is the backend checked).
+async fn read<R: Runtime>(
+    p: &Proxy<R>,
+    (i, patient): (usize, bool),
+    caller: &Caller,
+    bucket: &str,
+    subresource: &str,
+) -> Setting {
+    let get = Call::new("GET", bucket_path(bucket), subresource.to_owned());
+    Setting::of(call_for_check(p, i, caller, &get, patient).await)
+}
+
+/// Create `bucket` on backend `to` for `caller`, with object lock if the first of `holders`
+/// has it: whether it is there now (a name another owner has on `to` is logged and skipped).
+async fn create_like<R: Runtime>(
+    p: &Proxy<R>,
+    caller: &Caller,
+    bucket: &str,
+    holders: &[usize],
+    to: usize,
+) -> S3Result<bool> {
+    let backend = p.backends.get(to).map_or("?", |b| b.id.as_str());
+    let mut create = Call::new("PUT", bucket_path(bucket), String::new());
+    if let Some(b) = p.backends.get(to) {
+        create.body = create_bucket_body(&b.region);
+    }
+    if let Some(&from) = holders.first()
+        && let Setting::Doc(..) = read(p, (from, false), caller, bucket, "object-lock").await
+    {
+        create.header("x-amz-bucket-object-lock-enabled", "true");
+    }
+    let reply = call_for_check(p, to, caller, &create, true).await?;
+    if reply.ok() || reply.error_code().as_deref() == Some("BucketAlreadyOwnedByYou") {
+        tracing::info!(
+            backend,
+            bucket,
+            "bucket created on a backend that lacked it"
+        );
+        return Ok(true);
+    }
+    if reply.error_code().as_deref() == Some("BucketAlreadyExists") {
+        tracing::warn!(
+            backend,
+            bucket,
+            "a backend has another owner's bucket of this name"
+        );
+        return Ok(false);
+    }
+    Err(reply.to_error())
+}
+
+/// Copy to backend `to` each setting of `bucket` it lacks from the first of `holders` that has
+/// it, and the ACL of a bucket `created` just now.
+async fn copy_settings<R: Runtime>(
+    p: &Proxy<R>,
+    caller: &Caller,
+    bucket: &str,
+    holders: &[usize],
+    to: usize,
+    created: bool,
+) -> S3Result<()> {
+    let path = bucket_path(bucket);
+    for kind in &KINDS {
+        let sub = kind.subresource;
+        let target = match read(p, (to, true), caller, bucket, sub).await {
+            Setting::Doc(doc, _) if (kind.complete)(&doc) => continue,
+            Setting::Doc(doc, _) => Some(doc),
+            Setting::Absent => None,
+            Setting::Unknown => {
+                warn_skipped(p, to, bucket, &format!("its {sub} could not be read"));
+                continue;
+            }
+        };
+        for &from in holders {
+            match read(p, (from, false), caller, bucket, sub).await {
+                Setting::Doc(doc, ct) if (kind.wanted)(target.as_deref(), &doc) => {
+                    let put = Setting::put(&path, sub, &doc, ct.as_deref());
+                    copy(p, caller, to, &put, bucket).await?;
+                    break;
+                }
+                Setting::Doc(..) | Setting::Absent => {}
+                Setting::Unknown => {
+                    warn_skipped(p, from, bucket, &format!("its {sub} could not be read"));
+                }
+            }
+        }
+    }
+    if created && let Some(&from) = holders.first() {
+        match read(p, (from, false), caller, bucket, "acl").await {
+            Setting::Doc(doc, ct) => {
+                copy(
+                    p,
+                    caller,
+                    to,
+                    &Setting::put(&path, "acl", &doc, ct.as_deref()),
+                    bucket,
+                )
+                .await?;
+            }
+            _ => warn_skipped(p, from, bucket, "its acl could not be read"),
+        }
+    }
+    Ok(())
+}
+
+/// Send `put` (a setting of `bucket`) to backend `to`: its refusal fails the check.
+async fn copy<R: Runtime>(
+    p: &Proxy<R>,
+    caller: &Caller,
+    to: usize,
+    put: &Call,
+    bucket: &str,
+) -> S3Result<()> {
+    let reply = call_for_check(p, to, caller, put, true).await?;
+    if !reply.ok() {
+        return Err(reply.to_error());
+    }
+    let backend = p.backends.get(to).map_or("?", |b| b.id.as_str());
+    tracing::info!(
+        backend,
+        bucket,
+        setting = %put.query,
+        "bucket setting copied to a backend that lacked it"
+    );
+    Ok(())
+}
+
+fn warn_skipped<R: Runtime>(p: &Proxy<R>, i: usize, bucket: &str, why: &str) {
+    let backend = p.backends.get(i).map_or("?", |b| b.id.as_str());
+    tracing::warn!(backend, bucket, why, "skipped in a backend's check");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(sub: &str) -> &'static Kind {
+        KINDS.iter().find(|k| k.subresource == sub).unwrap()
+    }
+
+    #[test]
+    fn what_a_check_copies() {
+        let never = b"<VersioningConfiguration xmlns=\"x\"/>";
+        let on = b"<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>";
+        let v = kind("versioning");
+        assert!(!(v.complete)(never) && (v.complete)(on));
+        assert!((v.wanted)(Some(never), on) && !(v.wanted)(Some(never), never));
+        // A lock without a default retention still turns lock on where it is missing; a
+        // retention is copied over a lock without one.
+        let bare = b"<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled>\
+            </ObjectLockConfiguration>";
+        let rule = b"<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled>\
+            <Rule><DefaultRetention><Mode>GOVERNANCE</Mode><Days>1</Days></DefaultRetention>\
+            </Rule></ObjectLockConfiguration>";
+        let l = kind("object-lock");
+        assert!(!(l.complete)(bare) && (l.complete)(rule));
+        assert!((l.wanted)(None, bare) && (l.wanted)(Some(bare), rule));
+        assert!(!(l.wanted)(Some(bare), bare));
+        // The others: any document, where there is none.
+        let e = kind("encryption");
+        assert!((e.complete)(b"<x/>") && (e.wanted)(None, b"<x/>"));
+        // Versioning before object lock, encryption before the rest.
+        let order: Vec<&str> = KINDS.iter().map(|k| k.subresource).collect();
+        assert_eq!(&order[..3], ["versioning", "object-lock", "encryption"]);
+    }
+}
