@@ -9,14 +9,14 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use crate::cluster::{ClusterConfig, start_cluster};
 use crate::limits::{self, ConnLimits};
 use crate::logging::{self, LogArgs};
 use crate::node::{NodeConfig, RuntimeKind, start_node};
-use crate::proxy::{BackendConfig, ProxyConfig, start_proxy};
+use crate::proxy::{BackendConfig, ProxyConfig, ReloadSource, start_proxy};
 use crate::store::DEFAULT_MIN_PART_SIZE;
 use crate::tls::{TlsFiles, scheme};
 use ferry_core::s3::sigv4::Credentials;
@@ -206,7 +206,9 @@ pub struct ProxyArgs {
     /// backend_max_connections, backend_max_in_flight, retry_window_ms, max_connections, header_timeout_ms, idle_timeout_ms, body_timeout_ms, min_body_rate,
     /// token_secret, users, sigv2 (true/false), domains (a list),
     /// tls_cert, tls_key, [[credentials]] access_key/secret_key, [[backend]] id/url/weight/access_key/secret_key/
-    /// kind/auth/region/ca_cert/insecure); command-line options win.
+    /// kind/auth/region/ca_cert/insecure, [[layout]] version/backends); command-line options
+    /// win. Read again on SIGHUP and POST /admin/reload (backends and layouts reload; the
+    /// listeners, credentials and a few more need a restart).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Address of the admin listener (/healthz, /readyz, /metrics); "none" for none
@@ -704,11 +706,16 @@ fn admin_listen(value: &str) -> io::Result<Option<SocketAddr>> {
     }
 }
 
-/// `ferry proxy`: start the proxy, print the ready line, wait for SIGTERM or SIGINT, stop
-/// gracefully.
+/// `ferry proxy`: start the proxy, print the ready line, reload the configuration on SIGHUP,
+/// wait for SIGTERM or SIGINT, stop gracefully.
 pub fn run_proxy(args: ProxyArgs) -> io::Result<()> {
-    let mut signals = Signals::new([SIGTERM, SIGINT])?;
-    let cfg = proxy_config(&args, &|name| std::env::var(name).ok())?;
+    let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP])?;
+    let mut cfg = proxy_config(&args, &|name| std::env::var(name).ok())?;
+    // A reload reads the command line, the file and the environment again, as the start did.
+    let again = args.clone();
+    cfg.reload = Some(ReloadSource::new(move || {
+        proxy_config(&again, &|name| std::env::var(name).ok()).map_err(|e| e.to_string())
+    }));
     // The proxy logs its listeners (the admin one too) as it starts.
     let scheme = scheme(cfg.tls.as_ref());
     let proxy = start_proxy(cfg)?;
@@ -721,7 +728,17 @@ pub fn run_proxy(args: ProxyArgs) -> io::Result<()> {
         )?;
         out.flush()?;
     }
-    wait_for_stop(&mut signals);
+    for sig in signals.forever() {
+        if sig == SIGHUP {
+            tracing::info!(signal = "SIGHUP", "reloading the configuration");
+            // The proxy logs what changed, or why the file was refused.
+            let _ = proxy.reload();
+            continue;
+        }
+        let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
+        tracing::info!(signal = name, "stopping gracefully");
+        break;
+    }
     proxy.stop();
     Ok(())
 }

@@ -13,7 +13,7 @@ use async_lock::{Semaphore, SemaphoreGuardArc};
 
 use ferry_core::http::HttpError;
 use ferry_core::http::client::{ClientConfig, ClientConn, ClientPool, connect_with};
-use ferry_core::rt::{Connector, Runtime, TimedOut, timeout};
+use ferry_core::rt::{Connector, Runtime, Signal, TimedOut, timeout};
 use ferry_core::s3::sigv4::Credentials;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
@@ -184,7 +184,7 @@ impl SlowDownReason {
 }
 
 /// How much one backend may be asked of at once, and how long a request waits for it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BackendLimits {
     /// Connections in use at most.
     pub max_connections: usize,
@@ -219,9 +219,33 @@ pub(crate) struct BackendStats {
     pub slow_down: [AtomicU64; 5],
 }
 
+/// Everything a backend is made from: its configuration, where its URL resolved to, its
+/// trust anchors and the proxy-wide settings it runs with. A reload keeps a backend (its
+/// connections, health and counters) only when this is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BackendSpec {
+    pub config: BackendConfig,
+    /// `Host` header value (`host:port` of its URL).
+    pub host: String,
+    pub addr: SocketAddr,
+    /// SHA-256 of its `ca_cert` file, if it has one.
+    pub ca_digest: Option<[u8; 32]>,
+    pub limits: BackendLimits,
+    pub connect_timeout: Duration,
+    pub io_timeout: Duration,
+}
+
 /// A backend: placement id, address, how to authenticate, health and pooled connections.
 pub(crate) struct Backend<R: Runtime> {
     pub id: String,
+    /// What it was made from.
+    pub spec: BackendSpec,
+    /// Its place among every backend id the proxy has had (`Shared::name_of`): what names it
+    /// in a request's log once the request is done, whatever configuration is current then.
+    pub slot: usize,
+    /// Set once a reload has removed or replaced it: its health probes stop (requests that
+    /// still hold it finish on it).
+    retired: Signal,
     pub addr: SocketAddr,
     /// `Host` header value (`host:port` of its URL).
     pub host: String,
@@ -266,21 +290,22 @@ impl<R: Runtime> std::fmt::Debug for Backend<R> {
 }
 
 impl<R: Runtime> Backend<R> {
-    /// A backend from its configuration, resolved to `(Host header, address)`, assumed up
-    /// until a probe or a connection says otherwise.
+    /// A backend from its resolved configuration, assumed up until a probe or a connection
+    /// says otherwise.
     pub fn new(
         rt: R,
-        cfg: &BackendConfig,
-        (host, addr): (String, SocketAddr),
+        spec: BackendSpec,
+        slot: usize,
         region: &str,
         client: ClientConfig,
-        limits: BackendLimits,
         connector: BackendConnector<R>,
     ) -> Self {
+        let cfg = &spec.config;
+        let limits = spec.limits;
         Self {
             id: cfg.id.clone(),
-            addr,
-            host,
+            addr: spec.addr,
+            host: spec.host.clone(),
             kind: cfg.kind,
             passthrough: cfg.passthrough(),
             credentials: cfg.credentials.clone(),
@@ -301,7 +326,20 @@ impl<R: Runtime> Backend<R> {
             down_since: AtomicU64::new(0),
             timeouts: AtomicU32::new(0),
             stats: BackendStats::default(),
+            spec,
+            slot,
+            retired: Signal::new(),
         }
+    }
+
+    /// Take it out of service: a reload removed or replaced it (its probes stop).
+    pub fn retire(&self) {
+        self.retired.set();
+    }
+
+    /// Wait until it is retired.
+    pub async fn retired(&self) {
+        self.retired.wait().await;
     }
 
     /// Whether it is considered healthy.

@@ -15,11 +15,13 @@
 //! - Listings merge every backend already; of a key listed by several, the current owner's
 //!   entry is the one kept (`list::merged`).
 //! - Every bucket found on some backend is created on the backends that lack it (with its
-//!   versioning state), when the proxy starts and whenever a backend comes up ([`sync_loop`]).
+//!   versioning state), when the proxy starts and whenever a backend comes up, and when a
+//!   reload adds a backend, layouts or not ([`sync_loop`]).
 //!
 //! Proxies with the same configuration compute the same owners, so they agree without
 //! talking to each other.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,6 +37,7 @@ use super::Proxy;
 use super::buckets::bucket_path;
 use super::context::{Caller, Cx};
 use super::forward::{self, Call, Outcome, call, forward_status};
+use super::reload::{Live, Reloader};
 
 /// Whether earlier layouts are being drained (else every key lives on its current owner).
 pub(crate) fn draining<R: Runtime>(p: &Proxy<R>) -> bool {
@@ -290,20 +293,54 @@ fn warn<R: Runtime>(p: &Proxy<R>, i: usize, bucket: &str, key: &str, e: &S3Error
     );
 }
 
-/// While layouts are drained: [`sync_buckets`] now, and again whenever a backend comes up,
-/// until `stop` is set.
-pub(crate) async fn sync_loop<R: Runtime>(p: Arc<Proxy<R>>, stop: Arc<Signal>, every: Duration) {
-    let mut was_up: Vec<bool> = vec![false; p.backends.len()];
+/// [`sync_buckets`] whenever a backend comes up while layouts are drained (at start too), and
+/// whenever a backend a reload added is up, until `stop` is set. The configuration is read
+/// afresh at each look, so reloads are followed.
+pub(crate) async fn sync_loop<R: Runtime>(
+    live: Arc<Live<R>>,
+    reloader: Arc<Reloader<R>>,
+    stop: Arc<Signal>,
+    every: Duration,
+) {
+    // Each backend's health when the buckets were last found in order (at start, without
+    // layouts to drain: up, so that only backends a reload adds are looked at).
+    let mut known: HashMap<String, bool> = HashMap::new();
+    {
+        let p = live.load();
+        if !draining(&p) {
+            known.extend(p.backends.iter().map(|b| (b.id.clone(), true)));
+        }
+    }
     while !stop.is_set() {
-        let up: Vec<bool> = p.backends.iter().map(|b| b.is_up()).collect();
-        let came_up = up.iter().zip(&was_up).any(|(now, before)| *now && !before);
+        let p = live.load();
+        let came_up = p.backends.iter().any(|b| {
+            b.is_up()
+                && known.get(&b.id) != Some(&true)
+                && (draining(&p) || reloader.is_fresh(&b.id))
+        });
         if came_up {
             match sync_buckets(&p).await {
-                Ok(()) => was_up = up,
+                Ok(()) => {
+                    let up: Vec<String> = p
+                        .backends
+                        .iter()
+                        .filter(|b| b.is_up())
+                        .map(|b| b.id.clone())
+                        .collect();
+                    reloader.synced(&up);
+                    known = p
+                        .backends
+                        .iter()
+                        .map(|b| (b.id.clone(), b.is_up()))
+                        .collect();
+                }
                 Err(e) => tracing::warn!(error = %e, "bucket check across backends failed"),
             }
         }
-        if let Either::Right(()) = race(p.rt.sleep(every), stop.wait()).await {
+        // Not held while sleeping: the next look takes the configuration in use then.
+        let rt = p.rt.clone();
+        drop(p);
+        if let Either::Right(()) = race(rt.sleep(every), stop.wait()).await {
             break;
         }
     }
