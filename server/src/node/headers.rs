@@ -93,17 +93,21 @@ pub(crate) fn write_conditions(headers: &[Header<'_>]) -> S3Result<WriteConditio
             ));
         }
     };
-    let if_match = match find_header_str(headers, "if-match").map(str::trim) {
-        None => None,
-        Some(v) => Some(ETag::parse(v).ok_or_else(|| {
-            // An ETag we never issue matches no object.
-            S3Error::new(S3ErrorCode::PreconditionFailed)
-        })?),
-    };
     Ok(WriteConditions {
         if_none_match_star,
-        if_match,
+        if_match: if_match(headers)?,
     })
+}
+
+/// `If-Match: <etag>` of a write or a DeleteObject.
+pub(crate) fn if_match(headers: &[Header<'_>]) -> S3Result<Option<ETag>> {
+    match find_header_str(headers, "if-match").map(str::trim) {
+        None => Ok(None),
+        Some(v) => ETag::parse(v).map(Some).ok_or_else(|| {
+            // An ETag we never issue matches no object.
+            S3Error::new(S3ErrorCode::PreconditionFailed)
+        }),
+    }
 }
 
 /// Whether the request asks for checksums in the response (`x-amz-checksum-mode: ENABLED`).

@@ -536,8 +536,11 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let guard = lock::delete_guard(cx, bucket, key);
+    // `If-Match`: only if the object (the version) has that ETag, judged in the delete's own
+    // transaction (what the proxy's rebalance uses to remove only a copy it made).
+    let if_match = super::headers::if_match(cx.headers)?;
     let outcome = cx
-        .unblock(move |store| store.delete_object_version_guarded(&b, &k, version, guard))
+        .unblock(move |store| store.delete_object_version_guarded(&b, &k, version, if_match, guard))
         .await?;
     cx.req.send(res, 204, delete_headers(outcome), &[]).await
 }
@@ -729,5 +732,5 @@ fn delete_one(
     }
     validate::object_key(key)?;
     let version = version.map(VersionId::parse).transpose()?;
-    store.delete_object_version_guarded(bucket, key, version, guard)
+    store.delete_object_version_guarded(bucket, key, version, None, guard)
 }

@@ -25,6 +25,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferry_core::http::find_header;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::md5::{content_md5, md5};
 use ferry_core::rt::{Either, Runtime, Signal, Stream, race};
@@ -109,10 +110,16 @@ pub(crate) async fn by_key<R: Runtime, S: Stream>(
             Ok(())
         }
         Endpoint::DeleteObject => {
-            let out = forward_status(cx, current, false, body, res).await?;
+            // A conditional delete is judged where the object is.
+            let at = if find_header(cx.req.headers, "if-match").is_some() {
+                locate(cx, bucket, key, &owners).await?
+            } else {
+                current
+            };
+            let out = forward_status(cx, at, false, body, res).await?;
             if ok(out) {
-                let query = raw_query(cx);
-                delete_on(cx, bucket, key, owners.get(1..).unwrap_or_default(), query).await;
+                let others: Vec<usize> = owners.iter().copied().filter(|&i| i != at).collect();
+                delete_on(cx, bucket, key, &others, raw_query(cx)).await;
             }
             Ok(())
         }

@@ -25,6 +25,7 @@
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 
+use ferry_core::md5::ETag;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
 use redb::{ReadableTable, Table, WriteTransaction};
@@ -269,14 +270,31 @@ pub(crate) fn stamp_id(stamp: VersionStamp) -> VersionId {
 pub(crate) type Deleted = (DeleteOutcome, Vec<FileId>, Option<u64>);
 
 /// In `txn`: DeleteObject of `k` (of `bucket`), of `version` if named.
+///
+/// With `if_match` (DeleteObject's `If-Match`), the object the delete acts on — the current
+/// one, or the version named — must have that ETag (`PreconditionFailed` otherwise, and
+/// `NoSuchKey` when there is none), judged in this transaction.
 pub(crate) fn delete_in(
     store: &Store,
     txn: &WriteTransaction,
     bucket: &str,
     k: &[u8],
     version: Option<VersionId>,
+    if_match: Option<ETag>,
     guard: &dyn Fn(&ObjectRecord) -> S3Result<()>,
 ) -> S3Result<Deleted> {
+    let matches = |rec: Option<&ObjectRecord>| -> S3Result<()> {
+        let Some(want) = if_match else {
+            return Ok(());
+        };
+        match rec {
+            None => Err(S3Error::new(S3ErrorCode::NoSuchKey)),
+            Some(r) if r.is_delete_marker() || stored_etag(&r.etag)? != want => {
+                Err(S3Error::new(S3ErrorCode::PreconditionFailed))
+            }
+            Some(_) => Ok(()),
+        }
+    };
     {
         let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
         if !bucket_exists(&buckets, bucket)? {
@@ -292,6 +310,8 @@ pub(crate) fn delete_in(
                 Some(v) => Some(codec::decode::<ObjectRecord>(v.value())?),
                 None => None,
             };
+            // A refusal aborts the transaction: nothing is removed.
+            matches(old.as_ref())?;
             let (files, size) = old.map_or((Vec::new(), None), |o| (o.data.files(), Some(o.size)));
             return Ok((DeleteOutcome::default(), files, size));
         };
@@ -304,6 +324,7 @@ pub(crate) fn delete_in(
             }
             None => None,
         };
+        matches(old.as_ref().map(|(r, _)| r))?;
         let (stamp, dropped) = make_room(txn, k, state, old, true)?;
         let outcome = DeleteOutcome {
             version_id: Some(stamp_id(stamp)),
@@ -312,7 +333,9 @@ pub(crate) fn delete_in(
         return Ok((outcome, dropped.files, dropped.size));
     };
     let mut versions = txn.open_table(VERSIONS).map_err(db_err)?;
-    let Some((slot, rec)) = find_version(&objects, &versions, k, v)? else {
+    let found = find_version(&objects, &versions, k, v)?;
+    matches(found.as_ref().map(|(_, r)| r))?;
+    let Some((slot, rec)) = found else {
         // Deleting a version that does not exist succeeds, as in S3.
         return Ok((
             DeleteOutcome {
@@ -407,22 +430,24 @@ impl Store {
         key: &str,
         version: Option<VersionId>,
     ) -> S3Result<DeleteOutcome> {
-        self.delete_object_version_guarded(bucket, key, version, |_| Ok(()))
+        self.delete_object_version_guarded(bucket, key, version, None, |_| Ok(()))
     }
 
     /// [`Store::delete_object_version`], where the removal of a version for good (not a delete
     /// marker's) is first put to `guard` with the version's metadata, in the deleting
     /// transaction: object lock refuses it there (`AccessDenied`), so no change of retention
-    /// or hold can slip between the check and the delete.
+    /// or hold can slip between the check and the delete. With `if_match`, only if the object
+    /// (or the version named) has that ETag (see `delete_in`).
     pub fn delete_object_version_guarded(
         &self,
         bucket: &str,
         key: &str,
         version: Option<VersionId>,
+        if_match: Option<ETag>,
         guard: impl Fn(&super::ObjectMeta) -> S3Result<()>,
     ) -> S3Result<DeleteOutcome> {
         let k = object_key(bucket, key)?;
-        if version.is_none() && self.versioning(bucket)?.is_none() {
+        if version.is_none() && if_match.is_none() && self.versioning(bucket)?.is_none() {
             // Most deletes of missing keys need no write transaction (and no fsync).
             let txn = self.read_txn()?;
             let objects = txn.open_table(OBJECTS).map_err(db_err)?;
@@ -436,7 +461,9 @@ impl Store {
             }
         }
         let (outcome, files, size) = self.update(None, |txn| {
-            delete_in(self, txn, bucket, &k, version, &|rec| guard(&rec.meta))
+            delete_in(self, txn, bucket, &k, version, if_match, &|rec| {
+                guard(&rec.meta)
+            })
         })?;
         if let Some(size) = size {
             self.inner.counters.deleted(size);
