@@ -489,7 +489,8 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
     let mut meta = object_meta(cx.headers)?;
     meta.acl = super::acl::request_object_acl(cx, bucket)?;
     lock::apply(&mut meta, lock::for_write(cx, bucket, cx.headers, true)?);
-    let conditions = write_conditions(cx.headers)?;
+    let mut conditions = write_conditions(cx.headers)?;
+    conditions.placed = super::access::placement(cx, bucket)?;
     let encrypt = super::sse::write_encryption(cx, cx.headers, bucket)?;
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let writer = cx
@@ -537,10 +538,16 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let guard = lock::delete_guard(cx, bucket, key);
     // `If-Match`: only if the object (the version) has that ETag, judged in the delete's own
-    // transaction (what the proxy's rebalance uses to remove only a copy it made).
-    let if_match = super::headers::if_match(cx.headers)?;
+    // transaction (what the proxy's rebalance uses to remove only a copy it made); a delete
+    // marker placed in the key's history (moved from another node).
+    let conditions = store::DeleteConditions {
+        if_match: super::headers::if_match(cx.headers)?,
+        placed: super::access::placement(cx, bucket)?,
+    };
     let outcome = cx
-        .unblock(move |store| store.delete_object_version_guarded(&b, &k, version, if_match, guard))
+        .unblock(move |store| {
+            store.delete_object_version_guarded(&b, &k, version, conditions, guard)
+        })
         .await?;
     cx.req.send(res, 204, delete_headers(outcome), &[]).await
 }
@@ -566,7 +573,8 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
         TaggingDirective::Copy => None,
         TaggingDirective::Replace => Some(object_tags(cx.headers)?),
     };
-    let conditions = write_conditions(cx.headers)?;
+    let mut conditions = write_conditions(cx.headers)?;
+    conditions.placed = super::access::placement(cx, bucket)?;
     let (retention, legal_hold) = lock::for_write(cx, bucket, cx.headers, false)?;
     let encryption = super::sse::write_encryption(cx, cx.headers, bucket)?;
     let info = encryption.as_ref().map(store::EncryptWith::info);
@@ -732,5 +740,11 @@ fn delete_one(
     }
     validate::object_key(key)?;
     let version = version.map(VersionId::parse).transpose()?;
-    store.delete_object_version_guarded(bucket, key, version, None, guard)
+    store.delete_object_version_guarded(
+        bucket,
+        key,
+        version,
+        store::DeleteConditions::default(),
+        guard,
+    )
 }
