@@ -47,6 +47,57 @@ pub enum Command {
     /// Manage the users file that `ferry node --users` and `ferry proxy --users` read.
     #[command(subcommand)]
     User(UserCommand),
+    /// Move every object whose owner changed to its owner under the current layout of a proxy's
+    /// configuration (`--config proxy.toml`), so that the previous layouts can be removed.
+    Rebalance(RebalanceArgs),
+}
+
+/// `ferry rebalance` options: how to move, and the proxy's own options, whose backends,
+/// layouts and keys it moves objects between.
+#[derive(Debug, Clone, Args)]
+pub struct RebalanceArgs {
+    /// Bytes a second at most, all moves together (`50MiB`, `100MB`, `1048576`)
+    /// [default: no bound].
+    #[arg(long, value_name = "BYTES", value_parser = parse_bandwidth)]
+    pub max_bandwidth: Option<u64>,
+    /// Objects moved at once (1 to 256).
+    #[arg(long, value_name = "N", default_value_t = crate::proxy::rebalance::DEFAULT_CONCURRENCY,
+          value_parser = parse_concurrency)]
+    pub concurrency: usize,
+    /// Count and list (on stdout) what would move; move nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// No progress line on stderr (there is none when stderr is not a terminal either).
+    #[arg(long)]
+    pub quiet: bool,
+    /// Serve Prometheus /metrics (ferry_rebalance_*) on this address while it runs.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<SocketAddr>,
+    /// The proxy's options: --config FILE, or --backend ..., and the client keys.
+    #[command(flatten)]
+    pub proxy: ProxyArgs,
+}
+
+/// A `--concurrency` value: 1 to 256.
+fn parse_concurrency(s: &str) -> Result<usize, String> {
+    use crate::proxy::rebalance::MAX_CONCURRENCY;
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_CONCURRENCY).contains(&n) => Ok(n),
+        _ => Err(format!("expected 1 to {MAX_CONCURRENCY}")),
+    }
+}
+
+/// A `--max-bandwidth` value: a byte count a second, more than 0.
+fn parse_bandwidth(s: &str) -> Result<u64, String> {
+    let n = s
+        .trim()
+        .parse::<bytesize::ByteSize>()
+        .map(|b| b.as_u64())
+        .map_err(|e| format!("invalid byte count {s:?}: {e}"))?;
+    if n == 0 {
+        return Err("the bandwidth must be more than 0".into());
+    }
+    Ok(n)
 }
 
 /// `ferry user ...`.
@@ -743,6 +794,27 @@ pub fn run_proxy(args: ProxyArgs) -> io::Result<()> {
     Ok(())
 }
 
+/// `ferry rebalance`: run the rebalance, print its summary; whether every object is now on
+/// its owner (the exit status is 2 if not).
+pub fn run_rebalance(args: RebalanceArgs) -> io::Result<bool> {
+    use std::io::IsTerminal as _;
+
+    use crate::proxy::rebalance::{RebalanceOptions, rebalance};
+    let cfg = proxy_config(&args.proxy, &|name| std::env::var(name).ok())?;
+    let opts = RebalanceOptions {
+        max_bandwidth: args.max_bandwidth,
+        concurrency: args.concurrency,
+        dry_run: args.dry_run,
+        progress_line: !args.quiet && io::stderr().is_terminal(),
+        metrics_listen: args.metrics_listen,
+    };
+    let report = rebalance(cfg, opts)?;
+    let mut out = io::stdout().lock();
+    out.write_all(report.summary().as_bytes())?;
+    out.flush()?;
+    Ok(report.dry_run || report.previous_layouts_removable())
+}
+
 /// `ferry user ...`.
 pub fn run_user(cmd: UserCommand) -> io::Result<()> {
     match cmd {
@@ -848,14 +920,23 @@ pub fn main() -> ExitCode {
         Ok(_) => {}
         Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit"),
     }
+    let done = |r: io::Result<()>| r.map(|()| ExitCode::SUCCESS);
     let result = match cli.command {
-        Some(Command::Node(args)) => run_node(args),
-        Some(Command::Proxy(args)) => run_proxy(args),
-        Some(Command::User(cmd)) => run_user(cmd),
-        None => run_cluster(cli.cluster),
+        Some(Command::Node(args)) => done(run_node(args)),
+        Some(Command::Proxy(args)) => done(run_proxy(args)),
+        Some(Command::User(cmd)) => done(run_user(cmd)),
+        // Some objects could not be moved: not a failure, but not done either.
+        Some(Command::Rebalance(args)) => run_rebalance(args).map(|complete| {
+            if complete {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(2)
+            }
+        }),
+        None => done(run_cluster(cli.cluster)),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             tracing::error!(error = %e, "ferry stopped on an error");
             ExitCode::FAILURE

@@ -585,10 +585,29 @@ async fn emit_all<C: Clock, T: Stream>(
 #[derive(Debug, Clone)]
 pub(crate) struct Reply {
     pub status: u16,
+    /// Its header fields.
+    pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 
 impl Reply {
+    /// An answer of `status` with `body` (an error's, say).
+    pub fn of(status: u16, body: Vec<u8>) -> Self {
+        Self {
+            status,
+            headers: Vec::new(),
+            body,
+        }
+    }
+
+    /// The first header field `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
     /// A 2xx answer.
     pub fn ok(&self) -> bool {
         (200..300).contains(&self.status)
@@ -715,6 +734,17 @@ async fn exchange<C: Clock, T: Stream>(
     let mut storage = [EMPTY_HEADER; MAX_HEADERS];
     let mut resp = conn.response(&mut storage).await?;
     let status = resp.head.status;
+    let headers = resp
+        .head
+        .headers
+        .iter()
+        .map(|h| {
+            (
+                h.name.to_owned(),
+                String::from_utf8_lossy(h.value).into_owned(),
+            )
+        })
+        .collect();
     let mut out = Vec::new();
     while let Some(c) = resp.body.next_chunk().await? {
         out.extend_from_slice(c);
@@ -725,7 +755,11 @@ async fn exchange<C: Clock, T: Stream>(
             )));
         }
     }
-    Ok(Reply { status, body: out })
+    Ok(Reply {
+        status,
+        headers,
+        body: out,
+    })
 }
 
 /// [`call`] on a task of its own, so that calls to several backends run in parallel.

@@ -27,6 +27,7 @@ mod layout;
 mod lifecycle;
 mod list;
 mod metrics;
+pub mod rebalance;
 mod reload;
 mod sign;
 mod tagging;

@@ -23,6 +23,7 @@ mod proxy_delete_bucket;
 mod proxy_health;
 mod proxy_layouts;
 mod proxy_list;
+mod proxy_rebalance;
 mod proxy_reload;
 mod proxy_resign_moto;
 mod proxy_restarts;

