@@ -422,3 +422,303 @@ fn the_bandwidth_bound_holds() {
     assert_eq!(report.moved_bytes, (keys.len() * body.len()) as u64);
     assert_eq!(report.sent_bytes, report.moved_bytes);
 }
+
+/// Keys of `bucket` that move from node-1 to node-2 when node-2 joins.
+fn keys_moving_to_second(nodes: &[Node], bucket: &str, prefix: &str, n: usize) -> Vec<String> {
+    (0..)
+        .map(|i| format!("{prefix}{i}"))
+        .filter(|k| owner(nodes, &[0, 1], bucket, k) == 1)
+        .take(n)
+        .collect()
+}
+
+/// Whether any file under `dir` holds `needle`.
+fn any_file_holds(dir: &std::path::Path, needle: &[u8]) -> bool {
+    crate::support::store::files_under(dir).iter().any(|f| {
+        std::fs::read(f)
+            .map(|d| d.windows(needle.len()).any(|w| w == needle))
+            .unwrap_or(false)
+    })
+}
+
+/// An SSE-S3 object moves and is encrypted again by its new owner (its data file holds no
+/// plaintext); an SSE-KMS one keeps its key id; an SSE-C one cannot be read without its key, so
+/// it stays where it is, counted, and the report keeps the previous layout.
+#[test]
+fn encrypted_objects_keep_their_mode_and_sse_c_stays() {
+    let runtime = RuntimeKind::Tokio;
+    let dir = tempfile::tempdir().unwrap();
+    let keyring = dir.path().join("keyring.toml");
+    {
+        use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&keyring)
+            .unwrap();
+        let hex = |b: u8| format!("{b:02x}").repeat(32);
+        write!(
+            f,
+            "default = \"k1\"\n[keys]\nk1 = \"{}\"\nk2 = \"{}\"\n",
+            hex(1),
+            hex(2)
+        )
+        .unwrap();
+    }
+    let mut nodes = nodes(runtime, 2);
+    for n in &mut nodes {
+        n.stop();
+        n.allow_sse_c_over_http = true;
+        n.sse_kms_keyring = Some(keyring.clone());
+        n.restart();
+    }
+    let mut c = nodes[0].client();
+    assert_eq!(c.put("/enc", b"").status, 200);
+    assert_eq!(nodes[1].client().put("/enc", b"").status, 200);
+    let keys = keys_moving_to_second(&nodes, "enc", "e/", 3);
+    let plain = b"PLAINTEXT-MARKER-0123456789".repeat(100);
+    let r = c.request(
+        "PUT",
+        &format!("/enc/{}", keys[0]),
+        &[("x-amz-server-side-encryption", "AES256")],
+        &plain,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = c.request(
+        "PUT",
+        &format!("/enc/{}", keys[1]),
+        &[
+            ("x-amz-server-side-encryption", "aws:kms"),
+            ("x-amz-server-side-encryption-aws-kms-key-id", "k2"),
+        ],
+        b"kms data",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let customer = [9u8; 32];
+    let b64 = |b: &[u8]| {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(b)
+    };
+    let (key64, md564) = (b64(&customer), b64(&ferry_core::md5::md5(&customer)));
+    let sse_c = [
+        ("x-amz-server-side-encryption-customer-algorithm", "AES256"),
+        ("x-amz-server-side-encryption-customer-key", key64.as_str()),
+        (
+            "x-amz-server-side-encryption-customer-key-MD5",
+            md564.as_str(),
+        ),
+    ];
+    let r = c.request(
+        "PUT",
+        &format!("/enc/{}", keys[2]),
+        &sse_c,
+        b"customer data",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    let cfg = layout_config(runtime, &nodes, &[0, 1], &[0]);
+    let report = rebalance(cfg, RebalanceOptions::default()).unwrap();
+    assert_eq!(
+        (report.moved_objects, report.skipped_sse_c, report.errors),
+        (2, 1, 0),
+        "{report:?}"
+    );
+    assert!(!report.previous_layouts_removable());
+    assert!(
+        report.summary().contains("1 SSE-C objects were left"),
+        "{}",
+        report.summary()
+    );
+
+    let mut to = nodes[1].client();
+    let r = to.get(&format!("/enc/{}", keys[0]));
+    assert_eq!((r.status, &r.body), (200, &plain));
+    assert_eq!(r.header("x-amz-server-side-encryption"), Some("AES256"));
+    assert!(
+        !any_file_holds(nodes[1].dir.path(), b"PLAINTEXT-MARKER-0123456789"),
+        "the moved SSE-S3 object is stored in the clear"
+    );
+    let r = to.get(&format!("/enc/{}", keys[1]));
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"kms data"[..]));
+    assert_eq!(r.header("x-amz-server-side-encryption"), Some("aws:kms"));
+    assert_eq!(
+        r.header("x-amz-server-side-encryption-aws-kms-key-id"),
+        Some("k2")
+    );
+    // The SSE-C object is where it was, readable with its key, and nowhere else.
+    let r = c.request("GET", &format!("/enc/{}", keys[2]), &sse_c, b"");
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"customer data"[..]));
+    let r = to.request("HEAD", &format!("/enc/{}", keys[2]), &[], b"");
+    assert_eq!(r.status, 404);
+}
+
+/// The proxies' clients go on during a move: one that overwrites a key while it is being
+/// copied keeps its write (the move's `If-None-Match` fails), one that deletes a key while it
+/// is copied does not see it come back (the move removes the copy it made). The moves are slowed
+/// by the bandwidth bound, so the client's request lands while the copy's bytes still flow.
+#[test]
+fn client_writes_and_deletes_during_a_move_win() {
+    let runtime = RuntimeKind::Tokio;
+    let nodes = nodes(runtime, 2);
+    let mut c = nodes[0].client();
+    assert_eq!(c.put("/race", b"").status, 200);
+    assert_eq!(nodes[1].client().put("/race", b"").status, 200);
+    let keys = keys_moving_to_second(&nodes, "race", "r/", 2);
+    let big = vec![3u8; 192 * 1024];
+    // The proxy clients use, already on the new layout.
+    let cfg = layout_config(runtime, &nodes, &[0, 1], &[0]);
+    let proxy = start_proxy(cfg.clone()).unwrap();
+    let mut client = Client::connect(proxy.local_addr());
+    let mut slow = cfg;
+    slow.buffer_size = 16 * 1024;
+    // One object to move per run: the one the client races.
+    for (n, k) in keys.iter().enumerate() {
+        assert_eq!(c.put(&format!("/race/{k}"), &big).status, 200);
+        let progress = Arc::new(Progress::default());
+        let opts = RebalanceOptions {
+            // 192 KiB at 64 KiB/s: about three seconds of copying.
+            max_bandwidth: Some(64 * 1024),
+            concurrency: 1,
+            ..RebalanceOptions::default()
+        };
+        let run = {
+            let (slow, progress) = (slow.clone(), progress.clone());
+            std::thread::spawn(move || rebalance_with(slow, opts, progress))
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while progress.sent_bytes.load(Ordering::Relaxed) == 0 {
+            assert!(Instant::now() < deadline, "the move never started");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if n == 0 {
+            assert_eq!(
+                client.put(&format!("/race/{k}"), b"the client's").status,
+                200
+            );
+        } else {
+            let r = client.request("DELETE", &format!("/race/{k}"), &[], b"");
+            assert_eq!(r.status, 204);
+        }
+        let report = run.join().unwrap().unwrap();
+        assert_eq!(report.errors, 0, "{:?}", report.error_messages);
+        assert!(report.superseded >= 1, "{report:?}");
+    }
+    let r = client.get(&format!("/race/{}", keys[0]));
+    assert_eq!(r.body, b"the client's");
+    assert_eq!(
+        nodes[1].client().get(&format!("/race/{}", keys[0])).body,
+        b"the client's"
+    );
+    client
+        .get(&format!("/race/{}", keys[1]))
+        .expect_error(404, "NoSuchKey");
+    for n in &nodes {
+        for k in &keys[1..] {
+            let r = n.client().request("HEAD", &format!("/race/{k}"), &[], b"");
+            assert_eq!(r.status, 404, "{k} came back on {}", n.id);
+        }
+        let r = n
+            .client()
+            .request("HEAD", &format!("/race/{}", keys[0]), &[], b"");
+        assert_eq!(r.status, if n.id == "node-1" { 404 } else { 200 });
+    }
+    proxy.stop();
+}
+
+/// `ferry rebalance` killed with SIGKILL in the middle of its moves leaves every object
+/// readable (on its old owner, its new one, or both), and the next run finishes the job: every
+/// object on its owner alone, byte for byte.
+#[test]
+fn a_killed_run_is_finished_by_the_next() {
+    use crate::support::process::{KEY_ENV, spawn_ferry};
+    let runtime = RuntimeKind::Tokio;
+    let nodes = nodes(runtime, 2);
+    let mut c = nodes[0].client();
+    assert_eq!(c.put("/kill", b"").status, 200);
+    let keys = keys_moving_to_second(&nodes, "kill", "k/", 16);
+    for (i, k) in keys.iter().enumerate() {
+        assert_eq!(
+            c.put(&format!("/kill/{k}"), &vec![i as u8; 40 * 1024])
+                .status,
+            200
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("proxy.toml");
+    let toml = format!(
+        "buffer_size = 16384\n\
+         [[backend]]\nid = \"node-1\"\nurl = \"http://{}\"\n\
+         [[backend]]\nid = \"node-2\"\nurl = \"http://{}\"\n\
+         [[layout]]\nversion = 2\nbackends = {{ \"node-1\" = 1, \"node-2\" = 1 }}\n\
+         [[layout]]\nversion = 1\nbackends = {{ \"node-1\" = 1 }}\n",
+        nodes[0].addr, nodes[1].addr
+    );
+    std::fs::write(&path, toml).unwrap();
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let (config, metrics_arg) = (path.to_str().unwrap(), metrics.to_string());
+    let mut child = spawn_ferry(
+        &[
+            "rebalance",
+            "--config",
+            config,
+            "--max-bandwidth",
+            "64KiB",
+            "--concurrency",
+            "2",
+            "--metrics-listen",
+            &metrics_arg,
+        ],
+        &KEY_ENV,
+    );
+    // Killed once some objects have moved, and while more are moving.
+    let moved = |m: &str| -> u64 {
+        m.lines()
+            .find(|l| l.starts_with("ferry_rebalance_objects_moved_total "))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let m = std::net::TcpStream::connect(metrics)
+            .ok()
+            .map(|_| crate::support::http::plain_get(metrics, "/metrics").text())
+            .unwrap_or_default();
+        if moved(&m) >= 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no object moved");
+        assert!(child.try_wait().unwrap().is_none(), "ended before the kill");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Every object is readable through a proxy on the new layout meanwhile.
+    let cfg = layout_config(runtime, &nodes, &[0, 1], &[0]);
+    let proxy = start_proxy(cfg.clone()).unwrap();
+    let mut client = Client::connect(proxy.local_addr());
+    for (i, k) in keys.iter().enumerate() {
+        assert_eq!(
+            client.get(&format!("/kill/{k}")).body,
+            vec![i as u8; 40 * 1024]
+        );
+    }
+    proxy.stop();
+    let left_on_old = keys_on(&nodes[0], "kill").len();
+    assert!(
+        left_on_old > 0 && left_on_old < keys.len(),
+        "{left_on_old} left"
+    );
+    let report = rebalance(cfg, RebalanceOptions::default()).unwrap();
+    assert_eq!(report.errors, 0, "{:?}", report.error_messages);
+    assert!(report.previous_layouts_removable(), "{report:?}");
+    assert_eq!(keys_on(&nodes[0], "kill").len(), 0);
+    for (i, k) in keys.iter().enumerate() {
+        let r = nodes[1].client().get(&format!("/kill/{k}"));
+        assert_eq!((r.status, r.body), (200, vec![i as u8; 40 * 1024]), "{k}");
+    }
+}
