@@ -5,6 +5,7 @@ mod fake_s3;
 mod fake_server;
 mod md5;
 mod objects;
+mod rebalance;
 mod restarts;
 mod tls;
 mod workloads;

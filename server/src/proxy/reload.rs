@@ -286,7 +286,7 @@ impl<R: NetRuntime> Reloader<R> {
                     })
                     .await;
                 match loaded {
-                    Ok((cfg, resolved)) => self.apply(cfg, &resolved),
+                    Ok((cfg, resolved)) => self.apply(cfg, &resolved).await,
                     Err(e) => Err(e),
                 }
             }
@@ -307,13 +307,20 @@ impl<R: NetRuntime> Reloader<R> {
     }
 
     /// Swap in the snapshot of `cfg` (checked and resolved), keeping the backends that did
-    /// not change; what changed, as the admin endpoint says it.
-    fn apply(&self, cfg: ProxyConfig, resolved: &[Resolved]) -> Result<String, String> {
+    /// not change; what changed, as the admin endpoint says it. A backend it adds gets the
+    /// buckets before the swap, so that no request meets it without them.
+    async fn apply(&self, cfg: ProxyConfig, resolved: &[Resolved]) -> Result<String, String> {
         let old = self.live.load();
         let next = snapshot(old.shared(), &cfg, resolved, &old.backends)?;
         let kept = |b: &Arc<Backend<R>>, among: &[Arc<Backend<R>>]| {
             among.iter().any(|o| Arc::ptr_eq(o, b))
         };
+        if next.backends.iter().any(|b| !kept(b, &old.backends))
+            && let Err(e) = super::layout::sync_buckets(&next).await
+        {
+            // `layout::sync_loop` tries again once they are up.
+            tracing::warn!(error = %e, "the buckets could not be created on every new backend before the reload");
+        }
         let mut added = Vec::new();
         let mut changed = Vec::new();
         for b in next.backends.iter().filter(|b| !kept(b, &old.backends)) {
