@@ -655,6 +655,8 @@ pub(crate) struct Call {
     pub path: String,
     pub query: String,
     pub headers: Vec<(&'static str, String)>,
+    /// Headers whose names are not known in advance (an object's user metadata).
+    pub named: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 
@@ -666,6 +668,7 @@ impl Call {
             path,
             query,
             headers: Vec::new(),
+            named: Vec::new(),
             body: Vec::new(),
         }
     }
@@ -686,6 +689,9 @@ pub(crate) async fn call<R: Runtime>(
     let mut request = OutboundRequest::new(call.method, call.path.as_str(), call.query.as_str());
     for (n, v) in &call.headers {
         request.header(*n, v.as_bytes());
+    }
+    for (n, v) in &call.named {
+        request.header(n.as_str(), v.as_bytes());
     }
     for (n, v) in caller.headers() {
         request.header(n, v.into_bytes());

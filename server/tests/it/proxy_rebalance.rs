@@ -98,6 +98,32 @@ fn keys_on(n: &Node, bucket: &str) -> Vec<String> {
     }
 }
 
+/// A multipart upload of `parts` parts of 2 KiB through `c`: its ETag and its bytes.
+fn multipart_upload(c: &mut Client, bucket: &str, key: &str, parts: usize) -> (String, Vec<u8>) {
+    let r = c.request("POST", &format!("/{bucket}/{key}?uploads"), &[], b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let id = r.xml_value("UploadId").unwrap();
+    let q = format!("uploadId={}", ferry_core::s3::uri::encode(&id));
+    let mut all = Vec::new();
+    let mut xml = String::from("<CompleteMultipartUpload>");
+    for n in 1..=parts {
+        let part = vec![b'a' + n as u8; 2048];
+        let r = c.put(&format!("/{bucket}/{key}?partNumber={n}&{q}"), &part);
+        assert_eq!(r.status, 200, "{}", r.text());
+        let etag = r.header("etag").unwrap().to_owned();
+        xml.push_str(&format!(
+            "<Part><PartNumber>{n}</PartNumber><ETag>{etag}</ETag></Part>"
+        ));
+        all.extend_from_slice(&part);
+    }
+    xml.push_str("</CompleteMultipartUpload>");
+    let r = c.request("POST", &format!("/{bucket}/{key}?{q}"), &[], xml.as_bytes());
+    assert_eq!(r.status, 200, "{}", r.text());
+    let etag = r.xml_value("ETag").unwrap().replace("&quot;", "\"");
+    assert!(etag.ends_with(&format!("-{parts}\"")), "{etag}");
+    (etag, all)
+}
+
 fn header<'a>(r: &'a Response, name: &str) -> Option<&'a str> {
     r.header(name)
 }
@@ -128,6 +154,12 @@ fn growing_moves_every_object_with_its_metadata(runtime: RuntimeKind) {
         );
         assert_eq!(r.status, 200, "{}", r.text());
     }
+    // A multipart object among the moved ones.
+    let mp = (0..)
+        .map(|i| format!("mp/{i}"))
+        .find(|k| owner(&nodes, &[0, 1, 2], "grow", k) != owner(&nodes, &[0, 1, 2, 3], "grow", k))
+        .unwrap();
+    let (mp_etag, mp_body) = multipart_upload(&mut c, "grow", &mp, 3);
     // Dates as the old owners have them.
     let dates: BTreeMap<&String, String> = keys
         .iter()
@@ -157,7 +189,7 @@ fn growing_moves_every_object_with_its_metadata(runtime: RuntimeKind) {
         },
     )
     .unwrap();
-    assert_eq!(dry.planned_objects, moved.len() as u64, "{dry:?}");
+    assert_eq!(dry.planned_objects, moved.len() as u64 + 1, "{dry:?}");
     assert_eq!(dry.in_place, (keys.len() - moved.len()) as u64);
     assert_eq!(dry.moved_objects, 0);
     assert!(!dry.previous_layouts_removable());
@@ -168,12 +200,12 @@ fn growing_moves_every_object_with_its_metadata(runtime: RuntimeKind) {
     );
 
     let report = rebalance(cfg.clone(), RebalanceOptions::default()).unwrap();
-    assert_eq!(report.moved_objects, moved.len() as u64, "{report:?}");
+    assert_eq!(report.moved_objects, moved.len() as u64 + 1, "{report:?}");
     let bytes: u64 = moved
         .iter()
         .map(|k| body_of(keys.iter().position(|x| x == *k).unwrap()).len() as u64)
         .sum();
-    assert_eq!(report.moved_bytes, bytes);
+    assert_eq!(report.moved_bytes, bytes + mp_body.len() as u64);
     assert_eq!(report.errors, 0, "{:?}", report.error_messages);
     assert!(report.previous_layouts_removable(), "{}", report.summary());
     assert!(report.summary().contains("can now be removed"));
@@ -196,8 +228,13 @@ fn growing_moves_every_object_with_its_metadata(runtime: RuntimeKind) {
             assert_eq!(r.status, 404, "{k} is still on node {m}");
         }
     }
+    // The multipart object kept its ETag (copied part by part).
+    let n = owner(&nodes, &[0, 1, 2, 3], "grow", &mp);
+    let r = nodes[n].client().get(&format!("/grow/{mp}"));
+    assert_eq!((r.status, &r.body), (200, &mp_body));
+    assert_eq!(r.header("etag"), Some(mp_etag.as_str()));
     let total: usize = nodes.iter().map(|n| keys_on(n, "grow").len()).sum();
-    assert_eq!(total, keys.len());
+    assert_eq!(total, keys.len() + 1);
 
     // Again: nothing to move.
     let again = rebalance(cfg, RebalanceOptions::default()).unwrap();
@@ -206,7 +243,7 @@ fn growing_moves_every_object_with_its_metadata(runtime: RuntimeKind) {
         (0, 0, 0),
         "{again:?}"
     );
-    assert_eq!(again.in_place, keys.len() as u64);
+    assert_eq!(again.in_place, keys.len() as u64 + 1);
     assert!(again.previous_layouts_removable());
 }
 

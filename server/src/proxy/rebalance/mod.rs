@@ -29,9 +29,10 @@
 //! bucket, every version with its version id in its place among the key's versions (the
 //! node's placed writes, `x-ferry-version-id` and `x-ferry-last-modified`, the bucket owner's
 //! alone). What it cannot keep: SSE-C objects cannot be read without their key, so they are
-//! skipped, counted and reported (never moved to plaintext); a multipart object becomes a
-//! single-part one (its ETag becomes the MD5 of its data, its composite checksum is not kept);
-//! object ACLs are not copied (the object gets its bucket's default, private). To a backend of
+//! skipped, counted and reported (never moved to plaintext); a multipart object is copied part
+//! by part into a multipart upload (each part a GET of `partNumber` streamed into an UploadPart),
+//! so it keeps its ETag, but its checksums are not carried over; object ACLs are not copied
+//! (the object gets its bucket's default, private). To a backend of
 //! `kind = "s3"` (not Ferry), `Last-Modified` and version ids are new, and the versions of a key
 //! are written oldest first so that they keep their order.
 //!

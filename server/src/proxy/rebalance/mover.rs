@@ -155,7 +155,7 @@ impl<R: NetRuntime> Rebalancer<R> {
             })
             .map(|c| (c, Some(etag))),
             Ok(None) => self
-                .copy_one(b, key, None, from, to, &place)
+                .copy_one(b, e, None, from, to, &place)
                 .await
                 .map(|c| (c, None)),
             Err(err) => Err(err),
@@ -288,7 +288,7 @@ impl<R: NetRuntime> Rebalancer<R> {
                 }
                 continue;
             }
-            match self.copy_one(b, &key, Some(id), from, to, &place).await {
+            match self.copy_one(b, v, Some(id), from, to, &place).await {
                 Ok(Copied::Done {
                     source_etag,
                     lock,
@@ -376,17 +376,20 @@ impl<R: NetRuntime> Rebalancer<R> {
         Ok(version)
     }
 
-    /// Copy `key` (version `version`) from `from` to `to`: a GET streamed into a PUT, the
-    /// object's headers kept (module comment), placed as `place` says; then checked.
+    /// Copy the listed object `e` (version `version`) from `from` to `to`: a GET streamed into a
+    /// PUT, the object's headers kept (module comment), placed as `place` says; then checked.
+    /// A multipart object is copied part by part into a multipart upload, so that it keeps its
+    /// ETag.
     async fn copy_one(
         &self,
         b: &Bucket,
-        key: &str,
+        e: &Entry,
         version: Option<&str>,
         from: usize,
         to: usize,
         place: &Place,
     ) -> S3Result<Copied> {
+        let key = e.key.as_str();
         let p = &self.p;
         let (sb, db) = (&p.backends[from], &p.backends[to]);
         let path = object_path(&b.name, key);
@@ -409,6 +412,11 @@ impl<R: NetRuntime> Rebalancer<R> {
                 }
                 None => Copied::Gone,
             });
+        }
+        if let Some(parts) = parts_of(&e.etag) {
+            return self
+                .copy_multipart(b, key, version, parts, from, to, place)
+                .await;
         }
         let mut get = OutboundRequest::new("GET", path.as_str(), query.as_str());
         get.header("x-amz-checksum-mode", &b"ENABLED"[..]);
@@ -566,6 +574,226 @@ impl<R: NetRuntime> Rebalancer<R> {
         })
     }
 
+    /// [`Self::copy_one`] of a multipart object of `parts` parts: CreateMultipartUpload on the
+    /// owner with the object's headers (from a HEAD), each part streamed from a GET of
+    /// `partNumber` into an UploadPart, then CompleteMultipartUpload placed as `place` says
+    /// (`If-None-Match`, a version id): the same parts make the same ETag. Its lock is set after.
+    #[allow(clippy::too_many_arguments)]
+    async fn copy_multipart(
+        &self,
+        b: &Bucket,
+        key: &str,
+        version: Option<&str>,
+        parts: u32,
+        from: usize,
+        to: usize,
+        place: &Place,
+    ) -> S3Result<Copied> {
+        let path = object_path(&b.name, key);
+        let query = version_query(version);
+        let head = call(
+            &self.p,
+            from,
+            &b.caller,
+            &Call::new("HEAD", path.clone(), query.clone()),
+        )
+        .await?;
+        match head.status {
+            200 => {}
+            404 => return Ok(Copied::Gone),
+            // An SSE-C object answers a HEAD without its key so.
+            400 => return Ok(Copied::SseC),
+            _ => return Err(head.to_error()),
+        }
+        let source_etag = head.header("etag").unwrap_or_default().to_owned();
+        let views: Vec<Header<'_>> = head
+            .headers
+            .iter()
+            .map(|(n, v)| Header {
+                name: n,
+                value: v.as_bytes(),
+            })
+            .collect();
+        let lock = Lock::of(&views);
+        let mut create = Call::new("POST", path.clone(), "uploads".into());
+        for (n, v) in &head.headers {
+            let keep = is_object_header(n)
+                || (is_encryption_header(n) && !n.to_ascii_lowercase().contains("-customer-"));
+            if keep {
+                create.named.push((n.clone(), v.clone()));
+            }
+        }
+        if head
+            .header(TAGGING_COUNT_HEADER)
+            .is_some_and(|c| c.trim() != "0")
+        {
+            let tags = copy::tags_of(&self.p, from, &b.caller, &path, &query).await?;
+            create.headers.push((TAGGING_HEADER, tags));
+        }
+        let created = call(&self.p, to, &b.caller, &create).await?;
+        if !created.ok() {
+            return Err(created.to_error());
+        }
+        let upload = ferry_core::s3::xml::InitiateMultipartUploadResult::parse_xml(&created.body)?
+            .upload_id
+            .into_owned();
+        let result = self
+            .upload_parts(b, key, version, parts, &upload, from, to, place)
+            .await;
+        let (status, etag, copy_version, size) = match result {
+            Ok(done) => done,
+            Err(e) => {
+                let abort = Call::new(
+                    "DELETE",
+                    path.clone(),
+                    format!("uploadId={}", uri::encode(&upload)),
+                );
+                let _ = call(&self.p, to, &b.caller, &abort).await;
+                return Err(e);
+            }
+        };
+        if status == 412 {
+            return Ok(Copied::There { source_etag, lock });
+        }
+        if let Some(want) = wanted_version(place)
+            && copy_version.as_deref() != Some(want.as_str())
+        {
+            if let Some(v) = &copy_version {
+                let _ = self.delete(b, key, Some(v), None, true, to).await;
+            }
+            return Err(placement_ignored(self.id(to)));
+        }
+        if etag != source_etag && etag_is_md5(&views) {
+            self.undo(b, key, copy_version.as_deref(), &etag, to).await;
+            return Err(S3Error::with_message(
+                S3ErrorCode::InternalError,
+                format!("the copy's ETag {etag} is not the source's {source_etag}"),
+            ));
+        }
+        if lock.is_some() {
+            self.lock_copy(b, key, copy_version.as_deref(), &lock, to)
+                .await?;
+        }
+        Ok(Copied::Done {
+            source_etag,
+            lock,
+            etag,
+            version: copy_version,
+            size,
+        })
+    }
+
+    /// The parts of [`Self::copy_multipart`] and its completion: (status, ETag, version id,
+    /// size) of the CompleteMultipartUpload (412: the owner has the key or version already).
+    #[allow(clippy::too_many_arguments)]
+    async fn upload_parts(
+        &self,
+        b: &Bucket,
+        key: &str,
+        version: Option<&str>,
+        parts: u32,
+        upload: &str,
+        from: usize,
+        to: usize,
+        place: &Place,
+    ) -> S3Result<(u16, String, Option<String>, u64)> {
+        let p = &self.p;
+        let (sb, db) = (&p.backends[from], &p.backends[to]);
+        let path = object_path(&b.name, key);
+        let mut etags = Vec::with_capacity(parts as usize);
+        let mut size = 0u64;
+        for n in 1..=parts {
+            let mut query = format!("partNumber={n}");
+            if let Some(v) = version {
+                query.push_str(&format!("&versionId={}", uri::encode(v)));
+            }
+            let mut get = OutboundRequest::new("GET", path.as_str(), query.as_str());
+            for (name, v) in b.caller.headers() {
+                get.header(name, v.into_bytes());
+            }
+            sign_as(p, sb, &b.caller.key, &mut get, EMPTY_SHA256)?;
+            let (get_views, get_target) = (get.views(), get.target());
+            let mut src_conn = sb.conn().await?;
+            src_conn
+                .send_request("GET", &get_target, &get_views, &[])
+                .await
+                .map_err(|_| copy::failed(&sb.id))?;
+            let mut storage = [EMPTY_HEADER; MAX_HEADERS];
+            let mut resp = src_conn
+                .response(&mut storage)
+                .await
+                .map_err(|_| copy::failed(&sb.id))?;
+            if !matches!(resp.head.status, 200 | 206) {
+                return Err(S3Error::with_message(
+                    S3ErrorCode::InternalError,
+                    format!("part {n} of the source answered {}", resp.head.status),
+                ));
+            }
+            let len = resp.body.content_length().ok_or_else(|| {
+                S3Error::with_message(S3ErrorCode::InternalError, "a part without a length")
+            })?;
+            let put_query = format!("partNumber={n}&uploadId={}", uri::encode(upload));
+            let mut put = OutboundRequest::new("PUT", path.as_str(), put_query.as_str());
+            for (name, v) in b.caller.headers() {
+                put.header(name, v.into_bytes());
+            }
+            sign_as(p, db, &b.caller.key, &mut put, UNSIGNED_PAYLOAD)?;
+            let mut meter = MoveMeter {
+                throttle: self.throttle.as_ref(),
+                progress: &self.progress,
+            };
+            let answer = stream_put(db, &sb.id, &put, len, &mut resp.body, &mut meter).await?;
+            sb.put(src_conn);
+            if !(200..300).contains(&answer.status) {
+                return Err(answer.to_error());
+            }
+            etags.push(answer.header("etag").unwrap_or_default().to_owned());
+            size += len;
+        }
+        let mut xml = String::from("<CompleteMultipartUpload>");
+        for (i, etag) in etags.iter().enumerate() {
+            let _ = std::fmt::Write::write_fmt(
+                &mut xml,
+                format_args!(
+                    "<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>",
+                    i + 1,
+                    etag.replace('"', "&quot;")
+                ),
+            );
+        }
+        xml.push_str("</CompleteMultipartUpload>");
+        let mut complete = Call::new(
+            "POST",
+            path.clone(),
+            format!("uploadId={}", uri::encode(upload)),
+        );
+        complete.body = xml.into_bytes();
+        if place.create_only {
+            complete.headers.push(("If-None-Match", "*".into()));
+        }
+        complete.headers.extend(place.headers.iter().cloned());
+        let done = call(p, to, &b.caller, &complete).await?;
+        // A CompleteMultipartUpload can fail with a 200 and an error document.
+        let failed = ferry_core::s3::xml::ErrorResponse::parse_xml(&done.body).ok();
+        if done.status == 412
+            || failed
+                .as_ref()
+                .is_some_and(|e| e.code == "PreconditionFailed")
+        {
+            return Ok((412, String::new(), None, size));
+        }
+        if !done.ok() || failed.is_some() {
+            return Err(done.to_error());
+        }
+        let result = ferry_core::s3::xml::CompleteMultipartUploadResult::parse_xml(&done.body)?;
+        Ok((
+            200,
+            result.etag.into_owned(),
+            done.header("x-amz-version-id").map(str::to_owned),
+            size,
+        ))
+    }
+
     /// ETag and lock of `key` (version) on backend `on`, `None` if it has none.
     async fn head(
         &self,
@@ -698,6 +926,18 @@ impl<R: NetRuntime> Rebalancer<R> {
             Err(reply.to_error())
         }
     }
+}
+
+/// The parts of a multipart object, from its ETag (`"...-N"`); `None` for a single-part one.
+fn parts_of(etag: &str) -> Option<u32> {
+    let n: u32 = etag
+        .trim()
+        .trim_matches('"')
+        .rsplit_once('-')?
+        .1
+        .parse()
+        .ok()?;
+    (n > 0).then_some(n)
 }
 
 /// The version id a placed write asks for.
