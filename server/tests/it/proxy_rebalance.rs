@@ -759,3 +759,60 @@ fn a_killed_run_is_finished_by_the_next() {
         assert_eq!((r.status, r.body), (200, vec![i as u8; 40 * 1024]), "{k}");
     }
 }
+
+/// Object lock moves with the version: a GOVERNANCE retention and a legal hold are set on the
+/// copy, and the old copy is then deleted (the retention bypassed, the hold lifted); a version
+/// under COMPLIANCE retention is copied but stays where it was, counted, and keeps the previous
+/// layout.
+#[test]
+fn object_lock_moves_with_the_version() {
+    let runtime = RuntimeKind::Tokio;
+    let nodes = nodes(runtime, 2);
+    for n in &nodes {
+        let r = n.client().request(
+            "PUT",
+            "/locks",
+            &[("x-amz-bucket-object-lock-enabled", "true")],
+            b"",
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    let keys = keys_moving_to_second(&nodes, "locks", "l/", 2);
+    let until = ferry_core::time::DateTime::from_unix(crate::support::http::now() + 86_400)
+        .iso8601()
+        .to_string();
+    let mut c = nodes[0].client();
+    let body = b"locked data".to_vec();
+    let md5h = ferry_core::md5::content_md5(&ferry_core::md5::md5(&body)).to_string();
+    for (k, mode) in keys.iter().zip(["GOVERNANCE", "COMPLIANCE"]) {
+        let r = c.request(
+            "PUT",
+            &format!("/locks/{k}"),
+            &[
+                ("x-amz-object-lock-mode", mode),
+                ("x-amz-object-lock-retain-until-date", &until),
+                ("x-amz-object-lock-legal-hold", "ON"),
+                ("Content-MD5", &md5h),
+            ],
+            &body,
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    let cfg = layout_config(runtime, &nodes, &[0, 1], &[0]);
+    let report = rebalance(cfg, RebalanceOptions::default()).unwrap();
+    assert_eq!(report.errors, 0, "{:?}", report.error_messages);
+    assert_eq!(
+        (report.moved_objects, report.skipped_locked),
+        (1, 1),
+        "{report:?}"
+    );
+    assert!(!report.previous_layouts_removable());
+    for (k, mode) in keys.iter().zip(["GOVERNANCE", "COMPLIANCE"]) {
+        let r = nodes[1].client().get(&format!("/locks/{k}"));
+        assert_eq!((r.status, &r.body), (200, &body), "{k}");
+        assert_eq!(r.header("x-amz-object-lock-mode"), Some(mode));
+        assert_eq!(r.header("x-amz-object-lock-legal-hold"), Some("ON"));
+        let left = c.request("HEAD", &format!("/locks/{k}"), &[], b"").status;
+        assert_eq!(left, if mode == "COMPLIANCE" { 200 } else { 404 }, "{k}");
+    }
+}

@@ -394,8 +394,9 @@ impl<R: NetRuntime> Rebalancer<R> {
         let (sb, db) = (&p.backends[from], &p.backends[to]);
         let path = object_path(&b.name, key);
         let query = version_query(version);
-        // A version already in its place costs a HEAD.
-        if version.is_some()
+        // A version already in its place costs a HEAD. (Not the null version: the owner's may
+        // be a newer one, which the placed write is refused by, as superseded.)
+        if version.is_some_and(|v| v != "null")
             && !place.headers.is_empty()
             && let Some((etag, _)) = self.head(b, key, version, to).await?
         {
