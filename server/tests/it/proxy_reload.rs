@@ -295,7 +295,16 @@ fn a_bad_configuration_is_refused_and_the_old_one_kept(runtime: RuntimeKind) {
     );
     // GET is not a reload; a node has none.
     assert_eq!(plain_get(admin, "/admin/reload").status, 405);
+    let node_admin = nodes[0].handle.as_ref().unwrap().admin_addr().unwrap();
+    assert_eq!(reload(node_admin).0, 404);
     proxy.stop();
+    // A proxy started without a source to reload from says so, and keeps going.
+    let mut cfg = ProxyConfig::from_toml(&good).unwrap();
+    cfg.reload = None;
+    let bare = start_proxy(cfg).unwrap();
+    let err = bare.reload().unwrap_err();
+    assert!(err.contains("no configuration source"), "{err}");
+    bare.stop();
 }
 
 /// A port free a moment ago.
