@@ -1292,6 +1292,51 @@ mod tests {
     }
 
     #[test]
+    fn rebalance_takes_the_proxys_options_and_finite_bounds() {
+        let cli = Cli::try_parse_from([
+            "ferry",
+            "rebalance",
+            "--config",
+            "proxy.toml",
+            "--max-bandwidth",
+            "50MiB",
+            "--concurrency",
+            "8",
+            "--dry-run",
+            "--metrics-listen",
+            "127.0.0.1:9101",
+        ])
+        .unwrap();
+        let Some(Command::Rebalance(a)) = cli.command else {
+            panic!("not a rebalance command");
+        };
+        assert_eq!(a.max_bandwidth, Some(50 << 20));
+        assert_eq!(a.concurrency, 8);
+        assert!(a.dry_run && !a.quiet);
+        assert_eq!(a.proxy.config, Some(PathBuf::from("proxy.toml")));
+        assert_eq!(a.metrics_listen, Some("127.0.0.1:9101".parse().unwrap()));
+        let cli = Cli::try_parse_from(["ferry", "rebalance", "--backend", "a=http://h:1"]).unwrap();
+        let Some(Command::Rebalance(a)) = cli.command else {
+            panic!("not a rebalance command");
+        };
+        assert_eq!(
+            (a.max_bandwidth, a.concurrency),
+            (None, crate::proxy::rebalance::DEFAULT_CONCURRENCY)
+        );
+        for bad in [
+            ["--max-bandwidth", "0"],
+            ["--max-bandwidth", "fast"],
+            ["--concurrency", "0"],
+            ["--concurrency", "257"],
+        ] {
+            let args = ["ferry", "rebalance", "--config", "p.toml"]
+                .into_iter()
+                .chain(bad);
+            assert!(Cli::try_parse_from(args).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn tls_options_come_in_pairs() {
         let tls = ["--tls-cert", "c.pem", "--tls-key", "k.pem"];
         let want = Some(TlsFiles::new("c.pem", "k.pem"));

@@ -816,3 +816,35 @@ fn object_lock_moves_with_the_version() {
         assert_eq!(left, if mode == "COMPLIANCE" { 200 } else { 404 }, "{k}");
     }
 }
+
+/// A multipart upload in progress on the old owner of its key cannot be moved: it is counted,
+/// and the report keeps the previous layout until a later run finds it completed (and moves the
+/// object) or aborted.
+#[test]
+fn uploads_in_progress_keep_the_previous_layout() {
+    let runtime = RuntimeKind::Tokio;
+    let nodes = nodes(runtime, 2);
+    let mut c = nodes[0].client();
+    assert_eq!(c.put("/ups", b"").status, 200);
+    let key = &keys_moving_to_second(&nodes, "ups", "u/", 1)[0];
+    let r = c.request("POST", &format!("/ups/{key}?uploads"), &[], b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let id = r.xml_value("UploadId").unwrap();
+    let cfg = layout_config(runtime, &nodes, &[0, 1], &[0]);
+    let report = rebalance(cfg.clone(), RebalanceOptions::default()).unwrap();
+    assert_eq!(report.uploads_elsewhere, 1, "{report:?}");
+    assert!(!report.previous_layouts_removable());
+    assert!(
+        report
+            .summary()
+            .contains("1 multipart uploads are in progress")
+    );
+    let q = format!("uploadId={}", ferry_core::s3::uri::encode(&id));
+    assert_eq!(
+        c.request("DELETE", &format!("/ups/{key}?{q}"), &[], b"")
+            .status,
+        204
+    );
+    let report = rebalance(cfg, RebalanceOptions::default()).unwrap();
+    assert!(report.previous_layouts_removable(), "{report:?}");
+}

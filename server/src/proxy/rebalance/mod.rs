@@ -56,8 +56,9 @@
 //!   copy's ETag, so that a newer write by a client is never removed. The object is readable on
 //!   its owner between the two, a few milliseconds: the one window this leaves. Versioned
 //!   bucket: a client's delete marker is newer than every moved version; a client deleting one
-//!   version by id deletes it on every owner, and a version the move placed after that is found
-//!   gone from the source before the source is deleted, and deleted from the owner too.
+//!   version (or delete marker) by id deletes it on every owner, and one the move placed after
+//!   that is found gone from the source when the source is deleted (`If-Match`, or a `HEAD` of
+//!   a marker), and deleted from the owner too.
 //! - **A proxy still on the old layout writes the source** after the move read it: deleting the
 //!   source with `If-Match` fails (412); the move deletes its now older copy from the owner
 //!   (`If-Match`) and counts an error: the next run moves the newer object.

@@ -321,6 +321,21 @@ impl<R: NetRuntime> Rebalancer<R> {
                 p.error(about(&b.name, &what, &err));
                 continue;
             }
+            if v.delete_marker {
+                // A delete of a missing version succeeds, so whether a client deleted the
+                // marker meanwhile is asked first (405: a delete marker is there).
+                let head = Call::new("HEAD", object_path(&b.name, &key), version_query(id));
+                if call(&self.p, from, &b.caller, &head)
+                    .await
+                    .is_ok_and(|r| r.status == 404)
+                {
+                    if let Some(cv) = &copy_version {
+                        let _ = self.delete(b, &key, Some(cv), None, false, to).await;
+                    }
+                    p.superseded.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+            }
             let if_match = (!v.delete_marker).then_some(source_etag.as_str());
             match self
                 .delete(b, &key, id, if_match, lock.governance(), from)
