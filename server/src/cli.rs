@@ -9,14 +9,14 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use crate::cluster::{ClusterConfig, start_cluster};
 use crate::limits::{self, ConnLimits};
 use crate::logging::{self, LogArgs};
 use crate::node::{NodeConfig, RuntimeKind, start_node};
-use crate::proxy::{BackendConfig, ProxyConfig, start_proxy};
+use crate::proxy::{BackendConfig, ProxyConfig, ReloadSource, start_proxy};
 use crate::store::DEFAULT_MIN_PART_SIZE;
 use crate::tls::{TlsFiles, scheme};
 use ferry_core::s3::sigv4::Credentials;
@@ -47,6 +47,57 @@ pub enum Command {
     /// Manage the users file that `ferry node --users` and `ferry proxy --users` read.
     #[command(subcommand)]
     User(UserCommand),
+    /// Move every object whose owner changed to its owner under the current layout of a proxy's
+    /// configuration (`--config proxy.toml`), so that the previous layouts can be removed.
+    Rebalance(RebalanceArgs),
+}
+
+/// `ferry rebalance` options: how to move, and the proxy's own options, whose backends,
+/// layouts and keys it moves objects between.
+#[derive(Debug, Clone, Args)]
+pub struct RebalanceArgs {
+    /// Bytes a second at most, all moves together (`50MiB`, `100MB`, `1048576`)
+    /// [default: no bound].
+    #[arg(long, value_name = "BYTES", value_parser = parse_bandwidth)]
+    pub max_bandwidth: Option<u64>,
+    /// Objects moved at once (1 to 256).
+    #[arg(long, value_name = "N", default_value_t = crate::proxy::rebalance::DEFAULT_CONCURRENCY,
+          value_parser = parse_concurrency)]
+    pub concurrency: usize,
+    /// Count and list (on stdout) what would move; move nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// No progress line on stderr (there is none when stderr is not a terminal either).
+    #[arg(long)]
+    pub quiet: bool,
+    /// Serve Prometheus /metrics (ferry_rebalance_*) on this address while it runs.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<SocketAddr>,
+    /// The proxy's options: --config FILE, or --backend ..., and the client keys.
+    #[command(flatten)]
+    pub proxy: ProxyArgs,
+}
+
+/// A `--concurrency` value: 1 to 256.
+fn parse_concurrency(s: &str) -> Result<usize, String> {
+    use crate::proxy::rebalance::MAX_CONCURRENCY;
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_CONCURRENCY).contains(&n) => Ok(n),
+        _ => Err(format!("expected 1 to {MAX_CONCURRENCY}")),
+    }
+}
+
+/// A `--max-bandwidth` value: a byte count a second, more than 0.
+fn parse_bandwidth(s: &str) -> Result<u64, String> {
+    let n = s
+        .trim()
+        .parse::<bytesize::ByteSize>()
+        .map(|b| b.as_u64())
+        .map_err(|e| format!("invalid byte count {s:?}: {e}"))?;
+    if n == 0 {
+        return Err("the bandwidth must be more than 0".into());
+    }
+    Ok(n)
 }
 
 /// `ferry user ...`.
@@ -206,7 +257,9 @@ pub struct ProxyArgs {
     /// backend_max_connections, backend_max_in_flight, retry_window_ms, max_connections, header_timeout_ms, idle_timeout_ms, body_timeout_ms, min_body_rate,
     /// token_secret, users, sigv2 (true/false), domains (a list),
     /// tls_cert, tls_key, [[credentials]] access_key/secret_key, [[backend]] id/url/weight/access_key/secret_key/
-    /// kind/auth/region/ca_cert/insecure); command-line options win.
+    /// kind/auth/region/ca_cert/insecure, [[layout]] version/backends); command-line options
+    /// win. Read again on SIGHUP and POST /admin/reload (backends and layouts reload; the
+    /// listeners, credentials and a few more need a restart).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Address of the admin listener (/healthz, /readyz, /metrics); "none" for none
@@ -704,11 +757,16 @@ fn admin_listen(value: &str) -> io::Result<Option<SocketAddr>> {
     }
 }
 
-/// `ferry proxy`: start the proxy, print the ready line, wait for SIGTERM or SIGINT, stop
-/// gracefully.
+/// `ferry proxy`: start the proxy, print the ready line, reload the configuration on SIGHUP,
+/// wait for SIGTERM or SIGINT, stop gracefully.
 pub fn run_proxy(args: ProxyArgs) -> io::Result<()> {
-    let mut signals = Signals::new([SIGTERM, SIGINT])?;
-    let cfg = proxy_config(&args, &|name| std::env::var(name).ok())?;
+    let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP])?;
+    let mut cfg = proxy_config(&args, &|name| std::env::var(name).ok())?;
+    // A reload reads the command line, the file and the environment again, as the start did.
+    let again = args.clone();
+    cfg.reload = Some(ReloadSource::new(move || {
+        proxy_config(&again, &|name| std::env::var(name).ok()).map_err(|e| e.to_string())
+    }));
     // The proxy logs its listeners (the admin one too) as it starts.
     let scheme = scheme(cfg.tls.as_ref());
     let proxy = start_proxy(cfg)?;
@@ -721,9 +779,40 @@ pub fn run_proxy(args: ProxyArgs) -> io::Result<()> {
         )?;
         out.flush()?;
     }
-    wait_for_stop(&mut signals);
+    for sig in signals.forever() {
+        if sig == SIGHUP {
+            tracing::info!(signal = "SIGHUP", "reloading the configuration");
+            // The proxy logs what changed, or why the file was refused.
+            let _ = proxy.reload();
+            continue;
+        }
+        let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
+        tracing::info!(signal = name, "stopping gracefully");
+        break;
+    }
     proxy.stop();
     Ok(())
+}
+
+/// `ferry rebalance`: run the rebalance, print its summary; whether every object is now on
+/// its owner (the exit status is 2 if not).
+pub fn run_rebalance(args: RebalanceArgs) -> io::Result<bool> {
+    use std::io::IsTerminal as _;
+
+    use crate::proxy::rebalance::{RebalanceOptions, rebalance};
+    let cfg = proxy_config(&args.proxy, &|name| std::env::var(name).ok())?;
+    let opts = RebalanceOptions {
+        max_bandwidth: args.max_bandwidth,
+        concurrency: args.concurrency,
+        dry_run: args.dry_run,
+        progress_line: !args.quiet && io::stderr().is_terminal(),
+        metrics_listen: args.metrics_listen,
+    };
+    let report = rebalance(cfg, opts)?;
+    let mut out = io::stdout().lock();
+    out.write_all(report.summary().as_bytes())?;
+    out.flush()?;
+    Ok(report.dry_run || report.previous_layouts_removable())
 }
 
 /// `ferry user ...`.
@@ -831,14 +920,23 @@ pub fn main() -> ExitCode {
         Ok(_) => {}
         Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit"),
     }
+    let done = |r: io::Result<()>| r.map(|()| ExitCode::SUCCESS);
     let result = match cli.command {
-        Some(Command::Node(args)) => run_node(args),
-        Some(Command::Proxy(args)) => run_proxy(args),
-        Some(Command::User(cmd)) => run_user(cmd),
-        None => run_cluster(cli.cluster),
+        Some(Command::Node(args)) => done(run_node(args)),
+        Some(Command::Proxy(args)) => done(run_proxy(args)),
+        Some(Command::User(cmd)) => done(run_user(cmd)),
+        // Some objects could not be moved: not a failure, but not done either.
+        Some(Command::Rebalance(args)) => run_rebalance(args).map(|complete| {
+            if complete {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(2)
+            }
+        }),
+        None => done(run_cluster(cli.cluster)),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             tracing::error!(error = %e, "ferry stopped on an error");
             ExitCode::FAILURE
@@ -1190,6 +1288,51 @@ mod tests {
                 panic!("not a proxy command");
             };
             assert!(proxy_config(&args, &keys).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn rebalance_takes_the_proxys_options_and_finite_bounds() {
+        let cli = Cli::try_parse_from([
+            "ferry",
+            "rebalance",
+            "--config",
+            "proxy.toml",
+            "--max-bandwidth",
+            "50MiB",
+            "--concurrency",
+            "8",
+            "--dry-run",
+            "--metrics-listen",
+            "127.0.0.1:9101",
+        ])
+        .unwrap();
+        let Some(Command::Rebalance(a)) = cli.command else {
+            panic!("not a rebalance command");
+        };
+        assert_eq!(a.max_bandwidth, Some(50 << 20));
+        assert_eq!(a.concurrency, 8);
+        assert!(a.dry_run && !a.quiet);
+        assert_eq!(a.proxy.config, Some(PathBuf::from("proxy.toml")));
+        assert_eq!(a.metrics_listen, Some("127.0.0.1:9101".parse().unwrap()));
+        let cli = Cli::try_parse_from(["ferry", "rebalance", "--backend", "a=http://h:1"]).unwrap();
+        let Some(Command::Rebalance(a)) = cli.command else {
+            panic!("not a rebalance command");
+        };
+        assert_eq!(
+            (a.max_bandwidth, a.concurrency),
+            (None, crate::proxy::rebalance::DEFAULT_CONCURRENCY)
+        );
+        for bad in [
+            ["--max-bandwidth", "0"],
+            ["--max-bandwidth", "fast"],
+            ["--concurrency", "0"],
+            ["--concurrency", "257"],
+        ] {
+            let args = ["ferry", "rebalance", "--config", "p.toml"]
+                .into_iter()
+                .chain(bad);
+            assert!(Cli::try_parse_from(args).is_err(), "{bad:?}");
         }
     }
 

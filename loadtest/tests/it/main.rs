@@ -20,6 +20,7 @@ mod fake_server;
 mod md5;
 mod objects;
 mod overhead;
+mod rebalance;
 mod restarts;
 mod results;
 mod tls;

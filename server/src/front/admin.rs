@@ -1,8 +1,8 @@
 //! The admin listener of the node and the proxy: `/healthz` (the process runs), `/readyz` (the
 //! server can serve: [`S3Api::readiness`]), Prometheus `/metrics` (the front's and the
-//! server's), CPU profiles (`/debug/pprof/profile`, see [`crate::profile`]) and heap profiles
-//! (`/debug/pprof/heap`, see [`crate::heap`]). No authentication: it listens on 127.0.0.1 by
-//! default.
+//! server's), CPU profiles (`/debug/pprof/profile`, see [`crate::profile`]), heap profiles
+//! (`/debug/pprof/heap`, see [`crate::heap`]) and, on the proxy, `POST /admin/reload`
+//! ([`S3Api::reload`]). No authentication: it listens on 127.0.0.1 by default.
 
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
@@ -51,6 +51,9 @@ impl<A: S3Api, R: Runtime> Handler for AdminHandler<A, R> {
         res: &mut ResponseWriter<'_, S>,
     ) -> Result<(), HttpError> {
         let (path, query) = req.target.split_once('?').unwrap_or((req.target, ""));
+        if path == "/admin/reload" {
+            return self.reload(req.method, res).await;
+        }
         if req.method != "GET" && req.method != "HEAD" {
             res.send(405, &[TEXT], b"method not allowed\n").await?;
             return Ok(());
@@ -135,6 +138,35 @@ impl<A: S3Api, R: Runtime> AdminHandler<A, R> {
             Err(HeapError::Failed(msg)) => {
                 tracing::warn!(error = %msg, "heap profile failed");
                 res.send(500, &[TEXT], format!("{msg}\n").as_bytes()).await
+            }
+        }
+    }
+    /// `POST /admin/reload`: 200 with what changed, 400 with why the configuration was refused
+    /// (the one in use is kept), 404 from a server that does not reload.
+    async fn reload<S: Stream>(
+        &self,
+        method: &str,
+        res: &mut ResponseWriter<'_, S>,
+    ) -> Result<(), HttpError> {
+        if method != "POST" {
+            let allow = Header {
+                name: "Allow",
+                value: b"POST",
+            };
+            return res.send(405, &[TEXT, allow], b"POST /admin/reload\n").await;
+        }
+        match self.front.api().reload().await {
+            None => {
+                res.send(404, &[TEXT], b"this server does not reload\n")
+                    .await
+            }
+            Some(Ok(summary)) => {
+                let body = format!("reloaded\n{summary}");
+                res.send(200, &[TEXT], body.as_bytes()).await
+            }
+            Some(Err(why)) => {
+                let body = format!("refused; the configuration in use is kept: {why}\n");
+                res.send(400, &[TEXT], body.as_bytes()).await
             }
         }
     }

@@ -20,6 +20,7 @@ mod ids;
 pub(crate) mod metrics;
 pub(crate) mod serve;
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -89,9 +90,15 @@ pub(crate) trait S3Api: Send + Sync + 'static {
     }
 
     /// The backend `idx` of [`Request::set_backend`] in logs (`-` when there are none).
-    fn backend_name(&self, idx: usize) -> &str {
+    fn backend_name(&self, idx: usize) -> Cow<'_, str> {
         let _ = idx;
-        "-"
+        Cow::Borrowed("-")
+    }
+
+    /// `POST /admin/reload` on the admin listener: load the configuration again and apply
+    /// it; what changed, or why it was refused. `None`: this server does not reload.
+    fn reload(&self) -> impl Future<Output = Option<Result<String, String>>> + Send {
+        async { None }
     }
 
     /// Whether the server can serve now (`/readyz`), and a line per part saying why.
@@ -547,6 +554,7 @@ impl<A: S3Api> Front<A> {
         error: Option<&S3Error>,
     ) {
         let backend = self.backend_name(backend);
+        let backend = &*backend;
         match error {
             Some(e) if e.code == S3ErrorCode::ServiceUnavailable => tracing::debug!(
                 op, status, backend, request_id = %id, error = %e, "request answered 503"
@@ -560,10 +568,10 @@ impl<A: S3Api> Front<A> {
         }
     }
 
-    fn backend_name(&self, idx: usize) -> &str {
+    fn backend_name(&self, idx: usize) -> Cow<'_, str> {
         match idx {
-            NO_BACKEND => "-",
-            ALL_BACKENDS => "*",
+            NO_BACKEND => Cow::Borrowed("-"),
+            ALL_BACKENDS => Cow::Borrowed("*"),
             i => self.api.backend_name(i),
         }
     }
@@ -636,7 +644,7 @@ impl<A: S3Api> Handler for Front<A> {
                 bytes_in,
                 bytes_out,
                 duration: elapsed,
-                backend: self.backend_name(backend.load(Ordering::Relaxed)),
+                backend: &self.backend_name(backend.load(Ordering::Relaxed)),
                 peer: res.peer(),
                 request_id: &id,
             });

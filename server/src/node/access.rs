@@ -17,6 +17,7 @@ use ferry_core::s3::xml::Owner;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::context::Cx;
+use crate::store::Placed;
 use crate::store::{BucketSettings, ObjectMeta, VersionId};
 use crate::users::User;
 
@@ -157,6 +158,23 @@ impl Client {
             secure,
         }
     }
+}
+
+/// Ferry's placement headers of a write or a delete (`headers::placed`): the bucket owner's
+/// alone (`AccessDenied` for anyone else), as the fence is. A version placed in a key's history
+/// or dated in the past is what moving a bucket's objects between nodes needs, nothing more.
+pub(crate) fn placement<R: Runtime>(cx: &Cx<'_, R>, bucket: &str) -> S3Result<Placed> {
+    let placed = super::headers::placed(cx.headers)?;
+    if placed != Placed::default() {
+        let settings = cx.node.store.bucket_settings(bucket)?;
+        if Some(owner_id(cx, &settings)) != cx.caller_id() {
+            return Err(S3Error::with_message(
+                S3ErrorCode::AccessDenied,
+                "Only the bucket owner may place versions.",
+            ));
+        }
+    }
+    Ok(placed)
 }
 
 /// Whether the caller may run `s3` (and read a copy's source): `NoSuchBucket` for a bucket

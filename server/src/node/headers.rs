@@ -8,11 +8,14 @@ use ferry_core::md5::ETag;
 use ferry_core::s3::checksum::{ChecksumAlgorithm, ChecksumType};
 use ferry_core::s3::tagging;
 use ferry_core::s3::validate::{self, ContentHeaders};
+use ferry_core::s3::version::{
+    PLACE_LAST_MODIFIED_HEADER, PLACE_VERSION_ID_HEADER, PLACE_VERSION_ORDER_HEADER,
+};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
 
 use crate::front::Headers;
-use crate::store::{Checksum, ObjectInfo, ObjectMeta, VersionId, WriteConditions};
+use crate::store::{Checksum, ObjectInfo, ObjectMeta, Placed, VersionId, WriteConditions};
 
 /// `x-amz-version-id`, when the object has a version id.
 pub(crate) fn push_version(h: &mut Headers, version: Option<VersionId>) {
@@ -93,17 +96,66 @@ pub(crate) fn write_conditions(headers: &[Header<'_>]) -> S3Result<WriteConditio
             ));
         }
     };
-    let if_match = match find_header_str(headers, "if-match").map(str::trim) {
-        None => None,
-        Some(v) => Some(ETag::parse(v).ok_or_else(|| {
-            // An ETag we never issue matches no object.
-            S3Error::new(S3ErrorCode::PreconditionFailed)
-        })?),
-    };
     Ok(WriteConditions {
         if_none_match_star,
-        if_match,
+        if_match: if_match(headers)?,
+        placed: Placed::default(),
     })
+}
+
+/// Ferry's placement headers of a write or a delete marker (`x-ferry-version-id`,
+/// `x-ferry-version-order`, `x-ferry-last-modified`: see `ferry_core::s3::version`); who may
+/// send them is the operation's check (`access::placement`).
+pub(crate) fn placed(headers: &[Header<'_>]) -> S3Result<Placed> {
+    let bad = |m: &str| S3Error::with_message(S3ErrorCode::InvalidArgument, m.to_owned());
+    let number = |name: &str| -> S3Result<Option<u64>> {
+        find_header_str(headers, name)
+            .map(|v| {
+                v.trim()
+                    .parse::<u64>()
+                    .map_err(|_| bad(&format!("{name} must be a number")))
+            })
+            .transpose()
+    };
+    let order = number(PLACE_VERSION_ORDER_HEADER)?;
+    let (seq, null) = match find_header_str(headers, PLACE_VERSION_ID_HEADER).map(str::trim) {
+        None if order.is_some() => {
+            return Err(bad("x-ferry-version-order goes with x-ferry-version-id"));
+        }
+        None => (None, false),
+        Some(id) => match VersionId::parse(id)? {
+            VersionId::Null => match order {
+                Some(o) => (Some(o), true),
+                None => return Err(bad("a null version needs x-ferry-version-order")),
+            },
+            VersionId::Seq(s) if order.is_none_or(|o| o == s) => (Some(s), false),
+            VersionId::Seq(_) => {
+                return Err(bad("x-ferry-version-order differs from the version id's"));
+            }
+        },
+    };
+    // Year 9999 at most, as dates are written.
+    let last_modified = match number(PLACE_LAST_MODIFIED_HEADER)? {
+        Some(t) if t <= 253_402_300_799 => i64::try_from(t).ok(),
+        Some(_) => return Err(bad("x-ferry-last-modified is too far in the future")),
+        None => None,
+    };
+    Ok(Placed {
+        seq,
+        null,
+        last_modified,
+    })
+}
+
+/// `If-Match: <etag>` of a write or a DeleteObject.
+pub(crate) fn if_match(headers: &[Header<'_>]) -> S3Result<Option<ETag>> {
+    match find_header_str(headers, "if-match").map(str::trim) {
+        None => Ok(None),
+        Some(v) => ETag::parse(v).map(Some).ok_or_else(|| {
+            // An ETag we never issue matches no object.
+            S3Error::new(S3ErrorCode::PreconditionFailed)
+        }),
+    }
 }
 
 /// Whether the request asks for checksums in the response (`x-amz-checksum-mode: ENABLED`).

@@ -494,7 +494,8 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
     let mut meta = object_meta(cx.headers)?;
     meta.acl = super::acl::request_object_acl(cx, bucket)?;
     lock::apply(&mut meta, lock::for_write(cx, bucket, cx.headers, true)?);
-    let conditions = write_conditions(cx.headers)?;
+    let mut conditions = write_conditions(cx.headers)?;
+    conditions.placed = super::access::placement(cx, bucket)?;
     let encrypt = super::sse::write_encryption(cx, cx.headers, bucket)?;
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let writer = cx
@@ -541,8 +542,17 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let guard = lock::delete_guard(cx, bucket, key);
+    // `If-Match`: only if the object (the version) has that ETag, judged in the delete's own
+    // transaction (what the proxy's rebalance uses to remove only a copy it made); a delete
+    // marker placed in the key's history (moved from another node).
+    let conditions = store::DeleteConditions {
+        if_match: super::headers::if_match(cx.headers)?,
+        placed: super::access::placement(cx, bucket)?,
+    };
     let outcome = cx
-        .unblock(move |store| store.delete_object_version_guarded(&b, &k, version, guard))
+        .unblock(move |store| {
+            store.delete_object_version_guarded(&b, &k, version, conditions, guard)
+        })
         .await?;
     cx.req.send(res, 204, delete_headers(outcome), &[]).await
 }
@@ -568,7 +578,8 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
         TaggingDirective::Copy => None,
         TaggingDirective::Replace => Some(object_tags(cx.headers)?),
     };
-    let conditions = write_conditions(cx.headers)?;
+    let mut conditions = write_conditions(cx.headers)?;
+    conditions.placed = super::access::placement(cx, bucket)?;
     let (retention, legal_hold) = lock::for_write(cx, bucket, cx.headers, false)?;
     let encryption = super::sse::write_encryption(cx, cx.headers, bucket)?;
     let info = encryption.as_ref().map(store::EncryptWith::info);
@@ -746,5 +757,11 @@ fn delete_one(
     }
     validate::object_key(key)?;
     let version = version.map(VersionId::parse).transpose()?;
-    store.delete_object_version_guarded(bucket, key, version, guard)
+    store.delete_object_version_guarded(
+        bucket,
+        key,
+        version,
+        store::DeleteConditions::default(),
+        guard,
+    )
 }

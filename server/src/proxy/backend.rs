@@ -13,7 +13,7 @@ use async_lock::{Semaphore, SemaphoreGuardArc};
 
 use ferry_core::http::HttpError;
 use ferry_core::http::client::{ClientConfig, ClientConn, ClientPool, connect_with};
-use ferry_core::rt::{Connector, Runtime, TimedOut, timeout};
+use ferry_core::rt::{Connector, Runtime, Signal, TimedOut, timeout};
 use ferry_core::s3::sigv4::Credentials;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
@@ -185,7 +185,7 @@ impl SlowDownReason {
 }
 
 /// How much one backend may be asked of at once, and how long a request waits for it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BackendLimits {
     /// Connections in use at most.
     pub max_connections: usize,
@@ -234,10 +234,33 @@ const DOWN: u8 = 0;
 const CHECKING: u8 = 1;
 /// [`Backend`] state: it answers and takes traffic.
 const UP: u8 = 2;
+/// Everything a backend is made from: its configuration, where its URL resolved to, its
+/// trust anchors and the proxy-wide settings it runs with. A reload keeps a backend (its
+/// connections, health and counters) only when this is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BackendSpec {
+    pub config: BackendConfig,
+    /// `Host` header value (`host:port` of its URL).
+    pub host: String,
+    pub addr: SocketAddr,
+    /// SHA-256 of its `ca_cert` file, if it has one.
+    pub ca_digest: Option<[u8; 32]>,
+    pub limits: BackendLimits,
+    pub connect_timeout: Duration,
+    pub io_timeout: Duration,
+}
 
 /// A backend: placement id, address, how to authenticate, health and pooled connections.
 pub(crate) struct Backend<R: Runtime> {
     pub id: String,
+    /// What it was made from.
+    pub spec: BackendSpec,
+    /// Its place among every backend id the proxy has had (`Shared::name_of`): what names it
+    /// in a request's log once the request is done, whatever configuration is current then.
+    pub slot: usize,
+    /// Set once a reload has removed or replaced it: its health probes stop (requests that
+    /// still hold it finish on it).
+    retired: Signal,
     pub addr: SocketAddr,
     /// `Host` header value (`host:port` of its URL).
     pub host: String,
@@ -284,23 +307,23 @@ impl<R: Runtime> std::fmt::Debug for Backend<R> {
 }
 
 impl<R: Runtime> Backend<R> {
-    /// A backend from its configuration, resolved to `(Host header, address)`: to be checked
-    /// (its buckets brought up to date, `proxy::sync`) before it takes traffic, once a probe
-    /// finds it answering.
+    /// A backend from its resolved configuration: to be checked (its buckets brought up to
+    /// date, `proxy::sync`) before it takes traffic, once a probe finds it answering.
     pub fn new(
         rt: R,
-        cfg: &BackendConfig,
-        (host, addr): (String, SocketAddr),
+        spec: BackendSpec,
+        slot: usize,
         region: &str,
         client: ClientConfig,
-        limits: BackendLimits,
         connector: BackendConnector<R>,
     ) -> Self {
         let since = u64::try_from(rt.now().as_nanos()).unwrap_or(u64::MAX);
+        let cfg = &spec.config;
+        let limits = spec.limits;
         Self {
             id: cfg.id.clone(),
-            addr,
-            host,
+            addr: spec.addr,
+            host: spec.host.clone(),
             kind: cfg.kind,
             passthrough: cfg.passthrough(),
             credentials: cfg.credentials.clone(),
@@ -321,7 +344,20 @@ impl<R: Runtime> Backend<R> {
             since: AtomicU64::new(since),
             timeouts: AtomicU32::new(0),
             stats: BackendStats::default(),
+            spec,
+            slot,
+            retired: Signal::new(),
         }
+    }
+
+    /// Take it out of service: a reload removed or replaced it (its probes stop).
+    pub fn retire(&self) {
+        self.retired.set();
+    }
+
+    /// Wait until it is retired.
+    pub async fn retired(&self) {
+        self.retired.wait().await;
     }
 
     /// Whether it takes traffic: healthy, and checked since it last came up.

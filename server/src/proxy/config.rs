@@ -204,7 +204,7 @@ impl BackendConfig {
         let addr = authority.to_socket_addrs()?.next().ok_or_else(|| {
             std::io::Error::new(
                 std::io::ErrorKind::NotFound,
-                format!("backend {:?}: {authority} has no address", self.id),
+                format!("{authority} has no address"),
             )
         })?;
         Ok((authority.to_owned(), addr))
@@ -329,6 +329,10 @@ pub struct ProxyConfig {
     /// Base domains of virtual-hosted-style requests (`--domain`): `Host: BUCKET.DOMAIN`
     /// names BUCKET; none by default (path-style only).
     pub domains: Vec<String>,
+    /// Where a reload (SIGHUP, `POST /admin/reload`, `ProxyHandle::reload`) reads the
+    /// configuration again; `None`: reloads are refused. `ferry proxy` sets it to its command
+    /// line and `--config` file.
+    pub reload: Option<super::ReloadSource>,
 }
 
 impl ProxyConfig {
@@ -363,6 +367,7 @@ impl ProxyConfig {
             limits: ConnLimits::default(),
             sigv2: true,
             domains: Vec::new(),
+            reload: None,
         }
     }
 

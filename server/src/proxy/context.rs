@@ -68,12 +68,15 @@ impl<R: Runtime> Cx<'_, R> {
         self.p
             .backends
             .get(idx)
+            .map(|b| &**b)
             .ok_or_else(|| S3Error::with_message(S3ErrorCode::InternalError, "no such backend"))
     }
 
-    /// Remember the backend the request goes to.
+    /// Remember the backend the request goes to (by its slot, which names it whatever
+    /// configuration is in use when the request is logged), or `front::ALL_BACKENDS`.
     pub fn set_backend(&self, idx: usize) {
-        self.front.set_backend(idx);
+        self.front
+            .set_backend(self.p.backends.get(idx).map_or(idx, |b| b.slot));
     }
 
     /// The request's raw path as a backend takes it: path-style, `/bucket` put in front when

@@ -1,10 +1,12 @@
 //! CopyObject and UploadPartCopy between two backends: the proxy GETs the source from one and
-//! streams it into a PUT to the other, one connection buffer at a time (bounded memory).
+//! streams it into a PUT to the other, one connection buffer at a time (bounded memory). The
+//! streaming PUT ([`stream_put`]) and the header rules are the rebalance's too.
 
 use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 
 use ferry_core::http::body::BodyKind;
+use ferry_core::http::client::ResponseBody;
 use ferry_core::http::server::ResponseWriter;
 use ferry_core::http::{EMPTY_HEADER, Header, find_header, find_header_str};
 use ferry_core::pool::BufferPool;
@@ -24,7 +26,9 @@ use ferry_core::s3::uri::{self, origin_form};
 use ferry_core::s3::xml::{Checksums, CopyKind, CopyResult, Tagging};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
-use super::context::Cx;
+use super::Proxy;
+use super::backend::Backend;
+use super::context::{Caller, Cx};
 use super::forward::{self, Call, Reply};
 use super::sign::sign_as;
 use crate::front::Headers;
@@ -43,7 +47,7 @@ const CONTENT_HEADERS: [&str; 6] = [
     "expires",
 ];
 
-fn is_object_header(name: &str) -> bool {
+pub(crate) fn is_object_header(name: &str) -> bool {
     CONTENT_HEADERS.iter().any(|n| n.eq_ignore_ascii_case(name))
         || name
             .get(..11)
@@ -52,7 +56,7 @@ fn is_object_header(name: &str) -> bool {
 
 /// Whether a header is one of a request's encryption headers (`x-amz-server-side-encryption`
 /// and its `-customer-*`, `-aws-kms-key-id`, `-context`, `-bucket-key-enabled`).
-fn is_encryption_header(name: &str) -> bool {
+pub(crate) fn is_encryption_header(name: &str) -> bool {
     starts_with_ignore_case(name, "x-amz-server-side-encryption")
 }
 
@@ -75,14 +79,14 @@ fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
 
 /// Whether a GET's response says the object's ETag is its MD5: not for SSE-C or SSE-KMS
 /// objects (AWS: their ETags are not MD5 digests).
-fn etag_is_md5(headers: &[Header<'_>]) -> bool {
+pub(crate) fn etag_is_md5(headers: &[Header<'_>]) -> bool {
     find_header(headers, "x-amz-server-side-encryption-customer-algorithm").is_none()
         && !find_header_str(headers, "x-amz-server-side-encryption")
             .is_some_and(|v| starts_with_ignore_case(v.trim(), "aws:kms"))
 }
 
 /// The MD5 an ETag is, when it is one (32 hex digits, quoted or not: not a multipart ETag).
-fn etag_md5(etag: &str) -> Option<ferry_core::md5::Md5Digest> {
+pub(crate) fn etag_md5(etag: &str) -> Option<ferry_core::md5::Md5Digest> {
     let hex = etag.trim().trim_matches('"');
     if hex.len() != 32 {
         return None;
@@ -94,7 +98,7 @@ fn etag_md5(etag: &str) -> Option<ferry_core::md5::Md5Digest> {
     Some(out)
 }
 
-fn failed(backend: &str) -> S3Error {
+pub(crate) fn failed(backend: &str) -> S3Error {
     S3Error::with_message(
         S3ErrorCode::ServiceUnavailable,
         format!("Backend {backend} failed during the copy; please retry."),
@@ -245,12 +249,7 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
                 body.extend_from_slice(c);
             }
         }
-        return Err(Reply {
-            status,
-            headers: Vec::new(),
-            body,
-        }
-        .to_error());
+        return Err(Reply::of(status, body).to_error());
     }
     if let (Some(r), Some(total)) = (
         range,
@@ -374,126 +373,45 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     for (n, v) in cx.caller().headers() {
         put.header(n, v.into_bytes());
     }
-    let (payload, wire_len) = match requested {
-        Some(alg) => (
-            STREAMING_UNSIGNED_PAYLOAD_TRAILER,
-            AwsChunkedEncoder::encoded_len(
-                StreamingMode::UnsignedTrailer,
-                Some(alg),
-                len,
-                cx.p.buffer_size as u64,
-            )
-            .ok_or_else(|| S3Error::new(S3ErrorCode::EntityTooLarge))?,
-        ),
-        None => (UNSIGNED_PAYLOAD, len),
+    let framing = match requested {
+        Some(algorithm) => Framing::Trailer {
+            algorithm,
+            chunk: cx.p.buffer_size,
+        },
+        None => Framing::Plain,
     };
-    sign_as(cx.p, db, cx.client_key(), &mut put, payload)?;
-    let put_views = put.views();
-    let target = put.target();
-    let mut dst_conn = db.conn().await?;
-    {
-        // Even an empty body has its length: a write without one is `MissingContentLength`.
-        let mut w = dst_conn
-            .request(
-                "PUT",
-                &target,
-                &put_views,
-                BodyKind::Length(wire_len),
-                false,
-            )
-            .map_err(|e| S3Error::with_message(S3ErrorCode::InternalError, e.to_string()))?;
-        let mut chunker = requested.map(|alg| {
-            let buf = BufferPool::global().get(cx.p.buffer_size);
-            Reframer::new(Some(AwsChunkedEncoder::unsigned(Some(alg))), buf)
-        });
-        while let Some(chunk) = src_resp
-            .body
-            .next_chunk()
-            .await
-            .map_err(|_| failed(&sb.id))?
-        {
-            let Some(r) = chunker.as_mut() else {
-                w.write(chunk).await.map_err(|_| failed(&db.id))?;
-                continue;
-            };
-            let mut data = chunk;
-            while !data.is_empty() {
-                let (n, emit) = r.push(data);
-                if let Some(e) = emit {
-                    for part in e.parts {
-                        w.write(part).await.map_err(|_| failed(&db.id))?;
-                    }
-                }
-                data = data.get(n..).unwrap_or_default();
-            }
-        }
-        if let Some(r) = chunker.as_mut() {
-            // The source answered in full (its length was checked as it came).
-            let whole = VerifiedBody {
-                len,
-                checksum: None,
-                md5: None,
-            };
-            for part in r.finish(&whole).parts {
-                w.write(part).await.map_err(|_| failed(&db.id))?;
-            }
-        }
-        w.finish().await.map_err(|_| failed(&db.id))?;
-    }
+    sign_as(cx.p, db, cx.client_key(), &mut put, framing.payload_hash())?;
+    let body = &mut src_resp.body;
+    let answer = stream_put(db, &sb.id, &put, len, framing, body, &mut Unmetered).await?;
     sb.put(src_conn);
-    let mut dst_storage = [EMPTY_HEADER; MAX_HEADERS];
-    let mut dst_resp = dst_conn
-        .response(&mut dst_storage)
-        .await
-        .map_err(|_| failed(&db.id))?;
-    let status = dst_resp.head.status;
-    let etag = find_header_str(dst_resp.head.headers, "etag").map(str::to_owned);
+    let status = answer.status;
+    let etag = answer.header("etag").map(str::to_owned);
     // The copy's checksum, as its backend stored it.
-    let checksum = dst_resp.head.headers.iter().find_map(|h| {
-        let alg = ChecksumAlgorithm::from_header_name(h.name)?;
-        Some((alg, String::from_utf8_lossy(h.value).trim().to_owned()))
+    let checksum = answer.headers.iter().find_map(|(n, v)| {
+        let alg = ChecksumAlgorithm::from_header_name(n)?;
+        Some((alg, v.trim().to_owned()))
     });
     // The versions of the source read and of the copy written, when their buckets have them.
     let mut h = Headers::new();
     if let Some(v) = source_version {
         h.push("x-amz-copy-source-version-id", v);
     }
-    if let Some(v) = find_header_str(dst_resp.head.headers, "x-amz-version-id")
+    if let Some(v) = answer
+        .header("x-amz-version-id")
         .filter(|_| kind == CopyKind::Object)
     {
         h.push("x-amz-version-id", v.to_owned());
     }
     // How the copy is encrypted, as its backend says.
-    for e in dst_resp
-        .head
+    for (name, value) in answer
         .headers
         .iter()
-        .filter(|e| is_encryption_header(e.name))
+        .filter(|(n, _)| is_encryption_header(n))
     {
-        h.push(
-            e.name.to_owned(),
-            String::from_utf8_lossy(e.value).into_owned(),
-        );
+        h.push(name.clone(), value.clone());
     }
-    let mut body = Vec::new();
-    while let Some(c) = dst_resp
-        .body
-        .next_chunk()
-        .await
-        .map_err(|_| failed(&db.id))?
-    {
-        if body.len() < 64 * 1024 {
-            body.extend_from_slice(c);
-        }
-    }
-    db.put(dst_conn);
     if !(200..300).contains(&status) {
-        return Err(Reply {
-            status,
-            headers: Vec::new(),
-            body,
-        }
-        .to_error());
+        return Err(answer.to_error());
     }
     cx.p.copied.fetch_add(len, Ordering::Relaxed);
     let doc = CopyResult {
@@ -522,13 +440,25 @@ async fn source_tags<R: Runtime>(
     path: &str,
     version: &str,
 ) -> S3Result<String> {
+    tags_of(cx.p, src, cx.caller(), path, version).await
+}
+
+/// The tags of the object at `path` (and `version`: `versionId=...`, or empty) on backend `i`,
+/// in the `x-amz-tagging` form.
+pub(crate) async fn tags_of<R: Runtime>(
+    p: &Proxy<R>,
+    i: usize,
+    caller: &Caller,
+    path: &str,
+    version: &str,
+) -> S3Result<String> {
     let query = if version.is_empty() {
         "tagging".to_owned()
     } else {
         format!("tagging&{version}")
     };
     let call = Call::new("GET", path.to_owned(), query);
-    let reply = forward::call(cx.p, src, cx.caller(), &call).await?;
+    let reply = forward::call(p, i, caller, &call).await?;
     if !reply.ok() {
         return Err(reply.to_error());
     }
@@ -536,6 +466,163 @@ async fn source_tags<R: Runtime>(
     Ok(tagging::header_value(
         doc.tags.iter().map(|t| (t.key.as_ref(), t.value.as_ref())),
     ))
+}
+
+/// What passes each chunk of a streamed body on its way (the rebalance's bandwidth bound and
+/// byte count; nothing for a client's copy).
+pub(crate) trait Meter: Send {
+    /// `n` more bytes are about to go.
+    fn pass(&mut self, n: usize) -> impl Future<Output = ()> + Send;
+}
+
+/// No metering.
+pub(crate) struct Unmetered;
+
+impl Meter for Unmetered {
+    async fn pass(&mut self, _n: usize) {}
+}
+
+/// The answer to a PUT a body was streamed into: status, header fields, body (bounded).
+#[derive(Debug, Clone)]
+pub(crate) struct PutAnswer {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl PutAnswer {
+    /// The first header field `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The backend's error, as [`Reply::to_error`] says it.
+    pub fn to_error(&self) -> S3Error {
+        Reply::of(self.status, self.body.clone()).to_error()
+    }
+}
+
+/// How a streamed PUT's body goes: as it comes, or aws-chunked in chunks of `chunk` bytes
+/// with a checksum of `algorithm`, computed on the way, as its trailer (which the destination
+/// checks and stores).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Framing {
+    Plain,
+    Trailer {
+        algorithm: ChecksumAlgorithm,
+        chunk: usize,
+    },
+}
+
+impl Framing {
+    /// The PUT's `x-amz-content-sha256` (what it is signed with).
+    pub fn payload_hash(self) -> &'static str {
+        match self {
+            Framing::Plain => UNSIGNED_PAYLOAD,
+            Framing::Trailer { .. } => STREAMING_UNSIGNED_PAYLOAD_TRAILER,
+        }
+    }
+}
+
+/// Stream `len` bytes of `src` (a response body from backend `source`, by id, for errors) into
+/// the PUT `put`, signed for backend `db`, framed as `framing` says (its headers are the
+/// caller's), each chunk through `meter` first; read its answer. One connection buffer at a
+/// time: memory does not grow with the object. The connection to `db` goes back to its pool;
+/// the caller gives back the source's once `src` is read.
+pub(crate) async fn stream_put<R: Runtime, T: Stream>(
+    db: &Backend<R>,
+    source: &str,
+    put: &OutboundRequest<'_>,
+    len: u64,
+    framing: Framing,
+    src: &mut ResponseBody<'_, T>,
+    meter: &mut impl Meter,
+) -> S3Result<PutAnswer> {
+    let views = put.views();
+    let target = put.target();
+    let (wire_len, mut chunker) = match framing {
+        Framing::Plain => (len, None),
+        Framing::Trailer { algorithm, chunk } => {
+            let wire = AwsChunkedEncoder::encoded_len(
+                StreamingMode::UnsignedTrailer,
+                Some(algorithm),
+                len,
+                chunk as u64,
+            )
+            .ok_or_else(|| S3Error::new(S3ErrorCode::EntityTooLarge))?;
+            let encoder = AwsChunkedEncoder::unsigned(Some(algorithm));
+            let buf = BufferPool::global().get(chunk);
+            (wire, Some(Reframer::new(Some(encoder), buf)))
+        }
+    };
+    let mut conn = db.conn().await?;
+    {
+        // Even an empty body has its length: a write without one is `MissingContentLength`.
+        let mut w = conn
+            .request("PUT", &target, &views, BodyKind::Length(wire_len), false)
+            .map_err(|e| S3Error::with_message(S3ErrorCode::InternalError, e.to_string()))?;
+        while let Some(chunk) = src.next_chunk().await.map_err(|_| failed(source))? {
+            meter.pass(chunk.len()).await;
+            let Some(r) = chunker.as_mut() else {
+                w.write(chunk).await.map_err(|_| failed(&db.id))?;
+                continue;
+            };
+            let mut data = chunk;
+            while !data.is_empty() {
+                let (n, emit) = r.push(data);
+                if let Some(e) = emit {
+                    for part in e.parts {
+                        w.write(part).await.map_err(|_| failed(&db.id))?;
+                    }
+                }
+                data = data.get(n..).unwrap_or_default();
+            }
+        }
+        if let Some(r) = chunker.as_mut() {
+            // The source's body came whole (its length was checked as it came).
+            let whole = VerifiedBody {
+                len,
+                checksum: None,
+                md5: None,
+            };
+            for part in r.finish(&whole).parts {
+                w.write(part).await.map_err(|_| failed(&db.id))?;
+            }
+        }
+        w.finish().await.map_err(|_| failed(&db.id))?;
+    }
+    let mut storage = [EMPTY_HEADER; MAX_HEADERS];
+    let mut resp = conn
+        .response(&mut storage)
+        .await
+        .map_err(|_| failed(&db.id))?;
+    let status = resp.head.status;
+    let headers = resp
+        .head
+        .headers
+        .iter()
+        .map(|h| {
+            (
+                h.name.to_owned(),
+                String::from_utf8_lossy(h.value).into_owned(),
+            )
+        })
+        .collect();
+    let mut body = Vec::new();
+    while let Some(c) = resp.body.next_chunk().await.map_err(|_| failed(&db.id))? {
+        if body.len() < 64 * 1024 {
+            body.extend_from_slice(c);
+        }
+    }
+    db.put(conn);
+    Ok(PutAnswer {
+        status,
+        headers,
+        body,
+    })
 }
 
 #[cfg(test)]

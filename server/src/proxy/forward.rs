@@ -595,17 +595,26 @@ pub(crate) struct Reply {
 }
 
 impl Reply {
-    /// A 2xx answer.
-    pub fn ok(&self) -> bool {
-        (200..300).contains(&self.status)
+    /// An answer of `status` with `body` (an error's, say).
+    pub fn of(status: u16, body: Vec<u8>) -> Self {
+        Self {
+            status,
+            headers: Vec::new(),
+            body,
+        }
     }
 
-    /// The value of header `name`.
+    /// The first header field `name` (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
+    }
+
+    /// A 2xx answer.
+    pub fn ok(&self) -> bool {
+        (200..300).contains(&self.status)
     }
 
     /// The S3 error code of the body, if it is an error document.

@@ -1,6 +1,7 @@
 //! The proxy's dispatch: each operation forwarded to the backend that holds its key, fanned
 //! out to every backend, or merged from all of them.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use ferry_core::http::find_header;
@@ -10,25 +11,38 @@ use ferry_core::s3::request::{Endpoint, S3Request, Scope};
 use ferry_core::s3::xml::CorsConfiguration;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
-use super::Proxy;
 use super::context::{Caller, Cx};
+use super::reload::{Live, Reloader, Requests};
 use super::{buckets, copy, cors, encryption, forward, layout, lifecycle, list, tagging};
 use crate::front::{ALL_BACKENDS, Op, S3Api};
 
 /// The proxy behind the S3 front.
 pub struct ProxyApi<R: Runtime> {
-    p: Arc<Proxy<R>>,
+    /// The configuration in use: each request takes it once (see `reload`).
+    live: Arc<Live<R>>,
+    reloader: Arc<Reloader<R>>,
+    reloads: Arc<Requests>,
 }
 
 impl<R: Runtime> std::fmt::Debug for ProxyApi<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProxyApi").field("proxy", &self.p).finish()
+        f.debug_struct("ProxyApi")
+            .field("proxy", &self.live.load())
+            .finish()
     }
 }
 
 impl<R: Runtime> ProxyApi<R> {
-    pub(crate) fn new(p: Arc<Proxy<R>>) -> Self {
-        Self { p }
+    pub(crate) fn new(
+        live: Arc<Live<R>>,
+        reloader: Arc<Reloader<R>>,
+        reloads: Arc<Requests>,
+    ) -> Self {
+        Self {
+            live,
+            reloader,
+            reloads,
+        }
     }
 }
 
@@ -39,8 +53,9 @@ impl<R: Runtime> S3Api for ProxyApi<R> {
 
     async fn dispatch<S: Stream>(&self, op: Op<'_, '_, '_, S>) -> S3Result<()> {
         let Op { req, s3, body, res } = op;
+        let p = self.live.load();
         let cx = Cx {
-            p: &self.p,
+            p: &p,
             front: req,
             req: req.head,
             verified: req.verified,
@@ -56,25 +71,37 @@ impl<R: Runtime> S3Api for ProxyApi<R> {
 
     /// From the proxy's short-lived cache of each bucket's rules (see `proxy::cors`).
     async fn bucket_cors(&self, bucket: &str) -> S3Result<Option<Arc<CorsConfiguration>>> {
-        self.p.settle().await;
-        cors::bucket_cors(&self.p, bucket).await
+        let p = self.live.load();
+        p.settle().await;
+        cors::bucket_cors(&p, bucket).await
     }
 
-    fn backend_name(&self, idx: usize) -> &str {
-        self.p.backends.get(idx).map_or("-", |b| b.id.as_str())
+    /// `idx` is the backend's slot (`Cx::set_backend`), valid across reloads.
+    fn backend_name(&self, idx: usize) -> Cow<'_, str> {
+        let p = self.live.load();
+        match p.name_of(idx) {
+            Some(name) => Cow::Owned(name.to_string()),
+            None => Cow::Borrowed("-"),
+        }
     }
 
     /// Ready while a backend is up; a line per backend.
     fn readiness(&self) -> (bool, String) {
+        let p = self.live.load();
         let mut body = String::new();
-        for b in &self.p.backends {
+        for b in &p.backends {
             body.push_str(&format!("{} {} {}\n", b.id, b.addr, b.state_name()));
         }
-        (self.p.backends.iter().any(|b| b.is_up()), body)
+        (p.backends.iter().any(|b| b.is_up()), body)
     }
 
     fn render_metrics(&self, out: &mut String, prefix: &str) {
-        super::metrics::render(&self.p, out, prefix);
+        super::metrics::render(&self.live.load(), &self.reloader.stats, out, prefix);
+    }
+
+    /// Queued with SIGHUP's reloads: one at a time.
+    async fn reload(&self) -> Option<Result<String, String>> {
+        Some(self.reloads.request().done().await)
     }
 }
 

@@ -12,50 +12,56 @@ use std::time::Duration;
 
 use ferry_core::http::HttpError;
 use ferry_core::http::{EMPTY_HEADER, Header};
-use ferry_core::rt::{Either, Runtime, Signal, race, timeout};
+use ferry_core::rt::{Runtime, Signal, race, timeout};
 
 use super::Proxy;
 use super::backend::Backend;
 use super::config::BackendKind;
 use super::sync;
 
-/// Probe every backend now and then on its own jittered schedule until `stop` is set.
-pub(crate) async fn probe_loop<R: Runtime>(
-    p: Arc<Proxy<R>>,
-    stop: Arc<Signal>,
-    interval: Duration,
-    jitter: Duration,
-) {
-    for i in 0..p.backends.len() {
-        // Detached, one task each: a slow backend does not delay the others' probes.
-        drop(p.rt.spawn(probe_one(p.clone(), stop.clone(), i, interval, jitter)));
-    }
+/// How often backends are probed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Schedule {
+    /// Between two probes of a backend that is up.
+    pub interval: Duration,
+    /// Up to this much more, at random.
+    pub jitter: Duration,
 }
 
-/// Probe backend `i` until `stop` is set.
-async fn probe_one<R: Runtime>(
-    p: Arc<Proxy<R>>,
+/// Probe backend `b` now and then on its own jittered schedule (a task of its own: a slow
+/// backend does not delay the others' probes), until `stop` is set or a reload retires it;
+/// while it is checking, bring its buckets up to those of the other backends of `current()`
+/// (the configuration in use) and admit it.
+pub(crate) fn spawn_probe<R: Runtime>(
+    rt: &R,
+    b: Arc<Backend<R>>,
     stop: Arc<Signal>,
-    i: usize,
-    interval: Duration,
-    jitter: Duration,
+    schedule: Schedule,
+    current: impl Fn() -> Arc<Proxy<R>> + Send + Sync + 'static,
 ) {
-    let Some(b) = p.backends.get(i) else { return };
-    while !stop.is_set() {
-        if let Either::Right(()) = race(probe(&p.rt, b), stop.wait()).await {
-            break;
-        }
-        // Answering, but not taking traffic before its buckets are up to date.
-        if b.is_checking()
-            && let Either::Right(()) = race(sync::check_and_admit(&p, i), stop.wait()).await
-        {
-            break;
-        }
-        let wait = next_wait(b.is_up(), interval, jitter);
-        if let Either::Right(()) = race(p.rt.sleep(wait), stop.wait()).await {
-            break;
-        }
-    }
+    let rt2 = rt.clone();
+    let probes = async move {
+        let ended = race(stop.wait(), b.retired());
+        let each = async {
+            loop {
+                probe(&rt2, &b).await;
+                // Answering, but not taking traffic before its buckets are up to date: checked
+                // against the configuration in use (a backend a reload adds is in it once the
+                // reload has swapped it in).
+                if b.is_checking() {
+                    let p = current();
+                    if let Some(i) = p.backends.iter().position(|o| Arc::ptr_eq(o, &b)) {
+                        sync::check_and_admit(&p, i).await;
+                    }
+                }
+                rt2.sleep(next_wait(b.is_up(), schedule.interval, schedule.jitter))
+                    .await;
+            }
+        };
+        race(ended, each).await;
+    };
+    // Detached: it ends by itself.
+    drop(rt.spawn(probes));
 }
 
 /// The wait before the next probe: `interval` plus up to `jitter`, both divided by 4 for a

@@ -16,11 +16,12 @@
 //!   entry is the one kept (`list::merged`).
 //! - Every bucket found on some backend is created, with its configuration, on a backend that
 //!   lacks it before that backend takes traffic (`proxy::sync`, for every proxy, layouts or
-//!   not).
+//!   not, and for a backend a reload adds).
 //!
 //! Proxies with the same configuration compute the same owners, so they agree without
 //! talking to each other.
 
+use ferry_core::http::find_header;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::request::{Endpoint, S3Request};
@@ -100,10 +101,16 @@ pub(crate) async fn by_key<R: Runtime, S: Stream>(
             Ok(())
         }
         Endpoint::DeleteObject => {
-            let out = forward_status(cx, current, false, body, res).await?;
+            // A conditional delete is judged where the object is.
+            let at = if find_header(cx.req.headers, "if-match").is_some() {
+                locate(cx, bucket, key, &owners).await?
+            } else {
+                current
+            };
+            let out = forward_status(cx, at, false, body, res).await?;
             if ok(out) {
-                let query = raw_query(cx);
-                delete_on(cx, bucket, key, owners.get(1..).unwrap_or_default(), query).await;
+                let others: Vec<usize> = owners.iter().copied().filter(|&i| i != at).collect();
+                delete_on(cx, bucket, key, &others, raw_query(cx)).await;
             }
             Ok(())
         }

@@ -1,5 +1,5 @@
-//! What the proxy adds to the front's metrics: its backends' health and counters, and the
-//! bytes it copied between backends.
+//! What the proxy adds to the front's metrics: its backends' health and counters, the bytes
+//! it copied between backends, its configuration reloads and layouts.
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
@@ -8,10 +8,48 @@ use ferry_core::rt::Runtime;
 
 use super::Proxy;
 use super::backend::SlowDownReason;
-use crate::metrics::{counter, family, ratio};
+use super::reload::ReloadStats;
+use crate::metrics::{counter, family, gauge, ratio};
 
-/// The proxy's own metrics, named `<prefix>_...`.
-pub(crate) fn render<R: Runtime>(p: &Proxy<R>, o: &mut String, prefix: &str) {
+/// The proxy's own metrics, named `<prefix>_...`, for the configuration in use `p`.
+pub(crate) fn render<R: Runtime>(
+    p: &Proxy<R>,
+    reloads: &ReloadStats,
+    o: &mut String,
+    prefix: &str,
+) {
+    let name = format!("{prefix}_config_reloads_total");
+    family(
+        o,
+        &name,
+        "counter",
+        "Configuration reloads (SIGHUP, POST /admin/reload), applied or refused.",
+    );
+    for (result, c) in [("applied", &reloads.applied), ("refused", &reloads.refused)] {
+        let _ = writeln!(
+            o,
+            "{name}{{result=\"{result}\"}} {}",
+            c.load(Ordering::Relaxed)
+        );
+    }
+    gauge(
+        o,
+        &format!("{prefix}_config_last_reload_successful"),
+        "0 if the last configuration reload was refused (the configuration in use is older).",
+        u8::from(!reloads.last_failed.load(Ordering::Relaxed)),
+    );
+    gauge(
+        o,
+        &format!("{prefix}_layout_version"),
+        "Version of the current layout (0 without [[layout]] blocks).",
+        p.version,
+    );
+    gauge(
+        o,
+        &format!("{prefix}_layouts_draining"),
+        "Previous layouts still configured (being drained).",
+        p.previous.len(),
+    );
     counter(
         o,
         &format!("{prefix}_copied_bytes_total"),

@@ -27,14 +27,16 @@ mod layout;
 mod lifecycle;
 mod list;
 mod metrics;
+pub mod rebalance;
+mod reload;
 mod sign;
 mod sync;
 mod tagging;
 
 use std::io;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use ferry_core::http::client::ClientConfig;
 use ferry_core::http::head::HeadLimits;
@@ -54,8 +56,9 @@ use crate::tls::TlsFiles;
 
 pub use config::{AuthMode, BackendConfig, BackendKind, DEFAULT_BUFFER_SIZE, Layout, ProxyConfig};
 pub use handler::ProxyApi;
+pub use reload::ReloadSource;
 
-use backend::{Backend, BackendConnector, BackendLimits, TlsConnect, TlsConnecting};
+use backend::{Backend, BackendConnector, BackendLimits, BackendSpec, TlsConnect, TlsConnecting};
 
 /// Signing keys cached (one per access key, region and day).
 const KEY_CACHE: usize = 64;
@@ -65,13 +68,10 @@ const KEY_CACHE: usize = 64;
 /// the open-file limit by this).
 const PROXY_FDS_PER_CONNECTION: u64 = 6;
 
-/// The proxy's shared state: backends, placement, keys.
-pub(crate) struct Proxy<R: Runtime> {
+/// What the proxy keeps for its whole life, whatever a reload changes: keys, region, caches,
+/// counters. (Reloads change the backends and layouts: [`Proxy`].)
+pub(crate) struct Shared<R: Runtime> {
     pub rt: R,
-    pub backends: Vec<Backend<R>>,
-    pub placement: Placement,
-    /// Placements of the layouts being drained, newest first (indices into `backends`).
-    pub previous: Vec<Placement>,
     /// The clients' keys (to sign for backends that accept them).
     pub credentials: MemoryCredentials,
     /// Signing keys of outbound requests.
@@ -91,6 +91,50 @@ pub(crate) struct Proxy<R: Runtime> {
     /// Every client access key (configured and users'), for the proxy's own bucket checks
     /// (`sync::check`).
     pub client_keys: Vec<String>,
+    /// Every backend id configured since the start, in the order first seen: a backend's
+    /// `slot`, which names it in logs whichever configuration a request ran under.
+    names: Mutex<Vec<Arc<str>>>,
+}
+
+impl<R: Runtime> Shared<R> {
+    /// The slot of backend `id`: its place in [`Shared::names`], added if new.
+    fn slot(&self, id: &str) -> usize {
+        let mut names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(i) = names.iter().position(|n| &**n == id) {
+            return i;
+        }
+        names.push(Arc::from(id));
+        names.len() - 1
+    }
+
+    /// The id of the backend in `slot`.
+    pub fn name_of(&self, slot: usize) -> Option<Arc<str>> {
+        let names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
+        names.get(slot).cloned()
+    }
+}
+
+/// One configuration of the proxy, as requests see it: the backends, the current placement
+/// and the layouts being drained, over the [`Shared`] state (reached through `Deref`, so that
+/// `p.rt`, `p.keys`... read as before). A request takes one snapshot when it starts and uses
+/// it to the end, so a reload never shows it half of a change; a backend a reload removed
+/// lives on until the last request that had it finishes (see `reload`).
+pub(crate) struct Proxy<R: Runtime> {
+    shared: Arc<Shared<R>>,
+    pub backends: Vec<Arc<Backend<R>>>,
+    pub placement: Placement,
+    /// Placements of the layouts being drained, newest first (indices into `backends`).
+    pub previous: Vec<Placement>,
+    /// The current layout's version (0 without `[[layout]]` blocks).
+    pub version: u64,
+}
+
+impl<R: Runtime> std::ops::Deref for Proxy<R> {
+    type Target = Shared<R>;
+
+    fn deref(&self) -> &Shared<R> {
+        &self.shared
+    }
 }
 
 impl<R: Runtime> std::fmt::Debug for Proxy<R> {
@@ -98,11 +142,17 @@ impl<R: Runtime> std::fmt::Debug for Proxy<R> {
         f.debug_struct("Proxy")
             .field("backends", &self.backends)
             .field("region", &self.region)
+            .field("version", &self.version)
             .finish_non_exhaustive()
     }
 }
 
 impl<R: Runtime> Proxy<R> {
+    /// The state every snapshot shares.
+    pub fn shared(&self) -> &Arc<Shared<R>> {
+        &self.shared
+    }
+
     /// The index of the backend that holds `(bucket, key)`.
     pub fn pick(&self, bucket: &str, key: &str) -> usize {
         self.placement.pick(bucket, key)
@@ -132,7 +182,7 @@ impl<R: Runtime> Proxy<R> {
         order.extend(rest);
         order
             .into_iter()
-            .find(|&i| self.backends.get(i).is_some_and(Backend::is_up))
+            .find(|&i| self.backends.get(i).is_some_and(|b| b.is_up()))
             .ok_or_else(|| {
                 S3Error::with_message(S3ErrorCode::ServiceUnavailable, "No backend is available.")
             })
@@ -164,10 +214,73 @@ impl<R: Runtime> Proxy<R> {
 }
 
 /// A running proxy; its runtime runs on threads of its own. Dropping it stops the proxy.
-pub type ProxyHandle = ServiceHandle;
+#[derive(Debug)]
+pub struct ProxyHandle {
+    service: ServiceHandle,
+    reloads: Arc<reload::Requests>,
+}
 
-/// Resolved backends: `(config, host header, address, TLS for an https:// one)`.
-type Resolved = Vec<(BackendConfig, String, SocketAddr, Option<BackendTls>)>;
+impl ProxyHandle {
+    /// The S3 listener's address (with the real port when port 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.service.local_addr()
+    }
+
+    /// The admin listener's address, if it has one.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.service.admin_addr()
+    }
+
+    /// Load the configuration again from its source ([`ProxyConfig::reload`]) and apply it
+    /// (what SIGHUP and `POST /admin/reload` do); waits until it is applied, saying what
+    /// changed, or refused, saying why (the configuration in use is then kept).
+    pub fn reload(&self) -> Result<String, String> {
+        self.reloads.request().wait()
+    }
+
+    /// Graceful stop: stop accepting, let requests in progress finish (up to 30 s), close idle
+    /// connections, and join the runtime's threads.
+    pub fn stop(self) {
+        self.service.stop();
+    }
+}
+
+/// A configured backend, resolved: what decides whether a reload keeps its [`Backend`], and
+/// how to speak TLS to it.
+pub(crate) struct Resolved {
+    spec: BackendSpec,
+    tls: Option<BackendTls>,
+}
+
+/// Resolve every backend of `cfg` (names, TLS files): blocking, and the reason a start or a
+/// reload is refused when something does not resolve or load.
+pub(crate) fn resolve(cfg: &ProxyConfig) -> io::Result<Vec<Resolved>> {
+    let mut out = Vec::with_capacity(cfg.backends.len());
+    for b in &cfg.backends {
+        let (host, addr) = b.resolve().map_err(|e| {
+            io::Error::new(e.kind(), format!("backend {:?} ({}): {e}", b.id, b.url))
+        })?;
+        let (tls, ca_digest) = match BackendTls::of(b)? {
+            Some((tls, digest)) => (Some(tls), digest),
+            None => (None, None),
+        };
+        let spec = BackendSpec {
+            config: b.clone(),
+            host,
+            addr,
+            ca_digest,
+            limits: BackendLimits {
+                max_connections: cfg.backend_max_connections,
+                max_in_flight: cfg.backend_max_in_flight,
+                retry_window: cfg.retry_window,
+            },
+            connect_timeout: cfg.connect_timeout,
+            io_timeout: cfg.io_timeout,
+        };
+        out.push(Resolved { spec, tls });
+    }
+    Ok(out)
+}
 
 /// How the proxy speaks TLS to an `https://` backend: the trust anchors and the name its
 /// certificate must have.
@@ -180,8 +293,9 @@ struct BackendTls {
 impl BackendTls {
     /// For `b`, if its URL is `https://`: the webpki roots plus its `ca_cert`, or no
     /// verification with `insecure`; the URL's host as the expected name (and SNI, unless an
-    /// IP address).
-    fn of(b: &BackendConfig) -> io::Result<Option<Self>> {
+    /// IP address). With the SHA-256 of the `ca_cert` file, so that a reload sees a file
+    /// whose certificates changed.
+    fn of(b: &BackendConfig) -> io::Result<Option<(Self, Option<[u8; 32]>)>> {
         if !b.is_tls() {
             return Ok(None);
         }
@@ -198,7 +312,7 @@ impl BackendTls {
         let config = ferry_net::client_config(ca.as_deref(), b.insecure).map_err(named)?;
         let host = b.host_name().unwrap_or_default();
         let name = ferry_net::server_name(host).map_err(named)?;
-        Ok(Some(Self { config, name }))
+        Ok(Some((Self { config, name }, ca.as_deref().map(sha256))))
     }
 
     /// The connector of a backend on `R`.
@@ -218,12 +332,7 @@ impl BackendTls {
 pub fn start_proxy(cfg: ProxyConfig) -> io::Result<ProxyHandle> {
     cfg.validate()
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    let mut resolved: Resolved = Vec::new();
-    for b in &cfg.backends {
-        let (host, addr) = b.resolve()?;
-        let tls = BackendTls::of(b)?;
-        resolved.push((b.clone(), host, addr, tls));
-    }
+    let resolved = resolve(&cfg)?;
     let listen = Listen {
         s3: cfg.listen,
         tls: cfg.tls.as_ref().map(TlsFiles::load).transpose()?,
@@ -233,7 +342,14 @@ pub fn start_proxy(cfg: ProxyConfig) -> io::Result<ProxyHandle> {
         fds_per_connection: PROXY_FDS_PER_CONNECTION,
     };
     let (runtime, threads) = (cfg.runtime, cfg.threads);
-    service::start(ProxyServer { cfg, resolved }, runtime, threads, listen)
+    let reloads = Arc::new(reload::Requests::default());
+    let server = ProxyServer {
+        cfg,
+        resolved,
+        reloads: reloads.clone(),
+    };
+    let service = service::start(server, runtime, threads, listen)?;
+    Ok(ProxyHandle { service, reloads })
 }
 
 /// Head limits that make the engines' pooled connection buffers (`2 * max_head_len`) the
@@ -265,58 +381,8 @@ fn token_key(cfg: &ProxyConfig) -> [u8; 32] {
     }
 }
 
-fn build<R: NetRuntime>(rt: R, cfg: &ProxyConfig, resolved: Resolved) -> S3Result<Proxy<R>> {
-    let client = ClientConfig {
-        head_limits: head_limits(cfg.buffer_size),
-        connect_timeout: cfg.connect_timeout,
-        read_timeout: cfg.io_timeout,
-        write_timeout: cfg.io_timeout,
-        ..ClientConfig::new(BufferPool::global())
-    };
-    let ids: Vec<(&str, u32)> = resolved
-        .iter()
-        .map(|(b, _, _, _)| (b.id.as_str(), b.weight))
-        .collect();
-    let placement = Placement::new(&ids)
-        .map_err(|e| S3Error::with_message(S3ErrorCode::InvalidArgument, e.to_string()))?;
-    let mut previous = Vec::with_capacity(cfg.previous_layouts.len());
-    for layout in &cfg.previous_layouts {
-        // Over every backend, so that its indices are the backends' own.
-        let ids: Vec<(&str, u32)> = resolved
-            .iter()
-            .map(|(b, _, _, _)| {
-                let w = layout.weights.iter().find(|(id, _)| *id == b.id);
-                (b.id.as_str(), w.map_or(0, |(_, w)| *w))
-            })
-            .collect();
-        previous.push(Placement::new(&ids).map_err(|e| {
-            S3Error::with_message(
-                S3ErrorCode::InvalidArgument,
-                format!("layout {}: {e}", layout.version),
-            )
-        })?);
-    }
-    let backends = resolved
-        .iter()
-        .map(|(b, host, addr, tls)| {
-            let connector = tls
-                .as_ref()
-                .map_or_else(BackendConnector::tcp, BackendTls::connector);
-            Backend::new(
-                rt.clone(),
-                b,
-                (host.clone(), *addr),
-                &cfg.region,
-                client,
-                BackendLimits {
-                    max_connections: cfg.backend_max_connections,
-                    max_in_flight: cfg.backend_max_in_flight,
-                    retry_window: cfg.retry_window,
-                },
-                connector,
-            )
-        })
-        .collect();
+/// The state that outlives reloads, for `cfg`.
+pub(crate) fn shared<R: Runtime>(rt: R, cfg: &ProxyConfig) -> Shared<R> {
     let mut credentials = MemoryCredentials::new();
     for c in &cfg.credentials {
         credentials.insert(&c.access_key_id, &c.secret_access_key);
@@ -324,11 +390,8 @@ fn build<R: NetRuntime>(rt: R, cfg: &ProxyConfig, resolved: Resolved) -> S3Resul
     for u in &cfg.users {
         credentials.insert(&u.access_key, &u.secret_key);
     }
-    Ok(Proxy {
+    Shared {
         rt,
-        backends,
-        placement,
-        previous,
         credentials,
         keys: SharedSigningKeyCache::new(KEY_CACHE),
         region: cfg.region.clone(),
@@ -348,13 +411,105 @@ fn build<R: NetRuntime>(rt: R, cfg: &ProxyConfig, resolved: Resolved) -> S3Resul
             .map(|c| c.access_key_id.clone())
             .chain(cfg.users.iter().map(|u| u.access_key.clone()))
             .collect(),
+        names: Mutex::new(Vec::new()),
+    }
+}
+
+/// The placement of `layout` (`(id, weight)`; ids it leaves out weigh 0) over `backends`, so
+/// that its indices are the backends' own.
+fn layout_placement(backends: &[Resolved], layout: &Layout) -> Result<Placement, String> {
+    let ids: Vec<(&str, u32)> = backends
+        .iter()
+        .map(|r| {
+            let id = r.spec.config.id.as_str();
+            let w = layout.weights.iter().find(|(l, _)| l == id);
+            (id, w.map_or(0, |(_, w)| *w))
+        })
+        .collect();
+    Placement::new(&ids).map_err(|e| format!("layout {}: {e}", layout.version))
+}
+
+/// The proxy as `cfg` configures it, over `shared`. A backend of `old` whose configuration
+/// and address are unchanged is kept as it is (its connections, health and counters); the
+/// others are made anew, assumed up until a probe says otherwise.
+pub(crate) fn snapshot<R: NetRuntime>(
+    shared: &Arc<Shared<R>>,
+    cfg: &ProxyConfig,
+    resolved: &[Resolved],
+    old: &[Arc<Backend<R>>],
+) -> Result<Proxy<R>, String> {
+    let current = Layout {
+        version: cfg.layout_version,
+        weights: resolved
+            .iter()
+            .map(|r| (r.spec.config.id.clone(), r.spec.config.weight))
+            .collect(),
+    };
+    let placement = layout_placement(resolved, &current)?;
+    let previous = cfg
+        .previous_layouts
+        .iter()
+        .map(|l| layout_placement(resolved, l))
+        .collect::<Result<Vec<_>, _>>()?;
+    let backends = resolved
+        .iter()
+        .map(|r| match old.iter().find(|b| b.spec == r.spec) {
+            Some(kept) => kept.clone(),
+            None => {
+                let client = ClientConfig {
+                    head_limits: head_limits(shared.buffer_size),
+                    connect_timeout: r.spec.connect_timeout,
+                    read_timeout: r.spec.io_timeout,
+                    write_timeout: r.spec.io_timeout,
+                    ..ClientConfig::new(BufferPool::global())
+                };
+                let connector = r
+                    .tls
+                    .as_ref()
+                    .map_or_else(BackendConnector::tcp, BackendTls::connector);
+                let slot = shared.slot(&r.spec.config.id);
+                Arc::new(Backend::new(
+                    shared.rt.clone(),
+                    r.spec.clone(),
+                    slot,
+                    &shared.region,
+                    client,
+                    connector,
+                ))
+            }
+        })
+        .collect();
+    Ok(Proxy {
+        shared: shared.clone(),
+        backends,
+        placement,
+        previous,
+        version: cfg.layout_version,
     })
+}
+
+/// Log a backend as it starts being used.
+fn log_configured<R: Runtime>(b: &Backend<R>) {
+    let auth = if b.passthrough {
+        "passthrough"
+    } else {
+        "resign"
+    };
+    let scheme = if b.is_tls() { "https" } else { "http" };
+    tracing::info!(backend = %b.id, addr = %b.addr, auth = %auth, scheme, "backend configured");
+    if b.spec.config.insecure {
+        tracing::warn!(
+            backend = %b.id,
+            "insecure = true: the backend's TLS certificate is not verified"
+        );
+    }
 }
 
 /// The proxy before it runs: its configuration and resolved backends.
 struct ProxyServer {
     cfg: ProxyConfig,
-    resolved: Resolved,
+    resolved: Vec<Resolved>,
+    reloads: Arc<reload::Requests>,
 }
 
 impl Server for ProxyServer {
@@ -364,34 +519,32 @@ impl Server for ProxyServer {
 
     fn build<R: NetRuntime>(self, rt: &R, stop: &Arc<Signal>) -> io::Result<(ProxyApi<R>, Auth)> {
         let cfg = self.cfg;
-        let proxy = build(rt.clone(), &cfg, self.resolved)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
-        let proxy = Arc::new(proxy);
-        for b in &proxy.backends {
-            let auth = if b.passthrough {
-                "passthrough"
-            } else {
-                "resign"
-            };
-            let scheme = if b.is_tls() { "https" } else { "http" };
-            tracing::info!(backend = %b.id, addr = %b.addr, auth = %auth, scheme, "backend configured");
-        }
-        for b in cfg.backends.iter().filter(|b| b.insecure) {
-            tracing::warn!(
-                backend = %b.id,
-                "insecure = true: the backend's TLS certificate is not verified"
-            );
-        }
-        // Detached: the probes stop with the stop signal.
-        drop(rt.spawn(health::probe_loop(
-            proxy.clone(),
-            stop.clone(),
-            cfg.health_interval,
-            cfg.health_jitter,
-        )));
+        let shared = Arc::new(shared(rt.clone(), &cfg));
+        let proxy = snapshot(&shared, &cfg, &self.resolved, &[])
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let health = health::Schedule {
+            interval: cfg.health_interval,
+            jitter: cfg.health_jitter,
+        };
         let auth = Auth::new(proxy.credentials.clone(), &cfg.region)
             .with_sigv2(cfg.sigv2)
             .with_domains(&cfg.domains);
-        Ok((ProxyApi::new(proxy), auth))
+        let live = Arc::new(reload::Live::new(proxy));
+        for b in &live.load().backends {
+            log_configured(b);
+            // Detached: each probe stops with the stop signal, or when a reload retires it.
+            let current = live.clone();
+            health::spawn_probe(rt, b.clone(), stop.clone(), health, move || current.load());
+        }
+        let reloader = Arc::new(reload::Reloader::new(
+            rt.clone(),
+            stop.clone(),
+            live.clone(),
+            cfg,
+            health,
+        ));
+        // Detached too: it stops with the stop signal.
+        drop(rt.spawn(reload::serve(reloader.clone(), self.reloads.clone())));
+        Ok((ProxyApi::new(live, reloader, self.reloads), auth))
     }
 }

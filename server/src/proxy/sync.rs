@@ -115,6 +115,21 @@ pub(crate) async fn check_and_admit<R: Runtime>(p: &Arc<Proxy<R>>, to: usize) {
     }
 }
 
+/// [`check`] of every backend in turn, each brought up to the others (before a reload swaps in
+/// backends it adds, and before a rebalance moves keys to their owners); the first error, the
+/// others having been tried all the same.
+pub(crate) async fn check_all<R: Runtime>(p: &Arc<Proxy<R>>) -> S3Result<()> {
+    let mut first = Ok(());
+    for i in 0..p.backends.len() {
+        if let Err(e) = check(p, i).await
+            && first.is_ok()
+        {
+            first = Err(e);
+        }
+    }
+    first
+}
+
 /// Bring backend `to`'s buckets and their settings up to those of the other backends that
 /// answer (see the module comment). An error of `to`'s fails the check; another backend's is
 /// logged and that backend skipped.

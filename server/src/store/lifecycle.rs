@@ -298,7 +298,15 @@ impl Store {
                     removed.push(None);
                 } else if versioned {
                     // Files only when a suspended bucket's marker replaces its null version.
-                    let (_, files, size) = delete_in(self, txn, bucket, k, None, &|_| Ok(()))?;
+                    let (_, files, size) = delete_in(
+                        self,
+                        txn,
+                        bucket,
+                        k,
+                        None,
+                        super::DeleteConditions::default(),
+                        &|_| Ok(()),
+                    )?;
                     removed.push(Some((files, size.unwrap_or(0), 0)));
                 } else {
                     let mut table = txn.open_table(OBJECTS).map_err(db_err)?;

@@ -109,10 +109,11 @@ pub use object::{ObjectReader, ObjectWriter};
 pub use sse::{CustomerKey, EncryptWith, EncryptionInfo, Keyring, MasterKey};
 pub use stats::StoreStats;
 pub use types::{
-    BucketInfo, BucketsPage, Checksum, CompleteResult, CompletedPart, CopySource, DeleteOutcome,
-    ExpectedChecksum, ListQuery, MetadataDirective, MultipartChecksum, ObjectEntry, ObjectInfo,
-    ObjectMeta, ObjectsPage, PartEntry, PartsPage, PutResult, ReadRange, RequestOwned, UploadEntry,
-    UploadsPage, UploadsQuery, VersionEntry, VersionsPage, VersionsQuery, WriteConditions,
+    BucketInfo, BucketsPage, Checksum, CompleteResult, CompletedPart, CopySource, DeleteConditions,
+    DeleteOutcome, ExpectedChecksum, ListQuery, MetadataDirective, MultipartChecksum, ObjectEntry,
+    ObjectInfo, ObjectMeta, ObjectsPage, PartEntry, PartsPage, Placed, PutResult, ReadRange,
+    RequestOwned, UploadEntry, UploadsPage, UploadsQuery, VersionEntry, VersionsPage,
+    VersionsQuery, WriteConditions,
 };
 
 use codec::{DataLayout, ObjectRecord, PartRecord};

@@ -531,7 +531,22 @@ pub(crate) fn put_record(
     let state = versioning_in(store, txn, bucket)?;
     let k = object_key(bucket, key)?;
     let mut objects = txn.open_table(OBJECTS).map_err(db_err)?;
+    let placed = conditions.placed;
+    // A moved version keeps its date.
+    let dated;
+    let (rec, bytes) = match placed.last_modified {
+        Some(at) => {
+            let mut r = rec.clone();
+            r.last_modified = at;
+            dated = (codec::encode(&r)?, r);
+            (&dated.1, dated.0.as_slice())
+        }
+        None => (rec, bytes),
+    };
     let Some(state) = state else {
+        if placed.seq.is_some() {
+            return Err(super::version::unversioned_placement());
+        }
         // Insert first and judge the replaced record: a refusal aborts the transaction anyway.
         let old = match objects.insert(k.as_slice(), bytes).map_err(db_err)? {
             Some(v) => Some(codec::decode::<ObjectRecord>(v.value())?),
@@ -552,6 +567,16 @@ pub(crate) fn put_record(
         None => None,
     };
     check_conditions(old.as_ref().map(|(r, _)| r), conditions)?;
+    if let Some(seq) = placed.seq {
+        drop(old);
+        let (stamp, dropped) =
+            super::version::place(txn, &mut objects, &k, seq, placed.null, rec.clone(), false)?;
+        return Ok(Replaced {
+            files: dropped.files,
+            size: dropped.size,
+            version_id: Some(stamp_id(stamp)),
+        });
+    }
     let (stamp, dropped) = make_room(txn, &k, state, old, false)?;
     let mut rec = rec.clone();
     rec.version = Some(stamp);

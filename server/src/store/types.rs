@@ -103,6 +103,32 @@ pub struct WriteConditions {
     /// `If-Match: <etag>`: fail with `PreconditionFailed` if the current ETag differs, and with
     /// `NoSuchKey` if there is no object (as S3 does).
     pub if_match: Option<ETag>,
+    /// Where the write goes in its key's history, when it is placed there rather than new
+    /// (Ferry's own headers, for versions the proxy's rebalance moves between nodes).
+    pub placed: Placed,
+}
+
+/// Conditions of a DeleteObject, judged in its transaction.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeleteConditions {
+    /// `If-Match: <etag>`: only if the object (or the version named) has this ETag.
+    pub if_match: Option<ETag>,
+    /// A delete marker placed in the key's history (moved from another node) instead of new.
+    pub placed: Placed,
+}
+
+/// A write placed in its key's history instead of added as its newest version: a version moved
+/// from another node keeps its id, its place among the key's versions and its date
+/// (`x-ferry-version-id`, `x-ferry-version-order`, `x-ferry-last-modified`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Placed {
+    /// The version's order among its key's versions (for a non-null version, what its id is
+    /// made of); `None`: a new version, newer than all. Needs a versioned bucket.
+    pub seq: Option<u64>,
+    /// With `seq`: the version is the key's null version.
+    pub null: bool,
+    /// Its modification time (Unix seconds) instead of the commit's.
+    pub last_modified: Option<i64>,
 }
 
 /// The result of a committed write (PUT, copy, complete multipart upload).

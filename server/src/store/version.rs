@@ -33,7 +33,7 @@ use super::codec::{self, ObjectRecord, VersionStamp, stored_etag};
 use super::fence::check_unfenced;
 use super::files::FileId;
 use super::list::{rolled_prefix, successor};
-use super::types::{DeleteOutcome, VersionEntry, VersionsPage, VersionsQuery};
+use super::types::{DeleteConditions, DeleteOutcome, VersionEntry, VersionsPage, VersionsQuery};
 use super::{
     BUCKET_SETTINGS, BUCKETS, BucketSetting, MAX_LIST, META, OBJECTS, Store, VERSIONED_LAYOUT,
     VERSIONS, VersionId, Versioning, bucket_exists, bucket_prefix, check_bucket_name, check_key,
@@ -256,6 +256,98 @@ pub(crate) fn make_room(
     Ok((stamp, dropped))
 }
 
+/// In `txn`, with `objects` open: put `rec` (an object or a delete marker; its stamp is set
+/// here) into `k`'s history at `seq` instead of as a new newest version — a version moved from
+/// another node keeps its id and place (`Placed`). Newer than every version the key has, it
+/// becomes current (the current one going to `VERSIONS`); older, it goes to `VERSIONS` as a
+/// noncurrent version, below whatever was written since. A key has one null version: of two,
+/// the newer stays. Refused (`PreconditionFailed`) when the key has a version at `seq`
+/// already (the move ran before) or a newer null version than this null one; nothing is
+/// written then. The store's sequence goes past `seq`, so later writes stay newer.
+pub(crate) fn place(
+    txn: &WriteTransaction,
+    objects: &mut Objects<'_>,
+    k: &[u8],
+    seq: u64,
+    null: bool,
+    mut rec: ObjectRecord,
+    delete_marker: bool,
+) -> S3Result<(VersionStamp, Dropped)> {
+    let there = |why: &str| S3Error::with_message(S3ErrorCode::PreconditionFailed, why.to_owned());
+    let mut versions = txn.open_table(VERSIONS).map_err(db_err)?;
+    let current = match objects.get(k).map_err(db_err)? {
+        Some(v) => {
+            let bytes = v.value().to_vec();
+            Some((codec::decode::<ObjectRecord>(&bytes)?, bytes))
+        }
+        None => None,
+    };
+    let taken = current.as_ref().is_some_and(|(r, _)| r.order() == seq)
+        || versions.get((k, !seq)).map_err(db_err)?.is_some();
+    if taken {
+        return Err(there("The key has a version in this place already."));
+    }
+    let newest = match &current {
+        Some((r, _)) => r.order(),
+        None => newest_old(&versions, k)?.map_or(0, |(inv, _)| !inv),
+    };
+    let mut dropped = Dropped::default();
+    let mut current = current;
+    if null {
+        if let Some((r, _)) = current.as_ref().filter(|(r, _)| r.is_null()) {
+            if r.order() > seq {
+                return Err(there("A newer null version replaced this one."));
+            }
+            dropped.add(r);
+            objects.remove(k).map_err(db_err)?;
+            current = None;
+        } else if let Some(old) = find_version(objects, &versions, k, VersionId::Null)? {
+            if old.1.order() > seq {
+                return Err(there("A newer null version replaced this one."));
+            }
+            if let (Slot::Old(inv), old) = old {
+                versions.remove((k, inv)).map_err(db_err)?;
+                dropped.add(&old);
+            }
+        }
+    }
+    let stamp = VersionStamp {
+        seq,
+        null,
+        delete_marker,
+    };
+    rec.version = Some(stamp);
+    let bytes = codec::encode(&rec)?;
+    if seq > newest {
+        if let Some((old, old_bytes)) = current {
+            versions
+                .insert((k, !old.order()), old_bytes.as_slice())
+                .map_err(db_err)?;
+            objects.remove(k).map_err(db_err)?;
+        }
+        if delete_marker {
+            versions
+                .insert((k, !seq), bytes.as_slice())
+                .map_err(db_err)?;
+        } else {
+            objects.insert(k, bytes.as_slice()).map_err(db_err)?;
+        }
+    } else {
+        versions
+            .insert((k, !seq), bytes.as_slice())
+            .map_err(db_err)?;
+    }
+    // A null version taken out may have been the current one.
+    promote(objects, &mut versions, k)?;
+    drop(versions);
+    let mut meta = txn.open_table(META).map_err(db_err)?;
+    let last = meta.get(SEQ_KEY).map_err(db_err)?.map_or(0, |v| v.value());
+    meta.insert(SEQ_KEY, last.max(seq)).map_err(db_err)?;
+    drop(meta);
+    raise_layout(txn, VERSIONED_LAYOUT)?;
+    Ok((stamp, dropped))
+}
+
 /// The id a stamp gives its version.
 pub(crate) fn stamp_id(stamp: VersionStamp) -> VersionId {
     if stamp.null {
@@ -265,18 +357,44 @@ pub(crate) fn stamp_id(stamp: VersionStamp) -> VersionId {
     }
 }
 
+/// A version placed in a bucket that never had versions.
+pub(crate) fn unversioned_placement() -> S3Error {
+    S3Error::with_message(
+        S3ErrorCode::InvalidRequest,
+        "x-ferry-version-id needs a bucket with versioning.",
+    )
+}
+
 /// What a delete removed: its outcome, files to retire, and the removed object's size.
 pub(crate) type Deleted = (DeleteOutcome, Vec<FileId>, Option<u64>);
 
 /// In `txn`: DeleteObject of `k` (of `bucket`), of `version` if named.
+///
+/// With `conditions.if_match` (DeleteObject's `If-Match`), the object the delete acts on — the current
+/// one, or the version named — must have that ETag (`PreconditionFailed` otherwise, and
+/// `NoSuchKey` when there is none), judged in this transaction.
 pub(crate) fn delete_in(
     store: &Store,
     txn: &WriteTransaction,
     bucket: &str,
     k: &[u8],
     version: Option<VersionId>,
+    conditions: DeleteConditions,
     guard: &dyn Fn(&ObjectRecord) -> S3Result<()>,
 ) -> S3Result<Deleted> {
+    let DeleteConditions { if_match, placed } = conditions;
+    let matches = |rec: Option<&ObjectRecord>| -> S3Result<()> {
+        let Some(want) = if_match else {
+            return Ok(());
+        };
+        match rec {
+            None => Err(S3Error::new(S3ErrorCode::NoSuchKey)),
+            Some(r) if r.is_delete_marker() || stored_etag(&r.etag)? != want => {
+                Err(S3Error::new(S3ErrorCode::PreconditionFailed))
+            }
+            Some(_) => Ok(()),
+        }
+    };
     {
         let buckets = txn.open_table(BUCKETS).map_err(db_err)?;
         if !bucket_exists(&buckets, bucket)? {
@@ -286,17 +404,44 @@ pub(crate) fn delete_in(
     let mut objects = txn.open_table(OBJECTS).map_err(db_err)?;
     let Some(v) = version else {
         let state = versioning_in(store, txn, bucket)?;
+        if placed.seq.is_some() && state.is_none() {
+            return Err(unversioned_placement());
+        }
         let Some(state) = state else {
             // Never versioned: the key goes, as it always did.
             let old = match objects.remove(k).map_err(db_err)? {
                 Some(v) => Some(codec::decode::<ObjectRecord>(v.value())?),
                 None => None,
             };
+            // A refusal aborts the transaction: nothing is removed.
+            matches(old.as_ref())?;
             let (files, size) = old.map_or((Vec::new(), None), |o| (o.data.files(), Some(o.size)));
             return Ok((DeleteOutcome::default(), files, size));
         };
         // A delete marker is a write: not while a fence holds the bucket.
         check_unfenced(txn, bucket)?;
+        if let Some(seq) = placed.seq {
+            // A delete marker moved from another node: in its place, with its date.
+            let current = match objects.get(k).map_err(db_err)? {
+                Some(v) => Some(codec::decode::<ObjectRecord>(v.value())?),
+                None => None,
+            };
+            matches(current.as_ref())?;
+            let marker = ObjectRecord::delete_marker(
+                VersionStamp {
+                    seq,
+                    null: placed.null,
+                    delete_marker: true,
+                },
+                placed.last_modified.unwrap_or_else(now),
+            );
+            let (stamp, dropped) = place(txn, &mut objects, k, seq, placed.null, marker, true)?;
+            let outcome = DeleteOutcome {
+                version_id: Some(stamp_id(stamp)),
+                delete_marker: true,
+            };
+            return Ok((outcome, dropped.files, dropped.size));
+        }
         let old = match objects.remove(k).map_err(db_err)? {
             Some(v) => {
                 let bytes = v.value().to_vec();
@@ -304,6 +449,7 @@ pub(crate) fn delete_in(
             }
             None => None,
         };
+        matches(old.as_ref().map(|(r, _)| r))?;
         let (stamp, dropped) = make_room(txn, k, state, old, true)?;
         let outcome = DeleteOutcome {
             version_id: Some(stamp_id(stamp)),
@@ -312,7 +458,9 @@ pub(crate) fn delete_in(
         return Ok((outcome, dropped.files, dropped.size));
     };
     let mut versions = txn.open_table(VERSIONS).map_err(db_err)?;
-    let Some((slot, rec)) = find_version(&objects, &versions, k, v)? else {
+    let found = find_version(&objects, &versions, k, v)?;
+    matches(found.as_ref().map(|(_, r)| r))?;
+    let Some((slot, rec)) = found else {
         // Deleting a version that does not exist succeeds, as in S3.
         return Ok((
             DeleteOutcome {
@@ -407,22 +555,34 @@ impl Store {
         key: &str,
         version: Option<VersionId>,
     ) -> S3Result<DeleteOutcome> {
-        self.delete_object_version_guarded(bucket, key, version, |_| Ok(()))
+        self.delete_object_version_guarded(
+            bucket,
+            key,
+            version,
+            DeleteConditions::default(),
+            |_| Ok(()),
+        )
     }
 
     /// [`Store::delete_object_version`], where the removal of a version for good (not a delete
     /// marker's) is first put to `guard` with the version's metadata, in the deleting
     /// transaction: object lock refuses it there (`AccessDenied`), so no change of retention
-    /// or hold can slip between the check and the delete.
+    /// or hold can slip between the check and the delete. `conditions`: only if the object
+    /// (or the version named) has an ETag, and a delete marker placed in the key's history
+    /// (see `delete_in`).
     pub fn delete_object_version_guarded(
         &self,
         bucket: &str,
         key: &str,
         version: Option<VersionId>,
+        conditions: DeleteConditions,
         guard: impl Fn(&super::ObjectMeta) -> S3Result<()>,
     ) -> S3Result<DeleteOutcome> {
         let k = object_key(bucket, key)?;
-        if version.is_none() && self.versioning(bucket)?.is_none() {
+        if version.is_none()
+            && conditions == DeleteConditions::default()
+            && self.versioning(bucket)?.is_none()
+        {
             // Most deletes of missing keys need no write transaction (and no fsync).
             let txn = self.read_txn()?;
             let objects = txn.open_table(OBJECTS).map_err(db_err)?;
@@ -436,7 +596,9 @@ impl Store {
             }
         }
         let (outcome, files, size) = self.update(None, |txn| {
-            delete_in(self, txn, bucket, &k, version, &|rec| guard(&rec.meta))
+            delete_in(self, txn, bucket, &k, version, conditions, &|rec| {
+                guard(&rec.meta)
+            })
         })?;
         if let Some(size) = size {
             self.inner.counters.deleted(size);

@@ -28,6 +28,8 @@ mod proxy_forward;
 mod proxy_health;
 mod proxy_layouts;
 mod proxy_list;
+mod proxy_rebalance;
+mod proxy_reload;
 mod proxy_resign_moto;
 mod proxy_restarts;
 mod proxy_s3;

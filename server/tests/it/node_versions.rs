@@ -174,3 +174,89 @@ fn documents_and_errors(c: &mut Client) {
     assert_eq!(c.get("/raw/b").status, 200);
     assert_eq!(entries(&c.get("/raw?versions")).len(), 4);
 }
+
+/// Ferry's placement headers over HTTP: the bucket owner places a version (its id and date
+/// kept) and a delete marker; bad values are `400`; another user the bucket's policy lets
+/// write may write, but not place (`403`).
+#[test]
+fn placement_headers_are_the_owners() {
+    use ferry_core::s3::sigv4::Credentials;
+    use ferry_server::start_node;
+
+    use crate::support::ALICE;
+    use crate::support::node::node_config;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = node_config(dir.path(), RuntimeKind::Tokio);
+    cfg.users = vec![ALICE.user()];
+    cfg.fsync = false;
+    let node = start_node(cfg).expect("node");
+    let mut c = Client::connect(node.local_addr());
+    assert_eq!(c.put("/placed", b"").status, 200);
+    assert_eq!(c.put("/placed?versioning", ENABLED).status, 200);
+    let id = "fffffe0000000001";
+    let r = c.request(
+        "PUT",
+        "/placed/k",
+        &[
+            ("x-ferry-version-id", id),
+            ("x-ferry-last-modified", "1500000000"),
+        ],
+        b"placed",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.header("x-amz-version-id"), Some(id));
+    let r = c.get(&format!("/placed/k?versionId={id}"));
+    assert_eq!(r.body, b"placed");
+    assert_eq!(
+        r.header("last-modified"),
+        Some("Fri, 14 Jul 2017 02:40:00 GMT")
+    );
+    // A delete marker placed above it.
+    let marker = "fffffe0000000000";
+    let r = c.request(
+        "DELETE",
+        "/placed/k",
+        &[("x-ferry-version-id", marker)],
+        b"",
+    );
+    assert_eq!(r.status, 204, "{}", r.text());
+    assert_eq!(r.header("x-amz-version-id"), Some(marker));
+    assert_eq!(r.header("x-amz-delete-marker"), Some("true"));
+    assert_eq!(c.get("/placed/k").status, 404);
+    for bad in [
+        [
+            ("x-ferry-version-id", "null"),
+            ("x-ferry-last-modified", "1"),
+        ],
+        [
+            ("x-ferry-version-id", "nonsense"),
+            ("x-ferry-last-modified", "1"),
+        ],
+        [
+            ("x-ferry-version-order", "5"),
+            ("x-ferry-last-modified", "1"),
+        ],
+        [
+            ("x-ferry-version-id", id),
+            ("x-ferry-last-modified", "soon"),
+        ],
+    ] {
+        let r = c.request("PUT", "/placed/bad", &bad, b"x");
+        assert_eq!(r.status, 400, "{bad:?}: {}", r.text());
+    }
+    // Alice may write into the bucket, but not place versions in it.
+    let policy = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:user/alice"},"Action":"s3:PutObject","Resource":"arn:aws:s3:::placed/*"}]}"#;
+    assert_eq!(c.put("/placed?policy", policy.as_bytes()).status, 204);
+    let mut alice = Client::connect(node.local_addr());
+    alice.credentials = Credentials::new(ALICE.access_key, ALICE.secret_key);
+    assert_eq!(alice.put("/placed/hers", b"fine").status, 200);
+    let r = alice.request(
+        "PUT",
+        "/placed/hers",
+        &[("x-ferry-last-modified", "1500000000")],
+        b"dated",
+    );
+    r.expect_error(403, "AccessDenied");
+    node.stop();
+}

@@ -5,7 +5,9 @@
 use std::collections::HashMap;
 
 use aws_sdk_s3::primitives::{ByteStream, DateTime};
-use aws_sdk_s3::types::{Delete, MetadataDirective, ObjectIdentifier};
+use aws_sdk_s3::types::{
+    BucketVersioningStatus, Delete, MetadataDirective, ObjectIdentifier, VersioningConfiguration,
+};
 
 use crate::support::http;
 use crate::support::sdk::{
@@ -24,6 +26,7 @@ on_every_target!(
     copy_with_copy_and_replace,
     copy_source_conditions_and_errors,
     delete_object_and_missing_keys,
+    conditional_delete,
     delete_objects_verbose_and_quiet,
     awkward_keys,
     content_md5_checked,
@@ -826,6 +829,65 @@ async fn delete_object_and_missing_keys(target: Target) {
         .unwrap_or_else(|e| panic!("delete missing: {}", show(&e)));
     let raw = http::http_request(n.addr, "DELETE", "/del/x", &[], b"");
     assert_eq!(raw.status, 403, "unsigned DELETE");
+}
+
+/// DeleteObject with `If-Match`: only the object with that ETag goes (412 otherwise, 404 for
+/// no object), in a plain bucket and in a versioned one (where it makes the delete marker).
+async fn conditional_delete(target: Target) {
+    let n = TestNode::start(target);
+    for bucket in ["cdel", "cdelv"] {
+        n.bucket(bucket).await;
+        if bucket == "cdelv" {
+            let on = VersioningConfiguration::builder()
+                .status(BucketVersioningStatus::Enabled)
+                .build();
+            n.client
+                .put_bucket_versioning()
+                .bucket(bucket)
+                .versioning_configuration(on)
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("versioning: {}", show(&e)));
+        }
+        let data = pattern(300, 4);
+        n.put(bucket, "k", data.clone()).await;
+        assert_code(
+            n.client
+                .delete_object()
+                .bucket(bucket)
+                .key("k")
+                .if_match("\"0123456789abcdef0123456789abcdef\"")
+                .send()
+                .await,
+            412,
+            "PreconditionFailed",
+        );
+        assert_eq!(n.get(bucket, "k").await, data);
+        n.client
+            .delete_object()
+            .bucket(bucket)
+            .key("k")
+            .if_match(etag_of(&data))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("If-Match delete: {}", show(&e)));
+        assert_code(
+            n.client.get_object().bucket(bucket).key("k").send().await,
+            404,
+            "NoSuchKey",
+        );
+        assert_code(
+            n.client
+                .delete_object()
+                .bucket(bucket)
+                .key("k")
+                .if_match(etag_of(&data))
+                .send()
+                .await,
+            404,
+            "NoSuchKey",
+        );
+    }
 }
 
 fn ids(keys: &[&str]) -> Vec<ObjectIdentifier> {

@@ -3,9 +3,10 @@
 //! and the data files every version keeps across a reopen (open-time cleanup counts them).
 //! A store written before versions (no versions table) opens and works.
 
-use ferry_core::s3::S3ErrorCode;
+use ferry_core::s3::{S3ErrorCode, S3Result};
 use ferry_server::store::{
-    ObjectMeta, ReadRange, Store, VersionId, Versioning, VersionsQuery, WriteConditions,
+    DeleteConditions, ObjectMeta, Placed, PutResult, ReadRange, Store, VersionId, Versioning,
+    VersionsQuery, WriteConditions,
 };
 
 use redb::ReadableDatabase as _;
@@ -405,4 +406,133 @@ fn a_store_from_before_versions_opens_and_versions() {
     }
     let s = open(dir.path());
     assert_eq!(read(&s, "b", "k", Some(VersionId::Null)), b"old");
+}
+
+fn put_placed(s: &Store, b: &str, k: &str, data: &[u8], placed: Placed) -> S3Result<PutResult> {
+    let mut w = s.object_writer(b, k).unwrap();
+    w.write(data).unwrap();
+    w.commit(
+        ObjectMeta::default(),
+        WriteConditions {
+            placed,
+            ..WriteConditions::default()
+        },
+    )
+}
+
+fn at(seq: u64) -> Placed {
+    Placed {
+        seq: Some(seq),
+        null: false,
+        last_modified: Some(1_600_000_000 + i64::try_from(seq % 1000).unwrap()),
+    }
+}
+
+/// Versions moved from another node keep their ids, places and dates: an older one goes below
+/// what was written since, a newer one becomes current, the same one twice is refused, a null
+/// version replaces an older null one only, and a delete marker takes its place too.
+#[test]
+fn placed_versions_keep_their_ids_places_and_dates() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    s.create_bucket("b").unwrap();
+    // Not in a bucket that never had versions.
+    assert_eq!(
+        code(put_placed(&s, "b", "k", b"x", at(5))),
+        S3ErrorCode::InvalidRequest
+    );
+    // A date alone is fine anywhere.
+    let dated = Placed {
+        last_modified: Some(1_500_000_000),
+        ..Placed::default()
+    };
+    put_placed(&s, "b", "plain", b"dated", dated).unwrap();
+    let info = s.head_object("b", "plain").unwrap();
+    assert_eq!(info.last_modified.to_unix(), 1_500_000_000);
+
+    s.set_versioning("b", Versioning::Enabled).unwrap();
+    let client = put(&s, "b", "k", b"written since").unwrap();
+    let old_seq = client.seq().unwrap() - 1_000_000;
+    let older = put_placed(&s, "b", "k", b"moved, older", at(old_seq))
+        .unwrap()
+        .version_id
+        .unwrap();
+    assert_eq!(older, VersionId::Seq(old_seq));
+    // The client's write stays current; the moved one is found by its id, with its date.
+    assert_eq!(read(&s, "b", "k", None), b"written since");
+    assert_eq!(read(&s, "b", "k", Some(older)), b"moved, older");
+    assert_eq!(
+        listed(&s, "b")
+            .into_iter()
+            .filter(|e| e.0 == "k")
+            .collect::<Vec<_>>(),
+        [l("k", client, true, false), l("k", older, false, false)]
+    );
+    // Twice in one place: refused, nothing changes.
+    assert_eq!(
+        code(put_placed(&s, "b", "k", b"again", at(old_seq))),
+        S3ErrorCode::PreconditionFailed
+    );
+    assert_eq!(read(&s, "b", "k", Some(older)), b"moved, older");
+    // Newer than everything: current; the next write is newer still.
+    let newer_seq = client.seq().unwrap() + 1_000_000;
+    let newer = put_placed(&s, "b", "k", b"moved, newer", at(newer_seq))
+        .unwrap()
+        .version_id
+        .unwrap();
+    assert_eq!(read(&s, "b", "k", None), b"moved, newer");
+    let next = put(&s, "b", "k", b"next").unwrap();
+    assert!(next.seq().unwrap() > newer_seq);
+    assert_eq!(read(&s, "b", "k", Some(newer)), b"moved, newer");
+
+    // Null versions: one per key, the newer stays.
+    let null_at = |seq: u64| Placed {
+        seq: Some(seq),
+        null: true,
+        last_modified: None,
+    };
+    put_placed(&s, "b", "n", b"null, older", null_at(old_seq)).unwrap();
+    put_placed(&s, "b", "n", b"null, newer", null_at(old_seq + 10)).unwrap();
+    assert_eq!(read(&s, "b", "n", Some(VersionId::Null)), b"null, newer");
+    assert_eq!(
+        code(put_placed(
+            &s,
+            "b",
+            "n",
+            b"null, oldest",
+            null_at(old_seq - 10)
+        )),
+        S3ErrorCode::PreconditionFailed
+    );
+    assert_eq!(listed(&s, "b").iter().filter(|e| e.0 == "n").count(), 1);
+
+    // A delete marker in its place: above the moved version it hides.
+    let m_seq = old_seq + 100;
+    let placed_marker = DeleteConditions {
+        placed: at(m_seq),
+        ..DeleteConditions::default()
+    };
+    put_placed(&s, "b", "d", b"hidden", at(old_seq)).unwrap();
+    let out = s
+        .delete_object_version_guarded("b", "d", None, placed_marker, |_| Ok(()))
+        .unwrap();
+    assert_eq!(
+        (out.version_id, out.delete_marker),
+        (Some(VersionId::Seq(m_seq)), true)
+    );
+    assert_eq!(
+        listed(&s, "b")
+            .into_iter()
+            .filter(|e| e.0 == "d")
+            .collect::<Vec<_>>(),
+        [
+            l("d", VersionId::Seq(m_seq), true, true),
+            l("d", VersionId::Seq(old_seq), false, false)
+        ]
+    );
+    // A reopen keeps it all.
+    drop(s);
+    let s = open(dir.path());
+    assert_eq!(read(&s, "b", "k", Some(older)), b"moved, older");
+    assert_eq!(read(&s, "b", "n", Some(VersionId::Null)), b"null, newer");
 }

@@ -43,6 +43,10 @@ pub struct Node {
     pub limits: ConnLimits,
     /// Whether it writes streamed bodies through `io_uring` (the default).
     pub io_uring: bool,
+    /// Whether it takes SSE-C keys over plain HTTP (off by default).
+    pub allow_sse_c_over_http: bool,
+    /// Its SSE-KMS keyring file.
+    pub sse_kms_keyring: Option<std::path::PathBuf>,
 }
 
 impl Node {
@@ -84,6 +88,8 @@ impl Node {
             threads,
             limits,
             io_uring: true,
+            allow_sse_c_over_http: false,
+            sse_kms_keyring: None,
         };
         n.restart();
         n
@@ -100,6 +106,8 @@ impl Node {
         cfg.threads = self.threads;
         cfg.limits = self.limits;
         cfg.io_uring = self.io_uring;
+        cfg.allow_sse_c_over_http = self.allow_sse_c_over_http;
+        cfg.sse_kms_keyring.clone_from(&self.sse_kms_keyring);
         // The port may linger briefly after a stop.
         let mut tries = 0;
         let handle = loop {

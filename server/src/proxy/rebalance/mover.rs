@@ -1,0 +1,1064 @@
+//! Moving one object, or one key's versions, from the backend it is on to its owner: copy
+//! (GET streamed into a PUT), check, then delete the old copy — each step as the module
+//! comment of `rebalance` says, for the races with clients.
+
+use std::sync::atomic::Ordering;
+
+use ferry_core::http::{EMPTY_HEADER, Header, find_header_str};
+use ferry_core::md5::{content_md5, md5};
+use ferry_core::rt::Runtime;
+use ferry_core::s3::checksum::ChecksumAlgorithm;
+use ferry_core::s3::outbound::OutboundRequest;
+use ferry_core::s3::sigv4::{EMPTY_SHA256, UNSIGNED_PAYLOAD};
+use ferry_core::s3::tagging::{TAGGING_COUNT_HEADER, TAGGING_HEADER};
+use ferry_core::s3::uri;
+use ferry_core::s3::version::{
+    PLACE_LAST_MODIFIED_HEADER, PLACE_VERSION_ID_HEADER, PLACE_VERSION_ORDER_HEADER, VersionId,
+};
+use ferry_core::s3::xml::ErrorResponse;
+use ferry_core::s3::xml::lock::{
+    BYPASS_GOVERNANCE_HEADER, LEGAL_HOLD_HEADER, LOCK_MODE_HEADER, RETAIN_UNTIL_HEADER,
+};
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+use ferry_core::time::DateTime;
+use ferry_net::NetRuntime;
+
+use super::super::copy::{
+    self, Framing, Meter, etag_is_md5, etag_md5, is_encryption_header, is_object_header, stream_put,
+};
+use super::super::forward::{Call, Reply, call};
+use super::super::sign::sign_as;
+use super::progress::Progress;
+use super::throttle::Throttle;
+use super::{Bucket, Entry, Rebalancer, about};
+
+/// Response header fields read per backend response.
+const MAX_HEADERS: usize = 128;
+
+fn object_path(bucket: &str, key: &str) -> String {
+    format!("/{}/{}", uri::encode_path(bucket), uri::encode_path(key))
+}
+
+fn version_query(version: Option<&str>) -> String {
+    version.map_or_else(String::new, |v| format!("versionId={}", uri::encode(v)))
+}
+
+/// What the move's bytes pass: the bandwidth bound and the count of bytes sent.
+struct MoveMeter<'a, R: Runtime> {
+    throttle: Option<&'a Throttle<R>>,
+    progress: &'a Progress,
+}
+
+impl<R: Runtime> Meter for MoveMeter<'_, R> {
+    async fn pass(&mut self, n: usize) {
+        if let Some(t) = self.throttle {
+            t.pass(n).await;
+        }
+        self.progress
+            .sent_bytes
+            .fetch_add(n as u64, Ordering::Relaxed);
+    }
+}
+
+/// A version's object lock, as its GET says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Lock {
+    /// `GOVERNANCE` or `COMPLIANCE`, and the header value of the date.
+    retention: Option<(String, String)>,
+    legal_hold: bool,
+}
+
+impl Lock {
+    fn of(headers: &[Header<'_>]) -> Self {
+        let retention = match (
+            find_header_str(headers, LOCK_MODE_HEADER),
+            find_header_str(headers, RETAIN_UNTIL_HEADER),
+        ) {
+            (Some(m), Some(u)) => Some((m.trim().to_owned(), u.trim().to_owned())),
+            _ => None,
+        };
+        let legal_hold = find_header_str(headers, LEGAL_HOLD_HEADER)
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("ON"));
+        Self {
+            retention,
+            legal_hold,
+        }
+    }
+
+    fn is_some(&self) -> bool {
+        self.retention.is_some() || self.legal_hold
+    }
+
+    /// Whether COMPLIANCE retention keeps the version at `now`.
+    fn compliance_until_after(&self, now: i64) -> bool {
+        self.retention.as_ref().is_some_and(|(mode, until)| {
+            mode.eq_ignore_ascii_case("COMPLIANCE")
+                && DateTime::parse_iso8601(until).is_none_or(|d| d.to_unix() > now)
+        })
+    }
+
+    fn governance(&self) -> bool {
+        self.retention
+            .as_ref()
+            .is_some_and(|(mode, _)| mode.eq_ignore_ascii_case("GOVERNANCE"))
+    }
+}
+
+/// How the copy is placed on its new owner.
+#[derive(Debug, Clone, Default)]
+struct Place {
+    /// `If-None-Match: *`: only if the owner has no such key (unversioned buckets).
+    create_only: bool,
+    /// Ferry's placement headers (a Ferry owner): the date, and the version's id and order.
+    headers: Vec<(&'static str, String)>,
+}
+
+/// What became of a copy.
+#[derive(Debug)]
+enum Copied {
+    /// Copied and checked: the source's ETag and lock, and the copy's ETag and version id.
+    Done {
+        source_etag: String,
+        lock: Lock,
+        etag: String,
+        version: Option<String>,
+        size: u64,
+    },
+    /// The owner has the key (`If-None-Match`) or the version (its place) already.
+    There { source_etag: String, lock: Lock },
+    /// The source is gone (a client deleted it).
+    Gone,
+    /// An SSE-C object: not readable without its key.
+    SseC,
+}
+
+impl<R: NetRuntime> Rebalancer<R> {
+    /// An unversioned bucket's object: copy it to its owner unless the owner has the key, then
+    /// delete it where it was if it is still what was copied.
+    pub(crate) async fn move_object(&self, b: &Bucket, e: &Entry, from: usize, to: usize) {
+        let key = &e.key;
+        let mut place = Place {
+            create_only: true,
+            headers: Vec::new(),
+        };
+        if self.is_ferry(to) {
+            place
+                .headers
+                .push((PLACE_LAST_MODIFIED_HEADER, e.last_modified.to_string()));
+        }
+        // A copy there already (a move run before, or a client's write) costs a HEAD, not the
+        // object's bytes.
+        let copied = match self.head(b, key, None, to).await {
+            Ok(Some((etag, _))) => Ok(Copied::There {
+                source_etag: e.etag.clone(),
+                lock: Lock::default(),
+            })
+            .map(|c| (c, Some(etag))),
+            Ok(None) => self
+                .copy_one(b, e, None, from, to, &place)
+                .await
+                .map(|c| (c, None)),
+            Err(err) => Err(err),
+        };
+        let p = &self.progress;
+        match copied {
+            Err(err) => p.error(about(&b.name, key, &err)),
+            Ok((Copied::Gone, _)) => {
+                p.superseded.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok((Copied::SseC, _)) => {
+                p.skipped_sse_c.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok((Copied::There { source_etag, .. }, owner_etag)) => {
+                let owner_etag = match owner_etag {
+                    Some(t) => Some(t),
+                    None => self
+                        .head(b, key, None, to)
+                        .await
+                        .ok()
+                        .flatten()
+                        .map(|h| h.0),
+                };
+                // The owner's copy wins: the source goes if it is still what the listing saw.
+                match self.delete(b, key, None, Some(&source_etag), false, from).await {
+                    Ok(s) if (200..300).contains(&s) => {
+                        if owner_etag.as_deref() == Some(source_etag.as_str()) {
+                            // A move interrupted after its copy: finished now.
+                            p.moved_objects.fetch_add(1, Ordering::Relaxed);
+                            p.moved_bytes.fetch_add(e.size, Ordering::Relaxed);
+                        } else {
+                            p.superseded.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    Ok(404) => {
+                        p.superseded.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Ok(s) => p.error(format!(
+                        "{}/{key}: its copy on {} could not be deleted ({s}): the owner has a newer one",
+                        b.name,
+                        self.id(from)
+                    )),
+                    Err(err) => p.error(about(&b.name, key, &err)),
+                }
+            }
+            Ok((
+                Copied::Done {
+                    source_etag,
+                    etag,
+                    size,
+                    ..
+                },
+                _,
+            )) => match self
+                .delete(b, key, None, Some(&source_etag), false, from)
+                .await
+            {
+                Ok(s) if (200..300).contains(&s) => {
+                    p.moved_objects.fetch_add(1, Ordering::Relaxed);
+                    p.moved_bytes.fetch_add(size, Ordering::Relaxed);
+                }
+                Ok(404) => {
+                    // A client deleted it while it moved: the copy goes too, if still ours.
+                    self.undo(b, key, None, &etag, to).await;
+                    p.superseded.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(412) => {
+                    // Written again where it was (a proxy on the old layout): ours is older.
+                    self.undo(b, key, None, &etag, to).await;
+                    p.error(format!(
+                        "{}/{key}: changed on {} while it moved (a proxy still on the old layout?); run again",
+                        b.name,
+                        self.id(from)
+                    ));
+                }
+                Ok(s) => p.error(format!(
+                    "{}/{key}: copied, but its old copy on {} could not be deleted ({s})",
+                    b.name,
+                    self.id(from)
+                )),
+                Err(err) => p.error(about(&b.name, key, &err)),
+            },
+        }
+    }
+
+    /// A versioned bucket's key: every version and delete marker (`versions`, newest first as
+    /// listed). To a Ferry owner each is placed by its id, newest first (so the owner's current
+    /// version is the right one at every step); to another S3 server they are written oldest
+    /// first, with new ids. Then each copied one is deleted where it was.
+    pub(crate) async fn move_versions(
+        &self,
+        b: &Bucket,
+        versions: &[Entry],
+        from: usize,
+        to: usize,
+    ) {
+        let Some(key) = versions.first().map(|v| v.key.clone()) else {
+            return;
+        };
+        let placing = self.is_ferry(to);
+        let orders = orders(versions);
+        let mut steps: Vec<usize> = (0..versions.len()).collect();
+        if !placing {
+            steps.reverse();
+        }
+        let p = &self.progress;
+        // (entry, the owner's version id of its copy, source ETag, lock) of each copied one.
+        let mut copied: Vec<(&Entry, Option<String>, String, Lock)> = Vec::new();
+        for n in steps {
+            let v = &versions[n];
+            let Some(id) = v.version_id.as_deref() else {
+                continue;
+            };
+            let mut place = Place::default();
+            if placing {
+                place.headers.push((PLACE_VERSION_ID_HEADER, id.to_owned()));
+                if id == "null" {
+                    place
+                        .headers
+                        .push((PLACE_VERSION_ORDER_HEADER, orders[n].to_string()));
+                }
+                place
+                    .headers
+                    .push((PLACE_LAST_MODIFIED_HEADER, v.last_modified.to_string()));
+            }
+            if v.delete_marker {
+                match self.place_marker(b, &key, &place, to).await {
+                    Ok(version) => copied.push((v, version, String::new(), Lock::default())),
+                    Err(err) => p.error(about(&b.name, &key, &err)),
+                }
+                continue;
+            }
+            match self.copy_one(b, v, Some(id), from, to, &place).await {
+                Ok(Copied::Done {
+                    source_etag,
+                    lock,
+                    version,
+                    ..
+                }) => copied.push((v, version, source_etag, lock)),
+                Ok(Copied::There { source_etag, lock }) => {
+                    copied.push((v, Some(id.to_owned()), source_etag, lock));
+                }
+                Ok(Copied::Gone) => {
+                    p.superseded.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(Copied::SseC) => {
+                    p.skipped_sse_c.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(err) => p.error(about(&b.name, &format!("{key}?versionId={id}"), &err)),
+            }
+        }
+        let now = self.p.rt.unix_time();
+        for (v, copy_version, source_etag, lock) in copied {
+            let id = v.version_id.as_deref();
+            let what = format!("{key}?versionId={}", id.unwrap_or("null"));
+            if lock.compliance_until_after(now) {
+                p.skipped_locked.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            if lock.legal_hold
+                && let Err(err) = self.legal_hold(b, &key, id, false, from).await
+            {
+                p.error(about(&b.name, &what, &err));
+                continue;
+            }
+            if v.delete_marker {
+                // A delete of a missing version succeeds, so whether a client deleted the
+                // marker meanwhile is asked first (405: a delete marker is there).
+                let head = Call::new("HEAD", object_path(&b.name, &key), version_query(id));
+                if call(&self.p, from, &b.caller, &head)
+                    .await
+                    .is_ok_and(|r| r.status == 404)
+                {
+                    if let Some(cv) = &copy_version {
+                        let _ = self.delete(b, &key, Some(cv), None, false, to).await;
+                    }
+                    p.superseded.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+            }
+            let if_match = (!v.delete_marker).then_some(source_etag.as_str());
+            match self
+                .delete(b, &key, id, if_match, lock.governance(), from)
+                .await
+            {
+                Ok(s) if (200..300).contains(&s) => {
+                    p.moved_objects.fetch_add(1, Ordering::Relaxed);
+                    p.moved_bytes.fetch_add(v.size, Ordering::Relaxed);
+                }
+                Ok(404) => {
+                    // A client deleted this version while it moved: so does the move, on the owner.
+                    if let Some(cv) = &copy_version {
+                        let _ = self.delete(b, &key, Some(cv), None, true, to).await;
+                    }
+                    p.superseded.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(s) => p.error(format!(
+                    "{}/{what}: copied, but its old copy on {} could not be deleted ({s})",
+                    b.name,
+                    self.id(from)
+                )),
+                Err(err) => p.error(about(&b.name, &what, &err)),
+            }
+        }
+    }
+
+    /// A delete marker on backend `to` (placed by its id on a Ferry node): the owner's version
+    /// id of it.
+    async fn place_marker(
+        &self,
+        b: &Bucket,
+        key: &str,
+        place: &Place,
+        to: usize,
+    ) -> S3Result<Option<String>> {
+        let mut del = Call::new("DELETE", object_path(&b.name, key), String::new());
+        for (n, v) in &place.headers {
+            del.header(*n, v.clone());
+        }
+        let reply = call(&self.p, to, &b.caller, &del).await?;
+        let version = reply.header("x-amz-version-id").map(str::to_owned);
+        let status = reply.status;
+        if status == 412 {
+            // In its place already (a move run before).
+            return Ok(wanted_version(place));
+        }
+        if !reply.ok() {
+            return Err(reply.to_error());
+        }
+        if let Some(want) = wanted_version(place)
+            && version.as_deref() != Some(want.as_str())
+        {
+            return Err(placement_ignored(self.id(to)));
+        }
+        Ok(version)
+    }
+
+    /// Copy the listed object `e` (version `version`) from `from` to `to`: a GET streamed into a
+    /// PUT, the object's headers kept (module comment), placed as `place` says; then checked.
+    /// A multipart object is copied part by part into a multipart upload, so that it keeps its
+    /// ETag.
+    async fn copy_one(
+        &self,
+        b: &Bucket,
+        e: &Entry,
+        version: Option<&str>,
+        from: usize,
+        to: usize,
+        place: &Place,
+    ) -> S3Result<Copied> {
+        let key = e.key.as_str();
+        let p = &self.p;
+        let (sb, db) = (&p.backends[from], &p.backends[to]);
+        let path = object_path(&b.name, key);
+        let query = version_query(version);
+        // A version already in its place costs a HEAD. (Not the null version: the owner's may
+        // be a newer one, which the placed write is refused by, as superseded.)
+        if version.is_some_and(|v| v != "null")
+            && !place.headers.is_empty()
+            && let Some((etag, _)) = self.head(b, key, version, to).await?
+        {
+            let source = self.head(b, key, version, from).await?;
+            return Ok(match source {
+                Some((source_etag, lock)) if source_etag == etag => {
+                    Copied::There { source_etag, lock }
+                }
+                Some(_) => {
+                    return Err(S3Error::with_message(
+                        S3ErrorCode::InternalError,
+                        format!("the version on {} differs from its source", self.id(to)),
+                    ));
+                }
+                None => Copied::Gone,
+            });
+        }
+        if let Some(parts) = parts_of(&e.etag) {
+            return self
+                .copy_multipart(b, key, version, parts, from, to, place)
+                .await;
+        }
+        let mut get = OutboundRequest::new("GET", path.as_str(), query.as_str());
+        get.header("x-amz-checksum-mode", &b"ENABLED"[..]);
+        for (n, v) in b.caller.headers() {
+            get.header(n, v.into_bytes());
+        }
+        sign_as(p, sb, &b.caller.key, &mut get, EMPTY_SHA256)?;
+        let get_views = get.views();
+        let get_target = get.target();
+        let mut src_conn = sb.conn().await?;
+        src_conn
+            .send_request("GET", &get_target, &get_views, &[])
+            .await
+            .map_err(|_| copy::failed(&sb.id))?;
+        let mut storage = [EMPTY_HEADER; MAX_HEADERS];
+        let mut resp = src_conn
+            .response(&mut storage)
+            .await
+            .map_err(|_| copy::failed(&sb.id))?;
+        let status = resp.head.status;
+        if status != 200 {
+            let mut body = Vec::new();
+            while let Some(c) = resp
+                .body
+                .next_chunk()
+                .await
+                .map_err(|_| copy::failed(&sb.id))?
+            {
+                if body.len() < 64 * 1024 {
+                    body.extend_from_slice(c);
+                }
+            }
+            if status == 404 {
+                return Ok(Copied::Gone);
+            }
+            let code = ErrorResponse::parse_xml(&body)
+                .ok()
+                .map(|e| e.code.into_owned());
+            // What S3 answers a read of an SSE-C object without its key.
+            if status == 400 && code.as_deref() == Some("InvalidRequest") {
+                return Ok(Copied::SseC);
+            }
+            return Err(Reply::of(status, body).to_error());
+        }
+        let headers = resp.head.headers;
+        let Some(len) = resp.body.content_length() else {
+            return Err(S3Error::with_message(
+                S3ErrorCode::InternalError,
+                "the source backend sent no Content-Length",
+            ));
+        };
+        let source_etag = find_header_str(headers, "etag")
+            .unwrap_or_default()
+            .to_owned();
+        let lock = Lock::of(headers);
+        let mut put = OutboundRequest::new("PUT", path.as_str(), "");
+        for h in headers.iter().filter(|h| is_object_header(h.name)) {
+            put.header(h.name.to_owned(), h.value.to_vec());
+        }
+        // The owner checks the bytes against the source's full-object checksum and keeps it; a
+        // composite one (of parts) does not describe a single-part copy.
+        let composite = find_header_str(headers, "x-amz-checksum-type")
+            .is_some_and(|t| t.trim().eq_ignore_ascii_case("COMPOSITE"));
+        let checksum = !composite
+            && headers
+                .iter()
+                .any(|h| ChecksumAlgorithm::from_header_name(h.name).is_some());
+        if checksum {
+            for h in headers
+                .iter()
+                .filter(|h| ChecksumAlgorithm::from_header_name(h.name).is_some())
+            {
+                put.header(h.name.to_owned(), h.value.to_vec());
+            }
+        }
+        // The same mode of encryption, and for SSE-KMS the same key (the owner encrypts).
+        for h in headers.iter().filter(|h| {
+            is_encryption_header(h.name) && !h.name.to_ascii_lowercase().contains("-customer-")
+        }) {
+            put.header(h.name.to_owned(), h.value.to_vec());
+        }
+        let md5_etag = etag_is_md5(headers)
+            .then(|| etag_md5(&source_etag))
+            .flatten();
+        // Its object lock, with the integrity check a PUT asking for one must carry: the MD5
+        // (when the ETag is one) or the checksum; without either, set after the PUT.
+        let lock_later = lock.is_some() && md5_etag.is_none() && !checksum;
+        if lock.is_some() && !lock_later {
+            if let Some((mode, until)) = &lock.retention {
+                put.header(LOCK_MODE_HEADER, mode.as_bytes().to_vec());
+                put.header(RETAIN_UNTIL_HEADER, until.as_bytes().to_vec());
+            }
+            if lock.legal_hold {
+                put.header(LEGAL_HOLD_HEADER, &b"ON"[..]);
+            }
+            if !checksum && let Some(d) = md5_etag {
+                put.header("Content-MD5", content_md5(&d).as_str().as_bytes().to_vec());
+            }
+        }
+        if find_header_str(headers, TAGGING_COUNT_HEADER).is_some_and(|c| c.trim() != "0") {
+            let tags = copy::tags_of(p, from, &b.caller, &path, &query).await?;
+            put.header(TAGGING_HEADER, tags.into_bytes());
+        }
+        if place.create_only {
+            put.header("If-None-Match", &b"*"[..]);
+        }
+        for (n, v) in &place.headers {
+            put.header(*n, v.as_bytes().to_vec());
+        }
+        for (n, v) in b.caller.headers() {
+            put.header(n, v.into_bytes());
+        }
+        sign_as(p, db, &b.caller.key, &mut put, UNSIGNED_PAYLOAD)?;
+        let mut meter = MoveMeter {
+            throttle: self.throttle.as_ref(),
+            progress: &self.progress,
+        };
+        let answer = stream_put(
+            db,
+            &sb.id,
+            &put,
+            len,
+            Framing::Plain,
+            &mut resp.body,
+            &mut meter,
+        )
+        .await?;
+        sb.put(src_conn);
+        if answer.status == 412 {
+            return Ok(Copied::There { source_etag, lock });
+        }
+        if !(200..300).contains(&answer.status) {
+            return Err(answer.to_error());
+        }
+        let etag = answer.header("etag").unwrap_or_default().to_owned();
+        let copy_version = answer.header("x-amz-version-id").map(str::to_owned);
+        if let Some(want) = wanted_version(place)
+            && copy_version.as_deref() != Some(want.as_str())
+        {
+            // A node that does not place versions made a new one: take it back.
+            if let Some(v) = &copy_version {
+                let _ = self.delete(b, key, Some(v), None, true, to).await;
+            }
+            return Err(placement_ignored(self.id(to)));
+        }
+        // Check: an MD5 ETag on both sides must be the same MD5.
+        if md5_etag.is_some() && etag_md5(&etag).is_some() && etag != source_etag {
+            self.undo(b, key, copy_version.as_deref(), &etag, to).await;
+            return Err(S3Error::with_message(
+                S3ErrorCode::InternalError,
+                format!("the copy's ETag {etag} is not the source's {source_etag}"),
+            ));
+        }
+        if lock_later {
+            self.lock_copy(b, key, copy_version.as_deref(), &lock, to)
+                .await?;
+        }
+        Ok(Copied::Done {
+            source_etag,
+            lock,
+            etag,
+            version: copy_version,
+            size: len,
+        })
+    }
+
+    /// [`Self::copy_one`] of a multipart object of `parts` parts: CreateMultipartUpload on the
+    /// owner with the object's headers (from a HEAD), each part streamed from a GET of
+    /// `partNumber` into an UploadPart, then CompleteMultipartUpload placed as `place` says
+    /// (`If-None-Match`, a version id): the same parts make the same ETag. Its lock is set after.
+    #[allow(clippy::too_many_arguments)]
+    async fn copy_multipart(
+        &self,
+        b: &Bucket,
+        key: &str,
+        version: Option<&str>,
+        parts: u32,
+        from: usize,
+        to: usize,
+        place: &Place,
+    ) -> S3Result<Copied> {
+        let path = object_path(&b.name, key);
+        let query = version_query(version);
+        let head = call(
+            &self.p,
+            from,
+            &b.caller,
+            &Call::new("HEAD", path.clone(), query.clone()),
+        )
+        .await?;
+        match head.status {
+            200 => {}
+            404 => return Ok(Copied::Gone),
+            // An SSE-C object answers a HEAD without its key so.
+            400 => return Ok(Copied::SseC),
+            _ => return Err(head.to_error()),
+        }
+        let source_etag = head.header("etag").unwrap_or_default().to_owned();
+        let views: Vec<Header<'_>> = head
+            .headers
+            .iter()
+            .map(|(n, v)| Header {
+                name: n,
+                value: v.as_bytes(),
+            })
+            .collect();
+        let lock = Lock::of(&views);
+        let mut create = Call::new("POST", path.clone(), "uploads".into());
+        for (n, v) in &head.headers {
+            let keep = is_object_header(n)
+                || (is_encryption_header(n) && !n.to_ascii_lowercase().contains("-customer-"));
+            if keep {
+                create.header(n.clone(), v.clone());
+            }
+        }
+        if head
+            .header(TAGGING_COUNT_HEADER)
+            .is_some_and(|c| c.trim() != "0")
+        {
+            let tags = copy::tags_of(&self.p, from, &b.caller, &path, &query).await?;
+            create.header(TAGGING_HEADER, tags);
+        }
+        let created = call(&self.p, to, &b.caller, &create).await?;
+        if !created.ok() {
+            return Err(created.to_error());
+        }
+        let upload = ferry_core::s3::xml::InitiateMultipartUploadResult::parse_xml(&created.body)?
+            .upload_id
+            .into_owned();
+        let result = self
+            .upload_parts(b, key, version, parts, &upload, from, to, place)
+            .await;
+        let (status, etag, copy_version, size) = match result {
+            Ok(done) => done,
+            Err(e) => {
+                let abort = Call::new(
+                    "DELETE",
+                    path.clone(),
+                    format!("uploadId={}", uri::encode(&upload)),
+                );
+                let _ = call(&self.p, to, &b.caller, &abort).await;
+                return Err(e);
+            }
+        };
+        if status == 412 {
+            return Ok(Copied::There { source_etag, lock });
+        }
+        if let Some(want) = wanted_version(place)
+            && copy_version.as_deref() != Some(want.as_str())
+        {
+            if let Some(v) = &copy_version {
+                let _ = self.delete(b, key, Some(v), None, true, to).await;
+            }
+            return Err(placement_ignored(self.id(to)));
+        }
+        if etag != source_etag && etag_is_md5(&views) {
+            self.undo(b, key, copy_version.as_deref(), &etag, to).await;
+            return Err(S3Error::with_message(
+                S3ErrorCode::InternalError,
+                format!("the copy's ETag {etag} is not the source's {source_etag}"),
+            ));
+        }
+        if lock.is_some() {
+            self.lock_copy(b, key, copy_version.as_deref(), &lock, to)
+                .await?;
+        }
+        Ok(Copied::Done {
+            source_etag,
+            lock,
+            etag,
+            version: copy_version,
+            size,
+        })
+    }
+
+    /// The parts of [`Self::copy_multipart`] and its completion: (status, ETag, version id,
+    /// size) of the CompleteMultipartUpload (412: the owner has the key or version already).
+    #[allow(clippy::too_many_arguments)]
+    async fn upload_parts(
+        &self,
+        b: &Bucket,
+        key: &str,
+        version: Option<&str>,
+        parts: u32,
+        upload: &str,
+        from: usize,
+        to: usize,
+        place: &Place,
+    ) -> S3Result<(u16, String, Option<String>, u64)> {
+        let p = &self.p;
+        let (sb, db) = (&p.backends[from], &p.backends[to]);
+        let path = object_path(&b.name, key);
+        let mut etags = Vec::with_capacity(parts as usize);
+        let mut size = 0u64;
+        for n in 1..=parts {
+            let mut query = format!("partNumber={n}");
+            if let Some(v) = version {
+                query.push_str(&format!("&versionId={}", uri::encode(v)));
+            }
+            let mut get = OutboundRequest::new("GET", path.as_str(), query.as_str());
+            for (name, v) in b.caller.headers() {
+                get.header(name, v.into_bytes());
+            }
+            sign_as(p, sb, &b.caller.key, &mut get, EMPTY_SHA256)?;
+            let (get_views, get_target) = (get.views(), get.target());
+            let mut src_conn = sb.conn().await?;
+            src_conn
+                .send_request("GET", &get_target, &get_views, &[])
+                .await
+                .map_err(|_| copy::failed(&sb.id))?;
+            let mut storage = [EMPTY_HEADER; MAX_HEADERS];
+            let mut resp = src_conn
+                .response(&mut storage)
+                .await
+                .map_err(|_| copy::failed(&sb.id))?;
+            if !matches!(resp.head.status, 200 | 206) {
+                return Err(S3Error::with_message(
+                    S3ErrorCode::InternalError,
+                    format!("part {n} of the source answered {}", resp.head.status),
+                ));
+            }
+            let len = resp.body.content_length().ok_or_else(|| {
+                S3Error::with_message(S3ErrorCode::InternalError, "a part without a length")
+            })?;
+            let put_query = format!("partNumber={n}&uploadId={}", uri::encode(upload));
+            let mut put = OutboundRequest::new("PUT", path.as_str(), put_query.as_str());
+            for (name, v) in b.caller.headers() {
+                put.header(name, v.into_bytes());
+            }
+            sign_as(p, db, &b.caller.key, &mut put, UNSIGNED_PAYLOAD)?;
+            let mut meter = MoveMeter {
+                throttle: self.throttle.as_ref(),
+                progress: &self.progress,
+            };
+            let answer = stream_put(
+                db,
+                &sb.id,
+                &put,
+                len,
+                Framing::Plain,
+                &mut resp.body,
+                &mut meter,
+            )
+            .await?;
+            sb.put(src_conn);
+            if !(200..300).contains(&answer.status) {
+                return Err(answer.to_error());
+            }
+            etags.push(answer.header("etag").unwrap_or_default().to_owned());
+            size += len;
+        }
+        let mut xml = String::from("<CompleteMultipartUpload>");
+        for (i, etag) in etags.iter().enumerate() {
+            let _ = std::fmt::Write::write_fmt(
+                &mut xml,
+                format_args!(
+                    "<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>",
+                    i + 1,
+                    etag.replace('"', "&quot;")
+                ),
+            );
+        }
+        xml.push_str("</CompleteMultipartUpload>");
+        let mut complete = Call::new(
+            "POST",
+            path.clone(),
+            format!("uploadId={}", uri::encode(upload)),
+        );
+        complete.body = xml.into_bytes();
+        if place.create_only {
+            complete.header("If-None-Match", "*");
+        }
+        for (n, v) in &place.headers {
+            complete.header(*n, v.clone());
+        }
+        let done = call(p, to, &b.caller, &complete).await?;
+        // A CompleteMultipartUpload can fail with a 200 and an error document.
+        let failed = ferry_core::s3::xml::ErrorResponse::parse_xml(&done.body).ok();
+        if done.status == 412
+            || failed
+                .as_ref()
+                .is_some_and(|e| e.code == "PreconditionFailed")
+        {
+            return Ok((412, String::new(), None, size));
+        }
+        if !done.ok() || failed.is_some() {
+            return Err(done.to_error());
+        }
+        let result = ferry_core::s3::xml::CompleteMultipartUploadResult::parse_xml(&done.body)?;
+        Ok((
+            200,
+            result.etag.into_owned(),
+            done.header("x-amz-version-id").map(str::to_owned),
+            size,
+        ))
+    }
+
+    /// ETag and lock of `key` (version) on backend `on`, `None` if it has none.
+    async fn head(
+        &self,
+        b: &Bucket,
+        key: &str,
+        version: Option<&str>,
+        on: usize,
+    ) -> S3Result<Option<(String, Lock)>> {
+        let head = Call::new("HEAD", object_path(&b.name, key), version_query(version));
+        let reply = call(&self.p, on, &b.caller, &head).await?;
+        match reply.status {
+            200..=299 => {
+                let views: Vec<Header<'_>> = reply
+                    .headers
+                    .iter()
+                    .map(|(n, v)| Header {
+                        name: n,
+                        value: v.as_bytes(),
+                    })
+                    .collect();
+                Ok(Some((
+                    reply.header("etag").unwrap_or_default().to_owned(),
+                    Lock::of(&views),
+                )))
+            }
+            // A delete marker (405 for a version that is one), or nothing.
+            404 | 405 => Ok(None),
+            // An SSE-C object answers a HEAD without its key with 400: the GET says so.
+            400 => Ok(None),
+            _ => Err(reply.to_error()),
+        }
+    }
+
+    /// DeleteObject of `key` (version) on backend `on`, with `If-Match`; its status.
+    async fn delete(
+        &self,
+        b: &Bucket,
+        key: &str,
+        version: Option<&str>,
+        if_match: Option<&str>,
+        bypass: bool,
+        on: usize,
+    ) -> S3Result<u16> {
+        let mut del = Call::new("DELETE", object_path(&b.name, key), version_query(version));
+        if let Some(etag) = if_match {
+            del.header("If-Match", etag.to_owned());
+        }
+        if bypass {
+            del.header(BYPASS_GOVERNANCE_HEADER, "true");
+        }
+        Ok(call(&self.p, on, &b.caller, &del).await?.status)
+    }
+
+    /// Take back the copy made on `on` (its version, or the key while it still has `etag`):
+    /// the move found its source gone or changed.
+    async fn undo(&self, b: &Bucket, key: &str, version: Option<&str>, etag: &str, on: usize) {
+        let done = match version {
+            Some(v) => self.delete(b, key, Some(v), None, true, on).await,
+            None => self.delete(b, key, None, Some(etag), false, on).await,
+        };
+        if let Err(e) = done {
+            tracing::warn!(bucket = %b.name, key, error = %e, "rebalance: could not take back a copy");
+        }
+    }
+
+    /// Turn the legal hold of `key` (version) on backend `on` on or off.
+    async fn legal_hold(
+        &self,
+        b: &Bucket,
+        key: &str,
+        version: Option<&str>,
+        on_off: bool,
+        on: usize,
+    ) -> S3Result<()> {
+        let status = if on_off { "ON" } else { "OFF" };
+        let body = format!("<LegalHold><Status>{status}</Status></LegalHold>");
+        self.put_document(b, key, version, "legal-hold", body.into_bytes(), false, on)
+            .await
+    }
+
+    /// Set `lock` on the copy of `key` (version) on backend `on`, after its PUT.
+    async fn lock_copy(
+        &self,
+        b: &Bucket,
+        key: &str,
+        version: Option<&str>,
+        lock: &Lock,
+        on: usize,
+    ) -> S3Result<()> {
+        if let Some((mode, until)) = &lock.retention {
+            let body = format!(
+                "<Retention><Mode>{mode}</Mode><RetainUntilDate>{until}</RetainUntilDate></Retention>"
+            );
+            self.put_document(b, key, version, "retention", body.into_bytes(), true, on)
+                .await?;
+        }
+        if lock.legal_hold {
+            self.legal_hold(b, key, version, true, on).await?;
+        }
+        Ok(())
+    }
+
+    /// PUT a small document to `key?sub` (version) on backend `on`.
+    #[allow(clippy::too_many_arguments)]
+    async fn put_document(
+        &self,
+        b: &Bucket,
+        key: &str,
+        version: Option<&str>,
+        sub: &str,
+        body: Vec<u8>,
+        bypass: bool,
+        on: usize,
+    ) -> S3Result<()> {
+        let mut query = sub.to_owned();
+        if let Some(v) = version {
+            query.push_str(&format!("&versionId={}", uri::encode(v)));
+        }
+        let mut put = Call::new("PUT", object_path(&b.name, key), query);
+        put.header("Content-MD5", content_md5(&md5(&body)).as_str().to_owned());
+        if bypass {
+            put.header(BYPASS_GOVERNANCE_HEADER, "true");
+        }
+        put.body = body;
+        let reply = call(&self.p, on, &b.caller, &put).await?;
+        if reply.ok() {
+            Ok(())
+        } else {
+            Err(reply.to_error())
+        }
+    }
+}
+
+/// The parts of a multipart object, from its ETag (`"...-N"`); `None` for a single-part one.
+fn parts_of(etag: &str) -> Option<u32> {
+    let n: u32 = etag
+        .trim()
+        .trim_matches('"')
+        .rsplit_once('-')?
+        .1
+        .parse()
+        .ok()?;
+    (n > 0).then_some(n)
+}
+
+/// The version id a placed write asks for.
+fn wanted_version(place: &Place) -> Option<String> {
+    place
+        .headers
+        .iter()
+        .find(|(n, _)| *n == PLACE_VERSION_ID_HEADER)
+        .map(|(_, v)| v.clone())
+}
+
+fn placement_ignored(backend: &str) -> S3Error {
+    S3Error::with_message(
+        S3ErrorCode::NotImplemented,
+        format!(
+            "backend {backend} did not keep the version id (a Ferry node from before placed writes?)"
+        ),
+    )
+}
+
+/// The order of each version among its key's (`versions`, newest first): a Ferry id's own;
+/// for the null version, whose id says nothing, one between its neighbours — after the older
+/// one, before the newer one, at its modification time if that fits (what a record written
+/// before versioning sorts by).
+fn orders(versions: &[Entry]) -> Vec<u64> {
+    let seq = |v: &Entry| {
+        v.version_id
+            .as_deref()
+            .and_then(|id| VersionId::parse(id).ok())
+            .and_then(VersionId::seq)
+    };
+    let mut out: Vec<u64> = versions.iter().map(|v| seq(v).unwrap_or(0)).collect();
+    for (i, v) in versions.iter().enumerate() {
+        if seq(v).is_some() {
+            continue;
+        }
+        let at = u64::try_from(v.last_modified)
+            .unwrap_or(0)
+            .saturating_mul(1_000_000);
+        let older = versions.get(i + 1).and_then(seq);
+        let newer = i.checked_sub(1).and_then(|j| versions.get(j)).and_then(seq);
+        let mut order = older.map_or(at, |o| at.max(o + 1));
+        if let Some(n) = newer {
+            order = order.min(n.saturating_sub(1));
+        }
+        out[i] = order;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(id: &str, lm: i64) -> Entry {
+        Entry {
+            key: "k".into(),
+            size: 1,
+            etag: String::new(),
+            last_modified: lm,
+            version_id: Some(id.into()),
+            delete_marker: false,
+        }
+    }
+
+    #[test]
+    fn a_null_version_goes_between_its_neighbours() {
+        let id = |seq: u64| VersionId::Seq(seq).to_string();
+        let t = 1_700_000_000i64;
+        let us = |s: i64| u64::try_from(s).unwrap() * 1_000_000;
+        // Newest first: a version after the null one, the null one, an older version in the
+        // same second as the null one.
+        let list = [
+            v(&id(us(t) + 900_000), t),
+            v("null", t),
+            v(&id(us(t) + 500_000), t),
+        ];
+        let o = orders(&list);
+        assert_eq!(o[0], us(t) + 900_000);
+        assert_eq!(o[2], us(t) + 500_000);
+        assert!(o[2] < o[1] && o[1] < o[0], "{o:?}");
+        // Alone, or only older versions: its modification time.
+        assert_eq!(orders(&[v("null", t)]), [us(t)]);
+        let o = orders(&[v("null", t), v(&id(us(t - 10)), t - 10)]);
+        assert_eq!(o[0], us(t));
+    }
+}

@@ -1,0 +1,850 @@
+//! `ferry rebalance` against real nodes: objects move to their owner under the current layout
+//! with their metadata, tags, versions and encryption; SSE-C objects stay and are reported;
+//! a second run moves nothing; the bandwidth bound holds; clients' writes and deletes during a
+//! move win; a run killed mid-way is finished by the next.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use ferry_core::place::Placement;
+use ferry_server::proxy::Layout;
+use ferry_server::proxy::rebalance::{Progress, RebalanceOptions, rebalance, rebalance_with};
+use ferry_server::{BackendConfig, ProxyConfig, RuntimeKind, start_proxy};
+
+use crate::support::http::{Client, Response};
+use crate::support::node::Node;
+use crate::support::{ACCESS_KEY, SECRET_KEY};
+
+on_both_runtimes!(
+    growing_moves_every_object_with_its_metadata,
+    versions_keep_their_ids_order_and_dates,
+);
+
+/// `count` nodes behind a proxy, `node-1` first.
+fn nodes(runtime: RuntimeKind, count: usize) -> Vec<Node> {
+    (1..=count)
+        .map(|i| Node::backend(&format!("node-{i}"), runtime, (ACCESS_KEY, SECRET_KEY)))
+        .collect()
+}
+
+/// The configuration over every node whose current layout (version 2) has the nodes
+/// `current` and whose previous layout (version 1) has `previous` (none: no previous layout).
+pub fn layout_config(
+    runtime: RuntimeKind,
+    nodes: &[Node],
+    current: &[usize],
+    previous: &[usize],
+) -> ProxyConfig {
+    let backends: Vec<BackendConfig> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let mut b = BackendConfig::new(&n.id, format!("http://{}", n.addr));
+            b.weight = u32::from(current.contains(&i));
+            b
+        })
+        .collect();
+    let mut cfg = ProxyConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        backends,
+        ACCESS_KEY,
+        SECRET_KEY,
+    );
+    cfg.runtime = runtime;
+    cfg.threads = 2;
+    cfg.health_interval = Duration::from_millis(100);
+    cfg.layout_version = 2;
+    if !previous.is_empty() {
+        cfg.previous_layouts = vec![Layout {
+            version: 1,
+            weights: previous.iter().map(|&i| (nodes[i].id.clone(), 1)).collect(),
+        }];
+    }
+    cfg
+}
+
+fn placement(nodes: &[Node], ids: &[usize]) -> Placement {
+    let w: Vec<(String, u32)> = ids.iter().map(|&i| (nodes[i].id.clone(), 1)).collect();
+    Placement::new(&w).unwrap()
+}
+
+/// A placement's pick as an index into `nodes` (`ids` are the nodes it places over).
+fn owner(nodes: &[Node], ids: &[usize], bucket: &str, key: &str) -> usize {
+    ids[placement(nodes, ids).pick(bucket, key)]
+}
+
+fn body_of(i: usize) -> Vec<u8> {
+    format!("moving object {i} ")
+        .repeat(1 + i % 40)
+        .into_bytes()
+}
+
+/// Every key of `bucket` on node `n`.
+fn keys_on(n: &Node, bucket: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut c = n.client();
+    let mut after = String::new();
+    loop {
+        let r = c.get(&format!("/{bucket}?list-type=2&start-after={after}"));
+        assert_eq!(r.status, 200, "{}", r.text());
+        let page = r.xml_values("Key");
+        out.extend(page.iter().cloned());
+        if r.xml_value("IsTruncated").as_deref() != Some("true") {
+            return out;
+        }
+        after = ferry_core::s3::uri::encode(page.last().unwrap()).to_string();
+    }
+}
+
+/// A multipart upload of `parts` parts of 2 KiB through `c`: its ETag and its bytes.
+fn multipart_upload(c: &mut Client, bucket: &str, key: &str, parts: usize) -> (String, Vec<u8>) {
+    let r = c.request("POST", &format!("/{bucket}/{key}?uploads"), &[], b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let id = r.xml_value("UploadId").unwrap();
+    let q = format!("uploadId={}", ferry_core::s3::uri::encode(&id));
+    let mut all = Vec::new();
+    let mut xml = String::from("<CompleteMultipartUpload>");
+    for n in 1..=parts {
+        let part = vec![b'a' + n as u8; 2048];
+        let r = c.put(&format!("/{bucket}/{key}?partNumber={n}&{q}"), &part);
+        assert_eq!(r.status, 200, "{}", r.text());
+        let etag = r.header("etag").unwrap().to_owned();
+        xml.push_str(&format!(
+            "<Part><PartNumber>{n}</PartNumber><ETag>{etag}</ETag></Part>"
+        ));
+        all.extend_from_slice(&part);
+    }
+    xml.push_str("</CompleteMultipartUpload>");
+    let r = c.request("POST", &format!("/{bucket}/{key}?{q}"), &[], xml.as_bytes());
+    assert_eq!(r.status, 200, "{}", r.text());
+    let etag = r.xml_value("ETag").unwrap().replace("&quot;", "\"");
+    assert!(etag.ends_with(&format!("-{parts}\"")), "{etag}");
+    (etag, all)
+}
+
+fn header<'a>(r: &'a Response, name: &str) -> Option<&'a str> {
+    r.header(name)
+}
+
+/// Objects written over three nodes, then a rebalance to four: every moved key is on its new
+/// owner only, byte for byte with its content headers, metadata, tags and date; the others did
+/// not move; a second run moves nothing; a dry run before counts exactly what moves.
+fn growing_moves_every_object_with_its_metadata(runtime: RuntimeKind) {
+    let nodes = nodes(runtime, 4);
+    let mut before = layout_config(runtime, &nodes, &[0, 1, 2], &[]);
+    before.layout_version = 1;
+    let proxy = start_proxy(before).unwrap();
+    let mut c = Client::connect(proxy.local_addr());
+    assert_eq!(c.put("/grow", b"").status, 200);
+    let keys: Vec<String> = (0..150).map(|i| format!("k/{i:03}")).collect();
+    for (i, k) in keys.iter().enumerate() {
+        let tags = format!("n={i}");
+        let r = c.request(
+            "PUT",
+            &format!("/grow/{k}"),
+            &[
+                ("Content-Type", "text/x-ferry"),
+                ("Cache-Control", "max-age=7"),
+                ("x-amz-meta-index", &i.to_string()),
+                ("x-amz-tagging", &tags),
+            ],
+            &body_of(i),
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    // A multipart object among the moved ones.
+    let mp = (0..)
+        .map(|i| format!("mp/{i}"))
+        .find(|k| owner(&nodes, &[0, 1, 2], "grow", k) != owner(&nodes, &[0, 1, 2, 3], "grow", k))
+        .unwrap();
+    let (mp_etag, mp_body) = multipart_upload(&mut c, "grow", &mp, 3);
+    // Dates as the old owners have them.
+    let dates: BTreeMap<&String, String> = keys
+        .iter()
+        .map(|k| {
+            let n = owner(&nodes, &[0, 1, 2], "grow", k);
+            let r = nodes[n]
+                .client()
+                .request("HEAD", &format!("/grow/{k}"), &[], b"");
+            (k, r.header("last-modified").unwrap().to_owned())
+        })
+        .collect();
+    proxy.stop();
+    let moved: Vec<&String> = keys
+        .iter()
+        .filter(|k| owner(&nodes, &[0, 1, 2], "grow", k) != owner(&nodes, &[0, 1, 2, 3], "grow", k))
+        .collect();
+    assert!(moved.len() > 10, "only {} keys move", moved.len());
+    // The dates must be kept, not just be the same second again.
+    std::thread::sleep(Duration::from_millis(1100));
+
+    let cfg = layout_config(runtime, &nodes, &[0, 1, 2, 3], &[0, 1, 2]);
+    let dry = rebalance(
+        cfg.clone(),
+        RebalanceOptions {
+            dry_run: true,
+            ..RebalanceOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(dry.planned_objects, moved.len() as u64 + 1, "{dry:?}");
+    assert_eq!(dry.in_place, (keys.len() - moved.len()) as u64);
+    assert_eq!(dry.moved_objects, 0);
+    assert!(!dry.previous_layouts_removable());
+    assert_eq!(
+        keys_on(&nodes[3], "grow").len(),
+        0,
+        "a dry run moves nothing"
+    );
+
+    let report = rebalance(cfg.clone(), RebalanceOptions::default()).unwrap();
+    assert_eq!(report.moved_objects, moved.len() as u64 + 1, "{report:?}");
+    let bytes: u64 = moved
+        .iter()
+        .map(|k| body_of(keys.iter().position(|x| x == *k).unwrap()).len() as u64)
+        .sum();
+    assert_eq!(report.moved_bytes, bytes + mp_body.len() as u64);
+    assert_eq!(report.errors, 0, "{:?}", report.error_messages);
+    assert!(report.previous_layouts_removable(), "{}", report.summary());
+    assert!(report.summary().contains("can now be removed"));
+
+    // Every key on its owner alone, as it was.
+    for (i, k) in keys.iter().enumerate() {
+        let n = owner(&nodes, &[0, 1, 2, 3], "grow", k);
+        let r = nodes[n].client().get(&format!("/grow/{k}"));
+        assert_eq!((r.status, &r.body), (200, &body_of(i)), "{k} on node {n}");
+        assert_eq!(header(&r, "content-type"), Some("text/x-ferry"), "{k}");
+        assert_eq!(header(&r, "cache-control"), Some("max-age=7"), "{k}");
+        assert_eq!(header(&r, "x-amz-meta-index"), Some(i.to_string().as_str()));
+        assert_eq!(header(&r, "last-modified"), Some(dates[k].as_str()), "{k}");
+        let t = nodes[n].client().get(&format!("/grow/{k}?tagging"));
+        assert_eq!(t.xml_values("Value"), [i.to_string()], "{k}");
+        for (m, node) in nodes.iter().enumerate().filter(|(m, _)| *m != n) {
+            let r = node
+                .client()
+                .request("HEAD", &format!("/grow/{k}"), &[], b"");
+            assert_eq!(r.status, 404, "{k} is still on node {m}");
+        }
+    }
+    // The multipart object kept its ETag (copied part by part).
+    let n = owner(&nodes, &[0, 1, 2, 3], "grow", &mp);
+    let r = nodes[n].client().get(&format!("/grow/{mp}"));
+    assert_eq!((r.status, &r.body), (200, &mp_body));
+    assert_eq!(r.header("etag"), Some(mp_etag.as_str()));
+    let total: usize = nodes.iter().map(|n| keys_on(n, "grow").len()).sum();
+    assert_eq!(total, keys.len() + 1);
+
+    // Again: nothing to move.
+    let again = rebalance(cfg, RebalanceOptions::default()).unwrap();
+    assert_eq!(
+        (again.planned_objects, again.moved_objects, again.errors),
+        (0, 0, 0),
+        "{again:?}"
+    );
+    assert_eq!(again.in_place, keys.len() as u64 + 1);
+    assert!(again.previous_layouts_removable());
+}
+
+const ENABLED: &[u8] = br#"<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Enabled</Status></VersioningConfiguration>"#;
+const SUSPENDED: &[u8] = br#"<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Suspended</Status></VersioningConfiguration>"#;
+
+/// (key, version id, is latest, ETag, last modified, delete marker) of every version of
+/// `bucket` on node `n`, in listing order.
+fn versions_on(n: &Node, bucket: &str) -> Vec<(String, String, String, String, String, bool)> {
+    let r = n.client().get(&format!("/{bucket}?versions"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let text = r.text();
+    let mut out = Vec::new();
+    let mut rest = text.as_str();
+    loop {
+        let v = rest.find("<Version>");
+        let m = rest.find("<DeleteMarker>");
+        let (start, marker) = match (v, m) {
+            (Some(v), Some(m)) if m < v => (m, true),
+            (Some(v), _) => (v, false),
+            (None, Some(m)) => (m, true),
+            (None, None) => return out,
+        };
+        let end_tag = if marker {
+            "</DeleteMarker>"
+        } else {
+            "</Version>"
+        };
+        let end = rest[start..].find(end_tag).unwrap() + start;
+        let entry = &rest[start..end];
+        let field = |name: &str| {
+            crate::support::http::xml_values(entry, name)
+                .into_iter()
+                .next()
+                .unwrap_or_default()
+        };
+        out.push((
+            field("Key"),
+            field("VersionId"),
+            field("IsLatest"),
+            field("ETag"),
+            field("LastModified"),
+            marker,
+        ));
+        rest = &rest[end..];
+    }
+}
+
+/// A versioned bucket's keys — several versions each, a null version from before versioning,
+/// a delete marker, a null version written while suspended, tags on an old version — move with
+/// every version, its id, its place and its date: the new owner lists exactly what the old one
+/// did, and the old one has nothing left.
+fn versions_keep_their_ids_order_and_dates(runtime: RuntimeKind) {
+    let nodes = nodes(runtime, 3);
+    let mut before = layout_config(runtime, &nodes, &[0, 1], &[]);
+    before.layout_version = 1;
+    let proxy = start_proxy(before).unwrap();
+    let mut c = Client::connect(proxy.local_addr());
+    assert_eq!(c.put("/vers", b"").status, 200);
+    // Keys that move from node-1 or node-2 to node-3.
+    let keys: Vec<String> = (0..)
+        .map(|i| format!("v/{i}"))
+        .filter(|k| owner(&nodes, &[0, 1, 2], "vers", k) == 2)
+        .take(6)
+        .collect();
+    for k in &keys {
+        assert_eq!(
+            c.put(&format!("/vers/{k}"), b"before versioning").status,
+            200
+        );
+    }
+    assert_eq!(c.put("/vers?versioning", ENABLED).status, 200);
+    for (i, k) in keys.iter().enumerate() {
+        for n in 0..3 {
+            let body = format!("{k} version {n}");
+            assert_eq!(c.put(&format!("/vers/{k}"), body.as_bytes()).status, 200);
+        }
+        if i % 3 == 1 {
+            assert_eq!(
+                c.request("DELETE", &format!("/vers/{k}"), &[], b"").status,
+                204
+            );
+        }
+    }
+    // An old version with tags.
+    let first = &keys[0];
+    let r = c.get(&format!("/vers?versions&prefix={first}"));
+    let ids = crate::support::http::xml_values(&r.text(), "VersionId");
+    let old_id = ids[2].clone();
+    let tags = b"<Tagging><TagSet><Tag><Key>old</Key><Value>yes</Value></Tag></TagSet></Tagging>";
+    let md5h = ferry_core::md5::content_md5(&ferry_core::md5::md5(tags)).to_string();
+    let r = c.request(
+        "PUT",
+        &format!("/vers/{first}?tagging&versionId={old_id}"),
+        &[("Content-MD5", &md5h)],
+        tags,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    // A null version written while suspended, on top.
+    assert_eq!(c.put("/vers?versioning", SUSPENDED).status, 200);
+    assert_eq!(
+        c.put(&format!("/vers/{}", keys[5]), b"suspended null")
+            .status,
+        200
+    );
+    assert_eq!(c.put("/vers?versioning", ENABLED).status, 200);
+    proxy.stop();
+
+    let listed_before: Vec<_> = [0, 1]
+        .iter()
+        .flat_map(|&n| versions_on(&nodes[n], "vers"))
+        .filter(|v| keys.contains(&v.0))
+        .collect();
+    assert!(listed_before.len() >= 6 * 4, "{listed_before:?}");
+    let cfg = layout_config(runtime, &nodes, &[0, 1, 2], &[0, 1]);
+    let report = rebalance(cfg.clone(), RebalanceOptions::default()).unwrap();
+    assert_eq!(report.errors, 0, "{:?}", report.error_messages);
+    assert_eq!(
+        report.moved_objects,
+        listed_before.len() as u64,
+        "{report:?}"
+    );
+    let mut listed_after = versions_on(&nodes[2], "vers");
+    let mut want = listed_before.clone();
+    want.sort();
+    listed_after.sort();
+    assert_eq!(listed_after, want);
+    for n in [0, 1] {
+        assert!(
+            versions_on(&nodes[n], "vers")
+                .iter()
+                .all(|v| !keys.contains(&v.0)),
+            "node {n} still has versions"
+        );
+    }
+    // Bytes of every version, and the old version's tags.
+    for k in &keys {
+        for v in listed_after.iter().filter(|v| &v.0 == k && !v.5) {
+            let r = nodes[2]
+                .client()
+                .get(&format!("/vers/{k}?versionId={}", v.1));
+            assert_eq!(r.status, 200, "{k} {}", v.1);
+            assert_eq!(
+                format!("\"{:032x}\"", md5_of(&r.body)),
+                v.3.replace("&quot;", "\"")
+            );
+        }
+    }
+    let t = nodes[2]
+        .client()
+        .get(&format!("/vers/{first}?tagging&versionId={old_id}"));
+    assert_eq!(t.xml_values("Value"), ["yes"]);
+    let again = rebalance(cfg, RebalanceOptions::default()).unwrap();
+    assert_eq!((again.planned_objects, again.errors), (0, 0), "{again:?}");
+}
+
+fn md5_of(data: &[u8]) -> u128 {
+    u128::from_be_bytes(ferry_core::md5::md5(data))
+}
+
+/// `--max-bandwidth`: however the machine runs, the bytes sent by any moment never exceed the
+/// bucket's burst plus the rate times the time since the start; and every object still moves.
+#[test]
+fn the_bandwidth_bound_holds() {
+    let runtime = RuntimeKind::Tokio;
+    let nodes = nodes(runtime, 2);
+    let mut before = layout_config(runtime, &nodes, &[0], &[]);
+    before.layout_version = 1;
+    let proxy = start_proxy(before).unwrap();
+    let mut c = Client::connect(proxy.local_addr());
+    assert_eq!(c.put("/slow", b"").status, 200);
+    let keys: Vec<String> = (0..)
+        .map(|i| format!("s/{i}"))
+        .filter(|k| owner(&nodes, &[0, 1], "slow", k) == 1)
+        .take(12)
+        .collect();
+    let body = vec![7u8; 64 * 1024];
+    for k in &keys {
+        assert_eq!(c.put(&format!("/slow/{k}"), &body).status, 200);
+    }
+    proxy.stop();
+    let mut cfg = layout_config(runtime, &nodes, &[0, 1], &[0]);
+    // Small buffers: the burst is a quarter second's worth.
+    cfg.buffer_size = 16 * 1024;
+    let rate: u64 = 256 * 1024;
+    let burst = rate / 4;
+    let progress = Arc::new(Progress::default());
+    let started = Instant::now();
+    let opts = RebalanceOptions {
+        max_bandwidth: Some(rate),
+        concurrency: 4,
+        ..RebalanceOptions::default()
+    };
+    let run = {
+        let progress = progress.clone();
+        std::thread::spawn(move || rebalance_with(cfg, opts, progress))
+    };
+    let mut samples = 0;
+    while !run.is_finished() {
+        let sent = progress.sent_bytes.load(Ordering::Relaxed);
+        // Read after the count: the bound only grows with time.
+        let allowed = burst as f64 + rate as f64 * started.elapsed().as_secs_f64();
+        assert!(
+            sent as f64 <= allowed,
+            "{sent} bytes sent, {allowed} allowed"
+        );
+        samples += 1;
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let report = run.join().unwrap().unwrap();
+    assert!(samples > 10, "the run ended before it could be watched");
+    assert_eq!(report.moved_objects, keys.len() as u64, "{report:?}");
+    assert_eq!(report.moved_bytes, (keys.len() * body.len()) as u64);
+    assert_eq!(report.sent_bytes, report.moved_bytes);
+}
+
+/// Keys of `bucket` that move from node-1 to node-2 when node-2 joins.
+fn keys_moving_to_second(nodes: &[Node], bucket: &str, prefix: &str, n: usize) -> Vec<String> {
+    (0..)
+        .map(|i| format!("{prefix}{i}"))
+        .filter(|k| owner(nodes, &[0, 1], bucket, k) == 1)
+        .take(n)
+        .collect()
+}
+
+/// Whether any file under `dir` holds `needle`.
+fn any_file_holds(dir: &std::path::Path, needle: &[u8]) -> bool {
+    crate::support::store::files_under(dir).iter().any(|f| {
+        std::fs::read(f)
+            .map(|d| d.windows(needle.len()).any(|w| w == needle))
+            .unwrap_or(false)
+    })
+}
+
+/// An SSE-S3 object moves and is encrypted again by its new owner (its data file holds no
+/// plaintext); an SSE-KMS one keeps its key id; an SSE-C one cannot be read without its key, so
+/// it stays where it is, counted, and the report keeps the previous layout.
+#[test]
+fn encrypted_objects_keep_their_mode_and_sse_c_stays() {
+    let runtime = RuntimeKind::Tokio;
+    let dir = tempfile::tempdir().unwrap();
+    let keyring = dir.path().join("keyring.toml");
+    {
+        use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&keyring)
+            .unwrap();
+        let hex = |b: u8| format!("{b:02x}").repeat(32);
+        write!(
+            f,
+            "default = \"k1\"\n[keys]\nk1 = \"{}\"\nk2 = \"{}\"\n",
+            hex(1),
+            hex(2)
+        )
+        .unwrap();
+    }
+    let mut nodes = nodes(runtime, 2);
+    for n in &mut nodes {
+        n.stop();
+        n.allow_sse_c_over_http = true;
+        n.sse_kms_keyring = Some(keyring.clone());
+        n.restart();
+    }
+    let mut c = nodes[0].client();
+    assert_eq!(c.put("/enc", b"").status, 200);
+    assert_eq!(nodes[1].client().put("/enc", b"").status, 200);
+    let keys = keys_moving_to_second(&nodes, "enc", "e/", 3);
+    let plain = b"PLAINTEXT-MARKER-0123456789".repeat(100);
+    let r = c.request(
+        "PUT",
+        &format!("/enc/{}", keys[0]),
+        &[("x-amz-server-side-encryption", "AES256")],
+        &plain,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = c.request(
+        "PUT",
+        &format!("/enc/{}", keys[1]),
+        &[
+            ("x-amz-server-side-encryption", "aws:kms"),
+            ("x-amz-server-side-encryption-aws-kms-key-id", "k2"),
+        ],
+        b"kms data",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let customer = [9u8; 32];
+    let b64 = |b: &[u8]| {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(b)
+    };
+    let (key64, md564) = (b64(&customer), b64(&ferry_core::md5::md5(&customer)));
+    let sse_c = [
+        ("x-amz-server-side-encryption-customer-algorithm", "AES256"),
+        ("x-amz-server-side-encryption-customer-key", key64.as_str()),
+        (
+            "x-amz-server-side-encryption-customer-key-MD5",
+            md564.as_str(),
+        ),
+    ];
+    let r = c.request(
+        "PUT",
+        &format!("/enc/{}", keys[2]),
+        &sse_c,
+        b"customer data",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    let cfg = layout_config(runtime, &nodes, &[0, 1], &[0]);
+    let report = rebalance(cfg, RebalanceOptions::default()).unwrap();
+    assert_eq!(
+        (report.moved_objects, report.skipped_sse_c, report.errors),
+        (2, 1, 0),
+        "{report:?}"
+    );
+    assert!(!report.previous_layouts_removable());
+    assert!(
+        report.summary().contains("1 SSE-C objects were left"),
+        "{}",
+        report.summary()
+    );
+
+    let mut to = nodes[1].client();
+    let r = to.get(&format!("/enc/{}", keys[0]));
+    assert_eq!((r.status, &r.body), (200, &plain));
+    assert_eq!(r.header("x-amz-server-side-encryption"), Some("AES256"));
+    assert!(
+        !any_file_holds(nodes[1].dir.path(), b"PLAINTEXT-MARKER-0123456789"),
+        "the moved SSE-S3 object is stored in the clear"
+    );
+    let r = to.get(&format!("/enc/{}", keys[1]));
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"kms data"[..]));
+    assert_eq!(r.header("x-amz-server-side-encryption"), Some("aws:kms"));
+    assert_eq!(
+        r.header("x-amz-server-side-encryption-aws-kms-key-id"),
+        Some("k2")
+    );
+    // The SSE-C object is where it was, readable with its key, and nowhere else.
+    let r = c.request("GET", &format!("/enc/{}", keys[2]), &sse_c, b"");
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"customer data"[..]));
+    let r = to.request("HEAD", &format!("/enc/{}", keys[2]), &[], b"");
+    assert_eq!(r.status, 404);
+}
+
+/// The proxies' clients go on during a move: one that overwrites a key while it is being
+/// copied keeps its write (the move's `If-None-Match` fails), one that deletes a key while it
+/// is copied does not see it come back (the move removes the copy it made). The moves are slowed
+/// by the bandwidth bound, so the client's request lands while the copy's bytes still flow.
+#[test]
+fn client_writes_and_deletes_during_a_move_win() {
+    let runtime = RuntimeKind::Tokio;
+    let nodes = nodes(runtime, 2);
+    let mut c = nodes[0].client();
+    assert_eq!(c.put("/race", b"").status, 200);
+    assert_eq!(nodes[1].client().put("/race", b"").status, 200);
+    let keys = keys_moving_to_second(&nodes, "race", "r/", 2);
+    let big = vec![3u8; 192 * 1024];
+    // The proxy clients use, already on the new layout.
+    let cfg = layout_config(runtime, &nodes, &[0, 1], &[0]);
+    let proxy = start_proxy(cfg.clone()).unwrap();
+    let mut client = Client::connect(proxy.local_addr());
+    let mut slow = cfg;
+    slow.buffer_size = 16 * 1024;
+    // One object to move per run: the one the client races.
+    for (n, k) in keys.iter().enumerate() {
+        assert_eq!(c.put(&format!("/race/{k}"), &big).status, 200);
+        let progress = Arc::new(Progress::default());
+        let opts = RebalanceOptions {
+            // 192 KiB at 64 KiB/s: about three seconds of copying.
+            max_bandwidth: Some(64 * 1024),
+            concurrency: 1,
+            ..RebalanceOptions::default()
+        };
+        let run = {
+            let (slow, progress) = (slow.clone(), progress.clone());
+            std::thread::spawn(move || rebalance_with(slow, opts, progress))
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while progress.sent_bytes.load(Ordering::Relaxed) == 0 {
+            assert!(Instant::now() < deadline, "the move never started");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if n == 0 {
+            assert_eq!(
+                client.put(&format!("/race/{k}"), b"the client's").status,
+                200
+            );
+        } else {
+            let r = client.request("DELETE", &format!("/race/{k}"), &[], b"");
+            assert_eq!(r.status, 204);
+        }
+        let report = run.join().unwrap().unwrap();
+        assert_eq!(report.errors, 0, "{:?}", report.error_messages);
+        assert!(report.superseded >= 1, "{report:?}");
+    }
+    let r = client.get(&format!("/race/{}", keys[0]));
+    assert_eq!(r.body, b"the client's");
+    assert_eq!(
+        nodes[1].client().get(&format!("/race/{}", keys[0])).body,
+        b"the client's"
+    );
+    client
+        .get(&format!("/race/{}", keys[1]))
+        .expect_error(404, "NoSuchKey");
+    for n in &nodes {
+        for k in &keys[1..] {
+            let r = n.client().request("HEAD", &format!("/race/{k}"), &[], b"");
+            assert_eq!(r.status, 404, "{k} came back on {}", n.id);
+        }
+        let r = n
+            .client()
+            .request("HEAD", &format!("/race/{}", keys[0]), &[], b"");
+        assert_eq!(r.status, if n.id == "node-1" { 404 } else { 200 });
+    }
+    proxy.stop();
+}
+
+/// `ferry rebalance` killed with SIGKILL in the middle of its moves leaves every object
+/// readable (on its old owner, its new one, or both), and the next run finishes the job: every
+/// object on its owner alone, byte for byte.
+#[test]
+fn a_killed_run_is_finished_by_the_next() {
+    use crate::support::process::{KEY_ENV, spawn_ferry};
+    let runtime = RuntimeKind::Tokio;
+    let nodes = nodes(runtime, 2);
+    let mut c = nodes[0].client();
+    assert_eq!(c.put("/kill", b"").status, 200);
+    let keys = keys_moving_to_second(&nodes, "kill", "k/", 16);
+    for (i, k) in keys.iter().enumerate() {
+        assert_eq!(
+            c.put(&format!("/kill/{k}"), &vec![i as u8; 40 * 1024])
+                .status,
+            200
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("proxy.toml");
+    let toml = format!(
+        "buffer_size = 16384\n\
+         [[backend]]\nid = \"node-1\"\nurl = \"http://{}\"\n\
+         [[backend]]\nid = \"node-2\"\nurl = \"http://{}\"\n\
+         [[layout]]\nversion = 2\nbackends = {{ \"node-1\" = 1, \"node-2\" = 1 }}\n\
+         [[layout]]\nversion = 1\nbackends = {{ \"node-1\" = 1 }}\n",
+        nodes[0].addr, nodes[1].addr
+    );
+    std::fs::write(&path, toml).unwrap();
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let (config, metrics_arg) = (path.to_str().unwrap(), metrics.to_string());
+    let mut child = spawn_ferry(
+        &[
+            "rebalance",
+            "--config",
+            config,
+            "--max-bandwidth",
+            "64KiB",
+            "--concurrency",
+            "2",
+            "--metrics-listen",
+            &metrics_arg,
+        ],
+        &KEY_ENV,
+    );
+    // Killed once some objects have moved, and while more are moving.
+    let moved = |m: &str| -> u64 {
+        m.lines()
+            .find(|l| l.starts_with("ferry_rebalance_objects_moved_total "))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let m = std::net::TcpStream::connect(metrics)
+            .ok()
+            .map(|_| crate::support::http::plain_get(metrics, "/metrics").text())
+            .unwrap_or_default();
+        if moved(&m) >= 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no object moved");
+        assert!(child.try_wait().unwrap().is_none(), "ended before the kill");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Every object is readable through a proxy on the new layout meanwhile.
+    let cfg = layout_config(runtime, &nodes, &[0, 1], &[0]);
+    let proxy = start_proxy(cfg.clone()).unwrap();
+    let mut client = Client::connect(proxy.local_addr());
+    for (i, k) in keys.iter().enumerate() {
+        assert_eq!(
+            client.get(&format!("/kill/{k}")).body,
+            vec![i as u8; 40 * 1024]
+        );
+    }
+    proxy.stop();
+    let left_on_old = keys_on(&nodes[0], "kill").len();
+    assert!(
+        left_on_old > 0 && left_on_old < keys.len(),
+        "{left_on_old} left"
+    );
+    let report = rebalance(cfg, RebalanceOptions::default()).unwrap();
+    assert_eq!(report.errors, 0, "{:?}", report.error_messages);
+    assert!(report.previous_layouts_removable(), "{report:?}");
+    assert_eq!(keys_on(&nodes[0], "kill").len(), 0);
+    for (i, k) in keys.iter().enumerate() {
+        let r = nodes[1].client().get(&format!("/kill/{k}"));
+        assert_eq!((r.status, r.body), (200, vec![i as u8; 40 * 1024]), "{k}");
+    }
+}
+
+/// Object lock moves with the version: a GOVERNANCE retention and a legal hold are set on the
+/// copy, and the old copy is then deleted (the retention bypassed, the hold lifted); a version
+/// under COMPLIANCE retention is copied but stays where it was, counted, and keeps the previous
+/// layout.
+#[test]
+fn object_lock_moves_with_the_version() {
+    let runtime = RuntimeKind::Tokio;
+    let nodes = nodes(runtime, 2);
+    for n in &nodes {
+        let r = n.client().request(
+            "PUT",
+            "/locks",
+            &[("x-amz-bucket-object-lock-enabled", "true")],
+            b"",
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    let keys = keys_moving_to_second(&nodes, "locks", "l/", 2);
+    let until = ferry_core::time::DateTime::from_unix(crate::support::http::now() + 86_400)
+        .iso8601()
+        .to_string();
+    let mut c = nodes[0].client();
+    let body = b"locked data".to_vec();
+    let md5h = ferry_core::md5::content_md5(&ferry_core::md5::md5(&body)).to_string();
+    for (k, mode) in keys.iter().zip(["GOVERNANCE", "COMPLIANCE"]) {
+        let r = c.request(
+            "PUT",
+            &format!("/locks/{k}"),
+            &[
+                ("x-amz-object-lock-mode", mode),
+                ("x-amz-object-lock-retain-until-date", &until),
+                ("x-amz-object-lock-legal-hold", "ON"),
+                ("Content-MD5", &md5h),
+            ],
+            &body,
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    let cfg = layout_config(runtime, &nodes, &[0, 1], &[0]);
+    let report = rebalance(cfg, RebalanceOptions::default()).unwrap();
+    assert_eq!(report.errors, 0, "{:?}", report.error_messages);
+    assert_eq!(
+        (report.moved_objects, report.skipped_locked),
+        (1, 1),
+        "{report:?}"
+    );
+    assert!(!report.previous_layouts_removable());
+    for (k, mode) in keys.iter().zip(["GOVERNANCE", "COMPLIANCE"]) {
+        let r = nodes[1].client().get(&format!("/locks/{k}"));
+        assert_eq!((r.status, &r.body), (200, &body), "{k}");
+        assert_eq!(r.header("x-amz-object-lock-mode"), Some(mode));
+        assert_eq!(r.header("x-amz-object-lock-legal-hold"), Some("ON"));
+        let left = c.request("HEAD", &format!("/locks/{k}"), &[], b"").status;
+        assert_eq!(left, if mode == "COMPLIANCE" { 200 } else { 404 }, "{k}");
+    }
+}
+
+/// A multipart upload in progress on the old owner of its key cannot be moved: it is counted,
+/// and the report keeps the previous layout until a later run finds it completed (and moves the
+/// object) or aborted.
+#[test]
+fn uploads_in_progress_keep_the_previous_layout() {
+    let runtime = RuntimeKind::Tokio;
+    let nodes = nodes(runtime, 2);
+    let mut c = nodes[0].client();
+    assert_eq!(c.put("/ups", b"").status, 200);
+    let key = &keys_moving_to_second(&nodes, "ups", "u/", 1)[0];
+    let r = c.request("POST", &format!("/ups/{key}?uploads"), &[], b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let id = r.xml_value("UploadId").unwrap();
+    let cfg = layout_config(runtime, &nodes, &[0, 1], &[0]);
+    let report = rebalance(cfg.clone(), RebalanceOptions::default()).unwrap();
+    assert_eq!(report.uploads_elsewhere, 1, "{report:?}");
+    assert!(!report.previous_layouts_removable());
+    assert!(
+        report
+            .summary()
+            .contains("1 multipart uploads are in progress")
+    );
+    let q = format!("uploadId={}", ferry_core::s3::uri::encode(&id));
+    assert_eq!(
+        c.request("DELETE", &format!("/ups/{key}?{q}"), &[], b"")
+            .status,
+        204
+    );
+    let report = rebalance(cfg, RebalanceOptions::default()).unwrap();
+    assert!(report.previous_layouts_removable(), "{report:?}");
+}
