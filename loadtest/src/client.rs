@@ -9,7 +9,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ferry_core::fill::ShardedFill;
 use ferry_core::http::body::BodyKind;
@@ -35,7 +35,7 @@ use crate::endpoint::{Endpoint, EndpointPolicy, Endpoints};
 use crate::error::{CallError, OpError, VerifyError};
 use crate::payload::Payload;
 use crate::size::SizeSpec;
-use crate::stats::{Costs, MismatchReport, elapsed_ns};
+use crate::stats::{Costs, CpuMark, MismatchReport, elapsed_ns};
 
 /// Error documents are read up to this size.
 pub(crate) const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -223,7 +223,7 @@ impl<R: NetRuntime> S3Client<R> {
         let sha = self.opts.payload_sha256.then(|| body.sha256(costs));
         let md5 = match body {
             Body::Object { obj, offset, len } if self.opts.md5 => {
-                let t = Instant::now();
+                let t = CpuMark::now();
                 let d = if offset == 0 {
                     self.digests.for_put(&self.fill, obj.id(), len)
                 } else {
@@ -403,7 +403,7 @@ impl<R: NetRuntime> S3Client<R> {
         while let Some(chunk) = body.next_chunk().await? {
             got += chunk.len() as u64;
             if self.opts.verify && mismatch.is_none() {
-                let t = Instant::now();
+                let t = CpuMark::now();
                 // Past the object's end the comparison means nothing: the length check says it.
                 let within = chunk.len().min(
                     usize::try_from(size.saturating_sub(cursor.position())).unwrap_or(usize::MAX),
@@ -415,7 +415,7 @@ impl<R: NetRuntime> S3Client<R> {
                 costs.verified_bytes += within as u64;
             }
             if let Some(h) = md5.as_mut() {
-                let t = Instant::now();
+                let t = CpuMark::now();
                 h.update(chunk);
                 costs.hash_ns += elapsed_ns(t);
             }
@@ -436,7 +436,7 @@ impl<R: NetRuntime> S3Client<R> {
             }));
         }
         if let Some(etag) = etag {
-            let t = Instant::now();
+            let t = CpuMark::now();
             let want = ETag::single(&self.digests.for_read(&self.fill, id, size));
             costs.hash_ns += elapsed_ns(t);
             check_etag(key, &want, Some(etag.as_str()))?;
@@ -474,7 +474,7 @@ impl<R: NetRuntime> S3Client<R> {
                 .into());
             }
             if let Some(etag) = etag.filter(|e| self.opts.md5 && !e.unquoted().contains('-')) {
-                let t = Instant::now();
+                let t = CpuMark::now();
                 let want = ETag::single(&self.digests.for_read(&self.fill, id, size));
                 res.costs.hash_ns += elapsed_ns(t);
                 check_etag(key, &want, Some(etag.as_str()))?;

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine as _;
 use hdrhistogram::Histogram;
@@ -326,9 +326,22 @@ impl Costs {
     }
 }
 
-/// Nanoseconds since `t`, as [`Costs`] counts them.
-pub(crate) fn elapsed_ns(t: Instant) -> u64 {
-    u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
+/// A reading of the calling thread's CPU clock. The client's own work (generating, verifying,
+/// hashing bodies) is timed with it, not with the wall clock: on a loaded machine a thread
+/// preempted mid-fill would otherwise count the time it waited as work.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CpuMark(std::time::Duration);
+
+impl CpuMark {
+    pub(crate) fn now() -> Self {
+        Self(ferry_server::cpu::thread_cpu())
+    }
+}
+
+/// CPU nanoseconds of this thread since `t`, as [`Costs`] counts them.
+pub(crate) fn elapsed_ns(t: CpuMark) -> u64 {
+    let spent = ferry_server::cpu::thread_cpu().saturating_sub(t.0);
+    u64::try_from(spent.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Everything measured for one operation type (on one endpoint, in one interval or in all).

@@ -6,11 +6,18 @@
 //! between other requests' slices: only the clock of the thread it is on, around each poll,
 //! tells its share. Blocking work it hands to the blocking pool is added too, measured on the
 //! pool's thread ([`current`] names the account of the request being polled, which a hand-off
-//! takes along: `crate::waits::Metered`). What runs elsewhere is not in any request's account:
-//! the connection engine before the request's head is parsed (accept, TLS handshakes, reading
-//! and parsing the head, idle keep-alive waits), the runtimes' own scheduling and `epoll` calls,
-//! the node's `io_uring` reaper thread and the kernel's `io_uring` workers, jemalloc's
-//! background threads, health probes and the admin listener. Work one request does for others
+//! takes along: `crate::waits::Metered`), and so are the tasks it spawns (a proxy's calls to
+//! several backends at once).
+//!
+//! Every task spawned outside a request (a connection's engine, above all) is measured too, in
+//! a [`CpuAccount::task`] of its own; what a connection spends between two requests — the
+//! previous answer's last flush, reading and parsing the next head, a TLS handshake before the
+//! first — is charged to the request that follows ([`claim_current`], called by the front as a
+//! request starts and ends), so the requests' figures include the engine's work for them.
+//! What runs elsewhere is in no request's account: the runtimes' own scheduling and `epoll`
+//! calls between polls, the node's `io_uring` reaper thread and the kernel's `io_uring` workers,
+//! jemalloc's background threads, health probes, the node's lifecycle worker and the admin
+//! listener, and a connection's work after its last request. Work one request does for others
 //! is in that request's account: the leader of a group commit commits the whole group, and the
 //! task that drives an MD5 lane batch hashes the other writes' chunks in it. The process's own
 //! CPU clock ([`process_cpu`], `..._process_cpu_seconds_total` on `/metrics`) is the total
@@ -48,23 +55,47 @@ pub fn process_cpu() -> Duration {
 /// CPU time summed for one request (or any unit of work), shared by its future and the
 /// blocking work it hands off.
 #[derive(Debug, Clone, Default)]
-pub struct CpuAccount(Arc<AtomicU64>);
+pub struct CpuAccount(Arc<Counts>);
+
+#[derive(Debug, Default)]
+struct Counts {
+    /// Nanoseconds spent.
+    total: AtomicU64,
+    /// Of a task's account: nanoseconds the requests it served have claimed ([`claim_current`]).
+    claimed: AtomicU64,
+    /// A task's account (its spare time goes to the requests it serves), not a request's.
+    task: bool,
+}
 
 impl CpuAccount {
-    /// An empty account.
+    /// An empty account (a request's).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty account of a task spawned outside any request (a connection's engine): what it
+    /// spends outside its requests is theirs to claim.
+    pub fn task() -> Self {
+        Self(Arc::new(Counts {
+            task: true,
+            ..Counts::default()
+        }))
+    }
+
+    /// Whether it is a [`CpuAccount::task`] account.
+    pub fn is_task(&self) -> bool {
+        self.0.task
     }
 
     /// Add `d`.
     pub fn add(&self, d: Duration) {
         let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-        self.0.fetch_add(ns, Ordering::Relaxed);
+        self.0.total.fetch_add(ns, Ordering::Relaxed);
     }
 
     /// What it holds so far.
     pub fn total(&self) -> Duration {
-        Duration::from_nanos(self.0.load(Ordering::Relaxed))
+        Duration::from_nanos(self.0.total.load(Ordering::Relaxed))
     }
 
     /// `future`, with the thread CPU time of each of its polls added to this account.
@@ -85,13 +116,31 @@ impl CpuAccount {
 }
 
 thread_local! {
-    /// The account of the future being polled on this thread, if a [`Measured`] polls it.
-    static CURRENT: RefCell<Option<CpuAccount>> = const { RefCell::new(None) };
+    /// The account of the future being polled on this thread, if a [`Measured`] polls it, and
+    /// the thread's CPU clock when that poll began.
+    static CURRENT: RefCell<Option<(CpuAccount, Duration)>> = const { RefCell::new(None) };
 }
 
-/// The account of the request being polled on this thread now, for work it hands off.
+/// The account of the request (or task) being polled on this thread now, for work it hands off.
 pub fn current() -> Option<CpuAccount> {
-    CURRENT.with(|c| c.borrow().clone())
+    CURRENT.with(|c| c.borrow().as_ref().map(|(a, _)| a.clone()))
+}
+
+/// Of the task being polled on this thread (outside any request's own [`Measured`]): the CPU
+/// time it has spent, this poll so far included, that no request has claimed yet, now claimed.
+/// Zero outside a task's account. A request calls it as it starts (what the engine spent for it
+/// is then its own) and as it ends (its own polls, nested in the task's, are not the next one's).
+pub fn claim_current() -> Duration {
+    let Some((account, started)) = CURRENT.with(|c| c.borrow().clone()) else {
+        return Duration::ZERO;
+    };
+    if !account.is_task() {
+        return Duration::ZERO;
+    }
+    let so_far = account.total() + thread_cpu().saturating_sub(started);
+    let so_far = u64::try_from(so_far.as_nanos()).unwrap_or(u64::MAX);
+    let before = account.0.claimed.fetch_max(so_far, Ordering::Relaxed);
+    Duration::from_nanos(so_far.saturating_sub(before))
 }
 
 pin_project_lite::pin_project! {
@@ -110,8 +159,8 @@ impl<F: Future> Future for Measured<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
-        let outer = CURRENT.with(|c| c.replace(Some(this.account.clone())));
         let start = thread_cpu();
+        let outer = CURRENT.with(|c| c.replace(Some((this.account.clone(), start))));
         let r = this.inner.poll(cx);
         this.account.add(thread_cpu().saturating_sub(start));
         CURRENT.with(|c| *c.borrow_mut() = outer);
@@ -175,6 +224,37 @@ mod tests {
         assert!(got >= Duration::from_millis(60), "{got:?}");
         assert!(got < Duration::from_millis(130), "{got:?}");
         assert!(current().is_none(), "the account is unset after the poll");
+    }
+
+    #[test]
+    fn a_tasks_spare_time_is_claimed_once_by_the_request_it_serves() {
+        let task = CpuAccount::task();
+        let request = CpuAccount::new();
+        let r = request.clone();
+        let mut f = Box::pin(task.measure(async move {
+            // The engine's work before the request (its head), then the request's own, claimed
+            // as it ends (it is in the request's account already), then the engine's work
+            // before the next request: only that is the next one's.
+            spin(Duration::from_millis(20));
+            r.add(claim_current());
+            r.measure(async { spin(Duration::from_millis(30)) }).await;
+            claim_current();
+            spin(Duration::from_millis(10));
+            claim_current()
+        }));
+        let mut cx = Context::from_waker(Waker::noop());
+        let Poll::Ready(next) = f.as_mut().poll(&mut cx) else {
+            panic!("the task has nothing to wait for");
+        };
+        assert!(next >= Duration::from_millis(10), "{next:?}");
+        assert!(next < Duration::from_millis(25), "{next:?}");
+        let got = request.total();
+        assert!(got >= Duration::from_millis(50), "{got:?}");
+        assert!(got < Duration::from_millis(100), "{got:?}");
+        // A request's own account, or none, has nothing to claim.
+        assert_eq!(claim_current(), Duration::ZERO);
+        let mut inner = Box::pin(CpuAccount::new().measure(async { claim_current() }));
+        assert_eq!(inner.as_mut().poll(&mut cx), Poll::Ready(Duration::ZERO));
     }
 
     #[test]

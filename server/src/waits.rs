@@ -169,7 +169,13 @@ impl<R: Runtime> Runtime for Metered<R> {
         F: Future<Output = T> + Send + 'static,
         T: Send + 'static,
     {
-        self.inner.spawn(future)
+        // Spawned by a request (a proxy's calls to several backends): its work is the
+        // request's. Otherwise (a connection's engine, a loop beside the requests): an account
+        // of the task's own, whose spare time the requests it serves claim (`cpu`).
+        let account = cpu::current()
+            .filter(|a| !a.is_task())
+            .unwrap_or_else(cpu::CpuAccount::task);
+        self.inner.spawn(account.measure(future))
     }
 }
 

@@ -602,6 +602,8 @@ impl<A: S3Api> Handler for Front<A> {
         // The request's CPU time: each poll of its future on the thread CPU clock, and the
         // blocking work it hands off (`crate::cpu`).
         let cpu = CpuAccount::new();
+        // What the connection spent since its last request (this head, say) is this one's.
+        cpu.add(crate::cpu::claim_current());
         let served = cpu
             .measure(self.serve(head, body, res, &id, &mut log, &backend))
             .await;
@@ -632,6 +634,8 @@ impl<A: S3Api> Handler for Front<A> {
             0 => 500,
             s => s,
         };
+        // This request's own polls (nested in the connection's) are in `cpu` already.
+        crate::cpu::claim_current();
         let elapsed = started.elapsed();
         let (bytes_in, bytes_out) = (body.received(), res.body_bytes());
         self.metrics

@@ -94,14 +94,15 @@ fn per_operation_cpu_adds_up_to_the_process_cpu() {
     let requests: f64 = a.values().sum::<f64>() - b.values().sum::<f64>();
     let process = one(&after, "ferry_node_process_cpu_seconds_total")
         - one(&before, "ferry_node_process_cpu_seconds_total");
-    // Part of the process's CPU (the request heads, the runtime's polling, the io_uring
-    // reaper, the scrapes themselves), never more than all of it.
+    // Most of the process's CPU (the rest: the runtime's polling between tasks, the io_uring
+    // reaper, the admin listener's scrapes; 91% in a debug build here), never more than all
+    // of it.
     assert!(
         requests <= process * 1.01,
         "requests {requests} s, process {process} s"
     );
     assert!(
-        requests >= process * 0.5,
+        requests >= process * 0.75,
         "requests {requests} s of the process's {process} s"
     );
     // What PUTs wrote on the blocking pool is in their seconds.
