@@ -1008,3 +1008,54 @@ impl OnRuntime for Load {
         run_load_with(rt, self.cfg, self.endpoints, self.embedded, self.control).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pauses of retry `attempt` for 1000 seeds (the caller's clock readings).
+    fn pauses(attempt: u32) -> Vec<Duration> {
+        (0..1000u64)
+            .map(|i| backoff(attempt, Duration::from_nanos(1_000_003 * i + 17)))
+            .collect()
+    }
+
+    #[test]
+    fn backoff_doubles_to_its_cap_with_jitter_in_the_upper_half() {
+        let ms = Duration::from_millis;
+        let caps = [100, 200, 400, 800, 1600, 2000, 2000].map(ms);
+        for (attempt, cap) in (0u32..)
+            .zip(caps)
+            .chain([(31, ms(2000)), (u32::MAX, ms(2000))])
+        {
+            let p = pauses(attempt);
+            let (lo, hi) = (p.iter().min().unwrap(), p.iter().max().unwrap());
+            assert!(
+                *lo >= cap / 2 && *hi <= cap,
+                "attempt {attempt}: {lo:?}..{hi:?}"
+            );
+            // The jitter covers the range: near both ends, and nearly every seed differs.
+            assert!(
+                *lo < cap * 11 / 20 && *hi > cap * 19 / 20,
+                "{attempt}: {lo:?}..{hi:?}"
+            );
+            let mut distinct = p.clone();
+            distinct.sort();
+            distinct.dedup();
+            assert!(
+                distinct.len() > 990,
+                "attempt {attempt}: {}",
+                distinct.len()
+            );
+        }
+        // Deterministic in its seed, and the attempt is part of it: a client's successive
+        // pauses are not the same fraction of their caps.
+        assert_eq!(pauses(2), pauses(2));
+        let same = pauses(2)
+            .iter()
+            .zip(pauses(3))
+            .filter(|(a, b)| **a * 2 == *b)
+            .count();
+        assert!(same < 10, "{same} of 1000 seeds");
+    }
+}
