@@ -86,6 +86,22 @@ fn client_figures(r: &RunReport) -> Vec<Figure> {
     ]
 }
 
+/// The figures of each agent of a coordinator's run (`agent N`, by share, so that runs on other
+/// machines or ports line up): its throughput, errors and latency.
+fn agent_figures(r: &RunReport, share: u32) -> Vec<Figure> {
+    const SHOWN: [&str; 5] = ["ops/s", "MB/s", "errors", "p50", "p99"];
+    r.agents
+        .iter()
+        .find(|a| a.share == share)
+        .map(|a| {
+            figures(&a.total, a.elapsed_s)
+                .into_iter()
+                .filter(|(name, _, _)| SHOWN.contains(name))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// One row: a figure over the runs of each side.
 struct Row {
     op: String,
@@ -116,7 +132,8 @@ fn describe(tag: &str, names: &[String], runs: &[RunReport]) -> String {
     }
 }
 
-/// Rows of every operation either side did, then the client's CPU.
+/// Rows of every operation either side did, then of every agent (runs across machines), then
+/// the client's CPU.
 fn rows(a: &[RunReport], b: &[RunReport]) -> Vec<Row> {
     let totals = |runs: &[RunReport]| -> Vec<Vec<(OpKind, OpStats)>> {
         runs.iter().map(RunReport::op_totals).collect()
@@ -178,6 +195,18 @@ fn rows(a: &[RunReport], b: &[RunReport]) -> Vec<Row> {
     for (op, sa, sb) in &groups {
         let f = |side: &Side| side.iter().map(|(secs, s)| figures(s, *secs)).collect();
         push(op, f(sa), f(sb));
+    }
+    let mut shares: Vec<u32> = a
+        .iter()
+        .chain(b)
+        .flat_map(|r| &r.agents)
+        .map(|x| x.share)
+        .collect();
+    shares.sort_unstable();
+    shares.dedup();
+    for share in shares {
+        let f = |runs: &[RunReport]| runs.iter().map(|r| agent_figures(r, share)).collect();
+        push(&format!("agent {share}"), f(a), f(b));
     }
     push(
         "client",

@@ -68,6 +68,9 @@ pub trait Observer: Send + Sync {
     /// measured phase starts once the gate opens.
     fn prepared(&self, _prepared: Option<&Prepared>) {}
 
+    /// The measured phase begins now (the gate, if any, has opened and its instant passed).
+    fn started(&self) {}
+
     /// An interval of the measured phase ended.
     fn interval(&self, _interval: &Interval<'_>, _control: &RunControl) {}
 }
@@ -185,6 +188,12 @@ impl RunControl {
     pub(crate) fn prepared(&self, p: Option<&Prepared>) {
         for o in &self.observers {
             o.prepared(p);
+        }
+    }
+
+    pub(crate) fn started(&self) {
+        for o in &self.observers {
+            o.started();
         }
     }
 

@@ -93,6 +93,10 @@ pub struct AgentEntry {
     /// The round trip the offset was measured with, milliseconds (the offset is right within
     /// half of it).
     pub round_trip_ms: f64,
+    /// When its measured phase began, milliseconds after the start instant the coordinator
+    /// named (its own clock's reading less its offset); absent if it never said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_ms: Option<f64>,
     /// Its measured phase, seconds.
     pub elapsed_s: f64,
     /// Its CPU time during it.
@@ -607,12 +611,15 @@ impl RunReport {
         for a in &self.agents {
             let _ = writeln!(
                 out,
-                "  agent {} ({}): share {}, clock offset {:+.3} ms (round trip {:.3} ms){}",
+                "  agent {} ({}): share {}, clock offset {:+.3} ms (round trip {:.3} ms){}{}",
                 a.address,
                 if a.host.is_empty() { "?" } else { &a.host },
                 a.share,
                 a.clock_offset_ms,
                 a.round_trip_ms,
+                a.start_ms
+                    .map(|s| format!(", started {s:+.3} ms from the named instant"))
+                    .unwrap_or_default(),
                 a.lost
                     .as_deref()
                     .map(|l| format!(", LOST {l}"))

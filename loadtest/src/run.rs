@@ -878,6 +878,7 @@ pub async fn run_load_with<R: NetRuntime>(
     let started_unix = rt.unix_time();
     let cpu_before = CpuTimes::now();
     sh.t0 = rt.now();
+    control.started();
     sh.deadline = duration.map(|d| sh.t0 + d);
     let sh = Arc::new(sh);
     let done = Arc::new(Signal::new());

@@ -7,7 +7,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, sync_channel};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::clock::unix_ns;
@@ -37,8 +37,13 @@ pub struct AgentOptions {
 impl AgentOptions {
     /// The agent's clock (with the test skew), Unix nanoseconds.
     fn now_ns(&self) -> i64 {
-        unix_ns().saturating_add(self.clock_skew_ns)
+        skewed_now_ns(self.clock_skew_ns)
     }
+}
+
+/// The clock read `skew_ns` ahead, Unix nanoseconds.
+fn skewed_now_ns(skew_ns: i64) -> i64 {
+    unix_ns().saturating_add(skew_ns)
 }
 
 /// Serve coordinators on `listener` until the process ends.
@@ -143,8 +148,11 @@ fn session(mut ch: Channel, opts: &AgentOptions, free: &dyn Fn()) -> Result<(), 
     let link: Link<ToCoordinator> =
         Link::start(ch, 0, events_tx, opts.timeout).map_err(|e| e.to_string())?;
     let notes: Arc<Mutex<Vec<String>>> = Arc::default();
+    let started_ns = Arc::new(OnceLock::new());
     let observer = Streamer {
         tx: link.sender().ok_or("the link closed at once")?,
+        clock_skew_ns: opts.clock_skew_ns,
+        started_ns: started_ns.clone(),
     };
     let control = Arc::new(RunControl::new().with_gate().with_observer(observer));
     let run = {
@@ -210,6 +218,7 @@ fn session(mut ch: Channel, opts: &AgentOptions, free: &dyn Fn()) -> Result<(), 
             let summary = summary_line(&report);
             link.send(ToCoordinator::Done(Box::new(Finished {
                 started_unix: report.started_unix,
+                started_unix_ns: started_ns.get().copied(),
                 elapsed_s: report.elapsed_s,
                 cpu: report.cpu,
                 notes: report.notes,
@@ -246,9 +255,12 @@ fn summary_line(r: &RunReport) -> String {
     )
 }
 
-/// Sends the run's progress to the coordinator: preparation done, then each interval.
+/// Sends the run's progress to the coordinator: preparation done, then each interval; notes
+/// when the measured phase began, on this agent's clock.
 struct Streamer {
     tx: LinkSender<ToCoordinator>,
+    clock_skew_ns: i64,
+    started_ns: Arc<OnceLock<i64>>,
 }
 
 impl Observer for Streamer {
@@ -256,6 +268,10 @@ impl Observer for Streamer {
         self.tx.send(ToCoordinator::Ready {
             prepared: prepared.copied(),
         });
+    }
+
+    fn started(&self) {
+        let _ = self.started_ns.set(skewed_now_ns(self.clock_skew_ns));
     }
 
     fn interval(&self, i: &Interval<'_>, control: &RunControl) {

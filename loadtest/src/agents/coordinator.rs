@@ -89,6 +89,8 @@ struct Agent {
     last_tick: u64,
     /// When it was lost, seconds into the measured phase.
     lost_at_s: Option<f64>,
+    /// When its measured phase began, milliseconds after the instant named.
+    start_ms: Option<f64>,
 }
 
 impl Agent {
@@ -248,6 +250,7 @@ pub fn coordinate(mut cfg: LoadConfig, opts: &CoordinatorOptions) -> Result<RunR
             totals: Recorder::new(urls.len()),
             last_tick: 0,
             lost_at_s: None,
+            start_ms: None,
         });
     }
     drop(events_tx);
@@ -279,6 +282,8 @@ pub fn coordinate(mut cfg: LoadConfig, opts: &CoordinatorOptions) -> Result<RunR
     let mut seconds: BTreeMap<u64, Second> = BTreeMap::new();
     let mut notes: Vec<String> = Vec::new();
     let mut started: Option<Instant> = None;
+    // The start instant named, Unix nanoseconds of this clock.
+    let mut start_at: Option<i64> = None;
     let mut stopping = false;
     while agents.iter().any(Agent::live) {
         let (i, ev) = match events.recv_timeout(Duration::from_secs(1)) {
@@ -322,8 +327,14 @@ pub fn coordinate(mut cfg: LoadConfig, opts: &CoordinatorOptions) -> Result<RunR
                 None
             }
             Event::Msg(ToCoordinator::Done(f)) => {
-                agents[i].state = State::Done;
-                agents[i].finished = Some(*f);
+                let a = &mut agents[i];
+                // Its reading less its offset: the offset's error cancels (the agent aimed
+                // with the same offset), what is left is how late its timer woke it.
+                a.start_ms = start_at
+                    .zip(f.started_unix_ns)
+                    .map(|(at, began)| ms(began - a.offset.offset_ns - at));
+                a.state = State::Done;
+                a.finished = Some(*f);
                 None
             }
             Event::Msg(ToCoordinator::Failed { error }) => {
@@ -389,6 +400,7 @@ pub fn coordinate(mut cfg: LoadConfig, opts: &CoordinatorOptions) -> Result<RunR
                 });
             }
             started = Some(Instant::now() + lead);
+            start_at = Some(at);
         }
         // Seconds every running agent has sent: progress and --autoterm.
         let running: Vec<u64> = agents
@@ -515,6 +527,7 @@ fn report(
                 share: i as u32,
                 clock_offset_ms: ms(a.offset.offset_ns),
                 round_trip_ms: ms(a.offset.round_trip_ns),
+                start_ms: a.start_ms,
                 elapsed_s: a
                     .finished
                     .as_ref()

@@ -102,6 +102,10 @@ pub struct Chunk {
 pub struct Finished {
     /// Start of the measured phase, Unix seconds.
     pub started_unix: i64,
+    /// The same instant, Unix nanoseconds of the agent's clock (as read when the measured
+    /// phase began: the coordinator compares it with the instant it named).
+    #[serde(default)]
+    pub started_unix_ns: Option<i64>,
     /// Length of the measured phase, seconds.
     pub elapsed_s: f64,
     /// The agent's CPU time during it.

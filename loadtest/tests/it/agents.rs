@@ -274,9 +274,17 @@ fn run(cmd: Command) -> (ExitStatus, String, String) {
 
 fn three_agents_merge_exactly(rt: RuntimeKind) {
     let s = Setup::new(rt);
-    let agents: Vec<Agent> = ["a", "b", "c"].iter().map(|n| s.agent(n, &[])).collect();
+    // Clocks 30 ms ahead and behind (within the 50 ms bound): they start with the third all the
+    // same, at the instant the coordinator names.
+    let skews: [&[&str]; 3] = [&[], &["--clock-skew-ms", "30"], &["--clock-skew-ms", "-30"]];
+    let agents: Vec<Agent> = ["a", "b", "c"]
+        .iter()
+        .zip(skews)
+        .map(|(n, skew)| s.agent(n, skew))
+        .collect();
     let refs: Vec<&Agent> = agents.iter().collect();
     let coord_json = s.path("coordinator.json");
+    let coord_csv = s.path("coordinator.csv");
     let (status, out, err) = run(s.coordinator(
         "mixed",
         &refs,
@@ -292,6 +300,8 @@ fn three_agents_merge_exactly(rt: RuntimeKind) {
             "--md5",
             "--json",
             coord_json.to_str().unwrap(),
+            "--csv",
+            coord_csv.to_str().unwrap(),
         ],
     ));
     assert!(status.success(), "{status}\n{out}\n{err}");
@@ -345,6 +355,8 @@ fn three_agents_merge_exactly(rt: RuntimeKind) {
         assert!(c.agents[i].lost.is_none());
         assert!(c.agents[i].clock_offset_ms.abs() < 50.0);
     }
+    started_at_the_named_instant(c, &own);
+    csv_plot_and_compare_take_it(&s, c, &coord_json, &coord_csv);
     // Every byte verified, none wrong, nothing failed: no agent touched another's objects.
     assert_eq!(c.error_count(), 0, "{out}");
     assert!(c.mismatches.is_empty());
@@ -352,6 +364,72 @@ fn three_agents_merge_exactly(rt: RuntimeKind) {
     assert_eq!(c.costs().verified_bytes, get.bytes);
     assert!(get.bytes > 0);
     assert!(s.keys().is_empty(), "cleanup left keys");
+}
+
+/// Every agent began its measured phase at the instant the coordinator named: not before it (an
+/// offset applied with the wrong sign or not at all would start the agent 30 ms ahead early),
+/// and not a second of lead late (an agent that ignored the instant, or waited twice); none was
+/// told the instant after it had passed. The bound on lateness is the agents' timer waking up
+/// on a busy machine, not a claim on how long the test takes.
+fn started_at_the_named_instant(c: &RunReport, own: &[(PathBuf, RunReport)]) {
+    const LATE_BOUND_MS: f64 = 500.0;
+    for a in &c.agents {
+        let start = a.start_ms.unwrap_or_else(|| panic!("no start from {a:?}"));
+        assert!(
+            start >= -a.round_trip_ms / 2.0 && start <= LATE_BOUND_MS,
+            "{} started {start} ms from the named instant (round trip {} ms)",
+            a.address,
+            a.round_trip_ms
+        );
+    }
+    let late = "after the coordinator's start instant";
+    for notes in std::iter::once(&c.notes).chain(own.iter().map(|(_, r)| &r.notes)) {
+        assert!(!notes.iter().any(|n| n.contains(late)), "{notes:?}");
+    }
+}
+
+/// A coordinator's report is read as a local run's: its `--csv` is the merged series, `plot`
+/// draws it, `compare` compares it, with a row group per agent (by share).
+fn csv_plot_and_compare_take_it(s: &Setup, c: &RunReport, json: &Path, csv: &Path) {
+    let csv = std::fs::read_to_string(csv).unwrap();
+    let mut lines = csv.lines();
+    assert!(lines.next().unwrap().starts_with("t_s,dt_s,op,ops,bytes"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let points: usize = c.series.iter().map(|p| p.ops.len()).sum();
+    assert_eq!(rows.len(), points, "a row per second and operation:\n{csv}");
+    // The rows add up to the merged totals.
+    let csv_ops: u64 = rows.iter().map(|r| r[3].parse::<u64>().unwrap()).sum();
+    let series_ops: u64 = c.series.iter().flat_map(|p| &p.ops).map(|o| o.ops).sum();
+    assert_eq!(csv_ops, series_ops);
+    assert_eq!(
+        series_ops,
+        c.stats.iter().map(|e| e.stats.ops).sum::<u64>(),
+        "the series holds every operation"
+    );
+
+    let svg = s.path("coordinator.svg");
+    let mut plot = Command::new(BIN);
+    plot.arg("plot").arg(json).arg("-o").arg(&svg);
+    let (status, _, err) = run(plot);
+    assert!(status.success(), "{err}");
+    let doc = std::fs::read_to_string(&svg).unwrap();
+    assert!(doc.contains("<polyline"), "a line per series: {doc}");
+
+    let mut compare = Command::new(BIN);
+    compare.arg("compare").arg(json).arg(json);
+    let (status, table, err) = run(compare);
+    assert!(status.success(), "{err}");
+    for op in ["get", "put", "stat", "delete", "total"] {
+        assert!(table.lines().any(|l| l.starts_with(op)), "{op}:\n{table}");
+    }
+    for share in 0..3 {
+        let head = format!("agent {share} ");
+        let row = table
+            .lines()
+            .find(|l| l.starts_with(&head))
+            .unwrap_or_else(|| panic!("no {head:?} row:\n{table}"));
+        assert!(row.contains(" ops/s ") && row.contains("+0.0%"), "{row}");
+    }
 }
 
 fn shares_write_their_own_keys(rt: RuntimeKind) {
