@@ -1,12 +1,14 @@
 //! Heap profiles on the admin listeners of a node and a proxy (`/debug/pprof/heap`): jemalloc's
 //! sampled heap as a gzipped pprof protobuf that decodes with the pprof crate's protos and has
-//! samples of bytes in use, a flamegraph SVG, 400 for a bad format. This test binary runs with
-//! jemalloc as its allocator (`ferry_server::global_allocator!` in `main.rs`), as `ferry` does.
+//! samples of bytes in use, a flamegraph SVG, 400 for a bad format; 503 saying why from a
+//! `ferry` whose sampling is off. This test binary runs with jemalloc as its allocator
+//! (`ferry_server::global_allocator!` in `main.rs`), as `ferry` does.
 
 use ferry_server::RuntimeKind;
 
 use crate::support::http::plain_get;
 use crate::support::pprof::{decode, names_ferry, sample_types};
+use crate::support::process::{KEY_ENV, free_port, ready_addr, spawn_ferry, stop};
 use crate::support::proxy::{Auth, Setup};
 
 fn check(profile: &pprof::protos::Profile, server: &str) {
@@ -70,4 +72,44 @@ fn heap_profiles_of_node_and_proxy() {
                 .contains("/debug/pprof/heap")
         );
     }
+}
+
+/// A `ferry node` whose jemalloc starts with sampling off (`prof_active:false` in its
+/// environment, read after the options compiled in): no profile, and a 503 that says why,
+/// whatever the format; the S3 side is unaffected. (A `--no-default-features` build answers
+/// the same way, naming the missing feature: `.ci/run` builds it.)
+#[test]
+fn heap_profile_unavailable_is_a_503_that_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let admin = free_port();
+    let (data, admin_arg) = (dir.path().to_str().unwrap(), admin.to_string());
+    let mut env = KEY_ENV.to_vec();
+    env.push(("_RJEM_MALLOC_CONF", "prof_active:false"));
+    let args = [
+        "node",
+        "--data",
+        data,
+        "--listen",
+        "127.0.0.1:0",
+        "--admin-listen",
+        &admin_arg,
+        "--threads",
+        "1",
+        "--no-fsync",
+    ];
+    let mut child = spawn_ferry(&args, &env);
+    let addr = ready_addr(&mut child, "ferry node listening on http://");
+    for target in ["/debug/pprof/heap", "/debug/pprof/heap?format=svg"] {
+        let r = plain_get(admin, target);
+        assert_eq!(r.status, 503, "{target}: {}", r.text());
+        assert_eq!(r.header("content-type"), Some("text/plain; charset=utf-8"));
+        assert_eq!(
+            r.text(),
+            "no heap profile: jemalloc's heap sampling is inactive (`prof_active:false`)\n"
+        );
+    }
+    let mut c = crate::support::http::Client::connect(addr);
+    assert_eq!(c.put("/still-serves", b"").status, 200);
+    drop(c);
+    stop(child, "-TERM");
 }

@@ -2,7 +2,7 @@
 //! (objects stay readable), the previous layout dropped once its keys have moved, a bad file
 //! refused with the old configuration kept, and SIGHUP to a `ferry proxy` process.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -12,7 +12,7 @@ use ferry_server::{ProxyConfig, ProxyHandle, RuntimeKind, start_proxy};
 
 use crate::support::http::{Client, http_request, plain_get};
 use crate::support::node::Node;
-use crate::support::process::{KEY_ENV, ready_addr, spawn_ferry, stop};
+use crate::support::process::{KEY_ENV, free_port, ready_addr, spawn_ferry, stop};
 use crate::support::{ACCESS_KEY, SECRET_KEY};
 
 on_both_runtimes!(
@@ -305,14 +305,6 @@ fn a_bad_configuration_is_refused_and_the_old_one_kept(runtime: RuntimeKind) {
     let err = bare.reload().unwrap_err();
     assert!(err.contains("no configuration source"), "{err}");
     bare.stop();
-}
-
-/// A port free a moment ago.
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
 }
 
 /// SIGHUP makes a `ferry proxy --config FILE` process read its file again: a backend it adds

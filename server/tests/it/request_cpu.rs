@@ -4,12 +4,11 @@
 //! waits and pool reuse.
 
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpListener};
 
 use ferry_server::RuntimeKind;
 
 use crate::support::http::{Client, metrics_after, plain_get};
-use crate::support::process::{KEY_ENV, ready_addr, signal, spawn_ferry};
+use crate::support::process::{KEY_ENV, free_port, ready_addr, signal, spawn_ferry};
 use crate::support::proxy::{Auth, Setup};
 
 /// The samples of family `name` (`name{labels} value` or `name value`), by label text.
@@ -41,11 +40,6 @@ impl Drop for Killed {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr")
 }
 
 #[test]

@@ -12,6 +12,14 @@ pub const KEY_ENV: [(&str, &str); 2] = [
     ("FERRY_SECRET_KEY", SECRET_KEY),
 ];
 
+/// An address on 127.0.0.1 free a moment ago, for a listener whose address the process does
+/// not print (the admin listener).
+pub fn free_port() -> SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+}
+
 /// `ferry ARGS` with only `env` in its environment; stdout and stderr piped.
 pub fn spawn_ferry(args: &[&str], env: &[(&str, &str)]) -> Child {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferry"));
