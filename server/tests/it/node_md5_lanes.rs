@@ -1,8 +1,8 @@
 //! Concurrent writes through the node's MD5 lanes, over real TCP on both runtimes, with
 //! streamed bodies written through `io_uring` and through the blocking pool: every ETag is the
 //! body's MD5, bad `Content-MD5`s are refused, every byte written (PUTs, a part, a copy) was
-//! hashed by the lane scheduler, and every full buffer of a streamed body went through the
-//! ring when it was on.
+//! hashed by the lane scheduler, every full buffer of a streamed body went through the ring
+//! when it was on, and, when it was off, every body's wait for its hashing was counted.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Barrier};
@@ -173,4 +173,12 @@ fn puts_hash_in_lanes(node: Node, ring: bool) {
          kernel has it, and the test's temp directory takes O_DIRECT)"
     );
     assert!(sample(&m, "ferry_node_store_direct_write_bytes_total") >= full);
+    // A buffer handed to the blocking pool waits there until the lanes have hashed it, and
+    // that wait is counted (even when nothing was left to wait for): every body's buffers, so
+    // at least one per stream. Through the ring a write waits only when another thread's
+    // batch holds its last chunks: how often is timing.
+    let waits = sample(&m, "ferry_node_md5_lane_wait_seconds_count");
+    if !ring {
+        assert!(waits >= streams, "{waits} waits for {streams} streams\n{m}");
+    }
 }
