@@ -25,6 +25,7 @@ use ferry_core::s3::sigv4::{
     SigningKeyCache, StreamingMode, sign_request, verify_request,
 };
 use ferry_core::sse::{self, ObjectCipher};
+use ferry_core::stats::{MannWhitney, Summary, mann_whitney, summarize};
 use ferry_core::time::DateTime;
 use md5::{Digest, Md5};
 use rand_core::{Rng, SeedableRng};
@@ -722,6 +723,55 @@ pub fn measure_rounds(case: &mut Case, per_round: Duration, rounds: usize) -> (V
     (f, b)
 }
 
+/// One row of `report --runs N`: Ferry's and the baseline's rates over their runs, each as its
+/// median ± median absolute deviation, the ratio of the medians, and the two-sided
+/// Mann-Whitney U test of Ferry's runs against the baseline's (none with fewer than 2 runs a
+/// side, which could never be significant).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunsRow {
+    /// Ferry's runs.
+    pub ferry: Summary,
+    /// The baseline's runs.
+    pub baseline: Summary,
+    /// Ferry's median over the baseline's.
+    pub ratio: f64,
+    /// The test, with 2 runs a side or more.
+    pub test: Option<MannWhitney>,
+}
+
+impl RunsRow {
+    /// The row of `ferry`'s rates against `baseline`'s.
+    pub fn new(ferry: &[f64], baseline: &[f64]) -> Self {
+        let (f, b) = (summarize(ferry), summarize(baseline));
+        Self {
+            ferry: f,
+            baseline: b,
+            ratio: f.median / b.median,
+            test: (ferry.len() >= 2 && baseline.len() >= 2).then(|| mann_whitney(ferry, baseline)),
+        }
+    }
+
+    /// Whether the difference is significant at 5% (never without a test).
+    pub fn significant(&self) -> bool {
+        self.test.is_some_and(|t| t.significant())
+    }
+
+    /// The line `report` prints: name, both sides, the ratio, `~` when not significant, p.
+    pub fn line(&self, name: &str, unit: &str) -> String {
+        let side = |s: &Summary| format!("{:.2} ± {:.2}", s.median, s.mad);
+        let mark = if self.significant() { ' ' } else { '~' };
+        let p = self
+            .test
+            .map_or_else(|| "-".to_owned(), |t| format!("{:.3}", t.p));
+        format!(
+            "{name:<34} {:>17} {:>17} {:>7.2}x {mark} {p:>6}  {unit}",
+            side(&self.ferry),
+            side(&self.baseline),
+            self.ratio
+        )
+    }
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(0.0)
@@ -737,6 +787,50 @@ mod tests {
             let (f, b) = measure(&mut case, Duration::from_millis(2), 1);
             assert!(f > 0.0 && b > 0.0, "{}: {f} {b}", case.name);
         }
+    }
+
+    #[test]
+    fn runs_rows_give_medians_spreads_ratio_and_significance() {
+        // 5 runs a side, fully separated: Ferry twice the baseline, p = 2/252 (exact).
+        let row = RunsRow::new(
+            &[20.0, 21.0, 19.0, 20.5, 19.5],
+            &[10.0, 10.5, 9.5, 10.25, 9.75],
+        );
+        assert_eq!((row.ferry.median, row.ferry.mad), (20.0, 0.5));
+        assert_eq!((row.baseline.median, row.baseline.mad), (10.0, 0.25));
+        assert_eq!(row.ratio, 2.0);
+        let t = row.test.unwrap();
+        assert!(t.exact && (t.p - 2.0 / 252.0).abs() < 1e-12, "{t:?}");
+        assert!(row.significant());
+        assert_eq!(
+            row.line("md5/256KiB", "GB/s"),
+            format!(
+                "{:<34} {:>17} {:>17} {:>7}x {} {:>6}  GB/s",
+                "md5/256KiB", "20.00 ± 0.50", "10.00 ± 0.25", "2.00", ' ', "0.008"
+            )
+        );
+
+        // 10 against 10, fully separated: p ≈ 1.1e-5, shown as 0.000.
+        let f: Vec<f64> = (0..10).map(|i| 30.0 + f64::from(i)).collect();
+        let b: Vec<f64> = (0..10).map(|i| 10.0 + f64::from(i)).collect();
+        let row = RunsRow::new(&f, &b);
+        let p = row.test.unwrap().p;
+        assert!(p > 1e-5 && p < 2e-5, "{p}");
+        assert!(row.line("x", "GB/s").contains("  0.000  GB/s"));
+
+        // Overlapping sides: a ratio, but `~`.
+        let row = RunsRow::new(
+            &[10.0, 12.0, 11.0, 9.0, 13.0],
+            &[11.5, 10.5, 12.5, 9.5, 11.0],
+        );
+        assert!(!row.significant() && row.test.unwrap().p > 0.5, "{row:?}");
+        assert!(row.line("x", "Mops/s").contains(" ~ "));
+
+        // One run a side: no test, `~` and `-`.
+        let row = RunsRow::new(&[3.0], &[1.5]);
+        assert_eq!((row.ratio, row.test), (2.0, None));
+        assert!(!row.significant());
+        assert!(row.line("x", "GB/s").ends_with("2.00x ~      -  GB/s"));
     }
 
     #[test]

@@ -9,8 +9,7 @@
 
 use std::time::Duration;
 
-use ferry_benches::{Unit, all_cases, measure, measure_rounds};
-use ferry_core::stats::{mann_whitney, summarize};
+use ferry_benches::{RunsRow, Unit, all_cases, measure, measure_rounds};
 
 fn main() {
     let mut per_case = 2.0f64;
@@ -71,24 +70,7 @@ fn main() {
         };
         if runs.is_some() {
             let (fr, br) = measure_rounds(&mut case, per_round, rounds);
-            let (f, b) = (summarize(&fr), summarize(&br));
-            let (mark, p) = if fr.len() < 2 {
-                ('~', "-".to_owned())
-            } else {
-                let t = mann_whitney(&fr, &br);
-                (
-                    if t.significant() { ' ' } else { '~' },
-                    format!("{:.3}", t.p),
-                )
-            };
-            let side = |s: &ferry_core::stats::Summary| format!("{:.2} ± {:.2}", s.median, s.mad);
-            println!(
-                "{:<34} {:>17} {:>17} {:>7.2}x {mark} {p:>6}  {unit}",
-                case.name,
-                side(&f),
-                side(&b),
-                f.median / b.median
-            );
+            println!("{}", RunsRow::new(&fr, &br).line(&case.name, unit));
             continue;
         }
         let (f, b) = measure(&mut case, per_round, rounds);
