@@ -7,8 +7,11 @@
 #   benches/node/node_bench.sh [SECONDS]        (default 10 s per phase)
 #   NGINX=/path/to/nginx (default /usr/sbin/nginx); wrk and nginx missing: that part is skipped
 # Environment: FERRY=path (a node binary to measure instead of building this tree's),
-# OPS="put" (the phases, default "put get"), NODE_ARGS="--no-fsync" (extra node options).
+# OPS="put" (the phases, default "put get"), NODE_ARGS="--no-fsync" (extra node options),
+# OUT=dir (keep each phase's ferry-load report there as RUNTIME-OP.json, e.g. tokio-put.json,
+# for `ferry-load compare A... -- B...` of several runs; without it they are deleted).
 set -euo pipefail
+out=${OUT:+$(realpath -m "$OUT")}
 cd "$(dirname "$0")/../.."
 secs=${1:-10}
 if [ -z "${FERRY:-}" ]; then cargo build --release -q -p ferry-server -p ferry-loadtest; fi
@@ -16,6 +19,7 @@ ferry=${FERRY:-target/release/ferry}
 load=${FERRY_LOAD:-target/release/ferry-load}
 ops=${OPS:-put get}
 node_args=${NODE_ARGS:-}
+[ -n "$out" ] && mkdir -p "$out"
 export FERRY_ACCESS_KEY=benchkey FERRY_SECRET_KEY=benchsecret1234567890
 tick=$(getconf CLK_TCK)
 cpu_s() { awk -v t="$tick" '{print ($14 + $15) / t}' "/proc/$1/stat"; }
@@ -49,6 +53,7 @@ secs = r["elapsed_s"]
 cpu = float(after) - float(before)
 print(f"{rt:<6} {op:<4} {gb * 1e3 / secs:10.1f} {gb:10.2f} {cpu:12.2f} {cpu / gb if gb else float('nan'):14.3f}   ({ops} ops, {errors} errors)")
 PY
+    [ -n "$out" ] && cp "$dir/$op.json" "$out/$rt-$op.json"
   done
   kill -TERM $pid; wait $pid || true
   rm -rf "$dir"
