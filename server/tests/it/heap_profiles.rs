@@ -6,9 +6,9 @@
 
 use ferry_server::RuntimeKind;
 
-use crate::support::http::plain_get;
+use crate::support::http::{Client, plain_get};
 use crate::support::pprof::{decode, names_ferry, sample_types};
-use crate::support::process::{KEY_ENV, free_port, ready_addr, spawn_ferry, stop};
+use crate::support::process::{KEY_ENV, node_with_admin, signal};
 use crate::support::proxy::{Auth, Setup};
 
 fn check(profile: &pprof::protos::Profile, server: &str) {
@@ -81,24 +81,10 @@ fn heap_profiles_of_node_and_proxy() {
 #[test]
 fn heap_profile_unavailable_is_a_503_that_says_why() {
     let dir = tempfile::tempdir().unwrap();
-    let admin = free_port();
-    let (data, admin_arg) = (dir.path().to_str().unwrap(), admin.to_string());
     let mut env = KEY_ENV.to_vec();
     env.push(("_RJEM_MALLOC_CONF", "prof_active:false"));
-    let args = [
-        "node",
-        "--data",
-        data,
-        "--listen",
-        "127.0.0.1:0",
-        "--admin-listen",
-        &admin_arg,
-        "--threads",
-        "1",
-        "--no-fsync",
-    ];
-    let mut child = spawn_ferry(&args, &env);
-    let addr = ready_addr(&mut child, "ferry node listening on http://");
+    let extra = ["--threads", "1", "--no-fsync"];
+    let (mut child, addr, admin) = node_with_admin(dir.path(), &extra, &env);
     for target in ["/debug/pprof/heap", "/debug/pprof/heap?format=svg"] {
         let r = plain_get(admin, target);
         assert_eq!(r.status, 503, "{target}: {}", r.text());
@@ -108,8 +94,9 @@ fn heap_profile_unavailable_is_a_503_that_says_why() {
             "no heap profile: jemalloc's heap sampling is inactive (`prof_active:false`)\n"
         );
     }
-    let mut c = crate::support::http::Client::connect(addr);
+    let mut c = Client::connect(addr);
     assert_eq!(c.put("/still-serves", b"").status, 200);
     drop(c);
-    stop(child, "-TERM");
+    signal(&child.0, "-TERM");
+    assert!(child.0.wait().expect("wait").success());
 }

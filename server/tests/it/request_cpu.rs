@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use ferry_server::RuntimeKind;
 
 use crate::support::http::{Client, metrics_after, plain_get};
-use crate::support::process::{KEY_ENV, free_port, ready_addr, signal, spawn_ferry};
+use crate::support::process::{KEY_ENV, node_with_admin, signal};
 use crate::support::proxy::{Auth, Setup};
 
 /// The samples of family `name` (`name{labels} value` or `name value`), by label text.
@@ -32,37 +32,10 @@ fn one(metrics: &str, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("{name} in\n{metrics}"))
 }
 
-/// Kills the node process if the test fails before stopping it.
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn per_operation_cpu_adds_up_to_the_process_cpu() {
     let dir = tempfile::tempdir().unwrap();
-    let admin = free_port();
-    let (data, admin_arg) = (dir.path().to_str().unwrap(), admin.to_string());
-    let mut child = spawn_ferry(
-        &[
-            "node",
-            "--data",
-            data,
-            "--listen",
-            "127.0.0.1:0",
-            "--admin-listen",
-            &admin_arg,
-            "--threads",
-            "2",
-        ],
-        &KEY_ENV,
-    );
-    let addr = ready_addr(&mut child, "ferry node listening on http://");
-    let mut child = Killed(child);
+    let (mut child, addr, admin) = node_with_admin(dir.path(), &["--threads", "2"], &KEY_ENV);
     let mut c = Client::connect(addr);
     assert_eq!(c.put("/cpu", b"").status, 200);
     let before = metrics_after(admin, "ferry_node", 1);

@@ -2,6 +2,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
+use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 
 use super::{ACCESS_KEY, SECRET_KEY};
@@ -31,6 +32,34 @@ pub fn spawn_ferry(args: &[&str], env: &[(&str, &str)]) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn ferry")
+}
+
+/// A child process killed when dropped: a test that fails before stopping it leaves nothing
+/// running.
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A `ferry node` process on `data` with `extra` options and only `env` in its environment,
+/// its admin listener on a free port: the process, its S3 address and its admin address.
+pub fn node_with_admin(
+    data: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (Killed, SocketAddr, SocketAddr) {
+    let admin = free_port();
+    let (data, admin_arg) = (data.to_str().expect("utf-8 path"), admin.to_string());
+    let mut args = vec!["node", "--data", data, "--listen", "127.0.0.1:0"];
+    args.extend(["--admin-listen", &admin_arg]);
+    args.extend_from_slice(extra);
+    let mut child = spawn_ferry(&args, env);
+    let addr = ready_addr(&mut child, "ferry node listening on http://");
+    (Killed(child), addr, admin)
 }
 
 /// The address after `prefix` in the first line of stdout; stdout is then drained on a thread
