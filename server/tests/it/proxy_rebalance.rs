@@ -20,6 +20,12 @@ use crate::support::{ACCESS_KEY, SECRET_KEY};
 on_both_runtimes!(
     growing_moves_every_object_with_its_metadata,
     versions_keep_their_ids_order_and_dates,
+    the_bandwidth_bound_holds,
+    encrypted_objects_keep_their_mode_and_sse_c_stays,
+    client_writes_and_deletes_during_a_move_win,
+    a_killed_run_is_finished_by_the_next,
+    object_lock_moves_with_the_version,
+    uploads_in_progress_keep_the_previous_layout,
 );
 
 /// `count` nodes behind a proxy, `node-1` first.
@@ -406,9 +412,7 @@ fn md5_of(data: &[u8]) -> u128 {
 
 /// `--max-bandwidth`: however the machine runs, the bytes sent by any moment never exceed the
 /// bucket's burst plus the rate times the time since the start; and every object still moves.
-#[test]
-fn the_bandwidth_bound_holds() {
-    let runtime = RuntimeKind::Tokio;
+fn the_bandwidth_bound_holds(runtime: RuntimeKind) {
     let nodes = nodes(runtime, 2);
     let mut before = layout_config(runtime, &nodes, &[0], &[]);
     before.layout_version = 1;
@@ -481,9 +485,7 @@ fn any_file_holds(dir: &std::path::Path, needle: &[u8]) -> bool {
 /// An SSE-S3 object moves and is encrypted again by its new owner (its data file holds no
 /// plaintext); an SSE-KMS one keeps its key id; an SSE-C one cannot be read without its key, so
 /// it stays where it is, counted, and the report keeps the previous layout.
-#[test]
-fn encrypted_objects_keep_their_mode_and_sse_c_stays() {
-    let runtime = RuntimeKind::Tokio;
+fn encrypted_objects_keep_their_mode_and_sse_c_stays(runtime: RuntimeKind) {
     let dir = tempfile::tempdir().unwrap();
     let keyring = dir.path().join("keyring.toml");
     {
@@ -595,9 +597,7 @@ fn encrypted_objects_keep_their_mode_and_sse_c_stays() {
 /// copied keeps its write (the move's `If-None-Match` fails), one that deletes a key while it
 /// is copied does not see it come back (the move removes the copy it made). The moves are slowed
 /// by the bandwidth bound, so the client's request lands while the copy's bytes still flow.
-#[test]
-fn client_writes_and_deletes_during_a_move_win() {
-    let runtime = RuntimeKind::Tokio;
+fn client_writes_and_deletes_during_a_move_win(runtime: RuntimeKind) {
     let nodes = nodes(runtime, 2);
     let mut c = nodes[0].client();
     assert_eq!(c.put("/race", b"").status, 200);
@@ -667,10 +667,8 @@ fn client_writes_and_deletes_during_a_move_win() {
 /// `ferry rebalance` killed with SIGKILL in the middle of its moves leaves every object
 /// readable (on its old owner, its new one, or both), and the next run finishes the job: every
 /// object on its owner alone, byte for byte.
-#[test]
-fn a_killed_run_is_finished_by_the_next() {
+fn a_killed_run_is_finished_by_the_next(runtime: RuntimeKind) {
     use crate::support::process::{KEY_ENV, spawn_ferry};
-    let runtime = RuntimeKind::Tokio;
     let nodes = nodes(runtime, 2);
     let mut c = nodes[0].client();
     assert_eq!(c.put("/kill", b"").status, 200);
@@ -701,6 +699,8 @@ fn a_killed_run_is_finished_by_the_next() {
     let mut child = spawn_ferry(
         &[
             "rebalance",
+            "--runtime",
+            runtime.as_str(),
             "--config",
             config,
             "--max-bandwidth",
@@ -764,9 +764,7 @@ fn a_killed_run_is_finished_by_the_next() {
 /// copy, and the old copy is then deleted (the retention bypassed, the hold lifted); a version
 /// under COMPLIANCE retention is copied but stays where it was, counted, and keeps the previous
 /// layout.
-#[test]
-fn object_lock_moves_with_the_version() {
-    let runtime = RuntimeKind::Tokio;
+fn object_lock_moves_with_the_version(runtime: RuntimeKind) {
     let nodes = nodes(runtime, 2);
     for n in &nodes {
         let r = n.client().request(
@@ -820,9 +818,7 @@ fn object_lock_moves_with_the_version() {
 /// A multipart upload in progress on the old owner of its key cannot be moved: it is counted,
 /// and the report keeps the previous layout until a later run finds it completed (and moves the
 /// object) or aborted.
-#[test]
-fn uploads_in_progress_keep_the_previous_layout() {
-    let runtime = RuntimeKind::Tokio;
+fn uploads_in_progress_keep_the_previous_layout(runtime: RuntimeKind) {
     let nodes = nodes(runtime, 2);
     let mut c = nodes[0].client();
     assert_eq!(c.put("/ups", b"").status, 200);
