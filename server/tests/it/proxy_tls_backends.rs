@@ -5,16 +5,14 @@
 //! trusted is down (503, nothing stored) until `insecure = true`; and a non-Ferry S3 server,
 //! moto, over TLS in re-sign mode.
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use aws_sdk_s3::Client;
 use aws_sdk_s3::primitives::ByteStream;
 use ferry_core::place::Placement;
-use ferry_core::s3::sigv4::Credentials;
-use ferry_server::proxy::{AuthMode, BackendKind};
+use ferry_server::proxy::AuthMode;
 use ferry_server::{
     BackendConfig, NodeConfig, NodeHandle, ProxyConfig, ProxyHandle, RuntimeKind, start_node,
     start_proxy,
@@ -22,6 +20,7 @@ use ferry_server::{
 
 use crate::proxy_tls::{TestCert, https_client, s3_round_trips, self_signed, self_signed_for};
 use crate::support::http::{Client as HttpClient, plain_get};
+use crate::support::moto::Moto;
 use crate::support::node::{MIN_PART, node_config};
 use crate::support::process::{KEY_ENV, ready_addr, spawn_ferry, stop};
 use crate::support::sdk;
@@ -387,58 +386,10 @@ fn a_certificate_for_another_name_is_refused() {
     p.stop();
 }
 
-/// moto over TLS (`moto_server --ssl-cert/--ssl-key`).
-struct Moto {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Moto {
-    fn start(cert: &TestCert) -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .unwrap()
-            .port();
-        let child = Command::new("moto_server")
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .arg("-c")
-            .arg(&cert.files.cert)
-            .arg("-k")
-            .arg(&cert.files.key)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("moto_server runs (pip install 'moto[server]', as .ci/run does)");
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let mut moto = Self { child, addr };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while TcpStream::connect(addr).is_err() {
-            assert!(Instant::now() < deadline, "moto_server did not listen");
-            assert!(
-                moto.child.try_wait().unwrap().is_none(),
-                "moto_server exited"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        moto
-    }
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn resign_to_moto_over_tls(rt: RuntimeKind) {
     let cert = self_signed();
-    let moto = Moto::start(&cert);
-    let mut b = https_backend("moto", moto.addr, Some(&cert.files.cert));
-    b.kind = BackendKind::S3;
-    b.auth = AuthMode::Resign;
-    b.credentials = Some(Credentials::new("moto-access", "moto-secret"));
-    let p = proxy(rt, vec![b]);
+    let moto = Moto::start_tls(&cert.files.cert, &cert.files.key);
+    let p = proxy(rt, vec![moto.backend("moto", Some(&cert.files.cert))]);
     sdk::block_on(async {
         let c = sdk::client(p.local_addr());
         c.create_bucket()
