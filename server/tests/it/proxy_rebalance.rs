@@ -26,6 +26,7 @@ on_both_runtimes!(
     a_killed_run_is_finished_by_the_next,
     object_lock_moves_with_the_version,
     uploads_in_progress_keep_the_previous_layout,
+    full_object_checksums_move_with_the_object,
 );
 
 /// `count` nodes behind a proxy, `node-1` first.
@@ -843,4 +844,83 @@ fn uploads_in_progress_keep_the_previous_layout(runtime: RuntimeKind) {
     );
     let report = rebalance(cfg, RebalanceOptions::default()).unwrap();
     assert!(report.previous_layouts_removable(), "{report:?}");
+}
+
+/// The stored full-object checksum of a key (or one of its versions) on node `n`: the
+/// `x-amz-checksum-*` header a HEAD in checksum mode answers, and `x-amz-checksum-type`.
+fn checksum_on(n: &Node, target: &str) -> Vec<(String, String)> {
+    let r = n
+        .client()
+        .request("HEAD", target, &[("x-amz-checksum-mode", "ENABLED")], b"");
+    assert_eq!(r.status, 200, "HEAD {target} on {}", n.id);
+    let mut out: Vec<(String, String)> = r
+        .headers
+        .iter()
+        .filter(|(name, _)| name.to_ascii_lowercase().starts_with("x-amz-checksum-"))
+        .map(|(name, v)| (name.to_ascii_lowercase(), v.clone()))
+        .collect();
+    out.sort();
+    out
+}
+
+/// A full-object checksum stored with an object (each algorithm S3 has; two versions of a
+/// versioned key, each with its own) is on the moved copy, the same value and type, and the
+/// new owner answers it as the old one did.
+fn full_object_checksums_move_with_the_object(runtime: RuntimeKind) {
+    use ferry_core::s3::checksum::ChecksumAlgorithm;
+    let nodes = nodes(runtime, 2);
+    for n in &nodes {
+        assert_eq!(n.client().put("/sums", b"").status, 200);
+        assert_eq!(n.client().put("/sumv", b"").status, 200);
+        assert_eq!(n.client().put("/sumv?versioning", ENABLED).status, 200);
+    }
+    let mut c = nodes[0].client();
+    let keys = keys_moving_to_second(&nodes, "sums", "c/", ChecksumAlgorithm::ALL.len());
+    let mut targets = Vec::new();
+    for (i, (k, alg)) in keys.iter().zip(ChecksumAlgorithm::ALL).enumerate() {
+        let body = body_of(i);
+        let sum = alg.checksum(&body).to_base64();
+        let target = format!("/sums/{k}");
+        let r = c.request("PUT", &target, &[(alg.header_name(), sum.as_str())], &body);
+        assert_eq!(r.status, 200, "{alg:?}: {}", r.text());
+        let stored = checksum_on(&nodes[0], &target);
+        assert!(
+            stored.contains(&(alg.header_name().to_owned(), sum.as_str().to_owned())),
+            "{stored:?}"
+        );
+        targets.push((target, stored));
+    }
+    let key = &keys_moving_to_second(&nodes, "sumv", "v/", 1)[0];
+    for (i, alg) in [ChecksumAlgorithm::Crc32c, ChecksumAlgorithm::Sha256]
+        .into_iter()
+        .enumerate()
+    {
+        let body = body_of(10 + i);
+        let sum = alg.checksum(&body).to_base64();
+        let r = c.request(
+            "PUT",
+            &format!("/sumv/{key}"),
+            &[(alg.header_name(), sum.as_str())],
+            &body,
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+        let id = r.header("x-amz-version-id").unwrap().to_owned();
+        let target = format!("/sumv/{key}?versionId={}", ferry_core::s3::uri::encode(&id));
+        let stored = checksum_on(&nodes[0], &target);
+        assert!(
+            stored.iter().any(|(n, _)| n == alg.header_name()),
+            "{stored:?}"
+        );
+        targets.push((target, stored));
+    }
+
+    let cfg = layout_config(runtime, &nodes, &[0, 1], &[0]);
+    let report = rebalance(cfg, RebalanceOptions::default()).unwrap();
+    assert_eq!(report.errors, 0, "{:?}", report.error_messages);
+    assert_eq!(report.moved_objects, targets.len() as u64, "{report:?}");
+    for (target, stored) in &targets {
+        assert_eq!(&checksum_on(&nodes[1], target), stored, "{target}");
+        let r = c.request("HEAD", target, &[], b"");
+        assert_eq!(r.status, 404, "{target} is still on node-1");
+    }
 }
