@@ -655,6 +655,12 @@ fn an_untrusted_backend_is_logged_once() {
         .filter(|l| l.contains("UnknownIssuer"))
         .count();
     assert!(mentions < 4, "logged per request: {stderr}");
+    // Nor are its 503s, each request's (at `debug`: the transition was logged).
+    let per_request = events
+        .iter()
+        .filter(|e| e["level"] == "WARN" && e["message"] == "request failed")
+        .count();
+    assert_eq!(per_request, 0, "503s logged per request at warn: {stderr}");
     assert!(
         events.iter().any(|e| e["backend"] == "lax"
             && e["level"] == "WARN"
