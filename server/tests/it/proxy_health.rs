@@ -1,5 +1,6 @@
 //! Backend failure and recovery: a stopped node's keys answer 503 at once while the others
-//! keep working, and the node is served again after it restarts, without restarting the proxy.
+//! keep working, and the node is served again after it restarts, without restarting the proxy;
+//! bucket reads go on to another backend when theirs fails under them.
 //! Also the admin endpoints.
 
 use std::time::{Duration, Instant};

@@ -1,6 +1,7 @@
 //! Layout changes through the proxy: objects written under one layout stay readable, listable
 //! and deletable under the next while the old layout is drained; overwrites leave no stale copy
-//! behind; a backend added to the layout gets the existing buckets.
+//! behind; a key on two backends is listed once, as its current owner has it; two proxies with
+//! one configuration agree; a backend added to the layout gets the existing buckets.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};

@@ -1,5 +1,5 @@
 //! `ferry rebalance` against real nodes: objects move to their owner under the current layout
-//! with their metadata, tags, versions and encryption; SSE-C objects stay and are reported;
+//! with their metadata, tags, full-object checksums, versions and encryption; SSE-C objects stay and are reported;
 //! a second run moves nothing; the bandwidth bound holds; clients' writes and deletes during a
 //! move win; a run killed mid-way is finished by the next.
 

@@ -2,8 +2,9 @@
 //! Ferry nodes serving HTTPS with a certificate made here, trusted through the backend's
 //! `ca_cert`, in passthrough and re-sign modes (PUT, GET, multipart, list, copies between
 //! backends, SSE-C without `--allow-sse-c-over-http`); a backend whose certificate is not
-//! trusted is down (503, nothing stored) until `insecure = true`; and a non-Ferry S3 server,
-//! moto, over TLS in re-sign mode.
+//! trusted is down (503, nothing stored) until `insecure = true`; a backend named by host gets
+//! the name as SNI and its certificate checked against it; and a non-Ferry S3 server, moto,
+//! over TLS in re-sign mode.
 
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::path::Path;
