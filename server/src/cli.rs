@@ -582,8 +582,8 @@ pub(crate) fn write_private(path: &Path, data: &[u8]) -> io::Result<()> {
 /// gracefully.
 pub fn run_node(args: NodeArgs) -> io::Result<()> {
     // Before anything starts, so that a signal sent as soon as the node is ready stops it
-    // gracefully instead of killing the process.
-    let mut signals = Signals::new([SIGTERM, SIGINT])?;
+    // gracefully instead of killing the process (and a SIGHUP is taken, see `wait_for_stop`).
+    let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP])?;
     fs::create_dir_all(&args.data)?;
     let creds = resolve_credentials(
         &|name| std::env::var(name).ok(),
@@ -640,11 +640,21 @@ pub fn run_node(args: NodeArgs) -> io::Result<()> {
     Ok(())
 }
 
-/// Block until SIGTERM or SIGINT arrives, and log which.
+/// Block until SIGTERM or SIGINT arrives, and log which. A SIGHUP is logged and otherwise
+/// ignored: a node (or the local cluster) has no configuration to reload, and a
+/// `kill -HUP $(pidof ferry)` meant for the proxies must not stop it (its default action).
 fn wait_for_stop(signals: &mut Signals) {
-    if let Some(sig) = signals.forever().next() {
+    for sig in signals.forever() {
+        if sig == SIGHUP {
+            tracing::info!(
+                signal = "SIGHUP",
+                "nothing to reload (only `ferry proxy` reloads its configuration)"
+            );
+            continue;
+        }
         let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
         tracing::info!(signal = name, "stopping gracefully");
+        return;
     }
 }
 
@@ -842,7 +852,7 @@ fn users_of(file: Option<&Path>) -> io::Result<Vec<crate::users::User>> {
 
 /// `ferry` alone: a local cluster (two nodes behind a proxy) until SIGTERM or SIGINT.
 pub fn run_cluster(args: ClusterArgs) -> io::Result<()> {
-    let mut signals = Signals::new([SIGTERM, SIGINT])?;
+    let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP])?;
     fs::create_dir_all(&args.data)?;
     let creds = resolve_credentials(&|name| std::env::var(name).ok(), None, &args.data)?;
     let mut cfg = ClusterConfig::new(&args.data, &creds.access_key, &creds.secret_key);

@@ -13,6 +13,24 @@ macro_rules! on_both_runtimes {
     };
 }
 
+/// A run under a cluster that changes (restarts, reloads, rebalancing) had no client errors:
+/// zero failed and zero throttled operations (a `503 SlowDown` still there after the last retry
+/// counts as throttled, not failed) and zero verification mismatches. Retries are allowed; how
+/// many there were is in the message.
+fn assert_no_failed_operations(report: &ferry_loadtest::report::RunReport) {
+    let costs = report.costs();
+    let (failed, throttled) = (report.error_count(), report.throttled_count());
+    assert!(
+        failed == 0 && throttled == 0 && report.mismatches.is_empty(),
+        "{failed} failed, {throttled} throttled, {} mismatched operations \
+         ({} retries, {} of them after a throttling answer):\n{}",
+        report.mismatches.len(),
+        costs.retries,
+        costs.throttled_retries,
+        report.summary()
+    );
+}
+
 mod agents;
 mod cli;
 mod fake_s3;

@@ -224,8 +224,7 @@ fn change_shape_under_load(runtime: RuntimeKind, shape: &Shape) {
 
     let run = load.join().unwrap().expect("the run");
     let summary = run.summary();
-    assert_eq!(run.error_count(), 0, "failed operations:\n{summary}");
-    assert!(run.mismatches.is_empty(), "{summary}");
+    crate::assert_no_failed_operations(&run);
     for op in [OpKind::Get, OpKind::Put, OpKind::Delete] {
         assert!(run.op(op).is_some_and(|s| s.ops > 0), "no {op}:\n{summary}");
     }
@@ -237,32 +236,25 @@ fn change_shape_under_load(runtime: RuntimeKind, shape: &Shape) {
     }
 }
 
-#[test]
-fn adding_a_fourth_node_under_load_tokio() {
+on_both_runtimes!(
+    adding_a_fourth_node_under_load,
+    draining_a_node_away_under_load
+);
+
+fn adding_a_fourth_node_under_load(runtime: RuntimeKind) {
     let shape = Shape {
         nodes: 4,
         before: vec![0, 1, 2],
         after: vec![0, 1, 2, 3],
     };
-    change_shape_under_load(RuntimeKind::Tokio, &shape);
+    change_shape_under_load(runtime, &shape);
 }
 
-#[test]
-fn adding_a_fourth_node_under_load_smol() {
-    let shape = Shape {
-        nodes: 4,
-        before: vec![0, 1, 2],
-        after: vec![0, 1, 2, 3],
-    };
-    change_shape_under_load(RuntimeKind::Smol, &shape);
-}
-
-#[test]
-fn draining_a_node_away_under_load() {
+fn draining_a_node_away_under_load(runtime: RuntimeKind) {
     let shape = Shape {
         nodes: 4,
         before: vec![0, 1, 2, 3],
         after: vec![0, 1, 2],
     };
-    change_shape_under_load(RuntimeKind::Tokio, &shape);
+    change_shape_under_load(runtime, &shape);
 }

@@ -81,8 +81,7 @@ fn rolling_restart(runtime: RuntimeKind) {
     }
     let report = load.join().unwrap().expect("the run");
     let summary = report.summary();
-    assert_eq!(report.error_count(), 0, "failed operations:\n{summary}");
-    assert!(report.mismatches.is_empty(), "{summary}");
+    crate::assert_no_failed_operations(&report);
     for op in [OpKind::Get, OpKind::Put] {
         let n = report.op(op).map_or(0, |s| s.ops);
         assert!(n > 0, "no {op} operations:\n{summary}");

@@ -556,9 +556,16 @@ impl<A: S3Api> Front<A> {
         let backend = self.backend_name(backend);
         let backend = &*backend;
         match error {
-            Some(e) if e.code == S3ErrorCode::ServiceUnavailable => tracing::debug!(
-                op, status, backend, request_id = %id, error = %e, "request answered 503"
-            ),
+            Some(e)
+                if matches!(
+                    e.code,
+                    S3ErrorCode::ServiceUnavailable | S3ErrorCode::SlowDown
+                ) =>
+            {
+                tracing::debug!(
+                    op, status, backend, request_id = %id, error = %e, "request answered 503"
+                )
+            }
             Some(e) => tracing::warn!(
                 op, status, backend, request_id = %id, error = %e, "request failed"
             ),

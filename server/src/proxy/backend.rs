@@ -147,6 +147,15 @@ impl Drop for InFlight {
     }
 }
 
+/// Whether `e` is the proxy's own 503 for a backend it cannot use now (down, busy, failing):
+/// a request any backend can answer may go on to another.
+pub(crate) fn is_unavailable(e: &S3Error) -> bool {
+    matches!(
+        e.code,
+        S3ErrorCode::SlowDown | S3ErrorCode::ServiceUnavailable
+    )
+}
+
 /// Why the proxy answered `503 SlowDown` for a backend (a label of the metrics).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SlowDownReason {

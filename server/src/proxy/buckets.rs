@@ -854,12 +854,7 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
         };
         let reply = match handle.await {
             Ok(r) => r,
-            Err(e)
-                if matches!(
-                    e.code,
-                    S3ErrorCode::ServiceUnavailable | S3ErrorCode::SlowDown
-                ) =>
-            {
+            Err(e) if super::backend::is_unavailable(&e) => {
                 unavailable(&mut doc, group, &e.message);
                 continue;
             }

@@ -120,7 +120,7 @@ async fn fetch<R: Runtime>(p: &Arc<Proxy<R>>, bucket: &str) -> S3Result<Known> {
             secure: false,
         };
         match call(p, idx, &own, &get).await {
-            Err(e) if e.code == S3ErrorCode::ServiceUnavailable && tries > 1 => tries -= 1,
+            Err(e) if super::backend::is_unavailable(&e) && tries > 1 => tries -= 1,
             other => break other?,
         }
     };

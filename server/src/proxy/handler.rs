@@ -348,9 +348,7 @@ async fn any_backend<R: Runtime, S: Stream>(
     loop {
         let idx = cx.p.any_healthy(bucket)?;
         match forward::forward(cx, idx, body, res).await {
-            Err(e)
-                if e.code == S3ErrorCode::ServiceUnavailable && !res.is_started() && tries > 1 =>
-            {
+            Err(e) if super::backend::is_unavailable(&e) && !res.is_started() && tries > 1 => {
                 tries -= 1;
             }
             other => return other,

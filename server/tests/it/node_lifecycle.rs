@@ -9,7 +9,7 @@ use ferry_server::{RuntimeKind, start_node};
 
 use crate::support::http::{Client, Payload};
 use crate::support::node::{Node, node_config};
-use crate::support::process::{KEY_ENV, ready_addr, spawn_ferry, stop};
+use crate::support::process::{KEY_ENV, StderrLines, ready_addr, signal, spawn_ferry, stop};
 
 /// The first line `ferry node` prints.
 const READY: &str = "ferry node listening on http://";
@@ -82,6 +82,56 @@ fn binary_generates_credentials_once_and_stops_on_sigint() {
     drop(c);
     let stderr = stop(child, "-TERM");
     assert!(!stderr.contains(secret), "{stderr}");
+}
+
+/// `ferry ARGS` (ready line `ready`) takes SIGHUP twice, logging that it has nothing to reload,
+/// and still serves; SIGTERM then stops it cleanly.
+fn sighup_is_logged_and_ignored(args: &[&str], ready: &str) {
+    let mut child = spawn_ferry(args, &KEY_ENV);
+    let addr = ready_addr(&mut child, ready);
+    let mut stderr = StderrLines::take(&mut child);
+    for _ in 0..2 {
+        signal(&child, "-HUP");
+        stderr.wait_for("nothing to reload");
+    }
+    let mut c = Client::connect(addr);
+    assert_eq!(c.put("/after-hup", b"").status, 200);
+    assert_eq!(c.put("/after-hup/k", b"v").status, 200);
+    assert_eq!(c.get("/after-hup/k").body, b"v");
+    drop(c);
+    signal(&child, "-TERM");
+    let status = child.wait().expect("exit");
+    let stderr = stderr.rest();
+    assert!(status.success(), "{status:?}; stderr:\n{stderr}");
+    assert!(stderr.contains("stopping gracefully"), "{stderr}");
+}
+
+/// `kill -HUP $(pidof ferry)`, meant for the proxies on a machine, reaches its nodes and local
+/// clusters too: they go on.
+#[test]
+fn sighup_stops_neither_a_node_nor_the_local_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let (node, cluster) = (dir.path().join("node"), dir.path().join("cluster"));
+    sighup_is_logged_and_ignored(
+        &[
+            "node",
+            "--data",
+            node.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+            "--no-fsync",
+        ],
+        READY,
+    );
+    sighup_is_logged_and_ignored(
+        &[
+            "--data",
+            cluster.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        "Ferry is running: S3 endpoint http://",
+    );
 }
 
 #[test]

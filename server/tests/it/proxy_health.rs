@@ -1,5 +1,6 @@
 //! Backend failure and recovery: a stopped node's keys answer 503 at once while the others
-//! keep working, and the node is served again after it restarts, without restarting the proxy.
+//! keep working, and the node is served again after it restarts, without restarting the proxy;
+//! bucket reads go on to another backend when theirs fails under them.
 //! Also the admin endpoints.
 
 use std::time::{Duration, Instant};
@@ -80,6 +81,73 @@ fn node_down_and_back_tokio() {
 #[test]
 fn node_down_and_back_smol() {
     node_down_and_back(RuntimeKind::Smol);
+}
+
+/// A bucket-level read goes to the first healthy backend; when that one fails under it (it
+/// stopped, and no probe has seen it yet) the read goes on to the next, as does the GetBucketCors
+/// a preflight makes: the client sees the answer, not a 503.
+fn bucket_reads_go_on_past_a_failing_backend(rt: RuntimeKind) {
+    let rules = b"<CORSConfiguration><CORSRule><AllowedOrigin>https://web.example</AllowedOrigin>\
+        <AllowedMethod>PUT</AllowedMethod><AllowedHeader>*</AllowedHeader></CORSRule>\
+        </CORSConfiguration>";
+    let md5h = ferry_core::md5::content_md5(&ferry_core::md5::md5(rules)).to_string();
+    // Bucket `fbk`, versioned and with CORS rules, on two nodes; the one bucket reads try
+    // first then stops, unseen by any probe: the request itself finds it gone.
+    let failing = || {
+        let mut s = Setup::start_with(rt, 2, Auth::Passthrough, |cfg| {
+            cfg.health_interval = Duration::from_secs(3600);
+            cfg.retry_window = Duration::from_millis(100);
+        });
+        let mut c = s.client();
+        assert_eq!(c.put("/fbk", b"").status, 200);
+        let on = b"<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>";
+        assert_eq!(c.put("/fbk?versioning", on).status, 200);
+        let r = c.request("PUT", "/fbk?cors", &[("Content-MD5", &md5h)], rules);
+        assert_eq!(r.status, 200, "{}", r.text());
+        let mut order = Vec::new();
+        s.placement.ranked("fbk", "", &mut order);
+        s.nodes[order[0]].stop();
+        let gone = s.nodes[order[0]].id.clone();
+        (s, c, gone)
+    };
+
+    let (s, mut c, gone) = failing();
+    let r = c.get("/fbk?versioning");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.xml_value("Status").as_deref(), Some("Enabled"));
+    let metrics = plain_get(s.admin(), "/metrics").text();
+    assert!(
+        metrics.contains(&format!("ferry_proxy_backend_up{{backend=\"{gone}\"}} 0")),
+        "the failed backend is not marked down: {metrics}"
+    );
+
+    // The preflight's GetBucketCors, from a proxy whose CORS cache is empty.
+    let (s, _, _) = failing();
+    let r = http::http_request(
+        s.addr,
+        "OPTIONS",
+        "/fbk/any",
+        &[
+            ("Origin", "https://web.example"),
+            ("Access-Control-Request-Method", "PUT"),
+        ],
+        b"",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        r.header("Access-Control-Allow-Origin"),
+        Some("https://web.example")
+    );
+}
+
+#[test]
+fn bucket_reads_go_on_past_a_failing_backend_tokio() {
+    bucket_reads_go_on_past_a_failing_backend(RuntimeKind::Tokio);
+}
+
+#[test]
+fn bucket_reads_go_on_past_a_failing_backend_smol() {
+    bucket_reads_go_on_past_a_failing_backend(RuntimeKind::Smol);
 }
 
 #[test]

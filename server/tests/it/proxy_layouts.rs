@@ -1,6 +1,7 @@
 //! Layout changes through the proxy: objects written under one layout stay readable, listable
 //! and deletable under the next while the old layout is drained; overwrites leave no stale copy
-//! behind; a backend added to the layout gets the existing buckets.
+//! behind; a key on two backends is listed once, as its current owner has it; two proxies with
+//! one configuration agree; a backend added to the layout gets the existing buckets.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -21,6 +22,8 @@ on_both_runtimes!(
     new_backend_gets_bucket_settings,
     backend_checked_again_when_it_comes_back,
     versions_listed_from_one_backend,
+    a_key_on_two_backends_is_listed_once_from_its_owner,
+    two_proxies_with_one_configuration_agree,
 );
 
 fn body_of(i: usize) -> Vec<u8> {
@@ -580,4 +583,211 @@ fn versions_listed_from_one_backend(runtime: RuntimeKind) {
         assert_eq!(versions_all(&mut c, "ver", page), all, "pages of {page}");
     }
     proxy.stop();
+}
+
+/// Three nodes, `count` keys (`{bucket}/NN`, bodies `body_of(NN)`) written into `bucket` through
+/// a proxy over the first two; the placements over those two and over all three.
+fn written_over_two_of_three(
+    runtime: RuntimeKind,
+    bucket: &str,
+    count: usize,
+) -> (Setup, Vec<String>, Placement, Placement) {
+    let s = Setup::start_with(runtime, 3, Auth::Passthrough, |cfg| {
+        cfg.backends.truncate(2)
+    });
+    let mut old = s.client();
+    assert_eq!(old.put(&format!("/{bucket}"), b"").status, 200);
+    let keys: Vec<String> = (0..count).map(|i| format!("{bucket}/{i:02}")).collect();
+    for (i, k) in keys.iter().enumerate() {
+        assert_eq!(old.put(&format!("/{bucket}/{k}"), &body_of(i)).status, 200);
+    }
+    let (before, after) = (
+        placement(&s.nodes, &[0, 1]),
+        placement(&s.nodes, &[0, 1, 2]),
+    );
+    (s, keys, before, after)
+}
+
+/// (key, ETag, size) of every object of `bucket` a listing through `c` returns: ListObjectsV2
+/// (`v2`) or ListObjects, paging by `page`.
+fn entries_all(c: &mut Client, bucket: &str, page: u32, v2: bool) -> Vec<(String, String, u64)> {
+    let mut out: Vec<(String, String, u64)> = Vec::new();
+    let mut next: Option<String> = None;
+    loop {
+        let enc = ferry_core::s3::uri::encode;
+        let target = match (&next, v2) {
+            (None, true) => format!("/{bucket}?list-type=2&max-keys={page}"),
+            (Some(t), true) => {
+                format!(
+                    "/{bucket}?list-type=2&max-keys={page}&continuation-token={}",
+                    enc(t)
+                )
+            }
+            (None, false) => format!("/{bucket}?max-keys={page}"),
+            (Some(m), false) => format!("/{bucket}?max-keys={page}&marker={}", enc(m)),
+        };
+        let r = c.get(&target);
+        assert_eq!(r.status, 200, "{}", r.text());
+        let (keys, etags, sizes) = (
+            r.xml_values("Key"),
+            r.xml_values("ETag"),
+            r.xml_values("Size"),
+        );
+        assert!(
+            keys.len() == etags.len() && keys.len() == sizes.len(),
+            "{}",
+            r.text()
+        );
+        out.extend(
+            keys.into_iter()
+                .zip(etags)
+                .zip(sizes)
+                .map(|((k, e), n)| (k, e.replace("&quot;", "\""), n.parse().unwrap())),
+        );
+        if r.xml_value("IsTruncated").as_deref() != Some("true") {
+            return out;
+        }
+        next = if v2 {
+            r.xml_value("NextContinuationToken")
+        } else {
+            out.last().map(|e| e.0.clone())
+        };
+        assert!(next.is_some(), "{}", r.text());
+    }
+}
+
+/// While a layout is drained, a key whose previous owner holds another copy than its current
+/// owner (a stale write there: a proxy still on the old layout, say) is listed once, with the
+/// current owner's ETag and size, by ListObjectsV2 and ListObjects, whole and in pages of one
+/// and two; a GET reads that copy.
+fn a_key_on_two_backends_is_listed_once_from_its_owner(runtime: RuntimeKind) {
+    let (s, keys, before, after) = written_over_two_of_three(runtime, "twice", 30);
+    let moved: Vec<&String> = keys
+        .iter()
+        .filter(|k| before.pick("twice", k) != after.pick("twice", k))
+        .take(3)
+        .collect();
+    assert_eq!(moved.len(), 3, "too few keys move");
+    let proxy = proxy_with_layouts(runtime, &s.nodes, &[0, 1, 2], &[0, 1]);
+    let mut c = Client::connect(proxy.local_addr());
+    wait_for_bucket(&s.nodes[2], "twice");
+    let fresh = b"the current owner's copy".to_vec();
+    for k in &moved {
+        assert_eq!(c.put(&format!("/twice/{k}"), &fresh).status, 200);
+        let mut prev = s.nodes[before.pick("twice", k)].client();
+        // The proxy removes the old copy just after its answer: the stale one comes after.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while prev
+            .request("HEAD", &format!("/twice/{k}"), &[], b"")
+            .status
+            != 404
+        {
+            assert!(Instant::now() < deadline, "the old copy of {k} stays");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let stale = prev.put(
+            &format!("/twice/{k}"),
+            b"a stale copy, longer than the fresh one",
+        );
+        assert_eq!(stale.status, 200);
+    }
+    let fresh_etag = format!("\"{:032x}\"", u128::from_be_bytes(md5(&fresh)));
+    let whole = entries_all(&mut c, "twice", 1000, true);
+    assert_eq!(whole.len(), keys.len(), "{whole:?}");
+    for (i, k) in keys.iter().enumerate() {
+        let listed: Vec<_> = whole.iter().filter(|e| &e.0 == k).collect();
+        assert_eq!(listed.len(), 1, "{k}: {whole:?}");
+        let (etag, size) = if moved.contains(&k) {
+            (fresh_etag.clone(), fresh.len())
+        } else {
+            let body = body_of(i);
+            (
+                format!("\"{:032x}\"", u128::from_be_bytes(md5(&body))),
+                body.len(),
+            )
+        };
+        assert_eq!((&listed[0].1, listed[0].2), (&etag, size as u64), "{k}");
+    }
+    for (page, v2) in [(1, true), (2, true), (1000, false), (1, false), (2, false)] {
+        assert_eq!(
+            entries_all(&mut c, "twice", page, v2),
+            whole,
+            "pages of {page}, v2 {v2}"
+        );
+    }
+    for k in &moved {
+        assert_eq!(c.get(&format!("/twice/{k}")).body, fresh, "{k}");
+    }
+    proxy.stop();
+}
+
+/// Two proxies started with the same configuration (a layout being drained) in front of the
+/// same nodes agree without talking to each other: what one writes, overwrites or deletes, the
+/// other reads so, old keys still on their previous owners included, and their listings are
+/// the same, whole and in pages.
+fn two_proxies_with_one_configuration_agree(runtime: RuntimeKind) {
+    let (s, keys, before, after) = written_over_two_of_three(runtime, "agree", 40);
+    let moved: Vec<usize> = (0..keys.len())
+        .filter(|&i| before.pick("agree", &keys[i]) != after.pick("agree", &keys[i]))
+        .collect();
+    assert!(moved.len() >= 4, "only {} keys move", moved.len());
+    let proxies = [
+        proxy_with_layouts(runtime, &s.nodes, &[0, 1, 2], &[0, 1]),
+        proxy_with_layouts(runtime, &s.nodes, &[0, 1, 2], &[0, 1]),
+    ];
+    let mut clients: Vec<Client> = proxies
+        .iter()
+        .map(|p| Client::connect(p.local_addr()))
+        .collect();
+    let mut want: Vec<Option<Vec<u8>>> = (0..keys.len()).map(|i| Some(body_of(i))).collect();
+    // Each proxy in turn writes (new keys, overwrites of moved keys) and deletes.
+    let mut extra = Vec::new();
+    for (n, &m) in moved.iter().enumerate() {
+        let c = &mut clients[n % 2];
+        if n % 3 == 2 {
+            let r = c.request("DELETE", &format!("/agree/{}", keys[m]), &[], b"");
+            assert_eq!(r.status, 204, "{}", r.text());
+            want[m] = None;
+        } else {
+            let body = format!("rewritten through proxy {}", n % 2).into_bytes();
+            assert_eq!(c.put(&format!("/agree/{}", keys[m]), &body).status, 200);
+            want[m] = Some(body);
+        }
+        let k = format!("b/{n}");
+        assert_eq!(c.put(&format!("/agree/{k}"), k.as_bytes()).status, 200);
+        extra.push(k);
+    }
+    for c in &mut clients {
+        for (k, body) in keys.iter().zip(&want) {
+            let r = c.get(&format!("/agree/{k}"));
+            match body {
+                Some(b) => assert_eq!((r.status, &r.body), (200, b), "{k}"),
+                None => r.expect_error(404, "NoSuchKey"),
+            }
+        }
+        for k in &extra {
+            assert_eq!(c.get(&format!("/agree/{k}")).body, k.as_bytes());
+        }
+    }
+    let mut listed: Vec<String> = keys
+        .iter()
+        .zip(&want)
+        .filter(|(_, b)| b.is_some())
+        .map(|(k, _)| k.clone())
+        .chain(extra.iter().cloned())
+        .collect();
+    listed.sort();
+    let first = entries_all(&mut clients[0], "agree", 1000, true);
+    assert_eq!(
+        first.iter().map(|e| e.0.clone()).collect::<Vec<_>>(),
+        listed
+    );
+    for c in &mut clients {
+        for (page, v2) in [(1000, true), (7, true), (1000, false), (7, false)] {
+            assert_eq!(entries_all(c, "agree", page, v2), first, "pages of {page}");
+        }
+    }
+    for p in proxies {
+        p.stop();
+    }
 }

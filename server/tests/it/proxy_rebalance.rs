@@ -1,5 +1,5 @@
 //! `ferry rebalance` against real nodes: objects move to their owner under the current layout
-//! with their metadata, tags, versions and encryption; SSE-C objects stay and are reported;
+//! with their metadata, tags, full-object checksums, versions and encryption; SSE-C objects stay and are reported;
 //! a second run moves nothing; the bandwidth bound holds; clients' writes and deletes during a
 //! move win; a run killed mid-way is finished by the next.
 
@@ -20,6 +20,13 @@ use crate::support::{ACCESS_KEY, SECRET_KEY};
 on_both_runtimes!(
     growing_moves_every_object_with_its_metadata,
     versions_keep_their_ids_order_and_dates,
+    the_bandwidth_bound_holds,
+    encrypted_objects_keep_their_mode_and_sse_c_stays,
+    client_writes_and_deletes_during_a_move_win,
+    a_killed_run_is_finished_by_the_next,
+    object_lock_moves_with_the_version,
+    uploads_in_progress_keep_the_previous_layout,
+    full_object_checksums_move_with_the_object,
 );
 
 /// `count` nodes behind a proxy, `node-1` first.
@@ -406,9 +413,7 @@ fn md5_of(data: &[u8]) -> u128 {
 
 /// `--max-bandwidth`: however the machine runs, the bytes sent by any moment never exceed the
 /// bucket's burst plus the rate times the time since the start; and every object still moves.
-#[test]
-fn the_bandwidth_bound_holds() {
-    let runtime = RuntimeKind::Tokio;
+fn the_bandwidth_bound_holds(runtime: RuntimeKind) {
     let nodes = nodes(runtime, 2);
     let mut before = layout_config(runtime, &nodes, &[0], &[]);
     before.layout_version = 1;
@@ -481,9 +486,7 @@ fn any_file_holds(dir: &std::path::Path, needle: &[u8]) -> bool {
 /// An SSE-S3 object moves and is encrypted again by its new owner (its data file holds no
 /// plaintext); an SSE-KMS one keeps its key id; an SSE-C one cannot be read without its key, so
 /// it stays where it is, counted, and the report keeps the previous layout.
-#[test]
-fn encrypted_objects_keep_their_mode_and_sse_c_stays() {
-    let runtime = RuntimeKind::Tokio;
+fn encrypted_objects_keep_their_mode_and_sse_c_stays(runtime: RuntimeKind) {
     let dir = tempfile::tempdir().unwrap();
     let keyring = dir.path().join("keyring.toml");
     {
@@ -595,9 +598,7 @@ fn encrypted_objects_keep_their_mode_and_sse_c_stays() {
 /// copied keeps its write (the move's `If-None-Match` fails), one that deletes a key while it
 /// is copied does not see it come back (the move removes the copy it made). The moves are slowed
 /// by the bandwidth bound, so the client's request lands while the copy's bytes still flow.
-#[test]
-fn client_writes_and_deletes_during_a_move_win() {
-    let runtime = RuntimeKind::Tokio;
+fn client_writes_and_deletes_during_a_move_win(runtime: RuntimeKind) {
     let nodes = nodes(runtime, 2);
     let mut c = nodes[0].client();
     assert_eq!(c.put("/race", b"").status, 200);
@@ -667,10 +668,8 @@ fn client_writes_and_deletes_during_a_move_win() {
 /// `ferry rebalance` killed with SIGKILL in the middle of its moves leaves every object
 /// readable (on its old owner, its new one, or both), and the next run finishes the job: every
 /// object on its owner alone, byte for byte.
-#[test]
-fn a_killed_run_is_finished_by_the_next() {
+fn a_killed_run_is_finished_by_the_next(runtime: RuntimeKind) {
     use crate::support::process::{KEY_ENV, spawn_ferry};
-    let runtime = RuntimeKind::Tokio;
     let nodes = nodes(runtime, 2);
     let mut c = nodes[0].client();
     assert_eq!(c.put("/kill", b"").status, 200);
@@ -701,6 +700,8 @@ fn a_killed_run_is_finished_by_the_next() {
     let mut child = spawn_ferry(
         &[
             "rebalance",
+            "--runtime",
+            runtime.as_str(),
             "--config",
             config,
             "--max-bandwidth",
@@ -764,9 +765,7 @@ fn a_killed_run_is_finished_by_the_next() {
 /// copy, and the old copy is then deleted (the retention bypassed, the hold lifted); a version
 /// under COMPLIANCE retention is copied but stays where it was, counted, and keeps the previous
 /// layout.
-#[test]
-fn object_lock_moves_with_the_version() {
-    let runtime = RuntimeKind::Tokio;
+fn object_lock_moves_with_the_version(runtime: RuntimeKind) {
     let nodes = nodes(runtime, 2);
     for n in &nodes {
         let r = n.client().request(
@@ -820,9 +819,7 @@ fn object_lock_moves_with_the_version() {
 /// A multipart upload in progress on the old owner of its key cannot be moved: it is counted,
 /// and the report keeps the previous layout until a later run finds it completed (and moves the
 /// object) or aborted.
-#[test]
-fn uploads_in_progress_keep_the_previous_layout() {
-    let runtime = RuntimeKind::Tokio;
+fn uploads_in_progress_keep_the_previous_layout(runtime: RuntimeKind) {
     let nodes = nodes(runtime, 2);
     let mut c = nodes[0].client();
     assert_eq!(c.put("/ups", b"").status, 200);
@@ -847,4 +844,83 @@ fn uploads_in_progress_keep_the_previous_layout() {
     );
     let report = rebalance(cfg, RebalanceOptions::default()).unwrap();
     assert!(report.previous_layouts_removable(), "{report:?}");
+}
+
+/// The stored full-object checksum of a key (or one of its versions) on node `n`: the
+/// `x-amz-checksum-*` header a HEAD in checksum mode answers, and `x-amz-checksum-type`.
+fn checksum_on(n: &Node, target: &str) -> Vec<(String, String)> {
+    let r = n
+        .client()
+        .request("HEAD", target, &[("x-amz-checksum-mode", "ENABLED")], b"");
+    assert_eq!(r.status, 200, "HEAD {target} on {}", n.id);
+    let mut out: Vec<(String, String)> = r
+        .headers
+        .iter()
+        .filter(|(name, _)| name.to_ascii_lowercase().starts_with("x-amz-checksum-"))
+        .map(|(name, v)| (name.to_ascii_lowercase(), v.clone()))
+        .collect();
+    out.sort();
+    out
+}
+
+/// A full-object checksum stored with an object (each algorithm S3 has; two versions of a
+/// versioned key, each with its own) is on the moved copy, the same value and type, and the
+/// new owner answers it as the old one did.
+fn full_object_checksums_move_with_the_object(runtime: RuntimeKind) {
+    use ferry_core::s3::checksum::ChecksumAlgorithm;
+    let nodes = nodes(runtime, 2);
+    for n in &nodes {
+        assert_eq!(n.client().put("/sums", b"").status, 200);
+        assert_eq!(n.client().put("/sumv", b"").status, 200);
+        assert_eq!(n.client().put("/sumv?versioning", ENABLED).status, 200);
+    }
+    let mut c = nodes[0].client();
+    let keys = keys_moving_to_second(&nodes, "sums", "c/", ChecksumAlgorithm::ALL.len());
+    let mut targets = Vec::new();
+    for (i, (k, alg)) in keys.iter().zip(ChecksumAlgorithm::ALL).enumerate() {
+        let body = body_of(i);
+        let sum = alg.checksum(&body).to_base64();
+        let target = format!("/sums/{k}");
+        let r = c.request("PUT", &target, &[(alg.header_name(), sum.as_str())], &body);
+        assert_eq!(r.status, 200, "{alg:?}: {}", r.text());
+        let stored = checksum_on(&nodes[0], &target);
+        assert!(
+            stored.contains(&(alg.header_name().to_owned(), sum.as_str().to_owned())),
+            "{stored:?}"
+        );
+        targets.push((target, stored));
+    }
+    let key = &keys_moving_to_second(&nodes, "sumv", "v/", 1)[0];
+    for (i, alg) in [ChecksumAlgorithm::Crc32c, ChecksumAlgorithm::Sha256]
+        .into_iter()
+        .enumerate()
+    {
+        let body = body_of(10 + i);
+        let sum = alg.checksum(&body).to_base64();
+        let r = c.request(
+            "PUT",
+            &format!("/sumv/{key}"),
+            &[(alg.header_name(), sum.as_str())],
+            &body,
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+        let id = r.header("x-amz-version-id").unwrap().to_owned();
+        let target = format!("/sumv/{key}?versionId={}", ferry_core::s3::uri::encode(&id));
+        let stored = checksum_on(&nodes[0], &target);
+        assert!(
+            stored.iter().any(|(n, _)| n == alg.header_name()),
+            "{stored:?}"
+        );
+        targets.push((target, stored));
+    }
+
+    let cfg = layout_config(runtime, &nodes, &[0, 1], &[0]);
+    let report = rebalance(cfg, RebalanceOptions::default()).unwrap();
+    assert_eq!(report.errors, 0, "{:?}", report.error_messages);
+    assert_eq!(report.moved_objects, targets.len() as u64, "{report:?}");
+    for (target, stored) in &targets {
+        assert_eq!(&checksum_on(&nodes[1], target), stored, "{target}");
+        let r = c.request("HEAD", target, &[], b"");
+        assert_eq!(r.status, 404, "{target} is still on node-1");
+    }
 }

@@ -7,95 +7,21 @@
 //! scope and reaches moto, which serves it; browser POST uploads, CORS and lifecycle go
 //! through to it too.
 //!
-//! Skipped, with a message, when `moto_server` is not on the PATH.
-
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+//! They need `moto_server` on the PATH and fail, saying so, without it.
 
 use ferry_core::md5::{ETag, content_md5, md5};
 use ferry_core::place::Placement;
-use ferry_core::s3::sigv4::Credentials;
-use ferry_server::proxy::{AuthMode, BackendKind};
-use ferry_server::{BackendConfig, ProxyConfig, RuntimeKind, start_proxy};
+use ferry_server::{ProxyConfig, RuntimeKind, start_proxy};
 
 use crate::support::http::{Client, Payload};
+use crate::support::moto::Moto;
 use crate::support::{ACCESS_KEY, SECRET_KEY};
 
-struct Moto {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Moto {
-    fn start() -> Option<Self> {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .ok()?
-            .port();
-        let child = Command::new("moto_server")
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let mut moto = Self { child, addr };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while TcpStream::connect(addr).is_err() {
-            if Instant::now() > deadline || moto.child.try_wait().ok().flatten().is_some() {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Some(moto)
-    }
-
-    /// A client of this moto, signing with the key the proxy uses.
-    fn client(&self) -> Client {
-        let mut c = Client::connect(self.addr);
-        c.credentials = Credentials::new("moto-access", "moto-secret");
-        c
-    }
-
-    /// The proxy's configuration of this moto as backend `id`.
-    fn backend(&self, id: &str) -> BackendConfig {
-        let mut b = BackendConfig::new(id, format!("http://{}", self.addr));
-        b.kind = BackendKind::S3;
-        b.auth = AuthMode::Resign;
-        // moto accepts any key: what matters is that the proxy signs with this one, not the
-        // client's.
-        b.credentials = Some(Credentials::new("moto-access", "moto-secret"));
-        b
-    }
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A moto, or `None` (and a message saying that the test is skipped).
-fn moto_or_skip() -> Option<Moto> {
-    let moto = Moto::start();
-    if moto.is_none() {
-        eprintln!(
-            "SKIPPED: moto_server is not installed or did not start \
-             (pip install 'moto[server]' to run this test)"
-        );
-    }
-    moto
-}
-
 fn resign_against_moto(rt: RuntimeKind) {
-    let Some(moto) = moto_or_skip() else {
-        return;
-    };
+    let moto = Moto::start();
     let mut cfg = ProxyConfig::new(
         "127.0.0.1:0".parse().unwrap(),
-        vec![moto.backend("moto")],
+        vec![moto.backend("moto", None)],
         ACCESS_KEY,
         SECRET_KEY,
     );
@@ -229,13 +155,11 @@ fn put_doc(c: &mut Client, target: &str, doc: &[u8]) -> crate::support::http::Re
 /// The proxy in re-sign mode before two motos: what it does not interpret reaches them by
 /// scope, bucket configuration on both (all or nothing), an object's on its owner only.
 fn forwarded_to_two_motos(rt: RuntimeKind) {
-    let (Some(a), Some(b)) = (moto_or_skip(), moto_or_skip()) else {
-        return;
-    };
+    let (a, b) = (Moto::start(), Moto::start());
     let motos = [&a, &b];
     let mut cfg = ProxyConfig::new(
         "127.0.0.1:0".parse().unwrap(),
-        vec![a.backend("moto-a"), b.backend("moto-b")],
+        vec![a.backend("moto-a", None), b.backend("moto-b", None)],
         ACCESS_KEY,
         SECRET_KEY,
     );

@@ -2,19 +2,20 @@
 //! Ferry nodes serving HTTPS with a certificate made here, trusted through the backend's
 //! `ca_cert`, in passthrough and re-sign modes (PUT, GET, multipart, list, copies between
 //! backends, SSE-C without `--allow-sse-c-over-http`); a backend whose certificate is not
-//! trusted is down (503, nothing stored) until `insecure = true`; and a non-Ferry S3 server,
-//! moto, over TLS in re-sign mode.
+//! trusted is down (503, nothing stored) until `insecure = true`; a backend named by host gets
+//! the name as SNI and its certificate checked against it; and a non-Ferry S3 server, moto,
+//! over TLS in re-sign mode.
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use aws_sdk_s3::Client;
 use aws_sdk_s3::primitives::ByteStream;
 use ferry_core::place::Placement;
-use ferry_core::s3::sigv4::Credentials;
-use ferry_server::proxy::{AuthMode, BackendKind};
+use ferry_server::proxy::AuthMode;
 use ferry_server::{
     BackendConfig, NodeConfig, NodeHandle, ProxyConfig, ProxyHandle, RuntimeKind, start_node,
     start_proxy,
@@ -22,6 +23,7 @@ use ferry_server::{
 
 use crate::proxy_tls::{TestCert, https_client, s3_round_trips, self_signed, self_signed_for};
 use crate::support::http::{Client as HttpClient, plain_get};
+use crate::support::moto::Moto;
 use crate::support::node::{MIN_PART, node_config};
 use crate::support::process::{KEY_ENV, ready_addr, spawn_ferry, stop};
 use crate::support::sdk;
@@ -369,6 +371,184 @@ fn untrusted_backend_on_smol() {
     untrusted_backend(RuntimeKind::Smol);
 }
 
+/// A TCP relay to `to` that reads the server name (SNI) of each TLS ClientHello passing
+/// through it: what name a client sent, seen from outside the client.
+struct SniRelay {
+    addr: SocketAddr,
+    names: Arc<Mutex<Vec<Option<String>>>>,
+    stop: Arc<AtomicBool>,
+    accepting: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SniRelay {
+    /// A relay on the first address `localhost` resolves to (the one the proxy will use).
+    fn start(to: SocketAddr) -> Self {
+        let local = ("localhost", 0).to_socket_addrs().unwrap().next().unwrap();
+        let listener = TcpListener::bind(local).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let names = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let accepting = {
+            let (names, stop) = (names.clone(), stop.clone());
+            std::thread::spawn(move || {
+                for conn in listener.incoming() {
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let Ok(conn) = conn else { continue };
+                    let names = names.clone();
+                    std::thread::spawn(move || Self::relay(conn, to, &names));
+                }
+            })
+        };
+        Self {
+            addr,
+            names,
+            stop,
+            accepting: Some(accepting),
+        }
+    }
+
+    /// Read the ClientHello, note its SNI, then copy both ways until either side closes.
+    fn relay(mut client: TcpStream, to: SocketAddr, names: &Mutex<Vec<Option<String>>>) {
+        use std::io::{Read as _, Write as _};
+        let Ok(mut server) = TcpStream::connect(to) else {
+            return;
+        };
+        let mut acceptor = ferry_net::rustls::server::Acceptor::default();
+        let mut hello = Vec::new();
+        let mut chunk = [0u8; 4096];
+        let name = loop {
+            let n = match client.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            hello.extend_from_slice(&chunk[..n]);
+            if acceptor.read_tls(&mut &chunk[..n]).is_err() {
+                return;
+            }
+            match acceptor.accept() {
+                Ok(Some(accepted)) => {
+                    break accepted.client_hello().server_name().map(str::to_owned);
+                }
+                Ok(None) => {}
+                Err(_) => return,
+            }
+        };
+        names.lock().unwrap().push(name);
+        if server.write_all(&hello).is_err() {
+            return;
+        }
+        let (Ok(mut c2), Ok(mut s2)) = (client.try_clone(), server.try_clone()) else {
+            return;
+        };
+        let back = std::thread::spawn(move || {
+            let _ = std::io::copy(&mut s2, &mut c2);
+            let _ = c2.shutdown(Shutdown::Both);
+        });
+        let _ = std::io::copy(&mut client, &mut server);
+        let _ = server.shutdown(Shutdown::Both);
+        let _ = back.join();
+    }
+
+    /// The server names sent so far, one per connection (`None`: no SNI).
+    fn names(&self) -> Vec<Option<String>> {
+        self.names.lock().unwrap().clone()
+    }
+}
+
+impl Drop for SniRelay {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        // Wakes the accept loop, which then sees the flag.
+        let _ = TcpStream::connect(self.addr);
+        if let Some(t) = self.accepting.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A backend named by host (`https://localhost:PORT`): the proxy sends the name as SNI and
+/// checks the certificate against it — a certificate for `localhost` alone (no IP address) is
+/// trusted, one for another name is not (503, nothing stored), whatever the address.
+fn a_backend_by_host_name(rt: RuntimeKind) {
+    let good = self_signed_for(&["localhost"]);
+    let node = TlsNode::start(rt, &good);
+    let relay = SniRelay::start(node.addr);
+    let by_name = |relay: &SniRelay, ca: &Path| {
+        let mut b = BackendConfig::new("n", format!("https://localhost:{}", relay.addr.port()));
+        b.ca_cert = Some(ca.to_path_buf());
+        b
+    };
+    let p = proxy(rt, vec![by_name(&relay, &good.files.cert)]);
+    sdk::block_on(async {
+        let c = sdk::client(p.local_addr());
+        c.create_bucket()
+            .bucket("named")
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("create: {}", sdk::show(&e)));
+        let body = data(70_000, 3);
+        c.put_object()
+            .bucket("named")
+            .key("k")
+            .body(ByteStream::from(body.clone()))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("PUT: {}", sdk::show(&e)));
+        assert!(get(&c, "named", "k").await == body, "GET differs");
+    });
+    p.stop();
+    let names = relay.names();
+    assert!(
+        !names.is_empty(),
+        "no TLS connection went through the relay"
+    );
+    assert!(
+        names.iter().all(|n| n.as_deref() == Some("localhost")),
+        "{names:?}"
+    );
+
+    // The same address, trusting a certificate for another name only.
+    let other = self_signed_for(&["other.example"]);
+    let wrong_node = TlsNode::start(rt, &other);
+    let wrong_relay = SniRelay::start(wrong_node.addr);
+    let b = by_name(&wrong_relay, &other.files.cert);
+    // No waiting for a backend that will not come up.
+    let p = proxy_with(rt, vec![b], |cfg| cfg.retry_window = Duration::ZERO);
+    sdk::block_on(async {
+        let c = sdk::client(p.local_addr());
+        let r = c.create_bucket().bucket("wrong").send().await;
+        assert_eq!(sdk::status_of(&r.unwrap_err()), Some(503));
+    });
+    p.stop();
+    // Nothing reached that node: seen through a proxy that checks no certificate.
+    let mut lax = https_backend("n", wrong_node.addr, None);
+    lax.insecure = true;
+    let p = proxy(rt, vec![lax]);
+    sdk::block_on(async {
+        let buckets = sdk::client(p.local_addr()).list_buckets().send().await;
+        let buckets = buckets.unwrap_or_else(|e| panic!("list: {}", sdk::show(&e)));
+        assert!(buckets.buckets().is_empty(), "{buckets:?}");
+    });
+    p.stop();
+    let names = wrong_relay.names();
+    assert!(
+        !names.is_empty() && names.iter().all(|n| n.as_deref() == Some("localhost")),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn a_backend_by_host_name_on_tokio() {
+    a_backend_by_host_name(RuntimeKind::Tokio);
+}
+
+#[test]
+fn a_backend_by_host_name_on_smol() {
+    a_backend_by_host_name(RuntimeKind::Smol);
+}
+
 /// A certificate that does not name the backend's host (only `localhost`, the URL says
 /// 127.0.0.1) is refused even with the right `ca_cert`: the IP address is checked.
 #[test]
@@ -387,58 +567,10 @@ fn a_certificate_for_another_name_is_refused() {
     p.stop();
 }
 
-/// moto over TLS (`moto_server --ssl-cert/--ssl-key`).
-struct Moto {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Moto {
-    fn start(cert: &TestCert) -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .unwrap()
-            .port();
-        let child = Command::new("moto_server")
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .arg("-c")
-            .arg(&cert.files.cert)
-            .arg("-k")
-            .arg(&cert.files.key)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("moto_server runs (pip install 'moto[server]', as .ci/run does)");
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let mut moto = Self { child, addr };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while TcpStream::connect(addr).is_err() {
-            assert!(Instant::now() < deadline, "moto_server did not listen");
-            assert!(
-                moto.child.try_wait().unwrap().is_none(),
-                "moto_server exited"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        moto
-    }
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn resign_to_moto_over_tls(rt: RuntimeKind) {
     let cert = self_signed();
-    let moto = Moto::start(&cert);
-    let mut b = https_backend("moto", moto.addr, Some(&cert.files.cert));
-    b.kind = BackendKind::S3;
-    b.auth = AuthMode::Resign;
-    b.credentials = Some(Credentials::new("moto-access", "moto-secret"));
-    let p = proxy(rt, vec![b]);
+    let moto = Moto::start_tls(&cert.files.cert, &cert.files.key);
+    let p = proxy(rt, vec![moto.backend("moto", Some(&cert.files.cert))]);
     sdk::block_on(async {
         let c = sdk::client(p.local_addr());
         c.create_bucket()
@@ -524,6 +656,12 @@ fn an_untrusted_backend_is_logged_once() {
         .filter(|l| l.contains("UnknownIssuer"))
         .count();
     assert!(mentions < 4, "logged per request: {stderr}");
+    // Nor are its 503s, each request's (at `debug`: the transition was logged).
+    let per_request = events
+        .iter()
+        .filter(|e| e["level"] == "WARN" && e["message"] == "request failed")
+        .count();
+    assert_eq!(per_request, 0, "503s logged per request at warn: {stderr}");
     assert!(
         events.iter().any(|e| e["backend"] == "lax"
             && e["level"] == "WARN"

@@ -38,6 +38,7 @@ macro_rules! on_every_target {
 }
 
 pub mod http;
+pub mod moto;
 pub mod node;
 pub mod pprof;
 pub mod process;

@@ -4,6 +4,8 @@ use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
 
 use super::{ACCESS_KEY, SECRET_KEY};
 
@@ -107,4 +109,63 @@ pub fn stop(mut child: Child, sig: &str) -> String {
         .unwrap();
     assert!(status.success(), "{status:?}; stderr:\n{stderr}");
     stderr
+}
+
+/// A child's stderr, read line by line on a thread as it comes.
+pub struct StderrLines {
+    lines: Receiver<String>,
+    seen: String,
+}
+
+impl StderrLines {
+    /// Take `child`'s stderr.
+    pub fn take(child: &mut Child) -> Self {
+        let err = BufReader::new(child.stderr.take().expect("stderr"));
+        let (tx, lines) = channel();
+        // Ends when the pipe closes (the child exited) or the receiver is gone.
+        std::thread::spawn(move || {
+            for line in err.lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Self {
+            lines,
+            seen: String::new(),
+        }
+    }
+
+    /// Wait (at most 20 s) for a line not read yet that contains `needle`.
+    pub fn wait_for(&mut self, needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push_str(&line);
+                    self.seen.push('\n');
+                    if line.contains(needle) {
+                        return;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("no {needle:?} on stderr within 20 s:\n{}", self.seen)
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("stderr closed before {needle:?}:\n{}", self.seen)
+                }
+            }
+        }
+    }
+
+    /// Everything read, once the child has exited (its stderr closed).
+    pub fn rest(mut self) -> String {
+        while let Ok(line) = self.lines.recv() {
+            self.seen.push_str(&line);
+            self.seen.push('\n');
+        }
+        self.seen
+    }
 }
