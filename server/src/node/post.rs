@@ -236,7 +236,7 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
         client: cx.client,
     };
     access::may_put(&signer_cx, bucket, &key)?;
-    // A field asking for what PutObject refuses as a header (SSE-KMS, website redirects, ...)
+    // A field asking for what PutObject refuses as a header (DSSE-KMS, website redirects, ...)
     // is refused the same way, never ignored; the encryption PutObject takes, taken.
     if let Some(e) = form
         .fields

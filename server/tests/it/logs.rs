@@ -230,3 +230,212 @@ fn rust_log_wins_and_a_dead_backend_is_a_warning() {
     assert_eq!(down["addr"], dead.to_string());
     assert!(down["reason"].as_str().is_some_and(|r| !r.is_empty()));
 }
+
+/// SSE-C keys never reach a log: two `ferry node`s and two `ferry proxy`s in front of them
+/// (passing requests through, and re-signing them), every one logging at trace with access
+/// events, serve SSE-C writes, reads (right, wrong and missing keys), copies and part copies
+/// beside their source and across the nodes; neither key appears in any log line, in base64
+/// or in hex.
+#[test]
+fn sse_c_keys_stay_out_of_the_logs() {
+    use crate::sdk_sse::{Keyed, Mode, SourceKeyed, body, key_md5};
+    use crate::support::sdk;
+
+    const LOGS: [&str; 6] = [
+        "--log-level",
+        "trace",
+        "--access-log",
+        "--log-format",
+        "json",
+        "--no-fsync",
+    ];
+    let (key, other) = ([0x5a; 32], [0xa7; 32]);
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let mut nodes = Vec::new();
+    let mut backends = Vec::new();
+    for (i, dir) in dirs.iter().enumerate() {
+        let data = dir.path().to_str().unwrap();
+        let mut args = vec!["node", "--data", data, "--listen", "127.0.0.1:0"];
+        args.extend(["--threads", "1", "--allow-sse-c-over-http"]);
+        args.extend(LOGS);
+        let mut child = spawn_ferry(&args, &KEY_ENV);
+        let addr = ready_addr(&mut child, "ferry node listening on http://");
+        backends.push(format!("n{}=http://{addr}", i + 1));
+        nodes.push(child);
+    }
+    let placement = ferry_core::place::Placement::new(&[("n1", 1), ("n2", 1)]).unwrap();
+    let mut proxies = Vec::new();
+    for resign in [false, true] {
+        let mut args = vec!["proxy", "--listen", "127.0.0.1:0", "--threads", "1"];
+        args.extend(["--admin-listen", "127.0.0.1:0"]);
+        let specs: Vec<String> = backends
+            .iter()
+            .map(|b| {
+                if resign {
+                    format!("{b},auth=resign")
+                } else {
+                    b.clone()
+                }
+            })
+            .collect();
+        for s in &specs {
+            args.extend(["--backend", s.as_str()]);
+        }
+        args.extend(LOGS.iter().filter(|a| **a != "--no-fsync"));
+        let mut child = spawn_ferry(&args, &KEY_ENV);
+        let addr = ready_addr(&mut child, "ferry proxy listening on http://");
+        let bucket = if resign {
+            "keys-resigned"
+        } else {
+            "keys-passed"
+        };
+        // The source on one node; copies beside it and on the other node.
+        let on = |want: usize, prefix: &str| {
+            (0..)
+                .map(|i| format!("{prefix}{i}"))
+                .find(|k| placement.pick(bucket, k) == want)
+                .unwrap()
+        };
+        let (src, near, far) = (on(0, "src-"), on(0, "near-"), on(1, "far-"));
+        sdk::block_on(async {
+            let c = sdk::client(addr);
+            c.create_bucket()
+                .bucket(bucket)
+                .send()
+                .await
+                .expect("bucket");
+            let data = body(200_000, 1);
+            c.put_object()
+                .bucket(bucket)
+                .key(&src)
+                .keyed(Mode::C(key))
+                .body(data.clone().into())
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("put: {}", sdk::show(&e)));
+            let get = |mode: Mode| c.get_object().bucket(bucket).key(&src).keyed(mode).send();
+            let got = get(Mode::C(key)).await.expect("get");
+            assert!(sdk::body_bytes(got.body).await == data);
+            sdk::assert_error(get(Mode::C(other)).await, 403, Some("AccessDenied"));
+            sdk::assert_error(get(Mode::Plain).await, 400, Some("InvalidRequest"));
+            let r = c
+                .head_object()
+                .bucket(bucket)
+                .key(&src)
+                .keyed(Mode::C(other));
+            sdk::assert_error(r.send().await, 403, None);
+            // A key with another key's MD5.
+            let r = c
+                .put_object()
+                .bucket(bucket)
+                .key("bad")
+                .sse_customer_algorithm("AES256")
+                .sse_customer_key(sdk::b64(&key))
+                .sse_customer_key_md5(key_md5(&other))
+                .body(b"x".to_vec().into())
+                .send()
+                .await;
+            sdk::assert_error(r, 400, Some("InvalidArgument"));
+            for dst in [&near, &far] {
+                c.copy_object()
+                    .bucket(bucket)
+                    .key(dst)
+                    .copy_source(format!("{bucket}/{src}"))
+                    .source_keyed(Mode::C(key))
+                    .keyed(Mode::C(other))
+                    .send()
+                    .await
+                    .unwrap_or_else(|e| panic!("copy to {dst}: {}", sdk::show(&e)));
+                let r = c
+                    .copy_object()
+                    .bucket(bucket)
+                    .key(dst)
+                    .copy_source(format!("{bucket}/{src}"))
+                    .source_keyed(Mode::C(other))
+                    .send()
+                    .await;
+                sdk::assert_error(r, 403, Some("AccessDenied"));
+                let up = c
+                    .create_multipart_upload()
+                    .bucket(bucket)
+                    .key(dst)
+                    .keyed(Mode::C(other))
+                    .send()
+                    .await
+                    .expect("create");
+                let id = up.upload_id().expect("id");
+                let part = c
+                    .upload_part_copy()
+                    .bucket(bucket)
+                    .key(dst)
+                    .upload_id(id)
+                    .part_number(1)
+                    .copy_source(format!("{bucket}/{src}"))
+                    .source_keyed(Mode::C(key))
+                    .keyed(Mode::C(other))
+                    .send()
+                    .await
+                    .unwrap_or_else(|e| panic!("part copy to {dst}: {}", sdk::show(&e)));
+                let etag = part
+                    .copy_part_result()
+                    .and_then(|p| p.e_tag())
+                    .expect("etag");
+                let parts = aws_sdk_s3::types::CompletedMultipartUpload::builder()
+                    .parts(
+                        aws_sdk_s3::types::CompletedPart::builder()
+                            .part_number(1)
+                            .e_tag(etag)
+                            .build(),
+                    )
+                    .build();
+                c.complete_multipart_upload()
+                    .bucket(bucket)
+                    .key(dst)
+                    .upload_id(id)
+                    .keyed(Mode::C(other))
+                    .multipart_upload(parts)
+                    .send()
+                    .await
+                    .unwrap_or_else(|e| panic!("complete {dst}: {}", sdk::show(&e)));
+                let got = c
+                    .get_object()
+                    .bucket(bucket)
+                    .key(dst)
+                    .keyed(Mode::C(other))
+                    .send()
+                    .await
+                    .expect("get copy");
+                assert!(sdk::body_bytes(got.body).await == data, "{dst}");
+            }
+        });
+        proxies.push(child);
+    }
+    let logs: Vec<String> = proxies
+        .into_iter()
+        .chain(nodes)
+        .map(|child| stop(child, "-TERM"))
+        .collect();
+    for k in [key, other] {
+        let b64 = sdk::b64(&k);
+        let hex = sdk::hex(&k);
+        // Without its padding, and in either case of hex.
+        let forms = [b64.trim_end_matches('='), &hex, &hex.to_uppercase()];
+        for (log, form) in logs.iter().flat_map(|l| forms.iter().map(move |f| (l, f))) {
+            assert!(!log.contains(form), "an SSE-C key in a log:\n{log}");
+        }
+    }
+    // The logs were on: each proxy logged its copies and part copies, at debug and below too.
+    for log in &logs[..2] {
+        let events = json_lines(log);
+        for op in ["CopyObject", "UploadPartCopy", "GetObject"] {
+            assert!(!access_events(&events, op).is_empty(), "no {op} in\n{log}");
+        }
+        assert!(events.iter().any(|e| e["level"] == "DEBUG"), "{log}");
+    }
+    for log in &logs[2..] {
+        assert!(
+            !access_events(&json_lines(log), "PutObject").is_empty(),
+            "{log}"
+        );
+    }
+}

@@ -1,21 +1,23 @@
 //! Server-side encryption of multipart uploads and copies, with the AWS SDK and boto3, on a
-//! node and through the proxy (where copies cross backends), both runtimes: encrypted
-//! uploads whose parts are encrypted each with a key of its own and read back whole, in
-//! ranges across part and chunk boundaries and by part number; SSE-C parts refused without
-//! the upload's key or with another; copies and part copies between every pair of modes
-//! (plaintext, SSE-S3, SSE-C, SSE-KMS), with the ETags AWS gives per mode; SSE-C sources
-//! refused without their key.
+//! node and through the proxy in both auth modes (where copies cross backends, which the
+//! nodes themselves confirm), both runtimes: encrypted uploads whose parts are encrypted each
+//! with a key of its own and read back whole, in ranges across part and chunk boundaries and
+//! by part number; SSE-C parts refused without the upload's key or with another, its
+//! completion taken without; copies and part copies between every pair of modes (plaintext,
+//! SSE-S3, SSE-C, SSE-KMS) from 1 B to 8 MiB, with the ETags AWS gives per mode; SSE-C
+//! sources of copies and part copies refused without their key or with another.
 
-use aws_sdk_s3::types::{
-    ChecksumAlgorithm, ChecksumMode, CompletedMultipartUpload, CompletedPart, ServerSideEncryption,
-};
+use aws_sdk_s3::types::{ChecksumAlgorithm, ChecksumMode, CompletedMultipartUpload, CompletedPart};
 use md5::{Digest, Md5};
 
-use super::sdk_sse::{CHUNK, body, on_disk};
+use super::sdk_sse::{
+    CHUNK, Encrypt, Keyed, Mode, Said, SourceKeyed, body, key_md5, on_disk, shape,
+};
 use super::sdk_sse_kms::KMS;
 use crate::support::sdk::{self, Target, TestNode};
 
 on_every_target!(
+    resign:
     encrypted_multipart_uploads,
     copies_between_modes,
     checksums_are_of_the_plaintext,
@@ -23,148 +25,6 @@ on_every_target!(
 );
 
 const MIB: usize = 1 << 20;
-
-/// How an object is (to be) stored.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Mode {
-    Plain,
-    S3,
-    C([u8; 32]),
-    /// SSE-KMS under this key of the nodes' keyring (`sdk_sse_kms::KEYRING`).
-    Kms(&'static str),
-}
-
-impl Mode {
-    fn key(self) -> Option<[u8; 32]> {
-        match self {
-            Mode::C(k) => Some(k),
-            _ => None,
-        }
-    }
-}
-
-fn b64(bytes: &[u8]) -> String {
-    sdk::b64(bytes)
-}
-
-fn key_md5(key: &[u8; 32]) -> String {
-    b64(&Md5::digest(key))
-}
-
-/// Builders that write an object's data: they take an encryption.
-trait Encrypt: Sized {
-    fn encrypt(self, mode: Mode) -> Self;
-}
-
-/// Builders that read an object or add to an upload: they take an SSE-C key.
-trait Keyed: Sized {
-    fn keyed(self, mode: Mode) -> Self;
-}
-
-/// Copies: they take their source's SSE-C key.
-trait SourceKeyed: Sized {
-    fn source_keyed(self, mode: Mode) -> Self;
-}
-
-macro_rules! keyed {
-    ($($builder:ty),*) => {$(
-        impl Keyed for $builder {
-            fn keyed(self, mode: Mode) -> Self {
-                match mode.key() {
-                    Some(k) => self
-                        .sse_customer_algorithm("AES256")
-                        .sse_customer_key(b64(&k))
-                        .sse_customer_key_md5(key_md5(&k)),
-                    None => self,
-                }
-            }
-        }
-    )*};
-}
-
-macro_rules! encrypt {
-    ($($builder:ty),*) => {$(
-        impl Encrypt for $builder {
-            fn encrypt(self, mode: Mode) -> Self {
-                match mode {
-                    Mode::Plain => self,
-                    Mode::S3 => self.server_side_encryption(ServerSideEncryption::Aes256),
-                    Mode::C(_) => self.keyed(mode),
-                    Mode::Kms(id) => self
-                        .server_side_encryption(ServerSideEncryption::AwsKms)
-                        .ssekms_key_id(id),
-                }
-            }
-        }
-    )*};
-}
-
-macro_rules! source_keyed {
-    ($($builder:ty),*) => {$(
-        impl SourceKeyed for $builder {
-            fn source_keyed(self, mode: Mode) -> Self {
-                match mode.key() {
-                    Some(k) => self
-                        .copy_source_sse_customer_algorithm("AES256")
-                        .copy_source_sse_customer_key(b64(&k))
-                        .copy_source_sse_customer_key_md5(key_md5(&k)),
-                    None => self,
-                }
-            }
-        }
-    )*};
-}
-
-use aws_sdk_s3::operation::{
-    complete_multipart_upload::builders::CompleteMultipartUploadFluentBuilder as Complete,
-    copy_object::builders::CopyObjectFluentBuilder as Copy,
-    create_multipart_upload::builders::CreateMultipartUploadFluentBuilder as Create,
-    get_object::builders::GetObjectFluentBuilder as Get,
-    head_object::builders::HeadObjectFluentBuilder as Head,
-    put_object::builders::PutObjectFluentBuilder as Put,
-    upload_part::builders::UploadPartFluentBuilder as Part,
-    upload_part_copy::builders::UploadPartCopyFluentBuilder as PartCopy,
-};
-
-keyed!(Put, Copy, Create, Get, Head, Part, PartCopy, Complete);
-encrypt!(Put, Copy, Create);
-source_keyed!(Copy, PartCopy);
-
-/// What a response says about encryption: `x-amz-server-side-encryption`, the SSE-C key's
-/// MD5 and the SSE-KMS key id.
-fn said(
-    sse: Option<&ServerSideEncryption>,
-    customer_md5: Option<&str>,
-    kms_key: Option<&str>,
-) -> Mode {
-    match (sse, customer_md5, kms_key) {
-        (Some(ServerSideEncryption::Aes256), None, None) => Mode::S3,
-        (None, Some(_), None) => Mode::C([0; 32]),
-        (None, None, None) => Mode::Plain,
-        (Some(ServerSideEncryption::AwsKms), None, Some("k1")) => Mode::Kms("k1"),
-        (Some(ServerSideEncryption::AwsKms), None, Some("k2")) => Mode::Kms("k2"),
-        other => panic!("unexpected encryption headers {other:?}"),
-    }
-}
-
-/// What [`said`] reads in a response.
-macro_rules! said {
-    ($r:expr) => {
-        said(
-            $r.server_side_encryption(),
-            $r.sse_customer_key_md5(),
-            $r.ssekms_key_id(),
-        )
-    };
-}
-
-/// `mode`, with an SSE-C key replaced by zeros (responses show only its MD5, checked apart).
-fn shape(mode: Mode) -> Mode {
-    match mode {
-        Mode::C(_) => Mode::C([0; 32]),
-        m => m,
-    }
-}
 
 async fn get(n: &TestNode, key: &str, mode: Mode, range: Option<(usize, usize)>) -> Vec<u8> {
     let mut g = n.client.get_object().bucket("sse").key(key).keyed(mode);
@@ -175,7 +35,7 @@ async fn get(n: &TestNode, key: &str, mode: Mode, range: Option<(usize, usize)>)
         .send()
         .await
         .unwrap_or_else(|e| panic!("GET {key} {range:?}: {}", sdk::show(&e)));
-    assert_eq!(said!(r), shape(mode), "{key}");
+    assert_eq!(r.said(), shape(mode), "{key}");
     r.body.collect().await.expect("body").into_bytes().to_vec()
 }
 
@@ -226,7 +86,7 @@ async fn encrypted_multipart_uploads(target: Target) {
             .send()
             .await
             .unwrap_or_else(|e| panic!("{}", sdk::show(&e)));
-        assert_eq!(said!(up), shape(mode));
+        assert_eq!(up.said(), shape(mode));
         let id = up.upload_id().expect("upload id").to_owned();
         let part = |number: i32, data: &[u8], mode: Mode| {
             n.client
@@ -244,7 +104,7 @@ async fn encrypted_multipart_uploads(target: Target) {
         part(1, &body(5 * MIB, 99), mode).await.expect("part 1");
         let r1 = part(1, &p1, mode).await.expect("part 1 again");
         let r2 = part(2, &p2, mode).await.expect("part 2");
-        assert_eq!(said!(r2), shape(mode));
+        assert_eq!(r2.said(), shape(mode));
         if let Mode::C(k) = mode {
             // Not the MD5 of the part.
             assert_ne!(r1.e_tag(), Some(sdk::etag_of(&p1).as_str()));
@@ -279,13 +139,14 @@ async fn encrypted_multipart_uploads(target: Target) {
                     .build(),
             )
             .build();
+        // An SSE-C upload completes without its key (README; AWS asks for it only of uploads
+        // with checksums); the other tests complete with it.
         let done = n
             .client
             .complete_multipart_upload()
             .bucket("sse")
             .key(&name)
             .upload_id(&id)
-            .keyed(mode)
             .multipart_upload(parts)
             .send()
             .await
@@ -335,7 +196,7 @@ async fn encrypted_multipart_uploads(target: Target) {
             .send()
             .await
             .expect("head");
-        assert_eq!(said!(head), shape(mode));
+        assert_eq!(head.said(), shape(mode));
         assert_eq!(head.content_length(), Some(data.len() as i64));
         assert!(!on_disk(n.dir(), &p1[1000..1032]), "plaintext of {name}");
         assert!(!on_disk(n.dir(), &p2[1000..1032]), "plaintext of {name}");
@@ -344,19 +205,13 @@ async fn encrypted_multipart_uploads(target: Target) {
             sdk::assert_error(r, 400, Some("InvalidRequest"));
             // Its attributes need its key, as its HEAD does.
             let attrs = |mode: Mode| {
-                let mut b = n
-                    .client
+                n.client
                     .get_object_attributes()
                     .bucket("sse")
                     .key(&name)
-                    .object_attributes(aws_sdk_s3::types::ObjectAttributes::ObjectSize);
-                if let Some(k) = mode.key() {
-                    b = b
-                        .sse_customer_algorithm("AES256")
-                        .sse_customer_key(b64(&k))
-                        .sse_customer_key_md5(key_md5(&k));
-                }
-                b.send()
+                    .object_attributes(aws_sdk_s3::types::ObjectAttributes::ObjectSize)
+                    .keyed(mode)
+                    .send()
             };
             let a = attrs(mode)
                 .await
@@ -365,6 +220,22 @@ async fn encrypted_multipart_uploads(target: Target) {
             sdk::assert_error(attrs(Mode::Plain).await, 400, Some("InvalidRequest"));
         }
     }
+}
+
+/// Behind a proxy, that `src` and its copy `dst` live on one node each (asked of the nodes
+/// themselves): different ones when `apart`, so the copy went through the proxy, which read
+/// the source from one node and wrote the copy to another; the same one otherwise.
+async fn placed_as_asked(n: &TestNode, src: &str, dst: &str, apart: bool) {
+    if !n.target.proxy {
+        return;
+    }
+    let (from, to) = (n.holders("sse", src).await, n.holders("sse", dst).await);
+    assert_eq!(
+        (from.len(), to.len()),
+        (1, 1),
+        "{src} on {from:?}, {dst} on {to:?}"
+    );
+    assert_eq!(from != to, apart, "{src} on {from:?}, {dst} on {to:?}");
 }
 
 async fn copies_between_modes(target: Target) {
@@ -379,7 +250,9 @@ async fn copies_between_modes(target: Target) {
             let src = format!("src-{size}-{i}");
             put(&n, &src, from, &data).await;
             for (j, &to) in targets.iter().enumerate() {
-                let dst = format!("dst-{size}-{i}-{j}");
+                // Behind a proxy, every other copy crosses backends.
+                let apart = (s + i + j) % 2 == 0;
+                let dst = n.key_placed("sse", &format!("dst-{size}-{i}-{j}"), ("sse", &src), apart);
                 let r = n
                     .client
                     .copy_object()
@@ -391,7 +264,7 @@ async fn copies_between_modes(target: Target) {
                     .send()
                     .await
                     .unwrap_or_else(|e| panic!("{src} → {dst}: {}", sdk::show(&e)));
-                assert_eq!(said!(r), shape(to), "{dst}");
+                assert_eq!(r.said(), shape(to), "{dst}");
                 // Plaintext and SSE-S3 copies have the MD5 of the data as ETag; SSE-C's and
                 // SSE-KMS's do not.
                 let etag = r
@@ -401,6 +274,7 @@ async fn copies_between_modes(target: Target) {
                 let md5 = matches!(to, Mode::Plain | Mode::S3);
                 assert_eq!(etag == sdk::etag_of(&data), md5, "{dst}");
                 assert!(get(&n, &dst, to, None).await == data, "{dst}");
+                placed_as_asked(&n, &src, &dst, apart).await;
                 if size > CHUNK {
                     let (a, z) = (CHUNK - 2, CHUNK + 1);
                     assert!(
@@ -410,8 +284,10 @@ async fn copies_between_modes(target: Target) {
                 }
             }
             // Part copies: a range of the source into an upload of each mode.
-            for (j, &to) in targets.iter().enumerate().filter(|_| size < 8 * MIB) {
-                let dst = format!("part-{size}-{i}-{j}");
+            for (j, &to) in targets.iter().enumerate() {
+                let apart = (s + i + j) % 2 == 1;
+                let dst =
+                    n.key_placed("sse", &format!("part-{size}-{i}-{j}"), ("sse", &src), apart);
                 let up = n
                     .client
                     .create_multipart_upload()
@@ -437,7 +313,7 @@ async fn copies_between_modes(target: Target) {
                     .send()
                     .await
                     .unwrap_or_else(|e| panic!("{src} → part of {dst}: {}", sdk::show(&e)));
-                assert_eq!(said!(r), shape(to), "{dst}");
+                assert_eq!(r.said(), shape(to), "{dst}");
                 let etag = r.copy_part_result().and_then(|c| c.e_tag()).expect("etag");
                 let parts = CompletedMultipartUpload::builder()
                     .parts(CompletedPart::builder().part_number(1).e_tag(etag).build())
@@ -453,29 +329,71 @@ async fn copies_between_modes(target: Target) {
                     .await
                     .unwrap_or_else(|e| panic!("complete {dst}: {}", sdk::show(&e)));
                 assert!(get(&n, &dst, to, None).await == data[first..], "{dst}");
+                placed_as_asked(&n, &src, &dst, apart).await;
             }
         }
     }
-    // An SSE-C source needs its key: 400 without, 403 with another; nothing is written.
-    let copy = |source: Mode| {
-        n.client
-            .copy_object()
+    // An SSE-C source needs its key, for CopyObject and UploadPartCopy, beside it or (behind
+    // a proxy) on another backend: 400 without, 403 with another; nothing is written.
+    let source = ("sse", "src-1024-2");
+    for apart in [false, true] {
+        let dst = n.key_placed("sse", "nothing", source, apart);
+        let copy = |mode: Mode| {
+            n.client
+                .copy_object()
+                .bucket("sse")
+                .key(&dst)
+                .copy_source("sse/src-1024-2")
+                .source_keyed(mode)
+                .send()
+        };
+        sdk::assert_error(copy(Mode::Plain).await, 400, Some("InvalidRequest"));
+        sdk::assert_error(copy(Mode::C(key_b)).await, 403, Some("AccessDenied"));
+        let r = n.client.head_object().bucket("sse").key(&dst).send().await;
+        sdk::assert_error(r, 404, None);
+        let up = n
+            .client
+            .create_multipart_upload()
             .bucket("sse")
-            .key("nothing")
-            .copy_source("sse/src-1024-2")
-            .source_keyed(source)
+            .key(&dst)
             .send()
-    };
-    sdk::assert_error(copy(Mode::Plain).await, 400, Some("InvalidRequest"));
-    sdk::assert_error(copy(Mode::C(key_b)).await, 403, Some("AccessDenied"));
-    let r = n
-        .client
-        .head_object()
-        .bucket("sse")
-        .key("nothing")
-        .send()
-        .await;
-    sdk::assert_error(r, 404, None);
+            .await
+            .expect("create");
+        let id = up.upload_id().expect("id");
+        let part_copy = |mode: Mode| {
+            n.client
+                .upload_part_copy()
+                .bucket("sse")
+                .key(&dst)
+                .upload_id(id)
+                .part_number(1)
+                .copy_source("sse/src-1024-2")
+                .source_keyed(mode)
+                .send()
+        };
+        let r = part_copy(Mode::Plain).await;
+        sdk::assert_error(r, 400, Some("InvalidRequest"));
+        let r = part_copy(Mode::C(key_b)).await;
+        sdk::assert_error(r, 403, Some("AccessDenied"));
+        let parts = n
+            .client
+            .list_parts()
+            .bucket("sse")
+            .key(&dst)
+            .upload_id(id)
+            .send()
+            .await
+            .expect("list parts");
+        assert!(parts.parts().is_empty(), "{dst}: {parts:?}");
+        n.client
+            .abort_multipart_upload()
+            .bucket("sse")
+            .key(&dst)
+            .upload_id(id)
+            .send()
+            .await
+            .expect("abort");
+    }
     // An object copied onto itself to change only its encryption (AWS allows it).
     let data = body(70_000, 77);
     put(&n, "in-place", Mode::Plain, &data).await;
@@ -667,6 +585,13 @@ async fn checksums_are_of_the_plaintext(target: Target) {
 
 async fn boto3_copies_and_uploads_encrypted(target: Target) {
     let n = TestNode::start_with(target, KMS);
+    // 8 MiB pairs (64 copies and reads of 8 MiB) cost seconds: through one proxy, whose
+    // copies cross backends (`copies_between_modes` copies 8 MiB on every target).
+    let sizes = if target == Target::PROXY_TOKIO {
+        "1, 1024, 1 << 20, 8 << 20"
+    } else {
+        "1, 1024, 1 << 20"
+    };
     let script = r#"
 from boto3.s3.transfer import TransferConfig
 c.create_bucket(Bucket="boto")
@@ -705,15 +630,15 @@ c.upload_fileobj(io.BytesIO(data), "boto", "mp-kms",
 for k in ("copy-kms", "mp-kms"):
     r = c.get_object(Bucket="boto", Key=k)
     assert r["SSEKMSKeyId"] == "k2" and r["Body"].read() == data, k
-# Every pair of modes, single-part copies and part copies, 1 B and 1 KiB.
+# Every pair of modes, single-part copies and part copies, at each size.
 modes = {
     "plain": ({}, {}, {}),
     "s3": ({"ServerSideEncryption": "AES256"}, {}, {}),
     "c": (ssec, ssec, dict(CopySourceSSECustomerAlgorithm="AES256", CopySourceSSECustomerKey=key)),
     "kms": ({"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "k1"}, {}, {}),
 }
-for size in (1, 1024):
-    blob = bytes((i * 7 + size) % 251 for i in range(size))
+for size in sizes:
+    blob = (bytes(range(251)) * (size // 251 + 2))[size % 251:][:size]
     for src, (put_args, read_args, source_args) in modes.items():
         c.put_object(Bucket="boto", Key=f"pair-{size}-{src}", Body=blob, **put_args)
         for dst, (dst_args, dst_read, _) in modes.items():
@@ -742,5 +667,5 @@ else:
     raise SystemExit("copied an SSE-C object without its key")
 print("ok")
 "#;
-    sdk::run_boto3(&n, script).await;
+    sdk::run_boto3(&n, &format!("sizes = ({sizes})\n{script}")).await;
 }

@@ -2,8 +2,9 @@
 //! the proxy (every node given the same keyring), both runtimes: PUTs under the default key
 //! and a named one (by id and by key ARN) read back whole and in ranges across the
 //! encryption's chunk boundaries, the key id, encryption context and bucket key echoed, no
-//! plaintext in the data files, and S3's errors for an unknown key, a key id without
-//! `aws:kms`, a malformed context, DSSE-KMS and a node without a keyring.
+//! plaintext in the data files, and S3's errors for an unknown key (on PUT, CopyObject and
+//! CreateMultipartUpload), a key id without `aws:kms`, a malformed context, DSSE-KMS and a
+//! node without a keyring.
 
 use std::fs;
 
@@ -15,6 +16,7 @@ use crate::support::sdk::{self, Options, Target, TestNode};
 use crate::support::store::files_under;
 
 on_every_target!(
+    resign:
     sse_kms_round_trips,
     sse_kms_refusals,
     boto3_encrypts_with_kms
@@ -287,6 +289,42 @@ async fn sse_kms_refusals(target: Target) {
         .send()
         .await;
     sdk::assert_error(r, 400, Some("InvalidRequest"));
+    // An unknown key for a copy (beside its source or, behind a proxy, on another backend) or
+    // an upload: the same 400, and no copy, no upload.
+    for apart in [false, true] {
+        let dst = n.key_placed("kms", "copy-unknown", ("kms", "kms"), apart);
+        let r = n
+            .client
+            .copy_object()
+            .bucket("kms")
+            .key(&dst)
+            .copy_source("kms/kms")
+            .server_side_encryption(ServerSideEncryption::AwsKms)
+            .ssekms_key_id("k3")
+            .send()
+            .await;
+        sdk::assert_error(r, 400, Some("KMS.NotFoundException"));
+        let r = n.client.head_object().bucket("kms").key(&dst).send().await;
+        sdk::assert_error(r, 404, None);
+    }
+    let r = n
+        .client
+        .create_multipart_upload()
+        .bucket("kms")
+        .key("upload-unknown")
+        .server_side_encryption(ServerSideEncryption::AwsKms)
+        .ssekms_key_id("alias/mine")
+        .send()
+        .await;
+    sdk::assert_error(r, 400, Some("KMS.NotFoundException"));
+    let uploads = n
+        .client
+        .list_multipart_uploads()
+        .bucket("kms")
+        .send()
+        .await
+        .expect("list uploads");
+    assert!(uploads.uploads().is_empty(), "{uploads:?}");
 
     // A node without a keyring refuses aws:kms as S3 refuses a key that does not exist.
     let bare = TestNode::start(target);

@@ -1,10 +1,13 @@
 //! Requests for what Ferry does not do are refused, never served with the feature ignored:
-//! server-side encryption Ferry does not do (SSE-KMS, dual-layer SSE-KMS), website
-//! redirects and unknown subresources answer `501 NotImplemented`; object lock headers on a
-//! bucket without object lock answer `400 InvalidRequest`; ACL headers on an
-//! operation that sets no ACL answer `400 AccessControlListNotSupported`, grants by e-mail
-//! `501 NotImplemented`. Nothing is stored. On a node and through the proxy, both
-//! runtimes; a raw signed client for every header family and the AWS SDK for a few.
+//! server-side encryption Ferry does not do (dual-layer SSE-KMS, an encryption of UploadPart's
+//! own), website redirects and unknown subresources answer `501 NotImplemented`; encryption
+//! Ferry does but cannot give here is refused as AWS refuses it (SSE-C over plain HTTP `400
+//! InvalidRequest`, SSE-KMS on a node without a keyring `400 KMS.NotFoundException`; the
+//! `sdk_sse*` tests cover both when they are given); object lock headers on a bucket without
+//! object lock answer `400 InvalidRequest`; ACL headers on an operation that sets no ACL
+//! answer `400 AccessControlListNotSupported`, grants by e-mail `501 NotImplemented`. Nothing
+//! is stored. On a node and through the proxy, both runtimes; a raw signed client for every
+//! header family and the AWS SDK for a few.
 
 use aws_sdk_s3::types::{ObjectCannedAcl, ServerSideEncryption};
 

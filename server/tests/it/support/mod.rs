@@ -17,8 +17,15 @@ macro_rules! on_both_runtimes {
 
 /// Generate four `#[test]`s for each `async fn case(target: Target)` named: `case::tokio` and
 /// `case::smol` run it against one node on each runtime, `case::proxy_tokio` and
-/// `case::proxy_smol` through `ferry proxy` in front of [`sdk::PROXY_NODES`] nodes.
+/// `case::proxy_smol` through `ferry proxy` in front of [`sdk::PROXY_NODES`] nodes. After
+/// `resign:`, two more, `case::resign_tokio` and `case::resign_smol`, through a proxy that
+/// re-signs with the nodes' own keys.
 macro_rules! on_every_target {
+    (resign: $($case:ident),* $(,)?) => {$(
+        on_every_target!(@case $case:
+            tokio NODE_TOKIO, smol NODE_SMOL, proxy_tokio PROXY_TOKIO, proxy_smol PROXY_SMOL,
+            resign_tokio RESIGN_TOKIO, resign_smol RESIGN_SMOL);
+    )*};
     ($($case:ident),* $(,)?) => {$(
         on_every_target!(@case $case:
             tokio NODE_TOKIO, smol NODE_SMOL, proxy_tokio PROXY_TOKIO, proxy_smol PROXY_SMOL);

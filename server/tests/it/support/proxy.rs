@@ -35,6 +35,12 @@ pub enum Auth {
     OwnKeys,
 }
 
+/// The key of its own node `i` (from 1) has behind a proxy that re-signs with it: access key
+/// and secret.
+pub fn own_key(i: usize) -> (String, String) {
+    (format!("NODEKEY{i}"), format!("node-secret-{i}"))
+}
+
 impl Setup {
     /// A proxy on `runtime` in front of `nodes` nodes, authenticating towards them as `auth` says.
     pub fn start(runtime: RuntimeKind, nodes: usize, auth: Auth) -> Self {
@@ -51,7 +57,7 @@ impl Setup {
         let nodes: Vec<Node> = (1..=nodes)
             .map(|i| {
                 let (a, s) = match auth {
-                    Auth::OwnKeys => (format!("NODEKEY{i}"), format!("node-secret-{i}")),
+                    Auth::OwnKeys => own_key(i),
                     _ => (ACCESS_KEY.to_owned(), SECRET_KEY.to_owned()),
                 };
                 Node::backend(&format!("node-{i}"), runtime, (&a, &s))

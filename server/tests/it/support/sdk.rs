@@ -3,7 +3,7 @@
 //! the decoding S3 asks of a client.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use aws_credential_types::Credentials;
@@ -17,11 +17,15 @@ use aws_sdk_s3::operation::head_object::HeadObjectOutput;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::ChecksumMode;
 use ferry_core::place::Placement;
-use ferry_server::{Cluster, ClusterConfig, NodeHandle, RuntimeKind, start_cluster, start_node};
+use ferry_server::{
+    BackendConfig, Cluster, ClusterConfig, NodeConfig, NodeHandle, ProxyConfig, ProxyHandle,
+    RuntimeKind, start_cluster, start_node, start_proxy,
+};
 use md5::{Digest, Md5};
 use tempfile::TempDir;
 
 use super::node::node_config;
+use super::proxy::own_key;
 use super::{ACCESS_KEY, REGION, SECRET_KEY, TestUser};
 
 /// S3's smallest part size (every part but the last).
@@ -30,15 +34,18 @@ pub const MIB5: u64 = 5 << 20;
 /// Storage nodes behind the proxy of a proxy target.
 pub const PROXY_NODES: usize = 3;
 
-/// What a case talks to: one node, or the proxy in front of [`PROXY_NODES`] nodes (the local
-/// cluster's setup: the nodes share the proxy's key and requests pass through), all on one
-/// runtime.
+/// What a case talks to: one node, or the proxy in front of [`PROXY_NODES`] nodes, all on one
+/// runtime. The proxy passes requests through to nodes that share its key (the local
+/// cluster's setup), or re-signs them with keys of the nodes' own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Target {
     /// The runtime of the node, or of the proxy and its nodes.
     pub runtime: RuntimeKind,
     /// Through `ferry proxy`.
     pub proxy: bool,
+    /// Through a proxy that re-signs every request with its node's own key (each node knows
+    /// only its key, so no client's signature could reach it unchanged).
+    pub resign: bool,
 }
 
 impl Target {
@@ -50,11 +57,16 @@ impl Target {
     pub const PROXY_TOKIO: Self = Self::proxy(RuntimeKind::Tokio);
     /// The proxy and its nodes on smol.
     pub const PROXY_SMOL: Self = Self::proxy(RuntimeKind::Smol);
+    /// The re-signing proxy and its nodes on tokio.
+    pub const RESIGN_TOKIO: Self = Self::resign(RuntimeKind::Tokio);
+    /// The re-signing proxy and its nodes on smol.
+    pub const RESIGN_SMOL: Self = Self::resign(RuntimeKind::Smol);
 
     const fn node(runtime: RuntimeKind) -> Self {
         Self {
             runtime,
             proxy: false,
+            resign: false,
         }
     }
 
@@ -62,6 +74,15 @@ impl Target {
         Self {
             runtime,
             proxy: true,
+            resign: false,
+        }
+    }
+
+    const fn resign(runtime: RuntimeKind) -> Self {
+        Self {
+            runtime,
+            proxy: true,
+            resign: true,
         }
     }
 }
@@ -120,11 +141,41 @@ impl Default for Options {
     }
 }
 
-/// What a [`TestNode`] runs: a node, or a local cluster (proxy and nodes).
+/// What a [`TestNode`] runs: a node, a local cluster (proxy and nodes sharing its key), or a
+/// proxy re-signing for nodes with keys of their own.
 #[derive(Debug)]
 enum Server {
     Node(NodeHandle),
     Cluster(Cluster),
+    Resign {
+        proxy: ProxyHandle,
+        nodes: Vec<NodeHandle>,
+    },
+}
+
+/// A node's configuration for `options`, on `dir`.
+fn node_options(
+    dir: &Path,
+    runtime: RuntimeKind,
+    options: Options,
+    keyring: Option<&PathBuf>,
+) -> NodeConfig {
+    let mut cfg = node_config(dir, runtime);
+    cfg.min_part_size = options.min_part_size;
+    cfg.fsync = options.fsync;
+    cfg.region = options.region.to_owned();
+    cfg.users = options.users.iter().map(TestUser::user).collect();
+    cfg.sigv2 = options.sigv2;
+    cfg.domains = options.domains.iter().map(|d| (*d).to_owned()).collect();
+    if let Some((interval, day_secs)) = options.lifecycle {
+        cfg.lifecycle_interval = interval;
+        cfg.lifecycle_day_secs = day_secs;
+    }
+    cfg.allow_sse_c_over_http = options.sse_c_over_http;
+    cfg.sse_kms_keyring = keyring.cloned();
+    // Many tests run at once on few cores: two workers each is plenty.
+    cfg.threads = 2;
+    cfg
 }
 
 impl Server {
@@ -143,6 +194,9 @@ impl Server {
             f.write_all(text.as_bytes()).expect("keyring written");
             path
         });
+        if target.resign {
+            return Self::start_resign(dir, target, options, keyring.as_ref());
+        }
         if target.proxy {
             let mut cfg = ClusterConfig::new(dir, ACCESS_KEY, SECRET_KEY);
             cfg.listen = "127.0.0.1:0".parse().expect("address");
@@ -164,22 +218,58 @@ impl Server {
             cfg.sse_kms_keyring = keyring;
             return Self::Cluster(start_cluster(cfg).expect("start cluster"));
         }
-        let mut cfg = node_config(dir, target.runtime);
-        cfg.min_part_size = options.min_part_size;
-        cfg.fsync = options.fsync;
+        Self::Node(
+            start_node(node_options(dir, target.runtime, options, keyring.as_ref()))
+                .expect("start node"),
+        )
+    }
+
+    /// [`PROXY_NODES`] nodes in `dir/node-N` (as the local cluster lays them out), each
+    /// knowing only a key of its own, and a proxy re-signing for them with those keys; the
+    /// proxy alone knows the clients' keys.
+    fn start_resign(
+        dir: &Path,
+        target: Target,
+        options: Options,
+        keyring: Option<&PathBuf>,
+    ) -> Self {
+        let mut nodes = Vec::with_capacity(PROXY_NODES);
+        let mut backends = Vec::with_capacity(PROXY_NODES);
+        for i in 1..=PROXY_NODES {
+            let mut cfg = node_options(
+                &dir.join(format!("node-{i}")),
+                target.runtime,
+                options,
+                keyring,
+            );
+            (cfg.access_key, cfg.secret_key) = own_key(i);
+            // The proxy's users are its own: each node serves only the proxy.
+            cfg.users.clear();
+            // The proxy's word on its clients (address, TLS) counts, as in the local cluster.
+            cfg.trusted_proxies = vec![std::net::IpAddr::from([127, 0, 0, 1])];
+            let node = start_node(cfg).expect("start node");
+            let mut b =
+                BackendConfig::new(format!("node-{i}"), format!("http://{}", node.local_addr()));
+            let (access, secret) = own_key(i);
+            b.credentials = Some(ferry_core::s3::sigv4::Credentials::new(&access, &secret));
+            backends.push(b);
+            nodes.push(node);
+        }
+        let mut cfg = ProxyConfig::new(
+            "127.0.0.1:0".parse().expect("address"),
+            backends,
+            ACCESS_KEY,
+            SECRET_KEY,
+        );
+        cfg.admin_listen = None;
+        cfg.runtime = target.runtime;
+        cfg.threads = 2;
         cfg.region = options.region.to_owned();
         cfg.users = options.users.iter().map(TestUser::user).collect();
         cfg.sigv2 = options.sigv2;
         cfg.domains = options.domains.iter().map(|d| (*d).to_owned()).collect();
-        if let Some((interval, day_secs)) = options.lifecycle {
-            cfg.lifecycle_interval = interval;
-            cfg.lifecycle_day_secs = day_secs;
-        }
-        cfg.allow_sse_c_over_http = options.sse_c_over_http;
-        cfg.sse_kms_keyring = keyring;
-        // Many tests run at once on few cores: two workers each is plenty.
-        cfg.threads = 2;
-        Self::Node(start_node(cfg).expect("start node"))
+        let proxy = start_proxy(cfg).expect("start proxy");
+        Self::Resign { proxy, nodes }
     }
 
     /// The S3 endpoint: the node, or the proxy.
@@ -187,6 +277,27 @@ impl Server {
         match self {
             Self::Node(h) => h.local_addr(),
             Self::Cluster(c) => c.endpoint(),
+            Self::Resign { proxy, .. } => proxy.local_addr(),
+        }
+    }
+
+    /// Behind a proxy, its nodes (`node-1` first): address, access key and secret.
+    fn nodes(&self) -> Vec<(SocketAddr, String, String)> {
+        match self {
+            Self::Node(_) => Vec::new(),
+            Self::Cluster(c) => c
+                .node_addrs()
+                .into_iter()
+                .map(|a| (a, ACCESS_KEY.to_owned(), SECRET_KEY.to_owned()))
+                .collect(),
+            Self::Resign { nodes, .. } => nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    let (access, secret) = own_key(i + 1);
+                    (n.local_addr(), access, secret)
+                })
+                .collect(),
         }
     }
 
@@ -194,6 +305,12 @@ impl Server {
         match self {
             Self::Node(h) => h.stop(),
             Self::Cluster(c) => c.stop(),
+            Self::Resign { proxy, nodes } => {
+                proxy.stop();
+                for n in nodes {
+                    n.stop();
+                }
+            }
         }
     }
 }
@@ -259,6 +376,50 @@ impl TestNode {
         Some(placement.pick(a.0, a.1) != placement.pick(b.0, b.1))
     }
 
+    /// A key of `bucket`, `prefix` and a number, that lives apart from object `near` (bucket,
+    /// key) behind a proxy, or beside it (`apart: false`); `prefix` itself on a single node.
+    pub fn key_placed(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        near: (&str, &str),
+        apart: bool,
+    ) -> String {
+        if !self.target.proxy {
+            return prefix.to_owned();
+        }
+        (0..)
+            .map(|i| format!("{prefix}-{i}"))
+            .find(|k| self.apart(near, (bucket, k)) == Some(apart))
+            .expect("a key")
+    }
+
+    /// Behind a proxy, the nodes (`0` for `node-1`) that hold `bucket/key`, asked directly
+    /// with each node's key: those whose HEAD is not `404` (an SSE-C object answers `400`
+    /// without its key). Where the proxy really put an object, beside where placement says.
+    pub async fn holders(&self, bucket: &str, key: &str) -> Vec<usize> {
+        let nodes = self.server.as_ref().map(Server::nodes).unwrap_or_default();
+        let mut out = Vec::new();
+        for (i, (addr, access, secret)) in nodes.into_iter().enumerate() {
+            let creds = Credentials::new(access, secret, None, None, "node-key");
+            let node = Client::from_conf(
+                config(addr)
+                    .region(Region::new(self.options.region))
+                    .credentials_provider(creds)
+                    .build(),
+            );
+            match node.head_object().bucket(bucket).key(key).send().await {
+                Ok(_) => out.push(i),
+                Err(e) => match status_of(&e) {
+                    Some(404) => {}
+                    Some(400) => out.push(i),
+                    _ => panic!("HEAD {bucket}/{key} on node {i}: {}", show(&e)),
+                },
+            }
+        }
+        out
+    }
+
     /// Whether objects `a` and `b` (bucket, key) live on the same node (always on a single
     /// node).
     pub fn same_node(&self, a: (&str, &str), b: (&str, &str)) -> bool {
@@ -270,7 +431,7 @@ impl TestNode {
     pub fn admin_addr(&self) -> Option<SocketAddr> {
         match self.server.as_ref()? {
             Server::Node(h) => h.admin_addr(),
-            Server::Cluster(_) => None,
+            Server::Cluster(_) | Server::Resign { .. } => None,
         }
     }
 
