@@ -199,6 +199,7 @@ pub fn start_node(cfg: NodeConfig) -> io::Result<NodeHandle> {
     if let Some(path) = &cfg.sse_master_key {
         store.use_master_key_file(path.clone());
     }
+    store.check_master_key()?;
     if let Some(path) = &cfg.sse_kms_keyring {
         store.use_kms_keyring(crate::store::Keyring::load(path)?);
     }

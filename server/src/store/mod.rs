@@ -394,6 +394,22 @@ impl Store {
         self.inner.master_path.set(path).is_ok()
     }
 
+    /// Read the SSE-S3 master key now if its file exists, so that a file that is unusable (not
+    /// keys, or readable by group or others) stops the node at start rather than failing its
+    /// first SSE-S3 request; a missing file is made on first use.
+    pub fn check_master_key(&self) -> io::Result<()> {
+        let path = self
+            .inner
+            .master_path
+            .get()
+            .cloned()
+            .unwrap_or_else(|| sse::default_master_key_path(&self.inner.root));
+        if let Some(key) = MasterKey::load(&path)? {
+            let _ = self.inner.master.set(key);
+        }
+        Ok(())
+    }
+
     /// Encrypt SSE-KMS writes with (and read SSE-KMS objects through) this keyring; only
     /// before its first use. Whether it was set.
     pub fn use_kms_keyring(&self, keyring: Keyring) -> bool {

@@ -18,13 +18,14 @@
 
 use std::fs;
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use ferry_core::md5::Md5Digest;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::sse as format;
 use serde::{Deserialize, Serialize};
+use zeroize::Zeroize as _;
 
 pub use super::keyring::Keyring;
 
@@ -468,17 +469,9 @@ impl MasterKey {
     /// `path` only then, so writers racing to make it (two first SSE-S3 PUTs) all end up with
     /// the one that was linked, and a crash never leaves a partial key behind.
     pub fn load_or_create(path: &Path) -> io::Result<Self> {
-        match fs::read_to_string(path) {
-            Ok(text) => Self::parse(&text).ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!(
-                        "{}: not 256-bit keys in hex, one a line (the current one first)",
-                        path.display()
-                    ),
-                )
-            }),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+        match Self::load(path) {
+            Ok(Some(key)) => Ok(key),
+            Ok(None) => {
                 let key = format::random_key().map_err(io::Error::other)?;
                 let nonce: String = format::random_key()
                     .map_err(io::Error::other)?
@@ -515,6 +508,39 @@ impl MasterKey {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// Read the keys in `path`, if it exists: refused (`InvalidData`, naming the file) when
+    /// group or others may read or write it (as the SSE-KMS keyring is), or when it does not
+    /// hold keys.
+    pub fn load(path: &Path) -> io::Result<Option<Self>> {
+        let bad = |why: String| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("SSE-S3 master key file {}: {why}", path.display()),
+            )
+        };
+        let mut text = match fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(bad(e.to_string())),
+        };
+        let parsed = Self::parse(&text);
+        text.zeroize();
+        let mode = fs::metadata(path)
+            .map_err(|e| bad(e.to_string()))?
+            .permissions()
+            .mode()
+            & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(bad(format!(
+                "permissions {mode:04o} are too open: it must be readable by its owner only \
+                 (chmod 600)"
+            )));
+        }
+        parsed.map(Some).ok_or_else(|| {
+            bad("not 256-bit keys in hex, one a line (the current one first)".into())
+        })
     }
 
     fn parse(text: &str) -> Option<Self> {

@@ -700,3 +700,34 @@ fn master_key_file_rotates() {
         stop(child, "-TERM");
     });
 }
+
+/// A master key file that is not keys, or that group or others may read, stops the node at
+/// start naming the file (as a bad SSE-KMS keyring does), rather than failing its first SSE-S3
+/// request; a missing one is made on first use, so it does not.
+#[test]
+fn a_node_will_not_start_on_a_bad_master_key_file() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("master.key");
+    let start = |text: Option<&str>, mode: u32| {
+        if let Some(text) = text {
+            fs::write(&path, text).expect("write");
+            fs::set_permissions(&path, fs::Permissions::from_mode(mode)).expect("chmod");
+        }
+        let mut cfg =
+            crate::support::node::node_config(&dir.path().join("data"), Default::default());
+        cfg.sse_master_key = Some(path.clone());
+        ferry_server::start_node(cfg)
+    };
+    let key = "0f1e2d3c4b5a6978".repeat(4);
+    start(None, 0).expect("no file yet").stop();
+    assert!(!path.exists(), "made on first use, not at start");
+    let e = start(Some(&format!("{key}\n")), 0o640).expect_err("group-readable file");
+    assert!(e.to_string().contains("too open"), "{e}");
+    assert!(e.to_string().contains("master.key"), "{e}");
+    let e = start(Some("not a key\n"), 0o600).expect_err("not keys");
+    assert!(e.to_string().contains("not 256-bit keys"), "{e}");
+    start(Some(&format!("{key}\n")), 0o600)
+        .expect("a good file")
+        .stop();
+}
