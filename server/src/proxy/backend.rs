@@ -253,6 +253,8 @@ pub(crate) struct BackendSpec {
 /// A backend: placement id, address, how to authenticate, health and pooled connections.
 pub(crate) struct Backend<R: Runtime> {
     pub id: String,
+    /// The tag of its upload ids (`upload::tag` of its id).
+    pub upload_tag: String,
     /// What it was made from.
     pub spec: BackendSpec,
     /// Its place among every backend id the proxy has had (`Shared::name_of`): what names it
@@ -322,6 +324,7 @@ impl<R: Runtime> Backend<R> {
         let limits = spec.limits;
         Self {
             id: cfg.id.clone(),
+            upload_tag: super::upload::tag(&cfg.id),
             addr: spec.addr,
             host: spec.host.clone(),
             kind: cfg.kind,

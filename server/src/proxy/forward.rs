@@ -210,7 +210,11 @@ fn prepare<'a, R: Runtime, S: Stream>(
         }
     };
     let path = cx.backend_path(path);
-    let mut request = OutboundRequest::new(req.method, path, strip_presign(raw_query));
+    let query = match &cx.query {
+        Some(q) => Cow::Owned(strip_presign(q).into_owned()),
+        None => strip_presign(raw_query),
+    };
+    let mut request = OutboundRequest::new(req.method, path, query);
     for h in req.headers {
         if is_hop_by_hop(h.name) || is_auth_header(h.name) || Caller::is_own_header(h.name) {
             continue;
@@ -702,11 +706,11 @@ impl Call {
             _ => return Err(S3Error::new(S3ErrorCode::MethodNotAllowed)),
         };
         let origin = origin_form(req.target);
-        let (path, raw_query) = origin.split_once('?').unwrap_or((origin, ""));
+        let path = origin.split_once('?').map_or(origin, |(p, _)| p);
         let mut call = Self::new(
             method,
             cx.backend_path(path).into_owned(),
-            strip_presign(raw_query).into_owned(),
+            strip_presign(cx.raw_query()).into_owned(),
         );
         let chunked = find_header_str(req.headers, "content-encoding").is_some_and(|v| {
             v.split(',')
