@@ -38,7 +38,8 @@ use ferry_core::rt::{Clock, Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, BodyVerifier, Checks, Emit, Reframer};
 use ferry_core::s3::checksum::ChecksumAlgorithm;
 use ferry_core::s3::outbound::{OutboundRequest, is_auth_header, strip_presign};
-use ferry_core::s3::post;
+use ferry_core::s3::post::{self, PostPolicy};
+use ferry_core::s3::sigv4::CredentialStore as _;
 use ferry_core::s3::sigv4::aws_chunked::AwsChunkedEncoder;
 use ferry_core::s3::sigv4::{
     Hex64, PayloadHash, STREAMING_UNSIGNED_PAYLOAD_TRAILER, StreamingMode, UNSIGNED_PAYLOAD, sha256,
@@ -46,6 +47,7 @@ use ferry_core::s3::sigv4::{
 use ferry_core::s3::uri::origin_form;
 use ferry_core::s3::xml::{ErrorResponse, MAX_RESPONSE_BODY};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+use ferry_core::time::DateTime;
 
 use super::Proxy;
 use super::backend::{Backend, BackendConn, SlowDownReason};
@@ -114,15 +116,16 @@ fn expects_continue(headers: &[Header<'_>]) -> bool {
         .any(|h| h.value.trim_ascii().eq_ignore_ascii_case(b"100-continue"))
 }
 
-/// Build the outbound request (target, headers, framing) and the body plan.
+/// Build the outbound request (target, headers, framing) and the body plan, for a body framed
+/// as `client_kind` (the client's, or as a rewritten start changes it).
 fn prepare<'a, R: Runtime, S: Stream>(
     cx: &Cx<'a, R>,
     b: &Backend<R>,
     body: &BodyReader<'_, S>,
+    client_kind: BodyKind,
 ) -> S3Result<Outbound<'a>> {
     let req = cx.req;
     // An empty body keeps its `Content-Length: 0` (S3 wants a length on writes).
-    let client_kind = body.kind();
     let has_body = has_content(client_kind);
     // An anonymous write waits for the backend's leave before its body goes: the backend refuses
     // most of them, and the proxy must not read (or wait for) a body that is refused.
@@ -301,7 +304,7 @@ pub(crate) async fn forward<R: Runtime, S: Stream>(
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
-    forward_after(cx, idx, &[], false, body, res)
+    forward_after(cx, idx, (&[], 0), false, body, res)
         .await
         .map(|_| ())
 }
@@ -326,7 +329,7 @@ pub(crate) async fn forward_status<R: Runtime, S: Stream>(
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<Outcome> {
-    forward_after(cx, idx, &[], miss, body, res).await
+    forward_after(cx, idx, (&[], 0), miss, body, res).await
 }
 
 /// Bytes of a 404 answer read to keep its connection (a longer one closes it).
@@ -334,8 +337,11 @@ const MAX_MISS_BODY: usize = 64 * 1024;
 
 /// POST Object: the key is in the form. Read the leading fields (bounded as the node bounds
 /// them: `ferry_core::s3::post::parse_fields`) to find it, with `${filename}` from the file
-/// part's header, then forward the request to the key's backend: the bytes read, then the rest
-/// of the body streamed. The node checks the form (signature, policy) and stores the file.
+/// part's header, and check the form as a node does: its signature against the clients' keys
+/// (`post::authenticate`) and its policy's conditions (`PostPolicy::check`; the file's
+/// `content-length-range` is the backend's to enforce as the file streams). Then forward it to
+/// the key's backend: the fields as sent to a backend that shares the clients' keys, signed
+/// again for one that signs with its own ([`resign_form`]), then the rest of the body streamed.
 pub(crate) async fn post_form<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     bucket: &str,
@@ -357,7 +363,7 @@ pub(crate) async fn post_form<R: Runtime, S: Stream>(
         ));
     }
     let mut head = Vec::new();
-    let form = loop {
+    let (form, spans) = loop {
         let Some(chunk) = body.next_chunk().await? else {
             return Err(S3Error::with_message(
                 S3ErrorCode::MalformedPOSTRequest,
@@ -365,21 +371,65 @@ pub(crate) async fn post_form<R: Runtime, S: Stream>(
             ));
         };
         head.extend_from_slice(chunk);
-        if let Some((form, _)) = post::parse_fields(&head, &boundary)? {
-            break form;
+        if let Some((form, spans, _)) = post::parse_fields_at(&head, &boundary)? {
+            break (form, spans);
         }
     };
+    let signer = post::authenticate(&form, &cx.p.region, |k| cx.p.credentials.secret_key(k))?;
     let key = form.key()?;
-    forward_after(cx, cx.p.pick(bucket, &key), &head, false, body, res)
+    if let Some(policy) = &signer.policy {
+        policy.check(&form, bucket, cx.p.rt.unix_time())?;
+    }
+    let idx = cx.p.pick(bucket, &key);
+    let b = cx.backend(idx)?;
+    let resigned = match signer.access_key {
+        Some(key) if !b.passthrough => Some(resign_form(cx, b, key, &head, &form, &spans)?),
+        _ => None,
+    };
+    let prefix = resigned.as_deref().unwrap_or(&head);
+    forward_after(cx, idx, (prefix, head.len()), false, body, res)
         .await
         .map(|_| ())
 }
 
-/// [`forward`], with `prefix`: the start of the body, already read from the client.
+/// The start of a form `signer` signed (`head`, read into `form` at `spans`), signed again for
+/// backend `b` with the key the proxy signs for it with (its own, or the signer's where it
+/// shares the clients' keys) and for its region: new `x-amz-credential` and `x-amz-date`, the
+/// `policy` with its conditions on them changed to match (the rest of it kept), and its new
+/// `x-amz-signature`; every other byte as sent. The file's bytes are not touched.
+fn resign_form<R: Runtime>(
+    cx: &Cx<'_, R>,
+    b: &Backend<R>,
+    signer: &str,
+    head: &[u8],
+    form: &post::Form,
+    spans: &[std::ops::Range<usize>],
+) -> S3Result<Vec<u8>> {
+    let creds = cx.p.credentials_for(b, signer)?;
+    let now = DateTime::from_unix(cx.p.rt.unix_time());
+    let (date, amz_date) = (now.date_stamp().to_string(), now.amz().to_string());
+    let credential = format!(
+        "{}/{date}/{}/s3/aws4_request",
+        creds.access_key_id, b.region
+    );
+    let mut values = vec![
+        ("x-amz-credential", credential.as_str()),
+        ("x-amz-date", amz_date.as_str()),
+    ];
+    let policy = PostPolicy::rebind(form.get("policy").unwrap_or_default(), &values)?;
+    let signature =
+        post::form_signature(&creds.secret_access_key, &date, &b.region, "s3", &policy).to_hex();
+    values.push(("policy", &policy));
+    values.push(("x-amz-signature", signature.as_str()));
+    Ok(post::with_values(head, form, spans, &values))
+}
+
+/// [`forward`], with `(prefix, read)`: the start of the body to send, in place of the `read`
+/// bytes already read from the client (the same bytes, or the proxy's rewrite of them).
 async fn forward_after<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     idx: usize,
-    prefix: &[u8],
+    (prefix, read): (&[u8], usize),
     miss: bool,
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
@@ -388,7 +438,13 @@ async fn forward_after<R: Runtime, S: Stream>(
     cx.set_backend(idx);
     // Only a request without a body can go to another backend after a miss.
     let miss = miss && !has_content(body.kind());
-    let out = prepare(cx, b, body)?;
+    let kind = match body.kind() {
+        BodyKind::Length(n) => {
+            BodyKind::Length((n + prefix.len() as u64).saturating_sub(read as u64))
+        }
+        other => other,
+    };
+    let out = prepare(cx, b, body, kind)?;
     let Outbound {
         target,
         request,
