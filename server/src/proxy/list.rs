@@ -907,6 +907,18 @@ mod tests {
     }
 
     #[test]
+    fn just_before_sorts_before_the_key_and_after_what_precedes_it() {
+        for k in ["k", "photos/a.jpg", "a\u{E000}", "é"] {
+            let before = just_before(k);
+            assert!(before.as_str() < k, "{k}");
+            let shorter = &k[..k.len() - k.chars().last().unwrap().len_utf8()];
+            assert!(shorter < before.as_str(), "{k}");
+        }
+        assert_eq!(just_before("a\0"), "a");
+        assert_eq!(just_before(""), "");
+    }
+
+    #[test]
     fn common_prefix_markers() {
         assert!(is_common_prefix("b/", "", Some("/")));
         assert!(is_common_prefix("p/x/", "p/", Some("/")));
