@@ -220,6 +220,10 @@ pub(crate) struct BackendStats {
     pub slow_down: [AtomicU64; 5],
     /// Pooled connections reused (against `connects`: the pool's hit rate).
     pub reuses: AtomicU64,
+    /// Client requests forwarded as they came (passthrough).
+    pub passed_through: AtomicU64,
+    /// Client requests forwarded signed again by the proxy.
+    pub resigned: AtomicU64,
     /// Requests waiting for a free connection slot now.
     pub waiting: AtomicUsize,
     /// From asking for a connection to having one: a free slot, a pooled connection or a

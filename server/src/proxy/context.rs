@@ -24,9 +24,10 @@ pub(crate) struct Cx<'a, R: Runtime> {
     pub virtual_bucket: Option<&'a str>,
     /// Who the request is from, as the backends are told.
     pub caller: Caller,
-    /// The raw query backends get instead of the client's, when the proxy changed it (an
-    /// upload id given back its backend's own: `upload`). Such a request is re-signed, never
-    /// passed through: the client's signature covers its query.
+    /// The raw query backends get instead of the client's, when the proxy changed it (a tagged
+    /// upload id given back as its backend's own, for a backend the proxy re-signs for:
+    /// `upload`). Such a request is re-signed, never passed through: the client's signature
+    /// covers its query.
     pub query: Option<String>,
 }
 

@@ -26,6 +26,7 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use ferry_core::http::body::BodyKind;
 use ferry_core::http::client::{ClientConn, Continue, RequestWriter, Response};
@@ -145,6 +146,7 @@ fn prepare<'a, R: Runtime, S: Stream>(
     let origin = origin_form(req.target);
     let (path, raw_query) = origin.split_once('?').unwrap_or((origin, ""));
     if b.passthrough && cx.passes_through() {
+        b.stats.passed_through.fetch_add(1, Ordering::Relaxed);
         let pump = match verifier {
             None => Pump::Empty,
             Some(v) if v.is_transparent() => Pump::Relay,
@@ -169,6 +171,7 @@ fn prepare<'a, R: Runtime, S: Stream>(
     }
 
     // Re-sign.
+    b.stats.resigned.fetch_add(1, Ordering::Relaxed);
     let trailer = find_header_str(req.headers, "x-amz-trailer")
         .and_then(|t| ChecksumAlgorithm::from_header_name(t.trim()));
     // (pump, framing, payload hash, plain: aws-chunked headers removed)
@@ -304,19 +307,29 @@ pub(crate) async fn forward<R: Runtime, S: Stream>(
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
-    forward_after(cx, idx, (&[], 0), false, body, res)
+    forward_after(cx, idx, (&[], 0), false, body, Answer::Relay(res))
         .await
         .map(|_| ())
 }
 
 /// What became of a request [`forward_status`] forwarded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) enum Outcome {
     /// The backend's answer went to the client, with this status.
     Relayed(u16),
     /// The backend answered 404 without a delete marker, and `miss` was set: nothing was sent
     /// to the client (the object may live elsewhere: see [`Proxy::owners`]).
     Missed,
+    /// The backend's answer, read whole ([`forward_read`]).
+    Read(Reply),
+}
+
+/// Where the answer of a forwarded request goes.
+enum Answer<'r, 'w, S: Stream> {
+    /// Streamed to the client.
+    Relay(&'r mut ResponseWriter<'w, S>),
+    /// Read whole ([`Outcome::Read`]).
+    Read,
 }
 
 /// [`forward`], saying what became of the request; with `miss`, a 404 (not a delete marker)
@@ -329,7 +342,21 @@ pub(crate) async fn forward_status<R: Runtime, S: Stream>(
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<Outcome> {
-    forward_after(cx, idx, (&[], 0), miss, body, res).await
+    forward_after(cx, idx, (&[], 0), miss, body, Answer::Relay(res)).await
+}
+
+/// [`forward`], the answer read whole (at most `MAX_RESPONSE_BODY` bytes) rather than
+/// relayed, for the caller to change before it goes: the request goes as `forward` sends it
+/// (unchanged to a passthrough backend).
+pub(crate) async fn forward_read<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    idx: usize,
+    body: &mut BodyReader<'_, S>,
+) -> S3Result<Reply> {
+    match forward_after::<R, S>(cx, idx, (&[], 0), false, body, Answer::Read).await? {
+        Outcome::Read(reply) => Ok(reply),
+        _ => Err(S3Error::new(S3ErrorCode::InternalError)),
+    }
 }
 
 /// Bytes of a 404 answer read to keep its connection (a longer one closes it).
@@ -387,9 +414,16 @@ pub(crate) async fn post_form<R: Runtime, S: Stream>(
         _ => None,
     };
     let prefix = resigned.as_deref().unwrap_or(&head);
-    forward_after(cx, idx, (prefix, head.len()), false, body, res)
-        .await
-        .map(|_| ())
+    forward_after(
+        cx,
+        idx,
+        (prefix, head.len()),
+        false,
+        body,
+        Answer::Relay(res),
+    )
+    .await
+    .map(|_| ())
 }
 
 /// The start of a form `signer` signed (`head`, read into `form` at `spans`), signed again for
@@ -432,7 +466,7 @@ async fn forward_after<R: Runtime, S: Stream>(
     (prefix, read): (&[u8], usize),
     miss: bool,
     body: &mut BodyReader<'_, S>,
-    res: &mut ResponseWriter<'_, S>,
+    mut answer: Answer<'_, '_, S>,
 ) -> S3Result<Outcome> {
     let b = cx.backend(idx)?;
     cx.set_backend(idx);
@@ -457,7 +491,7 @@ async fn forward_after<R: Runtime, S: Stream>(
     let deadline = b.deadline();
     let mut conn = b.conn_until(deadline).await?;
     let method = cx.req.method;
-    let status = loop {
+    let outcome = loop {
         let mut w = conn
             .request(cx.req.method, &target, &hs, kind, expect)
             .map_err(|e| S3Error::with_message(S3ErrorCode::InternalError, e.to_string()))?;
@@ -520,8 +554,17 @@ async fn forward_after<R: Runtime, S: Stream>(
                     }
                     return Ok(Outcome::Missed);
                 }
-                relay(resp, res, head_request).await?;
-                break status;
+                match &mut answer {
+                    Answer::Relay(res) => {
+                        relay(resp, res, head_request).await?;
+                        break Outcome::Relayed(status);
+                    }
+                    // (The answer has started: it is not sent again.)
+                    Answer::Read => match read_reply(resp).await {
+                        Ok(reply) => break Outcome::Read(reply),
+                        Err(e) => return Err(reply_failed(b, e)),
+                    },
+                }
             }
             Err(e) => e,
         };
@@ -530,7 +573,7 @@ async fn forward_after<R: Runtime, S: Stream>(
         }
     };
     b.put(conn);
-    Ok(Outcome::Relayed(status))
+    Ok(outcome)
 }
 
 /// A backend's CORS headers: the front adds the proxy's own (see `proxy::cors`), which must
@@ -899,16 +942,7 @@ async fn call_as<R: Runtime>(
         {
             continue;
         }
-        match failed {
-            // The backend broke HTTP (or sent too much): nothing the client did.
-            HttpError::Protocol(e) => {
-                return Err(S3Error::with_message(
-                    S3ErrorCode::InternalError,
-                    format!("backend response: {}", e.message),
-                ));
-            }
-            e => return Err(backend_failed(b, &e)),
-        }
+        return Err(reply_failed(b, failed));
     }
 }
 
@@ -921,10 +955,15 @@ async fn exchange<C: Clock, T: Stream>(
 ) -> Result<Reply, HttpError> {
     conn.send_request(method, target, headers, body).await?;
     let mut storage = [EMPTY_HEADER; MAX_HEADERS];
-    let mut resp = conn.response(&mut storage).await?;
-    let status = resp.head.status;
-    let headers = resp
-        .head
+    let resp = conn.response(&mut storage).await?;
+    read_reply(resp).await
+}
+
+/// A backend's answer read whole: its end-to-end headers and at most `MAX_RESPONSE_BODY`
+/// bytes of body.
+async fn read_reply<T: Stream>(resp: Response<'_, '_, T>) -> Result<Reply, HttpError> {
+    let Response { head, mut body } = resp;
+    let headers = head
         .headers
         .iter()
         .filter(|h| is_relayed(h.name))
@@ -934,7 +973,7 @@ async fn exchange<C: Clock, T: Stream>(
         })
         .collect();
     let mut out = Vec::new();
-    while let Some(c) = resp.body.next_chunk().await? {
+    while let Some(c) = body.next_chunk().await? {
         out.extend_from_slice(c);
         if out.len() > MAX_RESPONSE_BODY {
             return Err(HttpError::Protocol(ProtocolError::new(
@@ -944,10 +983,22 @@ async fn exchange<C: Clock, T: Stream>(
         }
     }
     Ok(Reply {
-        status,
+        status: head.status,
         headers,
         body: out,
     })
+}
+
+/// The error for an answer of backend `b` that could not be read: one that breaks HTTP (or
+/// is too long) is the backend's fault, not the client's; others are a failed backend.
+fn reply_failed<R: Runtime>(b: &Backend<R>, e: HttpError) -> S3Error {
+    match e {
+        HttpError::Protocol(e) => S3Error::with_message(
+            S3ErrorCode::InternalError,
+            format!("backend response: {}", e.message),
+        ),
+        e => backend_failed(b, &e),
+    }
 }
 
 /// [`call`] on a task of its own, so that calls to several backends run in parallel.

@@ -1,8 +1,8 @@
 //! Multipart upload ids that carry their backend.
 //!
 //! Clients get the proxy's upload ids: the backend's own id behind a tag that names the backend
-//! (`<tag>~<backend's id>`, the tag 8 hex digits of a hash of the backend's `id` in the
-//! configuration). So every step of an upload (UploadPart, UploadPartCopy, ListParts,
+//! (`<tag>~<backend's id>`, the format of `ferry_core::s3::upload_id`, the tag 8 hex digits of a
+//! hash of the backend's `id` in the configuration). So every step of an upload (UploadPart, UploadPartCopy, ListParts,
 //! CompleteMultipartUpload, AbortMultipartUpload) goes to the backend it started on, whatever
 //! the layouts say by then, even once the layout it started under is gone from the
 //! configuration (as long as the backend is still declared):
@@ -13,12 +13,15 @@
 //!   request to a backend the configuration does not have;
 //! - an id without a tag (from a proxy from before tags) is found as it was then: with a
 //!   `ListParts` on each of the key's owners, the current one first;
-//! - the backend gets its own id back. The id is in the query, which the client's signature
-//!   covers, so a request carrying a tagged id is re-signed rather than passed through: with
-//!   the client's own key for backends that share the clients' keys (as SigV2 and
-//!   virtual-hosted requests are, `forward`), with the backend's key for the others;
-//! - ids get their tag where they leave the proxy: CreateMultipartUpload's and ListParts'
-//!   answers here, ListMultipartUploads' merged listing in `list`.
+//! - a passthrough backend (a Ferry node sharing the clients' keys) gets the request as the
+//!   client sent it, tagged id and signature (and aws-chunked body, presigned URL) untouched:
+//!   a node takes tagged ids and uses the id after the tag. A node older than tagged ids does
+//!   not, so nodes are upgraded before the proxies in front of them;
+//! - a backend the proxy re-signs for (`kind = "s3"`, a node with keys of its own) gets its own
+//!   id in place of the tagged one: it may be any S3 server;
+//! - ids get their tag where they leave the proxy (once: a node answers with its own id):
+//!   CreateMultipartUpload's and ListParts' answers here, read whole and relayed
+//!   (`forward::forward_read`), ListMultipartUploads' merged listing in `list`.
 //!
 //! A CompleteMultipartUpload on a backend that is not the key's current owner (the layout
 //! changed while the upload was in progress) writes the object there, and the proxy then
@@ -32,22 +35,14 @@ use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::request::{Endpoint, S3Request};
 use ferry_core::s3::sigv4::sha256;
-use ferry_core::s3::uri;
-use ferry_core::s3::xml::{CompleteMultipartUploadResult, ErrorResponse, MAX_COMPLETE_BODY};
-use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+use ferry_core::s3::xml::{CompleteMultipartUploadResult, ErrorResponse};
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result, upload_id, uri};
 
 use super::backend::Backend;
-use super::buckets::{MAX_SETTING_BODY, read_small};
 use super::context::Cx;
 use super::forward::{self, Call, Outcome, Reply, call, forward_status, relay_reply};
 use super::rebalance::Rebalancer;
 use super::{Proxy, layout};
-
-/// Hex digits of a backend's tag.
-const TAG_LEN: usize = 8;
-
-/// Between the tag and the backend's id.
-const SEPARATOR: char = '~';
 
 /// The tag of the backend configured with `id`: a hash of the id, so that it says nothing of
 /// the configuration and needs no escaping.
@@ -57,14 +52,15 @@ pub(crate) fn tag(id: &str) -> String {
     let digest = sha256(&material);
     digest
         .iter()
-        .take(TAG_LEN / 2)
+        .take(upload_id::TAG_LEN / 2)
         .map(|b| format!("{b:02x}"))
         .collect()
 }
 
-/// The id a client gets for upload `id` of backend `b`.
+/// The id a client gets for upload `id` of backend `b` (tagged once: an id a node echoed as it
+/// was sent keeps its one tag).
 pub(crate) fn carried<R: Runtime>(b: &Backend<R>, id: &str) -> String {
-    format!("{}{SEPARATOR}{id}", b.upload_tag)
+    upload_id::join(&b.upload_tag, id)
 }
 
 /// What an upload id a client sent says of where the upload is.
@@ -80,15 +76,7 @@ pub(crate) enum UploadId<'a> {
 
 /// Read `id` against the backends of `p`.
 pub(crate) fn parse<'a, R: Runtime>(p: &Proxy<R>, id: &'a str) -> UploadId<'a> {
-    let split = id
-        .get(..TAG_LEN)
-        .zip(id.get(TAG_LEN..))
-        .and_then(|(t, rest)| {
-            let own = rest.strip_prefix(SEPARATOR)?;
-            let hex = t.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-            (hex && !own.is_empty()).then_some((t, own))
-        });
-    let Some((t, own)) = split else {
+    let Some((t, own)) = upload_id::split(id) else {
         return UploadId::Plain;
     };
     match p.backends.iter().position(|b| b.upload_tag == t) {
@@ -113,8 +101,9 @@ fn no_such_upload() -> S3Error {
     S3Error::new(S3ErrorCode::NoSuchUpload)
 }
 
-/// Where upload `upload_id` of `(bucket, key)` is, and the request as that backend takes it
-/// (with its own id).
+/// Where upload `upload_id` of `(bucket, key)` is, and the request as that backend takes it:
+/// as sent to a passthrough backend (a node takes tagged ids), with the backend's own id in
+/// place of a tagged one for the others (re-signed: their ids are the backend's).
 pub(crate) async fn locate<'a, R: Runtime>(
     cx: &Cx<'a, R>,
     bucket: &str,
@@ -122,6 +111,7 @@ pub(crate) async fn locate<'a, R: Runtime>(
     upload_id: &str,
 ) -> S3Result<(usize, Cx<'a, R>)> {
     match parse(cx.p, upload_id) {
+        UploadId::At(i, _) if cx.backend(i)?.passthrough => Ok((i, cx.with_query(None))),
         UploadId::At(i, own) => {
             let query = with_upload_id(cx.raw_query(), own);
             Ok((i, cx.with_query(Some(query))))
@@ -184,7 +174,7 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
         // A new upload starts on the key's current owner.
         Endpoint::CreateMultipartUpload => {
             let at = cx.p.pick(bucket, key);
-            return buffered(cx, at, MAX_SETTING_BODY, body, res).await;
+            return tagged_answer(cx, at, body, res).await;
         }
         Endpoint::UploadPart { upload_id, .. }
         | Endpoint::ListParts { upload_id, .. }
@@ -196,41 +186,45 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
     let (at, cx) = locate(cx, bucket, key, upload_id).await?;
     match &s3.endpoint {
         // Its answer names the upload: by the id the client knows.
-        Endpoint::ListParts { .. } if tagged => buffered(&cx, at, 0, body, res).await,
+        Endpoint::ListParts { .. } if tagged => tagged_answer(&cx, at, body, res).await,
         Endpoint::CompleteMultipartUpload { .. } => complete(&cx, at, bucket, key, body, res).await,
         _ => forward::forward(&cx, at, body, res).await,
     }
 }
 
-/// The request to backend `at` as a whole call (its body, at most `max` bytes, read and
-/// verified first), its answer relayed with the upload id in it tagged.
-async fn buffered<R: Runtime, S: Stream>(
+/// The request forwarded to backend `at` (as [`forward::forward`] sends it), its answer
+/// relayed with the upload id in it tagged.
+async fn tagged_answer<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     at: usize,
-    max: usize,
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
-    cx.set_backend(at);
-    let (bytes, _) = read_small(cx, body, max).await?;
-    let mut reply = call(cx.p, at, cx.caller(), &Call::of_request(cx, bytes)?).await?;
-    if reply.status == 503 {
-        return Err(reply.to_error());
-    }
+    let mut reply = forward::forward_read(cx, at, body).await?;
     if reply.ok() {
-        tag_upload_id(&mut reply.body, cx.backend(at)?);
+        tag_upload_id(&mut reply.body, &cx.backend(at)?.upload_tag);
     }
     relay_reply(res, &reply).await
 }
 
-/// Tag the upload id of a CreateMultipartUpload or ListParts answer (the first `<UploadId>`).
-/// The tag needs no XML escaping, and the backend's id stays as it wrote it.
-fn tag_upload_id<R: Runtime>(xml: &mut Vec<u8>, b: &Backend<R>) {
+/// Put `tag` (a backend's) on the upload id of a CreateMultipartUpload or ListParts answer
+/// (the first `<UploadId>`), unless it is there already. The tag needs no XML escaping, and
+/// the backend's id stays as it wrote it.
+fn tag_upload_id(xml: &mut Vec<u8>, tag: &str) {
     const OPEN: &[u8] = b"<UploadId>";
-    if let Some(i) = xml.windows(OPEN.len()).position(|w| w == OPEN) {
-        let at = i + OPEN.len();
-        let tag = format!("{}{SEPARATOR}", b.upload_tag);
-        xml.splice(at..at, tag.bytes());
+    let Some(at) = xml
+        .windows(OPEN.len())
+        .position(|w| w == OPEN)
+        .map(|i| i + OPEN.len())
+    else {
+        return;
+    };
+    let value = xml.get(at..).unwrap_or_default();
+    let value = value.split(|&c| c == b'<').next().unwrap_or_default();
+    let value = std::str::from_utf8(value).unwrap_or_default();
+    let carried = upload_id::join(tag, value);
+    if carried != value {
+        xml.splice(at..at + value.len(), carried.bytes());
     }
 }
 
@@ -254,12 +248,7 @@ async fn complete<R: Runtime, S: Stream>(
         }
         return Ok(());
     }
-    cx.set_backend(at);
-    let (bytes, _) = read_small(cx, body, MAX_COMPLETE_BODY).await?;
-    let mut reply = call(cx.p, at, cx.caller(), &Call::of_request(cx, bytes)?).await?;
-    if reply.status == 503 {
-        return Err(reply.to_error());
-    }
+    let mut reply = forward::forward_read(cx, at, body).await?;
     // A CompleteMultipartUpload can fail with a 200 and an error document.
     if reply.ok() && ErrorResponse::parse_xml(&reply.body).is_err() {
         move_to_owner(cx, bucket, key, at, current, &mut reply).await;
@@ -351,10 +340,25 @@ mod tests {
     #[test]
     fn tags_are_short_stable_hex() {
         let t = tag("n1");
-        assert_eq!(t.len(), TAG_LEN);
-        assert!(t.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(upload_id::split(&format!("{t}~x")), Some((t.as_str(), "x")));
         assert_eq!(t, tag("n1"));
         assert_ne!(t, tag("n2"));
+    }
+
+    #[test]
+    fn answers_get_the_tag_once() {
+        let tagged = |xml: &str| {
+            let mut xml = xml.as_bytes().to_vec();
+            tag_upload_id(&mut xml, "deadbeef");
+            String::from_utf8(xml).unwrap()
+        };
+        let doc = |id: &str| format!("<R><Key>k</Key><UploadId>{id}</UploadId></R>");
+        assert_eq!(tagged(&doc("a&amp;b")), doc("deadbeef~a&amp;b"));
+        assert_eq!(tagged(&doc("deadbeef~x")), doc("deadbeef~x"));
+        assert_eq!(
+            tagged("<Error><Code>NoSuchUpload</Code></Error>"),
+            "<Error><Code>NoSuchUpload</Code></Error>"
+        );
     }
 
     #[test]
