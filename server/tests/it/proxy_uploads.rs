@@ -4,10 +4,14 @@
 //! key's uploads on two backends); an id naming no configured backend is `NoSuchUpload`; an
 //! untagged id (a backend's own) is still found while a layout places its key there; the AWS
 //! SDK's multipart upload works as ever. Passthrough and re-signing (nodes with keys of their
-//! own), on both runtimes.
+//! own), on both runtimes. Through a passthrough proxy every step of an upload goes to its
+//! node as the client sent it (bucket policy conditions on the signature hold, nothing is
+//! re-signed).
 
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
+use aws_sdk_s3::presigning::{PresignedRequest, PresigningConfig};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use ferry_core::md5::md5;
@@ -15,13 +19,14 @@ use ferry_core::s3::uri::encode;
 use ferry_server::proxy::{Layout, ReloadSource};
 use ferry_server::{ProxyConfig, RuntimeKind};
 
-use crate::support::http::{Client, Payload, Response};
+use crate::support::http::{Client, Payload, Response, http_request, plain_get, target_of};
 use crate::support::proxy::{Auth, Setup};
 use crate::support::sdk;
 
 on_both_runtimes!(
     uploads_outlive_their_layout_passthrough,
-    uploads_outlive_their_layout_resigned
+    uploads_outlive_their_layout_resigned,
+    upload_steps_pass_through,
 );
 
 fn uploads_outlive_their_layout_passthrough(runtime: RuntimeKind) {
@@ -95,6 +100,10 @@ fn part(c: &mut Client, key: &str, id: &str, n: u32, data: &[u8], payload: Paylo
 }
 
 fn complete(c: &mut Client, key: &str, id: &str, etags: &[String]) -> Response {
+    complete_in(c, "mpu", key, id, etags)
+}
+
+fn complete_in(c: &mut Client, bucket: &str, key: &str, id: &str, etags: &[String]) -> Response {
     let parts: String = etags
         .iter()
         .enumerate()
@@ -106,7 +115,7 @@ fn complete(c: &mut Client, key: &str, id: &str, etags: &[String]) -> Response {
         })
         .collect();
     let doc = format!("<CompleteMultipartUpload>{parts}</CompleteMultipartUpload>");
-    let target = format!("/mpu/{key}?uploadId={}", encode(id));
+    let target = format!("/{bucket}/{key}?uploadId={}", encode(id));
     c.request("POST", &target, &[], doc.as_bytes())
 }
 
@@ -323,4 +332,120 @@ async fn sdk_multipart(addr: std::net::SocketAddr) {
     let body = sdk::body_bytes(got.body).await;
     assert_eq!(body.len(), (5 << 20) + 4);
     assert_eq!(&body[body.len() - 4..], b"tail");
+}
+
+/// A policy a re-signed step would break: parts of `chunked` only with signed chunks (or a
+/// whole body's hash), every step of an upload of `presigned` only by presigned URL.
+const SIGNATURE_POLICY: &str = r#"{"Version": "2012-10-17", "Statement": [
+  {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject",
+   "Resource": "arn:aws:s3:::pass/chunked",
+   "Condition": {"StringNotLike": {"s3:x-amz-content-sha256": [
+     "STREAMING-AWS4-HMAC-SHA256-PAYLOAD",
+     "????????????????????????????????????????????????????????????????"]}}},
+  {"Effect": "Deny", "Principal": "*",
+   "Action": ["s3:PutObject", "s3:ListMultipartUploadParts", "s3:AbortMultipartUpload"],
+   "Resource": "arn:aws:s3:::pass/presigned",
+   "Condition": {"StringNotEquals": {"s3:authType": "REST-QUERY-STRING"}}}]}"#;
+
+/// Through a passthrough proxy, the steps of an upload (tagged ids in their signed query) go to
+/// the node as the client sent them: parts signed chunk by chunk and presigned URLs satisfy a
+/// bucket policy that a re-signed request would not, and the proxy re-signs no request.
+fn upload_steps_pass_through(runtime: RuntimeKind) {
+    let s = Setup::start(runtime, 2, Auth::Passthrough);
+    let mut c = s.client();
+    assert_eq!(c.put("/pass", b"").status, 200);
+    let r = c.request("PUT", "/pass?policy", &[], SIGNATURE_POLICY.as_bytes());
+    assert_eq!(r.status, 204, "{}", r.text());
+
+    // Parts signed chunk by chunk; a part copied from the same node.
+    let src = s.key_on("pass", "src", s.node_of("pass", "chunked"));
+    assert_eq!(c.put(&format!("/pass/{src}"), b"copied").status, 200);
+    let id = c.request("POST", "/pass/chunked?uploads", &[], b"");
+    assert_eq!(id.status, 200, "{}", id.text());
+    let id = id.xml_value("UploadId").unwrap();
+    assert!(id.contains('~'), "{id}");
+    let first = vec![3u8; 200 << 10];
+    let target = format!("/pass/chunked?partNumber=1&uploadId={}", encode(&id));
+    let r = c.send("PUT", &target, &[], &first, Payload::ChunkedSigned);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let etags = [r.header("etag").unwrap().to_owned(), {
+        let target = format!("/pass/chunked?partNumber=2&uploadId={}", encode(&id));
+        let source = format!("/pass/{src}");
+        let r = c.request("PUT", &target, &[("x-amz-copy-source", &source)], b"");
+        assert_eq!(r.status, 200, "{}", r.text());
+        r.xml_value("ETag").unwrap().replace("&quot;", "\"")
+    }];
+    let r = c.get(&format!("/pass/chunked?uploadId={}", encode(&id)));
+    assert_eq!(r.xml_value("UploadId").as_deref(), Some(id.as_str()));
+    let r = complete_in(&mut c, "pass", "chunked", &id, &etags);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let mut whole = first;
+    whole.extend_from_slice(b"copied");
+    assert_eq!(md5(&c.get("/pass/chunked").body), md5(&whole));
+    // (Unsigned chunks, as a re-signed part would be sent: refused.)
+    let id = c.request("POST", "/pass/chunked?uploads", &[], b"");
+    let id = id.xml_value("UploadId").unwrap();
+    let target = format!("/pass/chunked?partNumber=1&uploadId={}", encode(&id));
+    c.send("PUT", &target, &[], b"x", Payload::ChunkedUnsignedCrc32)
+        .expect_error(403, "AccessDenied");
+    let target = format!("/pass/chunked?uploadId={}", encode(&id));
+    assert_eq!(c.request("DELETE", &target, &[], b"").status, 204);
+
+    presigned_steps(&s);
+
+    let m = plain_get(s.admin(), "/metrics").text();
+    let forwarded = |auth: &str| -> Vec<u64> {
+        let want = format!("auth=\"{auth}\"}}");
+        m.lines()
+            .filter(|l| l.starts_with("ferry_proxy_backend_forwarded_total{") && l.contains(&want))
+            .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+            .collect()
+    };
+    assert_eq!(forwarded("resigned"), [0, 0], "{m}");
+    // (At least the upload steps above.)
+    assert!(forwarded("passthrough").iter().sum::<u64>() >= 14, "{m}");
+}
+
+/// Every step of an upload by presigned URL (the part's made by the AWS SDK), fetched by the
+/// raw client.
+fn presigned_steps(s: &Setup) {
+    let mut c = s.client();
+    // Refused signed in a header.
+    c.request("POST", "/pass/presigned?uploads", &[], b"")
+        .expect_error(403, "AccessDenied");
+    let r = c.presigned("POST", "/pass/presigned?uploads", b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let id = r.xml_value("UploadId").unwrap();
+    let q = format!("uploadId={}", encode(&id));
+
+    let sdk = sdk::client(s.addr);
+    let mut url = None;
+    sdk::block_on(async {
+        let cfg = PresigningConfig::expires_in(Duration::from_secs(300)).unwrap();
+        let req = sdk.upload_part().bucket("pass").key("presigned");
+        let req = req.upload_id(&id).part_number(1).presigned(cfg).await;
+        url = Some(req.expect("presign"));
+    });
+    let url: PresignedRequest = url.unwrap();
+    let headers: Vec<(&str, &str)> = url.headers().collect();
+    let target = target_of(url.uri());
+    let r = http_request(s.addr, url.method(), target, &headers, b"by URL");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let etag = r.header("etag").unwrap().to_owned();
+
+    let r = c.presigned("GET", &format!("/pass/presigned?{q}"), b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.xml_value("UploadId").as_deref(), Some(id.as_str()));
+    assert_eq!(r.xml_values("PartNumber"), ["1"]);
+    let doc = format!(
+        "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>{etag}</ETag></Part></CompleteMultipartUpload>"
+    );
+    let r = c.presigned("POST", &format!("/pass/presigned?{q}"), doc.as_bytes());
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(c.get("/pass/presigned").body, b"by URL");
+
+    let r = c.presigned("POST", "/pass/presigned?uploads", b"");
+    let q = format!("uploadId={}", encode(&r.xml_value("UploadId").unwrap()));
+    let r = c.presigned("DELETE", &format!("/pass/presigned?{q}"), b"");
+    assert_eq!(r.status, 204, "{}", r.text());
 }
