@@ -15,6 +15,7 @@ pub mod sigv2;
 pub mod sigv4;
 pub mod sse;
 pub mod tagging;
+pub mod upload_id;
 pub mod uri;
 pub mod validate;
 pub mod version;

@@ -5,11 +5,16 @@
 //! [`parse_fields`] reads the leading fields out of the first bytes of the body (bounded by
 //! [`MAX_FIELD_LEN`], [`MAX_FIELDS`] and [`MAX_PRE_DATA`]), and [`FileScanner`] finds the end
 //! of the file's content in the rest without holding it.
+//!
+//! A proxy that signs for its backends with keys of their own checks a form as a node does
+//! ([`authenticate`], [`PostPolicy::check`]) and signs it again: [`PostPolicy::rebind`] and
+//! [`form_signature`] make the new fields, [`with_values`] puts them in the fields' place.
 
 use alloc::borrow::ToOwned;
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
+use core::ops::Range;
 
 use base64::Engine as _;
 use serde_json::Value;
@@ -108,6 +113,15 @@ fn disposition_param<'a>(value: &'a str, want: &str) -> Option<&'a str> {
 /// more bytes are needed; `Ok(Some((form, n)))` when the file part's headers end at `n`, where
 /// the file's content starts.
 pub fn parse_fields(buf: &[u8], boundary: &str) -> S3Result<Option<(Form, usize)>> {
+    Ok(parse_fields_at(buf, boundary)?.map(|(form, _, n)| (form, n)))
+}
+
+/// Where the values of a form's fields lie in the bytes read: one range per field of
+/// [`Form::fields`], in their order.
+pub type ValueSpans = Vec<Range<usize>>;
+
+/// [`parse_fields`], with where each field's value lies in `buf`.
+pub fn parse_fields_at(buf: &[u8], boundary: &str) -> S3Result<Option<(Form, ValueSpans, usize)>> {
     let dash = format!("--{boundary}");
     let delim = format!("\r\n--{boundary}");
     // The first boundary (a preamble before it is ignored).
@@ -120,6 +134,7 @@ pub fn parse_fields(buf: &[u8], boundary: &str) -> S3Result<Option<(Form, usize)
     };
     let mut pos = first + dash.len();
     let mut form = Form::default();
+    let mut spans = Vec::new();
     loop {
         if pos > MAX_PRE_DATA {
             return Err(too_large());
@@ -166,7 +181,7 @@ pub fn parse_fields(buf: &[u8], boundary: &str) -> S3Result<Option<(Form, usize)
         if name == "file" {
             form.filename = filename.unwrap_or_default();
             form.file_content_type = content_type;
-            return Ok(Some((form, pos)));
+            return Ok(Some((form, spans, pos)));
         }
         let rest = buf.get(pos..).unwrap_or_default();
         let Some(len) = find(rest, delim.as_bytes()) else {
@@ -184,8 +199,31 @@ pub fn parse_fields(buf: &[u8], boundary: &str) -> S3Result<Option<(Form, usize)
         let value = core::str::from_utf8(rest.get(..len).unwrap_or_default())
             .map_err(|_| malformed("a field is not UTF-8"))?;
         form.fields.push((name, value.to_owned()));
+        spans.push(pos..pos + len);
         pos += len + delim.len();
     }
+}
+
+/// `head`, the start of a form's body as [`parse_fields_at`] read it into `form` and `spans`,
+/// with the values of the fields `values` names (lower case) replaced; every other byte as it
+/// was.
+pub fn with_values(
+    head: &[u8],
+    form: &Form,
+    spans: &[Range<usize>],
+    values: &[(&str, &str)],
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(head.len() + 512);
+    let mut at = 0;
+    for ((name, _), span) in form.fields.iter().zip(spans) {
+        if let Some((_, v)) = values.iter().find(|(n, _)| n == name) {
+            out.extend_from_slice(head.get(at..span.start).unwrap_or_default());
+            out.extend_from_slice(v.as_bytes());
+            at = span.end;
+        }
+    }
+    out.extend_from_slice(head.get(at..).unwrap_or_default());
+    out
 }
 
 /// Finds where the file's content ends (`\r\n--boundary`) in the bytes after its headers,
@@ -394,6 +432,144 @@ impl PostPolicy {
         }
         Ok(range)
     }
+
+    /// The base64 policy `b64` for other values of the fields `values` names (lower case,
+    /// without `$`: a new signer's `x-amz-credential` and `x-amz-date`): each condition on one
+    /// of them (`{"field": ..}`, `["eq", "$field", ..]`, `["starts-with", "$field", ..]`) now
+    /// names its new value; the rest of the document is kept.
+    pub fn rebind(b64: &str, values: &[(&str, &str)]) -> S3Result<String> {
+        let engine = base64::engine::general_purpose::STANDARD;
+        let json = engine
+            .decode(b64.trim())
+            .map_err(|_| invalid_policy("Invalid Base64 encoding"))?;
+        let mut doc: Value =
+            serde_json::from_slice(&json).map_err(|_| invalid_policy("Invalid JSON."))?;
+        let new_value = |field: &str| {
+            let name = field_name(field);
+            values
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| Value::String((*v).to_owned()))
+        };
+        let conditions = doc
+            .get_mut("conditions")
+            .and_then(Value::as_array_mut)
+            .ok_or_else(|| invalid_policy("Policy missing conditions."))?;
+        for c in conditions {
+            match c {
+                Value::Object(m) => {
+                    for (k, v) in m.iter_mut() {
+                        if let Some(new) = new_value(k) {
+                            *v = new;
+                        }
+                    }
+                }
+                Value::Array(a) if a.len() == 3 => {
+                    let op = a[0].as_str().unwrap_or_default();
+                    let on = (op.eq_ignore_ascii_case("eq")
+                        || op.eq_ignore_ascii_case("starts-with"))
+                    .then(|| a[1].as_str().and_then(new_value))
+                    .flatten();
+                    if let Some(new) = on {
+                        a[2] = new;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let json = serde_json::to_vec(&doc).map_err(|_| invalid_policy("Invalid JSON."))?;
+        Ok(engine.encode(json))
+    }
+}
+
+/// Who signed a form, by [`authenticate`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FormSigner<'f> {
+    /// Its access key; `None`: an anonymous form (no signature).
+    pub access_key: Option<&'f str>,
+    /// Its policy, if it has one.
+    pub policy: Option<PostPolicy>,
+}
+
+fn invalid(what: &str) -> S3Error {
+    S3Error::with_message(S3ErrorCode::InvalidArgument, what.to_owned())
+}
+
+/// Check the authentication fields of `form` for a server in `region`: a SigV4 form signature
+/// (SigV2 forms are `501 NotImplemented`) checked against the secret `secret_of` gives for its
+/// access key (`None`: `403 InvalidAccessKeyId`). A form without a signature is anonymous.
+/// (Its policy's conditions are [`PostPolicy::check`]'s.)
+pub fn authenticate<'f, S: AsRef<str>>(
+    form: &'f Form,
+    region: &str,
+    secret_of: impl FnOnce(&str) -> Option<S>,
+) -> S3Result<FormSigner<'f>> {
+    let policy_text = form.get("policy").filter(|p| !p.is_empty());
+    let policy = policy_text.map(PostPolicy::parse).transpose()?;
+    if form.get("awsaccesskeyid").is_some() || form.get("signature").is_some() {
+        return Err(S3Error::with_message(
+            S3ErrorCode::NotImplemented,
+            "POST forms signed with Signature Version 2 are not supported; sign with AWS4-HMAC-SHA256",
+        ));
+    }
+    let Some(signature) = form.get("x-amz-signature") else {
+        if form.get("x-amz-credential").is_some() {
+            return Err(invalid(
+                "Bucket POST must contain a field named 'x-amz-signature'.",
+            ));
+        }
+        return Ok(FormSigner {
+            access_key: None,
+            policy,
+        });
+    };
+    let need = |name: &'static str, what: &'static str| form.get(name).ok_or_else(|| invalid(what));
+    let policy_text = policy_text.ok_or_else(|| {
+        invalid("Bucket POST must contain a field named 'policy'.  If it is specified, please check the order of the fields.")
+    })?;
+    let algorithm = need(
+        "x-amz-algorithm",
+        "Bucket POST must contain a field named 'x-amz-algorithm'.",
+    )?;
+    if algorithm != "AWS4-HMAC-SHA256" {
+        return Err(invalid(
+            "Unsupported x-amz-algorithm: use AWS4-HMAC-SHA256.",
+        ));
+    }
+    need(
+        "x-amz-date",
+        "Bucket POST must contain a field named 'x-amz-date'.",
+    )?;
+    let credential = need(
+        "x-amz-credential",
+        "Bucket POST must contain a field named 'x-amz-credential'.",
+    )?;
+    let (access_key, date, cred_region, service) = parse_credential(credential)
+        .ok_or_else(|| invalid("Error parsing the X-Amz-Credential field."))?;
+    if service != "s3" || cred_region != region {
+        return Err(S3Error::with_message(
+            S3ErrorCode::InvalidArgument,
+            format!(
+                "Error parsing the X-Amz-Credential field; the region '{cred_region}' is wrong; expecting '{region}'"
+            ),
+        ));
+    }
+    let secret =
+        secret_of(access_key).ok_or_else(|| S3Error::new(S3ErrorCode::InvalidAccessKeyId))?;
+    if !form_signature_matches(
+        secret.as_ref(),
+        date,
+        region,
+        service,
+        policy_text,
+        signature,
+    ) {
+        return Err(S3Error::new(S3ErrorCode::SignatureDoesNotMatch));
+    }
+    Ok(FormSigner {
+        access_key: Some(access_key),
+        policy,
+    })
 }
 
 /// The parts of an `x-amz-credential` field: (access key id, date, region, service).
@@ -422,9 +598,21 @@ pub fn form_signature_matches(
     policy: &str,
     signature: &str,
 ) -> bool {
-    let key = derive_signing_key(secret, date, region, service);
-    let computed = sign(&key, policy.as_bytes());
+    let computed = form_signature(secret, date, region, service, policy);
     Signature::from_hex(signature.trim()).is_some_and(|s| s == computed)
+}
+
+/// The SigV4 form signature of `policy` (the base64 field) by `secret` for the credential
+/// scope (date, region, service).
+pub fn form_signature(
+    secret: &str,
+    date: &str,
+    region: &str,
+    service: &str,
+    policy: &str,
+) -> Signature {
+    let key = derive_signing_key(secret, date, region, service);
+    sign(&key, policy.as_bytes())
 }
 
 #[cfg(test)]
@@ -509,6 +697,83 @@ mod tests {
             e.message,
             "Invalid according to Policy: Extra input fields: x-amz-meta-a"
         );
+    }
+
+    #[test]
+    fn signed_again() {
+        let body = b"--xx\r\nContent-Disposition: form-data; name=\"X-Amz-Credential\"\r\n\r\nAK/20260101/r/s3/aws4_request\r\n--xx\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\nk\r\n--xx\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f\"\r\n\r\ndata";
+        let (form, spans, n) = parse_fields_at(body, "xx").unwrap().unwrap();
+        assert_eq!(spans.len(), 2);
+        assert_eq!(&body[spans[1].clone()], b"k");
+        let out = with_values(
+            body,
+            &form,
+            &spans,
+            &[("x-amz-credential", "OTHER/20260102/r2/s3/aws4_request")],
+        );
+        let (again, _, m) = parse_fields_at(&out, "xx").unwrap().unwrap();
+        assert_eq!(
+            again.get("x-amz-credential"),
+            Some("OTHER/20260102/r2/s3/aws4_request")
+        );
+        assert_eq!(again.get("key"), Some("k"));
+        // The rest byte for byte: the field's name as sent, the file's start.
+        assert!(out.windows(16).any(|w| w == b"X-Amz-Credential"));
+        assert_eq!(&out[m..], &body[n..]);
+
+        let doc = r#"{"expiration":"2030-01-01T00:00:00Z","conditions":[{"bucket":"b"},{"X-Amz-Credential":"AK/20260101/r/s3/aws4_request"},["starts-with","$x-amz-date","2026"],["eq","$key","k"],["content-length-range",1,10]]}"#;
+        let b64 = base64::engine::general_purpose::STANDARD.encode(doc);
+        let cred = ("x-amz-credential", "OTHER/20260102/r2/s3/aws4_request");
+        let date = ("x-amz-date", "20260102T000000Z");
+        let rebound = PostPolicy::rebind(&b64, &[cred, date]).unwrap();
+        let p = PostPolicy::parse(&rebound).unwrap();
+        let form = Form {
+            fields: vec![
+                ("x-amz-credential".into(), cred.1.into()),
+                ("x-amz-date".into(), date.1.into()),
+                ("key".into(), "k".into()),
+            ],
+            ..Form::default()
+        };
+        assert_eq!(p.check(&form, "b", 0).unwrap(), Some((1, 10)));
+        let mut old = form.clone();
+        old.fields[0].1 = "AK/20260101/r/s3/aws4_request".into();
+        assert!(p.check(&old, "b", 0).is_err());
+        assert!(PostPolicy::rebind("not base64!", &[cred]).is_err());
+    }
+
+    #[test]
+    fn authenticated() {
+        let doc = r#"{"expiration":"2030-01-01T00:00:00Z","conditions":[]}"#;
+        let policy = base64::engine::general_purpose::STANDARD.encode(doc);
+        let sig = form_signature("secret", "20260101", "r", "s3", &policy).to_hex();
+        let mut form = Form {
+            fields: vec![
+                ("policy".into(), policy.clone()),
+                ("x-amz-algorithm".into(), "AWS4-HMAC-SHA256".into()),
+                (
+                    "x-amz-credential".into(),
+                    "AK/20260101/r/s3/aws4_request".into(),
+                ),
+                ("x-amz-date".into(), "20260101T000000Z".into()),
+                ("x-amz-signature".into(), sig.as_str().into()),
+            ],
+            ..Form::default()
+        };
+        let secret = |k: &str| (k == "AK").then_some("secret");
+        let who = authenticate(&form, "r", secret).unwrap();
+        assert_eq!(who.access_key, Some("AK"));
+        assert!(who.policy.is_some());
+        let e = authenticate(&form, "other", secret).unwrap_err();
+        assert_eq!(e.code, S3ErrorCode::InvalidArgument);
+        form.fields[4].1 = "0".repeat(64);
+        let e = authenticate(&form, "r", secret).unwrap_err();
+        assert_eq!(e.code, S3ErrorCode::SignatureDoesNotMatch);
+        form.fields.truncate(1);
+        assert_eq!(authenticate(&form, "r", secret).unwrap().access_key, None);
+        form.fields.push(("signature".into(), "v2".into()));
+        let e = authenticate(&form, "r", secret).unwrap_err();
+        assert_eq!(e.code, S3ErrorCode::NotImplemented);
     }
 
     #[test]

@@ -1,5 +1,9 @@
 //! Multipart uploads: create, upload part (and part copy), complete, abort, list parts and
 //! uploads.
+//!
+//! An upload id may come tagged as a proxy gives it to its clients (`<tag>~<our id>`,
+//! `ferry_core::s3::upload_id`): every step uses the id after the tag, so that a proxy passes
+//! its clients' requests on unchanged (their signature covers the id). Answers carry our own id.
 
 use std::borrow::Cow;
 
@@ -17,7 +21,7 @@ use ferry_core::s3::xml::{
     InitiateMultipartUploadResult, ListMultipartUploadsResult, ListPartsResult, MAX_COMPLETE_BODY,
     PartEntry, UploadEntry,
 };
-use ferry_core::s3::{S3Error, S3ErrorCode, S3Result, uri};
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result, upload_id as tagged, uri};
 
 use super::body::stream_into;
 use super::buckets::owner;
@@ -117,7 +121,11 @@ pub(crate) async fn upload_part<R: Runtime, S: Stream>(
         .req
         .body_verifier(body, Checks::All, BodyLimit::object())?;
     let customer = super::sse::read_key(cx)?;
-    let (b, k, u) = (bucket.to_owned(), key.to_owned(), upload_id.to_owned());
+    let (b, k, u) = (
+        bucket.to_owned(),
+        key.to_owned(),
+        tagged::own(upload_id).to_owned(),
+    );
     let writer = cx
         .unblock(move |store| {
             store.part_writer_keyed(&b, &k, &u, u32::from(part_number), customer.as_ref())
@@ -167,7 +175,8 @@ pub(crate) async fn upload_part_copy<R: Runtime, S: Stream>(
         copy.source.key.to_string(),
         copy.source.version_id,
     );
-    let (b, k, u) = (bucket.to_owned(), key.to_owned(), copy.upload_id.to_owned());
+    let (b, k) = (bucket.to_owned(), key.to_owned());
+    let u = tagged::own(copy.upload_id).to_owned();
     let range = copy.range.map(|r| (r.first, r.last));
     let part_number = u32::from(copy.part_number);
     let customer = super::sse::read_key(cx)?;
@@ -256,7 +265,11 @@ pub(crate) async fn complete<R: Runtime, S: Stream>(
         .collect::<S3Result<Vec<_>>>()?;
     let expected = expected_object_checksum(cx.headers)?;
     let customer = super::sse::read_key(cx)?;
-    let (b, k, u) = (bucket.to_owned(), key.to_owned(), upload_id.to_owned());
+    let (b, k, u) = (
+        bucket.to_owned(),
+        key.to_owned(),
+        tagged::own(upload_id).to_owned(),
+    );
     let done = cx
         .unblock(move |store| {
             store.complete_multipart_upload_checked(
@@ -347,7 +360,11 @@ pub(crate) async fn abort<R: Runtime, S: Stream>(
     key: &str,
     upload_id: &str,
 ) -> S3Result<()> {
-    let (b, k, u) = (bucket.to_owned(), key.to_owned(), upload_id.to_owned());
+    let (b, k, u) = (
+        bucket.to_owned(),
+        key.to_owned(),
+        tagged::own(upload_id).to_owned(),
+    );
     cx.unblock(move |store| store.abort_multipart_upload(&b, &k, &u))
         .await?;
     cx.req.send(res, 204, Headers::new(), &[]).await
@@ -370,9 +387,10 @@ pub(crate) async fn list_parts<R: Runtime, S: Stream>(
     else {
         return Err(S3Error::new(S3ErrorCode::InternalError));
     };
+    let upload_id = tagged::own(upload_id);
     let marker = part_number_marker.unwrap_or(0);
     let max = *max_parts;
-    let (b, k, u) = (bucket.to_owned(), key.to_owned(), upload_id.to_string());
+    let (b, k, u) = (bucket.to_owned(), key.to_owned(), upload_id.to_owned());
     let page = cx
         .unblock(move |store| store.list_parts(&b, &k, &u, marker, max as usize))
         .await?;
@@ -444,13 +462,14 @@ pub(crate) async fn list_uploads<R: Runtime, S: Stream>(
     else {
         return Err(S3Error::new(S3ErrorCode::InternalError));
     };
+    let upload_id_marker = upload_id_marker.as_deref().map(tagged::own);
     let owned = |v: &Option<Cow<'_, str>>| v.as_deref().map(str::to_owned);
     let (b, p, d, km, um) = (
         bucket.to_owned(),
         prefix.to_string(),
         owned(delimiter),
         owned(key_marker),
-        owned(upload_id_marker),
+        upload_id_marker.map(str::to_owned),
     );
     let max = *max_uploads;
     let page = cx
@@ -469,7 +488,7 @@ pub(crate) async fn list_uploads<R: Runtime, S: Stream>(
     let doc = ListMultipartUploadsResult {
         bucket: Cow::Borrowed(bucket),
         key_marker: Cow::Borrowed(key_marker.as_deref().unwrap_or_default()),
-        upload_id_marker: Cow::Borrowed(upload_id_marker.as_deref().unwrap_or_default()),
+        upload_id_marker: Cow::Borrowed(upload_id_marker.unwrap_or_default()),
         next_key_marker: page.next_key_marker.as_deref().map(Cow::Borrowed),
         next_upload_id_marker: page.next_upload_id_marker.as_deref().map(Cow::Borrowed),
         prefix: Cow::Borrowed(prefix),

@@ -31,10 +31,6 @@ use crate::front::body::require_length;
 use crate::store::{COPY_BUF_SIZE, ObjectWriter};
 use crate::users::User;
 
-fn invalid(what: &'static str) -> S3Error {
-    S3Error::with_message(S3ErrorCode::InvalidArgument, what)
-}
-
 /// Feed `chunk` through the verifier, handing the decoded bytes to `out`.
 fn decode(
     verifier: &mut BodyVerifier,
@@ -54,70 +50,19 @@ fn authenticate<'a, R: Runtime>(
     cx: &Cx<'a, R>,
     form: &Form,
 ) -> S3Result<(Option<&'a Arc<User>>, Option<PostPolicy>)> {
-    let policy_text = form.get("policy").filter(|p| !p.is_empty());
-    let policy = policy_text.map(PostPolicy::parse).transpose()?;
-    if form.get("awsaccesskeyid").is_some() || form.get("signature").is_some() {
-        return Err(S3Error::with_message(
-            S3ErrorCode::NotImplemented,
-            "POST forms signed with Signature Version 2 are not supported; sign with AWS4-HMAC-SHA256",
-        ));
-    }
-    let Some(signature) = form.get("x-amz-signature") else {
-        if form.get("x-amz-credential").is_some() {
-            return Err(invalid(
-                "Bucket POST must contain a field named 'x-amz-signature'.",
-            ));
-        }
-        return Ok((None, policy));
-    };
-    let need = |name: &'static str, what: &'static str| form.get(name).ok_or_else(|| invalid(what));
-    let policy_text = policy_text.ok_or_else(|| {
-        invalid("Bucket POST must contain a field named 'policy'.  If it is specified, please check the order of the fields.")
+    let users = &cx.node.users;
+    let signer = post::authenticate(form, cx.region(), |key| {
+        users.by_access_key(key).map(|u| u.secret_key.as_str())
     })?;
-    let algorithm = need(
-        "x-amz-algorithm",
-        "Bucket POST must contain a field named 'x-amz-algorithm'.",
-    )?;
-    if algorithm != "AWS4-HMAC-SHA256" {
-        return Err(invalid(
-            "Unsupported x-amz-algorithm: use AWS4-HMAC-SHA256.",
-        ));
-    }
-    need(
-        "x-amz-date",
-        "Bucket POST must contain a field named 'x-amz-date'.",
-    )?;
-    let credential = need(
-        "x-amz-credential",
-        "Bucket POST must contain a field named 'x-amz-credential'.",
-    )?;
-    let (access_key, date, region, service) = post::parse_credential(credential)
-        .ok_or_else(|| invalid("Error parsing the X-Amz-Credential field."))?;
-    if service != "s3" || region != cx.region() {
-        return Err(S3Error::with_message(
-            S3ErrorCode::InvalidArgument,
-            format!(
-                "Error parsing the X-Amz-Credential field; the region '{region}' is wrong; expecting '{}'",
-                cx.region()
-            ),
-        ));
-    }
-    let node = cx.node;
-    let user = node
-        .users
-        .by_access_key(access_key)
-        .ok_or_else(|| S3Error::new(S3ErrorCode::InvalidAccessKeyId))?;
-    if !post::form_signature_matches(
-        &user.secret_key,
-        date,
-        region,
-        service,
-        policy_text,
-        signature,
-    ) {
-        return Err(S3Error::new(S3ErrorCode::SignatureDoesNotMatch));
-    }
-    Ok((Some(user), policy))
+    let user = signer
+        .access_key
+        .map(|key| {
+            users
+                .by_access_key(key)
+                .ok_or_else(|| S3Error::new(S3ErrorCode::InvalidAccessKeyId))
+        })
+        .transpose()?;
+    Ok((user, signer.policy))
 }
 
 /// The fields that become the object's metadata, as the headers PutObject would carry.
@@ -189,7 +134,12 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
     require_length(body)?;
     let boundary = find_header_str(cx.headers, "content-type")
         .and_then(post::form_boundary)
-        .ok_or_else(|| invalid("POST Object needs a multipart/form-data body with a boundary"))?
+        .ok_or_else(|| {
+            S3Error::with_message(
+                S3ErrorCode::InvalidArgument,
+                "POST Object needs a multipart/form-data body with a boundary",
+            )
+        })?
         .to_owned();
     let mut verifier = cx
         .req

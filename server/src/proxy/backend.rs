@@ -229,6 +229,10 @@ pub(crate) struct BackendStats {
     pub slow_down: [AtomicU64; 5],
     /// Pooled connections reused (against `connects`: the pool's hit rate).
     pub reuses: AtomicU64,
+    /// Client requests forwarded as they came (passthrough).
+    pub passed_through: AtomicU64,
+    /// Client requests forwarded signed again by the proxy.
+    pub resigned: AtomicU64,
     /// Requests waiting for a free connection slot now.
     pub waiting: AtomicUsize,
     /// From asking for a connection to having one: a free slot, a pooled connection or a
@@ -262,6 +266,8 @@ pub(crate) struct BackendSpec {
 /// A backend: placement id, address, how to authenticate, health and pooled connections.
 pub(crate) struct Backend<R: Runtime> {
     pub id: String,
+    /// The tag of its upload ids (`upload::tag` of its id).
+    pub upload_tag: String,
     /// What it was made from.
     pub spec: BackendSpec,
     /// Its place among every backend id the proxy has had (`Shared::name_of`): what names it
@@ -331,6 +337,7 @@ impl<R: Runtime> Backend<R> {
         let limits = spec.limits;
         Self {
             id: cfg.id.clone(),
+            upload_tag: super::upload::tag(&cfg.id),
             addr: spec.addr,
             host: spec.host.clone(),
             kind: cfg.kind,

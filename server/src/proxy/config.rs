@@ -531,8 +531,19 @@ impl ProxyConfig {
         if self.backends.is_empty() {
             return Err("the proxy needs at least one backend".into());
         }
-        for b in &self.backends {
+        for (i, b) in self.backends.iter().enumerate() {
             b.validate()?;
+            // Upload ids name their backend by this tag (`upload`).
+            let tag = super::upload::tag(&b.id);
+            if let Some(a) = self.backends[..i]
+                .iter()
+                .find(|a| a.id != b.id && super::upload::tag(&a.id) == tag)
+            {
+                return Err(format!(
+                    "backends {:?} and {:?} would tag their multipart upload ids alike: rename one",
+                    a.id, b.id
+                ));
+            }
         }
         let mut last = self.layout_version;
         for l in &self.previous_layouts {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use ferry_core::http::head::RequestHead;
 use ferry_core::rt::Runtime;
 use ferry_core::s3::sigv4::VerifiedRequest;
-use ferry_core::s3::uri;
+use ferry_core::s3::uri::{self, origin_form};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::Proxy;
@@ -24,6 +24,11 @@ pub(crate) struct Cx<'a, R: Runtime> {
     pub virtual_bucket: Option<&'a str>,
     /// Who the request is from, as the backends are told.
     pub caller: Caller,
+    /// The raw query backends get instead of the client's, when the proxy changed it (a tagged
+    /// upload id given back as its backend's own, for a backend the proxy re-signs for:
+    /// `upload`). Such a request is re-signed, never passed through: the client's signature
+    /// covers its query.
+    pub query: Option<String>,
 }
 
 /// Who a request is from, told to the backends with every request made for it: the key the
@@ -62,7 +67,31 @@ impl Caller {
     }
 }
 
-impl<R: Runtime> Cx<'_, R> {
+impl<'a, R: Runtime> Cx<'a, R> {
+    /// This request, with `query` (raw) sent to backends instead of the client's (`None`: the
+    /// client's).
+    pub fn with_query(&self, query: Option<String>) -> Self {
+        Self {
+            p: self.p,
+            front: self.front,
+            req: self.req,
+            verified: self.verified,
+            virtual_bucket: self.virtual_bucket,
+            caller: self.caller.clone(),
+            query,
+        }
+    }
+
+    /// The raw query of the request as backends get it (presigned-URL parameters included).
+    pub fn raw_query(&self) -> &str {
+        match &self.query {
+            Some(q) => q,
+            None => origin_form(self.req.target)
+                .split_once('?')
+                .map_or("", |(_, q)| q),
+        }
+    }
+
     /// Backend `idx`.
     pub fn backend(&self, idx: usize) -> S3Result<&Backend<R>> {
         self.p
@@ -88,11 +117,12 @@ impl<R: Runtime> Cx<'_, R> {
         }
     }
 
-    /// Whether the client's request can go to a passthrough backend unchanged: SigV4 and
-    /// path-style, which a node accepts whatever its own `--domain`s and `--no-sigv2`. Others
-    /// are re-signed with the client's own key, which passthrough backends share.
+    /// Whether the client's request can go to a passthrough backend unchanged: SigV4,
+    /// path-style (which a node accepts whatever its own `--domain`s and `--no-sigv2`) and its
+    /// query as sent. Others are re-signed with the client's own key, which passthrough
+    /// backends share.
     pub fn passes_through(&self) -> bool {
-        self.virtual_bucket.is_none() && !self.verified.kind.is_sigv2()
+        self.virtual_bucket.is_none() && !self.verified.kind.is_sigv2() && self.query.is_none()
     }
 
     /// The access key the client signed with.

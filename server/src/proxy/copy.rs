@@ -269,8 +269,9 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
 
     // The destination: a PUT (object or part) with the chosen metadata.
     let origin = origin_form(cx.req.target);
-    let (dst_path, raw_query) = origin.split_once('?').unwrap_or((origin, ""));
-    let mut put = OutboundRequest::new("PUT", cx.backend_path(dst_path), strip_presign(raw_query));
+    let dst_path = origin.split_once('?').map_or(origin, |(p, _)| p);
+    let put_query = strip_presign(cx.raw_query());
+    let mut put = OutboundRequest::new("PUT", cx.backend_path(dst_path), put_query);
     if kind == CopyKind::Object {
         let from: &[Header<'_>] = match directive {
             MetadataDirective::Copy => src_resp.head.headers,

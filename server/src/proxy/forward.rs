@@ -26,6 +26,7 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use ferry_core::http::body::BodyKind;
 use ferry_core::http::client::{ClientConn, Continue, RequestWriter, Response};
@@ -38,7 +39,8 @@ use ferry_core::rt::{Clock, Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, BodyVerifier, Checks, Emit, Reframer};
 use ferry_core::s3::checksum::ChecksumAlgorithm;
 use ferry_core::s3::outbound::{OutboundRequest, is_auth_header, strip_presign};
-use ferry_core::s3::post;
+use ferry_core::s3::post::{self, PostPolicy};
+use ferry_core::s3::sigv4::CredentialStore as _;
 use ferry_core::s3::sigv4::aws_chunked::AwsChunkedEncoder;
 use ferry_core::s3::sigv4::{
     Hex64, PayloadHash, STREAMING_UNSIGNED_PAYLOAD_TRAILER, StreamingMode, UNSIGNED_PAYLOAD, sha256,
@@ -46,6 +48,7 @@ use ferry_core::s3::sigv4::{
 use ferry_core::s3::uri::origin_form;
 use ferry_core::s3::xml::{ErrorResponse, MAX_RESPONSE_BODY};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+use ferry_core::time::DateTime;
 
 use super::Proxy;
 use super::backend::{Backend, BackendConn, SlowDownReason};
@@ -114,15 +117,16 @@ fn expects_continue(headers: &[Header<'_>]) -> bool {
         .any(|h| h.value.trim_ascii().eq_ignore_ascii_case(b"100-continue"))
 }
 
-/// Build the outbound request (target, headers, framing) and the body plan.
+/// Build the outbound request (target, headers, framing) and the body plan, for a body framed
+/// as `client_kind` (the client's, or as a rewritten start changes it).
 fn prepare<'a, R: Runtime, S: Stream>(
     cx: &Cx<'a, R>,
     b: &Backend<R>,
     body: &BodyReader<'_, S>,
+    client_kind: BodyKind,
 ) -> S3Result<Outbound<'a>> {
     let req = cx.req;
     // An empty body keeps its `Content-Length: 0` (S3 wants a length on writes).
-    let client_kind = body.kind();
     let has_body = has_content(client_kind);
     // An anonymous write waits for the backend's leave before its body goes: the backend refuses
     // most of them, and the proxy must not read (or wait for) a body that is refused.
@@ -142,6 +146,7 @@ fn prepare<'a, R: Runtime, S: Stream>(
     let origin = origin_form(req.target);
     let (path, raw_query) = origin.split_once('?').unwrap_or((origin, ""));
     if b.passthrough && cx.passes_through() {
+        b.stats.passed_through.fetch_add(1, Ordering::Relaxed);
         let pump = match verifier {
             None => Pump::Empty,
             Some(v) if v.is_transparent() => Pump::Relay,
@@ -166,6 +171,7 @@ fn prepare<'a, R: Runtime, S: Stream>(
     }
 
     // Re-sign.
+    b.stats.resigned.fetch_add(1, Ordering::Relaxed);
     let trailer = find_header_str(req.headers, "x-amz-trailer")
         .and_then(|t| ChecksumAlgorithm::from_header_name(t.trim()));
     // (pump, framing, payload hash, plain: aws-chunked headers removed)
@@ -210,7 +216,11 @@ fn prepare<'a, R: Runtime, S: Stream>(
         }
     };
     let path = cx.backend_path(path);
-    let mut request = OutboundRequest::new(req.method, path, strip_presign(raw_query));
+    let query = match &cx.query {
+        Some(q) => Cow::Owned(strip_presign(q).into_owned()),
+        None => strip_presign(raw_query),
+    };
+    let mut request = OutboundRequest::new(req.method, path, query);
     for h in req.headers {
         if is_hop_by_hop(h.name) || is_auth_header(h.name) || Caller::is_own_header(h.name) {
             continue;
@@ -297,19 +307,29 @@ pub(crate) async fn forward<R: Runtime, S: Stream>(
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
-    forward_after(cx, idx, &[], false, body, res)
+    forward_after(cx, idx, (&[], 0), false, body, Answer::Relay(res))
         .await
         .map(|_| ())
 }
 
 /// What became of a request [`forward_status`] forwarded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) enum Outcome {
     /// The backend's answer went to the client, with this status.
     Relayed(u16),
     /// The backend answered 404 without a delete marker, and `miss` was set: nothing was sent
     /// to the client (the object may live elsewhere: see [`Proxy::owners`]).
     Missed,
+    /// The backend's answer, read whole ([`forward_read`]).
+    Read(Reply),
+}
+
+/// Where the answer of a forwarded request goes.
+enum Answer<'r, 'w, S: Stream> {
+    /// Streamed to the client.
+    Relay(&'r mut ResponseWriter<'w, S>),
+    /// Read whole ([`Outcome::Read`]).
+    Read,
 }
 
 /// [`forward`], saying what became of the request; with `miss`, a 404 (not a delete marker)
@@ -322,7 +342,21 @@ pub(crate) async fn forward_status<R: Runtime, S: Stream>(
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<Outcome> {
-    forward_after(cx, idx, &[], miss, body, res).await
+    forward_after(cx, idx, (&[], 0), miss, body, Answer::Relay(res)).await
+}
+
+/// [`forward`], the answer read whole (at most `MAX_RESPONSE_BODY` bytes) rather than
+/// relayed, for the caller to change before it goes: the request goes as `forward` sends it
+/// (unchanged to a passthrough backend).
+pub(crate) async fn forward_read<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    idx: usize,
+    body: &mut BodyReader<'_, S>,
+) -> S3Result<Reply> {
+    match forward_after::<R, S>(cx, idx, (&[], 0), false, body, Answer::Read).await? {
+        Outcome::Read(reply) => Ok(reply),
+        _ => Err(S3Error::new(S3ErrorCode::InternalError)),
+    }
 }
 
 /// Bytes of a 404 answer read to keep its connection (a longer one closes it).
@@ -330,8 +364,11 @@ const MAX_MISS_BODY: usize = 64 * 1024;
 
 /// POST Object: the key is in the form. Read the leading fields (bounded as the node bounds
 /// them: `ferry_core::s3::post::parse_fields`) to find it, with `${filename}` from the file
-/// part's header, then forward the request to the key's backend: the bytes read, then the rest
-/// of the body streamed. The node checks the form (signature, policy) and stores the file.
+/// part's header, and check the form as a node does: its signature against the clients' keys
+/// (`post::authenticate`) and its policy's conditions (`PostPolicy::check`; the file's
+/// `content-length-range` is the backend's to enforce as the file streams). Then forward it to
+/// the key's backend: the fields as sent to a backend that shares the clients' keys, signed
+/// again for one that signs with its own ([`resign_form`]), then the rest of the body streamed.
 pub(crate) async fn post_form<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     bucket: &str,
@@ -353,7 +390,7 @@ pub(crate) async fn post_form<R: Runtime, S: Stream>(
         ));
     }
     let mut head = Vec::new();
-    let form = loop {
+    let (form, spans) = loop {
         let Some(chunk) = body.next_chunk().await? else {
             return Err(S3Error::with_message(
                 S3ErrorCode::MalformedPOSTRequest,
@@ -361,30 +398,87 @@ pub(crate) async fn post_form<R: Runtime, S: Stream>(
             ));
         };
         head.extend_from_slice(chunk);
-        if let Some((form, _)) = post::parse_fields(&head, &boundary)? {
-            break form;
+        if let Some((form, spans, _)) = post::parse_fields_at(&head, &boundary)? {
+            break (form, spans);
         }
     };
+    let signer = post::authenticate(&form, &cx.p.region, |k| cx.p.credentials.secret_key(k))?;
     let key = form.key()?;
-    forward_after(cx, cx.p.pick(bucket, &key), &head, false, body, res)
-        .await
-        .map(|_| ())
+    if let Some(policy) = &signer.policy {
+        policy.check(&form, bucket, cx.p.rt.unix_time())?;
+    }
+    let idx = cx.p.pick(bucket, &key);
+    let b = cx.backend(idx)?;
+    let resigned = match signer.access_key {
+        Some(key) if !b.passthrough => Some(resign_form(cx, b, key, &head, &form, &spans)?),
+        _ => None,
+    };
+    let prefix = resigned.as_deref().unwrap_or(&head);
+    forward_after(
+        cx,
+        idx,
+        (prefix, head.len()),
+        false,
+        body,
+        Answer::Relay(res),
+    )
+    .await
+    .map(|_| ())
 }
 
-/// [`forward`], with `prefix`: the start of the body, already read from the client.
+/// The start of a form `signer` signed (`head`, read into `form` at `spans`), signed again for
+/// backend `b` with the key the proxy signs for it with (its own, or the signer's where it
+/// shares the clients' keys) and for its region: new `x-amz-credential` and `x-amz-date`, the
+/// `policy` with its conditions on them changed to match (the rest of it kept), and its new
+/// `x-amz-signature`; every other byte as sent. The file's bytes are not touched.
+fn resign_form<R: Runtime>(
+    cx: &Cx<'_, R>,
+    b: &Backend<R>,
+    signer: &str,
+    head: &[u8],
+    form: &post::Form,
+    spans: &[std::ops::Range<usize>],
+) -> S3Result<Vec<u8>> {
+    let creds = cx.p.credentials_for(b, signer)?;
+    let now = DateTime::from_unix(cx.p.rt.unix_time());
+    let (date, amz_date) = (now.date_stamp().to_string(), now.amz().to_string());
+    let credential = format!(
+        "{}/{date}/{}/s3/aws4_request",
+        creds.access_key_id, b.region
+    );
+    let mut values = vec![
+        ("x-amz-credential", credential.as_str()),
+        ("x-amz-date", amz_date.as_str()),
+    ];
+    let policy = PostPolicy::rebind(form.get("policy").unwrap_or_default(), &values)?;
+    let signature =
+        post::form_signature(&creds.secret_access_key, &date, &b.region, "s3", &policy).to_hex();
+    values.push(("policy", &policy));
+    values.push(("x-amz-signature", signature.as_str()));
+    Ok(post::with_values(head, form, spans, &values))
+}
+
+/// [`forward`], with `(prefix, read)`: the start of the body to send, in place of the `read`
+/// bytes already read from the client (the same bytes, or the proxy's rewrite of them).
 async fn forward_after<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     idx: usize,
-    prefix: &[u8],
+    (prefix, read): (&[u8], usize),
     miss: bool,
     body: &mut BodyReader<'_, S>,
-    res: &mut ResponseWriter<'_, S>,
+    mut answer: Answer<'_, '_, S>,
 ) -> S3Result<Outcome> {
     let b = cx.backend(idx)?;
     cx.set_backend(idx);
     // Only a request without a body can go to another backend after a miss.
     let miss = miss && !has_content(body.kind());
-    let out = prepare(cx, b, body)?;
+    let kind = match body.kind() {
+        BodyKind::Length(n) => {
+            BodyKind::Length((n + prefix.len() as u64).saturating_sub(read as u64))
+        }
+        other => other,
+    };
+    let out = prepare(cx, b, body, kind)?;
     let Outbound {
         target,
         request,
@@ -397,7 +491,7 @@ async fn forward_after<R: Runtime, S: Stream>(
     let deadline = b.deadline();
     let mut conn = b.conn_until(deadline).await?;
     let method = cx.req.method;
-    let status = loop {
+    let outcome = loop {
         let mut w = conn
             .request(cx.req.method, &target, &hs, kind, expect)
             .map_err(|e| S3Error::with_message(S3ErrorCode::InternalError, e.to_string()))?;
@@ -460,8 +554,17 @@ async fn forward_after<R: Runtime, S: Stream>(
                     }
                     return Ok(Outcome::Missed);
                 }
-                relay(resp, res, head_request).await?;
-                break status;
+                match &mut answer {
+                    Answer::Relay(res) => {
+                        relay(resp, res, head_request).await?;
+                        break Outcome::Relayed(status);
+                    }
+                    // (The answer has started: it is not sent again.)
+                    Answer::Read => match read_reply(resp).await {
+                        Ok(reply) => break Outcome::Read(reply),
+                        Err(e) => return Err(reply_failed(b, e)),
+                    },
+                }
             }
             Err(e) => e,
         };
@@ -470,7 +573,7 @@ async fn forward_after<R: Runtime, S: Stream>(
         }
     };
     b.put(conn);
-    Ok(Outcome::Relayed(status))
+    Ok(outcome)
 }
 
 /// A backend's CORS headers: the front adds the proxy's own (see `proxy::cors`), which must
@@ -702,11 +805,11 @@ impl Call {
             _ => return Err(S3Error::new(S3ErrorCode::MethodNotAllowed)),
         };
         let origin = origin_form(req.target);
-        let (path, raw_query) = origin.split_once('?').unwrap_or((origin, ""));
+        let path = origin.split_once('?').map_or(origin, |(p, _)| p);
         let mut call = Self::new(
             method,
             cx.backend_path(path).into_owned(),
-            strip_presign(raw_query).into_owned(),
+            strip_presign(cx.raw_query()).into_owned(),
         );
         let chunked = find_header_str(req.headers, "content-encoding").is_some_and(|v| {
             v.split(',')
@@ -839,16 +942,7 @@ async fn call_as<R: Runtime>(
         {
             continue;
         }
-        match failed {
-            // The backend broke HTTP (or sent too much): nothing the client did.
-            HttpError::Protocol(e) => {
-                return Err(S3Error::with_message(
-                    S3ErrorCode::InternalError,
-                    format!("backend response: {}", e.message),
-                ));
-            }
-            e => return Err(backend_failed(b, &e)),
-        }
+        return Err(reply_failed(b, failed));
     }
 }
 
@@ -861,10 +955,15 @@ async fn exchange<C: Clock, T: Stream>(
 ) -> Result<Reply, HttpError> {
     conn.send_request(method, target, headers, body).await?;
     let mut storage = [EMPTY_HEADER; MAX_HEADERS];
-    let mut resp = conn.response(&mut storage).await?;
-    let status = resp.head.status;
-    let headers = resp
-        .head
+    let resp = conn.response(&mut storage).await?;
+    read_reply(resp).await
+}
+
+/// A backend's answer read whole: its end-to-end headers and at most `MAX_RESPONSE_BODY`
+/// bytes of body.
+async fn read_reply<T: Stream>(resp: Response<'_, '_, T>) -> Result<Reply, HttpError> {
+    let Response { head, mut body } = resp;
+    let headers = head
         .headers
         .iter()
         .filter(|h| is_relayed(h.name))
@@ -874,7 +973,7 @@ async fn exchange<C: Clock, T: Stream>(
         })
         .collect();
     let mut out = Vec::new();
-    while let Some(c) = resp.body.next_chunk().await? {
+    while let Some(c) = body.next_chunk().await? {
         out.extend_from_slice(c);
         if out.len() > MAX_RESPONSE_BODY {
             return Err(HttpError::Protocol(ProtocolError::new(
@@ -884,10 +983,22 @@ async fn exchange<C: Clock, T: Stream>(
         }
     }
     Ok(Reply {
-        status,
+        status: head.status,
         headers,
         body: out,
     })
+}
+
+/// The error for an answer of backend `b` that could not be read: one that breaks HTTP (or
+/// is too long) is the backend's fault, not the client's; others are a failed backend.
+fn reply_failed<R: Runtime>(b: &Backend<R>, e: HttpError) -> S3Error {
+    match e {
+        HttpError::Protocol(e) => S3Error::with_message(
+            S3ErrorCode::InternalError,
+            format!("backend response: {}", e.message),
+        ),
+        e => backend_failed(b, &e),
+    }
 }
 
 /// [`call`] on a task of its own, so that calls to several backends run in parallel.

@@ -13,7 +13,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::context::{Caller, Cx};
 use super::reload::{Live, Reloader, Requests};
-use super::{buckets, copy, cors, encryption, forward, layout, lifecycle, list, tagging};
+use super::{buckets, copy, cors, encryption, forward, layout, lifecycle, list, tagging, upload};
 use crate::front::{ALL_BACKENDS, Op, S3Api};
 
 /// The proxy behind the S3 front.
@@ -65,6 +65,7 @@ impl<R: Runtime> S3Api for ProxyApi<R> {
                 secure: res.is_secure(),
             },
             virtual_bucket: s3.virtual_hosted.then(|| s3.bucket_str()),
+            query: None,
         };
         dispatch(&cx, s3, body, res).await
     }
@@ -256,15 +257,18 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
         cx.p.settle().await;
     }
     match route {
+        // Upload ids carry their backend.
+        Route::Key if upload::is_upload(&s3.endpoint) => upload::dispatch(cx, s3, body, res).await,
+        Route::Copy if matches!(s3.endpoint, Endpoint::UploadPartCopy { .. }) => {
+            upload::part_copy(cx, s3, body, res).await
+        }
         // Earlier layouts drained: the key may live on an earlier owner.
         Route::Key if layout::draining(cx.p) => layout::by_key(cx, s3, body, res).await,
         Route::Key => forward::forward(cx, cx.p.pick(bucket, key), body, res).await,
         Route::AnyBackend => any_backend(cx, bucket, body, res).await,
         Route::Copy if layout::draining(cx.p) => layout::copy(cx, s3, body, res).await,
         Route::Copy => {
-            let (Endpoint::CopyObject { source, .. } | Endpoint::UploadPartCopy { source, .. }) =
-                &s3.endpoint
-            else {
+            let Endpoint::CopyObject { source, .. } = &s3.endpoint else {
                 return Err(S3Error::new(S3ErrorCode::InternalError));
             };
             let dst = cx.p.pick(bucket, key);

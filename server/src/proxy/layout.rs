@@ -4,10 +4,9 @@
 //! - Object reads (GET, HEAD, tagging, ACL, attributes, retention, legal hold) that miss on
 //!   the key's current owner (404 without a delete marker) try its owners under the earlier
 //!   layouts, newest first, before the 404 is answered.
-//! - Object-level writes of an existing object (tagging, ACL, retention, legal hold) and the
-//!   steps of a multipart upload go where the object (the upload) is: found with a `HEAD`
-//!   (a `ListParts`) on each owner in turn, so an upload started under an earlier layout
-//!   completes on the backend it started on.
+//! - Object-level writes of an existing object (tagging, ACL, retention, legal hold) go where
+//!   the object is: found with a `HEAD` on each owner in turn. The steps of a multipart upload
+//!   go where the upload is, which its id says (`upload`).
 //! - PutObject, CompleteMultipartUpload and CopyObject write to the current owner; once the
 //!   current owner has the object, the copies on earlier owners are deleted (best effort,
 //!   logged), so a key never resolves to stale data.
@@ -25,7 +24,7 @@ use ferry_core::http::find_header;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::request::{Endpoint, S3Request};
-use ferry_core::s3::uri::{self, origin_form};
+use ferry_core::s3::uri;
 use ferry_core::s3::xml::DeletedEntry;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
@@ -40,11 +39,6 @@ pub(crate) fn draining<R: Runtime>(p: &Proxy<R>) -> bool {
 
 fn object_path(bucket: &str, key: &str) -> String {
     format!("/{}/{}", uri::encode_path(bucket), uri::encode_path(key))
-}
-
-fn raw_query<'a>(cx: &'a Cx<'_, impl Runtime>) -> &'a str {
-    let origin = origin_form(cx.req.target);
-    origin.split_once('?').map_or("", |(_, q)| q)
 }
 
 /// An object-level operation while earlier layouts are drained (see the module comment).
@@ -79,20 +73,6 @@ pub(crate) async fn by_key<R: Runtime, S: Stream>(
             let at = locate(cx, bucket, key, &owners).await?;
             forward::forward(cx, at, body, res).await
         }
-        Endpoint::UploadPart { upload_id, .. }
-        | Endpoint::AbortMultipartUpload { upload_id }
-        | Endpoint::ListParts { upload_id, .. } => {
-            let at = locate_upload(cx, bucket, key, upload_id, &owners).await?;
-            forward::forward(cx, at, body, res).await
-        }
-        Endpoint::CompleteMultipartUpload { upload_id } => {
-            let at = locate_upload(cx, bucket, key, upload_id, &owners).await?;
-            let out = forward_status(cx, at, false, body, res).await?;
-            if at == current && ok(out) {
-                clean_up_after_write(cx, bucket, key, &owners).await;
-            }
-            Ok(())
-        }
         Endpoint::PutObject { .. } => {
             let out = forward_status(cx, current, false, body, res).await?;
             if ok(out) {
@@ -110,11 +90,11 @@ pub(crate) async fn by_key<R: Runtime, S: Stream>(
             let out = forward_status(cx, at, false, body, res).await?;
             if ok(out) {
                 let others: Vec<usize> = owners.iter().copied().filter(|&i| i != at).collect();
-                delete_on(cx, bucket, key, &others, raw_query(cx)).await;
+                delete_on(cx, bucket, key, &others, cx.raw_query()).await;
             }
             Ok(())
         }
-        // CreateMultipartUpload: a new upload starts on the current owner.
+        // Multipart uploads: `upload`.
         _ => forward::forward(cx, current, body, res).await,
     }
 }
@@ -136,9 +116,9 @@ async fn read_from_owners<R: Runtime, S: Stream>(
     Ok(())
 }
 
-/// CopyObject and UploadPartCopy while earlier layouts are drained: from where the source
-/// is, to the destination's current owner (the upload's backend for a part), then the
-/// destination's earlier copies deleted.
+/// CopyObject while earlier layouts are drained: from where the source is, to the
+/// destination's current owner, then the destination's earlier copies deleted. (UploadPartCopy:
+/// `upload::part_copy`.)
 pub(crate) async fn copy<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     s3: &S3Request<'_>,
@@ -146,20 +126,13 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
     let (bucket, key) = (s3.bucket_str(), s3.key_str());
-    let (source, upload_id) = match &s3.endpoint {
-        Endpoint::CopyObject { source, .. } => (source, None),
-        Endpoint::UploadPartCopy {
-            source, upload_id, ..
-        } => (source, Some(upload_id)),
-        _ => return Err(S3Error::new(S3ErrorCode::InternalError)),
+    let Endpoint::CopyObject { source, .. } = &s3.endpoint else {
+        return Err(S3Error::new(S3ErrorCode::InternalError));
     };
     let owners = cx.p.owners(bucket, key);
     let src_owners = cx.p.owners(&source.bucket, &source.key);
     let src = locate(cx, &source.bucket, &source.key, &src_owners).await?;
-    let dst = match upload_id {
-        Some(id) => locate_upload(cx, bucket, key, id, &owners).await?,
-        None => owners.first().copied().unwrap_or_default(),
-    };
+    let dst = owners.first().copied().unwrap_or_default();
     let done = if src == dst {
         ok(forward_status(cx, dst, false, body, res).await?)
     } else {
@@ -167,7 +140,7 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
         super::copy::copy_across(cx, res, s3, src, dst).await?;
         true
     };
-    if done && upload_id.is_none() {
+    if done {
         clean_up_after_write(cx, bucket, key, &owners).await;
     }
     Ok(())
@@ -192,29 +165,6 @@ pub(crate) async fn locate<R: Runtime>(
     for &i in owners {
         let head = Call::new("HEAD", object_path(bucket, key), String::new());
         if call(cx.p, i, cx.caller(), &head).await?.ok() {
-            return Ok(i);
-        }
-    }
-    Ok(current)
-}
-
-/// Where the multipart upload `upload_id` of `(bucket, key)` is (upload ids are a backend's
-/// own): the first of `owners` that lists its parts, else the current owner.
-async fn locate_upload<R: Runtime>(
-    cx: &Cx<'_, R>,
-    bucket: &str,
-    key: &str,
-    upload_id: &str,
-    owners: &[usize],
-) -> S3Result<usize> {
-    let current = owners.first().copied().unwrap_or_default();
-    if owners.len() < 2 {
-        return Ok(current);
-    }
-    let query = format!("max-parts=1&uploadId={}", uri::encode(upload_id));
-    for &i in owners {
-        let list = Call::new("GET", object_path(bucket, key), query.clone());
-        if call(cx.p, i, cx.caller(), &list).await?.ok() {
             return Ok(i);
         }
     }

@@ -33,6 +33,7 @@ use hmac::{KeyInit as _, Mac as _};
 
 use super::context::Cx;
 use super::forward::{Call, Reply, spawn_call};
+use super::upload::{self, UploadId};
 use crate::front::Headers;
 
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;
@@ -77,6 +78,7 @@ impl Item {
                 _ => None,
             },
             is_prefix: self.is_prefix(),
+            with_name: false,
         }
     }
 }
@@ -90,6 +92,9 @@ struct Resume {
     upload_id: Option<String>,
     /// `name` is a common prefix: continue after everything under it.
     is_prefix: bool,
+    /// ListMultipartUploads: list every upload of `name` too (a backend after the one where a
+    /// page ended inside `name`'s uploads).
+    with_name: bool,
 }
 
 /// Which listing.
@@ -119,6 +124,21 @@ fn past_prefix(prefix: &str) -> String {
             return s;
         }
     }
+}
+
+/// A string just before `name`: every key from `name` on sorts after it, and next to nothing
+/// else does (a `key-marker` excludes the key it names).
+fn just_before(name: &str) -> String {
+    let mut s = name.to_owned();
+    let Some(last) = s.pop() else {
+        return s;
+    };
+    let Some(prev) = (last as u32).checked_sub(1) else {
+        return s;
+    };
+    // Below the surrogates comes U+D7FF.
+    s.push(char::from_u32(prev).unwrap_or('\u{D7FF}'));
+    past_prefix(&s)
 }
 
 /// Whether `marker` is exactly a common prefix of this listing (what `NextMarker` and
@@ -175,6 +195,7 @@ fn page_call(params: &Params, resume: Option<&Resume>, max: u32) -> Call {
         };
         match params.kind {
             Kind::Objects => push_param(&mut q, "start-after", &after),
+            Kind::Uploads if r.with_name => push_param(&mut q, "key-marker", &just_before(&r.name)),
             Kind::Uploads => {
                 push_param(&mut q, "key-marker", &after);
                 if let Some(u) = r.upload_id.as_deref().filter(|_| !r.is_prefix) {
@@ -353,14 +374,31 @@ fn owner_rank<R: Runtime>(
     (rank, *i)
 }
 
-/// The merged page: at most `max` items after `after`, and whether more follow. Only the
-/// backends `marker_owners` are given `after`'s upload (version) id: the others do not know it,
-/// and list from the key after.
+/// Where each of `n` backends starts listing after `after`: the backends `keeps_id` picks are
+/// given its upload (version) id; the others do not know it, and list from the key after.
+fn starts_after(
+    n: usize,
+    after: Option<&Resume>,
+    keeps_id: impl Fn(usize) -> bool,
+) -> Vec<Option<Resume>> {
+    (0..n)
+        .map(|i| {
+            let mut r = after.cloned();
+            if let Some(r) = r.as_mut().filter(|_| !keeps_id(i)) {
+                r.upload_id = None;
+            }
+            r
+        })
+        .collect()
+}
+
+/// The merged page: at most `max` items after `after`, each backend starting where `starts`
+/// says, and whether more follow. Uploads leave with their ids tagged (`upload`).
 async fn merged<R: Runtime>(
     cx: &Cx<'_, R>,
     params: &Params,
     after: Option<Resume>,
-    marker_owners: &[usize],
+    starts: Vec<Option<Resume>>,
     max: u32,
 ) -> S3Result<(Vec<Item>, bool)> {
     let p = cx.p;
@@ -372,16 +410,9 @@ async fn merged<R: Runtime>(
         return Ok((Vec::new(), false));
     }
     let key = cx.caller();
-    let mut starts = Vec::with_capacity(p.backends.len());
     let mut calls = Vec::with_capacity(p.backends.len());
-    for i in 0..p.backends.len() {
-        let mut r = after.clone();
-        if let Some(r) = r.as_mut().filter(|_| !marker_owners.contains(&i)) {
-            // Only the backend holding the marker key knows its upload (version) ids.
-            r.upload_id = None;
-        }
+    for (i, r) in starts.iter().enumerate() {
         calls.push(spawn_call(p, i, key, page_call(params, r.as_ref(), max)));
-        starts.push(r);
     }
     let mut sources = Vec::with_capacity(calls.len());
     for (call, start) in calls.into_iter().zip(starts) {
@@ -437,10 +468,13 @@ async fn merged<R: Runtime>(
         if out.len() >= max as usize {
             return Ok((out, true));
         }
-        let Some(item) = sources.get_mut(i).and_then(|s| s.items.pop_front()) else {
+        let Some(mut item) = sources.get_mut(i).and_then(|s| s.items.pop_front()) else {
             return Ok((out, false));
         };
         last = Some((item.name().to_owned(), item.is_prefix(), Some(i)));
+        if let (Item::Upload(u), Some(b)) = (&mut item, p.backends.get(i)) {
+            u.upload_id = Cow::Owned(upload::carried(b, &u.upload_id));
+        }
         out.push(item);
     }
 }
@@ -523,6 +557,7 @@ pub(crate) async fn list_objects<R: Runtime, S: Stream>(
             name: m.to_string(),
             upload_id: None,
             is_prefix: is_common_prefix(m, prefix, delimiter),
+            with_name: false,
         }),
         Endpoint::ListObjectsV2 {
             continuation_token: Some(t),
@@ -533,6 +568,7 @@ pub(crate) async fn list_objects<R: Runtime, S: Stream>(
                 name,
                 upload_id: None,
                 is_prefix,
+                with_name: false,
             })
         }
         Endpoint::ListObjectsV2 {
@@ -542,6 +578,7 @@ pub(crate) async fn list_objects<R: Runtime, S: Stream>(
             name: s.to_string(),
             upload_id: None,
             is_prefix: false,
+            with_name: false,
         }),
         _ => None,
     };
@@ -556,7 +593,8 @@ pub(crate) async fn list_objects<R: Runtime, S: Stream>(
         delimiter: delimiter.map(str::to_owned),
         fetch_owner,
     };
-    let (items, truncated) = merged(cx, &params, after, &[], max_keys).await?;
+    let starts = starts_after(cx.p.backends.len(), after.as_ref(), |_| false);
+    let (items, truncated) = merged(cx, &params, after, starts, max_keys).await?;
     let last = items.last().map(|i| (i.name().to_owned(), i.is_prefix()));
     let mut contents = Vec::new();
     let mut common_prefixes = Vec::new();
@@ -630,19 +668,42 @@ pub(crate) async fn list_uploads<R: Runtime, S: Stream>(
         return Err(S3Error::new(S3ErrorCode::InternalError));
     };
     let delimiter = delimiter.as_deref();
-    let after = key_marker.as_deref().map(|k| {
-        let is_prefix = is_common_prefix(k, prefix, delimiter);
-        Resume {
-            name: k.to_owned(),
-            // S3 ignores upload-id-marker without key-marker.
-            upload_id: upload_id_marker
-                .as_deref()
-                .filter(|_| !is_prefix)
-                .map(str::to_owned),
-            is_prefix,
-        }
+    let after = key_marker.as_deref().map(|k| Resume {
+        name: k.to_owned(),
+        upload_id: None,
+        is_prefix: is_common_prefix(k, prefix, delimiter),
+        with_name: false,
     });
-    let owner: Vec<usize> = key_marker.iter().map(|k| cx.p.pick(bucket, k)).collect();
+    let n = cx.p.backends.len();
+    // S3 ignores upload-id-marker without key-marker. A key's uploads are merged backend by
+    // backend (`owner_rank`): those before the marker's backend are past the key, those after
+    // it list all of the key's uploads.
+    let marker = upload_id_marker
+        .as_deref()
+        .filter(|_| after.as_ref().is_some_and(|r| !r.is_prefix));
+    let starts = match (after.as_ref(), marker.map(|id| upload::parse(cx.p, id))) {
+        (Some(r), Some(UploadId::At(m, own))) => (0..n)
+            .map(|i| {
+                let mut r = r.clone();
+                match i.cmp(&m) {
+                    std::cmp::Ordering::Less => {}
+                    std::cmp::Ordering::Equal => r.upload_id = Some(own.to_owned()),
+                    std::cmp::Ordering::Greater => r.with_name = true,
+                }
+                Some(r)
+            })
+            .collect(),
+        // An untagged id is its key's owner's (as before tags).
+        (Some(r), Some(UploadId::Plain)) => {
+            let owner = cx.p.pick(bucket, &r.name);
+            let mut starts = starts_after(n, after.as_ref(), |_| false);
+            if let Some(Some(s)) = starts.get_mut(owner) {
+                s.upload_id = marker.map(str::to_owned);
+            }
+            starts
+        }
+        _ => starts_after(n, after.as_ref(), |_| false),
+    };
     let params = Params {
         kind: Kind::Uploads,
         bucket: bucket.to_owned(),
@@ -650,7 +711,7 @@ pub(crate) async fn list_uploads<R: Runtime, S: Stream>(
         delimiter: delimiter.map(str::to_owned),
         fetch_owner: false,
     };
-    let (items, truncated) = merged(cx, &params, after, &owner, *max_uploads).await?;
+    let (items, truncated) = merged(cx, &params, after, starts, *max_uploads).await?;
     let (next_key, next_upload) = match items.last().filter(|_| truncated) {
         Some(Item::Upload(u)) => (
             Some(Cow::Owned(u.key.to_string())),
@@ -717,6 +778,7 @@ pub(crate) async fn list_versions<R: Runtime, S: Stream>(
                 .filter(|_| !is_prefix)
                 .map(|v| v.to_string()),
             is_prefix,
+            with_name: false,
         }
     });
     // The version id is that of the backend the key's versions are listed from.
@@ -732,7 +794,8 @@ pub(crate) async fn list_versions<R: Runtime, S: Stream>(
         delimiter: delimiter.map(str::to_owned),
         fetch_owner: false,
     };
-    let (items, truncated) = merged(cx, &params, after, &owners, *max_keys).await?;
+    let starts = starts_after(cx.p.backends.len(), after.as_ref(), |i| owners.contains(&i));
+    let (items, truncated) = merged(cx, &params, after, starts, *max_keys).await?;
     let (next_key, next_version) = match items.last().filter(|_| truncated) {
         Some(Item::Version(v)) => (
             Some(Cow::Owned(v.key.to_string())),
@@ -841,6 +904,18 @@ mod tests {
         }
         assert!(after.as_str() < "photos0");
         assert!(after.as_str() < "photosa");
+    }
+
+    #[test]
+    fn just_before_sorts_before_the_key_and_after_what_precedes_it() {
+        for k in ["k", "photos/a.jpg", "a\u{E000}", "é"] {
+            let before = just_before(k);
+            assert!(before.as_str() < k, "{k}");
+            let shorter = &k[..k.len() - k.chars().last().unwrap().len_utf8()];
+            assert!(shorter < before.as_str(), "{k}");
+        }
+        assert_eq!(just_before("a\0"), "a");
+        assert_eq!(just_before(""), "");
     }
 
     #[test]

@@ -117,6 +117,22 @@ pub(crate) fn render<R: Runtime>(
         let n = b.stats.reuses.load(Ordering::Relaxed);
         let _ = writeln!(o, "{name}{{backend=\"{}\"}} {n}", b.id);
     }
+    let name = format!("{prefix}_backend_forwarded_total");
+    family(
+        o,
+        &name,
+        "counter",
+        "Client requests forwarded to the backend, by auth: passthrough (as the client sent them) or resigned (signed again by the proxy, an aws-chunked body decoded and framed again). The proxy's own requests (fan-outs, copies between backends, checks) are not counted.",
+    );
+    for b in &p.backends {
+        for (auth, c) in [
+            ("passthrough", &b.stats.passed_through),
+            ("resigned", &b.stats.resigned),
+        ] {
+            let n = c.load(Ordering::Relaxed);
+            let _ = writeln!(o, "{name}{{backend=\"{}\",auth=\"{auth}\"}} {n}", b.id);
+        }
+    }
     let name = format!("{prefix}_backend_pool_hit_ratio");
     family(
         o,

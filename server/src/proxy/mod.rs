@@ -32,6 +32,7 @@ mod reload;
 mod sign;
 mod sync;
 mod tagging;
+mod upload;
 
 use std::io;
 use std::net::SocketAddr;

@@ -36,6 +36,7 @@ mod proxy_s3;
 mod proxy_tagging;
 mod proxy_tls;
 mod proxy_tls_backends;
+mod proxy_uploads;
 mod request_cpu;
 mod sdk_acl;
 mod sdk_buckets;

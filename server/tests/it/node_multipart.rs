@@ -1,6 +1,7 @@
 //! Multipart uploads over real TCP, on both runtimes.
 
 use ferry_core::md5::{Md5Digest, MultipartETag, md5};
+use ferry_core::s3::uri::encode;
 use ferry_server::RuntimeKind;
 
 use crate::support::http::{Client, Payload};
@@ -237,4 +238,72 @@ fn multipart_errors(rt: RuntimeKind) {
         .expect_error(400, "InvalidArgument");
     c.request("POST", "/nobkt/o?uploads", &[], b"")
         .expect_error(404, "NoSuchBucket");
+}
+
+/// Upload ids tagged as a proxy gives them to its clients (`<8 hex>~<the node's id>`), which a
+/// passthrough proxy forwards as they came: every step takes them, the answers carry the node's
+/// own id, and an id whose tag has another shape is an id the node does not know. (The
+/// handler, not the runtime: one runtime.)
+#[test]
+fn tagged_upload_ids() {
+    let node = Node::start(RuntimeKind::Tokio);
+    let mut c = node.client();
+    assert_eq!(c.put("/mpu", b"").status, 200);
+    assert_eq!(c.put("/mpu/src", &[b's'; 100]).status, 200);
+    let own = create(&mut c, "/mpu/k", &[]);
+    let later = create(&mut c, "/mpu/k", &[]);
+    let tagged = |tag: &str, id: &str| encode(&format!("{tag}~{id}")).to_string();
+    let id = tagged("0123abcd", &own);
+
+    let first = vec![b'a'; MIN_PART as usize];
+    let target = format!("/mpu/k?partNumber=1&uploadId={id}");
+    let r = c.send("PUT", &target, &[], &first, Payload::ChunkedSigned);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let etag1 = r.header("etag").unwrap().to_owned();
+    let target = format!("/mpu/k?partNumber=2&uploadId={id}");
+    let r = c.request("PUT", &target, &[("x-amz-copy-source", "/mpu/src")], b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let etag2 = r.xml_value("ETag").unwrap().replace("&quot;", "\"");
+
+    let r = c.get(&format!("/mpu/k?uploadId={id}"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.xml_value("UploadId").as_deref(), Some(own.as_str()));
+    assert_eq!(r.xml_values("PartNumber"), ["1", "2"]);
+    // (Node ids sort by their creation time.)
+    let r = c.get(&format!("/mpu?uploads&key-marker=k&upload-id-marker={id}"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.xml_values("UploadId"), std::slice::from_ref(&later));
+    assert_eq!(r.xml_value("UploadIdMarker").as_deref(), Some(own.as_str()));
+
+    // Another shape is not a tag: the whole id is unknown.
+    let parts = complete_xml(&[(1, &etag1), (2, &etag2)]);
+    for bad in [
+        tagged("0123ABCD", &own),
+        tagged("0123abc", &own),
+        tagged("0123abcd0", &own),
+        encode(&format!("0123abcd-{own}")).to_string(),
+        tagged("0123abcd", &format!("~{own}")),
+        tagged("0123abcd", ""),
+    ] {
+        let part = format!("/mpu/k?partNumber=3&uploadId={bad}");
+        // (Refused before its body: on a connection of its own.)
+        node.client()
+            .put(&part, b"x")
+            .expect_error(404, "NoSuchUpload");
+        let upload = format!("/mpu/k?uploadId={bad}");
+        c.get(&upload).expect_error(404, "NoSuchUpload");
+        c.request("POST", &upload, &[], &parts)
+            .expect_error(404, "NoSuchUpload");
+        c.request("DELETE", &upload, &[], b"")
+            .expect_error(404, "NoSuchUpload");
+    }
+
+    // Any tag will do: the node does not know which its proxies give it.
+    let target = format!("/mpu/k?uploadId={}", tagged("ffffffff", &later));
+    assert_eq!(c.request("DELETE", &target, &[], b"").status, 204);
+    let r = c.request("POST", &format!("/mpu/k?uploadId={id}"), &[], &parts);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let got = c.get("/mpu/k");
+    assert_eq!(got.body.len(), first.len() + 100);
+    assert!(c.get("/mpu?uploads").xml_values("UploadId").is_empty());
 }

@@ -238,7 +238,8 @@ fn growing_keeps_every_object(runtime: RuntimeKind) {
     let r = c.get(&format!("/grow/{k}?tagging"));
     assert_eq!(r.xml_values("Value"), ["v"]);
 
-    // A multipart upload started under the old layout completes on the backend it started on.
+    // A multipart upload started under the old layout completes on the backend it started on,
+    // and its object then moves to the key's new owner.
     let m = moved[5];
     let k = &keys[m];
     let r = old.request("POST", &format!("/grow/{k}?uploads"), &[], b"");
@@ -258,12 +259,16 @@ fn growing_keeps_every_object(runtime: RuntimeKind) {
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(c.get(&format!("/grow/{k}")).body, b"one part");
     assert_eq!(
-        s.nodes[before.pick("grow", k)]
+        s.nodes[after.pick("grow", k)]
             .client()
             .get(&format!("/grow/{k}"))
             .body,
         b"one part"
     );
+    s.nodes[before.pick("grow", k)]
+        .client()
+        .get(&format!("/grow/{k}"))
+        .expect_error(404, "NoSuchKey");
 
     // Bucket-level calls see the bucket on every backend.
     assert_eq!(c.request("HEAD", "/grow", &[], b"").status, 200);

@@ -121,41 +121,13 @@ fn object_round_trips(s: &Setup) {
     let r = c.get("/objs/empty");
     assert_eq!((r.status, r.body.len()), (200, 0));
     // Presigned URLs (SigV4), both ways.
-    let r = presigned(&mut c, "PUT", "/objs/pre", b"presigned body");
+    let r = c.presigned("PUT", "/objs/pre", b"presigned body");
     assert_eq!(r.status, 200, "{}", r.text());
-    let r = presigned(&mut c, "GET", "/objs/pre", b"");
+    let r = c.presigned("GET", "/objs/pre", b"");
     assert_eq!((r.status, r.body.as_slice()), (200, &b"presigned body"[..]));
     // Delete.
     assert_eq!(c.request("DELETE", "/objs/obj-0", &[], b"").status, 204);
     c.get("/objs/obj-0").expect_error(404, "NoSuchKey");
-}
-
-/// A request authenticated by a presigned URL (no `Authorization` header).
-fn presigned(c: &mut http::Client, method: &str, path: &str, body: &[u8]) -> http::Response {
-    use crate::support::REGION;
-    use crate::support::http::now;
-    use ferry_core::http::Header;
-    use ferry_core::s3::sigv4::{NoKeyCache, RequestParts, presign};
-    let host = c.host();
-    let hs = [Header {
-        name: "host",
-        value: host.as_bytes(),
-    }];
-    let parts = RequestParts {
-        method,
-        path,
-        query: "",
-        headers: &hs,
-    };
-    let q = presign(&parts, &c.credentials, REGION, now(), 300, &mut NoKeyCache).unwrap();
-    let mut req = format!(
-        "{method} {path}?{q} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    req.extend_from_slice(body);
-    c.send_raw(&req);
-    c.read_response(method == "HEAD")
 }
 
 /// A multipart upload routed by key: parts and completion land on one node.

@@ -1,5 +1,6 @@
 //! POST Object (browser uploads) on a node and through the proxy (which finds the key in the
-//! form and forwards the request to its node), both runtimes: forms built by boto3's
+//! form, checks the form, and forwards it to its node, signed again for nodes with keys of
+//! their own), both runtimes: forms built by boto3's
 //! `generate_presigned_post` and sent with `requests`, raw forms for the edge cases (expired
 //! policy, wrong signature, extra and failed conditions, `content-length-range`,
 //! `${filename}`, `success_action_status`, redirects, ACLs, tagging, encryption, anonymous
@@ -8,9 +9,13 @@
 
 use std::io::{Read as _, Write as _};
 
-use crate::support::sdk::{Target, TestNode, body_bytes, show};
+use ferry_server::RuntimeKind;
+
+use crate::support::proxy::{Auth, Setup};
+use crate::support::sdk::{Target, TestNode, block_on, body_bytes, show};
 
 on_every_target!(browser_uploads, anonymous_form);
+on_both_runtimes!(browser_uploads_resigned);
 
 const SCRIPT: &str = r#"
 import sys, base64, hmac, hashlib, json, datetime
@@ -99,6 +104,15 @@ f = form({"key": "forged"}, [])
 f["x-amz-credential"] = f["x-amz-credential"].replace(ak, "AKIANOSUCHKEY")
 error(post(f), 403, "InvalidAccessKeyId")
 absent("forged")
+# A policy changed after it was signed (a wider content-length-range): refused. (Through a proxy
+# that signs forms again for its backends, by the proxy.)
+f = form({"key": "tampered"}, [["content-length-range", 1, 5]])
+doc = json.loads(base64.b64decode(f["policy"]))
+doc["conditions"] = [x for x in doc["conditions"] if not isinstance(x, list)]
+doc["conditions"].append(["content-length-range", 1, 1000])
+f["policy"] = base64.b64encode(json.dumps(doc).encode()).decode()
+error(post(f, b"0123456789"), 403, "SignatureDoesNotMatch")
+absent("tampered")
 # A field no condition covers; a condition that fails.
 f = form({"key": "extra"}, [])
 f["x-amz-meta-sneaky"] = "1"
@@ -216,6 +230,15 @@ async fn browser_uploads(target: Target) {
         .unwrap_or_else(|e| panic!("tagging: {}", show(&e)));
     assert_eq!(t.tag_set().len(), 1);
     assert_eq!(n.get("forms", "files/name.txt").await, b"named");
+}
+
+/// The same forms through a proxy in front of nodes with keys of their own: the proxy checks
+/// each form against the clients' keys and signs it again with the node's key, so the node
+/// checks the form it gets (a form the proxy passed unchanged would fail there); a tampered
+/// policy is refused by the proxy, which would otherwise have signed it.
+fn browser_uploads_resigned(runtime: RuntimeKind) {
+    let s = Setup::start(runtime, 2, Auth::OwnKeys);
+    block_on(run_script(format!("http://{}", s.addr)));
 }
 
 /// A raw form without a signature into a private bucket: refused, nothing stored; the same

@@ -67,12 +67,14 @@
 //!   source's delete, the move is done. Running again finishes the job: a copy already on its
 //!   owner makes the PUT fail its `If-None-Match` (a placed version: "already in its place"),
 //!   and the source is then deleted if it is what was copied. A second run moves nothing.
-//! - **A multipart upload in progress** on a previous owner completes there (the proxy routes
-//!   its parts to where it started); it is counted, and a later run moves the object.
+//! - **A multipart upload in progress** on a previous owner completes there (its id names the
+//!   backend, `proxy::upload`), and the proxy then moves the object to its owner, whatever the
+//!   layouts are by then: it is counted and its backend named, which must stay declared until
+//!   the upload ends, but it does not keep the previous layouts.
 //!
-//! Objects that could not be moved (SSE-C, COMPLIANCE-locked versions, failed moves, uploads
-//! in progress) are counted as left behind; only when none is does the report say that the
-//! previous layouts can be removed.
+//! Objects that could not be moved (SSE-C, COMPLIANCE-locked versions, failed moves) are
+//! counted as left behind; only when none is does the report say that the previous layouts can
+//! be removed.
 
 mod mover;
 mod progress;
@@ -354,13 +356,26 @@ pub(crate) struct Rebalancer<R: Runtime> {
     pub throttle: Option<Throttle<R>>,
 }
 
+impl<R: Runtime> Rebalancer<R> {
+    /// A mover for the proxy itself, unbounded and counting nothing anyone reads (see
+    /// `upload`: an upload that completed away from its key's owner).
+    pub(crate) fn for_proxy(p: Arc<Proxy<R>>) -> Self {
+        Self {
+            p,
+            opts: RebalanceOptions::default(),
+            progress: Arc::default(),
+            throttle: None,
+        }
+    }
+}
+
 impl<R: Runtime> std::fmt::Debug for Rebalancer<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Rebalancer").finish_non_exhaustive()
     }
 }
 
-impl<R: NetRuntime> Rebalancer<R> {
+impl<R: Runtime> Rebalancer<R> {
     async fn run(self: &Arc<Self>) -> S3Result<()> {
         if !self.opts.dry_run
             && let Err(e) = sync::check_all(&self.p).await
@@ -475,7 +490,8 @@ impl<R: NetRuntime> Rebalancer<R> {
         }
     }
 
-    /// Count the multipart uploads in progress on a backend that is not their key's owner.
+    /// Count the multipart uploads in progress on a backend that is not their key's owner, and
+    /// name the backend.
     async fn uploads_elsewhere(&self, b: &Bucket) {
         for &i in &b.on {
             let mut query = format!("uploads&max-uploads={PAGE}");
@@ -506,9 +522,7 @@ impl<R: NetRuntime> Rebalancer<R> {
                     .iter()
                     .filter(|u| self.p.pick(&b.name, &u.key) != i)
                     .count();
-                self.progress
-                    .uploads_elsewhere
-                    .fetch_add(away as u64, Ordering::Relaxed);
+                self.progress.uploads_on(self.id(i), away as u64);
                 match (
                     page.is_truncated,
                     page.next_key_marker,
@@ -678,7 +692,7 @@ impl<'b> Pages<'b> {
         self.finished
     }
 
-    async fn next<R: NetRuntime>(&mut self, r: &Rebalancer<R>) -> S3Result<Option<Vec<Entry>>> {
+    async fn next<R: Runtime>(&mut self, r: &Rebalancer<R>) -> S3Result<Option<Vec<Entry>>> {
         if self.finished {
             return Ok(None);
         }

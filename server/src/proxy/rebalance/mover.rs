@@ -21,8 +21,8 @@ use ferry_core::s3::xml::lock::{
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
-use ferry_net::NetRuntime;
 
+use super::super::context::Caller;
 use super::super::copy::{
     self, Framing, Meter, etag_is_md5, etag_md5, is_encryption_header, is_object_header, stream_put,
 };
@@ -132,7 +132,69 @@ enum Copied {
     SseC,
 }
 
-impl<R: NetRuntime> Rebalancer<R> {
+impl<R: Runtime> Rebalancer<R> {
+    /// For the proxy: the object a CompleteMultipartUpload just made on backend `from` (its
+    /// `etag`, and `version` in a versioned bucket), which is not its key's current owner `to`:
+    /// copied there as `caller` (part by part, so it keeps its ETag), then deleted on `from`.
+    /// Unlike a rebalance's move, the copy replaces what the owner has: it is the newest write
+    /// of the key. Returns the copy's version id.
+    pub(crate) async fn move_completed(
+        &self,
+        bucket: &str,
+        caller: &Caller,
+        key: &str,
+        etag: &str,
+        version: Option<&str>,
+        (from, to): (usize, usize),
+    ) -> S3Result<Option<String>> {
+        let b = Bucket {
+            name: bucket.to_owned(),
+            caller: caller.clone(),
+            on: vec![from, to],
+            versioned: version.is_some(),
+        };
+        let e = Entry {
+            key: key.to_owned(),
+            size: 0,
+            etag: etag.to_owned(),
+            last_modified: 0,
+            version_id: version.map(str::to_owned),
+            delete_marker: false,
+        };
+        let copied = self
+            .copy_one(&b, &e, version, from, to, &Place::default())
+            .await?;
+        let Copied::Done {
+            source_etag,
+            version: copy_version,
+            ..
+        } = copied
+        else {
+            return Err(S3Error::with_message(
+                S3ErrorCode::InternalError,
+                format!(
+                    "the object on {} could not be read: {copied:?}",
+                    self.id(from)
+                ),
+            ));
+        };
+        // The version itself, or the key while it is still what was copied.
+        let if_match = version.is_none().then_some(source_etag.as_str());
+        let status = self.delete(&b, key, version, if_match, false, from).await?;
+        if !(200..300).contains(&status) && status != 404 {
+            tracing::warn!(
+                bucket,
+                key,
+                backend = self.id(from),
+                status,
+                "an upload's object was copied to its owner, but could not be deleted where it was completed"
+            );
+        }
+        Ok(copy_version)
+    }
+}
+
+impl<R: Runtime> Rebalancer<R> {
     /// An unversioned bucket's object: copy it to its owner unless the owner has the key, then
     /// delete it where it was if it is still what was copied.
     pub(crate) async fn move_object(&self, b: &Bucket, e: &Entry, from: usize, to: usize) {

@@ -39,16 +39,33 @@ pub struct Progress {
     /// Versions whose object lock (COMPLIANCE retention) keeps them where they are.
     pub skipped_locked: AtomicU64,
     /// Multipart uploads in progress on a backend that is not their key's owner: they complete
-    /// there, and a later run moves the object.
+    /// there (their ids name it), and the proxy then moves the object to its owner.
     pub uploads_elsewhere: AtomicU64,
     /// Objects whose move failed (left where they are; a rerun tries again).
     pub errors: AtomicU64,
     /// Whether it is running.
     pub running: AtomicBool,
     first_errors: Mutex<Vec<String>>,
+    /// The backends those uploads are on.
+    upload_backends: Mutex<Vec<String>>,
 }
 
 impl Progress {
+    /// Count `n` uploads in progress on `backend`, which is not their key's owner.
+    pub(crate) fn uploads_on(&self, backend: &str, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.uploads_elsewhere.fetch_add(n, Ordering::Relaxed);
+        let mut on = self
+            .upload_backends
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if !on.iter().any(|b| b == backend) {
+            on.push(backend.to_owned());
+        }
+    }
+
     /// Count a failed move, keeping the first messages for the report.
     pub(crate) fn error(&self, what: String) {
         self.errors.fetch_add(1, Ordering::Relaxed);
@@ -229,6 +246,8 @@ pub struct RebalanceReport {
     pub skipped_locked: u64,
     /// Multipart uploads in progress away from their key's owner.
     pub uploads_elsewhere: u64,
+    /// The backends they are on: to keep declared until they end.
+    pub upload_backends: Vec<String>,
     /// Failed moves.
     pub errors: u64,
     /// The first error messages.
@@ -251,16 +270,22 @@ impl RebalanceReport {
             skipped_sse_c: g(&p.skipped_sse_c),
             skipped_locked: g(&p.skipped_locked),
             uploads_elsewhere: g(&p.uploads_elsewhere),
+            upload_backends: p
+                .upload_backends
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
             errors: g(&p.errors),
             error_messages: p.errors_kept(),
             dry_run,
         }
     }
 
-    /// Objects (and uploads) still away from their owner: SSE-C and locked ones, failed moves,
-    /// uploads in progress.
+    /// Objects still away from their owner: SSE-C and locked ones, failed moves. (Uploads in
+    /// progress away from their key's owner are not: the proxy moves each object to its owner
+    /// when its upload completes, whatever the layouts then.)
     pub fn left_behind(&self) -> u64 {
-        self.skipped_sse_c + self.skipped_locked + self.errors + self.uploads_elsewhere
+        self.skipped_sse_c + self.skipped_locked + self.errors
     }
 
     /// Whether every key now lives on its owner under the current layout, so that the
@@ -307,8 +332,9 @@ impl RebalanceReport {
         if self.uploads_elsewhere > 0 {
             let _ = writeln!(
                 s,
-                "{} multipart uploads are in progress on backends that are not their key's owner: once they are completed or aborted, run again",
-                self.uploads_elsewhere
+                "{} multipart uploads are in progress on backends that are not their key's owner ({}): each completes there and the proxy then moves its object to its owner; keep those backends declared ([[backend]]) until the uploads are completed or aborted",
+                self.uploads_elsewhere,
+                self.upload_backends.join(", ")
             );
         }
         if self.errors > 0 {

@@ -15,8 +15,8 @@ use ferry_core::http::Header;
 use ferry_core::s3::checksum::ChecksumAlgorithm;
 use ferry_core::s3::sigv4::aws_chunked::AwsChunkedEncoder;
 use ferry_core::s3::sigv4::{
-    Credentials, Hex64, NoKeyCache, RequestParts, SigningContext, UNSIGNED_PAYLOAD, sha256,
-    sign_request,
+    Credentials, Hex64, NoKeyCache, RequestParts, SigningContext, UNSIGNED_PAYLOAD, presign,
+    sha256, sign_request,
 };
 use ferry_core::s3::xml::ErrorResponse;
 
@@ -444,6 +444,41 @@ impl Client {
         hs.push(("x-amz-content-sha256".into(), sig.x_amz_content_sha256));
         hs.push(("Authorization".into(), sig.authorization));
         (hs, sig.signing)
+    }
+
+    /// Send a request authenticated by a presigned URL (no `Authorization` header; `target`'s
+    /// query kept); read its response.
+    pub fn presigned(&mut self, method: &str, target: &str, body: &[u8]) -> Response {
+        let host = self.host();
+        let hs = [Header {
+            name: "host",
+            value: host.as_bytes(),
+        }];
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        let parts = RequestParts {
+            method,
+            path,
+            query,
+            headers: &hs,
+        };
+        let q = presign(
+            &parts,
+            &self.credentials,
+            REGION,
+            now(),
+            300,
+            &mut NoKeyCache,
+        )
+        .expect("presign");
+        let len = body.len().to_string();
+        let mut req = head(
+            method,
+            &format!("{path}?{q}"),
+            [("Host", host.as_str()), ("Content-Length", len.as_str())],
+        );
+        req.extend_from_slice(body);
+        self.send_raw(&req);
+        self.read_response(method == "HEAD")
     }
 
     /// Send a request whose body is framed and signed as `payload` says.

@@ -1,0 +1,375 @@
+//! Multipart upload ids that carry their backend.
+//!
+//! Clients get the proxy's upload ids: the backend's own id behind a tag that names the backend
+//! (`<tag>~<backend's id>`, the format of `ferry_core::s3::upload_id`, the tag 8 hex digits of a
+//! hash of the backend's `id` in the configuration). So every step of an upload (UploadPart, UploadPartCopy, ListParts,
+//! CompleteMultipartUpload, AbortMultipartUpload) goes to the backend it started on, whatever
+//! the layouts say by then, even once the layout it started under is gone from the
+//! configuration (as long as the backend is still declared):
+//!
+//! - the tag depends on the backend's configured id alone, not on its place in the list, so
+//!   proxies with the same backends, and one proxy across reloads, read an id the same way;
+//! - a tag that names no configured backend is `404 NoSuchUpload`: a client's id never sends a
+//!   request to a backend the configuration does not have;
+//! - an id without a tag (from a proxy from before tags) is found as it was then: with a
+//!   `ListParts` on each of the key's owners, the current one first;
+//! - a passthrough backend (a Ferry node sharing the clients' keys) gets the request as the
+//!   client sent it, tagged id and signature (and aws-chunked body, presigned URL) untouched:
+//!   a node takes tagged ids and uses the id after the tag. A node older than tagged ids does
+//!   not, so nodes are upgraded before the proxies in front of them;
+//! - a backend the proxy re-signs for (`kind = "s3"`, a node with keys of its own) gets its own
+//!   id in place of the tagged one: it may be any S3 server;
+//! - ids get their tag where they leave the proxy (once: a node answers with its own id):
+//!   CreateMultipartUpload's and ListParts' answers here, read whole and relayed
+//!   (`forward::forward_read`), ListMultipartUploads' merged listing in `list`.
+//!
+//! A CompleteMultipartUpload on a backend that is not the key's current owner (the layout
+//! changed while the upload was in progress) writes the object there, and the proxy then
+//! moves it to its owner before it answers, as `ferry rebalance` moves a multipart object
+//! (part by part, so it keeps its ETag): a key lives on its current owner once a write through
+//! the proxy is done, whatever layout the upload started under.
+
+use std::sync::Arc;
+
+use ferry_core::http::server::{BodyReader, ResponseWriter};
+use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::request::{Endpoint, S3Request};
+use ferry_core::s3::sigv4::sha256;
+use ferry_core::s3::xml::{CompleteMultipartUploadResult, ErrorResponse};
+use ferry_core::s3::{S3Error, S3ErrorCode, S3Result, upload_id, uri};
+
+use super::backend::Backend;
+use super::context::Cx;
+use super::forward::{self, Call, Outcome, Reply, call, forward_status, relay_reply};
+use super::rebalance::Rebalancer;
+use super::{Proxy, layout};
+
+/// The tag of the backend configured with `id`: a hash of the id, so that it says nothing of
+/// the configuration and needs no escaping.
+pub(crate) fn tag(id: &str) -> String {
+    let mut material = b"ferry upload backend\0".to_vec();
+    material.extend_from_slice(id.as_bytes());
+    let digest = sha256(&material);
+    digest
+        .iter()
+        .take(upload_id::TAG_LEN / 2)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The id a client gets for upload `id` of backend `b` (tagged once: an id a node echoed as it
+/// was sent keeps its one tag).
+pub(crate) fn carried<R: Runtime>(b: &Backend<R>, id: &str) -> String {
+    upload_id::join(&b.upload_tag, id)
+}
+
+/// What an upload id a client sent says of where the upload is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UploadId<'a> {
+    /// On backend `.0` (an index of the proxy's backends), whose own id is `.1`.
+    At(usize, &'a str),
+    /// Tagged with a tag no configured backend has.
+    Unknown,
+    /// Untagged: some backend's own id.
+    Plain,
+}
+
+/// Read `id` against the backends of `p`.
+pub(crate) fn parse<'a, R: Runtime>(p: &Proxy<R>, id: &'a str) -> UploadId<'a> {
+    let Some((t, own)) = upload_id::split(id) else {
+        return UploadId::Plain;
+    };
+    match p.backends.iter().position(|b| b.upload_tag == t) {
+        Some(i) => UploadId::At(i, own),
+        None => UploadId::Unknown,
+    }
+}
+
+/// `raw_query` with its `uploadId` parameter set to `id`.
+fn with_upload_id(raw_query: &str, id: &str) -> String {
+    raw_query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some(("uploadId", _)) => format!("uploadId={}", uri::encode(id)),
+            _ => pair.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+fn no_such_upload() -> S3Error {
+    S3Error::new(S3ErrorCode::NoSuchUpload)
+}
+
+/// Where upload `upload_id` of `(bucket, key)` is, and the request as that backend takes it:
+/// as sent to a passthrough backend (a node takes tagged ids), with the backend's own id in
+/// place of a tagged one for the others (re-signed: their ids are the backend's).
+pub(crate) async fn locate<'a, R: Runtime>(
+    cx: &Cx<'a, R>,
+    bucket: &str,
+    key: &str,
+    upload_id: &str,
+) -> S3Result<(usize, Cx<'a, R>)> {
+    match parse(cx.p, upload_id) {
+        UploadId::At(i, _) if cx.backend(i)?.passthrough => Ok((i, cx.with_query(None))),
+        UploadId::At(i, own) => {
+            let query = with_upload_id(cx.raw_query(), own);
+            Ok((i, cx.with_query(Some(query))))
+        }
+        UploadId::Unknown => Err(no_such_upload()),
+        UploadId::Plain => {
+            let at = probe(cx, bucket, key, upload_id).await?;
+            Ok((at, cx.with_query(None)))
+        }
+    }
+}
+
+/// Where the untagged upload `upload_id` of `(bucket, key)` is: the first of the key's owners
+/// that lists its parts, else the current owner.
+async fn probe<R: Runtime>(
+    cx: &Cx<'_, R>,
+    bucket: &str,
+    key: &str,
+    upload_id: &str,
+) -> S3Result<usize> {
+    let owners = cx.p.owners(bucket, key);
+    let current = owners.first().copied().unwrap_or_default();
+    if owners.len() < 2 {
+        return Ok(current);
+    }
+    let path = format!("/{}/{}", uri::encode_path(bucket), uri::encode_path(key));
+    let query = format!("max-parts=1&uploadId={}", uri::encode(upload_id));
+    for &i in &owners {
+        let list = Call::new("GET", path.clone(), query.clone());
+        if call(cx.p, i, cx.caller(), &list).await?.ok() {
+            return Ok(i);
+        }
+    }
+    Ok(current)
+}
+
+/// Whether `endpoint` starts an upload or is a step of one (what [`dispatch`] serves;
+/// UploadPartCopy is a copy: [`part_copy`]).
+pub(crate) fn is_upload(endpoint: &Endpoint<'_>) -> bool {
+    matches!(
+        endpoint,
+        Endpoint::CreateMultipartUpload
+            | Endpoint::UploadPart { .. }
+            | Endpoint::ListParts { .. }
+            | Endpoint::CompleteMultipartUpload { .. }
+            | Endpoint::AbortMultipartUpload { .. }
+    )
+}
+
+/// CreateMultipartUpload, UploadPart, ListParts, CompleteMultipartUpload or
+/// AbortMultipartUpload.
+pub(crate) async fn dispatch<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    s3: &S3Request<'_>,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+) -> S3Result<()> {
+    let (bucket, key) = (s3.bucket_str(), s3.key_str());
+    let upload_id = match &s3.endpoint {
+        // A new upload starts on the key's current owner.
+        Endpoint::CreateMultipartUpload => {
+            let at = cx.p.pick(bucket, key);
+            return tagged_answer(cx, at, body, res).await;
+        }
+        Endpoint::UploadPart { upload_id, .. }
+        | Endpoint::ListParts { upload_id, .. }
+        | Endpoint::CompleteMultipartUpload { upload_id }
+        | Endpoint::AbortMultipartUpload { upload_id } => upload_id,
+        _ => return Err(S3Error::new(S3ErrorCode::InternalError)),
+    };
+    let tagged = !matches!(parse(cx.p, upload_id), UploadId::Plain);
+    let (at, cx) = locate(cx, bucket, key, upload_id).await?;
+    match &s3.endpoint {
+        // Its answer names the upload: by the id the client knows.
+        Endpoint::ListParts { .. } if tagged => tagged_answer(&cx, at, body, res).await,
+        Endpoint::CompleteMultipartUpload { .. } => complete(&cx, at, bucket, key, body, res).await,
+        _ => forward::forward(&cx, at, body, res).await,
+    }
+}
+
+/// The request forwarded to backend `at` (as [`forward::forward`] sends it), its answer
+/// relayed with the upload id in it tagged.
+async fn tagged_answer<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    at: usize,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+) -> S3Result<()> {
+    let mut reply = forward::forward_read(cx, at, body).await?;
+    if reply.ok() {
+        tag_upload_id(&mut reply.body, &cx.backend(at)?.upload_tag);
+    }
+    relay_reply(res, &reply).await
+}
+
+/// Put `tag` (a backend's) on the upload id of a CreateMultipartUpload or ListParts answer
+/// (the first `<UploadId>`), unless it is there already. The tag needs no XML escaping, and
+/// the backend's id stays as it wrote it.
+fn tag_upload_id(xml: &mut Vec<u8>, tag: &str) {
+    const OPEN: &[u8] = b"<UploadId>";
+    let Some(at) = xml
+        .windows(OPEN.len())
+        .position(|w| w == OPEN)
+        .map(|i| i + OPEN.len())
+    else {
+        return;
+    };
+    let value = xml.get(at..).unwrap_or_default();
+    let value = value.split(|&c| c == b'<').next().unwrap_or_default();
+    let value = std::str::from_utf8(value).unwrap_or_default();
+    let carried = upload_id::join(tag, value);
+    if carried != value {
+        xml.splice(at..at + value.len(), carried.bytes());
+    }
+}
+
+/// CompleteMultipartUpload on backend `at`, where the upload is. On the key's current owner it
+/// is forwarded (and the key's copies on earlier owners deleted); elsewhere the object is then
+/// moved to the current owner before the answer (module comment).
+async fn complete<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    at: usize,
+    bucket: &str,
+    key: &str,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+) -> S3Result<()> {
+    let owners = cx.p.owners(bucket, key);
+    let current = owners.first().copied().unwrap_or_default();
+    if at == current {
+        let out = forward_status(cx, at, false, body, res).await?;
+        if matches!(out, Outcome::Relayed(s) if (200..300).contains(&s)) {
+            layout::clean_up_after_write(cx, bucket, key, &owners).await;
+        }
+        return Ok(());
+    }
+    let mut reply = forward::forward_read(cx, at, body).await?;
+    // A CompleteMultipartUpload can fail with a 200 and an error document.
+    if reply.ok() && ErrorResponse::parse_xml(&reply.body).is_err() {
+        move_to_owner(cx, bucket, key, at, current, &mut reply).await;
+        layout::clean_up_after_write(cx, bucket, key, &owners).await;
+    }
+    relay_reply(res, &reply).await
+}
+
+/// Move the object a CompleteMultipartUpload (`reply`) just made on backend `from` to the key's
+/// current owner `to`; the answer then gives the copy's version id. A move that fails leaves
+/// the object where it was (logged at `warn`): readable there while a layout that places the
+/// key there is configured, and moved by the next `ferry rebalance`.
+async fn move_to_owner<R: Runtime>(
+    cx: &Cx<'_, R>,
+    bucket: &str,
+    key: &str,
+    from: usize,
+    to: usize,
+    reply: &mut Reply,
+) {
+    let Ok(done) = CompleteMultipartUploadResult::parse_xml(&reply.body) else {
+        return;
+    };
+    let etag = done.etag.into_owned();
+    let version = reply.header("x-amz-version-id").map(str::to_owned);
+    let mover = Rebalancer::for_proxy(Arc::clone(cx.p));
+    let moved = mover
+        .move_completed(
+            bucket,
+            cx.caller(),
+            key,
+            &etag,
+            version.as_deref(),
+            (from, to),
+        )
+        .await;
+    match moved {
+        Ok(copy_version) => {
+            reply
+                .headers
+                .retain(|(n, _)| !n.eq_ignore_ascii_case("x-amz-version-id"));
+            if let Some(v) = copy_version {
+                reply.headers.push(("x-amz-version-id".into(), v));
+            }
+        }
+        Err(e) => {
+            let name = |i: usize| cx.p.backends.get(i).map_or("?", |b| b.id.as_str());
+            tracing::warn!(
+                bucket,
+                key,
+                backend = name(from),
+                owner = name(to),
+                error = %e,
+                "a multipart upload completed away from its key's owner, and its object could not be moved there"
+            );
+        }
+    }
+}
+
+/// UploadPartCopy: from where the source is to where the upload is (the proxy copies between
+/// two backends itself).
+pub(crate) async fn part_copy<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    s3: &S3Request<'_>,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+) -> S3Result<()> {
+    let Endpoint::UploadPartCopy {
+        source, upload_id, ..
+    } = &s3.endpoint
+    else {
+        return Err(S3Error::new(S3ErrorCode::InternalError));
+    };
+    let (dst, cx) = locate(cx, s3.bucket_str(), s3.key_str(), upload_id).await?;
+    let src_owners = cx.p.owners(&source.bucket, &source.key);
+    let src = layout::locate(&cx, &source.bucket, &source.key, &src_owners).await?;
+    if src == dst {
+        forward::forward(&cx, dst, body, res).await
+    } else {
+        cx.set_backend(dst);
+        super::copy::copy_across(&cx, res, s3, src, dst).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_are_short_stable_hex() {
+        let t = tag("n1");
+        assert_eq!(upload_id::split(&format!("{t}~x")), Some((t.as_str(), "x")));
+        assert_eq!(t, tag("n1"));
+        assert_ne!(t, tag("n2"));
+    }
+
+    #[test]
+    fn answers_get_the_tag_once() {
+        let tagged = |xml: &str| {
+            let mut xml = xml.as_bytes().to_vec();
+            tag_upload_id(&mut xml, "deadbeef");
+            String::from_utf8(xml).unwrap()
+        };
+        let doc = |id: &str| format!("<R><Key>k</Key><UploadId>{id}</UploadId></R>");
+        assert_eq!(tagged(&doc("a&amp;b")), doc("deadbeef~a&amp;b"));
+        assert_eq!(tagged(&doc("deadbeef~x")), doc("deadbeef~x"));
+        assert_eq!(
+            tagged("<Error><Code>NoSuchUpload</Code></Error>"),
+            "<Error><Code>NoSuchUpload</Code></Error>"
+        );
+    }
+
+    #[test]
+    fn the_upload_id_parameter_is_replaced() {
+        assert_eq!(
+            with_upload_id("partNumber=2&uploadId=abcd1234~x%2By", "x+y"),
+            "partNumber=2&uploadId=x%2By"
+        );
+        assert_eq!(
+            with_upload_id("uploadId=t~1&X-Amz-Signature=s", "1"),
+            "uploadId=1&X-Amz-Signature=s"
+        );
+    }
+}
