@@ -1,7 +1,8 @@
 //! `ferry rebalance` against real nodes: objects move to their owner under the current layout
-//! with their metadata, tags, full-object checksums, versions and encryption; SSE-C objects stay and are reported;
-//! a second run moves nothing; the bandwidth bound holds; clients' writes and deletes during a
-//! move win; a run killed mid-way is finished by the next.
+//! with their metadata, tags, checksums (full-object, and a multipart object's composite or
+//! full-object one with its parts'), versions and encryption;
+//! SSE-C objects stay and are reported; a second run moves nothing; the bandwidth bound holds;
+//! clients' writes and deletes during a move win; a run killed mid-way is finished by the next.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -27,6 +28,7 @@ on_both_runtimes!(
     object_lock_moves_with_the_version,
     uploads_in_progress_keep_the_previous_layout,
     full_object_checksums_move_with_the_object,
+    multipart_checksums_move_with_the_object,
 );
 
 /// `count` nodes behind a proxy, `node-1` first.
@@ -483,30 +485,34 @@ fn any_file_holds(dir: &std::path::Path, needle: &[u8]) -> bool {
     })
 }
 
+/// An SSE-KMS keyring file in `dir` with the keys `k1` (the default) and `k2`.
+fn write_keyring(dir: &std::path::Path) -> std::path::PathBuf {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let keyring = dir.join("keyring.toml");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&keyring)
+        .unwrap();
+    let hex = |b: u8| format!("{b:02x}").repeat(32);
+    write!(
+        f,
+        "default = \"k1\"\n[keys]\nk1 = \"{}\"\nk2 = \"{}\"\n",
+        hex(1),
+        hex(2)
+    )
+    .unwrap();
+    keyring
+}
+
 /// An SSE-S3 object moves and is encrypted again by its new owner (its data file holds no
 /// plaintext); an SSE-KMS one keeps its key id; an SSE-C one cannot be read without its key, so
 /// it stays where it is, counted, and the report keeps the previous layout.
 fn encrypted_objects_keep_their_mode_and_sse_c_stays(runtime: RuntimeKind) {
     let dir = tempfile::tempdir().unwrap();
-    let keyring = dir.path().join("keyring.toml");
-    {
-        use std::io::Write as _;
-        use std::os::unix::fs::OpenOptionsExt as _;
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&keyring)
-            .unwrap();
-        let hex = |b: u8| format!("{b:02x}").repeat(32);
-        write!(
-            f,
-            "default = \"k1\"\n[keys]\nk1 = \"{}\"\nk2 = \"{}\"\n",
-            hex(1),
-            hex(2)
-        )
-        .unwrap();
-    }
+    let keyring = write_keyring(dir.path());
     let mut nodes = nodes(runtime, 2);
     for n in &mut nodes {
         n.stop();
@@ -852,7 +858,14 @@ fn checksum_on(n: &Node, target: &str) -> Vec<(String, String)> {
     let r = n
         .client()
         .request("HEAD", target, &[("x-amz-checksum-mode", "ENABLED")], b"");
-    assert_eq!(r.status, 200, "HEAD {target} on {}", n.id);
+    // A part's read (`partNumber`) answers 206.
+    assert!(
+        matches!(r.status, 200 | 206),
+        "HEAD {target} on {}: {} {:?}",
+        n.id,
+        r.status,
+        r.headers
+    );
     let mut out: Vec<(String, String)> = r
         .headers
         .iter()
@@ -920,6 +933,149 @@ fn full_object_checksums_move_with_the_object(runtime: RuntimeKind) {
     assert_eq!(report.moved_objects, targets.len() as u64, "{report:?}");
     for (target, stored) in &targets {
         assert_eq!(&checksum_on(&nodes[1], target), stored, "{target}");
+        let r = c.request("HEAD", target, &[], b"");
+        assert_eq!(r.status, 404, "{target} is still on node-1");
+    }
+}
+
+/// A multipart upload through `c` to `target` (`/bucket/key`) of `parts`, created with
+/// `headers`; with `checksum`, each part is sent with its checksum and listed with it in the
+/// completion. Its version id, if the bucket is versioned.
+fn upload(
+    c: &mut Client,
+    target: &str,
+    headers: &[(&str, &str)],
+    checksum: Option<ferry_core::s3::checksum::ChecksumAlgorithm>,
+    parts: &[Vec<u8>],
+) -> Option<String> {
+    let r = c.request("POST", &format!("{target}?uploads"), headers, b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let id = r.xml_value("UploadId").unwrap();
+    let q = format!("uploadId={}", ferry_core::s3::uri::encode(&id));
+    let mut xml = String::from("<CompleteMultipartUpload>");
+    for (i, part) in parts.iter().enumerate() {
+        let n = i + 1;
+        let sum = checksum.map(|a| (a, a.checksum(part).to_base64()));
+        let sent: Vec<(&str, &str)> = sum
+            .iter()
+            .map(|(a, v)| (a.header_name(), v.as_str()))
+            .collect();
+        let r = c.request("PUT", &format!("{target}?partNumber={n}&{q}"), &sent, part);
+        assert_eq!(r.status, 200, "{}", r.text());
+        let etag = r.header("etag").unwrap();
+        let listed = sum.map_or_else(String::new, |(a, v)| {
+            format!("<Checksum{0}>{1}</Checksum{0}>", a.as_str(), v.as_str())
+        });
+        xml.push_str(&format!(
+            "<Part><PartNumber>{n}</PartNumber><ETag>{etag}</ETag>{listed}</Part>"
+        ));
+    }
+    xml.push_str("</CompleteMultipartUpload>");
+    let r = c.request("POST", &format!("{target}?{q}"), &[], xml.as_bytes());
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.error_code().is_none(), "{}", r.text());
+    r.header("x-amz-version-id").map(str::to_owned)
+}
+
+/// What node `n` answers of a multipart object (`target`, `parts` parts) in checksum mode: its
+/// ETag, its checksum and type, and each part's checksum.
+fn multipart_answers(n: &Node, target: &str, parts: usize) -> Vec<(String, String)> {
+    let r = n.client().request("HEAD", target, &[], b"");
+    assert_eq!(r.status, 200, "HEAD {target} on {}", n.id);
+    let mut out = vec![("etag".to_owned(), r.header("etag").unwrap().to_owned())];
+    out.extend(checksum_on(n, target));
+    let sep = if target.contains('?') { '&' } else { '?' };
+    for p in 1..=parts {
+        for (name, v) in checksum_on(n, &format!("{target}{sep}partNumber={p}")) {
+            out.push((format!("part {p} {name}"), v));
+        }
+    }
+    out
+}
+
+/// A multipart object's checksums move with it (it is copied part by part into an upload of
+/// the same algorithm and type): for each algorithm in each type S3 allows it, an empty
+/// one-part object and a versioned key's noncurrent multipart version, the new owner answers
+/// the same ETag, the same object checksum and type (a COMPOSITE one with its `-N`) and the
+/// same checksum for each part.
+fn multipart_checksums_move_with_the_object(runtime: RuntimeKind) {
+    use ferry_core::s3::checksum::ChecksumAlgorithm as A;
+    use ferry_core::s3::checksum::ChecksumType as T;
+    const KINDS: [(A, T); 7] = [
+        (A::Crc32, T::Composite),
+        (A::Crc32c, T::Composite),
+        (A::Sha1, T::Composite),
+        (A::Sha256, T::Composite),
+        (A::Crc32, T::FullObject),
+        (A::Crc32c, T::FullObject),
+        (A::Crc64Nvme, T::FullObject),
+    ];
+    let nodes = nodes(runtime, 2);
+    for n in &nodes {
+        assert_eq!(n.client().put("/mps", b"").status, 200);
+        assert_eq!(n.client().put("/mpv", b"").status, 200);
+        assert_eq!(n.client().put("/mpv?versioning", ENABLED).status, 200);
+    }
+    let mut c = nodes[0].client();
+    let two = |i: usize| vec![vec![b'a' + i as u8; 2048], vec![b'A' + i as u8; 700]];
+    let keys = keys_moving_to_second(&nodes, "mps", "m/", KINDS.len() + 1);
+    // (target, parts) of each object.
+    let mut targets = Vec::new();
+    for (i, (k, (alg, kind))) in keys.iter().zip(KINDS).enumerate() {
+        let target = format!("/mps/{k}");
+        let create = [
+            ("x-amz-checksum-algorithm", alg.as_str()),
+            ("x-amz-checksum-type", kind.as_str()),
+        ];
+        upload(&mut c, &target, &create, Some(alg), &two(i));
+        targets.push((target, 2));
+    }
+    let target = format!("/mps/{}", keys[KINDS.len()]);
+    let create = [("x-amz-checksum-algorithm", "CRC32")];
+    upload(&mut c, &target, &create, Some(A::Crc32), &[Vec::new()]);
+    // Its empty part has no read (416): its checksum is in the object's.
+    targets.push((target, 0));
+    let key = &keys_moving_to_second(&nodes, "mpv", "v/", 1)[0];
+    let target = format!("/mpv/{key}");
+    let create = [("x-amz-checksum-algorithm", "SHA256")];
+    let id = upload(&mut c, &target, &create, Some(A::Sha256), &two(9)).expect("a version id");
+    assert_eq!(c.put(&target, b"the current version").status, 200);
+    targets.push((
+        format!("{target}?versionId={}", ferry_core::s3::uri::encode(&id)),
+        2,
+    ));
+    let before: Vec<_> = targets
+        .iter()
+        .map(|(t, parts)| multipart_answers(&nodes[0], t, *parts))
+        .collect();
+    let has = |answers: &[(String, String)], name: &str, pred: &dyn Fn(&str) -> bool| {
+        answers.iter().any(|(n, v)| n == name && pred(v))
+    };
+    assert!(
+        has(&before[0], "x-amz-checksum-crc32", &|v| v.ends_with("-2"))
+            && has(&before[0], "x-amz-checksum-type", &|v| v == "COMPOSITE")
+            && has(&before[0], "part 2 x-amz-checksum-crc32", &|v| !v
+                .contains('-')),
+        "{:?}",
+        before[0]
+    );
+    assert!(
+        has(&before[6], "x-amz-checksum-type", &|v| v == "FULL_OBJECT"),
+        "{:?}",
+        before[6]
+    );
+
+    let cfg = layout_config(runtime, &nodes, &[0, 1], &[0]);
+    let report = rebalance(cfg, RebalanceOptions::default()).unwrap();
+    assert_eq!(report.errors, 0, "{:?}", report.error_messages);
+    // And the versioned key's current version.
+    assert_eq!(report.moved_objects, targets.len() as u64 + 1, "{report:?}");
+    for ((target, parts), want) in targets.iter().zip(&before) {
+        assert_eq!(
+            &multipart_answers(&nodes[1], target, *parts),
+            want,
+            "{target}"
+        );
         let r = c.request("HEAD", target, &[], b"");
         assert_eq!(r.status, 404, "{target} is still on node-1");
     }

@@ -31,7 +31,9 @@
 //! alone). What it cannot keep: SSE-C objects cannot be read without their key, so they are
 //! skipped, counted and reported (never moved to plaintext); a multipart object is copied part
 //! by part into a multipart upload (each part a GET of `partNumber` streamed into an UploadPart),
-//! so it keeps its ETag, but its checksums are not carried over; object ACLs are not copied
+//! so it keeps its ETag and its checksum (the upload has the object's algorithm and type, each
+//! part the checksum its read gives, and the copy's must come out the source's); object ACLs
+//! are not copied
 //! (the object gets its bucket's default, private). To a backend of
 //! `kind = "s3"` (not Ferry), `Last-Modified` and version ids are new, and the versions of a key
 //! are written oldest first so that they keep their order.
