@@ -1,6 +1,6 @@
 //! `ferry rebalance` against real nodes: objects move to their owner under the current layout
 //! with their metadata, tags, checksums (full-object, and a multipart object's composite or
-//! full-object one with its parts'), versions and encryption;
+//! full-object one with its parts'), ACLs, versions and encryption (an SSE-KMS context too);
 //! SSE-C objects stay and are reported; a second run moves nothing; the bandwidth bound holds;
 //! clients' writes and deletes during a move win; a run killed mid-way is finished by the next.
 
@@ -29,6 +29,7 @@ on_both_runtimes!(
     uploads_in_progress_keep_the_previous_layout,
     full_object_checksums_move_with_the_object,
     multipart_checksums_move_with_the_object,
+    acls_and_kms_contexts_move_with_the_object,
 );
 
 /// `count` nodes behind a proxy, `node-1` first.
@@ -1078,5 +1079,123 @@ fn multipart_checksums_move_with_the_object(runtime: RuntimeKind) {
         );
         let r = c.request("HEAD", target, &[], b"");
         assert_eq!(r.status, 404, "{target} is still on node-1");
+    }
+}
+
+/// The grants of the ACL node `n` answers for `target` (`/bucket/key`, a version), sorted, and
+/// its owner.
+fn acl_on(n: &Node, target: &str) -> (String, Vec<String>) {
+    let sep = if target.contains('?') { '&' } else { '?' };
+    let r = n.client().get(&format!("{target}{sep}acl"));
+    assert_eq!(r.status, 200, "{target}: {}", r.text());
+    let acl = ferry_core::s3::acl::Acl::parse_xml(&r.body).unwrap();
+    let mut grants: Vec<String> = acl.grants.iter().map(|g| format!("{g:?}")).collect();
+    grants.sort();
+    (acl.owner, grants)
+}
+
+/// An object's ACL moves with it (on the copy's write, so the copy never exists without it): a
+/// canned public-read on a single-part and on a multipart object, a grant to another user, and
+/// a grant on a noncurrent version; after the move an anonymous read of the public ones through
+/// a proxy works and the other user may read what it was granted. An SSE-KMS object keeps its
+/// encryption context (single-part and multipart): its owner unwraps the key with it, and gives
+/// it back when the bucket owner asks (`x-ferry-encryption-context-mode`), to no one else.
+fn acls_and_kms_contexts_move_with_the_object(runtime: RuntimeKind) {
+    use crate::support::ALICE;
+    use ferry_core::s3::sse::{CONTEXT, CONTEXT_MODE_HEADER};
+    let dir = tempfile::tempdir().unwrap();
+    let keyring = write_keyring(dir.path());
+    let mut nodes = nodes(runtime, 2);
+    for n in &mut nodes {
+        n.stop();
+        n.sse_kms_keyring = Some(keyring.clone());
+        n.users = vec![ALICE.user()];
+        n.restart();
+        assert_eq!(n.client().put("/acl", b"").status, 200);
+        assert_eq!(n.client().put("/aclv", b"").status, 200);
+        assert_eq!(n.client().put("/aclv?versioning", ENABLED).status, 200);
+    }
+    let mut c = nodes[0].client();
+    let keys = keys_moving_to_second(&nodes, "acl", "a/", 5);
+    let t: Vec<String> = keys.iter().map(|k| format!("/acl/{k}")).collect();
+    let grant = format!("id=\"{}\"", ALICE.canonical_id());
+    let public = [("x-amz-acl", "public-read")];
+    let r = c.request("PUT", &t[0], &public, b"public data");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = c.request("PUT", &t[1], &[("x-amz-grant-read", &grant)], b"alice's");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let parts = vec![vec![b'p'; 2048], vec![b'q'; 10]];
+    upload(&mut c, &t[2], &public, None, &parts);
+    let ctx = {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(br#"{"team":"ferry"}"#)
+    };
+    let kms = [
+        ("x-amz-server-side-encryption", "aws:kms"),
+        ("x-amz-server-side-encryption-aws-kms-key-id", "k2"),
+        ("x-amz-server-side-encryption-context", ctx.as_str()),
+    ];
+    let r = c.request("PUT", &t[3], &kms, b"kms data");
+    assert_eq!(r.status, 200, "{}", r.text());
+    upload(&mut c, &t[4], &kms, None, &parts);
+    let key = &keys_moving_to_second(&nodes, "aclv", "v/", 1)[0];
+    let r = c.put(&format!("/aclv/{key}"), b"old");
+    let old = format!(
+        "/aclv/{key}?versionId={}",
+        r.header("x-amz-version-id").unwrap()
+    );
+    let r = c.request(
+        "PUT",
+        &format!("{old}&acl"),
+        &[("x-amz-grant-read", &grant)],
+        b"",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(c.put(&format!("/aclv/{key}"), b"new").status, 200);
+    let with_acls = [&t[0], &t[1], &t[2], &old];
+    let before: Vec<_> = with_acls.iter().map(|t| acl_on(&nodes[0], t)).collect();
+    let names =
+        |(_, grants): &(String, Vec<String>), who: &str| grants.iter().any(|g| g.contains(who));
+    let (everyone, alice_id) = (ferry_core::s3::acl::ALL_USERS, ALICE.canonical_id());
+    assert!(
+        names(&before[0], everyone)
+            && names(&before[1], &alice_id)
+            && names(&before[2], everyone)
+            && names(&before[3], &alice_id),
+        "{before:?}"
+    );
+
+    let cfg = layout_config(runtime, &nodes, &[0, 1], &[0]);
+    let report = rebalance(cfg.clone(), RebalanceOptions::default()).unwrap();
+    assert_eq!(report.errors, 0, "{:?}", report.error_messages);
+    assert_eq!(report.moved_objects, 7, "{report:?}");
+    for (target, want) in with_acls.iter().zip(&before) {
+        assert_eq!(&acl_on(&nodes[1], target), want, "{target}");
+    }
+    assert_eq!(acl_on(&nodes[1], &format!("/aclv/{key}")).1.len(), 1);
+    let proxy = start_proxy(cfg).unwrap();
+    let anonymous = |target: &str| crate::support::http::plain_get(proxy.local_addr(), target);
+    assert_eq!(anonymous(&t[0]).body, b"public data");
+    assert_eq!(anonymous(&t[2]).body, parts.concat());
+    assert_eq!(anonymous(&t[1]).status, 403);
+    proxy.stop();
+    let mut alice = nodes[1].client();
+    alice.credentials = ferry_core::s3::sigv4::Credentials::new(ALICE.access_key, ALICE.secret_key);
+    assert_eq!(alice.get(&t[1]).body, b"alice's");
+    alice
+        .request("GET", &t[1], &[(CONTEXT_MODE_HEADER, "ENABLED")], b"")
+        .expect_error(403, "AccessDenied");
+
+    let mut to = nodes[1].client();
+    for (target, body) in [(&t[3], b"kms data".to_vec()), (&t[4], parts.concat())] {
+        let r = to.request("GET", target, &[(CONTEXT_MODE_HEADER, "ENABLED")], b"");
+        assert_eq!((r.status, &r.body), (200, &body), "{target}");
+        assert_eq!(r.header(CONTEXT), Some(ctx.as_str()), "{target}");
+        assert_eq!(
+            r.header("x-amz-server-side-encryption-aws-kms-key-id"),
+            Some("k2")
+        );
+        // As on AWS, reads do not say it unless asked.
+        assert_eq!(to.get(target).header(CONTEXT), None, "{target}");
     }
 }

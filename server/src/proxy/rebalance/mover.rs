@@ -7,9 +7,11 @@ use std::sync::atomic::Ordering;
 use ferry_core::http::{EMPTY_HEADER, Header, find_header_str};
 use ferry_core::md5::{content_md5, md5};
 use ferry_core::rt::Runtime;
+use ferry_core::s3::acl::Acl;
 use ferry_core::s3::checksum::{ChecksumAlgorithm, ChecksumType};
 use ferry_core::s3::outbound::OutboundRequest;
 use ferry_core::s3::sigv4::{EMPTY_SHA256, UNSIGNED_PAYLOAD};
+use ferry_core::s3::sse::CONTEXT_MODE_HEADER;
 use ferry_core::s3::tagging::{TAGGING_COUNT_HEADER, TAGGING_HEADER};
 use ferry_core::s3::uri;
 use ferry_core::s3::version::{
@@ -43,6 +45,14 @@ fn object_path(bucket: &str, key: &str) -> String {
 
 fn version_query(version: Option<&str>) -> String {
     version.map_or_else(String::new, |v| format!("versionId={}", uri::encode(v)))
+}
+
+/// The query of subresource `sub` of an object's version (`acl&versionId=...`, or a part's).
+fn sub_query(sub: &str, version: Option<&str>) -> String {
+    match version {
+        Some(v) => format!("{sub}&versionId={}", uri::encode(v)),
+        None => sub.to_owned(),
+    }
 }
 
 /// What the move's bytes pass: the bandwidth bound and the count of bytes sent.
@@ -476,13 +486,20 @@ impl<R: NetRuntime> Rebalancer<R> {
                 None => Copied::Gone,
             });
         }
+        // Its ACL goes on the write (grant headers), so that the copy never exists without it.
+        let Some(grants) = self.grants(b, key, version, from).await? else {
+            return Ok(Copied::Gone);
+        };
         if let Some(parts) = parts_of(&e.etag) {
             return self
-                .copy_multipart(b, key, version, parts, from, to, place)
+                .copy_multipart(b, key, version, parts, &grants, from, to, place)
                 .await;
         }
         let mut get = OutboundRequest::new("GET", path.as_str(), query.as_str());
         get.header("x-amz-checksum-mode", &b"ENABLED"[..]);
+        if self.is_ferry(from) {
+            get.header(CONTEXT_MODE_HEADER, &b"ENABLED"[..]);
+        }
         for (n, v) in b.caller.headers() {
             get.header(n, v.into_bytes());
         }
@@ -555,11 +572,15 @@ impl<R: NetRuntime> Rebalancer<R> {
                 put.header(h.name.to_owned(), h.value.to_vec());
             }
         }
-        // The same mode of encryption, and for SSE-KMS the same key (the owner encrypts).
+        // The same mode of encryption, and for SSE-KMS the same key and context (the owner
+        // encrypts).
         for h in headers.iter().filter(|h| {
             is_encryption_header(h.name) && !h.name.to_ascii_lowercase().contains("-customer-")
         }) {
             put.header(h.name.to_owned(), h.value.to_vec());
+        }
+        for (n, v) in &grants {
+            put.header(*n, v.as_bytes().to_vec());
         }
         let md5_etag = etag_is_md5(headers)
             .then(|| etag_md5(&source_etag))
@@ -647,8 +668,8 @@ impl<R: NetRuntime> Rebalancer<R> {
     }
 
     /// [`Self::copy_one`] of a multipart object of `parts` parts: CreateMultipartUpload on the
-    /// owner with the object's headers (from a HEAD in checksum mode) and its checksum's
-    /// algorithm and type, each part streamed from a GET of `partNumber` into an
+    /// owner with the object's headers (from a HEAD in checksum mode), its checksum's algorithm
+    /// and type and its ACL's `grants`, each part streamed from a GET of `partNumber` into an
     /// UploadPart with the part's checksum, then CompleteMultipartUpload placed as `place` says
     /// (`If-None-Match`, a version id): the same parts make the same ETag and checksum, which
     /// are checked. Its lock is set after.
@@ -659,6 +680,7 @@ impl<R: NetRuntime> Rebalancer<R> {
         key: &str,
         version: Option<&str>,
         parts: u32,
+        grants: &[(&'static str, String)],
         from: usize,
         to: usize,
         place: &Place,
@@ -667,6 +689,9 @@ impl<R: NetRuntime> Rebalancer<R> {
         let query = version_query(version);
         let mut head = Call::new("HEAD", path.clone(), query.clone());
         head.header("x-amz-checksum-mode", "ENABLED");
+        if self.is_ferry(from) {
+            head.header(CONTEXT_MODE_HEADER, "ENABLED");
+        }
         let head = call(&self.p, from, &b.caller, &head).await?;
         match head.status {
             200 => {}
@@ -697,6 +722,9 @@ impl<R: NetRuntime> Rebalancer<R> {
         if let Some(c) = &checksum {
             create.header("x-amz-checksum-algorithm", c.algorithm.as_str());
             create.header("x-amz-checksum-type", c.kind.as_str());
+        }
+        for (n, v) in grants {
+            create.header(*n, v.clone());
         }
         if head
             .header(TAGGING_COUNT_HEADER)
@@ -806,10 +834,7 @@ impl<R: NetRuntime> Rebalancer<R> {
         let mut done_parts = Vec::with_capacity(parts as usize);
         let mut size = 0u64;
         for n in 1..=parts {
-            let mut query = format!("partNumber={n}");
-            if let Some(v) = version {
-                query.push_str(&format!("&versionId={}", uri::encode(v)));
-            }
+            let query = sub_query(&format!("partNumber={n}"), version);
             let mut get = OutboundRequest::new("GET", path.as_str(), query.as_str());
             if checksum.is_some() {
                 get.header("x-amz-checksum-mode", &b"ENABLED"[..]);
@@ -989,6 +1014,32 @@ impl<R: NetRuntime> Rebalancer<R> {
         }
     }
 
+    /// The grant headers (`x-amz-grant-*`) that give a copy the ACL `key` (version) has on
+    /// backend `on`: none for the default one (its owner alone) or from a backend without ACLs
+    /// (501); `None` if the object is gone.
+    async fn grants(
+        &self,
+        b: &Bucket,
+        key: &str,
+        version: Option<&str>,
+        on: usize,
+    ) -> S3Result<Option<Vec<(&'static str, String)>>> {
+        let get = Call::new("GET", object_path(&b.name, key), sub_query("acl", version));
+        let reply = call(&self.p, on, &b.caller, &get).await?;
+        match reply.status {
+            404 => return Ok(None),
+            501 => return Ok(Some(Vec::new())),
+            _ if !reply.ok() => return Err(reply.to_error()),
+            _ => {}
+        }
+        let acl = Acl::parse_xml(&reply.body)?;
+        Ok(Some(if acl.is_private() {
+            Vec::new()
+        } else {
+            acl.grant_headers()
+        }))
+    }
+
     /// DeleteObject of `key` (version) on backend `on`, with `If-Match`; its status.
     async fn delete(
         &self,
@@ -1070,11 +1121,7 @@ impl<R: NetRuntime> Rebalancer<R> {
         bypass: bool,
         on: usize,
     ) -> S3Result<()> {
-        let mut query = sub.to_owned();
-        if let Some(v) = version {
-            query.push_str(&format!("&versionId={}", uri::encode(v)));
-        }
-        let mut put = Call::new("PUT", object_path(&b.name, key), query);
+        let mut put = Call::new("PUT", object_path(&b.name, key), sub_query(sub, version));
         put.header("Content-MD5", content_md5(&md5(&body)).as_str().to_owned());
         if bypass {
             put.header(BYPASS_GOVERNANCE_HEADER, "true");
