@@ -27,6 +27,15 @@ pub const MAX_GRANTS: usize = 100;
 /// The largest `AccessControlPolicy` document read.
 pub const MAX_ACL_BODY: usize = 64 * 1024;
 
+/// The grant headers of a write or Put*Acl, and the permission each gives.
+const GRANT_HEADERS: [(&str, Permission); 5] = [
+    ("x-amz-grant-read", Permission::Read),
+    ("x-amz-grant-write", Permission::Write),
+    ("x-amz-grant-read-acp", Permission::ReadAcp),
+    ("x-amz-grant-write-acp", Permission::WriteAcp),
+    ("x-amz-grant-full-control", Permission::FullControl),
+];
+
 /// A permission, as S3 names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Permission {
@@ -171,13 +180,7 @@ impl Acl {
     ) -> S3Result<Option<Self>> {
         let canned = find_header_str(headers, "x-amz-acl").map(str::trim);
         let mut grants = Vec::new();
-        for (header, permission) in [
-            ("x-amz-grant-read", Permission::Read),
-            ("x-amz-grant-write", Permission::Write),
-            ("x-amz-grant-read-acp", Permission::ReadAcp),
-            ("x-amz-grant-write-acp", Permission::WriteAcp),
-            ("x-amz-grant-full-control", Permission::FullControl),
-        ] {
+        for (header, permission) in GRANT_HEADERS {
             for h in headers
                 .iter()
                 .filter(|h| h.name.eq_ignore_ascii_case(header))
@@ -235,6 +238,35 @@ impl Acl {
         self.grants
             .iter()
             .any(|g| matches!(&g.grantee, Grantee::Group(u) if u == ALL_USERS))
+    }
+
+    /// Whether this is the `private` ACL: its owner alone, with FULL_CONTROL (what a resource
+    /// written without an ACL has).
+    pub fn is_private(&self) -> bool {
+        *self == Self::private(&self.owner)
+    }
+
+    /// The grant headers (`x-amz-grant-*`, one per permission given) that ask a write for
+    /// these grants: what [`Self::from_headers`] reads back as them, permission by permission.
+    pub fn grant_headers(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        for (header, permission) in GRANT_HEADERS {
+            let mut value = String::new();
+            for g in self.grants.iter().filter(|g| g.permission == permission) {
+                if !value.is_empty() {
+                    value.push_str(", ");
+                }
+                let (kind, who) = match &g.grantee {
+                    Grantee::User(id) => ("id", id),
+                    Grantee::Group(uri) => ("uri", uri),
+                };
+                value.push_str(&format!("{kind}=\"{who}\""));
+            }
+            if !value.is_empty() {
+                out.push((header, value));
+            }
+        }
+        out
     }
 
     /// The `AccessControlPolicy` document; `display_name` names users it knows.
@@ -484,6 +516,10 @@ mod tests {
                     grantee: Grantee::User(BOB.into()),
                     permission: Permission::WriteAcp,
                 },
+                Grant {
+                    grantee: Grantee::User(BOB.into()),
+                    permission: Permission::Read,
+                },
             ],
         };
         let mut xml = Vec::new();
@@ -492,6 +528,24 @@ mod tests {
         assert!(text.contains("<DisplayName>alice</DisplayName>"), "{text}");
         assert!(text.contains("xsi:type=\"Group\""), "{text}");
         assert_eq!(Acl::parse_xml(&xml).unwrap(), acl);
+        // As grant headers, the same grants, in the headers' order of permissions.
+        assert!(!acl.is_private() && Acl::private(BOB).is_private());
+        let headers = acl.grant_headers();
+        let views: Vec<Header<'_>> = headers
+            .iter()
+            .map(|(n, v)| Header {
+                name: n,
+                value: v.as_bytes(),
+            })
+            .collect();
+        let back = Acl::from_headers(&views, ALICE, ALICE).unwrap().unwrap();
+        assert_eq!(back.owner, acl.owner);
+        let sorted = |a: &Acl| {
+            let mut g: Vec<String> = a.grants.iter().map(|g| format!("{g:?}")).collect();
+            g.sort();
+            g
+        };
+        assert_eq!(sorted(&back), sorted(&acl));
         for bad in [
             &b"<AccessControlPolicy/>"[..],
             b"<AccessControlPolicy><Owner><ID>x</ID></Owner></AccessControlPolicy>",

@@ -29,6 +29,10 @@ pub const SSE: &str = "x-amz-server-side-encryption";
 pub const KMS_KEY_ID: &str = "x-amz-server-side-encryption-aws-kms-key-id";
 /// `x-amz-server-side-encryption-context`: request and response.
 pub const CONTEXT: &str = "x-amz-server-side-encryption-context";
+/// Ferry's own header of a GetObject or HeadObject: `ENABLED` asks for an SSE-KMS object's
+/// encryption context in [`CONTEXT`], which reads do not return (as on AWS). The bucket
+/// owner's alone; what the proxy's rebalance keeps a moved object's context with.
+pub const CONTEXT_MODE_HEADER: &str = "x-ferry-encryption-context-mode";
 /// `x-amz-server-side-encryption-bucket-key-enabled`: request and response.
 pub const BUCKET_KEY_ENABLED: &str = "x-amz-server-side-encryption-bucket-key-enabled";
 /// `x-amz-server-side-encryption-customer-algorithm`: request and response.

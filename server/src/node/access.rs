@@ -166,15 +166,35 @@ impl Client {
 pub(crate) fn placement<R: Runtime>(cx: &Cx<'_, R>, bucket: &str) -> S3Result<Placed> {
     let placed = super::headers::placed(cx.headers)?;
     if placed != Placed::default() {
-        let settings = cx.node.store.bucket_settings(bucket)?;
-        if Some(owner_id(cx, &settings)) != cx.caller_id() {
-            return Err(S3Error::with_message(
-                S3ErrorCode::AccessDenied,
-                "Only the bucket owner may place versions.",
-            ));
-        }
+        owner_only(cx, bucket, "Only the bucket owner may place versions.")?;
     }
     Ok(placed)
+}
+
+/// Whether a GetObject or HeadObject asks for the SSE-KMS encryption context
+/// (`x-ferry-encryption-context-mode: ENABLED`, Ferry's own: reads do not return it on AWS):
+/// the bucket owner's alone, as placement is, for the rebalance to keep it on a moved copy.
+pub(crate) fn kms_context_mode<R: Runtime>(cx: &Cx<'_, R>, bucket: &str) -> S3Result<bool> {
+    let asked = find_header_str(cx.headers, ferry_core::s3::sse::CONTEXT_MODE_HEADER)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("ENABLED"));
+    if asked {
+        owner_only(
+            cx,
+            bucket,
+            "Only the bucket owner may read the encryption context.",
+        )?;
+    }
+    Ok(asked)
+}
+
+/// `AccessDenied` with `message` unless the caller owns `bucket`.
+fn owner_only<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, message: &'static str) -> S3Result<()> {
+    let settings = cx.node.store.bucket_settings(bucket)?;
+    if Some(owner_id(cx, &settings)) == cx.caller_id() {
+        Ok(())
+    } else {
+        Err(S3Error::with_message(S3ErrorCode::AccessDenied, message))
+    }
 }
 
 /// Whether the caller may run `s3` (and read a copy's source): `NoSuchBucket` for a bucket

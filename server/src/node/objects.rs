@@ -289,6 +289,7 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
     read: Read<'_>,
 ) -> S3Result<()> {
     let version = read.version;
+    let kms_context = super::access::kms_context_mode(cx, bucket)?;
     let lookup = Lookup {
         bucket: bucket.to_owned(),
         key: key.to_owned(),
@@ -344,6 +345,9 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
     let mut h = object_headers(&info, read.overrides, whole && checksum_mode(cx.headers));
     if let Some(n) = read.part_number.filter(|_| checksum_mode(cx.headers)) {
         push_part_checksum(&mut h, &info.meta, n);
+    }
+    if kms_context {
+        super::sse::push_kms_context(&mut h, info.encryption.as_ref());
     }
     super::lifecycle::expiration(cx, bucket, key, &info, &mut h);
     let (status, len) = match range {

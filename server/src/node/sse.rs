@@ -155,7 +155,7 @@ pub(crate) fn push_encryption(h: &mut Headers, info: Option<&EncryptionInfo>) {
 }
 
 /// The SSE-KMS encryption context a write's response echoes (PutObject, as S3 does; reads do
-/// not return it).
+/// not return it, unless the bucket owner asks: `access::kms_context_mode`).
 pub(crate) fn push_kms_context(h: &mut Headers, info: Option<&EncryptionInfo>) {
     if let Some(EncryptionInfo::SseKms {
         context: Some(c), ..

@@ -1,7 +1,8 @@
 //! `ferry rebalance` against real nodes: objects move to their owner under the current layout
-//! with their metadata, tags, full-object checksums, versions and encryption; SSE-C objects stay and are reported;
-//! a second run moves nothing; the bandwidth bound holds; clients' writes and deletes during a
-//! move win; a run killed mid-way is finished by the next.
+//! with their metadata, tags, checksums (full-object, and a multipart object's composite or
+//! full-object one with its parts'), ACLs, versions and encryption (an SSE-KMS context too);
+//! SSE-C objects stay and are reported; a second run moves nothing; the bandwidth bound holds;
+//! clients' writes and deletes during a move win; a run killed mid-way is finished by the next.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -27,6 +28,8 @@ on_both_runtimes!(
     object_lock_moves_with_the_version,
     uploads_in_progress_name_their_backend,
     full_object_checksums_move_with_the_object,
+    multipart_checksums_move_with_the_object,
+    acls_and_kms_contexts_move_with_the_object,
 );
 
 /// `count` nodes behind a proxy, `node-1` first.
@@ -483,30 +486,34 @@ fn any_file_holds(dir: &std::path::Path, needle: &[u8]) -> bool {
     })
 }
 
+/// An SSE-KMS keyring file in `dir` with the keys `k1` (the default) and `k2`.
+fn write_keyring(dir: &std::path::Path) -> std::path::PathBuf {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let keyring = dir.join("keyring.toml");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&keyring)
+        .unwrap();
+    let hex = |b: u8| format!("{b:02x}").repeat(32);
+    write!(
+        f,
+        "default = \"k1\"\n[keys]\nk1 = \"{}\"\nk2 = \"{}\"\n",
+        hex(1),
+        hex(2)
+    )
+    .unwrap();
+    keyring
+}
+
 /// An SSE-S3 object moves and is encrypted again by its new owner (its data file holds no
 /// plaintext); an SSE-KMS one keeps its key id; an SSE-C one cannot be read without its key, so
 /// it stays where it is, counted, and the report keeps the previous layout.
 fn encrypted_objects_keep_their_mode_and_sse_c_stays(runtime: RuntimeKind) {
     let dir = tempfile::tempdir().unwrap();
-    let keyring = dir.path().join("keyring.toml");
-    {
-        use std::io::Write as _;
-        use std::os::unix::fs::OpenOptionsExt as _;
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&keyring)
-            .unwrap();
-        let hex = |b: u8| format!("{b:02x}").repeat(32);
-        write!(
-            f,
-            "default = \"k1\"\n[keys]\nk1 = \"{}\"\nk2 = \"{}\"\n",
-            hex(1),
-            hex(2)
-        )
-        .unwrap();
-    }
+    let keyring = write_keyring(dir.path());
     let mut nodes = nodes(runtime, 2);
     for n in &mut nodes {
         n.stop();
@@ -853,7 +860,14 @@ fn checksum_on(n: &Node, target: &str) -> Vec<(String, String)> {
     let r = n
         .client()
         .request("HEAD", target, &[("x-amz-checksum-mode", "ENABLED")], b"");
-    assert_eq!(r.status, 200, "HEAD {target} on {}", n.id);
+    // A part's read (`partNumber`) answers 206.
+    assert!(
+        matches!(r.status, 200 | 206),
+        "HEAD {target} on {}: {} {:?}",
+        n.id,
+        r.status,
+        r.headers
+    );
     let mut out: Vec<(String, String)> = r
         .headers
         .iter()
@@ -923,5 +937,266 @@ fn full_object_checksums_move_with_the_object(runtime: RuntimeKind) {
         assert_eq!(&checksum_on(&nodes[1], target), stored, "{target}");
         let r = c.request("HEAD", target, &[], b"");
         assert_eq!(r.status, 404, "{target} is still on node-1");
+    }
+}
+
+/// A multipart upload through `c` to `target` (`/bucket/key`) of `parts`, created with
+/// `headers`; with `checksum`, each part is sent with its checksum and listed with it in the
+/// completion. Its version id, if the bucket is versioned.
+fn upload(
+    c: &mut Client,
+    target: &str,
+    headers: &[(&str, &str)],
+    checksum: Option<ferry_core::s3::checksum::ChecksumAlgorithm>,
+    parts: &[Vec<u8>],
+) -> Option<String> {
+    let r = c.request("POST", &format!("{target}?uploads"), headers, b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let id = r.xml_value("UploadId").unwrap();
+    let q = format!("uploadId={}", ferry_core::s3::uri::encode(&id));
+    let mut xml = String::from("<CompleteMultipartUpload>");
+    for (i, part) in parts.iter().enumerate() {
+        let n = i + 1;
+        let sum = checksum.map(|a| (a, a.checksum(part).to_base64()));
+        let sent: Vec<(&str, &str)> = sum
+            .iter()
+            .map(|(a, v)| (a.header_name(), v.as_str()))
+            .collect();
+        let r = c.request("PUT", &format!("{target}?partNumber={n}&{q}"), &sent, part);
+        assert_eq!(r.status, 200, "{}", r.text());
+        let etag = r.header("etag").unwrap();
+        let listed = sum.map_or_else(String::new, |(a, v)| {
+            format!("<Checksum{0}>{1}</Checksum{0}>", a.as_str(), v.as_str())
+        });
+        xml.push_str(&format!(
+            "<Part><PartNumber>{n}</PartNumber><ETag>{etag}</ETag>{listed}</Part>"
+        ));
+    }
+    xml.push_str("</CompleteMultipartUpload>");
+    let r = c.request("POST", &format!("{target}?{q}"), &[], xml.as_bytes());
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.error_code().is_none(), "{}", r.text());
+    r.header("x-amz-version-id").map(str::to_owned)
+}
+
+/// What node `n` answers of a multipart object (`target`, `parts` parts) in checksum mode: its
+/// ETag, its checksum and type, and each part's checksum.
+fn multipart_answers(n: &Node, target: &str, parts: usize) -> Vec<(String, String)> {
+    let r = n.client().request("HEAD", target, &[], b"");
+    assert_eq!(r.status, 200, "HEAD {target} on {}", n.id);
+    let mut out = vec![("etag".to_owned(), r.header("etag").unwrap().to_owned())];
+    out.extend(checksum_on(n, target));
+    let sep = if target.contains('?') { '&' } else { '?' };
+    for p in 1..=parts {
+        for (name, v) in checksum_on(n, &format!("{target}{sep}partNumber={p}")) {
+            out.push((format!("part {p} {name}"), v));
+        }
+    }
+    out
+}
+
+/// A multipart object's checksums move with it (it is copied part by part into an upload of
+/// the same algorithm and type): for each algorithm in each type S3 allows it, an empty
+/// one-part object and a versioned key's noncurrent multipart version, the new owner answers
+/// the same ETag, the same object checksum and type (a COMPOSITE one with its `-N`) and the
+/// same checksum for each part.
+fn multipart_checksums_move_with_the_object(runtime: RuntimeKind) {
+    use ferry_core::s3::checksum::ChecksumAlgorithm as A;
+    use ferry_core::s3::checksum::ChecksumType as T;
+    const KINDS: [(A, T); 7] = [
+        (A::Crc32, T::Composite),
+        (A::Crc32c, T::Composite),
+        (A::Sha1, T::Composite),
+        (A::Sha256, T::Composite),
+        (A::Crc32, T::FullObject),
+        (A::Crc32c, T::FullObject),
+        (A::Crc64Nvme, T::FullObject),
+    ];
+    let nodes = nodes(runtime, 2);
+    for n in &nodes {
+        assert_eq!(n.client().put("/mps", b"").status, 200);
+        assert_eq!(n.client().put("/mpv", b"").status, 200);
+        assert_eq!(n.client().put("/mpv?versioning", ENABLED).status, 200);
+    }
+    let mut c = nodes[0].client();
+    let two = |i: usize| vec![vec![b'a' + i as u8; 2048], vec![b'A' + i as u8; 700]];
+    let keys = keys_moving_to_second(&nodes, "mps", "m/", KINDS.len() + 1);
+    // (target, parts) of each object.
+    let mut targets = Vec::new();
+    for (i, (k, (alg, kind))) in keys.iter().zip(KINDS).enumerate() {
+        let target = format!("/mps/{k}");
+        let create = [
+            ("x-amz-checksum-algorithm", alg.as_str()),
+            ("x-amz-checksum-type", kind.as_str()),
+        ];
+        upload(&mut c, &target, &create, Some(alg), &two(i));
+        targets.push((target, 2));
+    }
+    let target = format!("/mps/{}", keys[KINDS.len()]);
+    let create = [("x-amz-checksum-algorithm", "CRC32")];
+    upload(&mut c, &target, &create, Some(A::Crc32), &[Vec::new()]);
+    // Its empty part has no read (416): its checksum is in the object's.
+    targets.push((target, 0));
+    let key = &keys_moving_to_second(&nodes, "mpv", "v/", 1)[0];
+    let target = format!("/mpv/{key}");
+    let create = [("x-amz-checksum-algorithm", "SHA256")];
+    let id = upload(&mut c, &target, &create, Some(A::Sha256), &two(9)).expect("a version id");
+    assert_eq!(c.put(&target, b"the current version").status, 200);
+    targets.push((
+        format!("{target}?versionId={}", ferry_core::s3::uri::encode(&id)),
+        2,
+    ));
+    let before: Vec<_> = targets
+        .iter()
+        .map(|(t, parts)| multipart_answers(&nodes[0], t, *parts))
+        .collect();
+    let has = |answers: &[(String, String)], name: &str, pred: &dyn Fn(&str) -> bool| {
+        answers.iter().any(|(n, v)| n == name && pred(v))
+    };
+    assert!(
+        has(&before[0], "x-amz-checksum-crc32", &|v| v.ends_with("-2"))
+            && has(&before[0], "x-amz-checksum-type", &|v| v == "COMPOSITE")
+            && has(&before[0], "part 2 x-amz-checksum-crc32", &|v| !v
+                .contains('-')),
+        "{:?}",
+        before[0]
+    );
+    assert!(
+        has(&before[6], "x-amz-checksum-type", &|v| v == "FULL_OBJECT"),
+        "{:?}",
+        before[6]
+    );
+
+    let cfg = layout_config(runtime, &nodes, &[0, 1], &[0]);
+    let report = rebalance(cfg, RebalanceOptions::default()).unwrap();
+    assert_eq!(report.errors, 0, "{:?}", report.error_messages);
+    // And the versioned key's current version.
+    assert_eq!(report.moved_objects, targets.len() as u64 + 1, "{report:?}");
+    for ((target, parts), want) in targets.iter().zip(&before) {
+        assert_eq!(
+            &multipart_answers(&nodes[1], target, *parts),
+            want,
+            "{target}"
+        );
+        let r = c.request("HEAD", target, &[], b"");
+        assert_eq!(r.status, 404, "{target} is still on node-1");
+    }
+}
+
+/// The grants of the ACL node `n` answers for `target` (`/bucket/key`, a version), sorted, and
+/// its owner.
+fn acl_on(n: &Node, target: &str) -> (String, Vec<String>) {
+    let sep = if target.contains('?') { '&' } else { '?' };
+    let r = n.client().get(&format!("{target}{sep}acl"));
+    assert_eq!(r.status, 200, "{target}: {}", r.text());
+    let acl = ferry_core::s3::acl::Acl::parse_xml(&r.body).unwrap();
+    let mut grants: Vec<String> = acl.grants.iter().map(|g| format!("{g:?}")).collect();
+    grants.sort();
+    (acl.owner, grants)
+}
+
+/// An object's ACL moves with it (on the copy's write, so the copy never exists without it): a
+/// canned public-read on a single-part and on a multipart object, a grant to another user, and
+/// a grant on a noncurrent version; after the move an anonymous read of the public ones through
+/// a proxy works and the other user may read what it was granted. An SSE-KMS object keeps its
+/// encryption context (single-part and multipart): its owner unwraps the key with it, and gives
+/// it back when the bucket owner asks (`x-ferry-encryption-context-mode`), to no one else.
+fn acls_and_kms_contexts_move_with_the_object(runtime: RuntimeKind) {
+    use crate::support::ALICE;
+    use ferry_core::s3::sse::{CONTEXT, CONTEXT_MODE_HEADER};
+    let dir = tempfile::tempdir().unwrap();
+    let keyring = write_keyring(dir.path());
+    let mut nodes = nodes(runtime, 2);
+    for n in &mut nodes {
+        n.stop();
+        n.sse_kms_keyring = Some(keyring.clone());
+        n.users = vec![ALICE.user()];
+        n.restart();
+        assert_eq!(n.client().put("/acl", b"").status, 200);
+        assert_eq!(n.client().put("/aclv", b"").status, 200);
+        assert_eq!(n.client().put("/aclv?versioning", ENABLED).status, 200);
+    }
+    let mut c = nodes[0].client();
+    let keys = keys_moving_to_second(&nodes, "acl", "a/", 5);
+    let t: Vec<String> = keys.iter().map(|k| format!("/acl/{k}")).collect();
+    let grant = format!("id=\"{}\"", ALICE.canonical_id());
+    let public = [("x-amz-acl", "public-read")];
+    let r = c.request("PUT", &t[0], &public, b"public data");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = c.request("PUT", &t[1], &[("x-amz-grant-read", &grant)], b"alice's");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let parts = vec![vec![b'p'; 2048], vec![b'q'; 10]];
+    upload(&mut c, &t[2], &public, None, &parts);
+    let ctx = {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(br#"{"team":"ferry"}"#)
+    };
+    let kms = [
+        ("x-amz-server-side-encryption", "aws:kms"),
+        ("x-amz-server-side-encryption-aws-kms-key-id", "k2"),
+        ("x-amz-server-side-encryption-context", ctx.as_str()),
+    ];
+    let r = c.request("PUT", &t[3], &kms, b"kms data");
+    assert_eq!(r.status, 200, "{}", r.text());
+    upload(&mut c, &t[4], &kms, None, &parts);
+    let key = &keys_moving_to_second(&nodes, "aclv", "v/", 1)[0];
+    let r = c.put(&format!("/aclv/{key}"), b"old");
+    let old = format!(
+        "/aclv/{key}?versionId={}",
+        r.header("x-amz-version-id").unwrap()
+    );
+    let r = c.request(
+        "PUT",
+        &format!("{old}&acl"),
+        &[("x-amz-grant-read", &grant)],
+        b"",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(c.put(&format!("/aclv/{key}"), b"new").status, 200);
+    let with_acls = [&t[0], &t[1], &t[2], &old];
+    let before: Vec<_> = with_acls.iter().map(|t| acl_on(&nodes[0], t)).collect();
+    let names =
+        |(_, grants): &(String, Vec<String>), who: &str| grants.iter().any(|g| g.contains(who));
+    let (everyone, alice_id) = (ferry_core::s3::acl::ALL_USERS, ALICE.canonical_id());
+    assert!(
+        names(&before[0], everyone)
+            && names(&before[1], &alice_id)
+            && names(&before[2], everyone)
+            && names(&before[3], &alice_id),
+        "{before:?}"
+    );
+
+    let cfg = layout_config(runtime, &nodes, &[0, 1], &[0]);
+    let report = rebalance(cfg.clone(), RebalanceOptions::default()).unwrap();
+    assert_eq!(report.errors, 0, "{:?}", report.error_messages);
+    assert_eq!(report.moved_objects, 7, "{report:?}");
+    for (target, want) in with_acls.iter().zip(&before) {
+        assert_eq!(&acl_on(&nodes[1], target), want, "{target}");
+    }
+    assert_eq!(acl_on(&nodes[1], &format!("/aclv/{key}")).1.len(), 1);
+    let proxy = start_proxy(cfg).unwrap();
+    let anonymous = |target: &str| crate::support::http::plain_get(proxy.local_addr(), target);
+    assert_eq!(anonymous(&t[0]).body, b"public data");
+    assert_eq!(anonymous(&t[2]).body, parts.concat());
+    assert_eq!(anonymous(&t[1]).status, 403);
+    proxy.stop();
+    let mut alice = nodes[1].client();
+    alice.credentials = ferry_core::s3::sigv4::Credentials::new(ALICE.access_key, ALICE.secret_key);
+    assert_eq!(alice.get(&t[1]).body, b"alice's");
+    alice
+        .request("GET", &t[1], &[(CONTEXT_MODE_HEADER, "ENABLED")], b"")
+        .expect_error(403, "AccessDenied");
+
+    let mut to = nodes[1].client();
+    for (target, body) in [(&t[3], b"kms data".to_vec()), (&t[4], parts.concat())] {
+        let r = to.request("GET", target, &[(CONTEXT_MODE_HEADER, "ENABLED")], b"");
+        assert_eq!((r.status, &r.body), (200, &body), "{target}");
+        assert_eq!(r.header(CONTEXT), Some(ctx.as_str()), "{target}");
+        assert_eq!(
+            r.header("x-amz-server-side-encryption-aws-kms-key-id"),
+            Some("k2")
+        );
+        // As on AWS, reads do not say it unless asked.
+        assert_eq!(to.get(target).header(CONTEXT), None, "{target}");
     }
 }

@@ -242,6 +242,22 @@ impl InitiateMultipartUploadResult<'_> {
     }
 }
 
+impl CompleteMultipartUpload<'_> {
+    /// Append the request body to `out` (a client's: the rebalance's copy of a multipart
+    /// object).
+    pub fn write_xml(&self, out: &mut Vec<u8>) {
+        let mut w = XmlWriter::document(out, "CompleteMultipartUpload", true);
+        for p in &self.parts {
+            w.open("Part");
+            w.elem("PartNumber", p.part_number);
+            w.elem("ETag", &p.etag);
+            w.checksums(&p.checksums);
+            w.close("Part");
+        }
+        w.close("CompleteMultipartUpload");
+    }
+}
+
 impl CompleteMultipartUploadResult<'_> {
     /// Append the document to `out`.
     pub fn write_xml(&self, out: &mut Vec<u8>) {

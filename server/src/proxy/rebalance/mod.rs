@@ -21,18 +21,21 @@
 //!    can go.
 //!
 //! A move keeps what the object is: its data, `Content-Type` and the other content headers,
-//! user metadata, tags, its full-object checksum (the new owner checks the bytes against it),
-//! its object lock retention and legal hold, and its encryption mode: an SSE-S3 object is
-//! decrypted by the node it is on and encrypted again by its owner as SSE-S3, an SSE-KMS one
-//! under the same key id (the encryption context is not returned by reads, as on AWS, so it is
-//! not carried over). To a Ferry node it also keeps its `Last-Modified` and, in a versioned
+//! user metadata, tags, its ACL (GetObjectAcl, given to the copy's write as grant headers when
+//! it is not the default private one, so that the copy never exists without it), its checksum
+//! (the new owner checks the bytes against a full-object one), its object lock retention and
+//! legal hold, and its encryption mode: an SSE-S3 object is decrypted by the node it is on and
+//! encrypted again by its owner as SSE-S3, an SSE-KMS one under the same key id and, from a
+//! Ferry node, the same encryption context (which reads return only to the bucket owner asking
+//! with `x-ferry-encryption-context-mode`; not on AWS). A multipart object is copied part by
+//! part into a multipart upload (each part a GET of `partNumber` streamed into an UploadPart),
+//! so it keeps its ETag and its checksum: the upload has the object's algorithm and type, each
+//! part carries the checksum its read gave, and the completion's checksum must be the source's.
+//! To a Ferry node it also keeps its `Last-Modified` and, in a versioned
 //! bucket, every version with its version id in its place among the key's versions (the
 //! node's placed writes, `x-ferry-version-id` and `x-ferry-last-modified`, the bucket owner's
 //! alone). What it cannot keep: SSE-C objects cannot be read without their key, so they are
-//! skipped, counted and reported (never moved to plaintext); a multipart object is copied part
-//! by part into a multipart upload (each part a GET of `partNumber` streamed into an UploadPart),
-//! so it keeps its ETag, but its checksums are not carried over; object ACLs are not copied
-//! (the object gets its bucket's default, private). To a backend of
+//! skipped, counted and reported (never moved to plaintext). To a backend of
 //! `kind = "s3"` (not Ferry), `Last-Modified` and version ids are new, and the versions of a key
 //! are written oldest first so that they keep their order.
 //!

@@ -7,17 +7,21 @@ use std::sync::atomic::Ordering;
 use ferry_core::http::{EMPTY_HEADER, Header, find_header_str};
 use ferry_core::md5::{content_md5, md5};
 use ferry_core::rt::Runtime;
-use ferry_core::s3::checksum::ChecksumAlgorithm;
+use ferry_core::s3::acl::Acl;
+use ferry_core::s3::checksum::{ChecksumAlgorithm, ChecksumType};
 use ferry_core::s3::outbound::OutboundRequest;
 use ferry_core::s3::sigv4::{EMPTY_SHA256, UNSIGNED_PAYLOAD};
+use ferry_core::s3::sse::CONTEXT_MODE_HEADER;
 use ferry_core::s3::tagging::{TAGGING_COUNT_HEADER, TAGGING_HEADER};
 use ferry_core::s3::uri;
 use ferry_core::s3::version::{
     PLACE_LAST_MODIFIED_HEADER, PLACE_VERSION_ID_HEADER, PLACE_VERSION_ORDER_HEADER, VersionId,
 };
-use ferry_core::s3::xml::ErrorResponse;
 use ferry_core::s3::xml::lock::{
     BYPASS_GOVERNANCE_HEADER, LEGAL_HOLD_HEADER, LOCK_MODE_HEADER, RETAIN_UNTIL_HEADER,
+};
+use ferry_core::s3::xml::{
+    Checksums, CompleteMultipartUpload, CompleteMultipartUploadResult, CompletedPart, ErrorResponse,
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
@@ -41,6 +45,14 @@ fn object_path(bucket: &str, key: &str) -> String {
 
 fn version_query(version: Option<&str>) -> String {
     version.map_or_else(String::new, |v| format!("versionId={}", uri::encode(v)))
+}
+
+/// The query of subresource `sub` of an object's version (`acl&versionId=...`, or a part's).
+fn sub_query(sub: &str, version: Option<&str>) -> String {
+    match version {
+        Some(v) => format!("{sub}&versionId={}", uri::encode(v)),
+        None => sub.to_owned(),
+    }
 }
 
 /// What the move's bytes pass: the bandwidth bound and the count of bytes sent.
@@ -192,6 +204,49 @@ impl<R: Runtime> Rebalancer<R> {
         }
         Ok(copy_version)
     }
+}
+
+/// A multipart object's checksum, from its HEAD in checksum mode: what the copy's upload asks
+/// for, and the value the copy must come out with (a COMPOSITE one ends in `-N`).
+#[derive(Debug)]
+struct ObjectChecksum {
+    algorithm: ChecksumAlgorithm,
+    kind: ChecksumType,
+    value: String,
+}
+
+impl ObjectChecksum {
+    fn of(headers: &[Header<'_>]) -> Option<Self> {
+        let (algorithm, value) = headers.iter().find_map(|h| {
+            let value = std::str::from_utf8(h.value).ok()?.trim();
+            Some((
+                ChecksumAlgorithm::from_header_name(h.name)?,
+                value.to_owned(),
+            ))
+        })?;
+        // Without a type: a composite value is the one with `-N` (base64 has no `-`).
+        let kind = find_header_str(headers, "x-amz-checksum-type")
+            .and_then(|t| ChecksumType::parse(t.trim()))
+            .unwrap_or(if value.contains('-') {
+                ChecksumType::Composite
+            } else {
+                ChecksumType::FullObject
+            });
+        Some(Self {
+            algorithm,
+            kind,
+            value,
+        })
+    }
+}
+
+/// A completed copy of a multipart object: its ETag, version id, size and checksum value.
+#[derive(Debug)]
+struct Completed {
+    etag: String,
+    version: Option<String>,
+    size: u64,
+    checksum: Option<String>,
 }
 
 impl<R: Runtime> Rebalancer<R> {
@@ -493,13 +548,20 @@ impl<R: Runtime> Rebalancer<R> {
                 None => Copied::Gone,
             });
         }
+        // Its ACL goes on the write (grant headers), so that the copy never exists without it.
+        let Some(grants) = self.grants(b, key, version, from).await? else {
+            return Ok(Copied::Gone);
+        };
         if let Some(parts) = parts_of(&e.etag) {
             return self
-                .copy_multipart(b, key, version, parts, from, to, place)
+                .copy_multipart(b, key, version, parts, &grants, from, to, place)
                 .await;
         }
         let mut get = OutboundRequest::new("GET", path.as_str(), query.as_str());
         get.header("x-amz-checksum-mode", &b"ENABLED"[..]);
+        if self.is_ferry(from) {
+            get.header(CONTEXT_MODE_HEADER, &b"ENABLED"[..]);
+        }
         for (n, v) in b.caller.headers() {
             get.header(n, v.into_bytes());
         }
@@ -572,11 +634,15 @@ impl<R: Runtime> Rebalancer<R> {
                 put.header(h.name.to_owned(), h.value.to_vec());
             }
         }
-        // The same mode of encryption, and for SSE-KMS the same key (the owner encrypts).
+        // The same mode of encryption, and for SSE-KMS the same key and context (the owner
+        // encrypts).
         for h in headers.iter().filter(|h| {
             is_encryption_header(h.name) && !h.name.to_ascii_lowercase().contains("-customer-")
         }) {
             put.header(h.name.to_owned(), h.value.to_vec());
+        }
+        for (n, v) in &grants {
+            put.header(*n, v.as_bytes().to_vec());
         }
         let md5_etag = etag_is_md5(headers)
             .then(|| etag_md5(&source_etag))
@@ -664,9 +730,11 @@ impl<R: Runtime> Rebalancer<R> {
     }
 
     /// [`Self::copy_one`] of a multipart object of `parts` parts: CreateMultipartUpload on the
-    /// owner with the object's headers (from a HEAD), each part streamed from a GET of
-    /// `partNumber` into an UploadPart, then CompleteMultipartUpload placed as `place` says
-    /// (`If-None-Match`, a version id): the same parts make the same ETag. Its lock is set after.
+    /// owner with the object's headers (from a HEAD in checksum mode), its checksum's algorithm
+    /// and type and its ACL's `grants`, each part streamed from a GET of `partNumber` into an
+    /// UploadPart with the part's checksum, then CompleteMultipartUpload placed as `place` says
+    /// (`If-None-Match`, a version id): the same parts make the same ETag and checksum, which
+    /// are checked. Its lock is set after.
     #[allow(clippy::too_many_arguments)]
     async fn copy_multipart(
         &self,
@@ -674,19 +742,19 @@ impl<R: Runtime> Rebalancer<R> {
         key: &str,
         version: Option<&str>,
         parts: u32,
+        grants: &[(&'static str, String)],
         from: usize,
         to: usize,
         place: &Place,
     ) -> S3Result<Copied> {
         let path = object_path(&b.name, key);
         let query = version_query(version);
-        let head = call(
-            &self.p,
-            from,
-            &b.caller,
-            &Call::new("HEAD", path.clone(), query.clone()),
-        )
-        .await?;
+        let mut head = Call::new("HEAD", path.clone(), query.clone());
+        head.header("x-amz-checksum-mode", "ENABLED");
+        if self.is_ferry(from) {
+            head.header(CONTEXT_MODE_HEADER, "ENABLED");
+        }
+        let head = call(&self.p, from, &b.caller, &head).await?;
         match head.status {
             200 => {}
             404 => return Ok(Copied::Gone),
@@ -704,6 +772,7 @@ impl<R: Runtime> Rebalancer<R> {
             })
             .collect();
         let lock = Lock::of(&views);
+        let checksum = ObjectChecksum::of(&views);
         let mut create = Call::new("POST", path.clone(), "uploads".into());
         for (n, v) in &head.headers {
             let keep = is_object_header(n)
@@ -711,6 +780,13 @@ impl<R: Runtime> Rebalancer<R> {
             if keep {
                 create.header(n.clone(), v.clone());
             }
+        }
+        if let Some(c) = &checksum {
+            create.header("x-amz-checksum-algorithm", c.algorithm.as_str());
+            create.header("x-amz-checksum-type", c.kind.as_str());
+        }
+        for (n, v) in grants {
+            create.header(*n, v.clone());
         }
         if head
             .header(TAGGING_COUNT_HEADER)
@@ -727,9 +803,19 @@ impl<R: Runtime> Rebalancer<R> {
             .upload_id
             .into_owned();
         let result = self
-            .upload_parts(b, key, version, parts, &upload, from, to, place)
+            .upload_parts(
+                b,
+                key,
+                version,
+                parts,
+                &upload,
+                checksum.as_ref(),
+                from,
+                to,
+                place,
+            )
             .await;
-        let (status, etag, copy_version, size) = match result {
+        let done = match result {
             Ok(done) => done,
             Err(e) => {
                 let abort = Call::new(
@@ -741,39 +827,56 @@ impl<R: Runtime> Rebalancer<R> {
                 return Err(e);
             }
         };
-        if status == 412 {
+        let Some(done) = done else {
             return Ok(Copied::There { source_etag, lock });
-        }
+        };
         if let Some(want) = wanted_version(place)
-            && copy_version.as_deref() != Some(want.as_str())
+            && done.version.as_deref() != Some(want.as_str())
         {
-            if let Some(v) = &copy_version {
+            if let Some(v) = &done.version {
                 let _ = self.delete(b, key, Some(v), None, true, to).await;
             }
             return Err(placement_ignored(self.id(to)));
         }
+        let etag = done.etag;
         if etag != source_etag && etag_is_md5(&views) {
-            self.undo(b, key, copy_version.as_deref(), &etag, to).await;
+            self.undo(b, key, done.version.as_deref(), &etag, to).await;
             return Err(S3Error::with_message(
                 S3ErrorCode::InternalError,
                 format!("the copy's ETag {etag} is not the source's {source_etag}"),
             ));
         }
+        // The checksum the owner made of the parts' must be the source's (a FULL_OBJECT one it
+        // has checked itself; a COMPOSITE one is only known once made).
+        if let (Some(want), Some(got)) = (&checksum, &done.checksum)
+            && *got != want.value
+        {
+            self.undo(b, key, done.version.as_deref(), &etag, to).await;
+            return Err(S3Error::with_message(
+                S3ErrorCode::InternalError,
+                format!(
+                    "the copy's {} {got} is not the source's {}",
+                    want.algorithm.header_name(),
+                    want.value
+                ),
+            ));
+        }
         if lock.is_some() {
-            self.lock_copy(b, key, copy_version.as_deref(), &lock, to)
+            self.lock_copy(b, key, done.version.as_deref(), &lock, to)
                 .await?;
         }
         Ok(Copied::Done {
             source_etag,
             lock,
             etag,
-            version: copy_version,
-            size,
+            version: done.version,
+            size: done.size,
         })
     }
 
-    /// The parts of [`Self::copy_multipart`] and its completion: (status, ETag, version id,
-    /// size) of the CompleteMultipartUpload (412: the owner has the key or version already).
+    /// The parts of [`Self::copy_multipart`] (each with its checksum when the upload has one)
+    /// and its completion (with the object's checksum when it is FULL_OBJECT); `None` when the
+    /// owner has the key or version already (412).
     #[allow(clippy::too_many_arguments)]
     async fn upload_parts(
         &self,
@@ -782,21 +885,22 @@ impl<R: Runtime> Rebalancer<R> {
         version: Option<&str>,
         parts: u32,
         upload: &str,
+        checksum: Option<&ObjectChecksum>,
         from: usize,
         to: usize,
         place: &Place,
-    ) -> S3Result<(u16, String, Option<String>, u64)> {
+    ) -> S3Result<Option<Completed>> {
         let p = &self.p;
         let (sb, db) = (&p.backends[from], &p.backends[to]);
         let path = object_path(&b.name, key);
-        let mut etags = Vec::with_capacity(parts as usize);
+        let mut done_parts = Vec::with_capacity(parts as usize);
         let mut size = 0u64;
         for n in 1..=parts {
-            let mut query = format!("partNumber={n}");
-            if let Some(v) = version {
-                query.push_str(&format!("&versionId={}", uri::encode(v)));
-            }
+            let query = sub_query(&format!("partNumber={n}"), version);
             let mut get = OutboundRequest::new("GET", path.as_str(), query.as_str());
+            if checksum.is_some() {
+                get.header("x-amz-checksum-mode", &b"ENABLED"[..]);
+            }
             for (name, v) in b.caller.headers() {
                 get.header(name, v.into_bytes());
             }
@@ -812,17 +916,56 @@ impl<R: Runtime> Rebalancer<R> {
                 .response(&mut storage)
                 .await
                 .map_err(|_| copy::failed(&sb.id))?;
-            if !matches!(resp.head.status, 200 | 206) {
+            // An empty last part selects no bytes: a Ferry node answers its read 416.
+            let empty = resp.head.status == 416 && n == parts;
+            if !matches!(resp.head.status, 200 | 206) && !empty {
                 return Err(S3Error::with_message(
                     S3ErrorCode::InternalError,
                     format!("part {n} of the source answered {}", resp.head.status),
                 ));
             }
-            let len = resp.body.content_length().ok_or_else(|| {
-                S3Error::with_message(S3ErrorCode::InternalError, "a part without a length")
-            })?;
+            let len = if empty {
+                while resp
+                    .body
+                    .next_chunk()
+                    .await
+                    .map_err(|_| copy::failed(&sb.id))?
+                    .is_some()
+                {}
+                0
+            } else {
+                resp.body.content_length().ok_or_else(|| {
+                    S3Error::with_message(S3ErrorCode::InternalError, "a part without a length")
+                })?
+            };
+            // The part's checksum, which a COMPOSITE one is made of (a FULL_OBJECT upload
+            // computes a part's that comes without).
+            let part_sum = checksum.and_then(|c| {
+                let sum = if empty {
+                    Some(c.algorithm.checksum(b"").to_base64().as_str().to_owned())
+                } else {
+                    find_header_str(resp.head.headers, c.algorithm.header_name())
+                        .map(|v| v.trim().to_owned())
+                };
+                sum.map(|v| (c.algorithm, v))
+            });
+            if let Some(c) = checksum
+                && c.kind == ChecksumType::Composite
+                && part_sum.is_none()
+            {
+                return Err(S3Error::with_message(
+                    S3ErrorCode::InternalError,
+                    format!(
+                        "part {n} of the source came without its {} checksum",
+                        c.algorithm.as_str()
+                    ),
+                ));
+            }
             let put_query = format!("partNumber={n}&uploadId={}", uri::encode(upload));
             let mut put = OutboundRequest::new("PUT", path.as_str(), put_query.as_str());
+            if let Some((alg, v)) = &part_sum {
+                put.header(alg.header_name(), v.as_bytes().to_vec());
+            }
             for (name, v) in b.caller.headers() {
                 put.header(name, v.into_bytes());
             }
@@ -845,27 +988,31 @@ impl<R: Runtime> Rebalancer<R> {
             if !(200..300).contains(&answer.status) {
                 return Err(answer.to_error());
             }
-            etags.push(answer.header("etag").unwrap_or_default().to_owned());
+            let etag = answer.header("etag").unwrap_or_default().to_owned();
+            done_parts.push(CompletedPart {
+                part_number: u16::try_from(n).map_err(|_| {
+                    S3Error::with_message(S3ErrorCode::InternalError, "a part number over 10000")
+                })?,
+                etag: etag.into(),
+                checksums: part_sum
+                    .map_or_else(Checksums::default, |(alg, v)| Checksums::one(alg, v)),
+            });
             size += len;
         }
-        let mut xml = String::from("<CompleteMultipartUpload>");
-        for (i, etag) in etags.iter().enumerate() {
-            let _ = std::fmt::Write::write_fmt(
-                &mut xml,
-                format_args!(
-                    "<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>",
-                    i + 1,
-                    etag.replace('"', "&quot;")
-                ),
-            );
-        }
-        xml.push_str("</CompleteMultipartUpload>");
+        let mut xml = Vec::new();
+        CompleteMultipartUpload { parts: done_parts }.write_xml(&mut xml);
         let mut complete = Call::new(
             "POST",
             path.clone(),
             format!("uploadId={}", uri::encode(upload)),
         );
-        complete.body = xml.into_bytes();
+        complete.body = xml;
+        if let Some(c) = checksum {
+            complete.header("x-amz-checksum-type", c.kind.as_str());
+            if c.kind == ChecksumType::FullObject {
+                complete.header(c.algorithm.header_name(), c.value.clone());
+            }
+        }
         if place.create_only {
             complete.header("If-None-Match", "*");
         }
@@ -874,24 +1021,26 @@ impl<R: Runtime> Rebalancer<R> {
         }
         let done = call(p, to, &b.caller, &complete).await?;
         // A CompleteMultipartUpload can fail with a 200 and an error document.
-        let failed = ferry_core::s3::xml::ErrorResponse::parse_xml(&done.body).ok();
+        let failed = ErrorResponse::parse_xml(&done.body).ok();
         if done.status == 412
             || failed
                 .as_ref()
                 .is_some_and(|e| e.code == "PreconditionFailed")
         {
-            return Ok((412, String::new(), None, size));
+            return Ok(None);
         }
         if !done.ok() || failed.is_some() {
             return Err(done.to_error());
         }
-        let result = ferry_core::s3::xml::CompleteMultipartUploadResult::parse_xml(&done.body)?;
-        Ok((
-            200,
-            result.etag.into_owned(),
-            done.header("x-amz-version-id").map(str::to_owned),
+        let result = CompleteMultipartUploadResult::parse_xml(&done.body)?;
+        Ok(Some(Completed {
+            etag: result.etag.into_owned(),
+            version: done.header("x-amz-version-id").map(str::to_owned),
             size,
-        ))
+            checksum: checksum
+                .and_then(|c| result.checksums.get(c.algorithm))
+                .map(str::to_owned),
+        }))
     }
 
     /// ETag and lock of `key` (version) on backend `on`, `None` if it has none.
@@ -925,6 +1074,32 @@ impl<R: Runtime> Rebalancer<R> {
             400 => Ok(None),
             _ => Err(reply.to_error()),
         }
+    }
+
+    /// The grant headers (`x-amz-grant-*`) that give a copy the ACL `key` (version) has on
+    /// backend `on`: none for the default one (its owner alone) or from a backend without ACLs
+    /// (501); `None` if the object is gone.
+    async fn grants(
+        &self,
+        b: &Bucket,
+        key: &str,
+        version: Option<&str>,
+        on: usize,
+    ) -> S3Result<Option<Vec<(&'static str, String)>>> {
+        let get = Call::new("GET", object_path(&b.name, key), sub_query("acl", version));
+        let reply = call(&self.p, on, &b.caller, &get).await?;
+        match reply.status {
+            404 => return Ok(None),
+            501 => return Ok(Some(Vec::new())),
+            _ if !reply.ok() => return Err(reply.to_error()),
+            _ => {}
+        }
+        let acl = Acl::parse_xml(&reply.body)?;
+        Ok(Some(if acl.is_private() {
+            Vec::new()
+        } else {
+            acl.grant_headers()
+        }))
     }
 
     /// DeleteObject of `key` (version) on backend `on`, with `If-Match`; its status.
@@ -1008,11 +1183,7 @@ impl<R: Runtime> Rebalancer<R> {
         bypass: bool,
         on: usize,
     ) -> S3Result<()> {
-        let mut query = sub.to_owned();
-        if let Some(v) = version {
-            query.push_str(&format!("&versionId={}", uri::encode(v)));
-        }
-        let mut put = Call::new("PUT", object_path(&b.name, key), query);
+        let mut put = Call::new("PUT", object_path(&b.name, key), sub_query(sub, version));
         put.header("Content-MD5", content_md5(&md5(&body)).as_str().to_owned());
         if bypass {
             put.header(BYPASS_GOVERNANCE_HEADER, "true");

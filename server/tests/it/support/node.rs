@@ -47,6 +47,8 @@ pub struct Node {
     pub allow_sse_c_over_http: bool,
     /// Its SSE-KMS keyring file.
     pub sse_kms_keyring: Option<std::path::PathBuf>,
+    /// Its users besides the primary one (whose key is `access_key`).
+    pub users: Vec<ferry_server::User>,
 }
 
 impl Node {
@@ -90,6 +92,7 @@ impl Node {
             io_uring: true,
             allow_sse_c_over_http: false,
             sse_kms_keyring: None,
+            users: Vec::new(),
         };
         n.restart();
         n
@@ -108,6 +111,7 @@ impl Node {
         cfg.io_uring = self.io_uring;
         cfg.allow_sse_c_over_http = self.allow_sse_c_over_http;
         cfg.sse_kms_keyring.clone_from(&self.sse_kms_keyring);
+        cfg.users.clone_from(&self.users);
         // The port may linger briefly after a stop.
         let mut tries = 0;
         let handle = loop {
