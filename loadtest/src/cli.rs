@@ -427,8 +427,18 @@ pub fn load(workload: Workload, args: &LoadArgs) -> Result<bool, String> {
             on_loss: args.on_agent_loss,
             timeout: args.agent_timeout,
         };
-        let report = coordinate(cfg, &opts)?;
-        return finish(&report, args);
+        // The results are shown as soon as they are in; the agents' cleanup comes after.
+        let mut shown = None;
+        let report = coordinate(cfg, &opts, |r| {
+            print!("{}", r.summary());
+            let _ = std::io::Write::flush(&mut std::io::stdout());
+            shown = Some(r.notes.len());
+        })?;
+        match shown {
+            Some(notes) => print!("{}", report.summary_tail(notes)),
+            None => print!("{}", report.summary()),
+        }
+        return write_files(&report, args);
     }
     let cluster = if args.embedded {
         let opts = EmbeddedOptions {
@@ -462,6 +472,11 @@ pub fn load(workload: Workload, args: &LoadArgs) -> Result<bool, String> {
 /// The end of a run: the summary, the JSON and CSV files; whether everything succeeded.
 fn finish(report: &RunReport, args: &LoadArgs) -> Result<bool, String> {
     print!("{}", report.summary());
+    write_files(report, args)
+}
+
+/// The JSON and CSV files of a run; whether everything succeeded.
+fn write_files(report: &RunReport, args: &LoadArgs) -> Result<bool, String> {
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
         write_file(path, &json)?;

@@ -14,7 +14,7 @@ use ferry_core::rt::Signal;
 use serde::{Deserialize, Serialize};
 
 use crate::autoterm::{Autoterm, AutotermSpec};
-use crate::report::Prepared;
+use crate::report::{Prepared, RunReport};
 use crate::stats::Recorder;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -73,6 +73,10 @@ pub trait Observer: Send + Sync {
 
     /// An interval of the measured phase ended.
     fn interval(&self, _interval: &Interval<'_>, _control: &RunControl) {}
+
+    /// The measured phase is over and every interval has been given: `report` is the run's
+    /// result before its cleanup (which follows).
+    fn measured(&self, _report: &RunReport) {}
 }
 
 /// Where the measured phase waits for its start.
@@ -200,6 +204,12 @@ impl RunControl {
     pub(crate) fn interval(&self, i: &Interval<'_>) {
         for o in &self.observers {
             o.interval(i, self);
+        }
+    }
+
+    pub(crate) fn measured(&self, report: &RunReport) {
+        for o in &self.observers {
+            o.measured(report);
         }
     }
 }

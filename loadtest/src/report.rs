@@ -105,6 +105,14 @@ pub struct AgentEntry {
     pub total: OpStats,
     /// Why and when it was lost, if it was (its results up to then are in the report).
     pub lost: Option<String>,
+    /// Seconds from the end of the run's measured phase until its last results reached the
+    /// coordinator; absent if they never did (lost) or the report predates the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collection_s: Option<f64>,
+    /// Its cleanup (deleting what it wrote), seconds, as it measured it; absent with
+    /// `--keep-data`, if it was lost, or in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleanup_s: Option<f64>,
 }
 
 /// One operation type in one second of the run.
@@ -227,6 +235,14 @@ pub struct RunReport {
     /// Per agent, for a run across machines (`--agents`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentEntry>,
+    /// With `--agents`: seconds from the end of the measured phase (the named start plus
+    /// `--duration`, or the stop) until every agent's results were merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collection_s: Option<f64>,
+    /// Seconds the run went on after its results were complete, deleting what it wrote (with
+    /// `--agents`: until the last agent's cleanup was over); absent with `--keep-data`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleanup_s: Option<f64>,
 }
 
 fn one() -> u32 {
@@ -275,6 +291,8 @@ impl RunReport {
             merged_runs: 1,
             size_classes: Vec::new(),
             agents: Vec::new(),
+            collection_s: None,
+            cleanup_s: None,
         }
     }
 
@@ -419,6 +437,10 @@ impl RunReport {
         }
         self.notes.extend(other.notes.iter().cloned());
         self.merged_runs += other.merged_runs;
+        // The runs ended side by side: the slowest end is the merged run's.
+        let longer = |a: Option<f64>, b: Option<f64>| a.into_iter().chain(b).reduce(f64::max);
+        self.collection_s = longer(self.collection_s, other.collection_s);
+        self.cleanup_s = longer(self.cleanup_s, other.cleanup_s);
         Ok(())
     }
 
@@ -591,7 +613,24 @@ impl RunReport {
                 by_op.join(", ")
             );
         }
-        for n in &self.notes {
+        if let Some(c) = self.collection_s {
+            let _ = writeln!(
+                out,
+                "results merged {c:.3}s after the end of the measured phase"
+            );
+        }
+        out.push_str(&self.summary_tail(0));
+        out
+    }
+
+    /// The end of [`RunReport::summary`] from the cleanup on, with the notes after the first
+    /// `shown` (a coordinator shows the results before its agents' cleanup is over).
+    pub fn summary_tail(&self, shown: usize) -> String {
+        let mut out = String::new();
+        if let Some(c) = self.cleanup_s {
+            let _ = writeln!(out, "cleanup took {c:.3}s after the results were complete");
+        }
+        for n in self.notes.iter().skip(shown) {
             let _ = writeln!(out, "note: {n}");
         }
         out
@@ -611,7 +650,7 @@ impl RunReport {
         for a in &self.agents {
             let _ = writeln!(
                 out,
-                "  agent {} ({}): share {}, clock offset {:+.3} ms (round trip {:.3} ms){}{}",
+                "  agent {} ({}): share {}, clock offset {:+.3} ms (round trip {:.3} ms){}{}{}",
                 a.address,
                 if a.host.is_empty() { "?" } else { &a.host },
                 a.share,
@@ -619,6 +658,9 @@ impl RunReport {
                 a.round_trip_ms,
                 a.start_ms
                     .map(|s| format!(", started {s:+.3} ms from the named instant"))
+                    .unwrap_or_default(),
+                a.collection_s
+                    .map(|s| format!(", results in {s:.3}s after the end"))
                     .unwrap_or_default(),
                 a.lost
                     .as_deref()
@@ -872,12 +914,17 @@ mod tests {
 
     #[test]
     fn json_round_trip_then_merge() {
-        let a = report(100, "http://a");
+        let mut a = report(100, "http://a");
+        a.cleanup_s = Some(0.5);
         let json = serde_json::to_string(&a).unwrap();
         let back: RunReport = serde_json::from_str(&json).unwrap();
         assert_eq!(back, a);
         let mut m = back;
-        m.merge(&report(300, "http://b")).unwrap();
+        let mut b = report(300, "http://b");
+        (b.collection_s, b.cleanup_s) = (Some(0.25), Some(2.0));
+        m.merge(&b).unwrap();
+        // The merged run ends as the slower one did.
+        assert_eq!((m.collection_s, m.cleanup_s), (Some(0.25), Some(2.0)));
         assert_eq!(m.merged_runs, 2);
         assert_eq!(m.endpoints, ["http://a", "http://b"]);
         let get = m.op(OpKind::Get).unwrap();

@@ -507,7 +507,7 @@ impl Progress {
     }
 
     /// Show `line` (`\r`-updated on a terminal).
-    fn line(&self, line: &str) {
+    pub(crate) fn line(&self, line: &str) {
         if self.mode == ProgressMode::Off {
             return;
         }
@@ -912,10 +912,13 @@ pub async fn run_load_with<R: NetRuntime>(
             sh.cfg.objects
         ));
     }
-    if sh.cfg.cleanup
-        && let Some(note) = cleanup(&sh).await
-    {
-        report.notes.push(note);
+    control.measured(&report);
+    if sh.cfg.cleanup {
+        let began = rt.now();
+        if let Some(note) = cleanup(&sh).await {
+            report.notes.push(note);
+        }
+        report.cleanup_s = Some(rt.now().saturating_sub(began).as_secs_f64());
     }
     Ok(report)
 }

@@ -148,11 +148,13 @@ fn session(mut ch: Channel, opts: &AgentOptions, free: &dyn Fn()) -> Result<(), 
     let link: Link<ToCoordinator> =
         Link::start(ch, 0, events_tx, opts.timeout).map_err(|e| e.to_string())?;
     let notes: Arc<Mutex<Vec<String>>> = Arc::default();
-    let started_ns = Arc::new(OnceLock::new());
+    let measured_notes = Arc::new(OnceLock::new());
     let observer = Streamer {
         tx: link.sender().ok_or("the link closed at once")?,
         clock_skew_ns: opts.clock_skew_ns,
-        started_ns: started_ns.clone(),
+        started_ns: OnceLock::new(),
+        notes: notes.clone(),
+        measured_notes: measured_notes.clone(),
     };
     let control = Arc::new(RunControl::new().with_gate().with_observer(observer));
     let run = {
@@ -200,6 +202,9 @@ fn session(mut ch: Channel, opts: &AgentOptions, free: &dyn Fn()) -> Result<(), 
     free();
     let outcome = match result {
         Ok(mut report) => {
+            // The notes the results went with were sent; the cleanup's follow them.
+            let sent = measured_notes.get().copied().unwrap_or(0);
+            let cleanup_notes = report.notes.get(sent..).unwrap_or_default().to_vec();
             let mut notes = std::mem::take(&mut *notes.lock().unwrap_or_else(|e| e.into_inner()));
             report.notes.append(&mut notes);
             if let Some(dir) = &opts.json_dir {
@@ -215,15 +220,11 @@ fn session(mut ch: Channel, opts: &AgentOptions, free: &dyn Fn()) -> Result<(), 
                     Err(e) => report.notes.push(format!("agent: its JSON: {e}")),
                 }
             }
-            let summary = summary_line(&report);
-            link.send(ToCoordinator::Done(Box::new(Finished {
-                started_unix: report.started_unix,
-                started_unix_ns: started_ns.get().copied(),
-                elapsed_s: report.elapsed_s,
-                cpu: report.cpu,
-                notes: report.notes,
-            })));
-            Ok(summary)
+            link.send(ToCoordinator::Done {
+                cleanup_s: report.cleanup_s,
+                notes: cleanup_notes,
+            });
+            Ok(summary_line(&report))
         }
         Err(e) => {
             link.send(ToCoordinator::Failed { error: e.clone() });
@@ -255,12 +256,17 @@ fn summary_line(r: &RunReport) -> String {
     )
 }
 
-/// Sends the run's progress to the coordinator: preparation done, then each interval; notes
-/// when the measured phase began, on this agent's clock.
+/// Sends the run's progress to the coordinator: preparation done, each interval, then the end
+/// of the measured phase (before the cleanup, so the coordinator need not wait for it).
 struct Streamer {
     tx: LinkSender<ToCoordinator>,
     clock_skew_ns: i64,
-    started_ns: Arc<OnceLock<i64>>,
+    /// When the measured phase began, on this agent's clock.
+    started_ns: OnceLock<i64>,
+    /// The session's own notes (a late start).
+    notes: Arc<Mutex<Vec<String>>>,
+    /// How many of the run's notes went with the results.
+    measured_notes: Arc<OnceLock<usize>>,
 }
 
 impl Observer for Streamer {
@@ -285,6 +291,19 @@ impl Observer for Streamer {
             // Results that cannot go anywhere are not worth measuring.
             control.stop("the coordinator does not take the results");
         }
+    }
+
+    fn measured(&self, report: &RunReport) {
+        let _ = self.measured_notes.set(report.notes.len());
+        let mut notes = report.notes.clone();
+        notes.extend(self.notes.lock().unwrap_or_else(|e| e.into_inner()).clone());
+        self.tx.send(ToCoordinator::Measured(Box::new(Finished {
+            started_unix: report.started_unix,
+            started_unix_ns: self.started_ns.get().copied(),
+            elapsed_s: report.elapsed_s,
+            cpu: report.cpu,
+            notes,
+        })));
     }
 }
 

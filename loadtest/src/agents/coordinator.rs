@@ -14,14 +14,17 @@
 //!    throughput.
 //! 5. An agent lost (its connection closed or silent past `--agent-timeout`) is reported at
 //!    once; `--on-agent-loss stop` stops the others, `continue` goes on without it. Either way
-//!    the run ends when every agent has finished or is lost: nothing waits on a dead peer.
+//!    the results are complete when every agent has sent its last or is lost: nothing waits
+//!    on a dead peer.
+//! 6. The results go to the caller at once (with how long they took to arrive after the end of
+//!    the measured phase); then the agents' cleanup is waited for, and timed.
 //!
 //! Each agent has two threads (its link); this thread merges. Memory: the run's totals, its
 //! series, each agent's totals, and the few seconds not yet received from every agent.
 
 use std::collections::BTreeMap;
 use std::net::TcpStream;
-use std::sync::mpsc::{RecvTimeoutError, sync_channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
 use std::time::{Duration, Instant};
 
 use super::clock::{self, Offset, RoundTrip, unix_ns};
@@ -72,6 +75,8 @@ const START_LEAD: Duration = Duration::from_secs(1);
 enum State {
     Preparing,
     Ready,
+    /// Its results are all in; it is cleaning up.
+    Cleaning,
     Done,
     Failed(String),
     Lost(String),
@@ -91,6 +96,12 @@ struct Agent {
     lost_at_s: Option<f64>,
     /// When its measured phase began, milliseconds after the instant named.
     start_ms: Option<f64>,
+    /// When its last results arrived.
+    measured_at: Option<Instant>,
+    /// Its cleanup, seconds, once it is over (as it measured it).
+    cleanup_s: Option<f64>,
+    /// What its cleanup had to say.
+    cleanup_notes: Vec<String>,
 }
 
 impl Agent {
@@ -100,6 +111,27 @@ impl Agent {
 
     fn send(&self, msg: ToAgent) -> bool {
         self.link.as_ref().is_some_and(|l| l.send(msg))
+    }
+
+    /// `ev` from an agent cleaning up: the end of its cleanup, or its loss or failure (its
+    /// results are in all the same).
+    fn cleaned(&mut self, ev: Event<ToCoordinator>) {
+        let note = match ev {
+            Event::Msg(ToCoordinator::Done { cleanup_s, notes }) => {
+                self.cleanup_s = cleanup_s;
+                self.cleanup_notes = notes;
+                None
+            }
+            Event::Msg(ToCoordinator::Failed { error }) => {
+                Some(format!("failed during its cleanup: {error}"))
+            }
+            Event::Lost(e) => Some(format!(
+                "lost during its cleanup ({e}): some of its objects may be left"
+            )),
+            Event::Msg(_) => return,
+        };
+        self.cleanup_notes.extend(note);
+        self.state = State::Done;
     }
 }
 
@@ -164,8 +196,13 @@ fn ms(ns: i64) -> f64 {
     ns as f64 / 1e6
 }
 
-/// Drive `opts.agents` through the run `cfg` describes; the merged report.
-pub fn coordinate(mut cfg: LoadConfig, opts: &CoordinatorOptions) -> Result<RunReport, String> {
+/// Drive `opts.agents` through the run `cfg` describes; the merged report. `on_results` has it
+/// as soon as every agent's results are in, before their cleanup is over.
+pub fn coordinate(
+    mut cfg: LoadConfig,
+    opts: &CoordinatorOptions,
+    on_results: impl FnOnce(&RunReport),
+) -> Result<RunReport, String> {
     cfg.validate()?;
     let n = u32::try_from(opts.agents.len())
         .ok()
@@ -251,6 +288,9 @@ pub fn coordinate(mut cfg: LoadConfig, opts: &CoordinatorOptions) -> Result<RunR
             last_tick: 0,
             lost_at_s: None,
             start_ms: None,
+            measured_at: None,
+            cleanup_s: None,
+            cleanup_notes: Vec::new(),
         });
     }
     drop(events_tx);
@@ -285,6 +325,8 @@ pub fn coordinate(mut cfg: LoadConfig, opts: &CoordinatorOptions) -> Result<RunR
     // The start instant named, Unix nanoseconds of this clock.
     let mut start_at: Option<i64> = None;
     let mut stopping = false;
+    // When the agents were told to stop after the start was named.
+    let mut stopped_at: Option<Instant> = None;
     while agents.iter().any(Agent::live) {
         let (i, ev) = match events.recv_timeout(Duration::from_secs(1)) {
             Ok(ev) => ev,
@@ -297,6 +339,10 @@ pub fn coordinate(mut cfg: LoadConfig, opts: &CoordinatorOptions) -> Result<RunR
                 break;
             }
         };
+        if agents[i].state == State::Cleaning {
+            agents[i].cleaned(ev);
+            continue;
+        }
         let loss = match ev {
             Event::Msg(ToCoordinator::Ready { prepared }) if agents[i].live() => {
                 agents[i].state = State::Ready;
@@ -326,15 +372,21 @@ pub fn coordinate(mut cfg: LoadConfig, opts: &CoordinatorOptions) -> Result<RunR
                 s.last |= chunk.last;
                 None
             }
-            Event::Msg(ToCoordinator::Done(f)) => {
+            Event::Msg(ToCoordinator::Measured(f)) if agents[i].live() => {
                 let a = &mut agents[i];
                 // Its reading less its offset: the offset's error cancels (the agent aimed
                 // with the same offset), what is left is how late its timer woke it.
                 a.start_ms = start_at
                     .zip(f.started_unix_ns)
                     .map(|(at, began)| ms(began - a.offset.offset_ns - at));
-                a.state = State::Done;
+                a.state = State::Cleaning;
                 a.finished = Some(*f);
+                a.measured_at = Some(Instant::now());
+                None
+            }
+            // Only if its results never said they were complete (its run went wrong).
+            Event::Msg(ToCoordinator::Done { .. }) if agents[i].live() => {
+                agents[i].state = State::Done;
                 None
             }
             Event::Msg(ToCoordinator::Failed { error }) => {
@@ -366,6 +418,7 @@ pub fn coordinate(mut cfg: LoadConfig, opts: &CoordinatorOptions) -> Result<RunR
             match opts.on_loss {
                 OnAgentLoss::Stop if !stopping => {
                     stopping = true;
+                    stopped_at = started.map(|_| Instant::now());
                     for a in agents.iter().filter(|a| a.live()) {
                         a.send(ToAgent::Stop {
                             reason: lost.clone(),
@@ -428,6 +481,7 @@ pub fn coordinate(mut cfg: LoadConfig, opts: &CoordinatorOptions) -> Result<RunR
                 let (ops, bytes) = counted(&s.delta);
                 if let Some(why) = at.push(ops, bytes, s.dt_s) {
                     stopping = true;
+                    stopped_at = Some(Instant::now());
                     for a in agents.iter().filter(|a| a.live()) {
                         a.send(ToAgent::Stop {
                             reason: why.clone(),
@@ -439,12 +493,9 @@ pub fn coordinate(mut cfg: LoadConfig, opts: &CoordinatorOptions) -> Result<RunR
         }
     }
     progress.finish();
-    for a in &mut agents {
-        if let Some(l) = a.link.take() {
-            l.close();
-        }
-    }
-    if started.is_none() {
+    let merged_at = Instant::now();
+    let Some(started) = started else {
+        close(&mut agents);
         let why: Vec<String> = agents
             .iter()
             .filter_map(|a| match &a.state {
@@ -457,8 +508,99 @@ pub fn coordinate(mut cfg: LoadConfig, opts: &CoordinatorOptions) -> Result<RunR
             msg.push_str(&format!("\n  {}", notes.join("\n  ")));
         }
         return Err(msg);
+    };
+    let end = measured_end(&cfg, started, stopped_at, &agents);
+    let mut r = report(&cfg, n, urls, totals, series, &agents, notes);
+    r.collection_s = end.map(|e| merged_at.saturating_duration_since(e).as_secs_f64());
+    for (entry, a) in r.agents.iter_mut().zip(&agents) {
+        entry.collection_s = end
+            .zip(a.measured_at)
+            .map(|(e, at)| at.saturating_duration_since(e).as_secs_f64());
     }
-    Ok(report(&cfg, n, urls, totals, series, agents, notes))
+    on_results(&r);
+    wait_for_cleanup(&mut r, &mut agents, &events, &progress);
+    if cfg.cleanup {
+        r.cleanup_s = Some(merged_at.elapsed().as_secs_f64());
+    }
+    close(&mut agents);
+    Ok(r)
+}
+
+/// Send what is queued to every agent and close its link.
+fn close(agents: &mut [Agent]) {
+    for a in agents {
+        if let Some(l) = a.link.take() {
+            l.close();
+        }
+    }
+}
+
+/// The end of the measured phase: the named start plus the duration, or the stop, or (a run
+/// that ends by `--ops`) the last agent's own end, whichever comes first.
+fn measured_end(
+    cfg: &LoadConfig,
+    started: Instant,
+    stopped_at: Option<Instant>,
+    agents: &[Agent],
+) -> Option<Instant> {
+    let deadline = cfg.duration_limit().and_then(|d| started.checked_add(d));
+    let own = agents
+        .iter()
+        .filter_map(|a| {
+            let f = a.finished.as_ref()?;
+            let s = a.start_ms.unwrap_or(0.0) / 1e3 + f.elapsed_s;
+            // What an agent says must not panic here, however large.
+            started.checked_add(Duration::try_from_secs_f64(s.max(0.0)).ok()?)
+        })
+        .max();
+    [deadline, stopped_at, own].into_iter().flatten().min()
+}
+
+/// Wait until every agent whose results are in has cleaned up (or is lost: nothing waits on a
+/// dead peer), a progress line a second; then each one's cleanup time and notes go into `r`.
+fn wait_for_cleanup(
+    r: &mut RunReport,
+    agents: &mut [Agent],
+    events: &Receiver<(usize, Event<ToCoordinator>)>,
+    progress: &Progress,
+) {
+    let began = Instant::now();
+    let n = agents.len();
+    let mut shown = false;
+    loop {
+        let left = agents.iter().filter(|a| a.state == State::Cleaning).count();
+        if left == 0 {
+            break;
+        }
+        match events.recv_timeout(Duration::from_secs(1)) {
+            Ok((i, ev)) if agents[i].state == State::Cleaning => agents[i].cleaned(ev),
+            Ok(_) => {}
+            Err(RecvTimeoutError::Timeout) => {
+                progress.line(&format!(
+                    "[cleanup {:>5.1}s] {left} of {n} agents still deleting what they wrote",
+                    began.elapsed().as_secs_f64()
+                ));
+                shown = true;
+            }
+            // Every link's reader has ended.
+            Err(RecvTimeoutError::Disconnected) => {
+                for a in agents.iter_mut().filter(|a| a.state == State::Cleaning) {
+                    a.cleaned(Event::Lost(WireError::Closed));
+                }
+            }
+        }
+    }
+    if shown {
+        progress.finish();
+    }
+    for (entry, a) in r.agents.iter_mut().zip(agents.iter()) {
+        entry.cleanup_s = a.cleanup_s;
+        r.notes.extend(
+            a.cleanup_notes
+                .iter()
+                .map(|n| format!("agent {}: {n}", a.address)),
+        );
+    }
 }
 
 /// A run id for the agents' own files: the start time and a random part.
@@ -474,7 +616,7 @@ fn report(
     urls: Vec<String>,
     totals: Recorder,
     series: Vec<SeriesPoint>,
-    agents: Vec<Agent>,
+    agents: &[Agent],
     mut notes: Vec<String>,
 ) -> RunReport {
     let mut info = run_info(cfg, &cfg.bucket_names(), false);
@@ -485,7 +627,7 @@ fn report(
     let mut prepared: Option<Prepared> = None;
     let mut cpu = CpuUsage::default();
     let mut started = i64::MAX;
-    for a in &agents {
+    for a in agents {
         if let Some(p) = a.prepared {
             let q = prepared.get_or_insert_with(Prepared::default);
             q.objects += p.objects;
@@ -544,6 +686,8 @@ fn report(
                     State::Failed(why) => Some(format!("failed: {why}")),
                     _ => None,
                 },
+                collection_s: None,
+                cleanup_s: None,
             }
         })
         .collect();

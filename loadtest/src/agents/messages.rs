@@ -75,8 +75,16 @@ pub enum ToCoordinator {
     },
     /// What an interval of the measured phase recorded.
     Interval(Box<Chunk>),
-    /// The run is over (its results have all been sent as intervals).
-    Done(Box<Finished>),
+    /// The measured phase is over and every interval has been sent: the agent's results are
+    /// complete. Its cleanup follows, then [`ToCoordinator::Done`].
+    Measured(Box<Finished>),
+    /// The run is over, cleanup included.
+    Done {
+        /// How long the cleanup took, seconds (none with `--keep-data`).
+        cleanup_s: Option<f64>,
+        /// What the cleanup has to say (deletes that failed, ...).
+        notes: Vec<String>,
+    },
     /// The run could not be done.
     Failed {
         /// Why.
@@ -97,7 +105,7 @@ pub struct Chunk {
     pub last: bool,
 }
 
-/// The end of an agent's run: what is not in its intervals.
+/// The end of an agent's measured phase: what is not in its intervals.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Finished {
     /// Start of the measured phase, Unix seconds.
@@ -110,7 +118,7 @@ pub struct Finished {
     pub elapsed_s: f64,
     /// The agent's CPU time during it.
     pub cpu: CpuUsage,
-    /// The agent's notes (cleanup, a late start, ...).
+    /// The agent's notes (a late start, a stop, ...; the cleanup's come with `Done`).
     pub notes: Vec<String>,
 }
 

@@ -31,8 +31,9 @@ use ring::rand::{SecureRandom, SystemRandom};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-/// Version of the protocol; both ends must speak the same.
-pub const PROTOCOL: u32 = 1;
+/// Version of the protocol; both ends must speak the same. 2: an agent says its results are
+/// complete (`Measured`) before its cleanup, then `Done`.
+pub const PROTOCOL: u32 = 2;
 /// Largest sealed frame: far above a second of results (a few tens of KiB per endpoint).
 pub const MAX_FRAME: usize = 16 << 20;
 /// Largest plain (handshake) frame.

@@ -356,6 +356,7 @@ fn three_agents_merge_exactly(rt: RuntimeKind) {
         assert!(c.agents[i].clock_offset_ms.abs() < 50.0);
     }
     started_at_the_named_instant(c, &own);
+    the_end_is_reported(c, &own, &out, &coord_json);
     csv_plot_and_compare_take_it(&s, c, &coord_json, &coord_csv);
     // Every byte verified, none wrong, nothing failed: no agent touched another's objects.
     assert_eq!(c.error_count(), 0, "{out}");
@@ -386,6 +387,59 @@ fn started_at_the_named_instant(c: &RunReport, own: &[(PathBuf, RunReport)]) {
     for notes in std::iter::once(&c.notes).chain(own.iter().map(|(_, r)| &r.notes)) {
         assert!(!notes.iter().any(|n| n.contains(late)), "{notes:?}");
     }
+}
+
+/// The end of the run is in the report: how long after the measured phase every agent's
+/// results were in (each agent's at most the run's: the run's are in once the last agent's
+/// are), and each agent's own cleanup time; the results were printed before the cleanup's
+/// line. A report without these fields (an older one) still reads.
+fn the_end_is_reported(c: &RunReport, own: &[(PathBuf, RunReport)], out: &str, json: &Path) {
+    let collection = c
+        .collection_s
+        .unwrap_or_else(|| panic!("no collection_s:\n{out}"));
+    assert!(collection >= 0.0);
+    assert!(c.cleanup_s.is_some_and(|s| s >= 0.0), "{:?}", c.cleanup_s);
+    for (a, (_, r)) in c.agents.iter().zip(own) {
+        let mine = a.collection_s.unwrap_or_else(|| panic!("{a:?}"));
+        assert!(
+            (0.0..=collection).contains(&mine),
+            "{a:?}, run {collection}"
+        );
+        // The cleanup time the agent measured and wrote in its own report.
+        let (theirs, own_cleanup) = (a.cleanup_s.unwrap(), r.cleanup_s.unwrap());
+        assert!((theirs - own_cleanup).abs() < 1e-9, "{a:?}: {own_cleanup}");
+        assert!(r.collection_s.is_none(), "an agent's own report has none");
+    }
+    let results = out
+        .find("results merged ")
+        .unwrap_or_else(|| panic!("{out}"));
+    let cleanup = out.find("cleanup took ").unwrap_or_else(|| panic!("{out}"));
+    assert!(results < cleanup, "{out}");
+    // Without the new fields, as a report written before them.
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let mut older = c.clone();
+    older.collection_s = None;
+    older.cleanup_s = None;
+    let top = v.as_object_mut().unwrap();
+    for field in ["collection_s", "cleanup_s"] {
+        assert!(top.remove(field).is_some(), "{field} is written");
+    }
+    for (a, o) in top["agents"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .zip(&mut older.agents)
+    {
+        let a = a.as_object_mut().unwrap();
+        for field in ["collection_s", "cleanup_s"] {
+            assert!(a.remove(field).is_some(), "{field} is written per agent");
+        }
+        o.collection_s = None;
+        o.cleanup_s = None;
+    }
+    let back: RunReport = serde_json::from_value(v).expect("an older report reads");
+    assert_eq!(back, older);
 }
 
 /// A coordinator's report is read as a local run's: its `--csv` is the merged series, `plot`
