@@ -59,65 +59,11 @@ fi
 DURATION="${1:-10m}"
 RATE="${2:-300}"
 PROFILE="${3:-release}"
-export FERRY_ACCESS_KEY=bench-access-key FERRY_SECRET_KEY=bench-secret-key
-
-# LOAD and FERRY may name binaries built elsewhere (then nothing is built here).
-if [ -z "${LOAD:-}" ] || [ -z "${FERRY:-}" ]; then
-    if [ "$PROFILE" = release ]; then
-        cargo build --release -q -p ferry-loadtest -p ferry-server
-    else
-        cargo build -q -p ferry-loadtest -p ferry-server
-    fi
-    LOAD="target/$PROFILE/ferry-load"
-    FERRY="target/$PROFILE/ferry"
-fi
-
-if [ -n "${OUT:-}" ]; then
-    mkdir -p "$OUT"
-    WORK="$(cd "$OUT" && pwd)"
-    rm -rf "$WORK/data" "$WORK/rss.csv"
-else
-    WORK="$(mktemp -d)"
-fi
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    # The store's objects are not worth keeping; the samples and reports are.
-    if [ -n "${OUT:-}" ]; then
-        rm -rf "$WORK/data"
-        echo "samples in $WORK/rss.csv (the table again: $0 --table $WORK)"
-    else
-        rm -rf "$WORK"
-    fi
-}
-trap cleanup EXIT
-
-wait_line() { # FILE PREFIX -> the rest of the first line starting with PREFIX
-    for _ in $(seq 300); do
-        local v
-        v="$(sed -n "s/^$2//p" "$1" 2>/dev/null | head -1)"
-        [ -n "$v" ] && { echo "$v"; return; }
-        sleep 0.1
-    done
-    echo "no '$2' in $1" >&2
-    exit 1
-}
-
-"$FERRY" node --data "$WORK/data" --listen 127.0.0.1:0 --threads 1 --no-fsync >"$WORK/node.out" 2>"$WORK/node.err" &
-PIDS+=($!)
-ENDPOINT="$(wait_line "$WORK/node.out" "ferry node listening on ")"
-
-head -c 32 /dev/urandom | base64 >"$WORK/token"
-AGENTS=()
-AGENT_PIDS=()
-for i in 1 2 3; do
-    "$LOAD" agent --listen 127.0.0.1:0 --token-file "$WORK/token" >"$WORK/agent$i.out" 2>"$WORK/agent$i.err" &
-    PIDS+=($!)
-    AGENT_PIDS+=($!)
-    AGENTS+=("$(wait_line "$WORK/agent$i.out" "ferry-load agent listening on ")")
-done
-LIST="$(IFS=,; echo "${AGENTS[*]}")"
+source benches/loadtest/agents_lib.sh
+KEPT="samples in $WORK/rss.csv (the table again: $0 --table $WORK)"
+rm -f "$WORK/rss.csv"
+start_node
+start_agents 3
 
 "$LOAD" mixed --endpoint "$ENDPOINT" --agents "$LIST" --token-file "$WORK/token" \
     --size 4KiB..64KiB --objects 300 --concurrency 8 --threads 1 --rate "$RATE" \
