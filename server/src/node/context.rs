@@ -31,6 +31,9 @@ pub struct NodeApi<R> {
     pub(super) open_inline: bool,
     /// Body bytes sent with `sendfile(2)` (`ferry_node_sendfile_bytes_total`).
     pub(super) sendfile_bytes: AtomicU64,
+    /// Body bytes read from the page cache on a runtime thread, not handed to the blocking
+    /// pool (`ferry_node_cached_read_bytes_total`).
+    pub(super) cached_read_bytes: AtomicU64,
     /// The length of a lifecycle day in seconds (`NodeConfig::lifecycle_day_secs`).
     pub(super) day_secs: u64,
     /// What the lifecycle worker did (`ferry_node_lifecycle_*`).
@@ -52,6 +55,7 @@ impl<R: Runtime> NodeApi<R> {
             open_inline: cfg.open_inline,
             sse_c_over_http: cfg.allow_sse_c_over_http,
             sendfile_bytes: AtomicU64::new(0),
+            cached_read_bytes: AtomicU64::new(0),
             day_secs: cfg.lifecycle_day_secs.max(1),
             lifecycle: Arc::default(),
         }

@@ -260,7 +260,7 @@ impl<R: Runtime> S3Api for NodeApi<R> {
 
     fn render_metrics(&self, out: &mut String, prefix: &str) {
         super::metrics::render(&self.store, out, prefix);
-        super::metrics::render_reads(&self.sendfile_bytes, out, prefix);
+        super::metrics::render_reads(&self.sendfile_bytes, &self.cached_read_bytes, out, prefix);
         self.lifecycle.render(out, prefix);
     }
 }

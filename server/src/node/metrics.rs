@@ -244,12 +244,25 @@ pub(crate) fn render(store: &Store, o: &mut String, prefix: &str) {
     }
 }
 
-/// How the node's reads went out, named `<prefix>_sendfile_bytes_total`.
-pub(crate) fn render_reads(sendfile_bytes: &AtomicU64, o: &mut String, prefix: &str) {
+/// How the node's reads went out, named `<prefix>_sendfile_bytes_total` and
+/// `<prefix>_cached_read_bytes_total`.
+pub(crate) fn render_reads(
+    sendfile_bytes: &AtomicU64,
+    cached_read_bytes: &AtomicU64,
+    o: &mut String,
+    prefix: &str,
+) {
     counter(
         o,
         &format!("{prefix}_sendfile_bytes_total"),
         "GET body bytes the kernel sent from data files with sendfile(2) (plain TCP, Linux).",
         sendfile_bytes.load(Ordering::Relaxed),
+    );
+    counter(
+        o,
+        &format!("{prefix}_cached_read_bytes_total"),
+        "GET body bytes read (and decrypted) from the page cache on a runtime thread, without a \
+         hand-off to the blocking pool (copied bodies: TLS, encrypted objects, --no-sendfile).",
+        cached_read_bytes.load(Ordering::Relaxed),
     );
 }

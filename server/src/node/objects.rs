@@ -162,6 +162,83 @@ fn read_first(opened: Opened) -> Result<Opened, Refused> {
     Ok(Opened { info, range, body })
 }
 
+/// On a runtime thread: [`read_first`] from the page cache (`Ok(Err(opened))`, unchanged,
+/// when its first bytes are not cached: for [`read_first`] on a blocking thread).
+async fn read_first_cached<R: Runtime>(
+    cx: &Cx<'_, R>,
+    opened: Opened,
+) -> Result<Result<Opened, Opened>, Refused> {
+    let rt = cx.rt();
+    let Opened { info, range, body } = opened;
+    let Some(Body::Unread(mut reader)) = body else {
+        return Ok(Ok(Opened { info, range, body }));
+    };
+    let mut buf = BufferPool::global().get(COPY_BUF_SIZE);
+    match read_cached_block(&mut reader, &mut buf) {
+        Ok(0) => Ok(Err(Opened {
+            info,
+            range,
+            body: Some(Body::Unread(reader)),
+        })),
+        Ok(len) => {
+            cx.node
+                .cached_read_bytes
+                .fetch_add(len as u64, Ordering::Relaxed);
+            let reader = if reader.remaining() > 0 {
+                Some(reader)
+            } else {
+                release(rt, reader).await;
+                None
+            };
+            let first = FirstBlock { reader, buf, len };
+            Ok(Ok(Opened {
+                info,
+                range,
+                body: Some(Body::Copy(first)),
+            }))
+        }
+        Err(e) => {
+            release(rt, reader).await;
+            Err(e.into())
+        }
+    }
+}
+
+/// Fill `buf` from `reader` with what the page cache holds, on a runtime thread: no file is
+/// opened and no disk waited for (an encrypted object's chunks are decrypted here, as a
+/// blocking thread would). The bytes read: 0 when the next ones are not cached, to be read on a
+/// blocking thread ([`read_block`]); fewer than fit when the cache holds no more. A hand-off to
+/// the blocking pool and back costs more than reading a cached block.
+fn read_cached_block(reader: &mut ObjectReader, buf: &mut [u8]) -> S3Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() && reader.remaining() > 0 {
+        if filled > 0 && !reader.read_fits(buf.len() - filled) {
+            break;
+        }
+        let dst = buf.get_mut(filled..).unwrap_or_default();
+        match reader.read_cached(dst) {
+            Ok(0) => {
+                return Err(S3Error::with_message(
+                    S3ErrorCode::InternalError,
+                    "object data ended early",
+                ));
+            }
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) => return Err(read_failed(e)),
+        }
+    }
+    Ok(filled)
+}
+
+/// Drop a reader on a runtime thread: the files it was the last to pin (the object was
+/// replaced or deleted while it was read) are deleted on a blocking thread.
+async fn release<R: Runtime>(rt: &R, reader: ObjectReader) {
+    if let Some(unpinned) = reader.release() {
+        rt.unblock(move || unpinned.remove()).await;
+    }
+}
+
 /// Fill `buf` from `reader` (until full or the range ends); drop the reader when it is done,
 /// here on the blocking thread, since that may delete files it pinned.
 fn read_block(mut reader: ObjectReader, buf: &mut [u8]) -> S3Result<(Option<ObjectReader>, usize)> {
@@ -305,7 +382,11 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
         // body to copy is read on a blocking thread.
         match open(&cx.node.store, &lookup) {
             Ok(o) if matches!(o.body, Some(Body::Unread(_))) => {
-                cx.rt().unblock(move || read_first(o)).await
+                match read_first_cached(cx, o).await {
+                    Ok(Ok(o)) => Ok(o),
+                    Ok(Err(o)) => cx.rt().unblock(move || read_first(o)).await,
+                    Err(refused) => Err(refused),
+                }
             }
             other => other,
         }
@@ -371,7 +452,7 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
     drop(h);
     match body {
         Some(Body::Copy(first)) => {
-            stream_out(cx.rt(), res, first.reader, first.buf, first.len).await?;
+            stream_out(cx, res, first.reader, first.buf, first.len).await?;
         }
         Some(Body::File(reader)) => send_out(cx, res, reader).await?,
         // `read_first` read every copied body's first block.
@@ -397,34 +478,67 @@ async fn current_delete_marker<R: Runtime>(
         .flatten()
 }
 
-/// Send the rest of an object: the next block is read on a blocking thread while the current
-/// one is written to the client.
+/// Send the rest of an object: each next block is read from the page cache on this thread
+/// ([`read_cached_block`]) or, when it is not cached, on a blocking thread while the current one
+/// is written to the client.
 async fn stream_out<R: Runtime, S: Stream>(
-    rt: &R,
+    cx: &Cx<'_, R>,
     res: &mut ResponseWriter<'_, S>,
     mut reader: Option<ObjectReader>,
     mut buf: PooledBuf<'static>,
     mut len: usize,
 ) -> S3Result<()> {
+    let rt = cx.rt();
     let mut spare: Option<PooledBuf<'static>> = None;
     loop {
-        let next = reader.take().map(|r| {
+        // The next block: read here from the page cache (`ready`), or else on a blocking thread
+        // while this one is written (`job`).
+        let (mut ready, mut job) = (None, None);
+        if let Some(mut r) = reader.take() {
             let mut b = spare
                 .take()
                 .unwrap_or_else(|| BufferPool::global().get(COPY_BUF_SIZE));
-            rt.unblock(move || {
-                let got = read_block(r, &mut b);
-                (got, b)
-            })
-        });
-        res.write(buf.get(..len).unwrap_or_default()).await?;
-        let Some(job) = next else {
-            return Ok(());
+            match read_cached_block(&mut r, &mut b) {
+                Ok(0) => {
+                    job = Some(rt.unblock(move || {
+                        let got = read_block(r, &mut b);
+                        (got, b)
+                    }));
+                }
+                Ok(n) => {
+                    cx.node
+                        .cached_read_bytes
+                        .fetch_add(n as u64, Ordering::Relaxed);
+                    if r.remaining() > 0 {
+                        reader = Some(r);
+                    } else {
+                        release(rt, r).await;
+                    }
+                    ready = Some((b, n));
+                }
+                Err(e) => {
+                    release(rt, r).await;
+                    return Err(e);
+                }
+            }
+        }
+        if let Err(e) = res.write(buf.get(..len).unwrap_or_default()).await {
+            if let Some(r) = reader.take() {
+                release(rt, r).await;
+            }
+            return Err(e.into());
+        }
+        let (b, n) = match (ready, job) {
+            (Some(ready), _) => ready,
+            (None, Some(job)) => {
+                let (got, b) = job.await;
+                let (r, n) = got?;
+                reader = r;
+                (b, n)
+            }
+            (None, None) => return Ok(()),
         };
-        let (got, b) = job.await;
-        let (r, n) = got?;
         spare = Some(std::mem::replace(&mut buf, b));
-        reader = r;
         len = n;
     }
 }

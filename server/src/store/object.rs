@@ -234,7 +234,15 @@ impl ObjectReader {
     }
 
     fn open_current(&mut self) -> io::Result<&mut File> {
+        self.open_current_for(Wait::Block)
+    }
+
+    /// The current data file, opened if it is not (only a blocking read may open one).
+    fn open_current_for(&mut self, wait: Wait) -> io::Result<&mut File> {
         if self.file.is_none() {
+            if wait == Wait::Cached {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
             let id: FileId = *self
                 .pins
                 .ids
@@ -343,7 +351,7 @@ impl ObjectReader {
     /// Read from an encrypted object: decrypt the chunk holding `offset` (unless it is the one
     /// decrypted last) and copy from it. A chunk that fails authentication (the file was
     /// altered, truncated or swapped) is an error, never bytes.
-    fn read_decrypted(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+    fn read_decrypted(&mut self, buf: &mut [u8], wait: Wait) -> io::Result<usize> {
         use ferry_core::sse::{ObjectCipher, PLAIN_CHUNK, TAG_LEN, chunk_plain_len};
         // Past the current file's end: the next one (a multipart object's next part).
         while self.offset >= self.file_size(self.idx) {
@@ -375,18 +383,18 @@ impl ObjectReader {
         let in_place =
             within == 0 && self.remaining >= whole as u64 && buf.len() >= whole + TAG_LEN;
         if in_place || self.crypt.as_ref().is_some_and(|c| c.index != Some(index)) {
-            self.open_current()?;
+            self.open_current_for(wait)?;
             let (Some(file), Some(crypt)) = (self.file.as_ref(), self.crypt.as_deref_mut()) else {
                 return Err(io::Error::other("not encrypted"));
             };
             if in_place {
-                let n = read_chunk(file, &crypt.cipher, size, index, buf)?;
+                let n = read_chunk(file, &crypt.cipher, size, index, buf, wait)?;
                 self.offset += n as u64;
                 self.remaining -= n as u64;
                 return Ok(n);
             }
             crypt.index = None;
-            crypt.plain = read_chunk(file, &crypt.cipher, size, index, &mut crypt.chunk)?;
+            crypt.plain = read_chunk(file, &crypt.cipher, size, index, &mut crypt.chunk, wait)?;
             crypt.index = Some(index);
         }
         let crypt = self
@@ -426,12 +434,13 @@ fn read_chunk(
     size: u64,
     index: u64,
     dst: &mut [u8],
+    wait: Wait,
 ) -> io::Result<usize> {
     use ferry_core::sse::{TAG_LEN, chunk_offset, chunk_plain_len, chunks};
     let chunk = dst
         .get_mut(..chunk_plain_len(size, index) + TAG_LEN)
         .ok_or_else(|| io::Error::other("chunk larger than its buffer"))?;
-    file.read_exact_at(chunk, chunk_offset(index))?;
+    read_exact_at(file, chunk, chunk_offset(index), wait)?;
     let last = index + 1 == chunks(size);
     cipher.open(index, last, chunk).map_err(|_| {
         io::Error::new(
@@ -441,13 +450,63 @@ fn read_chunk(
     })
 }
 
-impl Read for ObjectReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+/// Whether a read may wait for the disk (and open files), or takes only what the page cache
+/// holds, for a runtime thread ([`ObjectReader::read_cached`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    Block,
+    Cached,
+}
+
+/// `pread(2)`, or with [`Wait::Cached`] `preadv2(2)` with `RWF_NOWAIT`: `WouldBlock` unless
+/// the page cache holds the first bytes wanted (and for a file system that cannot tell).
+fn read_at(file: &File, buf: &mut [u8], offset: u64, wait: Wait) -> io::Result<usize> {
+    match wait {
+        Wait::Block => file.read_at(buf, offset),
+        Wait::Cached => {
+            use rustix::io::{Errno, ReadWriteFlags, preadv2};
+            match preadv2(
+                file,
+                &mut [io::IoSliceMut::new(buf)],
+                offset,
+                ReadWriteFlags::NOWAIT,
+            ) {
+                Ok(n) => Ok(n),
+                Err(Errno::AGAIN | Errno::OPNOTSUPP) => Err(io::ErrorKind::WouldBlock.into()),
+                Err(e) => Err(e.into()),
+            }
+        }
+    }
+}
+
+/// All of `buf` from `offset`: with [`Wait::Cached`], `WouldBlock` unless the page cache holds
+/// all of it (a short read is the part that was cached, or the file's end: the blocking read
+/// that follows tells which).
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64, wait: Wait) -> io::Result<()> {
+    match wait {
+        Wait::Block => file.read_exact_at(buf, offset),
+        Wait::Cached => match read_at(file, buf, offset, wait)? {
+            n if n == buf.len() => Ok(()),
+            _ => Err(io::ErrorKind::WouldBlock.into()),
+        },
+    }
+}
+
+impl ObjectReader {
+    /// Read as [`Read::read`] does, but only what the page cache holds and from the data file
+    /// already open: never waiting for the disk, so a runtime thread may call it (and decrypt
+    /// there) instead of handing the read to a blocking one. `WouldBlock` (nothing read,
+    /// nothing changed) when the next bytes are not cached or the next file is not open.
+    pub fn read_cached(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.read_with(buf, Wait::Cached)
+    }
+
+    fn read_with(&mut self, buf: &mut [u8], wait: Wait) -> io::Result<usize> {
         if self.remaining == 0 || buf.is_empty() {
             return Ok(0);
         }
         if self.crypt.is_some() {
-            return self.read_decrypted(buf);
+            return self.read_decrypted(buf, wait);
         }
         loop {
             let left_in_file = self.file_size(self.idx).saturating_sub(self.offset);
@@ -462,7 +521,7 @@ impl Read for ObjectReader {
             }
             let want = (buf.len() as u64).min(left_in_file).min(self.remaining) as usize;
             let offset = self.offset;
-            let n = self.open_current()?.read_at(&mut buf[..want], offset)?;
+            let n = read_at(self.open_current_for(wait)?, &mut buf[..want], offset, wait)?;
             if n == 0 {
                 return Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
@@ -473,6 +532,12 @@ impl Read for ObjectReader {
             self.remaining -= n as u64;
             return Ok(n);
         }
+    }
+}
+
+impl Read for ObjectReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.read_with(buf, Wait::Block)
     }
 }
 

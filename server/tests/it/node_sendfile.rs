@@ -2,7 +2,9 @@
 //! conditional, large and multipart objects read back byte for byte, with
 //! `ferry_node_sendfile_bytes_total` counting exactly the bodies the kernel sent (bodies under
 //! 16 KiB and TLS connections are copied instead); a client that closes mid-body leaves the
-//! node serving; the access log counts the bytes sent. Lookups run on the runtime thread by
+//! node serving; the access log counts the bytes sent. Copied bodies (sendfile off, encrypted
+//! objects) are read from the page cache on the runtime thread when it holds them
+//! (`ferry_node_cached_read_bytes_total`). Lookups run on the runtime thread by
 //! default and on the blocking pool with `open_inline: false`, with the same answers.
 
 use std::io::Read as _;
@@ -345,7 +347,27 @@ fn copies_with_sendfile_off(rt: RuntimeKind) {
     let r = c.request("GET", "/off/o", &[("Range", "bytes=-300000")], b"");
     assert!(r.body == body[400_001..]);
     assert_eq!(sendfile_bytes(admin, 4), 0);
+    // The first GET read the object into the page cache (its PUT may have written around it,
+    // with O_DIRECT); the ranged GET read all of its bytes from there on the runtime thread.
+    let cached = cached_read_bytes(admin, 4);
+    assert!((300_000..=1_000_001).contains(&cached), "{cached}");
+    // So does an encrypted object's, decrypted there.
+    let sse = [("x-amz-server-side-encryption", "AES256")];
+    assert_eq!(c.request("PUT", "/off/sse", &sse, &body).status, 200);
+    assert!(c.get("/off/sse").body == body);
+    let before = cached_read_bytes(admin, 6);
+    assert!(c.get("/off/sse").body == body);
+    assert_eq!(cached_read_bytes(admin, 7) - before, body.len() as u64);
     node.stop();
+}
+
+/// `ferry_node_cached_read_bytes_total` once the node has counted `requests` S3 requests.
+fn cached_read_bytes(admin: SocketAddr, requests: u64) -> u64 {
+    let m = metrics_after(admin, "ferry_node", requests);
+    m.lines()
+        .find_map(|l| l.strip_prefix("ferry_node_cached_read_bytes_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no ferry_node_cached_read_bytes_total in\n{m}"))
 }
 
 /// `open_inline: false` (`--open-on-pool`): lookups on the blocking pool, the same answers.
