@@ -22,15 +22,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Where an interval's results go in the per-second series.
+/// Where an interval's results go in the series.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SeriesAt {
-    /// Index of the point: a new one, or the last one again (a sliver of a second at the end
-    /// of the run joins the second before it).
+    /// The second of the run it is, from 0: a new one, or the last one again (a sliver of a
+    /// second at the end of the run joins the second before it). Whatever step a series has
+    /// coarsened to, this says which of its points takes the interval
+    /// ([`crate::report::Series::add`]).
     pub index: usize,
-    /// End of the point, seconds since the start of the measured phase.
+    /// End of the interval, seconds since the start of the measured phase.
     pub t_s: f64,
-    /// Length of the point, seconds (its whole length, when a sliver joins it).
+    /// Length of the interval, seconds.
     pub dt_s: f64,
 }
 

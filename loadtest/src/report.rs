@@ -6,7 +6,6 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use crate::control::SeriesAt;
 use crate::rusage::CpuUsage;
 use crate::size::SizeClass;
 use crate::stats::{Costs, Histo, HistoSummary, MismatchReport, OpKind, OpStats, Recorder};
@@ -115,7 +114,7 @@ pub struct AgentEntry {
     pub cleanup_s: Option<f64>,
 }
 
-/// One operation type in one second of the run.
+/// One operation type in one point of the series.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SeriesOp {
     /// Operation type.
@@ -133,12 +132,13 @@ pub struct SeriesOp {
     pub throttled: u64,
 }
 
-/// One interval (a second, the last one shorter) of the run.
+/// One point of the series: a second of the run, or [`RunReport::series_step_s`] seconds of a
+/// longer one (the last point shorter, or longer by the moment operations in flight took to end).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SeriesPoint {
-    /// End of the interval, seconds since the start.
+    /// End of the point, seconds since the start.
     pub t_s: f64,
-    /// Length of the interval, seconds.
+    /// Length of the point, seconds (from the end of the point before it).
     pub dt_s: f64,
     /// Per operation type.
     pub ops: Vec<SeriesOp>,
@@ -215,8 +215,14 @@ pub struct RunReport {
     pub endpoints: Vec<String>,
     /// Totals per operation type and endpoint.
     pub stats: Vec<StatsEntry>,
-    /// Per-second series.
+    /// The time series: point `k` covers seconds `k × series_step_s` up to `(k + 1) ×
+    /// series_step_s` of the measured phase (the last point ends with the run). At most
+    /// [`MAX_SERIES_POINTS`]: a longer run's points cover 2, 4, 8, ... seconds each.
     pub series: Vec<SeriesPoint>,
+    /// Seconds each point of `series` covers: 1, or a power of two for a run longer than
+    /// [`MAX_SERIES_POINTS`] seconds (1 in older reports).
+    #[serde(default = "one_second")]
+    pub series_step_s: u64,
     /// The client's CPU time during the measured phase.
     pub cpu: CpuUsage,
     /// Verification failures with key and offset (capped).
@@ -246,6 +252,10 @@ pub struct RunReport {
 }
 
 fn one() -> u32 {
+    1
+}
+
+fn one_second() -> u64 {
     1
 }
 
@@ -284,6 +294,7 @@ impl RunReport {
             endpoints,
             stats,
             series: Vec::new(),
+            series_step_s: 1,
             cpu: CpuUsage::default(),
             mismatches: totals.mismatches.clone(),
             prepared: None,
@@ -311,6 +322,12 @@ impl RunReport {
                 })
             })
             .collect();
+    }
+
+    /// The run's series.
+    pub fn set_series(&mut self, series: Series) {
+        self.series_step_s = series.step_s;
+        self.series = series.points;
     }
 
     /// Each operation type summed over endpoints, in report order.
@@ -378,7 +395,8 @@ impl RunReport {
     }
 
     /// Merge another run (e.g. from another client machine) into this one: counts and
-    /// histograms add up, series line up by interval, CPU adds, elapsed is the longer one.
+    /// histograms add up, series line up by time (the finer one coarsened to the other's
+    /// step), CPU adds, elapsed is the longer one.
     pub fn merge(&mut self, other: &RunReport) -> Result<(), String> {
         for url in &other.endpoints {
             if !self.endpoints.contains(url) {
@@ -421,12 +439,9 @@ impl RunReport {
         }
         self.size_classes.sort_by_key(|e| (e.min_bytes, e.op));
         self.agents.extend(other.agents.iter().cloned());
-        for (i, p) in other.series.iter().enumerate() {
-            match self.series.get_mut(i) {
-                Some(mine) => merge_point(mine, p)?,
-                None => self.series.push(p.clone()),
-            }
-        }
+        let mut series = Series::from_points(std::mem::take(&mut self.series), self.series_step_s)?;
+        series.merge(&other.series, other.series_step_s)?;
+        self.set_series(series);
         self.cpu.add(&other.cpu);
         self.elapsed_s = self.elapsed_s.max(other.elapsed_s);
         self.started_unix = self.started_unix.min(other.started_unix);
@@ -773,34 +788,164 @@ impl RunReport {
     }
 }
 
-/// Add what an interval recorded (`delta`) to `series` at `at`: a new point, or into the point
-/// already there (a sliver joining the last second, another agent's same second). The length
-/// and end of a point are the largest given, as [`RunReport::merge`] lines runs up.
-pub fn add_to_series(
-    series: &mut Vec<SeriesPoint>,
-    at: &SeriesAt,
-    delta: &Recorder,
-) -> Result<(), String> {
-    let point = SeriesPoint::from_interval(at.t_s, at.dt_s, delta);
-    while series.len() < at.index {
-        // Only a coordinator that lost an agent's earlier chunks could skip points.
-        series.push(SeriesPoint {
-            t_s: at.t_s,
-            dt_s: 0.0,
-            ops: Vec::new(),
-        });
+/// Most points a series keeps (a run's, an agent's, a coordinator's, a merge's). Past it,
+/// adjacent pairs of points merge and the step doubles: an hour keeps a point a second, a day
+/// a point every 32 s (2,700 points), whatever the run's length at most 3,600 points (a few
+/// MiB with every operation type of `mixed`).
+pub const MAX_SERIES_POINTS: usize = 3600;
+
+/// A time series as it is built: at most a cap of points, point `k` covering seconds `k ×
+/// step` up to `(k + 1) × step` of the run, the step a power of two that doubles when a second
+/// past the cap comes (adjacent pairs merge: counts add, histograms merge exactly).
+///
+/// Intervals are added by the second they are (from 0): a run adds its own, a coordinator its
+/// agents' (each agent's own series may be coarser or finer than the coordinator's: the
+/// second says where it goes in either). A point ends (`t_s`) with the latest interval added
+/// to it, and lasts (`dt_s`) from the end of the point before it: one rule for a run's
+/// successive seconds, agents' same second and a sliver joining the last second, which gives
+/// the same series whatever the order intervals arrive in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    points: Vec<SeriesPoint>,
+    step_s: u64,
+    cap: usize,
+}
+
+impl Default for Series {
+    fn default() -> Self {
+        Self::with_cap(MAX_SERIES_POINTS)
     }
-    match series.get_mut(at.index) {
-        Some(mine) => merge_point(mine, &point),
-        None => {
-            series.push(point);
-            Ok(())
+}
+
+impl Series {
+    /// An empty series of at most `cap` points (at least 2; tests use small ones).
+    pub fn with_cap(cap: usize) -> Self {
+        Self {
+            points: Vec::new(),
+            step_s: 1,
+            cap: cap.max(2),
+        }
+    }
+
+    /// A report's series (`points` of `step_s` seconds), coarsened to at most
+    /// [`MAX_SERIES_POINTS`].
+    pub fn from_points(points: Vec<SeriesPoint>, step_s: u64) -> Result<Self, String> {
+        if !step_s.is_power_of_two() {
+            return Err(format!("series_step_s {step_s} is not a power of two"));
+        }
+        let mut s = Self {
+            points,
+            step_s,
+            ..Self::default()
+        };
+        while s.points.len() > s.cap {
+            s.coarsen()?;
+        }
+        Ok(s)
+    }
+
+    /// The points.
+    pub fn points(&self) -> &[SeriesPoint] {
+        &self.points
+    }
+
+    /// Seconds each point covers.
+    pub fn step_s(&self) -> u64 {
+        self.step_s
+    }
+
+    /// Whether second `second` of the run (from 0) has a point without coarsening.
+    pub fn fits(&self, second: usize) -> bool {
+        (second as u64) / self.step_s < self.cap as u64
+    }
+
+    /// Coarsen until second `second` fits. Each time every pair of points merges, which
+    /// takes seconds of CPU with [`MAX_SERIES_POINTS`] points (a run does it off the threads
+    /// that run its load).
+    pub fn make_room(&mut self, second: usize) -> Result<(), String> {
+        while !self.fits(second) {
+            self.coarsen()?;
+        }
+        Ok(())
+    }
+
+    /// Add `interval`, what second `second` of the run (from 0) recorded, into the point that
+    /// covers it (coarsening first if that point would be past the cap).
+    pub fn add(&mut self, second: usize, interval: &SeriesPoint) -> Result<(), String> {
+        self.make_room(second)?;
+        // Below the cap, so it fits in usize.
+        let k = ((second as u64) / self.step_s) as usize;
+        while self.points.len() <= k {
+            // An empty point to add into (more than one only if a coordinator lost an agent's
+            // earlier chunks), ending where the one before it does.
+            let t_s = self.points.last().map_or(0.0, |p| p.t_s);
+            self.points.push(SeriesPoint {
+                t_s,
+                dt_s: 0.0,
+                ops: Vec::new(),
+            });
+        }
+        merge_point(&mut self.points[k], interval)?;
+        self.set_lengths(k..k + 2);
+        Ok(())
+    }
+
+    /// Add another run's series (`points` of `step_s` seconds), lined up by time: the finer
+    /// of the two is coarsened to the other's step first.
+    pub fn merge(&mut self, points: &[SeriesPoint], step_s: u64) -> Result<(), String> {
+        let mut other = Self::from_points(points.to_vec(), step_s)?;
+        while other.step_s < self.step_s {
+            other.coarsen()?;
+        }
+        while self.step_s < other.step_s {
+            self.coarsen()?;
+        }
+        for (k, p) in other.points.iter().enumerate() {
+            match self.points.get_mut(k) {
+                Some(mine) => merge_point(mine, p)?,
+                None => self.points.push(p.clone()),
+            }
+        }
+        self.set_lengths(0..self.points.len());
+        while self.points.len() > self.cap {
+            self.coarsen()?;
+        }
+        Ok(())
+    }
+
+    /// Merge adjacent pairs of points: half as many, twice as long.
+    fn coarsen(&mut self) -> Result<(), String> {
+        self.step_s = self
+            .step_s
+            .checked_mul(2)
+            .ok_or("the series step overflows")?;
+        let mut pairs = std::mem::take(&mut self.points).into_iter();
+        while let Some(mut first) = pairs.next() {
+            if let Some(second) = pairs.next() {
+                merge_point(&mut first, &second)?;
+            }
+            self.points.push(first);
+        }
+        self.set_lengths(0..self.points.len());
+        Ok(())
+    }
+
+    /// Each point of `range` lasts from the end of the one before it (the first from 0).
+    fn set_lengths(&mut self, range: std::ops::Range<usize>) {
+        for k in range.start..range.end.min(self.points.len()) {
+            let start = match k {
+                0 => 0.0,
+                _ => self.points[k - 1].t_s,
+            };
+            let p = &mut self.points[k];
+            p.dt_s = (p.t_s - start).max(0.0);
         }
     }
 }
 
+/// Add `other`'s counts and histograms into `mine`, which ends at the later of the two ends
+/// (its length is the series' to set).
 fn merge_point(mine: &mut SeriesPoint, other: &SeriesPoint) -> Result<(), String> {
-    mine.dt_s = mine.dt_s.max(other.dt_s);
     mine.t_s = mine.t_s.max(other.t_s);
     for o in &other.ops {
         match mine.ops.iter_mut().find(|m| m.op == o.op) {
@@ -919,6 +1064,11 @@ mod tests {
         let json = serde_json::to_string(&a).unwrap();
         let back: RunReport = serde_json::from_str(&json).unwrap();
         assert_eq!(back, a);
+        // A report from before the series had a step reads as one of seconds.
+        let mut older: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let step = older.as_object_mut().unwrap().remove("series_step_s");
+        assert_eq!(step, Some(1.into()));
+        assert_eq!(serde_json::from_value::<RunReport>(older).unwrap(), a);
         let mut m = back;
         let mut b = report(300, "http://b");
         (b.collection_s, b.cleanup_s) = (Some(0.25), Some(2.0));
@@ -938,5 +1088,151 @@ mod tests {
         assert_eq!(m.endpoint_totals()[1].ops, 300);
         assert_eq!(m.series[0].ops[0].ops, 50 + 150);
         assert_eq!(m.cpu.total_s(), 4.0);
+    }
+
+    /// What `agent` recorded in second `s` of a synthetic run: PUTs and GETs whose counts,
+    /// bytes and latencies change with the second, an error now and then.
+    fn recorded(agent: u64, s: u64) -> Recorder {
+        let mut r = Recorder::new(1);
+        for (op, n) in [
+            (OpKind::Put, 1 + (s * 7 + agent) % 4),
+            (OpKind::Get, 2 + (s + agent) % 3),
+        ] {
+            let c = r.cell(op, 0);
+            for i in 0..n {
+                c.ops += 1;
+                c.bytes += 1000 + s;
+                c.latency
+                    .record_us(100 + (s * 131 + i * 17 + agent * 7) % 5000);
+            }
+            if (s + agent).is_multiple_of(5) {
+                *c.errors.entry("http 500".into()).or_default() += 1;
+            }
+        }
+        r
+    }
+
+    /// The intervals of `agent` over `seconds` seconds, as its reporter gives them: (second,
+    /// end, what it recorded), a second's end a millisecond later per agent, then a sliver of
+    /// 0.2 s joining the last second.
+    fn intervals(agent: u64, seconds: u64) -> Vec<(usize, f64, Recorder)> {
+        let late = agent as f64 * 1e-3;
+        let mut out: Vec<_> = (0..seconds)
+            .map(|s| (s as usize, s as f64 + 1.0 + late, recorded(agent, s)))
+            .collect();
+        let last = out.len() - 1;
+        out.push((last, seconds as f64 + 0.2 + late, recorded(agent, seconds)));
+        out
+    }
+
+    fn feed(series: &mut Series, intervals: &[(usize, f64, Recorder)]) {
+        for (second, t_s, rec) in intervals {
+            let point = SeriesPoint::from_interval(*t_s, 1.0, rec);
+            series.add(*second, &point).unwrap();
+        }
+    }
+
+    /// The series `intervals` make at `step` seconds a point, merged directly: per point,
+    /// every interval of its seconds in one recorder, ending with the latest.
+    fn expected(intervals: &[(usize, f64, Recorder)], step: u64) -> Vec<SeriesPoint> {
+        let mut merged: BTreeMap<usize, (f64, Recorder)> = BTreeMap::new();
+        for (second, t_s, rec) in intervals {
+            let k = *second / step as usize;
+            let (end, r) = merged.entry(k).or_insert((0.0, Recorder::new(1)));
+            *end = end.max(*t_s);
+            r.merge(rec);
+        }
+        let mut before = 0.0;
+        merged
+            .values()
+            .map(|(end, r)| {
+                let p = SeriesPoint::from_interval(*end, end - before, r);
+                before = *end;
+                p
+            })
+            .collect()
+    }
+
+    fn assert_same(series: &[SeriesPoint], expected: &[SeriesPoint]) {
+        assert_eq!(series.len(), expected.len());
+        for (k, (p, e)) in series.iter().zip(expected).enumerate() {
+            assert_eq!(p.ops, e.ops, "point {k}: counts and histograms");
+            assert_eq!(p.t_s, e.t_s, "point {k}");
+            assert!((p.dt_s - e.dt_s).abs() < 1e-9, "point {k}: {p:?}");
+        }
+    }
+
+    #[test]
+    fn a_long_series_keeps_its_cap_and_every_operation() {
+        let run = intervals(0, 400);
+        let mut series = Series::with_cap(8);
+        feed(&mut series, &run);
+        // 400 seconds in at most 8 points: 64 s each (32 would need 13).
+        assert_eq!(series.step_s(), 64);
+        assert_eq!(series.points().len(), 7);
+        assert_same(series.points(), &expected(&run, 64));
+        let mut all = Recorder::new(1);
+        run.iter().for_each(|(_, _, r)| all.merge(r));
+        let sum = |points: &[SeriesPoint], f: fn(&SeriesOp) -> u64| -> u64 {
+            points.iter().flat_map(|p| &p.ops).map(f).sum()
+        };
+        let total = all.op_total(OpKind::Put).unwrap();
+        let puts = |o: &SeriesOp| if o.op == OpKind::Put { o.ops } else { 0 };
+        assert_eq!(sum(series.points(), puts), total.ops);
+        let (ops, bytes) = crate::control::counted(&all);
+        assert_eq!(sum(series.points(), |o| o.ops), ops);
+        assert_eq!(sum(series.points(), |o| o.bytes), bytes);
+        let lengths: f64 = series.points().iter().map(|p| p.dt_s).sum();
+        assert!((lengths - 400.2).abs() < 1e-9, "{lengths}");
+
+        // A second however far out (a hostile agent's) coarsens, never grows the series.
+        let before = sum(series.points(), |o| o.ops);
+        let far = SeriesPoint::from_interval(2e6, 1.0, &recorded(0, 0));
+        series.add(usize::MAX, &far).unwrap();
+        assert!(series.points().len() <= 8);
+        assert_eq!(
+            sum(series.points(), |o| o.ops),
+            before + far.ops[0].ops + far.ops[1].ops
+        );
+    }
+
+    /// Two agents' seconds go into a coordinator's series by the second they are, whatever
+    /// step each agent's own series is at; merging the agents' own reports gives the same.
+    #[test]
+    fn agents_at_other_steps_merge_as_their_intervals_do() {
+        let (a, b) = (intervals(1, 100), intervals(2, 37));
+        let (mut own_a, mut own_b) = (Series::with_cap(16), Series::with_cap(16));
+        feed(&mut own_a, &a);
+        feed(&mut own_b, &b);
+        assert_eq!((own_a.step_s(), own_b.step_s()), (8, 4));
+
+        // As they arrive: second by second, the agents' interleaved.
+        let mut coordinator = Series::with_cap(16);
+        for i in 0..a.len().max(b.len()) {
+            for agent in [&a, &b] {
+                feed(&mut coordinator, agent.get(i..=i).unwrap_or_default());
+            }
+        }
+        let both: Vec<_> = a.iter().chain(&b).cloned().collect();
+        assert_eq!(coordinator.step_s(), 8);
+        assert_same(coordinator.points(), &expected(&both, 8));
+        // In another order, the same series.
+        let mut reversed = Series::with_cap(16);
+        feed(&mut reversed, &b);
+        feed(&mut reversed, &a);
+        assert_eq!(reversed, coordinator);
+
+        // `ferry-load merge` of the agents' reports, either way round.
+        let report = |s: &Series| {
+            let mut r = RunReport::new(RunInfo::default(), Vec::new(), &Recorder::new(1));
+            r.set_series(s.clone());
+            r
+        };
+        let (ra, rb) = (report(&own_a), report(&own_b));
+        for (mut first, second) in [(ra.clone(), &rb), (rb.clone(), &ra)] {
+            first.merge(second).unwrap();
+            assert_eq!(first.series_step_s, 8);
+            assert_eq!(first.series, coordinator.points());
+        }
     }
 }

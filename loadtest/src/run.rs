@@ -22,7 +22,7 @@ use crate::control::{Interval, RunControl, SeriesAt};
 use crate::endpoint::Endpoint;
 use crate::error::{OpError, VerifyError};
 use crate::keys::{object_key, parse_object_key};
-use crate::report::{Prepared, RunInfo, RunReport, SeriesPoint, add_to_series, fmt_us};
+use crate::report::{Prepared, RunInfo, RunReport, Series, SeriesPoint, fmt_us};
 use crate::rusage::CpuTimes;
 use crate::size::{SizeClass, class_of};
 use crate::stats::{Costs, Histo, OpKind, OpStats, Recorder};
@@ -530,16 +530,15 @@ impl Progress {
 /// Collect the workers' samples once a second until `done`; the totals and the series.
 ///
 /// Each interval goes to the run's observers as it ends (an agent sends it to its
-/// coordinator), and into the series by [`add_to_series`], the rule a coordinator merging
-/// many agents' intervals follows too.
-async fn reporter<R: NetRuntime>(
-    sh: Arc<Shared<R>>,
-    done: Arc<Signal>,
-) -> (Recorder, Vec<SeriesPoint>) {
+/// coordinator), and into the series by [`Series::add`], the rule a coordinator merging many
+/// agents' intervals follows too.
+async fn reporter<R: NetRuntime>(sh: Arc<Shared<R>>, done: Arc<Signal>) -> (Recorder, Series) {
     let endpoints = sh.client.endpoints().len();
     let mut totals = Recorder::new(endpoints);
     let mut interval = Recorder::new(endpoints);
-    let mut series: Vec<SeriesPoint> = Vec::new();
+    let mut series = Series::default();
+    // Seconds of the series so far.
+    let mut seconds = 0usize;
     let mut spare: Vec<Sample> = Vec::new();
     let progress = Progress::new(sh.cfg.progress);
     let mut last = sh.t0;
@@ -565,34 +564,45 @@ async fn reporter<R: NetRuntime>(
         // The operations still in flight at the deadline end a moment later: a sliver of an
         // interval would show as a spike, so it joins the second before it. An empty last
         // interval adds no point.
-        let point = match series.last() {
-            Some(p) if finished && dt < 0.5 => Some(SeriesAt {
-                index: series.len() - 1,
-                t_s,
-                dt_s: p.dt_s + dt,
-            }),
-            _ if !finished || interval.entries().next().is_some() => Some(SeriesAt {
-                index: series.len(),
-                t_s,
-                dt_s: dt,
-            }),
-            _ => None,
+        let sliver = finished && dt < 0.5 && seconds > 0;
+        let index = if sliver {
+            Some(seconds - 1)
+        } else if !finished || interval.entries().next().is_some() {
+            seconds += 1;
+            Some(seconds - 1)
+        } else {
+            None
         };
-        if let Some(p) = &point {
+        let point = SeriesPoint::from_interval(t_s, dt, &interval);
+        if let Some(index) = index {
+            if !series.fits(index) {
+                // Merging every pair of points takes seconds: not on a thread running the load.
+                let mut s = std::mem::take(&mut series);
+                series = sh
+                    .rt()
+                    .unblock(move || {
+                        let _ = s.make_room(index);
+                        s
+                    })
+                    .await;
+            }
             // Locally made histograms always decode.
-            let _ = add_to_series(&mut series, p, &interval);
+            let _ = series.add(index, &point);
         }
         sh.control.interval(&Interval {
             tick,
-            at: point,
+            at: index.map(|index| SeriesAt {
+                index,
+                t_s,
+                dt_s: dt,
+            }),
             delta: &interval,
             last: finished,
         });
-        let shown = match point {
-            Some(p) => series[p.index].clone(),
-            None => SeriesPoint::from_interval(t_s, dt, &interval),
-        };
-        progress.show(&shown, "", &totals);
+        // The sliver that ends the run says nothing per second (the summary follows).
+        if !sliver {
+            progress.show(&point, "", &totals);
+        }
         if finished {
             break;
         }
@@ -897,7 +907,7 @@ pub async fn run_load_with<R: NetRuntime>(
     report.set_size_classes(&sh.classes, &totals);
     report.started_unix = started_unix;
     report.elapsed_s = elapsed.as_secs_f64();
-    report.series = series;
+    report.set_series(series);
     report.cpu = cpu;
     report.prepared = prepared;
     if let Some(why) = control.stop_reason() {

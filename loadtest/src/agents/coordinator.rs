@@ -20,7 +20,8 @@
 //!    the measured phase); then the agents' cleanup is waited for, and timed.
 //!
 //! Each agent has two threads (its link); this thread merges. Memory: the run's totals, its
-//! series, each agent's totals, and the few seconds not yet received from every agent.
+//! series (at most [`crate::report::MAX_SERIES_POINTS`] points), each agent's totals, and the
+//! few seconds not yet received from every agent.
 
 use std::collections::BTreeMap;
 use std::net::TcpStream;
@@ -35,7 +36,7 @@ use crate::autoterm::Autoterm;
 use crate::config::{LoadConfig, Share};
 use crate::control::counted;
 use crate::endpoint::canonical_url;
-use crate::report::{AgentEntry, Prepared, RunReport, SeriesPoint, add_to_series};
+use crate::report::{AgentEntry, Prepared, RunReport, Series, SeriesPoint};
 use crate::run::{Progress, run_info};
 use crate::rusage::CpuUsage;
 use crate::stats::{OpStats, Recorder};
@@ -318,7 +319,7 @@ pub fn coordinate(
     let progress = Progress::new(cfg.progress);
     let mut autoterm = cfg.autoterm.map(Autoterm::new);
     let mut totals = Recorder::new(urls.len());
-    let mut series: Vec<SeriesPoint> = Vec::new();
+    let mut series = Series::default();
     let mut seconds: BTreeMap<u64, Second> = BTreeMap::new();
     let mut notes: Vec<String> = Vec::new();
     let mut started: Option<Instant> = None;
@@ -355,7 +356,10 @@ pub fn coordinate(
                 a.last_tick = a.last_tick.max(chunk.tick);
                 totals.merge(&chunk.delta);
                 if let Some(at) = &chunk.at {
-                    add_to_series(&mut series, at, &chunk.delta)
+                    // By the second it is: the agent's own series may be at another step.
+                    let point = SeriesPoint::from_interval(at.t_s, at.dt_s, &chunk.delta);
+                    series
+                        .add(at.index, &point)
                         .map_err(|e| format!("agent {}: {e}", a.address))?;
                 }
                 let s = seconds.entry(chunk.tick).or_insert_with(|| Second {
@@ -615,7 +619,7 @@ fn report(
     n: u32,
     urls: Vec<String>,
     totals: Recorder,
-    series: Vec<SeriesPoint>,
+    series: Series,
     agents: &[Agent],
     mut notes: Vec<String>,
 ) -> RunReport {
@@ -623,7 +627,7 @@ fn report(
     info.concurrency = cfg.concurrency * n as usize;
     let mut r = RunReport::new(info, urls, &totals);
     r.set_size_classes(&cfg.size.classes(), &totals);
-    r.series = series;
+    r.set_series(series);
     let mut prepared: Option<Prepared> = None;
     let mut cpu = CpuUsage::default();
     let mut started = i64::MAX;

@@ -324,6 +324,7 @@ fn three_agents_merge_exactly(rt: RuntimeKind) {
     let c = &merged_by_coordinator;
     assert_eq!(c.stats, merged.stats, "totals and histograms");
     assert_eq!(c.series, merged.series, "the per-second series");
+    assert_eq!(c.series_step_s, merged.series_step_s);
     assert_eq!(c.size_classes, merged.size_classes);
     assert!(!c.size_classes.is_empty());
     assert_eq!(c.agents.len(), 3);
@@ -422,7 +423,7 @@ fn the_end_is_reported(c: &RunReport, own: &[(PathBuf, RunReport)], out: &str, j
     older.collection_s = None;
     older.cleanup_s = None;
     let top = v.as_object_mut().unwrap();
-    for field in ["collection_s", "cleanup_s"] {
+    for field in ["collection_s", "cleanup_s", "series_step_s"] {
         assert!(top.remove(field).is_some(), "{field} is written");
     }
     for (a, o) in top["agents"]
