@@ -5,7 +5,7 @@
 # worker thread, with sendfile(2) and with --no-sendfile, next to nginx (`sendfile on`, one
 # process) serving the same bytes as a file: server CPU-seconds per GB, and their ratio.
 #   benches/node/node_bench.sh [SECONDS]        (default 10 s per phase)
-#   NGINX=/path/to/nginx (default /usr/sbin/nginx); wrk and nginx missing: that part is skipped
+#   NGINX_BIN=/path/to/nginx (default /usr/sbin/nginx); wrk and nginx missing: that part is skipped
 # Environment: FERRY=path (a node binary to measure instead of building this tree's),
 # OPS="put" (the phases, default "put get"), NODE_ARGS="--no-fsync" (extra node options),
 # OUT=dir (keep each phase's ferry-load report there as RUNTIME-OP.json, e.g. tokio-put.json,
@@ -61,7 +61,7 @@ PY
 done
 
 # GET with wrk: the node (sendfile, then --no-sendfile) next to nginx with `sendfile on`.
-nginx=${NGINX:-/usr/sbin/nginx}
+nginx=${NGINX_BIN:-/usr/sbin/nginx}
 if ! command -v wrk > /dev/null || [ ! -x "$nginx" ]; then
   echo "wrk or $nginx missing: GET next to nginx skipped" >&2
   exit 0
@@ -151,7 +151,7 @@ http {
   }
 }
 CONF
-"$nginx" -p "$work" -c "$work/nginx.conf" &
+env -u NGINX "$nginx" -p "$work" -c "$work/nginx.conf" &
 nginx_pid=$!
 for _ in $(seq 100); do python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])))' "$port" 2> /dev/null && break; sleep 0.1; done
 wrk_row nginx-sendfile "$nginx_pid" "http://127.0.0.1:$port/obj"

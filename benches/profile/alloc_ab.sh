@@ -26,7 +26,7 @@ cp target/release/ferry target/alloc-ab/ferry-jemalloc
 jemalloc=$PWD/target/alloc-ab/ferry-jemalloc
 system=$PWD/target/alloc-ab/ferry-system
 load=$PWD/target/release/ferry-load
-nginx=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
+nginx=${NGINX_BIN:-$(command -v nginx || echo /usr/sbin/nginx)}
 out=${out:-$PWD/target/alloc-ab/runs-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 for r in $(seq "$rounds"); do
@@ -37,7 +37,7 @@ for r in $(seq "$rounds"); do
       | sed "s/^/$alloc /"
     if command -v wrk > /dev/null && [ -x "$nginx" ]; then
       echo "== round $r: $alloc: proxy"
-      NGINX=$nginx FERRY=$bin DURATION="${secs}s" benches/proxy/compare.sh | sed "s/^/$alloc /"
+      NGINX_BIN=$nginx FERRY=$bin DURATION="${secs}s" benches/proxy/compare.sh | sed "s/^/$alloc /"
     else
       echo "wrk or $nginx missing: the proxy part is skipped" >&2
     fi

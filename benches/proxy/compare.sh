@@ -9,7 +9,7 @@
 # SigV4 presigned URLs (made per endpoint, so the signed Host matches), which wrk can replay.
 # Environment: DURATION (default 10s), CONNECTIONS (16), BIG_MB (256), BIG_CLIENTS (16),
 # ROUNDS (1: how many times the direct/ferry/nginx comparison repeats, to show the spread),
-# FERRY (a ferry binary to measure instead of building this tree's), NGINX (default: nginx on
+# FERRY (a ferry binary to measure instead of building this tree's), NGINX_BIN (default: nginx on
 # the PATH, else /usr/sbin/nginx, where Debian puts it).
 set -euo pipefail
 
@@ -20,7 +20,7 @@ BIG_MB=${BIG_MB:-256}
 BIG_CLIENTS=${BIG_CLIENTS:-16}
 ROUNDS=${ROUNDS:-1}
 HERE=benches/proxy
-NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
+NGINX=${NGINX_BIN:-$(command -v nginx || echo /usr/sbin/nginx)}
 for tool in wrk "$NGINX" curl python3; do
   command -v "$tool" >/dev/null || { echo "compare.sh: $tool is required" >&2; exit 1; }
 done
@@ -93,7 +93,8 @@ http {
   }
 }
 CONF
-"$NGINX" -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf"
+# nginx takes an NGINX variable in its environment for inherited sockets: never pass one.
+env -u NGINX "$NGINX" -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf"
 sleep 0.5
 NGINX_PIDS=$(pgrep -P "$(cat "$WORK/nginx/nginx.pid")" | tr '\n' ' ')
 NGINX_ALL="$(cat "$WORK/nginx/nginx.pid") $NGINX_PIDS"
