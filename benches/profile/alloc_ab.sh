@@ -10,12 +10,12 @@
 # <allocator>-r<round>/<runtime>-<op>.json, and the end prints `ferry-load compare` of the
 # jemalloc runs against the system allocator's for each runtime and operation (median ±
 # spread, p-value; the node's CPU s per GB is in the rows above, not in the reports).
-#   benches/profile/alloc_ab.sh [SECONDS]      (default 10 s per phase; ROUNDS=3; OUT=dir)
+#   benches/profile/alloc_ab.sh [SECONDS]      (default 10 s per phase; ROUNDS=5; OUT=dir)
 set -euo pipefail
 out=${OUT:+$(realpath -m "$OUT")}
 cd "$(dirname "$0")/../.."
 secs=${1:-10}
-rounds=${ROUNDS:-3}
+rounds=${ROUNDS:-5}
 # Both builds share the target directory (only ferry-server and its allocator crates differ);
 # each binary is copied aside, and the default build is left in place at the end.
 mkdir -p target/alloc-ab
