@@ -151,6 +151,15 @@ impl S3Error {
         self.code.status()
     }
 
+    /// Whether it is a 503 that asks the client to come back (`ServiceUnavailable`,
+    /// `SlowDown`): answered with `Retry-After`, and SDKs retry it after a back-off.
+    pub const fn is_unavailable(&self) -> bool {
+        matches!(
+            self.code,
+            S3ErrorCode::ServiceUnavailable | S3ErrorCode::SlowDown
+        )
+    }
+
     /// Replace the message, keeping the code.
     pub fn message(mut self, message: impl Into<String>) -> Self {
         self.message = Cow::Owned(message.into());

@@ -28,6 +28,22 @@ pub fn own(id: &str) -> &str {
     split(id).map_or(id, |(_, own)| own)
 }
 
+/// The tag of the backend a proxy configures with `backend_id`: a hash of the id, so that it
+/// says nothing of the configuration and needs no escaping.
+pub fn tag(backend_id: &str) -> String {
+    let mut material = alloc::vec::Vec::with_capacity(21 + backend_id.len());
+    material.extend_from_slice(b"ferry upload backend\0");
+    material.extend_from_slice(backend_id.as_bytes());
+    let digest = super::sigv4::sha256(&material);
+    let mut tag = String::with_capacity(TAG_LEN);
+    for b in digest.iter().take(TAG_LEN / 2) {
+        for nibble in [b >> 4, b & 0xf] {
+            tag.push(char::from_digit(u32::from(nibble), 16).unwrap_or('0'));
+        }
+    }
+    tag
+}
+
 /// Backend id `own` behind `tag`, unless it is behind that tag already.
 pub fn join(tag: &str, own: &str) -> String {
     if split(own).is_some_and(|(t, _)| t == tag) {
@@ -65,6 +81,15 @@ mod tests {
             assert_eq!(self::own(untagged), untagged);
         }
         assert_eq!(self::own("deadbeef~a~b"), "a~b");
+    }
+
+    #[test]
+    fn tags_are_short_stable_hex() {
+        let t = tag("n1");
+        // The first 4 bytes of SHA-256("ferry upload backend\0n1"): ids given before stay valid.
+        assert_eq!(t, "3b4403d8");
+        assert_eq!(split(&join(&t, "x")), Some((t.as_str(), "x")));
+        assert_ne!(t, tag("n2"));
     }
 
     #[test]

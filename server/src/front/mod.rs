@@ -316,10 +316,7 @@ async fn send_error<S: Stream>(
     let mut xml = Vec::with_capacity(256);
     ErrorResponse::from_error(error, resource.as_deref(), Some(id)).write_xml(&mut xml);
     h.push("Content-Type", "application/xml");
-    if matches!(
-        error.code,
-        S3ErrorCode::ServiceUnavailable | S3ErrorCode::SlowDown
-    ) {
+    if error.is_unavailable() {
         h.push("Retry-After", "1");
     }
     res.send(error.status(), &h.as_slice(), &xml).await
@@ -556,12 +553,7 @@ impl<A: S3Api> Front<A> {
         let backend = self.backend_name(backend);
         let backend = &*backend;
         match error {
-            Some(e)
-                if matches!(
-                    e.code,
-                    S3ErrorCode::ServiceUnavailable | S3ErrorCode::SlowDown
-                ) =>
-            {
+            Some(e) if e.is_unavailable() => {
                 tracing::debug!(
                     op, status, backend, request_id = %id, error = %e, "request answered 503"
                 )

@@ -147,15 +147,6 @@ impl Drop for InFlight {
     }
 }
 
-/// Whether `e` is the proxy's own 503 for a backend it cannot use now (down, busy, failing):
-/// a request any backend can answer may go on to another.
-pub(crate) fn is_unavailable(e: &S3Error) -> bool {
-    matches!(
-        e.code,
-        S3ErrorCode::SlowDown | S3ErrorCode::ServiceUnavailable
-    )
-}
-
 /// Why the proxy answered `503 SlowDown` for a backend (a label of the metrics).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SlowDownReason {
@@ -266,7 +257,7 @@ pub(crate) struct BackendSpec {
 /// A backend: placement id, address, how to authenticate, health and pooled connections.
 pub(crate) struct Backend<R: Runtime> {
     pub id: String,
-    /// The tag of its upload ids (`upload::tag` of its id).
+    /// The tag of its upload ids (`ferry_core::s3::upload_id::tag` of its id).
     pub upload_tag: String,
     /// What it was made from.
     pub spec: BackendSpec,
@@ -337,7 +328,7 @@ impl<R: Runtime> Backend<R> {
         let limits = spec.limits;
         Self {
             id: cfg.id.clone(),
-            upload_tag: super::upload::tag(&cfg.id),
+            upload_tag: ferry_core::s3::upload_id::tag(&cfg.id),
             addr: spec.addr,
             host: spec.host.clone(),
             kind: cfg.kind,

@@ -854,7 +854,7 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
         };
         let reply = match handle.await {
             Ok(r) => r,
-            Err(e) if super::backend::is_unavailable(&e) => {
+            Err(e) if e.is_unavailable() => {
                 unavailable(&mut doc, group, &e.message);
                 continue;
             }

@@ -534,10 +534,10 @@ impl ProxyConfig {
         for (i, b) in self.backends.iter().enumerate() {
             b.validate()?;
             // Upload ids name their backend by this tag (`upload`).
-            let tag = super::upload::tag(&b.id);
+            let tag = ferry_core::s3::upload_id::tag(&b.id);
             if let Some(a) = self.backends[..i]
                 .iter()
-                .find(|a| a.id != b.id && super::upload::tag(&a.id) == tag)
+                .find(|a| a.id != b.id && ferry_core::s3::upload_id::tag(&a.id) == tag)
             {
                 return Err(format!(
                     "backends {:?} and {:?} would tag their multipart upload ids alike: rename one",

@@ -111,16 +111,19 @@ pub(crate) async fn bucket_cors<R: Runtime>(
 /// GetBucketCors from the first healthy backend that answers.
 async fn fetch<R: Runtime>(p: &Arc<Proxy<R>>, bucket: &str) -> S3Result<Known> {
     let get = Call::new("GET", cors_path(bucket), "cors".to_owned());
-    let mut tries = p.backends.len();
+    let own = Caller {
+        key: p.own_key.clone(),
+        ip: None,
+        secure: false,
+    };
+    let mut tried = Vec::new();
+    let mut idx = p.any_healthy(bucket)?;
     let reply = loop {
-        let idx = p.any_healthy(bucket)?;
-        let own = Caller {
-            key: p.own_key.clone(),
-            ip: None,
-            secure: false,
-        };
         match call(p, idx, &own, &get).await {
-            Err(e) if super::backend::is_unavailable(&e) && tries > 1 => tries -= 1,
+            Err(e) if e.is_unavailable() => {
+                tried.push(idx);
+                idx = p.any_healthy_but(bucket, &tried).map_err(|_| e)?;
+            }
             other => break other?,
         }
     };

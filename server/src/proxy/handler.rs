@@ -341,19 +341,21 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
     }
 }
 
-/// A bucket-level read any backend answers: on to the next healthy one if one fails to.
+/// A bucket-level read any backend answers: on to the next healthy one if one fails to (the
+/// last one's error when none is left).
 async fn any_backend<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     bucket: &str,
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
-    let mut tries = cx.p.backends.len();
+    let mut tried = Vec::new();
+    let mut idx = cx.p.any_healthy(bucket)?;
     loop {
-        let idx = cx.p.any_healthy(bucket)?;
         match forward::forward(cx, idx, body, res).await {
-            Err(e) if super::backend::is_unavailable(&e) && !res.is_started() && tries > 1 => {
-                tries -= 1;
+            Err(e) if e.is_unavailable() && !res.is_started() => {
+                tried.push(idx);
+                idx = cx.p.any_healthy_but(bucket, &tried).map_err(|_| e)?;
             }
             other => return other,
         }

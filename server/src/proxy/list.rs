@@ -33,7 +33,7 @@ use hmac::{KeyInit as _, Mac as _};
 
 use super::context::Cx;
 use super::forward::{Call, Reply, spawn_call};
-use super::upload::{self, UploadId};
+use super::upload_tag::{self, UploadId};
 use crate::front::Headers;
 
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;
@@ -473,7 +473,7 @@ async fn merged<R: Runtime>(
         };
         last = Some((item.name().to_owned(), item.is_prefix(), Some(i)));
         if let (Item::Upload(u), Some(b)) = (&mut item, p.backends.get(i)) {
-            u.upload_id = Cow::Owned(upload::carried(b, &u.upload_id));
+            u.upload_id = Cow::Owned(upload_tag::carried(b, &u.upload_id));
         }
         out.push(item);
     }
@@ -681,7 +681,7 @@ pub(crate) async fn list_uploads<R: Runtime, S: Stream>(
     let marker = upload_id_marker
         .as_deref()
         .filter(|_| after.as_ref().is_some_and(|r| !r.is_prefix));
-    let starts = match (after.as_ref(), marker.map(|id| upload::parse(cx.p, id))) {
+    let starts = match (after.as_ref(), marker.map(|id| upload_tag::parse(cx.p, id))) {
         (Some(r), Some(UploadId::At(m, own))) => (0..n)
             .map(|i| {
                 let mut r = r.clone();

@@ -33,6 +33,7 @@ mod sign;
 mod sync;
 mod tagging;
 mod upload;
+mod upload_tag;
 
 use std::io;
 use std::net::SocketAddr;
@@ -174,6 +175,11 @@ impl<R: Runtime> Proxy<R> {
 
     /// The first healthy backend in the fallback order of `bucket` (bucket-level reads).
     pub fn any_healthy(&self, bucket: &str) -> S3Result<usize> {
+        self.any_healthy_but(bucket, &[])
+    }
+
+    /// [`Proxy::any_healthy`] past the backends `tried` (which failed to answer).
+    pub fn any_healthy_but(&self, bucket: &str, tried: &[usize]) -> S3Result<usize> {
         let mut order = Vec::with_capacity(self.backends.len());
         self.placement.ranked(bucket, "", &mut order);
         // Weight-0 backends still hold buckets: try them last.
@@ -183,7 +189,7 @@ impl<R: Runtime> Proxy<R> {
         order.extend(rest);
         order
             .into_iter()
-            .find(|&i| self.backends.get(i).is_some_and(|b| b.is_up()))
+            .find(|&i| !tried.contains(&i) && self.backends.get(i).is_some_and(|b| b.is_up()))
             .ok_or_else(|| {
                 S3Error::with_message(S3ErrorCode::ServiceUnavailable, "No backend is available.")
             })

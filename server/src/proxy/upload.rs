@@ -26,64 +26,23 @@
 //! A CompleteMultipartUpload on a backend that is not the key's current owner (the layout
 //! changed while the upload was in progress) writes the object there, and the proxy then
 //! moves it to its owner before it answers, as `ferry rebalance` moves a multipart object
-//! (part by part, so it keeps its ETag): a key lives on its current owner once a write through
-//! the proxy is done, whatever layout the upload started under.
+//! (part by part, so it keeps its ETag; as the bucket's owner, whose key the proxy has): a key
+//! lives on its current owner once a write through the proxy is done, whatever layout the
+//! upload started under.
 
 use std::sync::Arc;
 
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::request::{Endpoint, S3Request};
-use ferry_core::s3::sigv4::sha256;
-use ferry_core::s3::xml::{CompleteMultipartUploadResult, ErrorResponse};
+use ferry_core::s3::xml::{CompleteMultipartUploadResult, ErrorResponse, ListAllMyBucketsResult};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result, upload_id, uri};
 
-use super::backend::Backend;
-use super::context::Cx;
+use super::context::{Caller, Cx};
 use super::forward::{self, Call, Outcome, Reply, call, forward_status, relay_reply};
+use super::layout;
 use super::rebalance::Rebalancer;
-use super::{Proxy, layout};
-
-/// The tag of the backend configured with `id`: a hash of the id, so that it says nothing of
-/// the configuration and needs no escaping.
-pub(crate) fn tag(id: &str) -> String {
-    let mut material = b"ferry upload backend\0".to_vec();
-    material.extend_from_slice(id.as_bytes());
-    let digest = sha256(&material);
-    digest
-        .iter()
-        .take(upload_id::TAG_LEN / 2)
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// The id a client gets for upload `id` of backend `b` (tagged once: an id a node echoed as it
-/// was sent keeps its one tag).
-pub(crate) fn carried<R: Runtime>(b: &Backend<R>, id: &str) -> String {
-    upload_id::join(&b.upload_tag, id)
-}
-
-/// What an upload id a client sent says of where the upload is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum UploadId<'a> {
-    /// On backend `.0` (an index of the proxy's backends), whose own id is `.1`.
-    At(usize, &'a str),
-    /// Tagged with a tag no configured backend has.
-    Unknown,
-    /// Untagged: some backend's own id.
-    Plain,
-}
-
-/// Read `id` against the backends of `p`.
-pub(crate) fn parse<'a, R: Runtime>(p: &Proxy<R>, id: &'a str) -> UploadId<'a> {
-    let Some((t, own)) = upload_id::split(id) else {
-        return UploadId::Plain;
-    };
-    match p.backends.iter().position(|b| b.upload_tag == t) {
-        Some(i) => UploadId::At(i, own),
-        None => UploadId::Unknown,
-    }
-}
+use super::upload_tag::{UploadId, parse};
 
 /// `raw_query` with its `uploadId` parameter set to `id`.
 fn with_upload_id(raw_query: &str, id: &str) -> String {
@@ -250,17 +209,23 @@ async fn complete<R: Runtime, S: Stream>(
     }
     let mut reply = forward::forward_read(cx, at, body).await?;
     // A CompleteMultipartUpload can fail with a 200 and an error document.
-    if reply.ok() && ErrorResponse::parse_xml(&reply.body).is_err() {
-        move_to_owner(cx, bucket, key, at, current, &mut reply).await;
+    // Only a moved object makes the earlier owners' copies stale: one left on `at` must not be
+    // deleted there with them (the owner may hold an older copy, which the clean-up's check
+    // would take for the new one).
+    if reply.ok()
+        && ErrorResponse::parse_xml(&reply.body).is_err()
+        && move_to_owner(cx, bucket, key, at, current, &mut reply).await
+    {
         layout::clean_up_after_write(cx, bucket, key, &owners).await;
     }
     relay_reply(res, &reply).await
 }
 
 /// Move the object a CompleteMultipartUpload (`reply`) just made on backend `from` to the key's
-/// current owner `to`; the answer then gives the copy's version id. A move that fails leaves
-/// the object where it was (logged at `warn`): readable there while a layout that places the
-/// key there is configured, and moved by the next `ferry rebalance`.
+/// current owner `to`; the answer then gives the copy's version id. Whether it moved: a move
+/// that fails leaves the object where it was (logged at `warn`), readable there while a layout
+/// that places the key there is configured (unless the owner holds an older copy, which is read
+/// first), and moved by the next `ferry rebalance`.
 async fn move_to_owner<R: Runtime>(
     cx: &Cx<'_, R>,
     bucket: &str,
@@ -268,17 +233,18 @@ async fn move_to_owner<R: Runtime>(
     from: usize,
     to: usize,
     reply: &mut Reply,
-) {
+) -> bool {
     let Ok(done) = CompleteMultipartUploadResult::parse_xml(&reply.body) else {
-        return;
+        return false;
     };
     let etag = done.etag.into_owned();
     let version = reply.header("x-amz-version-id").map(str::to_owned);
+    let owner = bucket_owner(cx, bucket, from).await;
     let mover = Rebalancer::for_proxy(Arc::clone(cx.p));
     let moved = mover
         .move_completed(
             bucket,
-            cx.caller(),
+            owner.as_ref().unwrap_or(cx.caller()),
             key,
             &etag,
             version.as_deref(),
@@ -293,6 +259,7 @@ async fn move_to_owner<R: Runtime>(
             if let Some(v) = copy_version {
                 reply.headers.push(("x-amz-version-id".into(), v));
             }
+            true
         }
         Err(e) => {
             let name = |i: usize| cx.p.backends.get(i).map_or("?", |b| b.id.as_str());
@@ -304,8 +271,40 @@ async fn move_to_owner<R: Runtime>(
                 error = %e,
                 "a multipart upload completed away from its key's owner, and its object could not be moved there"
             );
+            false
         }
     }
+}
+
+/// The client key that owns `bucket` on backend `at` (the first whose ListBuckets names it),
+/// when `at` shares the clients' keys: the proxy moves a completed upload's object as the
+/// bucket owner, as `ferry rebalance` does, since the client who uploaded it may not read it
+/// (on S3 a bucket's objects are its owner's). `None` for a backend with keys of its own (every
+/// call is signed with those) or when no key owns it (the move then goes as the client).
+async fn bucket_owner<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, at: usize) -> Option<Caller> {
+    if cx.backend(at).ok()?.credentials.is_some() {
+        return None;
+    }
+    // The bucket itself sorts first among the names it prefixes.
+    let query = format!("max-buckets=1&prefix={}", uri::encode(bucket));
+    for key in &cx.p.client_keys {
+        let caller = Caller {
+            key: key.clone(),
+            ip: None,
+            secure: false,
+        };
+        let list = Call::new("GET", "/".into(), query.clone());
+        let Ok(reply) = call(cx.p, at, &caller, &list).await else {
+            continue;
+        };
+        let owns = reply.ok()
+            && ListAllMyBucketsResult::parse_xml(&reply.body)
+                .is_ok_and(|l| l.buckets.first().is_some_and(|b| b.name == bucket));
+        if owns {
+            return Some(caller);
+        }
+    }
+    None
 }
 
 /// UploadPartCopy: from where the source is to where the upload is (the proxy copies between
@@ -336,14 +335,6 @@ pub(crate) async fn part_copy<R: Runtime, S: Stream>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tags_are_short_stable_hex() {
-        let t = tag("n1");
-        assert_eq!(upload_id::split(&format!("{t}~x")), Some((t.as_str(), "x")));
-        assert_eq!(t, tag("n1"));
-        assert_ne!(t, tag("n2"));
-    }
 
     #[test]
     fn answers_get_the_tag_once() {

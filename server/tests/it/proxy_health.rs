@@ -3,12 +3,13 @@
 //! bucket reads go on to another backend when theirs fails under them.
 //! Also the admin endpoints.
 
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use ferry_server::RuntimeKind;
 
 use crate::support;
-use crate::support::http::{self, metrics_after, plain_get};
+use crate::support::http::{self, Payload, metrics_after, plain_get};
 use crate::support::proxy::{Auth, Setup};
 
 fn node_down_and_back(rt: RuntimeKind) {
@@ -138,6 +139,46 @@ fn bucket_reads_go_on_past_a_failing_backend(rt: RuntimeKind) {
         r.header("Access-Control-Allow-Origin"),
         Some("https://web.example")
     );
+
+    // The first backend up but busy (its one connection taken by a PUT whose body has not all
+    // come), so never marked down: the read goes on to the other.
+    let s = Setup::start_with(rt, 2, Auth::Passthrough, |cfg| {
+        cfg.health_interval = Duration::from_secs(3600);
+        cfg.backend_max_connections = 1;
+    });
+    let mut c = s.client();
+    assert_eq!(c.put("/fbk", b"").status, 200);
+    let mut order = Vec::new();
+    s.placement.ranked("fbk", "", &mut order);
+    let busy = s.nodes[order[0]].id.clone();
+    let key = s.key_on("fbk", "held", order[0]);
+    let mut held = s.client();
+    let put = held.encode(
+        "PUT",
+        &format!("/fbk/{key}"),
+        &[],
+        &[7; 4096],
+        Payload::Unsigned,
+    );
+    held.stream.write_all(&put[..put.len() - 100]).unwrap();
+    let in_flight = format!("ferry_proxy_backend_in_flight{{backend=\"{busy}\"}} 1");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !plain_get(s.admin(), "/metrics").text().contains(&in_flight) {
+        assert!(Instant::now() < deadline, "the PUT never reached {busy}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let r = c.get("/fbk?versioning");
+    assert_eq!(r.status, 200, "{}", r.text());
+    // (It was tried first, and found busy.)
+    let refused =
+        format!("ferry_proxy_backend_slow_down_total{{backend=\"{busy}\",reason=\"busy\"}} ");
+    let metrics = plain_get(s.admin(), "/metrics").text();
+    let count = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(&refused)?.trim().parse::<u64>().ok());
+    assert!(count >= Some(1), "{refused}in {metrics}");
+    held.stream.write_all(&put[put.len() - 100..]).unwrap();
+    assert_eq!(held.read_response(false).status, 200);
 }
 
 #[test]

@@ -3,8 +3,9 @@
 //! owner); ids round-trip through ListParts and ListMultipartUploads (pages ending inside one
 //! key's uploads on two backends); an id naming no configured backend is `NoSuchUpload`; an
 //! untagged id (a backend's own) is still found while a layout places its key there; the AWS
-//! SDK's multipart upload works as ever. Passthrough and re-signing (nodes with keys of their
-//! own), on both runtimes. Through a passthrough proxy every step of an upload goes to its
+//! SDK's multipart upload works as ever; a user's upload (not the bucket owner's) completed away
+//! from its key's owner replaces the owner's older copy. Passthrough and re-signing (nodes with
+//! keys of their own), on both runtimes. Through a passthrough proxy every step of an upload goes to its
 //! node as the client sent it (bucket policy conditions on the signature hold, nothing is
 //! re-signed).
 
@@ -27,6 +28,7 @@ on_both_runtimes!(
     uploads_outlive_their_layout_passthrough,
     uploads_outlive_their_layout_resigned,
     upload_steps_pass_through,
+    a_users_upload_completes_away_from_its_owner,
 );
 
 fn uploads_outlive_their_layout_passthrough(runtime: RuntimeKind) {
@@ -46,9 +48,15 @@ struct Reloadable {
 impl Reloadable {
     /// Every key on node 0 at first (node 1 declared, weight 0).
     fn start(runtime: RuntimeKind, auth: Auth) -> Self {
+        Self::start_with(runtime, auth, |_| {})
+    }
+
+    /// [`Reloadable::start`], with `tweak` adjusting the proxy's configuration first.
+    fn start_with(runtime: RuntimeKind, auth: Auth, tweak: impl FnOnce(&mut ProxyConfig)) -> Self {
         let shared: Arc<Mutex<Option<Arc<Mutex<ProxyConfig>>>>> = Arc::default();
         let slot = shared.clone();
         let s = Setup::start_with(runtime, 2, auth, move |cfg| {
+            tweak(cfg);
             cfg.backends[1].weight = 0;
             let cfg_now = Arc::new(Mutex::new(cfg.clone()));
             let source = cfg_now.clone();
@@ -253,6 +261,62 @@ fn uploads_outlive_their_layout(runtime: RuntimeKind, auth: Auth) {
 
     // The AWS SDK, as it is.
     sdk::block_on(sdk_multipart(p.s.addr));
+}
+
+/// An upload by a user who does not own the bucket, completed on the node it started on after
+/// the key's owner changed, while the new owner holds an older copy of the key (the bucket
+/// owner wrote it meanwhile): the proxy moves the object as the bucket's owner (the user may
+/// write it but not read it), and the older copy is replaced, not the new object deleted with
+/// the stale copies.
+fn a_users_upload_completes_away_from_its_owner(runtime: RuntimeKind) {
+    use crate::support::ALICE;
+    use ferry_core::s3::sigv4::Credentials;
+    let p = Reloadable::start_with(runtime, Auth::Passthrough, |cfg| {
+        cfg.users = vec![ALICE.user()];
+    });
+    let (mut n0, mut n1) = (p.s.nodes[0].client(), p.s.nodes[1].client());
+    let mut c = p.s.client();
+    assert_eq!(c.put("/mpu", b"").status, 200);
+    let grant = format!("id=\"{}\"", ALICE.canonical_id());
+    let acl = [
+        ("x-amz-grant-read", grant.as_str()),
+        ("x-amz-grant-write", &grant),
+    ];
+    let r = c.request("PUT", "/mpu?acl", &acl, b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let mut alice = p.s.client();
+    alice.credentials = Credentials::new(ALICE.access_key, ALICE.secret_key);
+
+    // Started and uploaded under layout 1 (node 0), completed under layout 2 (node 1, node 0
+    // drained), after the bucket owner wrote the key to node 1.
+    let id = create(&mut alice, "a");
+    let first = vec![5u8; 5 << 20];
+    let etags = vec![
+        part(&mut alice, "a", &id, 1, &first, Payload::Signed),
+        part(
+            &mut alice,
+            "a",
+            &id,
+            2,
+            b"alice's last part",
+            Payload::Signed,
+        ),
+    ];
+    p.reload(2, 1, Some(0));
+    assert_eq!(c.put("/mpu/a", b"older").status, 200);
+    assert_eq!(n1.get("/mpu/a").body, b"older");
+    let r = complete(&mut alice, "a", &id, &etags);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let etag = r.xml_value("ETag").unwrap().replace("&quot;", "\"");
+    let mut whole = first;
+    whole.extend_from_slice(b"alice's last part");
+    // (The bucket owner's object now, as on S3, which alice was not granted to read.)
+    for (who, got) in [("the owner", c.get("/mpu/a")), ("node 1", n1.get("/mpu/a"))] {
+        assert_eq!(got.status, 200, "{who}: {}", got.text());
+        assert_eq!(md5(&got.body), md5(&whole), "{who}");
+        assert_eq!(got.header("etag"), Some(etag.as_str()), "{who}");
+    }
+    n0.get("/mpu/a").expect_error(404, "NoSuchKey");
 }
 
 async fn sdk_multipart(addr: std::net::SocketAddr) {

@@ -47,14 +47,15 @@ impl Setup {
         Self::start_with(runtime, nodes, auth, |_| {})
     }
 
-    /// [`Setup::start`], with `tweak` adjusting the proxy's configuration.
+    /// [`Setup::start`], with `tweak` adjusting the proxy's configuration (users it adds are
+    /// the nodes' users too, unless they have keys of their own).
     pub fn start_with(
         runtime: RuntimeKind,
         nodes: usize,
         auth: Auth,
         tweak: impl FnOnce(&mut ProxyConfig),
     ) -> Self {
-        let nodes: Vec<Node> = (1..=nodes)
+        let mut nodes: Vec<Node> = (1..=nodes)
             .map(|i| {
                 let (a, s) = match auth {
                     Auth::OwnKeys => own_key(i),
@@ -89,6 +90,14 @@ impl Setup {
         // Small chunks so re-framed bodies have several.
         cfg.buffer_size = 64 * 1024;
         tweak(&mut cfg);
+        if !cfg.users.is_empty() && auth != Auth::OwnKeys {
+            // Nodes that share the proxy's key share its users too.
+            for n in &mut nodes {
+                n.stop();
+                n.users.clone_from(&cfg.users);
+                n.restart();
+            }
+        }
         let proxy = start_proxy(cfg).expect("proxy starts");
         let ids: Vec<(&str, u32)> = nodes.iter().map(|n| (n.id.as_str(), 1)).collect();
         let placement = Placement::new(&ids).unwrap();
