@@ -521,8 +521,8 @@ pub fn resolve_credentials(
             source: CredentialSource::Stored(path),
         }),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            let (access_key, secret_key) = generate_credentials()?;
-            write_private(&path, format!("{access_key}\n{secret_key}\n").as_bytes())?;
+            let (access_key, secret_key) = crate::users::generate_credentials()?;
+            crate::users::write_private(&path, format!("{access_key}\n{secret_key}\n").as_bytes())?;
             Ok(NodeCredentials {
                 access_key,
                 secret_key,
@@ -547,35 +547,6 @@ fn read_credentials(path: &Path) -> io::Result<(String, String)> {
             ),
         )),
     }
-}
-
-/// A random access key (20 upper-case letters and digits, as AWS's look) and secret (40
-/// letters and digits).
-pub(crate) fn generate_credentials() -> io::Result<(String, String)> {
-    const UPPER: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-    const ANY: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut bytes = [0u8; 60];
-    getrandom::fill(&mut bytes).map_err(io::Error::other)?;
-    let (a, s) = bytes.split_at(20);
-    // 32 and 64 symbols: a byte modulo either is uniform.
-    let pick = |set: &[u8], b: &u8| char::from(set[usize::from(*b) % set.len()]);
-    let access = a.iter().map(|b| pick(UPPER, b)).collect();
-    let secret = s.iter().map(|b| pick(ANY, b)).collect();
-    Ok((access, secret))
-}
-
-/// Create `path` readable by its owner only, and write `data` durably.
-pub(crate) fn write_private(path: &Path, data: &[u8]) -> io::Result<()> {
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.mode(0o600);
-    }
-    let mut f = options.open(path)?;
-    f.write_all(data)?;
-    f.sync_all()
 }
 
 /// `ferry node`: start the node, print the ready line, wait for SIGTERM or SIGINT, stop

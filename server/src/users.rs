@@ -278,7 +278,7 @@ pub fn add_user(path: &Path, name: &str) -> io::Result<User> {
             path.display()
         )));
     }
-    let (access_key, secret_key) = crate::cli::generate_credentials()?;
+    let (access_key, secret_key) = generate_credentials()?;
     let mut id = [0u8; 32];
     getrandom::fill(&mut id).map_err(io::Error::other)?;
     let user = User {
@@ -304,13 +304,42 @@ pub fn add_user(path: &Path, name: &str) -> io::Result<User> {
     parse_users(&out).map_err(|e| invalid(format!("{}: {e}", path.display())))?;
     let tmp = path.with_extension("tmp");
     let _ = fs::remove_file(&tmp);
-    crate::cli::write_private(&tmp, out.as_bytes())?;
+    write_private(&tmp, out.as_bytes())?;
     fs::rename(&tmp, path)?;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         fs::File::open(dir)?.sync_all()?;
     }
     let _ = io::stdout().flush();
     Ok(user)
+}
+
+/// A random access key (20 upper-case letters and digits, as AWS's look) and secret (40
+/// letters and digits).
+pub(crate) fn generate_credentials() -> io::Result<(String, String)> {
+    const UPPER: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    const ANY: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut bytes = [0u8; 60];
+    getrandom::fill(&mut bytes).map_err(io::Error::other)?;
+    let (a, s) = bytes.split_at(20);
+    // 32 and 64 symbols: a byte modulo either is uniform.
+    let pick = |set: &[u8], b: &u8| char::from(set[usize::from(*b) % set.len()]);
+    let access = a.iter().map(|b| pick(UPPER, b)).collect();
+    let secret = s.iter().map(|b| pick(ANY, b)).collect();
+    Ok((access, secret))
+}
+
+/// Create `path` readable by its owner only, and write `data` durably.
+pub(crate) fn write_private(path: &Path, data: &[u8]) -> io::Result<()> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let mut f = options.open(path)?;
+    f.write_all(data)?;
+    f.sync_all()
 }
 
 #[cfg(test)]

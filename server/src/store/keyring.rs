@@ -22,22 +22,57 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::fs;
-use std::io;
+use std::io::{self, Read as _};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use serde::Deserialize;
-use zeroize::Zeroize as _;
+use zeroize::{Zeroize as _, Zeroizing};
 
 /// The longest key id a keyring takes.
 pub const MAX_KEY_ID: usize = 256;
 /// The most keys a keyring holds.
 pub const MAX_KEYS: usize = 1024;
-/// The largest keyring file read.
+/// The largest key file read (a keyring, a master key file).
 const MAX_FILE: u64 = 1 << 20;
 /// The alias of AWS's managed S3 key: here, the keyring's default key.
 const AWS_S3_ALIAS: &str = "alias/aws/s3";
+
+/// The text of the key file `path` (named `what` in errors), zeroed when dropped; `None` if
+/// it does not exist. Refused (`InvalidData`, naming the file) when group or others may read
+/// or write it, or when it is larger than 1 MiB: both checked before a byte of it is read.
+pub(crate) fn read_key_file(path: &Path, what: &str) -> io::Result<Option<Zeroizing<String>>> {
+    let bad = |why: String| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{what} {}: {why}", path.display()),
+        )
+    };
+    let mut file = match fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(bad(e.to_string())),
+    };
+    let meta = file.metadata().map_err(|e| bad(e.to_string()))?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(bad(format!(
+            "permissions {mode:04o} are too open: it must be readable by its owner only \
+             (chmod 600)"
+        )));
+    }
+    if meta.len() > MAX_FILE {
+        return Err(bad(format!("larger than {MAX_FILE} bytes")));
+    }
+    // Room for all of it at once: a growing buffer would leave copies behind, unzeroed.
+    let mut text = Zeroizing::new(String::with_capacity(
+        usize::try_from(meta.len()).unwrap_or(0) + 1,
+    ));
+    file.read_to_string(&mut text)
+        .map_err(|e| bad(e.to_string()))?;
+    Ok(Some(text))
+}
 
 /// Named 256-bit keys and which of them is the default. `Debug` prints the ids only; the
 /// keys are zeroed when dropped.
@@ -57,27 +92,20 @@ impl Keyring {
     /// Read the keyring in `path`: refused (`InvalidData`, with a message naming the file)
     /// when group or others may read or write it, or when it is not a keyring.
     pub fn load(path: &Path) -> io::Result<Self> {
-        let bad = |why: String| {
+        let what = "SSE-KMS keyring";
+        let text = read_key_file(path, what)?.ok_or_else(|| {
+            let gone = io::Error::from(io::ErrorKind::NotFound);
             io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("SSE-KMS keyring {}: {why}", path.display()),
+                format!("{what} {}: {gone}", path.display()),
             )
-        };
-        let meta = fs::metadata(path).map_err(|e| bad(e.to_string()))?;
-        let mode = meta.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
-            return Err(bad(format!(
-                "permissions {mode:04o} are too open: the keyring must be readable by its \
-                 owner only (chmod 600)"
-            )));
-        }
-        if meta.len() > MAX_FILE {
-            return Err(bad(format!("larger than {MAX_FILE} bytes")));
-        }
-        let mut text = fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
-        let parsed = Self::parse(&text).map_err(bad);
-        text.zeroize();
-        parsed
+        })?;
+        Self::parse(&text).map_err(|why| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{what} {}: {why}", path.display()),
+            )
+        })
     }
 
     /// A keyring from the file's text.

@@ -16,7 +16,7 @@ use super::codec::{
 };
 use super::fence::check_unfenced;
 use super::files::{FileId, Spool};
-use super::object::put_record;
+use super::object::{HashingReader, put_record};
 use super::sse::{self, CustomerKey, EncryptWith, EncryptionInfo};
 use super::types::{
     Checksum, CompleteResult, CompletedPart, CopySource, ExpectedChecksum, MultipartChecksum,
@@ -716,23 +716,6 @@ impl Store {
             self.inner.retire(&retired);
         }
         Ok(result)
-    }
-}
-
-/// A reader that checksums what it reads (a copy that asks for a checksum, an UploadPartCopy
-/// into an upload with an algorithm).
-pub(crate) struct HashingReader<'r> {
-    pub inner: &'r mut dyn Read,
-    pub hasher: Option<Checksummer>,
-}
-
-impl Read for HashingReader<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if let (Some(h), Some(read)) = (&mut self.hasher, buf.get(..n)) {
-            h.update(read);
-        }
-        Ok(n)
     }
 }
 

@@ -3,6 +3,7 @@
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::FileExt as _;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use ferry_core::md5::{ETag, Md5Digest};
 use ferry_core::pool::PooledBuf;
@@ -15,7 +16,6 @@ use redb::{ReadableTable as _, WriteTransaction};
 use super::codec::{self, DataLayout, ObjectRecord, stored_etag};
 use super::fence::check_unfenced;
 use super::files::{self, FileId, PinGuard, Pins, Spool};
-use super::multipart::HashingReader;
 use super::sse::{self, CustomerKey, EncryptWith};
 use super::types::{
     Checksum, CopySource, DeleteOutcome, MetadataDirective, ObjectInfo, ObjectMeta, PutResult,
@@ -458,11 +458,18 @@ enum Wait {
     Cached,
 }
 
+/// Set once `RWF_NOWAIT` is found unsupported (a kernel or file system without it): cached
+/// reads are then not tried, rather than failing once per block.
+static NOWAIT_UNSUPPORTED: AtomicBool = AtomicBool::new(false);
+
 /// `pread(2)`, or with [`Wait::Cached`] `preadv2(2)` with `RWF_NOWAIT`: `WouldBlock` unless
 /// the page cache holds the first bytes wanted (and for a file system that cannot tell).
 fn read_at(file: &File, buf: &mut [u8], offset: u64, wait: Wait) -> io::Result<usize> {
     match wait {
         Wait::Block => file.read_at(buf, offset),
+        Wait::Cached if NOWAIT_UNSUPPORTED.load(Ordering::Relaxed) => {
+            Err(io::ErrorKind::WouldBlock.into())
+        }
         Wait::Cached => {
             use rustix::io::{Errno, ReadWriteFlags, preadv2};
             match preadv2(
@@ -472,7 +479,11 @@ fn read_at(file: &File, buf: &mut [u8], offset: u64, wait: Wait) -> io::Result<u
                 ReadWriteFlags::NOWAIT,
             ) {
                 Ok(n) => Ok(n),
-                Err(Errno::AGAIN | Errno::OPNOTSUPP) => Err(io::ErrorKind::WouldBlock.into()),
+                Err(Errno::AGAIN) => Err(io::ErrorKind::WouldBlock.into()),
+                Err(Errno::OPNOTSUPP | Errno::NOSYS) => {
+                    NOWAIT_UNSUPPORTED.store(true, Ordering::Relaxed);
+                    Err(io::ErrorKind::WouldBlock.into())
+                }
                 Err(e) => Err(e.into()),
             }
         }
@@ -1143,5 +1154,22 @@ impl Store {
             }
         };
         ObjectReader::new(info, pins, range, keys)
+    }
+}
+
+/// A reader that checksums what it reads (a copy that asks for a checksum, an UploadPartCopy
+/// into an upload with an algorithm).
+pub(crate) struct HashingReader<'r> {
+    pub inner: &'r mut dyn Read,
+    pub hasher: Option<Checksummer>,
+}
+
+impl Read for HashingReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let (Some(h), Some(read)) = (&mut self.hasher, buf.get(..n)) {
+            h.update(read);
+        }
+        Ok(n)
     }
 }

@@ -18,14 +18,13 @@
 
 use std::fs;
 use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use ferry_core::md5::Md5Digest;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::sse as format;
 use serde::{Deserialize, Serialize};
-use zeroize::Zeroize as _;
 
 pub use super::keyring::Keyring;
 
@@ -514,32 +513,18 @@ impl MasterKey {
     /// group or others may read or write it (as the SSE-KMS keyring is), or when it does not
     /// hold keys.
     pub fn load(path: &Path) -> io::Result<Option<Self>> {
-        let bad = |why: String| {
+        let what = "SSE-S3 master key file";
+        let Some(text) = super::keyring::read_key_file(path, what)? else {
+            return Ok(None);
+        };
+        Self::parse(&text).map(Some).ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("SSE-S3 master key file {}: {why}", path.display()),
+                format!(
+                    "{what} {}: not 256-bit keys in hex, one a line (the current one first)",
+                    path.display()
+                ),
             )
-        };
-        let mut text = match fs::read_to_string(path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(bad(e.to_string())),
-        };
-        let parsed = Self::parse(&text);
-        text.zeroize();
-        let mode = fs::metadata(path)
-            .map_err(|e| bad(e.to_string()))?
-            .permissions()
-            .mode()
-            & 0o777;
-        if mode & 0o077 != 0 {
-            return Err(bad(format!(
-                "permissions {mode:04o} are too open: it must be readable by its owner only \
-                 (chmod 600)"
-            )));
-        }
-        parsed.map(Some).ok_or_else(|| {
-            bad("not 256-bit keys in hex, one a line (the current one first)".into())
         })
     }
 
