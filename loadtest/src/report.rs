@@ -396,18 +396,26 @@ impl RunReport {
 
     /// Merge another run (e.g. from another client machine) into this one: counts and
     /// histograms add up, series line up by time (the finer one coarsened to the other's
-    /// step), CPU adds, elapsed is the longer one.
+    /// step), CPU adds, elapsed is the longer one. On an error `self` is as it was.
     pub fn merge(&mut self, other: &RunReport) -> Result<(), String> {
+        if other
+            .stats
+            .iter()
+            .any(|e| e.endpoint >= other.endpoints.len())
+        {
+            return Err("a stats entry names an endpoint the report does not list".into());
+        }
+        let mut series = Series::from_points(self.series.clone(), self.series_step_s)?;
+        series.merge(&other.series, other.series_step_s)?;
         for url in &other.endpoints {
             if !self.endpoints.contains(url) {
                 self.endpoints.push(url.clone());
             }
         }
         for e in &other.stats {
-            let url = other
-                .endpoints
-                .get(e.endpoint)
-                .ok_or("a stats entry names an endpoint the report does not list")?;
+            let Some(url) = other.endpoints.get(e.endpoint) else {
+                continue;
+            };
             let endpoint = self
                 .endpoints
                 .iter()
@@ -439,8 +447,6 @@ impl RunReport {
         }
         self.size_classes.sort_by_key(|e| (e.min_bytes, e.op));
         self.agents.extend(other.agents.iter().cloned());
-        let mut series = Series::from_points(std::mem::take(&mut self.series), self.series_step_s)?;
-        series.merge(&other.series, other.series_step_s)?;
         self.set_series(series);
         self.cpu.add(&other.cpu);
         self.elapsed_s = self.elapsed_s.max(other.elapsed_s);

@@ -379,10 +379,11 @@ pub fn coordinate(
             Event::Msg(ToCoordinator::Measured(f)) if agents[i].live() => {
                 let a = &mut agents[i];
                 // Its reading less its offset: the offset's error cancels (the agent aimed
-                // with the same offset), what is left is how late its timer woke it.
-                a.start_ms = start_at
-                    .zip(f.started_unix_ns)
-                    .map(|(at, began)| ms(began - a.offset.offset_ns - at));
+                // with the same offset), what is left is how late its timer woke it. (What an
+                // agent says must not overflow here, however large.)
+                a.start_ms = start_at.zip(f.started_unix_ns).map(|(at, began)| {
+                    ms(began.saturating_sub(a.offset.offset_ns).saturating_sub(at))
+                });
                 a.state = State::Cleaning;
                 a.finished = Some(*f);
                 a.measured_at = Some(Instant::now());

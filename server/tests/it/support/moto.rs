@@ -2,7 +2,7 @@
 //! the non-Ferry S3 backend of the re-sign, forwarding and TLS-backend tests. A test that needs
 //! it fails, saying so, when it is not installed: it never skips.
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -37,10 +37,7 @@ impl Moto {
     }
 
     fn spawn(tls: Option<(&Path, &Path)>) -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
+        let port = super::process::free_port().port();
         let mut cmd = Command::new("moto_server");
         cmd.args(["-H", "127.0.0.1", "-p", &port.to_string()]);
         if let Some((cert, key)) = tls {
