@@ -4,8 +4,9 @@
 //! key's uploads on two backends); an id naming no configured backend is `NoSuchUpload`; an
 //! untagged id (a backend's own) is still found while a layout places its key there; the AWS
 //! SDK's multipart upload works as ever; a user's upload (not the bucket owner's) completed away
-//! from its key's owner replaces the owner's older copy. Passthrough and re-signing (nodes with
-//! keys of their own), on both runtimes. Through a passthrough proxy every step of an upload goes to its
+//! from its key's owner replaces the owner's older copy, and one whose move fails (the owner's
+//! disk full) stays whole where it completed. Passthrough and re-signing (nodes with keys of
+//! their own), on both runtimes. Through a passthrough proxy every step of an upload goes to its
 //! node as the client sent it (bucket policy conditions on the signature hold, nothing is
 //! re-signed).
 
@@ -21,14 +22,17 @@ use ferry_server::proxy::{Layout, ReloadSource};
 use ferry_server::{ProxyConfig, RuntimeKind};
 
 use crate::support::http::{Client, Payload, Response, http_request, plain_get, target_of};
+use crate::support::node::Node;
 use crate::support::proxy::{Auth, Setup};
 use crate::support::sdk;
+use crate::support::tmpfs::Tmpfs;
 
 on_both_runtimes!(
     uploads_outlive_their_layout_passthrough,
     uploads_outlive_their_layout_resigned,
     upload_steps_pass_through,
     a_users_upload_completes_away_from_its_owner,
+    a_move_that_fails_leaves_the_upload_where_it_completed,
 );
 
 fn uploads_outlive_their_layout_passthrough(runtime: RuntimeKind) {
@@ -48,14 +52,20 @@ struct Reloadable {
 impl Reloadable {
     /// Every key on node 0 at first (node 1 declared, weight 0).
     fn start(runtime: RuntimeKind, auth: Auth) -> Self {
-        Self::start_with(runtime, auth, |_| {})
+        Self::start_with(runtime, auth, None, |_| {})
     }
 
-    /// [`Reloadable::start`], with `tweak` adjusting the proxy's configuration first.
-    fn start_with(runtime: RuntimeKind, auth: Auth, tweak: impl FnOnce(&mut ProxyConfig)) -> Self {
+    /// [`Reloadable::start`], with `tweak` adjusting the proxy's configuration first and
+    /// `node` the nodes'.
+    fn start_with(
+        runtime: RuntimeKind,
+        auth: Auth,
+        node: Option<&dyn Fn(&mut Node)>,
+        tweak: impl FnOnce(&mut ProxyConfig),
+    ) -> Self {
         let shared: Arc<Mutex<Option<Arc<Mutex<ProxyConfig>>>>> = Arc::default();
         let slot = shared.clone();
-        let s = Setup::start_with(runtime, 2, auth, move |cfg| {
+        let s = Setup::start_with_nodes(runtime, 2, auth, node, move |cfg| {
             tweak(cfg);
             cfg.backends[1].weight = 0;
             let cfg_now = Arc::new(Mutex::new(cfg.clone()));
@@ -271,7 +281,7 @@ fn uploads_outlive_their_layout(runtime: RuntimeKind, auth: Auth) {
 fn a_users_upload_completes_away_from_its_owner(runtime: RuntimeKind) {
     use crate::support::ALICE;
     use ferry_core::s3::sigv4::Credentials;
-    let p = Reloadable::start_with(runtime, Auth::Passthrough, |cfg| {
+    let p = Reloadable::start_with(runtime, Auth::Passthrough, None, |cfg| {
         cfg.users = vec![ALICE.user()];
     });
     let (mut n0, mut n1) = (p.s.nodes[0].client(), p.s.nodes[1].client());
@@ -317,6 +327,37 @@ fn a_users_upload_completes_away_from_its_owner(runtime: RuntimeKind) {
         assert_eq!(got.header("etag"), Some(etag.as_str()), "{who}");
     }
     n0.get("/mpu/a").expect_error(404, "NoSuchKey");
+}
+
+/// An upload whose move fails (its key's owner has a full disk), completed away from that owner
+/// while the owner holds an older copy of the key: the object stays where it completed, whole,
+/// not deleted with the earlier owners' copies, which a clean-up after the failed move took
+/// the owner's older copy as leave to do. (Until a `ferry rebalance` moves it, the owner's
+/// older copy is the one read through the proxy, as README says.)
+fn a_move_that_fails_leaves_the_upload_where_it_completed(runtime: RuntimeKind) {
+    let disk = Tmpfs::mount(64 << 20);
+    let on_disk: &dyn Fn(&mut Node) = &|n| {
+        if n.id == "node-2" {
+            n.dir = tempfile::tempdir_in(disk.path()).expect("data dir on the tmpfs");
+        }
+    };
+    let p = Reloadable::start_with(runtime, Auth::Passthrough, Some(on_disk), |_| {});
+    let (mut n0, mut n1) = (p.s.nodes[0].client(), p.s.nodes[1].client());
+    let mut c = p.s.client();
+    assert_eq!(c.put("/mpu", b"").status, 200);
+    let id = create(&mut c, "f");
+    let data = vec![6u8; 1 << 20];
+    let etags = vec![part(&mut c, "f", &id, 1, &data, Payload::Signed)];
+
+    p.reload(2, 1, Some(0));
+    assert_eq!(c.put("/mpu/f", b"older").status, 200);
+    let _filler = disk.fill("filler");
+    let r = complete(&mut c, "f", &id, &etags);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let got = n0.get("/mpu/f");
+    assert_eq!(got.status, 200, "{}", got.text());
+    assert_eq!(md5(&got.body), md5(&data));
+    assert_eq!(n1.get("/mpu/f").body, b"older");
 }
 
 async fn sdk_multipart(addr: std::net::SocketAddr) {

@@ -55,6 +55,17 @@ impl Setup {
         auth: Auth,
         tweak: impl FnOnce(&mut ProxyConfig),
     ) -> Self {
+        Self::start_with_nodes(runtime, nodes, auth, None, tweak)
+    }
+
+    /// [`Setup::start_with`], each node restarted with `node`'s changes before the proxy starts.
+    pub fn start_with_nodes(
+        runtime: RuntimeKind,
+        nodes: usize,
+        auth: Auth,
+        node: Option<&dyn Fn(&mut Node)>,
+        tweak: impl FnOnce(&mut ProxyConfig),
+    ) -> Self {
         let mut nodes: Vec<Node> = (1..=nodes)
             .map(|i| {
                 let (a, s) = match auth {
@@ -90,11 +101,17 @@ impl Setup {
         // Small chunks so re-framed bodies have several.
         cfg.buffer_size = 64 * 1024;
         tweak(&mut cfg);
-        if !cfg.users.is_empty() && auth != Auth::OwnKeys {
-            // Nodes that share the proxy's key share its users too.
+        // Nodes that share the proxy's key share its users too.
+        let users = !cfg.users.is_empty() && auth != Auth::OwnKeys;
+        if users || node.is_some() {
             for n in &mut nodes {
                 n.stop();
-                n.users.clone_from(&cfg.users);
+                if users {
+                    n.users.clone_from(&cfg.users);
+                }
+                if let Some(f) = node {
+                    f(n);
+                }
                 n.restart();
             }
         }
