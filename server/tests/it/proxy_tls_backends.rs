@@ -521,6 +521,16 @@ fn a_backend_by_host_name(rt: RuntimeKind) {
         let r = c.create_bucket().bucket("wrong").send().await;
         assert_eq!(sdk::status_of(&r.unwrap_err()), Some(503));
     });
+    // The 503 may come before the proxy's first check of the backend has connected (with no
+    // retry window, a backend not yet seen up is refused at once): wait for that handshake.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while wrong_relay.names().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the proxy never tried the backend"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     p.stop();
     // Nothing reached that node: seen through a proxy that checks no certificate.
     let mut lax = https_backend("n", wrong_node.addr, None);
