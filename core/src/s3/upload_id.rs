@@ -31,8 +31,9 @@ pub fn own(id: &str) -> &str {
 /// The tag of the backend a proxy configures with `backend_id`: a hash of the id, so that it
 /// says nothing of the configuration and needs no escaping.
 pub fn tag(backend_id: &str) -> String {
-    let mut material = alloc::vec::Vec::with_capacity(21 + backend_id.len());
-    material.extend_from_slice(b"ferry upload backend\0");
+    const DOMAIN: &[u8] = b"ferry upload backend\0";
+    let mut material = alloc::vec::Vec::with_capacity(DOMAIN.len() + backend_id.len());
+    material.extend_from_slice(DOMAIN);
     material.extend_from_slice(backend_id.as_bytes());
     let digest = super::sigv4::sha256(&material);
     let mut tag = String::with_capacity(TAG_LEN);

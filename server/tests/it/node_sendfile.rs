@@ -48,14 +48,20 @@ fn admin(node: &Node) -> SocketAddr {
         .expect("admin")
 }
 
-/// `ferry_node_sendfile_bytes_total` once the node has counted `requests` S3 requests (a
-/// request is counted after its body was sent).
-fn sendfile_bytes(admin: SocketAddr, requests: u64) -> u64 {
+/// The node counter `ferry_node_<name>_total` once the node has counted `requests` S3
+/// requests (a request is counted after its body was sent).
+fn counter(admin: SocketAddr, name: &str, requests: u64) -> u64 {
     let m = metrics_after(admin, "ferry_node", requests);
+    let prefix = format!("ferry_node_{name}_total ");
     m.lines()
-        .find_map(|l| l.strip_prefix("ferry_node_sendfile_bytes_total "))
+        .find_map(|l| l.strip_prefix(&prefix))
         .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no ferry_node_sendfile_bytes_total in\n{m}"))
+        .unwrap_or_else(|| panic!("no {prefix}in\n{m}"))
+}
+
+/// `ferry_node_sendfile_bytes_total` after `requests` requests.
+fn sendfile_bytes(admin: SocketAddr, requests: u64) -> u64 {
+    counter(admin, "sendfile_bytes", requests)
 }
 
 /// What the kernel sends of a body of `len` bytes.
@@ -361,13 +367,9 @@ fn copies_with_sendfile_off(rt: RuntimeKind) {
     node.stop();
 }
 
-/// `ferry_node_cached_read_bytes_total` once the node has counted `requests` S3 requests.
+/// `ferry_node_cached_read_bytes_total` after `requests` requests.
 fn cached_read_bytes(admin: SocketAddr, requests: u64) -> u64 {
-    let m = metrics_after(admin, "ferry_node", requests);
-    m.lines()
-        .find_map(|l| l.strip_prefix("ferry_node_cached_read_bytes_total "))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no ferry_node_cached_read_bytes_total in\n{m}"))
+    counter(admin, "cached_read_bytes", requests)
 }
 
 /// `open_inline: false` (`--open-on-pool`): lookups on the blocking pool, the same answers.

@@ -749,23 +749,12 @@ impl<R: Runtime> Rebalancer<R> {
     ) -> S3Result<Copied> {
         let path = object_path(&b.name, key);
         let query = version_query(version);
-        let head = |context: bool| {
-            let mut head = Call::new("HEAD", path.clone(), query.clone());
-            head.header("x-amz-checksum-mode", "ENABLED");
-            if context {
-                head.header(CONTEXT_MODE_HEADER, "ENABLED");
-            }
-            head
-        };
-        let ferry = self.is_ferry(from);
-        let mut head_reply = call(&self.p, from, &b.caller, &head(ferry)).await?;
-        if ferry && head_reply.status == 403 {
-            // A Ferry node tells the encryption context to the bucket owner alone: a client's
-            // upload the proxy moves as that client goes without it (an SSE-KMS copy is then
-            // encrypted under the same key with no context, as one from a non-Ferry backend).
-            head_reply = call(&self.p, from, &b.caller, &head(false)).await?;
+        let mut head = Call::new("HEAD", path.clone(), query.clone());
+        head.header("x-amz-checksum-mode", "ENABLED");
+        if self.is_ferry(from) {
+            head.header(CONTEXT_MODE_HEADER, "ENABLED");
         }
-        let head = head_reply;
+        let head = call(&self.p, from, &b.caller, &head).await?;
         match head.status {
             200 => {}
             404 => return Ok(Copied::Gone),
