@@ -19,6 +19,8 @@ if [ -z "${FERRY:-}" ]; then
   FERRY=target/release/ferry
 fi
 export FERRY_ACCESS_KEY=floodkey FERRY_SECRET_KEY=floodsecret1234567890
+# The nodes and the proxy share a cluster key (the proxy seals what only the cluster may ask).
+export FERRY_CLUSTER_KEY="${FERRY_CLUSTER_KEY:-$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')}"
 limits=(--max-connections $((conns + 1000)) --header-timeout-ms 120000)
 dir=$(mktemp -d)
 pids=()

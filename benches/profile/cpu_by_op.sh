@@ -18,6 +18,8 @@ size=${SIZE:-1MiB}
 conns=${CONNECTIONS:-16}
 runtime=${RUNTIME:-tokio}
 export FERRY_ACCESS_KEY=benchkey FERRY_SECRET_KEY=benchsecret1234567890
+# The nodes and the proxy share a cluster key (the proxy seals what only the cluster may ask).
+export FERRY_CLUSTER_KEY="${FERRY_CLUSTER_KEY:-$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')}"
 tick=$(getconf CLK_TCK)
 cpu_s() { awk -v t="$tick" '{print ($14 + $15) / t}' "/proc/$1/stat"; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

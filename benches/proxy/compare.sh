@@ -30,6 +30,8 @@ if [ -z "${FERRY:-}" ]; then cargo build --release -q -p ferry-server; fi
 FERRY=${FERRY:-$PWD/target/release/ferry}
 WORK=$(mktemp -d)
 export FERRY_ACCESS_KEY=benchkey FERRY_SECRET_KEY=benchsecret
+# The nodes and the proxy share a cluster key (the proxy seals what only the cluster may ask).
+export FERRY_CLUSTER_KEY="${FERRY_CLUSTER_KEY:-$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')}"
 cleanup() {
   for f in "$WORK"/*.pid "$WORK"/nginx/nginx.pid; do
     [ -f "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null || true

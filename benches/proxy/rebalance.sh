@@ -19,6 +19,8 @@ fi
 ferry=${FERRY:-target/release/ferry}
 load=${FERRY_LOAD:-target/release/ferry-load}
 export FERRY_ACCESS_KEY=benchkey FERRY_SECRET_KEY=benchsecret1234567890
+# The nodes and the proxy share a cluster key (the proxy seals what only the cluster may ask).
+export FERRY_CLUSTER_KEY="${FERRY_CLUSTER_KEY:-$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')}"
 tick=$(getconf CLK_TCK)
 work=$(mktemp -d "${DATA:-/var/tmp}/ferry-rebalance.XXXXXX")
 pids=()

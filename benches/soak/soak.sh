@@ -16,6 +16,8 @@ FERRY=${FERRY:-$PWD/target/release/ferry}
 LOAD=$PWD/target/release/ferry-load
 WORK=$(mktemp -d)
 export FERRY_ACCESS_KEY=soakkey FERRY_SECRET_KEY=soaksecret1234567890
+# The nodes and the proxy share a cluster key (the proxy seals what only the cluster may ask).
+export FERRY_CLUSTER_KEY="${FERRY_CLUSTER_KEY:-$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')}"
 cleanup() {
   # `start` runs in a command substitution (a subshell): its pids are in the pid files.
   for f in "$WORK"/*.pid; do [ -e "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null; done

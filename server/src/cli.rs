@@ -50,7 +50,26 @@ pub enum Command {
     /// Move every object whose owner changed to its owner under the current layout of a proxy's
     /// configuration (`--config proxy.toml`), so that the previous layouts can be removed.
     Rebalance(RebalanceArgs),
+    /// Make the cluster key that nodes, proxies and `ferry rebalance` share.
+    #[command(subcommand)]
+    ClusterKey(ClusterKeyCommand),
 }
+
+/// `ferry cluster-key ...`.
+#[derive(Debug, Subcommand)]
+pub enum ClusterKeyCommand {
+    /// Write a new cluster key file (readable by its owner only; an existing file is never
+    /// replaced). Give the same file to every node (`--cluster-key`), proxy and rebalance.
+    /// To rotate: add the new key as a second line everywhere, then make it the first line
+    /// everywhere, then remove the old one.
+    New {
+        /// The file to write.
+        file: PathBuf,
+    },
+}
+
+/// The local cluster's key file, in its data directory.
+pub const CLUSTER_KEY_FILE: &str = "cluster.key";
 
 /// `ferry rebalance` options: how to move, and the proxy's own options, whose backends,
 /// layouts and keys it moves objects between.
@@ -311,6 +330,11 @@ pub struct ProxyArgs {
     /// each user may do.
     #[arg(long, value_name = "FILE")]
     pub users: Option<PathBuf>,
+    /// The cluster key file its Ferry nodes share (`cluster_key_file` in the config file, or
+    /// FERRY_CLUSTER_KEY): the proxy seals with it what only the cluster may ask of a node.
+    /// Needed with backends of kind ferry.
+    #[arg(long, value_name = "FILE")]
+    pub cluster_key: Option<PathBuf>,
     /// HTTPS for the S3 listener (the admin listener stays plain HTTP).
     #[command(flatten)]
     pub tls: TlsArgs,
@@ -383,12 +407,12 @@ pub struct NodeArgs {
     /// owning the buckets it creates. The proxies in front must read the same file.
     #[arg(long, value_name = "FILE")]
     pub users: Option<PathBuf>,
-    /// A proxy whose x-ferry-client-ip and x-ferry-client-tls headers the node believes (the
-    /// address and transport of the proxy's client, for bucket policies' aws:SourceIp and
-    /// aws:SecureTransport conditions). Repeat for each proxy; without it, every request is
-    /// from its connection's peer.
-    #[arg(long = "trusted-proxy", value_name = "IP")]
-    pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// The cluster key file (or FERRY_CLUSTER_KEY): what only the cluster may ask of the node
+    /// (Ferry's x-ferry-* headers and parameters: a proxy's word on its client's address, a
+    /// DeleteBucket's fence, a rebalance's placed versions) is taken only from requests sealed
+    /// with it. Without it the node takes none, and no proxy can front it.
+    #[arg(long, value_name = "FILE")]
+    pub cluster_key: Option<PathBuf>,
     /// Do not fsync writes (tests and benchmarks only: a crash may lose acknowledged writes).
     #[arg(long)]
     pub no_fsync: bool,
@@ -570,7 +594,15 @@ pub fn run_node(args: NodeArgs) -> io::Result<()> {
     }
     let mut cfg = NodeConfig::new(&args.data, args.listen, creds.access_key, creds.secret_key);
     cfg.users = users_of(args.users.as_deref())?;
-    cfg.trusted_proxies.clone_from(&args.trusted_proxies);
+    cfg.cluster_keys = crate::cluster_key::load(args.cluster_key.as_deref(), &|name| {
+        std::env::var(name).ok()
+    })?;
+    if cfg.cluster_keys.is_none() {
+        tracing::warn!(
+            "no cluster key (--cluster-key FILE or FERRY_CLUSTER_KEY): the node takes no \
+             request of the cluster's, so no proxy can front it"
+        );
+    }
     cfg.region = args.region;
     cfg.runtime = args.runtime;
     cfg.threads = args.threads;
@@ -696,6 +728,11 @@ pub fn proxy_config(
     if args.auth.no_sigv2 {
         cfg.sigv2 = false;
     }
+    // The command line's file, else the config file's, else the environment's keys.
+    if args.cluster_key.is_some() || cfg.cluster_keys.is_none() {
+        let keys = crate::cluster_key::load(args.cluster_key.as_deref(), env)?;
+        cfg.cluster_keys = keys.or(cfg.cluster_keys);
+    }
     // Command-line domains add to the file's.
     cfg.domains.extend(args.auth.domains.iter().cloned());
     for d in &cfg.domains {
@@ -816,6 +853,24 @@ pub fn run_user(cmd: UserCommand) -> io::Result<()> {
     }
 }
 
+/// `ferry cluster-key ...`.
+pub fn run_cluster_key(cmd: ClusterKeyCommand) -> io::Result<()> {
+    match cmd {
+        ClusterKeyCommand::New { file } => {
+            crate::cluster_key::create(&file)
+                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", file.display())))?;
+            let mut out = io::stdout().lock();
+            writeln!(
+                out,
+                "wrote a new cluster key to {}: give it to every node (--cluster-key) and \
+                 proxy (--cluster-key, cluster_key_file) of the cluster",
+                file.display()
+            )?;
+            out.flush()
+        }
+    }
+}
+
 /// The users of `--users FILE`, none without it.
 fn users_of(file: Option<&Path>) -> io::Result<Vec<crate::users::User>> {
     file.map_or_else(|| Ok(Vec::new()), crate::users::load_users)
@@ -840,6 +895,14 @@ pub fn run_cluster(args: ClusterArgs) -> io::Result<()> {
         check_domain(d)?;
     }
     cfg.domains.clone_from(&args.auth.domains);
+    // The environment's key, else the one made in the data directory on the first start (kept,
+    // so that a `ferry node` or `ferry rebalance` can join this cluster later).
+    cfg.cluster_keys = match crate::cluster_key::load(None, &|name| std::env::var(name).ok())? {
+        Some(keys) => Some(keys),
+        None => Some(crate::cluster_key::load_or_create(
+            &args.data.join(CLUSTER_KEY_FILE),
+        )?),
+    };
     let scheme = scheme(cfg.tls.as_ref());
     let cluster = start_cluster(cfg)?;
     let endpoint = format!("{scheme}://{}", cluster.endpoint());
@@ -906,6 +969,7 @@ pub fn main() -> ExitCode {
         Some(Command::Node(args)) => done(run_node(args)),
         Some(Command::Proxy(args)) => done(run_proxy(args)),
         Some(Command::User(cmd)) => done(run_user(cmd)),
+        Some(Command::ClusterKey(cmd)) => done(run_cluster_key(cmd)),
         // Some objects could not be moved: not a failure, but not done either.
         Some(Command::Rebalance(args)) => run_rebalance(args).map(|complete| {
             if complete {
@@ -929,6 +993,9 @@ pub fn main() -> ExitCode {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    /// A cluster key, as `FERRY_CLUSTER_KEY` holds it.
+    const CLUSTER_KEY: &str = "4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f";
 
     fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         let m: HashMap<String, String> = vars
@@ -1125,7 +1192,11 @@ mod tests {
         let Some(Command::Proxy(args)) = cli.command else {
             panic!("not a proxy command");
         };
-        let keys = env(&[("FERRY_ACCESS_KEY", "fa"), ("FERRY_SECRET_KEY", "fs")]);
+        let keys = env(&[
+            ("FERRY_ACCESS_KEY", "fa"),
+            ("FERRY_SECRET_KEY", "fs"),
+            ("FERRY_CLUSTER_KEY", CLUSTER_KEY),
+        ]);
         let cfg = proxy_config(&args, &keys).unwrap();
         assert_eq!(cfg.backends.len(), 2);
         assert_eq!(cfg.backends[1].weight, 2);
@@ -1133,6 +1204,49 @@ mod tests {
         assert_eq!(cfg.credentials, [Credentials::new("fa", "fs")]);
         // No key anywhere: refused.
         assert!(proxy_config(&args, &env(&[])).is_err());
+        // No cluster key, or a bad one, for Ferry backends: refused, saying which.
+        let keyless = env(&[("FERRY_ACCESS_KEY", "fa"), ("FERRY_SECRET_KEY", "fs")]);
+        let e = proxy_config(&args, &keyless).unwrap_err().to_string();
+        assert!(e.contains("cluster key"), "{e}");
+        let bad = env(&[
+            ("FERRY_ACCESS_KEY", "fa"),
+            ("FERRY_SECRET_KEY", "fs"),
+            ("FERRY_CLUSTER_KEY", "not hex"),
+        ]);
+        let e = proxy_config(&args, &bad).unwrap_err().to_string();
+        assert!(
+            e.contains("FERRY_CLUSTER_KEY") && !e.contains("not hex"),
+            "{e}"
+        );
+        // `ferry cluster-key new FILE` writes a key file the proxy takes.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.key");
+        let Some(Command::ClusterKey(cmd)) =
+            Cli::try_parse_from(["ferry", "cluster-key", "new", file.to_str().unwrap()])
+                .unwrap()
+                .command
+        else {
+            panic!("not a cluster-key command");
+        };
+        run_cluster_key(cmd).unwrap();
+        let with_file = Cli::try_parse_from([
+            "ferry",
+            "proxy",
+            "--backend",
+            "a=http://127.0.0.1:9001",
+            "--cluster-key",
+            file.to_str().unwrap(),
+        ])
+        .unwrap();
+        let Some(Command::Proxy(file_args)) = with_file.command else {
+            panic!("not a proxy command");
+        };
+        assert!(
+            proxy_config(&file_args, &keyless)
+                .unwrap()
+                .cluster_keys
+                .is_some()
+        );
         // No backend: refused.
         let cli = Cli::try_parse_from(["ferry", "proxy"]).unwrap();
         let Some(Command::Proxy(args)) = cli.command else {
@@ -1178,7 +1292,11 @@ mod tests {
         let mut limits = ConnLimits::default();
         args.limits.apply(&mut limits);
         assert_eq!(limits, want);
-        let keys = env(&[("FERRY_ACCESS_KEY", "fa"), ("FERRY_SECRET_KEY", "fs")]);
+        let keys = env(&[
+            ("FERRY_ACCESS_KEY", "fa"),
+            ("FERRY_SECRET_KEY", "fs"),
+            ("FERRY_CLUSTER_KEY", CLUSTER_KEY),
+        ]);
         let proxy = ["ferry", "proxy", "--backend", "a=http://127.0.0.1:9001"];
         let Some(Command::Proxy(args)) = Cli::try_parse_from(proxy.iter().chain(&flags))
             .unwrap()
@@ -1238,7 +1356,11 @@ mod tests {
         let cli = Cli::try_parse_from(["ferry", "--domain", "s3.local", "--no-sigv2"]).unwrap();
         assert!(cli.command.is_none() && cli.cluster.auth.no_sigv2);
         assert_eq!(cli.cluster.auth.domains, ["s3.local"]);
-        let keys = env(&[("FERRY_ACCESS_KEY", "fa"), ("FERRY_SECRET_KEY", "fs")]);
+        let keys = env(&[
+            ("FERRY_ACCESS_KEY", "fa"),
+            ("FERRY_SECRET_KEY", "fs"),
+            ("FERRY_CLUSTER_KEY", CLUSTER_KEY),
+        ]);
         let proxy = ["ferry", "proxy", "--backend", "a=http://127.0.0.1:9001"];
         let Some(Command::Proxy(args)) = Cli::try_parse_from(proxy).unwrap().command else {
             panic!("not a proxy command");
@@ -1327,7 +1449,11 @@ mod tests {
         let Some(Command::Proxy(args)) = cli.command else {
             panic!("not a proxy command");
         };
-        let keys = env(&[("FERRY_ACCESS_KEY", "fa"), ("FERRY_SECRET_KEY", "fs")]);
+        let keys = env(&[
+            ("FERRY_ACCESS_KEY", "fa"),
+            ("FERRY_SECRET_KEY", "fs"),
+            ("FERRY_CLUSTER_KEY", CLUSTER_KEY),
+        ]);
         assert_eq!(proxy_config(&args, &keys).unwrap().tls, want);
         let node = ["ferry", "node", "--data", "d", "--listen", "127.0.0.1:0"];
         let cli = Cli::try_parse_from(node.iter().chain(&tls)).unwrap();

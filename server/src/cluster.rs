@@ -6,6 +6,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use ferry_core::s3::cluster::ClusterKeys;
+
 use crate::node::{DEFAULT_LIFECYCLE_INTERVAL, NodeConfig, NodeHandle, RuntimeKind, start_node};
 use crate::proxy::{BackendConfig, ProxyConfig, ProxyHandle, start_proxy};
 use crate::tls::TlsFiles;
@@ -55,6 +57,9 @@ pub struct ClusterConfig {
     /// Every node's SSE-KMS keyring (`NodeConfig::sse_kms_keyring`): the same file for all,
     /// so an object reads back whichever node holds it.
     pub sse_kms_keyring: Option<PathBuf>,
+    /// The key the proxy and the nodes share (`NodeConfig::cluster_keys`); `None`: a new one,
+    /// in memory, for this run (`ferry` alone keeps one in its data directory).
+    pub cluster_keys: Option<ClusterKeys>,
 }
 
 impl ClusterConfig {
@@ -84,6 +89,7 @@ impl ClusterConfig {
             lifecycle_day_secs: ferry_core::s3::xml::DAY_SECS,
             allow_sse_c_over_http: false,
             sse_kms_keyring: None,
+            cluster_keys: None,
         }
     }
 }
@@ -142,6 +148,10 @@ pub fn start_cluster(cfg: ClusterConfig) -> io::Result<Cluster> {
             "a cluster needs at least one node",
         ));
     }
+    let keys = match &cfg.cluster_keys {
+        Some(keys) => keys.clone(),
+        None => ClusterKeys::new(crate::cluster_key::generate()?),
+    };
     let mut nodes = Vec::with_capacity(cfg.nodes);
     let mut backends = Vec::with_capacity(cfg.nodes);
     for i in 1..=cfg.nodes {
@@ -153,9 +163,9 @@ pub fn start_cluster(cfg: ClusterConfig) -> io::Result<Cluster> {
             &cfg.secret_key,
         );
         n.users.clone_from(&cfg.users);
-        // The proxy in front is this process's, on loopback: its word on its clients'
-        // addresses counts for the nodes' policy conditions.
-        n.trusted_proxies = vec![std::net::IpAddr::from([127, 0, 0, 1])];
+        // The proxy in front seals its word on its clients' addresses (for the nodes' policy
+        // conditions) and its DeleteBucket fences with the cluster's key.
+        n.cluster_keys = Some(keys.clone());
         n.runtime = cfg.runtime;
         n.threads = cfg.threads;
         n.fsync = cfg.fsync;
@@ -185,6 +195,7 @@ pub fn start_cluster(cfg: ClusterConfig) -> io::Result<Cluster> {
     p.tls = cfg.tls;
     p.sigv2 = cfg.sigv2;
     p.domains = cfg.domains;
+    p.cluster_keys = Some(keys);
     let proxy = start_proxy(p)?;
     Ok(Cluster {
         proxy: Some(proxy),

@@ -5,6 +5,7 @@
 
 pub mod cli;
 pub mod cluster;
+pub mod cluster_key;
 pub mod cpu;
 mod front;
 pub mod heap;
@@ -22,6 +23,7 @@ pub mod users;
 mod waits;
 
 pub use cluster::{Cluster, ClusterConfig, start_cluster};
+pub use ferry_core::s3::cluster::{ClusterKey, ClusterKeys};
 pub use limits::ConnLimits;
 pub use node::{DEFAULT_LIFECYCLE_INTERVAL, NodeConfig, NodeHandle, RuntimeKind, start_node};
 pub use proxy::{BackendConfig, ProxyConfig, ProxyHandle, start_proxy};

@@ -3,6 +3,7 @@
 pub mod acl;
 pub mod body;
 pub mod checksum;
+pub mod cluster;
 pub mod conditions;
 pub mod error;
 pub mod outbound;

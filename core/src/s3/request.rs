@@ -39,6 +39,9 @@ pub const MAX_FENCE_LEASE_SECONDS: u32 = 300;
 /// The header with which a DeleteBucket names the [`Endpoint::BucketFence`] it holds (Ferry's
 /// own: the node deletes only while that fence holds).
 pub const FENCE_HEADER: &str = "x-ferry-fence";
+/// The header of a BucketFence's answer that says whether the fenced bucket is empty (`true`
+/// or `false`): what the proxy's DeleteBucket needs to know of each node.
+pub const BUCKET_EMPTY_HEADER: &str = "x-ferry-bucket-empty";
 
 /// Subresources we do not serve; their presence makes any request `NotImplemented`.
 ///

@@ -31,6 +31,11 @@ fn assert_no_failed_operations(report: &ferry_loadtest::report::RunReport) {
     );
 }
 
+/// The cluster key of the tests' nodes and proxies (`NodeConfig::cluster_keys`).
+fn cluster_keys() -> ferry_server::ClusterKeys {
+    ferry_server::ClusterKeys::parse(&"6b".repeat(32)).expect("a cluster key")
+}
+
 mod agents;
 mod cli;
 mod fake_s3;

@@ -15,12 +15,14 @@ fn direct_and_via_a_proxy(rt: RuntimeKind) {
     let dir = tempfile::tempdir().unwrap();
     let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
     let mut ncfg = NodeConfig::new(dir.path().join("node"), any, KEY.0, KEY.1);
+    ncfg.cluster_keys = Some(crate::cluster_keys());
     ncfg.runtime = rt;
     ncfg.threads = 1;
     ncfg.fsync = false;
     let node = start_node(ncfg).expect("node");
     let direct = format!("http://{}", node.local_addr());
     let mut pcfg = ProxyConfig::new(any, vec![BackendConfig::new("n1", &direct)], KEY.0, KEY.1);
+    pcfg.cluster_keys = Some(crate::cluster_keys());
     pcfg.runtime = rt;
     pcfg.threads = 1;
     pcfg.admin_listen = None;

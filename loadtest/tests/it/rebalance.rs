@@ -30,6 +30,7 @@ const SEED: u64 = 11;
 
 fn node(dir: &Path, runtime: RuntimeKind) -> NodeHandle {
     let mut cfg = NodeConfig::new(dir, "127.0.0.1:0".parse().unwrap(), KEY.0, KEY.1);
+    cfg.cluster_keys = Some(crate::cluster_keys());
     cfg.runtime = runtime;
     cfg.threads = 1;
     cfg.fsync = false;
@@ -55,6 +56,7 @@ fn config(
         })
         .collect();
     let mut cfg = ProxyConfig::new("127.0.0.1:0".parse().unwrap(), backends, KEY.0, KEY.1);
+    cfg.cluster_keys = Some(crate::cluster_keys());
     cfg.runtime = runtime;
     cfg.threads = 2;
     cfg.admin_listen = None;

@@ -19,6 +19,7 @@ const KEY: (&str, &str) = ("restart-key", "restart-secret");
 
 fn node(dir: &Path, listen: SocketAddr, runtime: RuntimeKind) -> NodeHandle {
     let mut cfg = NodeConfig::new(dir, listen, KEY.0, KEY.1);
+    cfg.cluster_keys = Some(crate::cluster_keys());
     cfg.runtime = runtime;
     cfg.threads = 1;
     cfg.fsync = false;
@@ -49,6 +50,7 @@ fn rolling_restart(runtime: RuntimeKind) {
         .map(|(i, a)| BackendConfig::new(format!("node-{i}"), format!("http://{a}")))
         .collect();
     let mut pcfg = ProxyConfig::new(any, backends, KEY.0, KEY.1);
+    pcfg.cluster_keys = Some(crate::cluster_keys());
     pcfg.runtime = runtime;
     pcfg.threads = 2;
     pcfg.admin_listen = None;

@@ -35,12 +35,14 @@ impl Throttler {
         let dir = tempfile::tempdir().unwrap();
         let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
         let mut ncfg = NodeConfig::new(dir.path(), any, KEY.0, KEY.1);
+        ncfg.cluster_keys = Some(crate::cluster_keys());
         ncfg.runtime = runtime;
         ncfg.threads = 1;
         ncfg.fsync = false;
         let node = start_node(ncfg).expect("node starts");
         let backend = BackendConfig::new("node-1", format!("http://{}", node.local_addr()));
         let mut pcfg = ProxyConfig::new(any, vec![backend], KEY.0, KEY.1);
+        pcfg.cluster_keys = Some(crate::cluster_keys());
         pcfg.runtime = runtime;
         pcfg.threads = 1;
         pcfg.admin_listen = Some(any);

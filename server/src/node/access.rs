@@ -10,13 +10,15 @@ use std::borrow::Cow;
 use ferry_core::http::find_header_str;
 use ferry_core::rt::Runtime;
 use ferry_core::s3::acl::Permission;
+use ferry_core::s3::cluster::{self, ClusterKeys};
 use ferry_core::s3::policy::{Decision, PolicyRequest, Principal};
 use ferry_core::s3::request::{Endpoint, S3Request, version_id};
 use ferry_core::s3::sigv4::AuthKind;
 use ferry_core::s3::xml::Owner;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
-use super::context::Cx;
+use super::context::{Cx, NodeApi};
+use crate::front::Request;
 use crate::store::Placed;
 use crate::store::{BucketSettings, ObjectMeta, VersionId};
 use crate::users::User;
@@ -117,9 +119,35 @@ fn action(endpoint: &Endpoint<'_>) -> Option<(&'static str, bool)> {
     })
 }
 
+/// Whether the cluster sealed `req` (`ferry_core::s3::cluster`): `Ok(true)` for a valid seal,
+/// `Ok(false)` for a request with nothing only the cluster may send, and `AccessDenied` with
+/// the reason for one with `x-ferry-*` headers or parameters and no valid seal — never
+/// ignored, never taken on a user's word, a bucket's ownership or a source address.
+pub(crate) fn sealed<R: Runtime>(
+    node: &NodeApi<R>,
+    req: &Request<'_>,
+    s3: &S3Request<'_>,
+) -> S3Result<bool> {
+    let head = req.head;
+    let internal_params = s3.query.iter().any(|(n, _)| cluster::is_internal(n))
+        || matches!(s3.endpoint, Endpoint::BucketFence { .. });
+    ClusterKeys::check(
+        node.cluster.as_ref(),
+        head.method,
+        head.target,
+        head.headers,
+        internal_params,
+        node.rt.unix_time(),
+    )
+    .map_err(|e| {
+        tracing::debug!(reason = ?e, "x-ferry-* request refused");
+        S3Error::with_message(S3ErrorCode::AccessDenied, e.message())
+    })
+}
+
 /// Where a request comes from, for `aws:SourceIp` and `aws:SecureTransport`: the connection's
-/// peer, or what a trusted proxy says of its client (`x-ferry-client-ip`,
-/// `x-ferry-client-tls`; see `NodeConfig::trusted_proxies`).
+/// peer, or what the cluster's proxy says of its client (`x-ferry-client-ip`,
+/// `x-ferry-client-tls`) in a request the cluster sealed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Client {
     /// The client's address, if known.
@@ -135,15 +163,15 @@ pub(crate) const CLIENT_TLS_HEADER: &str = "x-ferry-client-tls";
 
 impl Client {
     /// The client of a request from `peer` on a connection that is `secure` or not, with
-    /// `headers`: a peer in `trusted` speaks for its client.
+    /// `headers`: the proxy speaks for its client in a request the cluster `sealed`.
     pub(crate) fn of(
         peer: Option<std::net::IpAddr>,
         secure: bool,
         headers: &[ferry_core::http::Header<'_>],
-        trusted: &[std::net::IpAddr],
+        sealed: bool,
     ) -> Self {
         let direct = Self { ip: peer, secure };
-        if !peer.is_some_and(|p| trusted.contains(&p)) {
+        if !sealed {
             return direct;
         }
         let Some(ip) = find_header_str(headers, CLIENT_IP_HEADER)
@@ -160,40 +188,40 @@ impl Client {
     }
 }
 
-/// Ferry's placement headers of a write or a delete (`headers::placed`): the bucket owner's
-/// alone (`AccessDenied` for anyone else), as the fence is. A version placed in a key's history
-/// or dated in the past is what moving a bucket's objects between nodes needs, nothing more.
-pub(crate) fn placement<R: Runtime>(cx: &Cx<'_, R>, bucket: &str) -> S3Result<Placed> {
+/// Ferry's placement headers of a write or a delete (`headers::placed`): the cluster's alone
+/// (a request it sealed), whoever signed the request — a bucket's owner included. A version
+/// placed in a key's history or dated in the past is what moving a bucket's objects between
+/// nodes needs, nothing more.
+pub(crate) fn placement<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<Placed> {
     let placed = super::headers::placed(cx.headers)?;
     if placed != Placed::default() {
-        owner_only(cx, bucket, "Only the bucket owner may place versions.")?;
+        cluster_only(cx)?;
     }
     Ok(placed)
 }
 
 /// Whether a GetObject or HeadObject asks for the SSE-KMS encryption context
 /// (`x-ferry-encryption-context-mode: ENABLED`, Ferry's own: reads do not return it on AWS):
-/// the bucket owner's alone, as placement is, for the rebalance to keep it on a moved copy.
-pub(crate) fn kms_context_mode<R: Runtime>(cx: &Cx<'_, R>, bucket: &str) -> S3Result<bool> {
+/// the cluster's alone, as placement is, for a move to keep it on the copy.
+pub(crate) fn kms_context_mode<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<bool> {
     let asked = find_header_str(cx.headers, ferry_core::s3::sse::CONTEXT_MODE_HEADER)
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("ENABLED"));
     if asked {
-        owner_only(
-            cx,
-            bucket,
-            "Only the bucket owner may read the encryption context.",
-        )?;
+        cluster_only(cx)?;
     }
     Ok(asked)
 }
 
-/// `AccessDenied` with `message` unless the caller owns `bucket`.
-fn owner_only<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, message: &'static str) -> S3Result<()> {
-    let settings = cx.node.store.bucket_settings(bucket)?;
-    if Some(owner_id(cx, &settings)) == cx.caller_id() {
+/// `AccessDenied` unless the cluster sealed the request. (`sealed` refused any `x-ferry-*`
+/// header without a seal already: this keeps each internal operation's own check beside it.)
+fn cluster_only<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<()> {
+    if cx.cluster {
         Ok(())
     } else {
-        Err(S3Error::with_message(S3ErrorCode::AccessDenied, message))
+        Err(S3Error::with_message(
+            S3ErrorCode::AccessDenied,
+            ferry_core::s3::cluster::SealError::Missing.message(),
+        ))
     }
 }
 
@@ -208,15 +236,16 @@ fn owner_only<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, message: &'static str) -
 pub(crate) fn authorize<R: Runtime>(cx: &Cx<'_, R>, s3: &S3Request<'_>) -> S3Result<()> {
     match &s3.endpoint {
         Endpoint::ListBuckets { .. } | Endpoint::CreateBucket => return Ok(()),
-        Endpoint::BucketFence { .. } | Endpoint::DeleteObjects { .. } => {
-            // The fence is Ferry's own, the owner's alone; DeleteObjects is checked per key
-            // by the operation, here only that the bucket exists.
-            let settings = cx.node.store.bucket_settings(s3.bucket_str())?;
-            if matches!(s3.endpoint, Endpoint::BucketFence { .. })
-                && Some(owner_id(cx, &settings)) != cx.caller_id()
-            {
-                return Err(S3Error::new(S3ErrorCode::AccessDenied));
-            }
+        // The fence is the cluster's alone (a proxy's DeleteBucket: sealed), set for its
+        // caller, who must be one who may delete the bucket: a fence closes it to writes and
+        // says whether it is empty, neither of which anyone else may learn or do.
+        Endpoint::BucketFence { .. } => {
+            cluster_only(cx)?;
+            return decide(cx, None, s3.bucket_str(), None, "s3:DeleteBucket");
+        }
+        Endpoint::DeleteObjects { .. } => {
+            // Checked per key by the operation; here only that the bucket exists.
+            cx.node.store.bucket_settings(s3.bucket_str())?;
             return Ok(());
         }
         _ => {}

@@ -7,7 +7,7 @@ use base64::Engine as _;
 use ferry_core::http::find_header_str;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
-use ferry_core::s3::request::{Endpoint, FENCE_HEADER};
+use ferry_core::s3::request::{BUCKET_EMPTY_HEADER, Endpoint, FENCE_HEADER};
 use ferry_core::s3::version::Versioning;
 use ferry_core::s3::xml::{
     BucketEntry, CorsConfiguration, CreateBucketConfiguration, ListAllMyBucketsResult,
@@ -205,8 +205,10 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
     cx.req.send(res, 204, Headers::new(), &[]).await
 }
 
-/// BucketFence (Ferry's own, see `Endpoint::BucketFence`): close the bucket to writes for
-/// `lease_seconds` under `token`, or lift `token`'s fence when 0. 204.
+/// BucketFence (Ferry's own, the cluster's alone: see `Endpoint::BucketFence`): close the
+/// bucket to writes for `lease_seconds` under `token`, or lift `token`'s fence when 0. 204;
+/// a fence set says whether the bucket is empty (`x-ferry-bucket-empty: true|false`), so the
+/// proxy's DeleteBucket needs no listing as its client.
 pub(crate) async fn fence<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     res: &mut ResponseWriter<'_, S>,
@@ -215,12 +217,19 @@ pub(crate) async fn fence<R: Runtime, S: Stream>(
     lease_seconds: u32,
 ) -> S3Result<()> {
     let (b, t) = (bucket.to_owned(), token.to_owned());
-    cx.unblock(move |store| match lease_seconds {
-        0 => store.unfence_bucket(&b, &t),
-        n => store.fence_bucket(&b, &t, Duration::from_secs(u64::from(n))),
-    })
-    .await?;
-    cx.req.send(res, 204, Headers::new(), &[]).await
+    let empty = cx
+        .unblock(move |store| match lease_seconds {
+            0 => store.unfence_bucket(&b, &t).map(|()| None),
+            n => store
+                .fence_bucket(&b, &t, Duration::from_secs(u64::from(n)))
+                .map(Some),
+        })
+        .await?;
+    let mut h = Headers::new();
+    if let Some(empty) = empty {
+        h.push(BUCKET_EMPTY_HEADER, if empty { "true" } else { "false" });
+    }
+    cx.req.send(res, 204, h, &[]).await
 }
 
 /// Put/Get/DeleteBucketCors: at most 64 KiB; a Get without one answers

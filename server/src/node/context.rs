@@ -23,8 +23,8 @@ pub struct NodeApi<R> {
     pub(super) region: String,
     /// Who may sign requests, and who they are.
     pub(super) users: Users,
-    /// Peers whose `x-ferry-client-*` headers are believed (`NodeConfig::trusted_proxies`).
-    pub(super) trusted_proxies: Vec<std::net::IpAddr>,
+    /// The keys of the cluster's seals (`NodeConfig::cluster_keys`).
+    pub(super) cluster: Option<ferry_core::s3::cluster::ClusterKeys>,
     /// Whether GET bodies may go out with `sendfile(2)` (`NodeConfig::sendfile`).
     pub(super) sendfile: bool,
     /// Whether GET and HEAD look the object up on the runtime thread (`NodeConfig::open_inline`).
@@ -50,7 +50,7 @@ impl<R: Runtime> NodeApi<R> {
             store,
             region: cfg.region.clone(),
             users,
-            trusted_proxies: cfg.trusted_proxies.clone(),
+            cluster: cfg.cluster_keys.clone(),
             sendfile: cfg.sendfile,
             open_inline: cfg.open_inline,
             sse_c_over_http: cfg.allow_sse_c_over_http,
@@ -80,6 +80,9 @@ pub(crate) struct Cx<'a, R> {
     pub caller: Option<&'a Arc<User>>,
     /// Where it comes from.
     pub client: Client,
+    /// Whether the cluster sealed it (`ferry_core::s3::cluster`): only then are its
+    /// `x-ferry-*` headers and parameters taken.
+    pub cluster: bool,
 }
 
 impl<'a, R: Runtime> Cx<'a, R> {
@@ -89,6 +92,7 @@ impl<'a, R: Runtime> Cx<'a, R> {
         node: &'a NodeApi<R>,
         req: &'a Request<'a>,
         client: Client,
+        cluster: bool,
     ) -> S3Result<Self> {
         let caller = if req.verified.is_anonymous() {
             None
@@ -106,6 +110,7 @@ impl<'a, R: Runtime> Cx<'a, R> {
             id: req.id,
             caller,
             client,
+            cluster,
         })
     }
 

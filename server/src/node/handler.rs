@@ -25,14 +25,10 @@ impl<R: Runtime> S3Api for NodeApi<R> {
         if let Some(e) = &s3.refused {
             return Err(e.clone());
         }
+        let cluster = access::sealed(self, req, s3)?;
         let peer = res.peer().map(|a| a.ip());
-        let client = access::Client::of(
-            peer,
-            res.is_secure(),
-            req.head.headers,
-            &self.trusted_proxies,
-        );
-        let cx = &Cx::new(self, req, client)?;
+        let client = access::Client::of(peer, res.is_secure(), req.head.headers, cluster);
+        let cx = &Cx::new(self, req, client, cluster)?;
         access::authorize(cx, s3)?;
         let bucket = s3.bucket_str();
         let key = s3.key_str();

@@ -65,11 +65,13 @@ pub struct NodeConfig {
     /// Users besides the primary one (whose key is `access_key`), from a users file: each may
     /// sign requests, and owns the buckets it creates.
     pub users: Vec<User>,
-    /// Proxies whose word the node takes on where a request comes from (their
-    /// `x-ferry-client-ip` and `x-ferry-client-tls` headers), for the `aws:SourceIp` and
-    /// `aws:SecureTransport` conditions of bucket policies. Default none: every request is
-    /// from its connection's peer. The local cluster trusts its own proxy (127.0.0.1).
-    pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// The cluster's keys (`--cluster-key`, `FERRY_CLUSTER_KEY`): what only the cluster may ask
+    /// — Ferry's `x-ferry-*` headers and query parameters: placing a version, fencing a
+    /// bucket, reading an SSE-KMS context, a proxy's word on its client's address and
+    /// transport — is taken only from a request sealed with one of them
+    /// (`ferry_core::s3::cluster`); without, such a request is refused (403). `None` (the
+    /// default): the node takes no such request, so no proxy can front it.
+    pub cluster_keys: Option<ferry_core::s3::cluster::ClusterKeys>,
     /// The region signatures are scoped to (default `us-east-1`).
     pub region: String,
     /// The runtime to serve on (default tokio).
@@ -151,7 +153,7 @@ impl NodeConfig {
             access_key: access_key.into(),
             secret_key: secret_key.into(),
             users: Vec::new(),
-            trusted_proxies: Vec::new(),
+            cluster_keys: None,
             region: "us-east-1".into(),
             runtime: RuntimeKind::Tokio,
             min_part_size: DEFAULT_MIN_PART_SIZE,

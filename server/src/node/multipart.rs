@@ -233,7 +233,7 @@ pub(crate) async fn complete<R: Runtime, S: Stream>(
     upload_id: &str,
 ) -> S3Result<()> {
     let mut conditions = write_conditions(cx.headers)?;
-    conditions.placed = super::access::placement(cx, bucket)?;
+    conditions.placed = super::access::placement(cx)?;
     let limit = BodyLimit::document(MAX_COMPLETE_BODY as u64);
     // Its x-amz-checksum-* are the object's checksum, checked by the store.
     let verifier = cx.req.body_verifier(body, Checks::AllButChecksums, limit)?;

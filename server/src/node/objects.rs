@@ -366,7 +366,7 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
     read: Read<'_>,
 ) -> S3Result<()> {
     let version = read.version;
-    let kms_context = super::access::kms_context_mode(cx, bucket)?;
+    let kms_context = super::access::kms_context_mode(cx)?;
     let lookup = Lookup {
         bucket: bucket.to_owned(),
         key: key.to_owned(),
@@ -613,7 +613,7 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
     meta.acl = super::acl::request_object_acl(cx, bucket)?;
     lock::apply(&mut meta, lock::for_write(cx, bucket, cx.headers, true)?);
     let mut conditions = write_conditions(cx.headers)?;
-    conditions.placed = super::access::placement(cx, bucket)?;
+    conditions.placed = super::access::placement(cx)?;
     let encrypt = super::sse::write_encryption(cx, cx.headers, bucket)?;
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let writer = cx
@@ -665,7 +665,7 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
     // marker placed in the key's history (moved from another node).
     let conditions = store::DeleteConditions {
         if_match: super::headers::if_match(cx.headers)?,
-        placed: super::access::placement(cx, bucket)?,
+        placed: super::access::placement(cx)?,
     };
     let outcome = cx
         .unblock(move |store| {
@@ -697,7 +697,7 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
         TaggingDirective::Replace => Some(object_tags(cx.headers)?),
     };
     let mut conditions = write_conditions(cx.headers)?;
-    conditions.placed = super::access::placement(cx, bucket)?;
+    conditions.placed = super::access::placement(cx)?;
     let (retention, legal_hold) = lock::for_write(cx, bucket, cx.headers, false)?;
     let encryption = super::sse::write_encryption(cx, cx.headers, bucket)?;
     let info = encryption.as_ref().map(store::EncryptWith::info);

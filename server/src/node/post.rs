@@ -184,8 +184,20 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
         id: cx.id,
         caller: signer,
         client: cx.client,
+        cluster: cx.cluster,
     };
     access::may_put(&signer_cx, bucket, &key)?;
+    // Ferry's own names are the cluster's, in a form as in headers: refused, never ignored.
+    if form
+        .fields
+        .iter()
+        .any(|(n, _)| ferry_core::s3::cluster::is_internal(n))
+    {
+        return Err(S3Error::with_message(
+            S3ErrorCode::AccessDenied,
+            "x-ferry-* fields are the cluster's own: a form may not carry them",
+        ));
+    }
     // A field asking for what PutObject refuses as a header (DSSE-KMS, website redirects, ...)
     // is refused the same way, never ignored; the encryption PutObject takes, taken.
     if let Some(e) = form

@@ -11,7 +11,7 @@ use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::md5::{content_md5, md5};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, Checks, VerifiedBody};
-use ferry_core::s3::request::{Endpoint, FENCE_HEADER, S3Request};
+use ferry_core::s3::request::{BUCKET_EMPTY_HEADER, Endpoint, FENCE_HEADER, S3Request};
 use ferry_core::s3::uri;
 use ferry_core::s3::xml::{
     BucketEntry, CreateBucketConfiguration, Delete, DeleteError, DeleteResult, DeletedEntry,
@@ -60,10 +60,18 @@ pub(crate) fn require_all_up<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<()> {
     }
 }
 
-/// Send `call` to every backend in parallel; the replies in backend order (the first error, if
-/// any).
-pub(crate) async fn everywhere<R: Runtime>(cx: &Cx<'_, R>, call: &Call) -> S3Result<Vec<Reply>> {
-    each_backend(cx, call).await.into_iter().collect()
+/// Send `call` to the backends `on` in parallel; the replies in that order (the first error,
+/// if any).
+async fn on_backends<R: Runtime>(
+    cx: &Cx<'_, R>,
+    on: &[usize],
+    call: &Call,
+) -> S3Result<Vec<Reply>> {
+    let handles: Vec<_> = on
+        .iter()
+        .map(|&i| spawn_call(cx.p, i, cx.caller(), call.clone()))
+        .collect();
+    join_all(handles).await
 }
 
 /// Send `call` to every backend in parallel; each backend's outcome, in backend order.
@@ -422,10 +430,13 @@ const FENCE_LEASE: Duration = Duration::from_secs(30);
 /// DeleteBucket, all or nothing across the backends: the bucket ends deleted on every backend
 /// or on none, whatever PUTs race it.
 ///
-/// 1. Fence the bucket on every Ferry node (`Endpoint::BucketFence`, under a fresh token):
-///    from then on no write lands there (409 `OperationAborted`); a node fenced by another
-///    DeleteBucket refuses, and this one gives up.
-/// 2. Check that it is empty (objects and uploads) on every backend.
+/// 1. Fence the bucket on every Ferry node (`Endpoint::BucketFence`, under a fresh token,
+///    sealed as the cluster's and signed as the client, whom the node must find allowed to
+///    delete the bucket — its owner, or a user its policy names): from then on no write lands
+///    there (409 `OperationAborted`); a node fenced by another DeleteBucket refuses, and this
+///    one gives up. Each says whether the bucket is empty there.
+/// 2. Check that it is empty (objects, versions and uploads) on every backend: the fences'
+///    answers, and listings as the client of the backends that were not fenced.
 /// 3. Delete it on every backend, each node only while its fence still holds.
 /// 4. If anything failed: re-create the bucket where it was deleted, and lift the fences.
 ///
@@ -454,6 +465,10 @@ struct Fences {
     token: String,
     /// The backends fenced.
     held: Vec<usize>,
+    /// Whether a fenced backend said the bucket held something there.
+    not_empty: bool,
+    /// The fenced backends that did not say whether it is empty (an older node).
+    unknown: Vec<usize>,
     /// When they were set.
     since: Instant,
 }
@@ -473,6 +488,8 @@ impl Fences {
             path,
             token,
             held: Vec::new(),
+            not_empty: false,
+            unknown: Vec::new(),
             since: Instant::now(),
         };
         let handles: Vec<_> = (0..cx.p.backends.len())
@@ -485,7 +502,14 @@ impl Fences {
         let mut refused = None;
         for (i, h) in handles {
             match h.await {
-                Ok(r) if r.ok() => fences.held.push(i),
+                Ok(r) if r.ok() => {
+                    fences.held.push(i);
+                    match r.header(BUCKET_EMPTY_HEADER) {
+                        Some("true") => {}
+                        Some(_) => fences.not_empty = true,
+                        None => fences.unknown.push(i),
+                    }
+                }
                 Ok(r)
                     if matches!(
                         r.error_code().as_deref(),
@@ -542,11 +566,20 @@ fn random() -> S3Result<u64> {
 /// where it may have gone.
 async fn delete_fenced<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, fences: &Fences) -> S3Result<()> {
     let path = &fences.path;
+    if fences.not_empty {
+        return Err(S3Error::new(S3ErrorCode::BucketNotEmpty));
+    }
+    // The backends whose fence did not say (no fence: `kind=s3`, an older node) are asked as
+    // the client: their first object and upload (a version left there makes that backend's
+    // own delete fail, and step 4 puts the bucket back on the others).
+    let unfenced: Vec<usize> = (0..cx.p.backends.len())
+        .filter(|i| !fences.held.contains(i) || fences.unknown.contains(i))
+        .collect();
     let first_object = Call::new("GET", path.clone(), "list-type=2&max-keys=1".into());
     let first_upload = Call::new("GET", path.clone(), "uploads&max-uploads=1".into());
-    let objects = everywhere(cx, &first_object).await?;
-    let uploads = everywhere(cx, &first_upload).await?;
-    let mut found = false;
+    let objects = on_backends(cx, &unfenced, &first_object).await?;
+    let uploads = on_backends(cx, &unfenced, &first_upload).await?;
+    let mut found = !fences.held.is_empty();
     for r in objects.iter().chain(&uploads) {
         if r.ok() {
             found = true;

@@ -333,6 +333,12 @@ pub struct ProxyConfig {
     /// configuration again; `None`: reloads are refused. `ferry proxy` sets it to its command
     /// line and `--config` file.
     pub reload: Option<super::ReloadSource>,
+    /// The cluster key its Ferry nodes share (`--cluster-key`, `cluster_key_file`,
+    /// `FERRY_CLUSTER_KEY`): the proxy seals with it what only the cluster may ask of a node
+    /// (its client's address and transport on every request, a DeleteBucket's fences, a
+    /// rebalance's placed versions; `ferry_core::s3::cluster`). Needed with any backend of
+    /// kind ferry; a reload reads it again.
+    pub cluster_keys: Option<ferry_core::s3::cluster::ClusterKeys>,
 }
 
 impl ProxyConfig {
@@ -368,6 +374,7 @@ impl ProxyConfig {
             sigv2: true,
             domains: Vec::new(),
             reload: None,
+            cluster_keys: None,
         }
     }
 
@@ -448,6 +455,10 @@ impl ProxyConfig {
         cfg.tls = TlsFiles::pair(f.tls_cert, f.tls_key, "tls_cert and tls_key")?;
         if let Some(path) = &f.users {
             cfg.users = crate::users::load_users(path).map_err(|e| e.to_string())?;
+        }
+        if let Some(path) = &f.cluster_key_file {
+            cfg.cluster_keys =
+                crate::cluster_key::load(Some(path), &|_| None).map_err(|e| e.to_string())?;
         }
         for c in f.credentials {
             cfg.credentials
@@ -570,6 +581,17 @@ impl ProxyConfig {
                 b.id
             ));
         }
+        if self.cluster_keys.is_none()
+            && let Some(b) = self.backends.iter().find(|b| b.kind == BackendKind::Ferry)
+        {
+            return Err(format!(
+                "backend {:?} is a Ferry node, which takes the proxy's own headers (its \
+                 client's address, DeleteBucket's fences) only when sealed with the cluster key: \
+                 give the proxy the nodes' key (--cluster-key FILE, cluster_key_file, or \
+                 FERRY_CLUSTER_KEY; `ferry cluster-key new FILE` makes one)",
+                b.id
+            ));
+        }
         if self.backend_max_connections == 0 || self.backend_max_in_flight == 0 {
             return Err(
                 "backend_max_connections and backend_max_in_flight must be at least 1".into(),
@@ -613,6 +635,7 @@ struct FileConfig {
     min_body_rate: Option<u64>,
     token_secret: Option<String>,
     users: Option<PathBuf>,
+    cluster_key_file: Option<PathBuf>,
     sigv2: Option<bool>,
     #[serde(default)]
     domains: Vec<String>,
@@ -660,6 +683,49 @@ struct FileBackend {
 mod tests {
     use super::*;
 
+    /// A configuration from TOML, with a cluster key (which Ferry backends need).
+    fn parsed(text: &str) -> Result<ProxyConfig, String> {
+        let mut cfg = ProxyConfig::from_toml(text)?;
+        cfg.cluster_keys = Some(ferry_core::s3::cluster::ClusterKeys::new(
+            ferry_core::s3::cluster::ClusterKey::from_bytes([7; 32]),
+        ));
+        Ok(cfg)
+    }
+
+    #[test]
+    fn ferry_backends_need_the_cluster_key() {
+        let backends = "[[credentials]]\naccess_key = \"k\"\nsecret_key = \"s\"\n\
+                        [[backend]]\nid = \"n1\"\nurl = \"http://127.0.0.1:1\"\n";
+        let e = ProxyConfig::from_toml(backends)
+            .unwrap()
+            .validate()
+            .unwrap_err();
+        assert!(
+            e.contains("\"n1\" is a Ferry node") && e.contains("cluster key"),
+            "{e}"
+        );
+        // Other S3 servers do not take Ferry's headers: no key needed.
+        let s3 = format!("{backends}kind = \"s3\"\n");
+        ProxyConfig::from_toml(&s3).unwrap().validate().unwrap();
+        // The file's key, read as a node reads it (owner-only).
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("cluster.key");
+        crate::cluster_key::create(&file).unwrap();
+        let with = format!(
+            "cluster_key_file = {:?}\n{backends}",
+            file.display().to_string()
+        );
+        let cfg = ProxyConfig::from_toml(&with).unwrap();
+        cfg.validate().unwrap();
+        assert!(cfg.cluster_keys.is_some());
+        let missing = format!("cluster_key_file = \"/nonexistent/k\"\n{backends}");
+        assert!(
+            ProxyConfig::from_toml(&missing)
+                .unwrap_err()
+                .contains("/nonexistent/k")
+        );
+    }
+
     #[test]
     fn users_need_backends_that_see_the_caller() {
         let dir = tempfile::tempdir().unwrap();
@@ -673,7 +739,7 @@ mod tests {
             "users = {:?}\n[[backend]]\nid = \"n1\"\nurl = \"http://127.0.0.1:9001\"\n",
             path.display().to_string()
         );
-        let cfg = ProxyConfig::from_toml(&text).unwrap();
+        let cfg = parsed(&text).unwrap();
         assert_eq!(cfg.users.len(), 1);
         assert_eq!(cfg.users[0].name, "alice");
         // The users' keys are enough: no other client key is needed.
@@ -682,7 +748,7 @@ mod tests {
         own_key.backends[0].credentials = Some(Credentials::new("B", "sb"));
         let e = own_key.validate().unwrap_err();
         assert!(e.contains("key of its own"), "{e}");
-        let missing = ProxyConfig::from_toml("users = \"/nonexistent/users.toml\"\n");
+        let missing = parsed("users = \"/nonexistent/users.toml\"\n");
         assert!(missing.unwrap_err().contains("/nonexistent/users.toml"));
     }
 
@@ -732,7 +798,7 @@ mod tests {
 
     #[test]
     fn toml_file() {
-        let cfg = ProxyConfig::from_toml(
+        let cfg = parsed(
             r#"
             listen = "0.0.0.0:9000"
             admin_listen = ""
@@ -795,18 +861,16 @@ mod tests {
         );
         assert!(cfg.backends[2].is_tls() && !cfg.backends[2].insecure);
         assert!(cfg.backends[3].insecure);
-        let err = ProxyConfig::from_toml(
-            "[[backend]]\nid = \"x\"\nurl = \"http://h:1\"\ninsecure = true",
-        )
-        .unwrap_err();
+        let err =
+            parsed("[[backend]]\nid = \"x\"\nurl = \"http://h:1\"\ninsecure = true").unwrap_err();
         assert!(err.contains("https://"), "{err}");
         assert!(!cfg.backends[1].passthrough());
         cfg.validate().unwrap();
-        assert!(ProxyConfig::from_toml("colour = 1").is_err());
-        assert!(ProxyConfig::from_toml("[[backend]]\nid = \"x\"\nurl = \"ftp://h:1\"").is_err());
-        let err = ProxyConfig::from_toml("tls_cert = \"c.pem\"").unwrap_err();
+        assert!(parsed("colour = 1").is_err());
+        assert!(parsed("[[backend]]\nid = \"x\"\nurl = \"ftp://h:1\"").is_err());
+        let err = parsed("tls_cert = \"c.pem\"").unwrap_err();
         assert!(err.contains("tls_cert and tls_key go together"), "{err}");
-        let empty = ProxyConfig::from_toml("").unwrap();
+        let empty = parsed("").unwrap();
         assert!(empty.validate().is_err());
         assert_eq!(empty.tls, None);
         assert_eq!(empty.limits, ConnLimits::default());
@@ -822,7 +886,7 @@ mod tests {
                         [[backend]]\nid = \"c\"\nurl = \"http://127.0.0.1:3\"\n\
                         [[credentials]]\naccess_key = \"AK\"\nsecret_key = \"SK\"\n";
         // Without layouts: one layout, the backends' weights, version 0.
-        let cfg = ProxyConfig::from_toml(backends).unwrap();
+        let cfg = parsed(backends).unwrap();
         assert_eq!((cfg.layout_version, cfg.previous_layouts.len()), (0, 0));
         assert!(cfg.backends.iter().all(|b| b.weight == 1));
         // Growing from a and b to a, b and c (2 weighs twice); listed in any order.
@@ -830,7 +894,7 @@ mod tests {
             "{backends}[[layout]]\nversion = 1\nbackends = {{ a = 1, b = 1 }}\n\
              [[layout]]\nversion = 3\nbackends = {{ a = 1, b = 1, c = 2 }}\n"
         );
-        let cfg = ProxyConfig::from_toml(&grow).unwrap();
+        let cfg = parsed(&grow).unwrap();
         cfg.validate().unwrap();
         assert_eq!(cfg.layout_version, 3);
         let w: Vec<u32> = cfg.backends.iter().map(|b| b.weight).collect();
@@ -847,7 +911,7 @@ mod tests {
             "{backends}[[layout]]\nversion = 4\nbackends = {{ a = 1, b = 1 }}\n\
              [[layout]]\nversion = 3\nbackends = {{ a = 1, b = 1, c = 1 }}\n"
         );
-        let cfg = ProxyConfig::from_toml(&shrink).unwrap();
+        let cfg = parsed(&shrink).unwrap();
         cfg.validate().unwrap();
         assert_eq!(cfg.backends[2].weight, 0);
         for (bad, why) in [
@@ -870,20 +934,20 @@ mod tests {
                 "distinct",
             ),
         ] {
-            let e = ProxyConfig::from_toml(&format!("{backends}{bad}"))
+            let e = parsed(&format!("{backends}{bad}"))
                 .and_then(|c| c.validate().map(|()| c))
                 .unwrap_err();
             assert!(e.contains(why), "{bad}: {e}");
         }
         // Weights live in the layouts once there are layouts.
-        let e = ProxyConfig::from_toml(
+        let e = parsed(
             "[[backend]]\nid = \"a\"\nurl = \"http://127.0.0.1:1\"\nweight = 2\n\
              [[layout]]\nversion = 1\nbackends = { a = 1 }\n",
         )
         .unwrap_err();
         assert!(e.contains("weights are set in the layouts"), "{e}");
         // Previous layouts must be older than the current one (set by the library too).
-        let mut cfg = ProxyConfig::from_toml(&grow).unwrap();
+        let mut cfg = parsed(&grow).unwrap();
         cfg.layout_version = 1;
         assert!(cfg.validate().unwrap_err().contains("distinct"));
     }
@@ -893,12 +957,12 @@ mod tests {
         let toml = "retry_window_ms = 750\nbackend_max_in_flight = 9\nhealth_jitter_ms = 40\n\
                     [[backend]]\nid = \"a\"\nurl = \"http://127.0.0.1:1\"\n\
                     [[credentials]]\naccess_key = \"k\"\nsecret_key = \"s\"\n";
-        let cfg = ProxyConfig::from_toml(toml).unwrap();
+        let cfg = parsed(toml).unwrap();
         assert_eq!(cfg.retry_window, Duration::from_millis(750));
         assert_eq!(cfg.backend_max_in_flight, 9);
         assert_eq!(cfg.health_jitter, Duration::from_millis(40));
         cfg.validate().unwrap();
-        let defaults = ProxyConfig::from_toml("").unwrap();
+        let defaults = parsed("").unwrap();
         assert_eq!(defaults.retry_window, Duration::from_secs(2));
         assert_eq!(
             defaults.backend_max_in_flight,

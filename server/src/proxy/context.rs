@@ -34,7 +34,7 @@ pub(crate) struct Cx<'a, R: Runtime> {
 /// Who a request is from, told to the backends with every request made for it: the key the
 /// client signed with (the proxy signs with the same key where the backend shares it), and
 /// where it came from, for the nodes' policy conditions (`x-ferry-client-ip` and
-/// `x-ferry-client-tls`, which a node believes from the proxies it trusts).
+/// `x-ferry-client-tls`, which a node takes only in a request the cluster sealed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Caller {
     /// The access key the client signed with.
@@ -51,11 +51,6 @@ pub(crate) const CLIENT_IP_HEADER: &str = "x-ferry-client-ip";
 pub(crate) const CLIENT_TLS_HEADER: &str = "x-ferry-client-tls";
 
 impl Caller {
-    /// Whether `name` is one of the headers the proxy sets itself (a client's own are dropped).
-    pub fn is_own_header(name: &str) -> bool {
-        name.eq_ignore_ascii_case(CLIENT_IP_HEADER) || name.eq_ignore_ascii_case(CLIENT_TLS_HEADER)
-    }
-
     /// The headers that tell a backend where the request came from.
     pub fn headers(&self) -> impl Iterator<Item = (&'static str, String)> + '_ {
         let ip = self.ip.map(|ip| (CLIENT_IP_HEADER, ip.to_string()));

@@ -38,6 +38,7 @@ use ferry_core::pool::{BufferPool, PooledBuf};
 use ferry_core::rt::{Clock, Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, BodyVerifier, Checks, Emit, Reframer};
 use ferry_core::s3::checksum::ChecksumAlgorithm;
+use ferry_core::s3::cluster;
 use ferry_core::s3::outbound::{OutboundRequest, is_auth_header, strip_presign};
 use ferry_core::s3::post::{self, PostPolicy};
 use ferry_core::s3::sigv4::CredentialStore as _;
@@ -53,7 +54,7 @@ use ferry_core::time::DateTime;
 use super::Proxy;
 use super::backend::{Backend, BackendConn, SlowDownReason};
 use super::context::{Caller, Cx};
-use super::sign::{is_hop_by_hop, sign_as};
+use super::sign::{is_hop_by_hop, seal, sign_as};
 
 /// Response header fields read per backend response.
 const MAX_HEADERS: usize = 128;
@@ -154,13 +155,15 @@ fn prepare<'a, R: Runtime, S: Stream>(
         };
         let mut request = OutboundRequest::new(req.method, path, raw_query);
         for h in req.headers.iter().filter(|h| !is_hop_by_hop(h.name)) {
-            if !Caller::is_own_header(h.name) {
+            // A client's own are refused before this (`handler`); never forwarded.
+            if !cluster::is_internal(h.name) {
                 request.header(h.name, h.value);
             }
         }
         for (n, v) in cx.caller().headers() {
             request.header(n, v.into_bytes());
         }
+        seal(cx.p, b, origin, &mut request);
         return Ok(Outbound {
             target: Cow::Borrowed(origin),
             request,
@@ -222,7 +225,7 @@ fn prepare<'a, R: Runtime, S: Stream>(
     };
     let mut request = OutboundRequest::new(req.method, path, query);
     for h in req.headers {
-        if is_hop_by_hop(h.name) || is_auth_header(h.name) || Caller::is_own_header(h.name) {
+        if is_hop_by_hop(h.name) || is_auth_header(h.name) || cluster::is_internal(h.name) {
             continue;
         }
         if plain {
@@ -820,7 +823,7 @@ impl Call {
             let n = h.name;
             if is_hop_by_hop(n)
                 || is_auth_header(n)
-                || Caller::is_own_header(n)
+                || cluster::is_internal(n)
                 || n.eq_ignore_ascii_case("host")
             {
                 continue;

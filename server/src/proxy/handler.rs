@@ -7,6 +7,7 @@ use std::sync::Arc;
 use ferry_core::http::find_header;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::cluster;
 use ferry_core::s3::request::{Endpoint, S3Request, Scope};
 use ferry_core::s3::xml::CorsConfiguration;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
@@ -217,6 +218,18 @@ fn refused_subresource(subresource: &str) -> Option<S3Error> {
 /// "What the proxy interprets and what it forwards"). A request forwarded whole to its
 /// backends (by key, to any backend, to every backend as sent) leaves the refusal to them.
 fn refusal<R: Runtime>(cx: &Cx<'_, R>, s3: &S3Request<'_>, route: Route) -> Option<S3Error> {
+    // Ferry's own headers and parameters are the cluster's: the proxy adds (and seals) those
+    // its nodes need; a client's would be refused by them anyway, and are refused here
+    // before anything is sent or read.
+    if cx.req.headers.iter().any(|h| cluster::is_internal(h.name))
+        || s3.query.iter().any(|(n, _)| cluster::is_internal(n))
+        || matches!(s3.endpoint, Endpoint::BucketFence { .. })
+    {
+        return Some(S3Error::with_message(
+            S3ErrorCode::AccessDenied,
+            "x-ferry-* headers and parameters are the cluster's own: clients may not send them",
+        ));
+    }
     if let Endpoint::Unknown { subresource, .. } = &s3.endpoint
         && let Some(e) = refused_subresource(subresource)
     {

@@ -129,6 +129,9 @@ pub(crate) struct Proxy<R: Runtime> {
     pub previous: Vec<Placement>,
     /// The current layout's version (0 without `[[layout]]` blocks).
     pub version: u64,
+    /// The cluster's keys: what goes to a Ferry node with `x-ferry-*` headers is sealed with
+    /// the first (`sign::seal`).
+    pub cluster: Option<ferry_core::s3::cluster::ClusterKeys>,
 }
 
 impl<R: Runtime> std::ops::Deref for Proxy<R> {
@@ -492,6 +495,7 @@ pub(crate) fn snapshot<R: NetRuntime>(
         placement,
         previous,
         version: cfg.layout_version,
+        cluster: cfg.cluster_keys.clone(),
     })
 }
 

@@ -1,13 +1,17 @@
 //! Outbound requests to backends: which client headers go on, and signing with the backend's
 //! key (the builder and the SigV4 rules are core's `s3::outbound`).
 
+use std::borrow::Cow;
+
 use ferry_core::rt::Runtime;
 use ferry_core::s3::S3Result;
+use ferry_core::s3::cluster::{self, SEAL_HEADER};
 use ferry_core::s3::outbound::OutboundRequest;
 use ferry_core::s3::sigv4::Credentials;
 
 use super::Proxy;
 use super::backend::Backend;
+use super::config::BackendKind;
 
 /// Hop-by-hop and framing headers: never forwarded (the engines write framing themselves).
 const HOP_BY_HOP: [&str; 11] = [
@@ -29,9 +33,34 @@ pub(crate) fn is_hop_by_hop(name: &str) -> bool {
     HOP_BY_HOP.iter().any(|n| n.eq_ignore_ascii_case(name))
 }
 
+/// Seal `req` (going to backend `b` as `target`) for the cluster when it carries Ferry's own
+/// `x-ferry-*` headers and `b` is a Ferry node: the node takes them from nothing else
+/// (`ferry_core::s3::cluster`). Other backends get no seal: it means nothing to them.
+pub(crate) fn seal<R: Runtime>(
+    p: &Proxy<R>,
+    b: &Backend<R>,
+    target: &str,
+    req: &mut OutboundRequest<'_>,
+) {
+    if b.kind != BackendKind::Ferry {
+        return;
+    }
+    let Some(keys) = &p.cluster else {
+        // `ProxyConfig::validate` refuses Ferry backends without a key.
+        return;
+    };
+    if !req.headers.iter().any(|(n, _)| cluster::is_internal(n)) {
+        return;
+    }
+    let headers = req.headers.iter().map(|(n, v)| (n.as_ref(), v.as_ref()));
+    let value = keys.seal(req.method, target, headers, p.rt.unix_time());
+    req.headers
+        .push((Cow::Borrowed(SEAL_HEADER), Cow::Owned(value.into_bytes())));
+}
+
 /// Sign `req` for backend `b` as `caller` (with the backend's key, or the caller's where the
 /// backend shares it); an anonymous caller's request goes unsigned, never with a key of the
-/// proxy's.
+/// proxy's. What it carries of the cluster's is sealed first ([`seal`]).
 pub(crate) fn sign_as<R: Runtime>(
     p: &Proxy<R>,
     b: &Backend<R>,
@@ -39,6 +68,8 @@ pub(crate) fn sign_as<R: Runtime>(
     req: &mut OutboundRequest<'_>,
     payload_hash: &str,
 ) -> S3Result<()> {
+    let target = req.target().into_owned();
+    seal(p, b, &target, req);
     if caller_key.is_empty() {
         req.unsigned(&b.host, payload_hash);
         return Ok(());

@@ -12,7 +12,7 @@ use ferry_core::s3::xml::{LifecycleConfiguration, ServerSideEncryptionConfigurat
 
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
-use redb::ReadableTable;
+use redb::{ReadableTable, WriteTransaction};
 
 use super::codec::{self, BucketRecord};
 use super::fence::take_fence_for_delete;
@@ -249,6 +249,35 @@ impl SettingsCache {
     }
 }
 
+/// Whether the bucket of `prefix` (`bucket_prefix`) holds nothing in `txn`'s view: no object,
+/// no noncurrent version or delete marker (they count, as in S3), no upload in progress.
+pub(crate) fn bucket_is_empty(txn: &WriteTransaction, prefix: &[u8]) -> S3Result<bool> {
+    let objects = txn.open_table(OBJECTS).map_err(db_err)?;
+    let has_object = match objects.range::<&[u8]>(prefix..).map_err(db_err)?.next() {
+        Some(item) => item.map_err(db_err)?.0.value().starts_with(prefix),
+        None => false,
+    };
+    let uploads = txn.open_table(UPLOADS).map_err(db_err)?;
+    let has_upload = match uploads
+        .range::<(&[u8], &str)>((prefix, "")..)
+        .map_err(db_err)?
+        .next()
+    {
+        Some(item) => item.map_err(db_err)?.0.value().0.starts_with(prefix),
+        None => false,
+    };
+    let versions = txn.open_table(VERSIONS).map_err(db_err)?;
+    let has_version = match versions
+        .range::<(&[u8], u64)>((prefix, 0)..)
+        .map_err(db_err)?
+        .next()
+    {
+        Some(item) => item.map_err(db_err)?.0.value().0.starts_with(prefix),
+        None => false,
+    };
+    Ok(!(has_object || has_upload || has_version))
+}
+
 impl Store {
     /// Create bucket `name`: `BucketAlreadyOwnedByYou` if it exists.
     pub fn create_bucket(&self, name: &str) -> S3Result<BucketInfo> {
@@ -322,35 +351,7 @@ impl Store {
                 return Err(S3Error::new(S3ErrorCode::NoSuchBucket));
             }
             take_fence_for_delete(txn, name, token)?;
-            let objects = txn.open_table(OBJECTS).map_err(db_err)?;
-            let has_object = match objects
-                .range::<&[u8]>(prefix.as_slice()..)
-                .map_err(db_err)?
-                .next()
-            {
-                Some(item) => item.map_err(db_err)?.0.value().starts_with(&prefix),
-                None => false,
-            };
-            let uploads = txn.open_table(UPLOADS).map_err(db_err)?;
-            let has_upload = match uploads
-                .range::<(&[u8], &str)>((prefix.as_slice(), "")..)
-                .map_err(db_err)?
-                .next()
-            {
-                Some(item) => item.map_err(db_err)?.0.value().0.starts_with(&prefix),
-                None => false,
-            };
-            // Noncurrent versions and delete markers count, as in S3.
-            let versions = txn.open_table(VERSIONS).map_err(db_err)?;
-            let has_version = match versions
-                .range::<(&[u8], u64)>((prefix.as_slice(), 0)..)
-                .map_err(db_err)?
-                .next()
-            {
-                Some(item) => item.map_err(db_err)?.0.value().0.starts_with(&prefix),
-                None => false,
-            };
-            if has_object || has_upload || has_version {
+            if !bucket_is_empty(txn, &prefix)? {
                 return Err(S3Error::new(S3ErrorCode::BucketNotEmpty));
             }
             buckets.remove(name).map_err(db_err)?;

@@ -14,8 +14,9 @@ use std::time::Duration;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use redb::{ReadableTable, WriteTransaction};
 
+use super::bucket::bucket_is_empty;
 use super::codec::{self, FenceRecord};
-use super::{BUCKETS, FENCES, Store, check_bucket_name, db_err, require_bucket};
+use super::{BUCKETS, FENCES, Store, bucket_prefix, check_bucket_name, db_err, require_bucket};
 
 /// The longest lease of a fence.
 pub const MAX_FENCE_LEASE: Duration = Duration::from_secs(300);
@@ -83,9 +84,10 @@ pub(crate) fn take_fence_for_delete(
 
 impl Store {
     /// Close `bucket` to writes for `lease` (at most [`MAX_FENCE_LEASE`]) under `token`,
-    /// renewing the fence if `token` holds it already. `NoSuchBucket`; `OperationAborted`
-    /// while another token's fence holds.
-    pub fn fence_bucket(&self, bucket: &str, token: &str, lease: Duration) -> S3Result<()> {
+    /// renewing the fence if `token` holds it already, and say whether the bucket is empty
+    /// (no object, version or upload: what DeleteBucket asks, stable while the fence holds).
+    /// `NoSuchBucket`; `OperationAborted` while another token's fence holds.
+    pub fn fence_bucket(&self, bucket: &str, token: &str, lease: Duration) -> S3Result<bool> {
         check_bucket_name(bucket)?;
         if lease.is_zero() || lease > MAX_FENCE_LEASE {
             return Err(S3Error::with_message(
@@ -108,7 +110,8 @@ impl Store {
                 ));
             }
             fences.insert(bucket, rec.as_slice()).map_err(db_err)?;
-            Ok(())
+            drop(fences);
+            bucket_is_empty(txn, &bucket_prefix(bucket))
         })
     }
 

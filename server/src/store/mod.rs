@@ -85,6 +85,8 @@ mod stats;
 mod types;
 mod version;
 
+pub(crate) use keyring::read_key_file;
+
 use std::collections::HashSet;
 use std::fmt;
 use std::io;

@@ -98,6 +98,7 @@ fn node_killed_under_load(rt: RuntimeKind) {
         ACCESS_KEY,
         SECRET_KEY,
     );
+    cfg.cluster_keys = Some(crate::support::cluster_keys());
     cfg.runtime = rt;
     cfg.threads = 2;
     cfg.health_interval = Duration::from_millis(200);

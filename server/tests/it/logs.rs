@@ -207,7 +207,7 @@ fn rust_log_wins_and_a_dead_backend_is_a_warning() {
             "--log-level",
             "debug",
         ],
-        &[KEY_ENV[0], KEY_ENV[1], ("RUST_LOG", "warn")],
+        &[KEY_ENV[0], KEY_ENV[1], KEY_ENV[2], ("RUST_LOG", "warn")],
     );
     let addr = ready_addr(&mut child, "ferry proxy listening on http://");
     let mut c = Client::connect(addr);

@@ -175,11 +175,12 @@ fn documents_and_errors(c: &mut Client) {
     assert_eq!(entries(&c.get("/raw?versions")).len(), 4);
 }
 
-/// Ferry's placement headers over HTTP: the bucket owner places a version (its id and date
-/// kept) and a delete marker; bad values are `400`; another user the bucket's policy lets
-/// write may write, but not place (`403`).
+/// Ferry's placement headers over HTTP are the cluster's: placed in a request the cluster
+/// sealed, a version keeps its id and date (and a delete marker its id); bad values are `400`;
+/// unsealed, they are refused (`403`) whoever signs — the bucket's owner included — and nothing
+/// is written.
 #[test]
-fn placement_headers_are_the_owners() {
+fn placement_headers_are_the_clusters() {
     use ferry_core::s3::sigv4::Credentials;
     use ferry_server::start_node;
 
@@ -194,34 +195,34 @@ fn placement_headers_are_the_owners() {
     let mut c = Client::connect(node.local_addr());
     assert_eq!(c.put("/placed", b"").status, 200);
     assert_eq!(c.put("/placed?versioning", ENABLED).status, 200);
-    let id = "fffffe0000000001";
-    let r = c.request(
-        "PUT",
-        "/placed/k",
-        &[
-            ("x-ferry-version-id", id),
-            ("x-ferry-last-modified", "1500000000"),
-        ],
-        b"placed",
-    );
+    let id = crate::support::recent_version_id();
+    let placed = [
+        ("x-ferry-version-id", id.as_str()),
+        ("x-ferry-last-modified", "1500000000"),
+    ];
+    // The owner, unsealed: refused, and nothing written.
+    c.request("PUT", "/placed/k", &placed, b"placed")
+        .expect_error(403, "AccessDenied");
+    c.get("/placed/k").expect_error(404, "NoSuchKey");
+    let r = c.sealed("PUT", "/placed/k", &placed, b"placed");
     assert_eq!(r.status, 200, "{}", r.text());
-    assert_eq!(r.header("x-amz-version-id"), Some(id));
+    assert_eq!(r.header("x-amz-version-id"), Some(id.as_str()));
     let r = c.get(&format!("/placed/k?versionId={id}"));
     assert_eq!(r.body, b"placed");
     assert_eq!(
         r.header("last-modified"),
         Some("Fri, 14 Jul 2017 02:40:00 GMT")
     );
-    // A delete marker placed above it.
-    let marker = "fffffe0000000000";
-    let r = c.request(
-        "DELETE",
-        "/placed/k",
-        &[("x-ferry-version-id", marker)],
-        b"",
-    );
+    // A delete marker placed above it (a smaller id is a newer version).
+    let seq = !u64::from_str_radix(&id, 16).unwrap();
+    let marker = format!("{:016x}", !(seq + 1));
+    let named = [("x-ferry-version-id", marker.as_str())];
+    c.request("DELETE", "/placed/k", &named, b"")
+        .expect_error(403, "AccessDenied");
+    assert_eq!(c.get("/placed/k").body, b"placed");
+    let r = c.sealed("DELETE", "/placed/k", &named, b"");
     assert_eq!(r.status, 204, "{}", r.text());
-    assert_eq!(r.header("x-amz-version-id"), Some(marker));
+    assert_eq!(r.header("x-amz-version-id"), Some(marker.as_str()));
     assert_eq!(r.header("x-amz-delete-marker"), Some("true"));
     assert_eq!(c.get("/placed/k").status, 404);
     for bad in [
@@ -238,14 +239,14 @@ fn placement_headers_are_the_owners() {
             ("x-ferry-last-modified", "1"),
         ],
         [
-            ("x-ferry-version-id", id),
+            ("x-ferry-version-id", id.as_str()),
             ("x-ferry-last-modified", "soon"),
         ],
     ] {
-        let r = c.request("PUT", "/placed/bad", &bad, b"x");
+        let r = c.sealed("PUT", "/placed/bad", &bad, b"x");
         assert_eq!(r.status, 400, "{bad:?}: {}", r.text());
     }
-    // Alice may write into the bucket, but not place versions in it.
+    // Alice may write into the bucket, but not place or date what she writes.
     let policy = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:user/alice"},"Action":"s3:PutObject","Resource":"arn:aws:s3:::placed/*"}]}"#;
     assert_eq!(c.put("/placed?policy", policy.as_bytes()).status, 204);
     let mut alice = Client::connect(node.local_addr());
@@ -258,5 +259,6 @@ fn placement_headers_are_the_owners() {
         b"dated",
     );
     r.expect_error(403, "AccessDenied");
+    assert_eq!(c.get("/placed/hers").body, b"fine");
     node.stop();
 }

@@ -81,6 +81,7 @@ fn cors_everywhere(rt: RuntimeKind) {
         ACCESS_KEY,
         SECRET_KEY,
     );
+    cfg.cluster_keys = Some(crate::support::cluster_keys());
     cfg.runtime = rt;
     cfg.threads = 1;
     let other = start_proxy(cfg).expect("second proxy");

@@ -147,7 +147,7 @@ fn fences_are_lifted_when_a_delete_fails(rt: RuntimeKind) {
     // its own fences (the other nodes take writes again at once).
     let other = "/lift?x-ferry-fence=someone-else&lease-seconds=60";
     assert_eq!(
-        s.nodes[1].client().request("POST", other, &[], b"").status,
+        s.nodes[1].client().sealed("POST", other, &[], b"").status,
         204
     );
     c.request("DELETE", "/lift", &[], b"")
@@ -156,7 +156,7 @@ fn fences_are_lifted_when_a_delete_fails(rt: RuntimeKind) {
     assert_eq!(put_everywhere(&s, &mut c, "lift", "a"), [200, 409, 200]);
     let lift = "/lift?x-ferry-fence=someone-else&lease-seconds=0";
     assert_eq!(
-        s.nodes[1].client().request("POST", lift, &[], b"").status,
+        s.nodes[1].client().sealed("POST", lift, &[], b"").status,
         204
     );
     // Not empty: refused, and the fences go.
@@ -183,10 +183,14 @@ fn fences_are_lifted_when_a_delete_fails(rt: RuntimeKind) {
     assert_eq!(presence(&s, "lift"), [false; 3]);
     c.request("DELETE", "/lift", &[], b"")
         .expect_error(404, "NoSuchBucket");
-    // Fences are between the proxy and its nodes: a client cannot set one through the proxy.
+    // Fences are the cluster's: a client cannot set one through the proxy, nor at a node.
     assert_eq!(c.put("/lift", b"").status, 200);
     let fence = "/lift?x-ferry-fence=t&lease-seconds=60";
     c.request("POST", fence, &[], b"")
-        .expect_error(501, "NotImplemented");
+        .expect_error(403, "AccessDenied");
+    s.nodes[0]
+        .client()
+        .request("POST", fence, &[], b"")
+        .expect_error(403, "AccessDenied");
     assert_eq!(put_everywhere(&s, &mut c, "lift", "c"), [200; 3]);
 }

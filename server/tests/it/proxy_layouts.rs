@@ -57,6 +57,7 @@ fn proxy_with_layouts(
         ACCESS_KEY,
         SECRET_KEY,
     );
+    cfg.cluster_keys = Some(crate::support::cluster_keys());
     cfg.runtime = runtime;
     cfg.threads = 2;
     cfg.health_interval = Duration::from_millis(100);

@@ -62,6 +62,7 @@ pub fn layout_config(
         ACCESS_KEY,
         SECRET_KEY,
     );
+    cfg.cluster_keys = Some(crate::support::cluster_keys());
     cfg.runtime = runtime;
     cfg.threads = 2;
     cfg.health_interval = Duration::from_millis(100);
@@ -1100,7 +1101,8 @@ fn acl_on(n: &Node, target: &str) -> (String, Vec<String>) {
 /// a grant on a noncurrent version; after the move an anonymous read of the public ones through
 /// a proxy works and the other user may read what it was granted. An SSE-KMS object keeps its
 /// encryption context (single-part and multipart): its owner unwraps the key with it, and gives
-/// it back when the bucket owner asks (`x-ferry-encryption-context-mode`), to no one else.
+/// it back when the cluster asks (`x-ferry-encryption-context-mode`, sealed), to no one else:
+/// not the bucket's owner, nor another user.
 fn acls_and_kms_contexts_move_with_the_object(runtime: RuntimeKind) {
     use crate::support::ALICE;
     use ferry_core::s3::sse::{CONTEXT, CONTEXT_MODE_HEADER};
@@ -1189,7 +1191,10 @@ fn acls_and_kms_contexts_move_with_the_object(runtime: RuntimeKind) {
 
     let mut to = nodes[1].client();
     for (target, body) in [(&t[3], b"kms data".to_vec()), (&t[4], parts.concat())] {
-        let r = to.request("GET", target, &[(CONTEXT_MODE_HEADER, "ENABLED")], b"");
+        let ask = [(CONTEXT_MODE_HEADER, "ENABLED")];
+        to.request("GET", target, &ask, b"")
+            .expect_error(403, "AccessDenied");
+        let r = to.sealed("GET", target, &ask, b"");
         assert_eq!((r.status, &r.body), (200, &body), "{target}");
         assert_eq!(r.header(CONTEXT), Some(ctx.as_str()), "{target}");
         assert_eq!(

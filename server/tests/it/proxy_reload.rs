@@ -28,10 +28,12 @@ pub fn proxy_toml(
     declared: &[usize],
     layouts: &[(u64, &[usize])],
 ) -> String {
+    let key_file = crate::support::cluster_key_file(nodes[0].dir.path());
     let mut t = format!(
         "listen = \"127.0.0.1:0\"\nadmin_listen = \"127.0.0.1:0\"\nruntime = \"{runtime}\"\n\
-         threads = 2\nhealth_interval_ms = 100\n\
-         [[credentials]]\naccess_key = \"{ACCESS_KEY}\"\nsecret_key = \"{SECRET_KEY}\"\n"
+         threads = 2\nhealth_interval_ms = 100\ncluster_key_file = {:?}\n\
+         [[credentials]]\naccess_key = \"{ACCESS_KEY}\"\nsecret_key = \"{SECRET_KEY}\"\n",
+        key_file.display().to_string()
     );
     for &i in declared {
         t.push_str(&format!(

@@ -25,6 +25,7 @@ fn resign_against_moto(rt: RuntimeKind) {
         ACCESS_KEY,
         SECRET_KEY,
     );
+    cfg.cluster_keys = Some(crate::support::cluster_keys());
     cfg.runtime = rt;
     cfg.threads = 2;
     cfg.buffer_size = 64 * 1024;
@@ -163,6 +164,7 @@ fn forwarded_to_two_motos(rt: RuntimeKind) {
         ACCESS_KEY,
         SECRET_KEY,
     );
+    cfg.cluster_keys = Some(crate::support::cluster_keys());
     cfg.runtime = rt;
     cfg.threads = 2;
     let proxy = start_proxy(cfg).expect("proxy starts");

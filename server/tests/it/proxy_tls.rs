@@ -258,6 +258,7 @@ fn unusable_certificate_files_stop_the_start() {
             ACCESS_KEY,
             SECRET_KEY,
         );
+        cfg.cluster_keys = Some(crate::support::cluster_keys());
         cfg.tls = Some(tls);
         start_proxy(cfg).map(|p| p.stop()).unwrap_err().to_string()
     };

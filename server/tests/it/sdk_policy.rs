@@ -23,6 +23,7 @@ on_every_target!(
     anonymous_requests_are_evaluated,
     existing_object_tags_in_conditions,
     object_attributes_is_its_own_action,
+    a_policy_lets_another_user_delete_the_bucket,
 );
 
 fn with_users(target: Target) -> TestNode {
@@ -402,7 +403,8 @@ async fn source_address_conditions(target: Target) {
         403,
         "AccessDenied",
     );
-    // A client cannot claim another address, at the proxy or at a node that trusts nobody.
+    // A client cannot claim another address, at the proxy or at a node: both refuse the
+    // cluster's headers from anyone but the cluster.
     let mut raw = RawClient::connect(n.addr);
     raw.credentials = key_of(&ALICE);
     let r = raw.request(
@@ -414,9 +416,8 @@ async fn source_address_conditions(target: Target) {
         ],
         b"spoofed",
     );
-    // Refused: at a node, the claim is not believed (AccessDenied); at the proxy, which sets
-    // those headers itself, the client's signature over its own no longer holds.
-    assert_eq!(r.status, 403, "{}", r.text());
+    // Refused (AccessDenied), and nothing written.
+    r.expect_error(403, "AccessDenied");
     let got = alice
         .get_object()
         .bucket("net")
@@ -427,18 +428,81 @@ async fn source_address_conditions(target: Target) {
     assert_eq!(sdk::body_bytes(got.body).await, b"k");
 }
 
+/// A user the bucket's policy lets delete it deletes it, on a node and through a proxy (whose
+/// DeleteBucket fences every node as the cluster, not as the caller, whom a fence would refuse);
+/// another user it does not name cannot, and the bucket is then gone everywhere.
+async fn a_policy_lets_another_user_delete_the_bucket(target: Target) {
+    let n = with_users(target);
+    let (alice, bob, admin) = (n.client_as(&ALICE), n.client_as(&BOB), &n.client);
+    alice
+        .create_bucket()
+        .bucket("handed-over")
+        .send()
+        .await
+        .expect("create");
+    // Not named by any policy: refused, and the bucket stays.
+    assert_code(
+        admin.delete_bucket().bucket("handed-over").send().await,
+        403,
+        "AccessDenied",
+    );
+    set_policy(
+        &alice,
+        "handed-over",
+        r#"{"Version":"2012-10-17","Statement":[
+          {"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:user/bob"},
+           "Action":"s3:DeleteBucket","Resource":"arn:aws:s3:::handed-over"}]}"#,
+    )
+    .await;
+    assert_code(
+        admin.delete_bucket().bucket("handed-over").send().await,
+        403,
+        "AccessDenied",
+    );
+    alice
+        .head_bucket()
+        .bucket("handed-over")
+        .send()
+        .await
+        .expect("still there");
+    bob.delete_bucket()
+        .bucket("handed-over")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("bob's DeleteBucket: {}", show(&e)));
+    assert_code(
+        alice.head_bucket().bucket("handed-over").send().await,
+        404,
+        "NotFound",
+    );
+    // Gone from every node behind a proxy: alice can make it again, with nothing in it.
+    alice
+        .create_bucket()
+        .bucket("handed-over")
+        .send()
+        .await
+        .expect("create again");
+    let listed = alice
+        .list_objects_v2()
+        .bucket("handed-over")
+        .send()
+        .await
+        .expect("list");
+    assert_eq!(listed.key_count(), Some(0));
+}
+
 /// `user`'s key, for the hand-written client.
 fn key_of(user: &TestUser) -> ferry_core::s3::sigv4::Credentials {
     ferry_core::s3::sigv4::Credentials::new(user.access_key, user.secret_key)
 }
 
-/// A node that trusts a proxy at 127.0.0.1 believes what it says of its client.
+/// A node believes what the cluster says of a request's client only when the cluster sealed it
+/// (`ferry_core::s3::cluster`): unsealed, the same headers are refused, from any address.
 #[test]
-fn a_node_believes_the_proxies_it_trusts() {
+fn a_node_believes_what_the_cluster_seals() {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut cfg = node_config(dir.path(), ferry_server::RuntimeKind::Tokio);
     cfg.users = vec![ALICE.user()];
-    cfg.trusted_proxies = vec![std::net::IpAddr::from([127, 0, 0, 1])];
     cfg.fsync = false;
     let node = start_node(cfg).expect("node");
     let mut raw = RawClient::connect(node.local_addr());
@@ -451,7 +515,12 @@ fn a_node_believes_the_proxies_it_trusts() {
         ("x-ferry-client-ip", "10.1.2.3"),
         ("x-ferry-client-tls", "false"),
     ];
-    assert_eq!(raw.request("PUT", "/trust/k", &said, b"x").status, 200);
+    // Unsealed: refused outright, not merely unbelieved.
+    raw.request("PUT", "/trust/k", &said, b"x")
+        .expect_error(403, "AccessDenied");
+    let seal = crate::support::seal("PUT", "/trust/k", &said);
+    let sealed = [said[0], said[1], ("x-ferry-cluster-auth", seal.as_str())];
+    assert_eq!(raw.request("PUT", "/trust/k", &sealed, b"x").status, 200);
     node.stop();
 }
 

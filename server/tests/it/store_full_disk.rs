@@ -338,6 +338,7 @@ fn node_on_a_full_disk(rt: RuntimeKind) {
         support::ACCESS_KEY,
         support::SECRET_KEY,
     );
+    pcfg.cluster_keys = Some(crate::support::cluster_keys());
     pcfg.runtime = rt;
     pcfg.threads = 1;
     pcfg.health_interval = Duration::from_millis(100);

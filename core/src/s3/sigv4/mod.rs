@@ -14,7 +14,7 @@
 
 pub mod aws_chunked;
 mod canonical;
-mod key;
+pub(crate) mod key;
 mod sign;
 mod verify;
 

@@ -390,6 +390,21 @@ impl Client {
         self.send(method, target, headers, body, Payload::Signed)
     }
 
+    /// A signed request that the cluster sealed too (`x-ferry-cluster-auth` over its
+    /// `x-ferry-*` headers and target, with the tests' cluster key): what a proxy sends.
+    pub fn sealed(
+        &mut self,
+        method: &str,
+        target: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Response {
+        let seal = super::seal(method, target, headers);
+        let mut all = headers.to_vec();
+        all.push(("x-ferry-cluster-auth", seal.as_str()));
+        self.request(method, target, &all, body)
+    }
+
     /// A signed GET.
     pub fn get(&mut self, target: &str) -> Response {
         self.request("GET", target, &[], b"")

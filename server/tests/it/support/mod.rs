@@ -60,6 +60,52 @@ pub const ACCESS_KEY: &str = "AKIAFERRYTESTKEY0001";
 pub const SECRET_KEY: &str = "ferry+test/secret+key/0123456789abcdefghij";
 /// The region the servers sign for.
 pub const REGION: &str = "us-east-1";
+/// The cluster key every test node and proxy shares (`FERRY_CLUSTER_KEY` for processes).
+pub const CLUSTER_KEY: &str = "c1a5be1f00d0c1a5be1f00d0c1a5be1f00d0c1a5be1f00d0c1a5be1f00d0c1a5";
+
+/// The cluster's seal (`x-ferry-cluster-auth`) of a request with `method`, `target` and these
+/// `x-ferry-*` headers, made now with [`CLUSTER_KEY`]: what a proxy of the cluster adds.
+pub fn seal(method: &str, target: &str, headers: &[(&str, &str)]) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    let hs = headers.iter().map(|(n, v)| (*n, v.as_bytes()));
+    cluster_keys().seal(method, target, hs, now)
+}
+
+/// A version id as a node might have given a second ago (ids are the inverted microseconds
+/// of their sequence): a placement a node takes (it refuses ids newer than its clock allows).
+pub fn recent_version_id() -> String {
+    let micros = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+    format!("{:016x}", !(micros - 1_000_000))
+}
+
+/// A key file holding [`CLUSTER_KEY`] in `dir` (mode 0600, as the servers ask), for a proxy's
+/// TOML (`cluster_key_file`) or `--cluster-key`; written once.
+pub fn cluster_key_file(dir: &std::path::Path) -> std::path::PathBuf {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let path = dir.join("cluster.key");
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+    {
+        Ok(mut f) => writeln!(f, "{CLUSTER_KEY}").expect("cluster key written"),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => panic!("cluster key file: {e}"),
+    }
+    path
+}
+
+/// [`CLUSTER_KEY`] as the servers take it (`NodeConfig::cluster_keys`,
+/// `ProxyConfig::cluster_keys`).
+pub fn cluster_keys() -> ferry_server::ClusterKeys {
+    ferry_server::ClusterKeys::parse(CLUSTER_KEY).expect("the test cluster key")
+}
 
 /// A user of a users file, for tests with several users.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

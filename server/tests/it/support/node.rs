@@ -19,6 +19,7 @@ pub fn node_config(dir: &Path, runtime: RuntimeKind) -> NodeConfig {
     let listen = "127.0.0.1:0".parse().expect("address");
     let mut cfg = NodeConfig::new(dir, listen, ACCESS_KEY, SECRET_KEY);
     cfg.runtime = runtime;
+    cfg.cluster_keys = Some(super::cluster_keys());
     cfg
 }
 

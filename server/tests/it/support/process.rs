@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 use super::{ACCESS_KEY, SECRET_KEY};
 
 /// The test key as the binary reads it from its environment.
-pub const KEY_ENV: [(&str, &str); 2] = [
+pub const KEY_ENV: [(&str, &str); 3] = [
     ("FERRY_ACCESS_KEY", ACCESS_KEY),
     ("FERRY_SECRET_KEY", SECRET_KEY),
+    ("FERRY_CLUSTER_KEY", super::CLUSTER_KEY),
 ];
 
 /// An address on 127.0.0.1 free a moment ago, for a listener whose address the process does

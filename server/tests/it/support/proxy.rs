@@ -95,6 +95,7 @@ impl Setup {
             ACCESS_KEY,
             SECRET_KEY,
         );
+        cfg.cluster_keys = Some(crate::support::cluster_keys());
         cfg.runtime = runtime;
         cfg.threads = 2;
         cfg.health_interval = Duration::from_millis(200);

@@ -216,6 +216,7 @@ impl Server {
             }
             cfg.allow_sse_c_over_http = options.sse_c_over_http;
             cfg.sse_kms_keyring = keyring;
+            cfg.cluster_keys = Some(super::cluster_keys());
             return Self::Cluster(start_cluster(cfg).expect("start cluster"));
         }
         Self::Node(
@@ -245,8 +246,8 @@ impl Server {
             (cfg.access_key, cfg.secret_key) = own_key(i);
             // The proxy's users are its own: each node serves only the proxy.
             cfg.users.clear();
-            // The proxy's word on its clients (address, TLS) counts, as in the local cluster.
-            cfg.trusted_proxies = vec![std::net::IpAddr::from([127, 0, 0, 1])];
+            // The proxy seals its word on its clients (address, TLS), as in the local cluster.
+            cfg.cluster_keys = Some(super::cluster_keys());
             let node = start_node(cfg).expect("start node");
             let mut b =
                 BackendConfig::new(format!("node-{i}"), format!("http://{}", node.local_addr()));
@@ -261,6 +262,7 @@ impl Server {
             ACCESS_KEY,
             SECRET_KEY,
         );
+        cfg.cluster_keys = Some(crate::support::cluster_keys());
         cfg.admin_listen = None;
         cfg.runtime = target.runtime;
         cfg.threads = 2;
