@@ -334,6 +334,7 @@ impl Store {
         let path = root.join("meta.redb");
         let db = Database::create(&path).map_err(io::Error::other)?;
         let layout = init_tables(&db)?;
+        version::repair_sequence(&db)?;
         let (referenced, objects, bytes) = referenced_files(&db)?;
         let fans = FanDirs::new();
         let cleanup = files::cleanup(&tmp, &data, &referenced, &fans)?;

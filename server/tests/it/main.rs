@@ -68,4 +68,5 @@ mod store_multipart;
 mod store_objects;
 mod store_settings;
 mod store_tagging;
+mod store_version_ids;
 mod store_versions;
