@@ -64,6 +64,7 @@ mod sdk_wire;
 mod store_full_disk;
 mod store_lifecycle;
 mod store_list;
+mod store_modes;
 mod store_multipart;
 mod store_objects;
 mod store_settings;
