@@ -579,7 +579,8 @@ pub fn run_node(args: NodeArgs) -> io::Result<()> {
     // Before anything starts, so that a signal sent as soon as the node is ready stops it
     // gracefully instead of killing the process (and a SIGHUP is taken, see `wait_for_stop`).
     let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP])?;
-    fs::create_dir_all(&args.data)?;
+    // Owner-only, whatever the umask, as the store's own directories.
+    crate::store::perms::create_dir_all(&args.data)?;
     let creds = resolve_credentials(
         &|name| std::env::var(name).ok(),
         args.credentials.as_deref(),
@@ -879,7 +880,8 @@ fn users_of(file: Option<&Path>) -> io::Result<Vec<crate::users::User>> {
 /// `ferry` alone: a local cluster (two nodes behind a proxy) until SIGTERM or SIGINT.
 pub fn run_cluster(args: ClusterArgs) -> io::Result<()> {
     let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP])?;
-    fs::create_dir_all(&args.data)?;
+    // Owner-only, whatever the umask, as the store's own directories.
+    crate::store::perms::create_dir_all(&args.data)?;
     let creds = resolve_credentials(&|name| std::env::var(name).ok(), None, &args.data)?;
     let mut cfg = ClusterConfig::new(&args.data, &creds.access_key, &creds.secret_key);
     cfg.listen = args.listen;

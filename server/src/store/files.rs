@@ -81,7 +81,7 @@ impl FanDirs {
         if slot.load(Ordering::Acquire) {
             return Ok(());
         }
-        match fs::create_dir(fan_dir(data, id)) {
+        match super::perms::create_dir(&fan_dir(data, id)) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(e),
@@ -132,7 +132,7 @@ pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
 fn create_file(inner: &Inner, path: &Path, direct: &mut bool) -> io::Result<File> {
     let open = |direct: bool| {
         let mut options = File::options();
-        options.write(true).create_new(true);
+        super::perms::private_file(options.write(true).create_new(true));
         if direct {
             options.custom_flags(libc::O_DIRECT);
         }

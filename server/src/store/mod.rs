@@ -16,6 +16,8 @@
 //! DIR/tmp/               temp files of older versions (emptied at open)
 //! ```
 //!
+//! Every directory and file the store makes is its owner's alone (0700, 0600: see [`perms`]).
+//!
 //! Keys never become paths: a data file is named by a fresh id (a random per-open seed and a
 //! counter), and the metadata maps `bucket\0key` to its record. Keys such as `a`, `a/`, `a/b`,
 //! `../x` or 1024-byte keys are just bytes in a B-tree.
@@ -79,6 +81,7 @@ mod list;
 mod meta;
 mod multipart;
 mod object;
+pub(crate) mod perms;
 mod ring;
 mod sse;
 mod stats;
@@ -327,15 +330,22 @@ impl Store {
         let data = root.join("data");
         // Where versions before 2026-12 wrote temp files: emptied at open if it exists.
         let tmp = root.join("tmp");
-        std::fs::create_dir_all(&data)?;
+        // Owner-only, whatever the umask (see `perms`).
+        perms::create_dir_all(&data)?;
         if config.fsync {
             // Whatever directories there are (from an earlier run too) are durable from here.
             files::sync_dir(&root)?;
             files::sync_dir(&data)?;
         }
         let path = root.join("meta.redb");
+        // redb would create the file with the default mode: it gets an empty 0600 one.
+        perms::precreate_file(&path)?;
+        for p in [&root, &data, &path] {
+            perms::warn_if_shared(p);
+        }
         let db = Database::create(&path).map_err(io::Error::other)?;
         let layout = init_tables(&db)?;
+        version::repair_sequence(&db)?;
         let (referenced, objects, bytes) = referenced_files(&db)?;
         let fans = FanDirs::new();
         let cleanup = files::cleanup(&tmp, &data, &referenced, &fans)?;

@@ -608,6 +608,7 @@ pub(crate) fn put_record(
     let k = object_key(bucket, key)?;
     let mut objects = txn.open_table(OBJECTS).map_err(db_err)?;
     let placed = conditions.placed;
+    super::version::check_placed(&placed)?;
     // A moved version keeps its date.
     let dated;
     let (rec, bytes) = match placed.last_modified {

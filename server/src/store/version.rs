@@ -21,6 +21,40 @@
 //! The versioning state is a bucket setting ([`BucketSetting::Versioning`]); writes read it in
 //! their own transaction, so a write and a state change are ordered. A write in a bucket that
 //! never had a state costs what it cost before, plus that one settings lookup.
+//!
+//! # Ids cannot run out
+//!
+//! A sequence is a `u64` of microseconds: the range lasts half a million years, unless
+//! something jumps ahead in it. A version placed by id (`place`: moved from another node by
+//! the rebalance) could: an id at the end of the range once raised the node's counter there,
+//! after which every version of every bucket got the same id and overwrote the previous one in
+//! its slot. So:
+//!
+//! - a placed id (or a placed null version's order, or a placed date, which orders a record
+//!   without a stamp) may be at most [`CLOCK_MARGIN_MICROS`] ahead of this node's clock, which
+//!   leaves the rest of the range above it; a placement never raises the counter (the key's
+//!   own history keeps later versions of that key newer: `make_room` starts above it);
+//! - a new sequence is made with checked arithmetic and never more than the margin ahead of the
+//!   clock: when none can be made (the key's newest version, or the counter, is further ahead),
+//!   the write fails with `InternalError` and a log line, and no id is given out twice;
+//! - a version entering a slot of [`VERSIONS`] never replaces another (`insert_new_version`:
+//!   the transaction is aborted instead);
+//! - a store an older build let be poisoned (its counter beyond the clock and the margin) is
+//!   repaired at open (`repair_sequence`): the counter goes back to the newest sequence that
+//!   is not ahead (or the clock), and the versions carrying impossible ids are counted and
+//!   named in the log. They are kept, ids and all: they are someone's data, possibly under
+//!   object lock, and renumbering them would change ids that clients hold. That is safe
+//!   because nothing relies on the counter being above them: every new version of a key starts
+//!   above that key's newest version, so a key without an impossible id gets ids from the
+//!   clock again, and a key whose newest version has one refuses new versions (the rule above)
+//!   until that version is deleted by its id (object lock permitting); no slot can be reused,
+//!   by the rule above that.
+//!   An id given out before the repair is not given out again unless it was ahead of the clock
+//!   at the repair, which only a poisoned or clock-stepped store had.
+//!
+//! A node whose clock is set back by more than the margin after giving out ids refuses
+//! versioned writes until its clock catches up or it restarts (the repair), rather than give
+//! out ids ahead of its clock.
 
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
@@ -42,6 +76,13 @@ use super::{
 
 /// The `META` entry holding the last version sequence number given out.
 const SEQ_KEY: &str = "version_seq";
+
+/// How far ahead of this node's clock a version id (its sequence, in microseconds) may be:
+/// one hour. A version moved from another node keeps that node's id, made from that node's
+/// clock, so the nodes' clocks may disagree by this much; an id further ahead could only come
+/// from a clock that is wrong, or from a caller aiming at the end of the id range (see the
+/// module's comment). It is also all the room a new sequence has above the clock.
+pub(crate) const CLOCK_MARGIN_MICROS: u64 = 3_600 * 1_000_000;
 
 type Objects<'t> = Table<'t, &'static [u8], &'static [u8]>;
 type Versions<'t> = Table<'t, (&'static [u8], u64), &'static [u8]>;
@@ -80,18 +121,234 @@ fn now_micros() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
+/// The newest sequence this node could have made or accepted at `now`.
+fn seq_limit(now: u64) -> u64 {
+    now.saturating_add(CLOCK_MARGIN_MICROS)
+}
+
+/// The sequence after `last` (the counter) and `floor` (the key's newest version) at `now`:
+/// `None` when there is none, or none within the margin ahead of the clock.
+fn seq_after(now: u64, last: u64, floor: u64) -> Option<u64> {
+    let seq = now.max(last.checked_add(1)?).max(floor.checked_add(1)?);
+    (seq <= seq_limit(now)).then_some(seq)
+}
+
+/// `bucket\0key` as (bucket, key), for log lines.
+fn split_key(k: &[u8]) -> (String, String) {
+    let at = k.iter().position(|&b| b == 0).unwrap_or(k.len());
+    let key = k.get(at + 1..).unwrap_or_default();
+    (
+        String::from_utf8_lossy(&k[..at]).into_owned(),
+        String::from_utf8_lossy(key).into_owned(),
+    )
+}
+
 /// A new sequence number: after the last one given out and after `floor` (the newest version
-/// of the key), and marks the store as holding versions ([`VERSIONED_LAYOUT`]).
-fn next_seq(txn: &WriteTransaction, floor: u64) -> S3Result<u64> {
+/// of `k`), and marks the store as holding versions ([`VERSIONED_LAYOUT`]). `InternalError`
+/// when no sequence is left for it (see the module's comment); nothing is written then.
+fn next_seq(txn: &WriteTransaction, k: &[u8], floor: u64) -> S3Result<u64> {
     let mut meta = txn.open_table(META).map_err(db_err)?;
     let last = meta.get(SEQ_KEY).map_err(db_err)?.map_or(0, |v| v.value());
-    let seq = now_micros()
-        .max(last.saturating_add(1))
-        .max(floor.saturating_add(1));
+    let now = now_micros();
+    let Some(seq) = seq_after(now, last, floor) else {
+        let (bucket, key) = split_key(k);
+        tracing::error!(
+            %bucket, %key, newest = floor, counter = last, clock = now,
+            "no version id left for a new version: the key's newest version or the node's \
+             version counter is ahead of the clock by more than the margin; the write is refused"
+        );
+        return Err(S3Error::with_message(
+            S3ErrorCode::InternalError,
+            "No new version id can be made for this key: its newest version id, or the node's \
+             version counter, is too far ahead of the node's clock.",
+        ));
+    };
     meta.insert(SEQ_KEY, seq).map_err(db_err)?;
     drop(meta);
     raise_layout(txn, VERSIONED_LAYOUT)?;
     Ok(seq)
+}
+
+/// Refuse a placed sequence (a version id, or a null version's order) or a placed date that
+/// is ahead of this node's clock by more than [`CLOCK_MARGIN_MICROS`]: such a version would
+/// sort above every version this node can make, so its key could take no new version.
+pub(crate) fn check_placed(placed: &super::Placed) -> S3Result<()> {
+    let limit = seq_limit(now_micros());
+    let too_new = |what: &str| {
+        S3Error::with_message(
+            S3ErrorCode::InvalidArgument,
+            format!(
+                "The placed {what} is ahead of this node's clock by more than {} minutes: no \
+                 node could have made it.",
+                CLOCK_MARGIN_MICROS / 60_000_000
+            ),
+        )
+    };
+    if placed.seq.is_some_and(|seq| seq > limit) {
+        return Err(too_new(if placed.null {
+            "null version's order"
+        } else {
+            "version id"
+        }));
+    }
+    // A record without a stamp sorts by its date (`ObjectRecord::order`).
+    let date = placed
+        .last_modified
+        .map(|t| u64::try_from(t).unwrap_or(0).saturating_mul(1_000_000));
+    if date.is_some_and(|d| d > limit) {
+        return Err(too_new("modification date"));
+    }
+    Ok(())
+}
+
+/// Put `bytes`, a version that is not in [`VERSIONS`] yet, into its slot (`k`, `!seq`). A slot
+/// holds one version: finding another there is an error (the caller's transaction is then
+/// aborted, so nothing is written), never a version silently replaced. Every version entering
+/// the table goes through here; rewriting a version's own record in place does not.
+fn insert_new_version(
+    versions: &mut Versions<'_>,
+    k: &[u8],
+    seq: u64,
+    bytes: &[u8],
+) -> S3Result<()> {
+    if versions.insert((k, !seq), bytes).map_err(db_err)?.is_some() {
+        let (bucket, key) = split_key(k);
+        tracing::error!(
+            %bucket, %key, seq,
+            "a new version met another version in its slot; the write is refused"
+        );
+        return Err(S3Error::with_message(
+            S3ErrorCode::InternalError,
+            "Another version of this key already has this version id; nothing was written.",
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a new version of `k` could be made in `txn` now (what `make_room` would need).
+pub(crate) fn new_version_possible(txn: &WriteTransaction, k: &[u8]) -> S3Result<bool> {
+    let objects = txn.open_table(OBJECTS).map_err(db_err)?;
+    let versions = txn.open_table(VERSIONS).map_err(db_err)?;
+    let floor = match objects.get(k).map_err(db_err)? {
+        Some(v) => codec::decode::<ObjectRecord>(v.value())?.order(),
+        None => newest_old(&versions, k)?.map_or(0, |(inv, _)| !inv),
+    };
+    let meta = txn.open_table(META).map_err(db_err)?;
+    let last = meta.get(SEQ_KEY).map_err(db_err)?.map_or(0, |v| v.value());
+    Ok(seq_after(now_micros(), last, floor).is_some())
+}
+
+/// At open: if the version counter in `META` is ahead of the clock by more than the margin
+/// (what a placement of an id at the end of the range did before placements were bounded),
+/// set it back to the newest sequence of a version that is not that far ahead, or the clock,
+/// and say in the log how many versions carry impossible ids, and where (the first few). The
+/// versions stay as they are; why that is safe is in the module's comment.
+pub(crate) fn repair_sequence(db: &redb::Database) -> std::io::Result<()> {
+    /// How many versions with impossible ids the log names.
+    const NAMED: usize = 10;
+    let now = now_micros();
+    let limit = seq_limit(now);
+    let txn = db.begin_write().map_err(std::io::Error::other)?;
+    let last = txn
+        .open_table(META)
+        .map_err(std::io::Error::other)?
+        .get(SEQ_KEY)
+        .map_err(std::io::Error::other)?
+        .map(|v| v.value());
+    let Some(last) = last.filter(|&l| l > limit) else {
+        txn.abort().map_err(std::io::Error::other)?;
+        return Ok(());
+    };
+    tracing::warn!(
+        counter = last,
+        clock = now,
+        "the store's version counter is ahead of the clock by more than the margin (a version \
+         placed at the end of the id range by an older build): setting it back"
+    );
+    let mut newest = now;
+    let mut future = 0u64;
+    let mut named: Vec<String> = Vec::new();
+    let mut see = |k: &[u8], bytes: &[u8]| -> std::io::Result<()> {
+        let rec: ObjectRecord =
+            codec::decode(bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
+        let order = rec.order();
+        if order <= limit {
+            newest = newest.max(order);
+            return Ok(());
+        }
+        future += 1;
+        if named.len() < NAMED {
+            let (bucket, key) = split_key(k);
+            named.push(format!("{bucket}/{key} version {}", rec.version_id()));
+        }
+        Ok(())
+    };
+    {
+        let objects = txn.open_table(OBJECTS).map_err(std::io::Error::other)?;
+        for item in objects.iter().map_err(std::io::Error::other)? {
+            let (k, v) = item.map_err(std::io::Error::other)?;
+            see(k.value(), v.value())?;
+        }
+        let versions = txn.open_table(VERSIONS).map_err(std::io::Error::other)?;
+        for item in versions.iter().map_err(std::io::Error::other)? {
+            let (k, v) = item.map_err(std::io::Error::other)?;
+            see(k.value().0, v.value())?;
+        }
+    }
+    txn.open_table(META)
+        .map_err(std::io::Error::other)?
+        .insert(SEQ_KEY, newest)
+        .map_err(std::io::Error::other)?;
+    txn.commit().map_err(std::io::Error::other)?;
+    if future > 0 {
+        tracing::warn!(
+            versions = future,
+            first = %named.join(", "),
+            "versions carry ids ahead of the clock; they are kept, and their keys take no new \
+             version until those versions are deleted by id"
+        );
+    }
+    tracing::warn!(counter = newest, "the store's version counter was set back");
+    Ok(())
+}
+
+impl Store {
+    /// Test hook: set the store's version counter to `seq`, as a placement of an id at the end
+    /// of the range did in builds before placements were bounded (a store poisoned that way).
+    #[doc(hidden)]
+    pub fn set_version_counter_for_tests(&self, seq: u64) -> S3Result<()> {
+        self.update(None, |txn| {
+            txn.open_table(META)
+                .map_err(db_err)?
+                .insert(SEQ_KEY, seq)
+                .map(drop)
+                .map_err(db_err)
+        })
+    }
+
+    /// Test hook: give `bucket`/`key`'s current object the sequence `seq` in its record, in
+    /// place, as builds before placements were bounded could leave one (a version id at the
+    /// end of the range, or one equal to an older version's): what the store must cope with.
+    #[doc(hidden)]
+    pub fn restamp_current_for_tests(&self, bucket: &str, key: &str, seq: u64) -> S3Result<()> {
+        let k = object_key(bucket, key)?;
+        self.update(None, |txn| {
+            let mut objects = txn.open_table(OBJECTS).map_err(db_err)?;
+            let mut rec: ObjectRecord = match objects.get(k.as_slice()).map_err(db_err)? {
+                Some(v) => codec::decode(v.value())?,
+                None => return Err(S3Error::new(S3ErrorCode::NoSuchKey)),
+            };
+            let stamp = rec
+                .version
+                .as_mut()
+                .ok_or_else(|| S3Error::new(S3ErrorCode::InvalidRequest))?;
+            stamp.seq = seq;
+            objects
+                .insert(k.as_slice(), codec::encode(&rec)?.as_slice())
+                .map(drop)
+                .map_err(db_err)
+        })
+    }
 }
 
 /// Mark the store as holding versions ([`VERSIONED_LAYOUT`]) in `txn`: a bucket made with
@@ -227,16 +484,14 @@ pub(crate) fn make_room(
         Some((rec, _)) => rec.order(),
         None => newest_old(&versions, k)?.map_or(0, |(inv, _)| !inv),
     };
-    let seq = next_seq(txn, floor)?;
+    let seq = next_seq(txn, k, floor)?;
     let null = state == Versioning::Suspended;
     let mut dropped = Dropped::default();
     if let Some((rec, bytes)) = old {
         if null && rec.is_null() {
             dropped.add(&rec);
         } else {
-            versions
-                .insert((k, !rec.order()), bytes.as_slice())
-                .map_err(db_err)?;
+            insert_new_version(&mut versions, k, rec.order(), &bytes)?;
         }
     }
     if null && let Some(rec) = remove_old_null(&mut versions, k)? {
@@ -249,9 +504,7 @@ pub(crate) fn make_room(
     };
     if delete_marker {
         let marker = ObjectRecord::delete_marker(stamp, now());
-        versions
-            .insert((k, !seq), codec::encode(&marker)?.as_slice())
-            .map_err(db_err)?;
+        insert_new_version(&mut versions, k, seq, &codec::encode(&marker)?)?;
     }
     Ok((stamp, dropped))
 }
@@ -263,7 +516,9 @@ pub(crate) fn make_room(
 /// noncurrent version, below whatever was written since. A key has one null version: of two,
 /// the newer stays. Refused (`PreconditionFailed`) when the key has a version at `seq`
 /// already (the move ran before) or a newer null version than this null one; nothing is
-/// written then. The store's sequence goes past `seq`, so later writes stay newer.
+/// written then. `InvalidArgument` when `seq` is ahead of the node's clock by more than the
+/// margin ([`check_placed`]). The store's sequence is left as it is: a later write of this key
+/// starts above its newest version anyway, and no placement can move every key's ids.
 pub(crate) fn place(
     txn: &WriteTransaction,
     objects: &mut Objects<'_>,
@@ -274,6 +529,11 @@ pub(crate) fn place(
     delete_marker: bool,
 ) -> S3Result<(VersionStamp, Dropped)> {
     let there = |why: &str| S3Error::with_message(S3ErrorCode::PreconditionFailed, why.to_owned());
+    check_placed(&super::Placed {
+        seq: Some(seq),
+        null,
+        last_modified: None,
+    })?;
     let mut versions = txn.open_table(VERSIONS).map_err(db_err)?;
     let current = match objects.get(k).map_err(db_err)? {
         Some(v) => {
@@ -320,30 +580,20 @@ pub(crate) fn place(
     let bytes = codec::encode(&rec)?;
     if seq > newest {
         if let Some((old, old_bytes)) = current {
-            versions
-                .insert((k, !old.order()), old_bytes.as_slice())
-                .map_err(db_err)?;
+            insert_new_version(&mut versions, k, old.order(), &old_bytes)?;
             objects.remove(k).map_err(db_err)?;
         }
         if delete_marker {
-            versions
-                .insert((k, !seq), bytes.as_slice())
-                .map_err(db_err)?;
+            insert_new_version(&mut versions, k, seq, &bytes)?;
         } else {
             objects.insert(k, bytes.as_slice()).map_err(db_err)?;
         }
     } else {
-        versions
-            .insert((k, !seq), bytes.as_slice())
-            .map_err(db_err)?;
+        insert_new_version(&mut versions, k, seq, &bytes)?;
     }
     // A null version taken out may have been the current one.
     promote(objects, &mut versions, k)?;
     drop(versions);
-    let mut meta = txn.open_table(META).map_err(db_err)?;
-    let last = meta.get(SEQ_KEY).map_err(db_err)?.map_or(0, |v| v.value());
-    meta.insert(SEQ_KEY, last.max(seq)).map_err(db_err)?;
-    drop(meta);
     raise_layout(txn, VERSIONED_LAYOUT)?;
     Ok((stamp, dropped))
 }
@@ -420,6 +670,7 @@ pub(crate) fn delete_in(
         };
         // A delete marker is a write: not while a fence holds the bucket.
         check_unfenced(txn, bucket)?;
+        check_placed(&placed)?;
         if let Some(seq) = placed.seq {
             // A delete marker moved from another node: in its place, with its date.
             let current = match objects.get(k).map_err(db_err)? {
@@ -827,4 +1078,52 @@ impl Store {
 fn utf8(b: &[u8]) -> S3Result<String> {
     String::from_utf8(b.to_vec())
         .map_err(|_| S3Error::with_message(S3ErrorCode::InternalError, "stored key is not UTF-8"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_sequence_is_above_both_and_within_the_margin_or_none() {
+        let now = 1_700_000_000_000_000;
+        assert_eq!(seq_after(now, 0, 0), Some(now));
+        assert_eq!(seq_after(now, now + 5, 0), Some(now + 6));
+        assert_eq!(seq_after(now, 0, now + 9), Some(now + 10));
+        let limit = now + CLOCK_MARGIN_MICROS;
+        assert_eq!(seq_after(now, limit - 1, 0), Some(limit));
+        // Nothing beyond the margin, and no overflow or saturation at the end of the range.
+        assert_eq!(seq_after(now, limit, 0), None);
+        assert_eq!(seq_after(now, 0, limit), None);
+        assert_eq!(seq_after(now, u64::MAX, 0), None);
+        assert_eq!(seq_after(now, 0, u64::MAX), None);
+        assert_eq!(seq_after(u64::MAX, 0, 0), Some(u64::MAX));
+        assert_eq!(seq_after(u64::MAX, u64::MAX, 0), None);
+    }
+
+    #[test]
+    fn placed_ids_and_dates_ahead_of_the_margin_are_refused() {
+        let now = now_micros();
+        let at = |seq: u64, null: bool| super::super::Placed {
+            seq: Some(seq),
+            null,
+            last_modified: None,
+        };
+        assert!(check_placed(&at(now, false)).is_ok());
+        assert!(check_placed(&at(now + CLOCK_MARGIN_MICROS / 2, true)).is_ok());
+        for seq in [now + 2 * CLOCK_MARGIN_MICROS, u64::MAX - 1, u64::MAX] {
+            for null in [false, true] {
+                let e = check_placed(&at(seq, null)).unwrap_err();
+                assert_eq!(e.code, S3ErrorCode::InvalidArgument);
+            }
+        }
+        let dated = |secs: i64| super::super::Placed {
+            last_modified: Some(secs),
+            ..Default::default()
+        };
+        let secs = i64::try_from(now / 1_000_000).unwrap();
+        assert!(check_placed(&dated(secs)).is_ok());
+        assert!(check_placed(&dated(-1)).is_ok());
+        assert!(check_placed(&dated(secs + 7_200)).is_err());
+    }
 }
