@@ -478,6 +478,9 @@ fn context<'a, R: Runtime>(
             c.push((key, Cow::Borrowed(v.trim())));
         }
     }
+    // A listing's parameters, as AWS defines them for s3:ListBucket and s3:ListBucketVersions
+    // (and, Ferry's addition, the prefix and delimiter of s3:ListBucketMultipartUploads). The
+    // other listings are of one object's parts (its key is the resource).
     match endpoint {
         Some(Endpoint::ListObjects {
             prefix,
@@ -486,6 +489,12 @@ fn context<'a, R: Runtime>(
             ..
         })
         | Some(Endpoint::ListObjectsV2 {
+            prefix,
+            delimiter,
+            max_keys,
+            ..
+        })
+        | Some(Endpoint::ListObjectVersions {
             prefix,
             delimiter,
             max_keys,

@@ -23,6 +23,7 @@ on_every_target!(
     anonymous_requests_are_evaluated,
     existing_object_tags_in_conditions,
     object_attributes_is_its_own_action,
+    a_prefix_condition_covers_version_listings,
 );
 
 fn with_users(target: Target) -> TestNode {
@@ -678,6 +679,78 @@ async fn object_attributes_is_its_own_action(target: Target) {
     assert_eq!(got.object_size(), Some(1));
     assert_code(
         bob.get_object().bucket("attrs").key("a").send().await,
+        403,
+        "AccessDenied",
+    );
+}
+
+/// ListObjectVersions (`s3:ListBucketVersions`) has the listing's condition keys as
+/// ListObjects has them (`s3:prefix`, `s3:delimiter`, `s3:max-keys`): a Deny outside bob's
+/// prefix or above a page size refuses a versions listing, which never lists keys, version
+/// ids, sizes or ETags outside it; inside it bob lists.
+async fn a_prefix_condition_covers_version_listings(target: Target) {
+    let n = with_users(target);
+    let (alice, bob) = (n.client_as(&ALICE), n.client_as(&BOB));
+    alice
+        .create_bucket()
+        .bucket("homes")
+        .send()
+        .await
+        .expect("create");
+    for key in ["home/bob/a", "home/bob/b", "home/carol/c", "secret/d"] {
+        put(&alice, "homes", key).await;
+    }
+    set_policy(
+        &alice,
+        "homes",
+        r#"{"Version":"2012-10-17","Statement":[
+          {"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:user/bob"},
+           "Action":["s3:ListBucket","s3:ListBucketVersions"],"Resource":"arn:aws:s3:::homes"},
+          {"Effect":"Deny","Principal":{"AWS":"arn:aws:iam::000000000000:user/bob"},
+           "Action":["s3:ListBucket","s3:ListBucketVersions"],"Resource":"arn:aws:s3:::homes",
+           "Condition":{"StringNotLike":{"s3:prefix":"home/bob/*"}}},
+          {"Effect":"Deny","Principal":{"AWS":"arn:aws:iam::000000000000:user/bob"},
+           "Action":["s3:ListBucket","s3:ListBucketVersions"],"Resource":"arn:aws:s3:::homes",
+           "Condition":{"NumericGreaterThan":{"s3:max-keys":"100"}}}]}"#,
+    )
+    .await;
+    let versions = |prefix: Option<&str>, max: i32| {
+        bob.list_object_versions()
+            .bucket("homes")
+            .set_prefix(prefix.map(str::to_owned))
+            .max_keys(max)
+            .send()
+    };
+    let inside = versions(Some("home/bob/"), 10)
+        .await
+        .unwrap_or_else(|e| panic!("bob's versions under home/bob/: {}", show(&e)));
+    let keys: Vec<&str> = inside.versions().iter().filter_map(|v| v.key()).collect();
+    assert_eq!(keys, ["home/bob/a", "home/bob/b"]);
+    for (prefix, max) in [
+        (None, 10),
+        (Some(""), 10),
+        (Some("home/"), 10),
+        (Some("secret/"), 10),
+        (Some("home/bob/"), 1000),
+    ] {
+        assert_code(versions(prefix, max).await, 403, "AccessDenied");
+    }
+    // The same for ListObjectsV2 (as before).
+    let listed = bob
+        .list_objects_v2()
+        .bucket("homes")
+        .prefix("home/bob/")
+        .max_keys(10)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("bob's list under home/bob/: {}", show(&e)));
+    assert_eq!(listed.key_count(), Some(2));
+    assert_code(
+        bob.list_objects_v2()
+            .bucket("homes")
+            .prefix("secret/")
+            .send()
+            .await,
         403,
         "AccessDenied",
     );
