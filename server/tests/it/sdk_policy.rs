@@ -26,6 +26,7 @@ on_every_target!(
     a_prefix_condition_covers_version_listings,
     only_the_owner_manages_the_policy,
     bucket_settings_need_a_grant,
+    conditions_see_the_client_headers_everywhere,
 );
 
 fn with_users(target: Target) -> TestNode {
@@ -942,4 +943,266 @@ assert sorted(g["Permission"] for g in grants) == ["FULL_CONTROL", "READ"], gran
 print("ok")
 "#;
     run_as_users(&n, script).await;
+}
+
+/// Adds `Referer` to every request of a client.
+#[derive(Debug)]
+struct WithReferer(&'static str);
+
+impl aws_sdk_s3::config::Intercept for WithReferer {
+    fn name(&self) -> &'static str {
+        "WithReferer"
+    }
+
+    fn modify_before_signing(
+        &self,
+        context: &mut aws_sdk_s3::config::interceptors::BeforeTransmitInterceptorContextMut<'_>,
+        _components: &aws_sdk_s3::config::RuntimeComponents,
+        _cfg: &mut aws_sdk_s3::config::ConfigBag,
+    ) -> Result<(), aws_sdk_s3::error::BoxError> {
+        context
+            .request_mut()
+            .headers_mut()
+            .insert("referer", self.0);
+        Ok(())
+    }
+}
+
+/// A policy's conditions on the client's headers (`aws:Referer` here) judge every request the
+/// same way, on a node and through the proxy, including those the proxy splits, fans out or
+/// re-issues for the client: a DeleteObjects split by node, a copy between nodes, a merged
+/// listing, bucket settings written to every node, a DeleteBucket. From a denied Referer each
+/// is refused and changes nothing; without it each goes through.
+async fn conditions_see_the_client_headers_everywhere(target: Target) {
+    use aws_sdk_s3::types::{
+        BucketLifecycleConfiguration, CorsConfiguration, CorsRule, ExpirationStatus,
+        LifecycleExpiration, LifecycleRule, LifecycleRuleFilter, Tag,
+    };
+    let n = TestNode::start(target);
+    let c = &n.client;
+    let blocked = Client::from_conf(
+        sdk::config(n.addr)
+            .interceptor(WithReferer("https://blocked.example/page"))
+            .build(),
+    );
+    for b in ["refs", "refs-empty"] {
+        n.bucket(b).await;
+        set_policy(
+            c,
+            b,
+            &format!(
+                r#"{{"Version":"2012-10-17","Statement":[{{"Effect":"Deny","Principal":"*",
+                  "Action":["s3:PutObject","s3:DeleteObject","s3:ListBucket","s3:ListBucketVersions",
+                            "s3:PutBucketTagging","s3:PutLifecycleConfiguration","s3:PutBucketCORS",
+                            "s3:DeleteBucket"],
+                  "Resource":["arn:aws:s3:::{b}","arn:aws:s3:::{b}/*"],
+                  "Condition":{{"StringLike":{{"aws:Referer":"https://blocked.example/*"}}}}}}]}}"#
+            ),
+        )
+        .await;
+    }
+    n.put("refs", "src", b"source".to_vec()).await;
+    // Through the proxy, a copy between two nodes (the proxy reads and writes itself).
+    let dst = n.key_placed("refs", "dst", ("refs", "src"), true);
+    let copy = |client: &Client| {
+        client
+            .copy_object()
+            .bucket("refs")
+            .key(&dst)
+            .copy_source("refs/src")
+            .send()
+    };
+    assert_code(copy(&blocked).await, 403, "AccessDenied");
+    sdk::assert_error(
+        c.head_object().bucket("refs").key(&dst).send().await,
+        404,
+        None,
+    );
+    let out = blocked
+        .delete_objects()
+        .bucket("refs")
+        .delete(
+            Delete::builder()
+                .objects(ObjectIdentifier::builder().key("src").build().expect("id"))
+                .build()
+                .expect("delete"),
+        )
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("delete objects: {}", show(&e)));
+    assert!(out.deleted().is_empty(), "{out:?}");
+    assert_eq!(
+        out.errors().first().and_then(|e| e.code()),
+        Some("AccessDenied")
+    );
+    assert_eq!(n.get("refs", "src").await, b"source");
+    assert_code(
+        blocked.list_objects_v2().bucket("refs").send().await,
+        403,
+        "AccessDenied",
+    );
+    assert_code(
+        blocked.list_objects().bucket("refs").send().await,
+        403,
+        "AccessDenied",
+    );
+    assert_code(
+        blocked.list_object_versions().bucket("refs").send().await,
+        403,
+        "AccessDenied",
+    );
+    let tagging = aws_sdk_s3::types::Tagging::builder()
+        .tag_set(Tag::builder().key("k").value("v").build().expect("tag"))
+        .build()
+        .expect("tagging");
+    let lifecycle = BucketLifecycleConfiguration::builder()
+        .rules(
+            LifecycleRule::builder()
+                .id("all")
+                .status(ExpirationStatus::Enabled)
+                .filter(LifecycleRuleFilter::builder().prefix("").build())
+                .expiration(LifecycleExpiration::builder().days(1).build())
+                .build()
+                .expect("rule"),
+        )
+        .build()
+        .expect("lifecycle");
+    let cors = CorsConfiguration::builder()
+        .cors_rules(
+            CorsRule::builder()
+                .allowed_methods("GET")
+                .allowed_origins("*")
+                .build()
+                .expect("rule"),
+        )
+        .build()
+        .expect("cors");
+    assert_code(
+        blocked
+            .put_bucket_tagging()
+            .bucket("refs")
+            .tagging(tagging.clone())
+            .send()
+            .await,
+        403,
+        "AccessDenied",
+    );
+    assert_code(
+        blocked
+            .put_bucket_lifecycle_configuration()
+            .bucket("refs")
+            .lifecycle_configuration(lifecycle.clone())
+            .send()
+            .await,
+        403,
+        "AccessDenied",
+    );
+    assert_code(
+        blocked
+            .put_bucket_cors()
+            .bucket("refs")
+            .cors_configuration(cors.clone())
+            .send()
+            .await,
+        403,
+        "AccessDenied",
+    );
+    assert_code(
+        c.get_bucket_tagging().bucket("refs").send().await,
+        404,
+        "NoSuchTagSet",
+    );
+    assert_code(
+        c.get_bucket_lifecycle_configuration()
+            .bucket("refs")
+            .send()
+            .await,
+        404,
+        "NoSuchLifecycleConfiguration",
+    );
+    assert_code(
+        c.get_bucket_cors().bucket("refs").send().await,
+        404,
+        "NoSuchCORSConfiguration",
+    );
+    assert_code(
+        blocked.delete_bucket().bucket("refs-empty").send().await,
+        403,
+        "AccessDenied",
+    );
+    c.head_bucket()
+        .bucket("refs-empty")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("refs-empty is gone: {}", show(&e)));
+
+    // Without the Referer, all of it goes.
+    copy(c)
+        .await
+        .unwrap_or_else(|e| panic!("copy: {}", show(&e)));
+    c.put_bucket_tagging()
+        .bucket("refs")
+        .tagging(tagging)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("tagging: {}", show(&e)));
+    c.put_bucket_lifecycle_configuration()
+        .bucket("refs")
+        .lifecycle_configuration(lifecycle)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("lifecycle: {}", show(&e)));
+    c.put_bucket_cors()
+        .bucket("refs")
+        .cors_configuration(cors)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("cors: {}", show(&e)));
+    // And the deletes of those settings are refused from the Referer, then go without it.
+    assert_code(
+        blocked.delete_bucket_tagging().bucket("refs").send().await,
+        403,
+        "AccessDenied",
+    );
+    assert_code(
+        blocked
+            .delete_bucket_lifecycle()
+            .bucket("refs")
+            .send()
+            .await,
+        403,
+        "AccessDenied",
+    );
+    assert_code(
+        blocked.delete_bucket_cors().bucket("refs").send().await,
+        403,
+        "AccessDenied",
+    );
+    c.get_bucket_tagging()
+        .bucket("refs")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("tagging stays: {}", show(&e)));
+    c.get_bucket_lifecycle_configuration()
+        .bucket("refs")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("lifecycle stays: {}", show(&e)));
+    c.get_bucket_cors()
+        .bucket("refs")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("cors stays: {}", show(&e)));
+    let listed = c
+        .list_objects_v2()
+        .bucket("refs")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("list: {}", show(&e)));
+    assert_eq!(listed.key_count(), Some(2));
+    c.delete_bucket()
+        .bucket("refs-empty")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("delete refs-empty: {}", show(&e)));
 }
