@@ -43,11 +43,86 @@ pub const FENCE_HEADER: &str = "x-ferry-fence";
 /// or `false`): what the proxy's DeleteBucket needs to know of each node.
 pub const BUCKET_EMPTY_HEADER: &str = "x-ferry-bucket-empty";
 
-/// Subresources we do not serve; their presence makes any request `NotImplemented`.
+/// The sub-resources the router serves: the query parameters whose presence names the
+/// operation (`?acl`, `?uploads`, ...) or the object, version, part or upload it is on
+/// (`versionId`, `partNumber`, `uploadId`), whatever their value. The router names each
+/// one it reads through `sub!`, which fails the build for a name missing here; SigV2 signs
+/// every one of them, and every one of [`UNSUPPORTED_SUBRESOURCES`]
+/// (`sigv2::is_signed`), so that none can be added to a signed request unnoticed. A listing's
+/// parameters (`prefix`, `max-keys`, `list-type`, ...) are not sub-resources: AWS leaves
+/// them unsigned, and they choose no other action.
+///
+/// Sorted.
+pub const SUBRESOURCES: &[&str] = &[
+    "acl",
+    "attributes",
+    "cors",
+    "delete",
+    "encryption",
+    "legal-hold",
+    "lifecycle",
+    "location",
+    "object-lock",
+    "partNumber",
+    "policy",
+    "policyStatus",
+    "retention",
+    "tagging",
+    "uploadId",
+    "uploads",
+    "versionId",
+    "versioning",
+    "versions",
+    "x-ferry-fence",
+];
+
+/// Whether `a` and `b` are the same string (`==` is not `const`).
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Whether `name` is one of [`SUBRESOURCES`] (at compile time, for `sub!`).
+const fn is_subresource(name: &str) -> bool {
+    let mut i = 0;
+    while i < SUBRESOURCES.len() {
+        if same(SUBRESOURCES[i], name) {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// A sub-resource's name as the router reads it: the build fails unless it is one of
+/// [`SUBRESOURCES`], which SigV2 signs.
+macro_rules! sub {
+    ($name:literal) => {{
+        const NAME: &str = $name;
+        const _: () = assert!(
+            is_subresource(NAME),
+            concat!("the router reads ", $name, ", which SUBRESOURCES lacks")
+        );
+        NAME
+    }};
+}
+
+/// Subresources we do not serve; their presence makes any request `NotImplemented` (SigV2 signs
+/// them too: the proxy forwards some of them to backends that serve them).
 ///
 /// Sorted for reading; searched linearly, as comparing lengths first beats a binary search's
 /// string comparisons on this short list.
-const UNSUPPORTED_SUBRESOURCES: &[&str] = &[
+pub const UNSUPPORTED_SUBRESOURCES: &[&str] = &[
     "abac",
     "accelerate",
     "analytics",
@@ -426,7 +501,7 @@ impl<'a> CopySource<'a> {
 
 /// The `versionId` parameter of an object request: `InvalidArgument` if malformed.
 pub fn version_id(q: &Query<'_>) -> S3Result<Option<VersionId>> {
-    q.get("versionId").map(VersionId::parse).transpose()
+    q.get(sub!("versionId")).map(VersionId::parse).transpose()
 }
 
 fn check_version_id(version: Option<&str>) -> S3Result<()> {
@@ -795,7 +870,7 @@ impl<'a> Endpoint<'a> {
         let addr = Address::parse(target, find_header_str(headers, "host"), cfg)?;
         let query = Query::parse(addr.raw_query)?;
         // `?attributes` is served on an object only (GetObjectAttributes).
-        let object_attributes = |n: &str| n == "attributes" && addr.key.is_some();
+        let object_attributes = |n: &str| n == sub!("attributes") && addr.key.is_some();
         let unknown_subresource = |&(n, v): &(&str, &str)| {
             !object_attributes(n)
                 && (UNSUPPORTED_SUBRESOURCES.contains(&n)
@@ -863,22 +938,22 @@ impl<'a> Endpoint<'a> {
         }
         // A bucket's or an object's subresource without a bucket is no operation.
         let subresources = [
-            "acl",
-            "cors",
-            "tagging",
-            "lifecycle",
-            "encryption",
-            "location",
-            "versioning",
-            "versions",
-            "policy",
-            "policyStatus",
-            "uploads",
-            "delete",
-            "uploadId",
-            "object-lock",
-            "retention",
-            "legal-hold",
+            sub!("acl"),
+            sub!("cors"),
+            sub!("tagging"),
+            sub!("lifecycle"),
+            sub!("encryption"),
+            sub!("location"),
+            sub!("versioning"),
+            sub!("versions"),
+            sub!("policy"),
+            sub!("policyStatus"),
+            sub!("uploads"),
+            sub!("delete"),
+            sub!("uploadId"),
+            sub!("object-lock"),
+            sub!("retention"),
+            sub!("legal-hold"),
         ];
         if subresources.iter().any(|k| q.has(k)) {
             return Err(not_implemented("This operation is not implemented"));
@@ -906,22 +981,22 @@ impl<'a> Endpoint<'a> {
 
     fn bucket(method: &str, q: &Query<'a>, headers: &[Header<'a>]) -> S3Result<Self> {
         const KEYWORDS: [&str; 16] = [
-            "acl",
-            "object-lock",
-            "location",
-            "cors",
-            "lifecycle",
-            "encryption",
-            "versioning",
-            "versions",
-            "policy",
-            "policyStatus",
-            "tagging",
-            "uploads",
-            "delete",
-            "uploadId",
-            "partNumber",
-            "x-ferry-fence",
+            sub!("acl"),
+            sub!("object-lock"),
+            sub!("location"),
+            sub!("cors"),
+            sub!("lifecycle"),
+            sub!("encryption"),
+            sub!("versioning"),
+            sub!("versions"),
+            sub!("policy"),
+            sub!("policyStatus"),
+            sub!("tagging"),
+            sub!("uploads"),
+            sub!("delete"),
+            sub!("uploadId"),
+            sub!("partNumber"),
+            sub!("x-ferry-fence"),
         ];
         let mut present = KEYWORDS.iter().filter(|k| q.has(k));
         let keyword = present.next().copied();
@@ -991,7 +1066,7 @@ impl<'a> Endpoint<'a> {
     fn bucket_fence(q: &Query<'a>) -> S3Result<Self> {
         let invalid =
             |what: &'static str| S3Error::with_message(S3ErrorCode::InvalidArgument, what);
-        let token = q.get_cow("x-ferry-fence").unwrap_or_default();
+        let token = q.get_cow(sub!("x-ferry-fence")).unwrap_or_default();
         let token_ok = (1..=MAX_FENCE_TOKEN).contains(&token.len())
             && token
                 .bytes()
@@ -1087,46 +1162,47 @@ impl<'a> Endpoint<'a> {
     ) -> S3Result<Self> {
         // Bucket-level keywords on an object path are no operation of ours.
         if [
-            "location",
-            "versioning",
-            "versions",
-            "delete",
-            "policy",
-            "policyStatus",
-            "cors",
-            "object-lock",
-            "lifecycle",
-            "encryption",
+            sub!("location"),
+            sub!("versioning"),
+            sub!("versions"),
+            sub!("delete"),
+            sub!("policy"),
+            sub!("policyStatus"),
+            sub!("cors"),
+            sub!("object-lock"),
+            sub!("lifecycle"),
+            sub!("encryption"),
         ]
         .iter()
         .any(|k| q.has(k))
         {
             return Err(not_implemented("This object operation is not implemented"));
         }
-        let upload_id = q.get_cow("uploadId");
-        let uploads = q.has("uploads");
-        if q.has("acl") {
-            if upload_id.is_some() || uploads || q.has("tagging") || q.has("partNumber") {
+        let upload_id = q.get_cow(sub!("uploadId"));
+        let uploads = q.has(sub!("uploads"));
+        if q.has(sub!("acl")) {
+            if upload_id.is_some() || uploads || q.has(sub!("tagging")) || q.has(sub!("partNumber"))
+            {
                 return Err(not_implemented("Conflicting subresources"));
             }
-            check_version_id(q.get("versionId"))?;
+            check_version_id(q.get(sub!("versionId")))?;
             return Ok(match method {
                 "GET" => Self::GetObjectAcl,
                 "PUT" => Self::PutObjectAcl,
                 _ => return Err(not_implemented("This object operation is not implemented")),
             });
         }
-        if q.has("tagging") {
+        if q.has(sub!("tagging")) {
             return Self::object_tagging(method, q, upload_id.is_some() || uploads);
         }
         for (name, get, put) in [
             (
-                "retention",
+                sub!("retention"),
                 Self::GetObjectRetention,
                 Self::PutObjectRetention,
             ),
             (
-                "legal-hold",
+                sub!("legal-hold"),
                 Self::GetObjectLegalHold,
                 Self::PutObjectLegalHold,
             ),
@@ -1134,22 +1210,22 @@ impl<'a> Endpoint<'a> {
             if !q.has(name) {
                 continue;
             }
-            if upload_id.is_some() || uploads || q.has("partNumber") || q.has("acl") {
+            if upload_id.is_some() || uploads || q.has(sub!("partNumber")) || q.has(sub!("acl")) {
                 return Err(not_implemented("Conflicting subresources"));
             }
-            check_version_id(q.get("versionId"))?;
+            check_version_id(q.get(sub!("versionId")))?;
             return Ok(match method {
                 "GET" => get,
                 "PUT" => put,
                 _ => return Err(not_implemented("This object operation is not implemented")),
             });
         }
-        if q.has("attributes") {
-            if upload_id.is_some() || uploads || q.has("partNumber") || method != "GET" {
+        if q.has(sub!("attributes")) {
+            if upload_id.is_some() || uploads || q.has(sub!("partNumber")) || method != "GET" {
                 return Err(not_implemented("This object operation is not implemented"));
             }
             // versionId as GetObject takes it.
-            check_version_id(q.get("versionId"))?;
+            check_version_id(q.get(sub!("versionId")))?;
             return Ok(Self::GetObjectAttributes {
                 attributes: ObjectAttributes::from_headers(headers)?,
                 max_parts: header_page_size(headers, "x-amz-max-parts")?,
@@ -1162,11 +1238,14 @@ impl<'a> Endpoint<'a> {
         if uploads && upload_id.is_some() {
             return Err(not_implemented("Conflicting subresources"));
         }
-        let part_number = q.get("partNumber").map(validate::part_number).transpose()?;
+        let part_number = q
+            .get(sub!("partNumber"))
+            .map(validate::part_number)
+            .transpose()?;
         let copy_source = find_header(headers, "x-amz-copy-source");
         Ok(match (method, upload_id, uploads) {
             ("GET", None, false) => {
-                check_version_id(q.get("versionId"))?;
+                check_version_id(q.get(sub!("versionId")))?;
                 let (range, conditions) = read_params(headers, part_number)?;
                 Self::GetObject {
                     range,
@@ -1176,7 +1255,7 @@ impl<'a> Endpoint<'a> {
                 }
             }
             ("HEAD", None, false) => {
-                check_version_id(q.get("versionId"))?;
+                check_version_id(q.get(sub!("versionId")))?;
                 let (range, conditions) = read_params(headers, part_number)?;
                 Self::HeadObject {
                     range,
@@ -1255,7 +1334,7 @@ impl<'a> Endpoint<'a> {
             ("POST", None, true) => Self::CreateMultipartUpload,
             ("POST", Some(upload_id), false) => Self::CompleteMultipartUpload { upload_id },
             ("DELETE", None, false) => {
-                check_version_id(q.get("versionId"))?;
+                check_version_id(q.get(sub!("versionId")))?;
                 Self::DeleteObject
             }
             ("DELETE", Some(upload_id), false) => Self::AbortMultipartUpload { upload_id },
@@ -1265,10 +1344,10 @@ impl<'a> Endpoint<'a> {
 
     /// `?tagging` on an object (of the version `versionId` names, if any).
     fn object_tagging(method: &str, q: &Query<'a>, multipart: bool) -> S3Result<Self> {
-        if multipart || q.has("partNumber") {
+        if multipart || q.has(sub!("partNumber")) {
             return Err(not_implemented("Conflicting subresources"));
         }
-        check_version_id(q.get("versionId"))?;
+        check_version_id(q.get(sub!("versionId")))?;
         Ok(match method {
             "GET" => Self::GetObjectTagging,
             "PUT" => Self::PutObjectTagging,
@@ -1474,6 +1553,52 @@ mod tests {
         Option<&'a str>,
         Endpoint<'a>,
     );
+
+    /// No query parameter the router reads besides its sub-resources (which SigV2 signs)
+    /// makes a request another operation: a listing's parameters change what it lists, or are
+    /// refused, and `list-type=2` makes a ListObjects a ListObjectsV2, the same action.
+    #[test]
+    fn only_subresources_choose_the_operation() {
+        use alloc::format;
+        let unsigned = KNOWN_PARAMETERS
+            .iter()
+            .filter(|n| !SUBRESOURCES.contains(n));
+        let hs = [Header {
+            name: "host",
+            value: b"s3.amazonaws.com",
+        }];
+        for name in unsigned {
+            for (method, path) in [
+                ("GET", "/bkt"),
+                ("HEAD", "/bkt"),
+                ("PUT", "/bkt"),
+                ("DELETE", "/bkt"),
+                ("GET", "/bkt/k"),
+                ("HEAD", "/bkt/k"),
+                ("PUT", "/bkt/k"),
+                ("DELETE", "/bkt/k"),
+                ("POST", "/bkt/k"),
+            ] {
+                // A request that is no operation (POST on an object) stays none.
+                let was = Endpoint::route(method, path, &hs, &cfg())
+                    .ok()
+                    .map(|r| r.endpoint.name());
+                for value in ["", "1", "2", "x"] {
+                    let target = format!("{path}?{name}={value}");
+                    let Ok(got) = Endpoint::route(method, &target, &hs, &cfg()) else {
+                        continue;
+                    };
+                    let is = Some(got.endpoint.name());
+                    if (was, is) == (Some("ListObjects"), Some("ListObjectsV2"))
+                        && *name == "list-type"
+                    {
+                        continue;
+                    }
+                    assert_eq!(was, is, "{method} {target}");
+                }
+            }
+        }
+    }
 
     fn cfg() -> AddressingConfig {
         AddressingConfig::with_base_domains(["s3.amazonaws.com", "s3.us-west-2.amazonaws.com"])

@@ -14,7 +14,7 @@
 //! `Date` is the `Date` header, empty when `x-amz-date` is present (which then appears among
 //! the `x-amz-*` headers), and the `Expires` parameter for presigned URLs. The canonicalized
 //! resource is `/bucket` for a virtual-hosted request, then the path as sent (still encoded),
-//! then the sub-resources ([`SUBRESOURCES`]) sorted by name, their values decoded.
+//! then the sub-resources ([`is_signed`]) sorted by name, their values decoded.
 //!
 //! The payload is not signed: a SigV2 request's body is checked only by what its headers ask
 //! (`Content-MD5`, checksums, or an `x-amz-content-sha256` hash when one is sent).
@@ -51,10 +51,10 @@ pub mod query {
     pub const SIGNATURE: &str = "Signature";
 }
 
-/// Query parameters that are part of the canonicalized resource when present: AWS's list of
-/// sub-resources and response overrides, with the later ones (`cors`, `tagging`, ...) that
-/// S3 and the SDKs sign as well (botocore's `HmacV1Auth.QSAOfInterest`). Sorted.
-pub const SUBRESOURCES: [&str; 37] = [
+/// AWS's list of sub-resources and response overrides, with the later ones (`cors`, `tagging`,
+/// ...) that S3 and the SDKs sign as well (botocore's `HmacV1Auth.QSAOfInterest`): what AWS
+/// clients sign. Sorted.
+pub const AWS_SUBRESOURCES: [&str; 37] = [
     "accelerate",
     "acl",
     "analytics",
@@ -93,6 +93,18 @@ pub const SUBRESOURCES: [&str; 37] = [
     "versions",
     "website",
 ];
+
+/// Whether a query parameter is part of the canonicalized resource when present: one of
+/// [`AWS_SUBRESOURCES`], or a sub-resource the router knows (`request::SUBRESOURCES`, which
+/// it dispatches on, and `request::UNSUPPORTED_SUBRESOURCES`, which it refuses or the proxy
+/// forwards). A parameter that chooses what a request does is always signed, so that none
+/// can be added to a signed request: AWS signs its newer sub-resources too (`object-lock`,
+/// `encryption`, ...), which clients that sign only the older list get refused for.
+pub fn is_signed(name: &str) -> bool {
+    AWS_SUBRESOURCES.binary_search(&name).is_ok()
+        || super::request::SUBRESOURCES.contains(&name)
+        || super::request::UNSUPPORTED_SUBRESOURCES.contains(&name)
+}
 
 /// The longest string to sign built (method, headers, resource): past it the request is
 /// refused rather than hashed (a head is bounded anyway; this bounds the copy).
@@ -242,7 +254,7 @@ fn resource(
     for piece in raw_query.split('&').filter(|p| !p.is_empty()) {
         let (name, value) = piece.split_once('=').unwrap_or((piece, ""));
         let name = decode(name, true)?;
-        if SUBRESOURCES.binary_search(&name.as_ref()).is_ok() {
+        if is_signed(&name) {
             subs.push((name, decode(value, true)?));
         }
     }
@@ -561,7 +573,65 @@ mod tests {
 
     #[test]
     fn subresources_are_sorted() {
-        assert!(SUBRESOURCES.windows(2).all(|w| w[0] < w[1]));
+        assert!(AWS_SUBRESOURCES.windows(2).all(|w| w[0] < w[1]));
+        let routed = crate::s3::request::SUBRESOURCES;
+        assert!(routed.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    /// Every sub-resource the router knows (those it serves and those it refuses, which the
+    /// proxy may forward) changes the string to sign when added to a request, with or without
+    /// a value, alone or after other parameters, on a bucket and on an object: none can be
+    /// added to a SigV2-signed request (a presigned DeleteBucket URL made a
+    /// DeleteBucketEncryption with `&encryption`).
+    #[test]
+    fn every_subresource_the_router_knows_is_signed() {
+        use crate::s3::request::{SUBRESOURCES, UNSUPPORTED_SUBRESOURCES};
+        use alloc::format;
+        let date = "Tue, 27 Mar 2007 19:36:42 +0000";
+        let hs = [h("Host", "s3.amazonaws.com"), h("Date", date)];
+        let routed = SUBRESOURCES.iter().chain(UNSUPPORTED_SUBRESOURCES);
+        let mut n = 0;
+        for name in routed {
+            for (method, path, query) in [
+                ("DELETE", "/b", ""),
+                ("GET", "/b", "prefix=p&max-keys=5"),
+                ("GET", "/b/k", ""),
+                ("PUT", "/b/k", "x-id=PutObject"),
+            ] {
+                let base = string_to_sign(&parts(method, path, &hs), date, None).unwrap();
+                let target = |q: &str| format!("{path}?{q}");
+                let plain = string_to_sign(&parts(method, &target(query), &hs), date, None);
+                assert_eq!(plain.unwrap(), base, "{method} {path}?{query}");
+                let sep = if query.is_empty() { "" } else { "&" };
+                for added in [
+                    format!("{query}{sep}{name}"),
+                    format!("{query}{sep}{name}="),
+                    format!("{query}{sep}{name}=v"),
+                    format!("{name}&{query}"),
+                ] {
+                    let t = target(&added);
+                    let signed = string_to_sign(&parts(method, &t, &hs), date, None).unwrap();
+                    assert_ne!(
+                        signed, base,
+                        "{method} {t} signs as {method} {path}?{query}"
+                    );
+                    n += 1;
+                }
+            }
+        }
+        assert!(n >= 16 * 20, "{n}");
+        // AWS's own list stays signed (what AWS clients sign).
+        assert!(AWS_SUBRESOURCES.iter().all(|name| is_signed(name)));
+        for listing in [
+            "prefix",
+            "max-keys",
+            "list-type",
+            "marker",
+            "x-id",
+            "delimiter",
+        ] {
+            assert!(!is_signed(listing), "{listing}");
+        }
     }
 
     // The examples of AWS's "Signing and authenticating REST requests" (virtual-hosted

@@ -2,8 +2,10 @@
 //! explicit `Deny` refuses anyone, the owner too; an `Allow` admits whoever it names), then
 //! ownership: the owner may do everything else with its bucket, others nothing. A bucket
 //! records its owner (the user who created it); one without (created before users existed)
-//! belongs to the primary user. The owner may always read, replace and delete the policy
-//! itself, so that no policy locks it out (as AWS lets the account's root user).
+//! belongs to the primary user. The policy itself is the owner's alone, as it is the bucket
+//! owner's account's on AWS: no policy lets anyone else read, replace or delete it (another
+//! user it lets in gets `405 MethodNotAllowed`), and the owner may always, so that no policy
+//! locks it out (as AWS lets the account's root user).
 
 use std::borrow::Cow;
 
@@ -345,12 +347,15 @@ fn decide<R: Runtime>(
     {
         return Ok(());
     }
-    if is_owner
-        && matches!(
-            action,
-            "s3:GetBucketPolicy" | "s3:PutBucketPolicy" | "s3:DeleteBucketPolicy"
-        )
-    {
+    // The policy itself is the owner's account's alone, as on AWS (each user is an account of
+    // its own here): the owner may always read, replace and delete it, whatever it says, so
+    // that no policy locks it out; another user gets `405 MethodNotAllowed` if the policy lets
+    // it in, else `403`; an anonymous request `403` always.
+    let of_policy = matches!(
+        action,
+        "s3:GetBucketPolicy" | "s3:PutBucketPolicy" | "s3:DeleteBucketPolicy"
+    );
+    if of_policy && is_owner {
         return Ok(());
     }
     // The object's metadata (its tags for the policy, its ACL for the grants), read at most
@@ -436,6 +441,14 @@ fn decide<R: Runtime>(
         let acl = super::acl::object_acl(cx, &settings, meta.acl.as_deref())?;
         Ok(acl.allows(cx.caller_id(), want))
     };
+    if of_policy {
+        let code = if decision == Decision::Allow && cx.caller.is_some() {
+            S3ErrorCode::MethodNotAllowed
+        } else {
+            S3ErrorCode::AccessDenied
+        };
+        return Err(S3Error::new(code));
+    }
     match decision {
         Decision::Allow => Ok(()),
         Decision::Default if is_owner || granted()? => Ok(()),
@@ -507,6 +520,9 @@ fn context<'a, R: Runtime>(
             c.push((key, Cow::Borrowed(v.trim())));
         }
     }
+    // A listing's parameters, as AWS defines them for s3:ListBucket and s3:ListBucketVersions
+    // (and, Ferry's addition, the prefix and delimiter of s3:ListBucketMultipartUploads). The
+    // other listings are of one object's parts (its key is the resource).
     match endpoint {
         Some(Endpoint::ListObjects {
             prefix,
@@ -515,6 +531,12 @@ fn context<'a, R: Runtime>(
             ..
         })
         | Some(Endpoint::ListObjectsV2 {
+            prefix,
+            delimiter,
+            max_keys,
+            ..
+        })
+        | Some(Endpoint::ListObjectVersions {
             prefix,
             delimiter,
             max_keys,

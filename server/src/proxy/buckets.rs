@@ -24,6 +24,7 @@ use super::config::BackendKind;
 use super::context::Cx;
 use super::forward::{Call, Reply, relay_reply, spawn_call};
 use super::list::{bucket_token, read_bucket_token};
+use super::reissue::Leave;
 use crate::front::Headers;
 
 pub(crate) fn bucket_path(bucket: &str) -> String {
@@ -241,6 +242,7 @@ pub(crate) async fn put_everywhere<R: Runtime, S: Stream>(
         content_md5(&md5(&stored)).as_str().to_owned(),
     );
     call.header("Content-Type", "application/xml");
+    call.carry(cx, Leave::Nothing);
     call.body = stored;
     relay_everywhere(cx, &call, res).await
 }
@@ -253,11 +255,12 @@ pub(crate) async fn delete_everywhere<R: Runtime, S: Stream>(
     doc: &Fanned,
 ) -> S3Result<()> {
     require_all_up(cx)?;
-    let call = Call::new(
+    let mut call = Call::new(
         "DELETE",
         bucket_path(s3.bucket_str()),
         doc.subresource.into(),
     );
+    call.carry(cx, Leave::Nothing);
     relay_everywhere(cx, &call, res).await
 }
 
@@ -617,6 +620,7 @@ async fn delete_fenced<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, fences: &Fences
             if fences.held.contains(&i) {
                 call.header(FENCE_HEADER, fences.token.clone());
             }
+            call.carry(cx, Leave::Nothing);
             spawn_call(cx.p, i, cx.caller(), call)
         })
         .collect();
@@ -870,6 +874,8 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
         let mut call = Call::new("POST", bucket_path(bucket), "delete".into());
         call.header("Content-MD5", content_md5(&md5(&xml)).as_str().to_owned());
         call.header("Content-Type", "application/xml");
+        // The client's other headers (`x-amz-bypass-governance-retention`, ...) go with it.
+        call.carry(cx, Leave::Nothing);
         call.body = xml;
         handles.push(Some(spawn_call(cx.p, i, cx.caller(), call)));
     }

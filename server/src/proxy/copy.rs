@@ -36,6 +36,26 @@ use crate::front::Headers;
 /// Response header fields read per backend response.
 const MAX_HEADERS: usize = 128;
 
+/// The copy's headers that go with its read of the source, and as what: what a node's policy
+/// conditions see (`aws:UserAgent`, `aws:Referer`) and the source's expected owner.
+const CARRIED_TO_SOURCE: [(&str, &str); 4] = [
+    ("user-agent", "user-agent"),
+    ("referer", "referer"),
+    ("x-amz-request-payer", "x-amz-request-payer"),
+    (
+        "x-amz-source-expected-bucket-owner",
+        "x-amz-expected-bucket-owner",
+    ),
+];
+
+/// The copy's headers that go with its write of the destination, besides the object's own.
+const CARRIED_TO_DESTINATION: [&str; 4] = [
+    "user-agent",
+    "referer",
+    "x-amz-request-payer",
+    "x-amz-expected-bucket-owner",
+];
+
 /// Object headers that travel with an object (CopyObject with the COPY directive keeps the
 /// source's, REPLACE takes the request's).
 const CONTENT_HEADERS: [&str; 6] = [
@@ -205,6 +225,12 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
             get.header(name, h.value.to_vec());
         }
     }
+    // The read and the write are the client's, as the nodes' policies judge them.
+    for (from, to) in CARRIED_TO_SOURCE {
+        if let Some(v) = find_header(client_headers, from) {
+            get.header(to, v.to_vec());
+        }
+    }
     for (n, v) in cx.caller().headers() {
         get.header(n, v.into_bytes());
     }
@@ -370,6 +396,11 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
         .filter(|h| is_encryption_header(h.name))
     {
         put.header(h.name.to_owned(), h.value.to_vec());
+    }
+    for name in CARRIED_TO_DESTINATION {
+        if let Some(v) = find_header(client_headers, name) {
+            put.header(name, v.to_vec());
+        }
     }
     for (n, v) in cx.caller().headers() {
         put.header(n, v.into_bytes());

@@ -30,6 +30,7 @@ use super::Proxy;
 use super::buckets::{relay_everywhere, require_all_up};
 use super::context::{Caller, Cx};
 use super::forward::{Call, call};
+use super::reissue::Leave;
 
 /// How long the proxy keeps a bucket's CORS rules (or their absence).
 pub(crate) const CORS_CACHE_TTL: Duration = Duration::from_secs(5);
@@ -165,6 +166,7 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
     let mut c = Call::new("PUT", cors_path(bucket), "cors".to_owned());
     c.header("Content-MD5", content_md5(&md5(&doc)).as_str().to_owned());
     c.header("Content-Type", "application/xml");
+    c.carry(cx, Leave::Nothing);
     c.body = doc;
     let done = relay_everywhere(cx, &c, res).await;
     cx.p.cors.forget(bucket);
@@ -179,7 +181,8 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     let bucket = s3.bucket_str();
     require_all_up(cx)?;
-    let c = Call::new("DELETE", cors_path(bucket), "cors".to_owned());
+    let mut c = Call::new("DELETE", cors_path(bucket), "cors".to_owned());
+    c.carry(cx, Leave::Nothing);
     let done = relay_everywhere(cx, &c, res).await;
     cx.p.cors.forget(bucket);
     done

@@ -31,6 +31,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use super::Proxy;
 use super::context::Cx;
 use super::forward::{self, Call, Outcome, call, forward_status};
+use super::reissue::Leave;
 
 /// Whether earlier layouts are being drained (else every key lives on its current owner).
 pub(crate) fn draining<R: Runtime>(p: &Proxy<R>) -> bool {
@@ -90,7 +91,7 @@ pub(crate) async fn by_key<R: Runtime, S: Stream>(
             let out = forward_status(cx, at, false, body, res).await?;
             if ok(out) {
                 let others: Vec<usize> = owners.iter().copied().filter(|&i| i != at).collect();
-                delete_on(cx, bucket, key, &others, cx.raw_query()).await;
+                delete_on(cx, bucket, key, &others, cx.raw_query(), true).await;
             }
             Ok(())
         }
@@ -193,7 +194,7 @@ pub(crate) async fn clean_up_after_write<R: Runtime>(
     {
         return;
     }
-    delete_on(cx, bucket, key, old, "").await;
+    delete_on(cx, bucket, key, old, "", false).await;
 }
 
 /// After a DeleteObjects on the keys' current owners: delete the keys `deleted` there on their
@@ -213,14 +214,23 @@ pub(crate) async fn delete_elsewhere<R: Runtime>(
             .as_ref()
             .map(|v| format!("versionId={}", uri::encode(v)))
             .unwrap_or_default();
-        delete_on(cx, bucket, &d.key, old, &query).await;
+        delete_on(cx, bucket, &d.key, old, &query, true).await;
     }
 }
 
 /// Delete `(bucket, key)` on the backends `on`, best effort (logged). Without a version id,
 /// only where a `HEAD` finds the object (a versioned bucket would get a delete marker where
-/// there is nothing to hide).
-async fn delete_on<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, key: &str, on: &[usize], query: &str) {
+/// there is nothing to hide). `for_delete`: the client's request is a delete, whose headers
+/// (`x-amz-bypass-governance-retention`, ...; not its conditions, judged where the object
+/// is) go with these (a write's do not).
+async fn delete_on<R: Runtime>(
+    cx: &Cx<'_, R>,
+    bucket: &str,
+    key: &str,
+    on: &[usize],
+    query: &str,
+    for_delete: bool,
+) {
     let path = object_path(bucket, key);
     for &i in on {
         if query.is_empty() {
@@ -238,7 +248,10 @@ async fn delete_on<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, key: &str, on: &[us
                 }
             }
         }
-        let delete = Call::new("DELETE", path.clone(), query.to_owned());
+        let mut delete = Call::new("DELETE", path.clone(), query.to_owned());
+        if for_delete {
+            delete.carry(cx, Leave::Conditions);
+        }
         match call(cx.p, i, cx.caller(), &delete).await {
             Ok(r) if r.ok() || r.status == 404 => {}
             Ok(r) => warn(cx.p, i, bucket, key, &r.to_error()),

@@ -33,6 +33,7 @@ use hmac::{KeyInit as _, Mac as _};
 
 use super::context::Cx;
 use super::forward::{Call, Reply, spawn_call};
+use super::reissue::Leave;
 use super::upload_tag::{self, UploadId};
 use crate::front::Headers;
 
@@ -410,9 +411,15 @@ async fn merged<R: Runtime>(
         return Ok((Vec::new(), false));
     }
     let key = cx.caller();
+    // Each page is the client's listing, with its headers (for the nodes' policy conditions).
+    let page = |r: Option<&Resume>| {
+        let mut call = page_call(params, r, max);
+        call.carry(cx, Leave::Nothing);
+        call
+    };
     let mut calls = Vec::with_capacity(p.backends.len());
     for (i, r) in starts.iter().enumerate() {
-        calls.push(spawn_call(p, i, key, page_call(params, r.as_ref(), max)));
+        calls.push(spawn_call(p, i, key, page(r.as_ref())));
     }
     let mut sources = Vec::with_capacity(calls.len());
     for (call, start) in calls.into_iter().zip(starts) {
@@ -439,9 +446,7 @@ async fn merged<R: Runtime>(
                 if !s.items.is_empty() || !s.truncated {
                     break;
                 }
-                let reply =
-                    super::forward::call(p, i, key, &page_call(params, s.resume.as_ref(), max))
-                        .await?;
+                let reply = super::forward::call(p, i, key, &page(s.resume.as_ref())).await?;
                 let (items, truncated) = parse_page(params.kind, &reply)?;
                 // A truncated page with nothing in it would loop forever.
                 s.truncated = truncated && !items.is_empty();

@@ -28,6 +28,7 @@ mod lifecycle;
 mod list;
 mod metrics;
 pub mod rebalance;
+mod reissue;
 mod reload;
 mod sign;
 mod sync;

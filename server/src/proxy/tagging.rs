@@ -12,6 +12,7 @@ use ferry_core::s3::xml::{MAX_TAGGING_BODY, Tagging};
 use super::buckets::{bucket_path, read_small, relay_everywhere, require_all_up};
 use super::context::Cx;
 use super::forward::Call;
+use super::reissue::Leave;
 
 /// PutBucketTagging on every backend: the document is checked here first (a bad one changes
 /// nothing anywhere), then sent as Ferry writes it, all or nothing
@@ -31,6 +32,7 @@ pub(crate) async fn put_bucket<R: Runtime, S: Stream>(
     let mut call = Call::new("PUT", bucket_path(s3.bucket_str()), "tagging".into());
     call.header("Content-MD5", content_md5(&md5(&out)).as_str().to_owned());
     call.header("Content-Type", "application/xml");
+    call.carry(cx, Leave::Nothing);
     call.body = out;
     relay_everywhere(cx, &call, res).await
 }
@@ -42,6 +44,7 @@ pub(crate) async fn delete_bucket<R: Runtime, S: Stream>(
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
     require_all_up(cx)?;
-    let call = Call::new("DELETE", bucket_path(s3.bucket_str()), "tagging".into());
+    let mut call = Call::new("DELETE", bucket_path(s3.bucket_str()), "tagging".into());
+    call.carry(cx, Leave::Nothing);
     relay_everywhere(cx, &call, res).await
 }

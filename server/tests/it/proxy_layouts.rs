@@ -24,6 +24,7 @@ on_both_runtimes!(
     versions_listed_from_one_backend,
     a_key_on_two_backends_is_listed_once_from_its_owner,
     two_proxies_with_one_configuration_agree,
+    governance_bypass_reaches_earlier_owners,
 );
 
 fn body_of(i: usize) -> Vec<u8> {
@@ -796,4 +797,75 @@ fn two_proxies_with_one_configuration_agree(runtime: RuntimeKind) {
     for p in proxies {
         p.stop();
     }
+}
+
+/// A GOVERNANCE version deleted with the bypass (`x-amz-bypass-governance-retention`) through a
+/// proxy draining a layout, by DeleteObject and by DeleteObjects, is deleted on its key's
+/// earlier owner too, which gets the client's header: no version the client deleted stays
+/// there to be read.
+fn governance_bypass_reaches_earlier_owners(runtime: RuntimeKind) {
+    let s = Setup::start_with(runtime, 3, Auth::Passthrough, |cfg| {
+        cfg.backends.truncate(2)
+    });
+    let mut old = s.client();
+    let lock = [("x-amz-bucket-object-lock-enabled", "true")];
+    let r = old.request("PUT", "/locked", &lock, b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let (before, after) = (
+        placement(&s.nodes, &[0, 1]),
+        placement(&s.nodes, &[0, 1, 2]),
+    );
+    let moved: Vec<String> = (0..)
+        .map(|i| format!("m/{i}"))
+        .filter(|k| before.pick("locked", k) != after.pick("locked", k))
+        .take(2)
+        .collect();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let until = ferry_core::time::DateTime::from_unix(now as i64 + 86_400)
+        .iso8601()
+        .to_string();
+    let body = b"governed";
+    let md5h = content_md5(&md5(body)).to_string();
+    let mut ids = Vec::new();
+    for k in &moved {
+        let headers = [
+            ("x-amz-object-lock-mode", "GOVERNANCE"),
+            ("x-amz-object-lock-retain-until-date", until.as_str()),
+            ("Content-MD5", md5h.as_str()),
+        ];
+        let r = old.request("PUT", &format!("/locked/{k}"), &headers, body);
+        assert_eq!(r.status, 200, "{}", r.text());
+        ids.push(r.header("x-amz-version-id").expect("a version").to_owned());
+    }
+    let proxy = proxy_with_layouts(runtime, &s.nodes, &[0, 1, 2], &[0, 1]);
+    wait_for_bucket(&s.nodes[2], "locked");
+    let mut c = Client::connect(proxy.local_addr());
+    let bypass = [("x-amz-bypass-governance-retention", "true")];
+    let one = format!("/locked/{}?versionId={}", moved[0], ids[0]);
+    let r = c.request("DELETE", &one, &bypass, b"");
+    assert_eq!(r.status, 204, "{}", r.text());
+    let xml = format!(
+        "<Delete><Object><Key>{}</Key><VersionId>{}</VersionId></Object></Delete>",
+        moved[1], ids[1]
+    );
+    let md5h = content_md5(&md5(xml.as_bytes())).to_string();
+    let r = c.request(
+        "POST",
+        "/locked?delete",
+        &[bypass[0], ("Content-MD5", &md5h)],
+        xml.as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.xml_values("Key"), [moved[1].clone()], "{}", r.text());
+    for (k, id) in moved.iter().zip(&ids) {
+        let version = format!("/locked/{k}?versionId={id}");
+        let r = c.get(&version);
+        assert_eq!(r.status, 404, "{k} {id} through the proxy: {}", r.text());
+        let r = s.nodes[before.pick("locked", k)].client().get(&version);
+        assert_eq!(r.status, 404, "{k} {id} on its earlier owner: {}", r.text());
+    }
+    proxy.stop();
 }

@@ -29,6 +29,7 @@ on_every_target!(
     lock_needs_a_lock_bucket,
     protected_versions_are_not_deleted,
     boto3_locks_as_aws_does,
+    delete_objects_bypasses_governance,
 );
 
 fn unix_now() -> i64 {
@@ -828,4 +829,89 @@ print("ok")
         ],
     )
     .await;
+}
+
+/// DeleteObjects with `x-amz-bypass-governance-retention` deletes GOVERNANCE versions, wherever
+/// their keys live (through the proxy: on several nodes, each asked with the client's
+/// header), never a COMPLIANCE one; without it each is refused alone.
+async fn delete_objects_bypasses_governance(target: Target) {
+    let n = TestNode::start(target);
+    let c = &n.client;
+    lock_bucket(c, "bypass").await;
+    let mut versions = Vec::new();
+    for (key, mode) in [
+        ("g0", ObjectLockMode::Governance),
+        ("g1", ObjectLockMode::Governance),
+        ("g2", ObjectLockMode::Governance),
+        ("g3", ObjectLockMode::Governance),
+        ("g4", ObjectLockMode::Governance),
+        ("g5", ObjectLockMode::Governance),
+        ("comp", ObjectLockMode::Compliance),
+    ] {
+        let put = c
+            .put_object()
+            .bucket("bypass")
+            .key(key)
+            .object_lock_mode(mode)
+            .object_lock_retain_until_date(in_days(1))
+            .body(b"x".to_vec().into())
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("put {key}: {}", show(&e)));
+        let id = put.version_id().expect("a version id").to_owned();
+        versions.push((key, id));
+    }
+    let ids: Vec<ObjectIdentifier> = versions
+        .iter()
+        .map(|(key, id)| {
+            ObjectIdentifier::builder()
+                .key(*key)
+                .version_id(id)
+                .build()
+                .expect("identifier")
+        })
+        .collect();
+    let delete = |bypass: bool| {
+        c.delete_objects()
+            .bucket("bypass")
+            .set_bypass_governance_retention(bypass.then_some(true))
+            .delete(
+                Delete::builder()
+                    .set_objects(Some(ids.clone()))
+                    .build()
+                    .expect("delete"),
+            )
+            .send()
+    };
+    let out = delete(false)
+        .await
+        .unwrap_or_else(|e| panic!("delete objects: {}", show(&e)));
+    assert!(out.deleted().is_empty(), "{out:?}");
+    let refused: Vec<(&str, &str)> = out
+        .errors()
+        .iter()
+        .map(|e| (e.key().unwrap_or_default(), e.code().unwrap_or_default()))
+        .collect();
+    let all: Vec<(&str, &str)> = versions.iter().map(|(k, _)| (*k, "AccessDenied")).collect();
+    assert_eq!(refused, all);
+
+    let out = delete(true)
+        .await
+        .unwrap_or_else(|e| panic!("delete objects with bypass: {}", show(&e)));
+    let deleted: Vec<&str> = out.deleted().iter().filter_map(|d| d.key()).collect();
+    assert_eq!(deleted, ["g0", "g1", "g2", "g3", "g4", "g5"], "{out:?}");
+    let refused: Vec<(&str, &str)> = out
+        .errors()
+        .iter()
+        .map(|e| (e.key().unwrap_or_default(), e.code().unwrap_or_default()))
+        .collect();
+    assert_eq!(refused, [("comp", "AccessDenied")]);
+    let left = c
+        .list_object_versions()
+        .bucket("bypass")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("list versions: {}", show(&e)));
+    let keys: Vec<&str> = left.versions().iter().filter_map(|v| v.key()).collect();
+    assert_eq!(keys, ["comp"]);
 }

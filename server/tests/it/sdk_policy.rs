@@ -24,6 +24,10 @@ on_every_target!(
     existing_object_tags_in_conditions,
     object_attributes_is_its_own_action,
     a_policy_lets_another_user_delete_the_bucket,
+    a_prefix_condition_covers_version_listings,
+    only_the_owner_manages_the_policy,
+    bucket_settings_need_a_grant,
+    conditions_see_the_client_headers_everywhere,
 );
 
 fn with_users(target: Target) -> TestNode {
@@ -750,4 +754,524 @@ async fn object_attributes_is_its_own_action(target: Target) {
         403,
         "AccessDenied",
     );
+}
+
+/// ListObjectVersions (`s3:ListBucketVersions`) has the listing's condition keys as
+/// ListObjects has them (`s3:prefix`, `s3:delimiter`, `s3:max-keys`): a Deny outside bob's
+/// prefix or above a page size refuses a versions listing, which never lists keys, version
+/// ids, sizes or ETags outside it; inside it bob lists.
+async fn a_prefix_condition_covers_version_listings(target: Target) {
+    let n = with_users(target);
+    let (alice, bob) = (n.client_as(&ALICE), n.client_as(&BOB));
+    alice
+        .create_bucket()
+        .bucket("homes")
+        .send()
+        .await
+        .expect("create");
+    for key in ["home/bob/a", "home/bob/b", "home/carol/c", "secret/d"] {
+        put(&alice, "homes", key).await;
+    }
+    set_policy(
+        &alice,
+        "homes",
+        r#"{"Version":"2012-10-17","Statement":[
+          {"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:user/bob"},
+           "Action":["s3:ListBucket","s3:ListBucketVersions"],"Resource":"arn:aws:s3:::homes"},
+          {"Effect":"Deny","Principal":{"AWS":"arn:aws:iam::000000000000:user/bob"},
+           "Action":["s3:ListBucket","s3:ListBucketVersions"],"Resource":"arn:aws:s3:::homes",
+           "Condition":{"StringNotLike":{"s3:prefix":"home/bob/*"}}},
+          {"Effect":"Deny","Principal":{"AWS":"arn:aws:iam::000000000000:user/bob"},
+           "Action":["s3:ListBucket","s3:ListBucketVersions"],"Resource":"arn:aws:s3:::homes",
+           "Condition":{"NumericGreaterThan":{"s3:max-keys":"100"}}}]}"#,
+    )
+    .await;
+    let versions = |prefix: Option<&str>, max: i32| {
+        bob.list_object_versions()
+            .bucket("homes")
+            .set_prefix(prefix.map(str::to_owned))
+            .max_keys(max)
+            .send()
+    };
+    let inside = versions(Some("home/bob/"), 10)
+        .await
+        .unwrap_or_else(|e| panic!("bob's versions under home/bob/: {}", show(&e)));
+    let keys: Vec<&str> = inside.versions().iter().filter_map(|v| v.key()).collect();
+    assert_eq!(keys, ["home/bob/a", "home/bob/b"]);
+    for (prefix, max) in [
+        (None, 10),
+        (Some(""), 10),
+        (Some("home/"), 10),
+        (Some("secret/"), 10),
+        (Some("home/bob/"), 1000),
+    ] {
+        assert_code(versions(prefix, max).await, 403, "AccessDenied");
+    }
+    // The same for ListObjectsV2 (as before).
+    let listed = bob
+        .list_objects_v2()
+        .bucket("homes")
+        .prefix("home/bob/")
+        .max_keys(10)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("bob's list under home/bob/: {}", show(&e)));
+    assert_eq!(listed.key_count(), Some(2));
+    assert_code(
+        bob.list_objects_v2()
+            .bucket("homes")
+            .prefix("secret/")
+            .send()
+            .await,
+        403,
+        "AccessDenied",
+    );
+}
+
+/// boto3 clients for the policy scripts: alice, bob and an unsigned one, and `err` (the
+/// status and code of a refused call, `"ok"` else).
+const BOTO3_USERS: &str = r#"
+import json, sys
+import boto3
+from botocore import UNSIGNED
+from botocore.config import Config
+from botocore.exceptions import ClientError
+ep = sys.argv[1]
+def client(ak=None, sk=None):
+    extra = {} if ak else {"signature_version": UNSIGNED}
+    return boto3.client("s3", endpoint_url=ep, aws_access_key_id=ak, aws_secret_access_key=sk,
+                        region_name="us-east-1",
+                        config=Config(s3={"addressing_style": "path"},
+                                      retries={"max_attempts": 1}, **extra))
+alice = client(sys.argv[2], sys.argv[3])
+bob = client(sys.argv[4], sys.argv[5])
+anon = client()
+bob_id = sys.argv[6]
+def err(call):
+    try:
+        call()
+    except ClientError as e:
+        return (e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"]["Code"])
+    return "ok"
+"#;
+
+/// Run `script` after [`BOTO3_USERS`] against `n`.
+async fn run_as_users(n: &TestNode, script: &str) {
+    crate::support::sdk::run_python(
+        format!("{BOTO3_USERS}{script}"),
+        vec![
+            n.endpoint(),
+            ALICE.access_key.to_owned(),
+            ALICE.secret_key.to_owned(),
+            BOB.access_key.to_owned(),
+            BOB.secret_key.to_owned(),
+            BOB.canonical_id(),
+        ],
+    )
+    .await;
+}
+
+/// Get, Put and DeleteBucketPolicy are the bucket owner's alone, as on AWS: another user
+/// whom the policy lets in gets `405 MethodNotAllowed`, one it does not `403 AccessDenied`,
+/// an anonymous request always `403`, and the policy stays; the owner may always read,
+/// replace and delete it, even under a policy denying it everything.
+async fn only_the_owner_manages_the_policy(target: Target) {
+    let n = with_users(target);
+    let script = r#"
+alice.create_bucket(Bucket="owned")
+arns = ["arn:aws:s3:::owned", "arn:aws:s3:::owned/*"]
+def policy(*statements):
+    return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
+everyone = policy({"Effect": "Allow", "Principal": "*", "Action": "s3:*", "Resource": arns})
+takeover = policy({"Effect": "Deny", "Principal": "*", "Action": "s3:*", "Resource": arns})
+def stored():
+    return alice.get_bucket_policy(Bucket="owned")["Policy"]
+def attempts(who):
+    return [err(lambda: who.get_bucket_policy(Bucket="owned")),
+            err(lambda: who.put_bucket_policy(Bucket="owned", Policy=takeover)),
+            err(lambda: who.delete_bucket_policy(Bucket="owned"))]
+
+alice.put_bucket_policy(Bucket="owned", Policy=everyone)
+# The policy lets everyone do everything else...
+bob.put_object(Bucket="owned", Key="from-bob", Body=b"b")
+assert anon.get_object(Bucket="owned", Key="from-bob")["Body"].read() == b"b"
+# ... but not manage the policy: bob is not of the owner's account, anonymous never.
+got = attempts(bob)
+assert got == [(405, "MethodNotAllowed")] * 3, (got, stored())
+got = attempts(anon)
+assert got == [(403, "AccessDenied")] * 3, (got, stored())
+assert stored() == everyone
+
+# A policy that does not let bob in, or denies him: 403.
+bob_arn = "arn:aws:iam::000000000000:user/bob"
+for other in [policy({"Effect": "Allow", "Principal": {"AWS": bob_arn}, "Action": "s3:GetObject",
+                      "Resource": "arn:aws:s3:::owned/*"}),
+              policy({"Effect": "Allow", "Principal": "*", "Action": "s3:*", "Resource": arns},
+                     {"Effect": "Deny", "Principal": {"AWS": bob_arn}, "Action": "s3:*",
+                      "Resource": arns})]:
+    alice.put_bucket_policy(Bucket="owned", Policy=other)
+    for who in [bob, anon]:
+        got = attempts(who)
+        assert got == [(403, "AccessDenied")] * 3, (got, stored())
+    assert stored() == other
+
+# The owner is never locked out of the policy.
+alice.put_bucket_policy(Bucket="owned", Policy=takeover)
+assert err(lambda: alice.list_objects_v2(Bucket="owned")) == (403, "AccessDenied")
+assert stored() == takeover
+alice.put_bucket_policy(Bucket="owned", Policy=takeover)
+alice.delete_bucket_policy(Bucket="owned")
+assert alice.list_objects_v2(Bucket="owned")["KeyCount"] == 1
+print("ok")
+"#;
+    run_as_users(&n, script).await;
+}
+
+/// The other bucket configuration writes (ACL, object lock, versioning, default encryption,
+/// lifecycle, CORS, tagging) are the owner's unless granted: another user and an anonymous
+/// client are refused (403) each of them, under a policy that lets them read, and the setting
+/// stays; a grant (a policy's Allow, WRITE_ACP for the ACL) lets another user in.
+async fn bucket_settings_need_a_grant(target: Target) {
+    let n = with_users(target);
+    let script = r#"
+alice.create_bucket(Bucket="conf")
+alice.create_bucket(Bucket="conf-lock", ObjectLockEnabledForBucket=True)
+for b in ["conf", "conf-lock"]:
+    alice.put_bucket_policy(Bucket=b, Policy=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": "*", "Action": ["s3:GetObject", "s3:ListBucket"],
+         "Resource": ["arn:aws:s3:::" + b, "arn:aws:s3:::" + b + "/*"]}]}))
+alice.put_bucket_versioning(Bucket="conf", VersioningConfiguration={"Status": "Enabled"})
+aes = {"Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]}
+alice.put_bucket_encryption(Bucket="conf", ServerSideEncryptionConfiguration=aes)
+expire = {"Rules": [{"ID": "old", "Status": "Enabled", "Filter": {"Prefix": "old/"},
+                     "Expiration": {"Days": 30}}]}
+alice.put_bucket_lifecycle_configuration(Bucket="conf", LifecycleConfiguration=expire)
+cors = {"CORSRules": [{"AllowedMethods": ["GET"], "AllowedOrigins": ["https://alice.example"]}]}
+alice.put_bucket_cors(Bucket="conf", CORSConfiguration=cors)
+alice.put_bucket_tagging(Bucket="conf", Tagging={"TagSet": [{"Key": "team", "Value": "alice"}]})
+lock = {"ObjectLockEnabled": "Enabled",
+        "Rule": {"DefaultRetention": {"Mode": "GOVERNANCE", "Days": 1}}}
+alice.put_object_lock_configuration(Bucket="conf-lock", ObjectLockConfiguration=lock)
+
+def settings():
+    return {
+        "acl": alice.get_bucket_acl(Bucket="conf")["Grants"],
+        "versioning": alice.get_bucket_versioning(Bucket="conf").get("Status"),
+        "encryption": alice.get_bucket_encryption(Bucket="conf")["ServerSideEncryptionConfiguration"],
+        "lifecycle": alice.get_bucket_lifecycle_configuration(Bucket="conf")["Rules"],
+        "cors": alice.get_bucket_cors(Bucket="conf")["CORSRules"],
+        "tagging": alice.get_bucket_tagging(Bucket="conf")["TagSet"],
+        "lock": alice.get_object_lock_configuration(Bucket="conf-lock")["ObjectLockConfiguration"],
+    }
+before = settings()
+def writes(who):
+    return {
+        "PutBucketAcl": lambda: who.put_bucket_acl(Bucket="conf", ACL="public-read-write"),
+        "PutObjectLockConfiguration": lambda: who.put_object_lock_configuration(
+            Bucket="conf-lock", ObjectLockConfiguration={"ObjectLockEnabled": "Enabled"}),
+        "PutBucketVersioning": lambda: who.put_bucket_versioning(
+            Bucket="conf", VersioningConfiguration={"Status": "Suspended"}),
+        "PutBucketEncryption": lambda: who.put_bucket_encryption(
+            Bucket="conf", ServerSideEncryptionConfiguration={"Rules": [
+                {"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms"}}]}),
+        "DeleteBucketEncryption": lambda: who.delete_bucket_encryption(Bucket="conf"),
+        "PutBucketLifecycleConfiguration": lambda: who.put_bucket_lifecycle_configuration(
+            Bucket="conf", LifecycleConfiguration={"Rules": [
+                {"ID": "all", "Status": "Enabled", "Filter": {"Prefix": ""},
+                 "Expiration": {"Days": 1}}]}),
+        "DeleteBucketLifecycle": lambda: who.delete_bucket_lifecycle(Bucket="conf"),
+        "PutBucketCors": lambda: who.put_bucket_cors(Bucket="conf", CORSConfiguration={
+            "CORSRules": [{"AllowedMethods": ["PUT"], "AllowedOrigins": ["*"]}]}),
+        "DeleteBucketCors": lambda: who.delete_bucket_cors(Bucket="conf"),
+        "PutBucketTagging": lambda: who.put_bucket_tagging(
+            Bucket="conf", Tagging={"TagSet": [{"Key": "team", "Value": "mallory"}]}),
+        "DeleteBucketTagging": lambda: who.delete_bucket_tagging(Bucket="conf"),
+    }
+for name, who in [("bob", bob), ("anonymous", anon)]:
+    for op, write in writes(who).items():
+        got = err(write)
+        assert got == (403, "AccessDenied"), (name, op, got)
+    assert settings() == before, (name, settings(), before)
+# What the policy grants they may do.
+assert anon.list_objects_v2(Bucket="conf")["KeyCount"] == 0
+
+# Granted, they are bob's to write too: by the policy, and the ACL by WRITE_ACP.
+alice.put_bucket_policy(Bucket="conf", Policy=json.dumps({"Version": "2012-10-17", "Statement": [
+    {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::000000000000:user/bob"},
+     "Action": "s3:PutBucketTagging", "Resource": "arn:aws:s3:::conf"}]}))
+bob.put_bucket_tagging(Bucket="conf", Tagging={"TagSet": [{"Key": "team", "Value": "bob"}]})
+assert alice.get_bucket_tagging(Bucket="conf")["TagSet"] == [{"Key": "team", "Value": "bob"}]
+assert err(lambda: anon.put_bucket_tagging(
+    Bucket="conf", Tagging={"TagSet": [{"Key": "team", "Value": "anon"}]})) == (403, "AccessDenied")
+assert err(writes(bob)["PutBucketCors"]) == (403, "AccessDenied")
+owner = alice.get_bucket_acl(Bucket="conf")["Owner"]["ID"]
+alice.put_bucket_acl(Bucket="conf", GrantFullControl="id=" + owner, GrantWriteACP="id=" + bob_id)
+bob.put_bucket_acl(Bucket="conf", GrantFullControl="id=" + owner, GrantRead="id=" + bob_id)
+grants = alice.get_bucket_acl(Bucket="conf")["Grants"]
+assert sorted(g["Permission"] for g in grants) == ["FULL_CONTROL", "READ"], grants
+print("ok")
+"#;
+    run_as_users(&n, script).await;
+}
+
+/// Adds `Referer` to every request of a client.
+#[derive(Debug)]
+struct WithReferer(&'static str);
+
+impl aws_sdk_s3::config::Intercept for WithReferer {
+    fn name(&self) -> &'static str {
+        "WithReferer"
+    }
+
+    fn modify_before_signing(
+        &self,
+        context: &mut aws_sdk_s3::config::interceptors::BeforeTransmitInterceptorContextMut<'_>,
+        _components: &aws_sdk_s3::config::RuntimeComponents,
+        _cfg: &mut aws_sdk_s3::config::ConfigBag,
+    ) -> Result<(), aws_sdk_s3::error::BoxError> {
+        context
+            .request_mut()
+            .headers_mut()
+            .insert("referer", self.0);
+        Ok(())
+    }
+}
+
+/// A policy's conditions on the client's headers (`aws:Referer` here) judge every request the
+/// same way, on a node and through the proxy, including those the proxy splits, fans out or
+/// re-issues for the client: a DeleteObjects split by node, a copy between nodes, a merged
+/// listing, bucket settings written to every node, a DeleteBucket. From a denied Referer each
+/// is refused and changes nothing; without it each goes through.
+async fn conditions_see_the_client_headers_everywhere(target: Target) {
+    use aws_sdk_s3::types::{
+        BucketLifecycleConfiguration, CorsConfiguration, CorsRule, ExpirationStatus,
+        LifecycleExpiration, LifecycleRule, LifecycleRuleFilter, Tag,
+    };
+    let n = TestNode::start(target);
+    let c = &n.client;
+    let blocked = Client::from_conf(
+        sdk::config(n.addr)
+            .interceptor(WithReferer("https://blocked.example/page"))
+            .build(),
+    );
+    for b in ["refs", "refs-empty"] {
+        n.bucket(b).await;
+        set_policy(
+            c,
+            b,
+            &format!(
+                r#"{{"Version":"2012-10-17","Statement":[{{"Effect":"Deny","Principal":"*",
+                  "Action":["s3:PutObject","s3:DeleteObject","s3:ListBucket","s3:ListBucketVersions",
+                            "s3:PutBucketTagging","s3:PutLifecycleConfiguration","s3:PutBucketCORS",
+                            "s3:DeleteBucket"],
+                  "Resource":["arn:aws:s3:::{b}","arn:aws:s3:::{b}/*"],
+                  "Condition":{{"StringLike":{{"aws:Referer":"https://blocked.example/*"}}}}}}]}}"#
+            ),
+        )
+        .await;
+    }
+    n.put("refs", "src", b"source".to_vec()).await;
+    // Through the proxy, a copy between two nodes (the proxy reads and writes itself).
+    let dst = n.key_placed("refs", "dst", ("refs", "src"), true);
+    let copy = |client: &Client| {
+        client
+            .copy_object()
+            .bucket("refs")
+            .key(&dst)
+            .copy_source("refs/src")
+            .send()
+    };
+    assert_code(copy(&blocked).await, 403, "AccessDenied");
+    sdk::assert_error(
+        c.head_object().bucket("refs").key(&dst).send().await,
+        404,
+        None,
+    );
+    let out = blocked
+        .delete_objects()
+        .bucket("refs")
+        .delete(
+            Delete::builder()
+                .objects(ObjectIdentifier::builder().key("src").build().expect("id"))
+                .build()
+                .expect("delete"),
+        )
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("delete objects: {}", show(&e)));
+    assert!(out.deleted().is_empty(), "{out:?}");
+    assert_eq!(
+        out.errors().first().and_then(|e| e.code()),
+        Some("AccessDenied")
+    );
+    assert_eq!(n.get("refs", "src").await, b"source");
+    assert_code(
+        blocked.list_objects_v2().bucket("refs").send().await,
+        403,
+        "AccessDenied",
+    );
+    assert_code(
+        blocked.list_objects().bucket("refs").send().await,
+        403,
+        "AccessDenied",
+    );
+    assert_code(
+        blocked.list_object_versions().bucket("refs").send().await,
+        403,
+        "AccessDenied",
+    );
+    let tagging = aws_sdk_s3::types::Tagging::builder()
+        .tag_set(Tag::builder().key("k").value("v").build().expect("tag"))
+        .build()
+        .expect("tagging");
+    let lifecycle = BucketLifecycleConfiguration::builder()
+        .rules(
+            LifecycleRule::builder()
+                .id("all")
+                .status(ExpirationStatus::Enabled)
+                .filter(LifecycleRuleFilter::builder().prefix("").build())
+                .expiration(LifecycleExpiration::builder().days(1).build())
+                .build()
+                .expect("rule"),
+        )
+        .build()
+        .expect("lifecycle");
+    let cors = CorsConfiguration::builder()
+        .cors_rules(
+            CorsRule::builder()
+                .allowed_methods("GET")
+                .allowed_origins("*")
+                .build()
+                .expect("rule"),
+        )
+        .build()
+        .expect("cors");
+    assert_code(
+        blocked
+            .put_bucket_tagging()
+            .bucket("refs")
+            .tagging(tagging.clone())
+            .send()
+            .await,
+        403,
+        "AccessDenied",
+    );
+    assert_code(
+        blocked
+            .put_bucket_lifecycle_configuration()
+            .bucket("refs")
+            .lifecycle_configuration(lifecycle.clone())
+            .send()
+            .await,
+        403,
+        "AccessDenied",
+    );
+    assert_code(
+        blocked
+            .put_bucket_cors()
+            .bucket("refs")
+            .cors_configuration(cors.clone())
+            .send()
+            .await,
+        403,
+        "AccessDenied",
+    );
+    assert_code(
+        c.get_bucket_tagging().bucket("refs").send().await,
+        404,
+        "NoSuchTagSet",
+    );
+    assert_code(
+        c.get_bucket_lifecycle_configuration()
+            .bucket("refs")
+            .send()
+            .await,
+        404,
+        "NoSuchLifecycleConfiguration",
+    );
+    assert_code(
+        c.get_bucket_cors().bucket("refs").send().await,
+        404,
+        "NoSuchCORSConfiguration",
+    );
+    assert_code(
+        blocked.delete_bucket().bucket("refs-empty").send().await,
+        403,
+        "AccessDenied",
+    );
+    c.head_bucket()
+        .bucket("refs-empty")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("refs-empty is gone: {}", show(&e)));
+
+    // Without the Referer, all of it goes.
+    copy(c)
+        .await
+        .unwrap_or_else(|e| panic!("copy: {}", show(&e)));
+    c.put_bucket_tagging()
+        .bucket("refs")
+        .tagging(tagging)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("tagging: {}", show(&e)));
+    c.put_bucket_lifecycle_configuration()
+        .bucket("refs")
+        .lifecycle_configuration(lifecycle)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("lifecycle: {}", show(&e)));
+    c.put_bucket_cors()
+        .bucket("refs")
+        .cors_configuration(cors)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("cors: {}", show(&e)));
+    // And the deletes of those settings are refused from the Referer, then go without it.
+    assert_code(
+        blocked.delete_bucket_tagging().bucket("refs").send().await,
+        403,
+        "AccessDenied",
+    );
+    assert_code(
+        blocked
+            .delete_bucket_lifecycle()
+            .bucket("refs")
+            .send()
+            .await,
+        403,
+        "AccessDenied",
+    );
+    assert_code(
+        blocked.delete_bucket_cors().bucket("refs").send().await,
+        403,
+        "AccessDenied",
+    );
+    c.get_bucket_tagging()
+        .bucket("refs")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("tagging stays: {}", show(&e)));
+    c.get_bucket_lifecycle_configuration()
+        .bucket("refs")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("lifecycle stays: {}", show(&e)));
+    c.get_bucket_cors()
+        .bucket("refs")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("cors stays: {}", show(&e)));
+    let listed = c
+        .list_objects_v2()
+        .bucket("refs")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("list: {}", show(&e)));
+    assert_eq!(listed.key_count(), Some(2));
+    c.delete_bucket()
+        .bucket("refs-empty")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("delete refs-empty: {}", show(&e)));
 }
