@@ -274,7 +274,7 @@ pub struct ProxyArgs {
     /// A TOML file with the same settings (listen, admin_listen, region, runtime, threads,
     /// buffer_size, connect_timeout_ms, io_timeout_ms, health_interval_ms, health_jitter_ms,
     /// backend_max_connections, backend_max_in_flight, retry_window_ms, max_connections, header_timeout_ms, idle_timeout_ms, body_timeout_ms, min_body_rate,
-    /// token_secret, users, sigv2 (true/false), domains (a list),
+    /// token_secret, users, cluster_key_file, sigv2 (true/false), domains (a list),
     /// tls_cert, tls_key, [[credentials]] access_key/secret_key, [[backend]] id/url/weight/access_key/secret_key/
     /// kind/auth/region/ca_cert/insecure, [[layout]] version/backends); command-line options
     /// win. Read again on SIGHUP and POST /admin/reload (backends and layouts reload; the
