@@ -490,6 +490,56 @@ pub fn request_cases() -> Vec<Case> {
     }]
 }
 
+/// The cluster's seal of a request the proxy forwards to a node (its client's address and
+/// transport, `ferry_core::s3::cluster`): made by the proxy and checked by the node, vs the
+/// head parse, route and SigV4 check the node makes of the same request anyway — the seal's
+/// share of a request's authentication.
+pub fn cluster_seal_cases() -> Vec<Case> {
+    use ferry_core::s3::cluster::{ClusterKey, ClusterKeys, SEAL_HEADER};
+    let keys = ClusterKeys::new(ClusterKey::from_bytes([0x5a; 32]));
+    let target = "/bench-bucket/photos/2026/11/object-000123.bin?x-id=PutObject";
+    let head = signed_put_head();
+    let mut creds = MemoryCredentials::new();
+    creds.insert(ACCESS_KEY, SECRET_KEY);
+    let mut cache = SigningKeyCache::new(16);
+    let cfg = AddressingConfig::path_style();
+    vec![Case {
+        name: "cluster_seal/seal+check".into(),
+        unit: Unit::Ops(1),
+        ferry: timed(move || {
+            let said: [(&str, &[u8]); 2] = [
+                ("x-ferry-client-ip", b"203.0.113.7"),
+                ("x-ferry-client-tls", b"true"),
+            ];
+            let seal = keys.seal("PUT", target, said, NOW);
+            let headers = [
+                Header {
+                    name: said[0].0,
+                    value: said[0].1,
+                },
+                Header {
+                    name: said[1].0,
+                    value: said[1].1,
+                },
+                Header {
+                    name: SEAL_HEADER,
+                    value: seal.as_bytes(),
+                },
+            ];
+            let sealed = ClusterKeys::check(Some(&keys), "PUT", target, &headers, false, NOW);
+            assert_eq!(black_box(sealed), Ok(true));
+        }),
+        baseline: timed(move || {
+            black_box(parse_route_verify(
+                black_box(&head),
+                &creds,
+                &mut cache,
+                &cfg,
+            ));
+        }),
+    }]
+}
+
 /// aws-chunked `STREAMING-UNSIGNED-PAYLOAD-TRAILER` (CRC32 trailer, 64 KiB chunks, as the SDKs
 /// send it) decoded to borrowed slices, and decoded with a copy out, vs memcpy of the payload.
 pub fn aws_chunked_cases() -> Vec<Case> {
@@ -677,6 +727,7 @@ pub fn all_cases() -> Vec<Case> {
     v.extend(chunked_cases());
     v.extend(aws_chunked_cases());
     v.extend(request_cases());
+    v.extend(cluster_seal_cases());
     v.extend(sse_cases());
     v
 }

@@ -58,9 +58,13 @@ pub fn is_internal(name: &str) -> bool {
         && name.as_bytes()[..PREFIX.len()].eq_ignore_ascii_case(PREFIX.as_bytes())
 }
 
-/// A cluster key: 32 bytes, zeroed when dropped; `Debug` does not print it.
+/// A cluster key: 32 bytes, zeroed when dropped, and its HMAC state keyed once (what every seal
+/// starts from: two of a small request's four SHA-256 blocks); `Debug` prints neither.
 #[derive(Clone)]
-pub struct ClusterKey(Zeroizing<[u8; 32]>);
+pub struct ClusterKey {
+    bytes: Zeroizing<[u8; 32]>,
+    keyed: HmacSha256,
+}
 
 impl fmt::Debug for ClusterKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -71,14 +75,17 @@ impl fmt::Debug for ClusterKey {
 impl ClusterKey {
     /// The key of these bytes (from a system random source: core draws no randomness).
     pub fn from_bytes(bytes: [u8; 32]) -> Self {
-        Self(Zeroizing::new(bytes))
+        let bytes = Zeroizing::new(bytes);
+        let keyed = <HmacSha256 as hmac::KeyInit>::new_from_slice(bytes.as_slice())
+            .unwrap_or_else(|_| unreachable!("HMAC takes any key length"));
+        Self { bytes, keyed }
     }
 
     /// The key as a key file's line: 64 lowercase hex digits (ASCII), zeroed when dropped.
     pub fn to_hex(&self) -> Zeroizing<[u8; 64]> {
         const DIGITS: &[u8; 16] = b"0123456789abcdef";
         let mut out = Zeroizing::new([0u8; 64]);
-        for (pair, b) in out.chunks_exact_mut(2).zip(self.0.iter()) {
+        for (pair, b) in out.chunks_exact_mut(2).zip(self.bytes.iter()) {
             pair[0] = DIGITS[usize::from(b >> 4)];
             pair[1] = DIGITS[usize::from(b & 15)];
         }
@@ -86,8 +93,7 @@ impl ClusterKey {
     }
 
     fn mac(&self) -> HmacSha256 {
-        <HmacSha256 as hmac::KeyInit>::new_from_slice(self.0.as_slice())
-            .unwrap_or_else(|_| unreachable!("HMAC takes any key length"))
+        self.keyed.clone()
     }
 }
 
@@ -157,7 +163,7 @@ impl ClusterKeys {
                 if keys.len() == MAX_KEYS {
                     return Err("more than 8 cluster keys");
                 }
-                keys.push(ClusterKey(bytes));
+                keys.push(ClusterKey::from_bytes(*bytes));
             }
         }
         if keys.is_empty() {
