@@ -7,6 +7,7 @@ ferry_server::global_allocator!();
 #[macro_use]
 mod support;
 
+mod cluster_key;
 mod crash_kill9;
 mod faults;
 mod heap_profiles;
