@@ -71,6 +71,13 @@ pub(crate) trait S3Api: Send + Sync + 'static {
     /// answered with the refusal by the front (the node).
     const TAKES_REFUSED: bool = false;
 
+    /// Ferry's own names (`x-ferry-*` headers and parameters: `ferry_core::s3::cluster`), asked
+    /// right after routing, before anything else is answered: `Ok(true)` when the cluster
+    /// sealed the request (a node takes its `x-ferry-*` names then: [`Request::sealed`]),
+    /// `Ok(false)` when it has none, and the refusal otherwise (a node: no valid seal; the
+    /// proxy: a client's, always).
+    fn admit(&self, head: &RequestHead<'_, '_>, s3: &S3Request<'_>) -> S3Result<bool>;
+
     /// Run the operation `op.s3` names. An error returned before the response started is
     /// rendered by the front.
     fn dispatch<S: Stream>(
@@ -237,6 +244,9 @@ pub(crate) struct Request<'a> {
     pub id: &'a str,
     /// Whether the Host named the bucket (virtual-hosted-style).
     pub virtual_hosted: bool,
+    /// Whether the cluster sealed it ([`S3Api::admit`]): only then are its `x-ferry-*` names
+    /// taken.
+    pub sealed: bool,
     /// The backend asked, for the access log.
     backend: &'a AtomicUsize,
 }
@@ -417,6 +427,7 @@ impl<A: S3Api> Front<A> {
             head.headers,
             &self.auth.addressing,
         )?;
+        let sealed = self.api.admit(head, &s3)?;
         if let Some(e) = s3.refused.as_ref().filter(|_| !A::TAKES_REFUSED) {
             return Err(e.clone());
         }
@@ -426,6 +437,7 @@ impl<A: S3Api> Front<A> {
             verified: &verified,
             id,
             virtual_hosted: s3.virtual_hosted,
+            sealed,
             backend,
         };
         let op = Op {

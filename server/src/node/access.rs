@@ -10,6 +10,7 @@
 use std::borrow::Cow;
 
 use ferry_core::http::find_header_str;
+use ferry_core::http::head::RequestHead;
 use ferry_core::rt::Runtime;
 use ferry_core::s3::acl::Permission;
 use ferry_core::s3::cluster::{self, ClusterKeys};
@@ -20,7 +21,6 @@ use ferry_core::s3::xml::Owner;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::context::{Cx, NodeApi};
-use crate::front::Request;
 use crate::store::Placed;
 use crate::store::{BucketSettings, ObjectMeta, VersionId};
 use crate::users::User;
@@ -127,10 +127,9 @@ fn action(endpoint: &Endpoint<'_>) -> Option<(&'static str, bool)> {
 /// ignored, never taken on a user's word, a bucket's ownership or a source address.
 pub(crate) fn sealed<R: Runtime>(
     node: &NodeApi<R>,
-    req: &Request<'_>,
+    head: &RequestHead<'_, '_>,
     s3: &S3Request<'_>,
 ) -> S3Result<bool> {
-    let head = req.head;
     let internal_params = s3.query.iter().any(|(n, _)| cluster::is_internal(n))
         || matches!(s3.endpoint, Endpoint::BucketFence { .. });
     ClusterKeys::check(

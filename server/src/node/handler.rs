@@ -2,8 +2,9 @@
 
 use std::sync::Arc;
 
+use ferry_core::http::head::RequestHead;
 use ferry_core::rt::{Runtime, Stream};
-use ferry_core::s3::request::{Endpoint, version_id};
+use ferry_core::s3::request::{Endpoint, S3Request, version_id};
 use ferry_core::s3::xml::CorsConfiguration;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
@@ -18,6 +19,11 @@ use crate::store::BucketSetting;
 impl<R: Runtime> S3Api for NodeApi<R> {
     const SERVER: &'static str = "node";
 
+    /// The cluster's seal (`access::sealed`).
+    fn admit(&self, head: &RequestHead<'_, '_>, s3: &S3Request<'_>) -> S3Result<bool> {
+        access::sealed(self, head, s3)
+    }
+
     /// Run the operation `s3` names.
     async fn dispatch<S: Stream>(&self, op: Op<'_, '_, '_, S>) -> S3Result<()> {
         let Op { req, s3, body, res } = op;
@@ -25,7 +31,7 @@ impl<R: Runtime> S3Api for NodeApi<R> {
         if let Some(e) = &s3.refused {
             return Err(e.clone());
         }
-        let cluster = access::sealed(self, req, s3)?;
+        let cluster = req.sealed;
         let peer = res.peer().map(|a| a.ip());
         let client = access::Client::of(peer, res.is_secure(), req.head.headers, cluster);
         let cx = &Cx::new(self, req, client, cluster)?;

@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use ferry_core::http::find_header;
+use ferry_core::http::head::RequestHead;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::cluster;
@@ -51,6 +52,23 @@ impl<R: Runtime> S3Api for ProxyApi<R> {
     const SERVER: &'static str = "proxy";
     // What the router refuses may be served by a backend (see `refusal`).
     const TAKES_REFUSED: bool = true;
+
+    /// Ferry's own headers and parameters are the cluster's: the proxy adds (and seals) those
+    /// its nodes need; a client's would be refused by them anyway, and are refused here before
+    /// anything is sent or read.
+    fn admit(&self, head: &RequestHead<'_, '_>, s3: &S3Request<'_>) -> S3Result<bool> {
+        if head.headers.iter().any(|h| cluster::is_internal(h.name))
+            || s3.query.iter().any(|(n, _)| cluster::is_internal(n))
+            || matches!(s3.endpoint, Endpoint::BucketFence { .. })
+        {
+            return Err(S3Error::with_message(
+                S3ErrorCode::AccessDenied,
+                "x-ferry-* headers and parameters are the cluster's own: clients may not send \
+                 them",
+            ));
+        }
+        Ok(false)
+    }
 
     async fn dispatch<S: Stream>(&self, op: Op<'_, '_, '_, S>) -> S3Result<()> {
         let Op { req, s3, body, res } = op;
@@ -218,18 +236,6 @@ fn refused_subresource(subresource: &str) -> Option<S3Error> {
 /// "What the proxy interprets and what it forwards"). A request forwarded whole to its
 /// backends (by key, to any backend, to every backend as sent) leaves the refusal to them.
 fn refusal<R: Runtime>(cx: &Cx<'_, R>, s3: &S3Request<'_>, route: Route) -> Option<S3Error> {
-    // Ferry's own headers and parameters are the cluster's: the proxy adds (and seals) those
-    // its nodes need; a client's would be refused by them anyway, and are refused here
-    // before anything is sent or read.
-    if cx.req.headers.iter().any(|h| cluster::is_internal(h.name))
-        || s3.query.iter().any(|(n, _)| cluster::is_internal(n))
-        || matches!(s3.endpoint, Endpoint::BucketFence { .. })
-    {
-        return Some(S3Error::with_message(
-            S3ErrorCode::AccessDenied,
-            "x-ferry-* headers and parameters are the cluster's own: clients may not send them",
-        ));
-    }
     if let Endpoint::Unknown { subresource, .. } = &s3.endpoint
         && let Some(e) = refused_subresource(subresource)
     {
