@@ -648,29 +648,20 @@ async fn delete_fenced<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, fences: &Fences
 }
 
 /// Re-create `bucket` on the backends `on` after a DeleteBucket that failed elsewhere, so that
-/// it is present on all of them again.
+/// it is present on all of them again: as a backend's check does (`sync::check`), from the
+/// backends that still have it — with its owner (not the client, who may be another user the
+/// policy let delete it) and its settings (versioning, object lock, policy, ACL, ...).
 async fn restore<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, on: &[usize]) {
-    let handles: Vec<_> = on
-        .iter()
-        .filter_map(|&i| {
-            let b = cx.backend(i).ok()?;
-            let mut call = Call::new("PUT", bucket_path(bucket), String::new());
-            call.body = create_bucket_body(&b.region);
-            Some((i, spawn_call(cx.p, i, cx.caller(), call)))
-        })
-        .collect();
-    for (i, h) in handles {
-        let restored = match h.await {
-            Ok(r) => r.ok() || r.error_code().as_deref() == Some("BucketAlreadyOwnedByYou"),
-            Err(_) => false,
-        };
-        if !restored {
+    for &i in on {
+        let restored = super::sync::check(cx.p, i).await;
+        if let Err(e) = restored {
             let backend = cx.backend(i).map_or("?", |b| b.id.as_str());
             tracing::warn!(
                 backend,
                 bucket,
+                error = %e,
                 "DeleteBucket failed elsewhere and the bucket could not be re-created here: \
-                 it is missing on this backend only"
+                 it is missing on this backend only until its next check"
             );
         }
     }

@@ -24,7 +24,8 @@ use std::sync::Arc;
 use ferry_core::rt::Runtime;
 use ferry_core::s3::S3Result;
 use ferry_core::s3::uri;
-use ferry_core::s3::xml::ListAllMyBucketsResult;
+use ferry_core::s3::version::Versioning;
+use ferry_core::s3::xml::{ListAllMyBucketsResult, VersioningConfiguration};
 
 use super::Proxy;
 use super::buckets::{Setting, bucket_path, create_bucket_body};
@@ -39,6 +40,34 @@ struct Kind {
     subresource: &'static str,
     complete: fn(&[u8]) -> bool,
     wanted: fn(target: Option<&[u8]>, source: &[u8]) -> bool,
+    /// The document a Put takes, from what a Get answered.
+    put_body: fn(Vec<u8>) -> Vec<u8>,
+}
+
+/// A Get's document as the Put's body, unchanged.
+fn same(doc: Vec<u8>) -> Vec<u8> {
+    doc
+}
+
+/// A GetBucketVersioning answer as PutBucketVersioning's `<VersioningConfiguration>`: its
+/// status only (some servers answer under another root, moto's `GetBucketVersioningResponse`,
+/// which a Put refuses).
+fn versioning_body(doc: Vec<u8>) -> Vec<u8> {
+    let text = String::from_utf8_lossy(&doc);
+    let status = if text.contains(">Enabled<") {
+        Versioning::Enabled
+    } else if text.contains(">Suspended<") {
+        Versioning::Suspended
+    } else {
+        return doc;
+    };
+    let mut out = Vec::with_capacity(128);
+    VersioningConfiguration {
+        status,
+        mfa_delete: None,
+    }
+    .write_xml(&mut out);
+    out
 }
 
 fn any(_: &[u8]) -> bool {
@@ -68,36 +97,43 @@ const KINDS: [Kind; 7] = [
         subresource: "versioning",
         complete: versioned,
         wanted: |_, source| versioned(source),
+        put_body: versioning_body,
     },
     Kind {
         subresource: "object-lock",
         complete: retention,
         wanted: |target, source| target.is_none() || retention(source),
+        put_body: same,
     },
     Kind {
         subresource: "encryption",
         complete: any,
         wanted: always,
+        put_body: same,
     },
     Kind {
         subresource: "policy",
         complete: any,
         wanted: always,
+        put_body: same,
     },
     Kind {
         subresource: "cors",
         complete: any,
         wanted: always,
+        put_body: same,
     },
     Kind {
         subresource: "lifecycle",
         complete: any,
         wanted: always,
+        put_body: same,
     },
     Kind {
         subresource: "tagging",
         complete: any,
         wanted: always,
+        put_body: same,
     },
 ];
 
@@ -300,6 +336,7 @@ async fn copy_settings<R: Runtime>(
         for &from in holders {
             match read(p, (from, false), caller, bucket, sub).await {
                 Setting::Doc(doc, ct) if (kind.wanted)(target.as_deref(), &doc) => {
+                    let doc = (kind.put_body)(doc);
                     let put = Setting::put(&path, sub, &doc, ct.as_deref());
                     copy(p, caller, to, &put, bucket).await?;
                     break;
