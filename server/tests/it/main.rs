@@ -10,6 +10,7 @@ mod support;
 mod crash_kill9;
 mod faults;
 mod heap_profiles;
+mod hostile;
 mod limits;
 mod logs;
 mod node_admin;
