@@ -44,6 +44,7 @@ pub const CONDITION_KEYS: &[&str] = &[
     "s3:max-keys",
     "s3:x-amz-acl",
     "s3:x-amz-content-sha256",
+    "s3:x-amz-server-side-encryption",
     "s3:authType",
     "s3:signatureversion",
     "s3:ExistingObjectTag/",
@@ -927,6 +928,32 @@ mod tests {
         };
         assert_eq!(get(&[]), Decision::Deny);
         assert_eq!(get(&[("aws:UserAgent", "curl")]), Decision::Default);
+    }
+
+    /// AWS's "deny unencrypted uploads" policies: a write without
+    /// `x-amz-server-side-encryption` (the key absent), or with another algorithm, is denied.
+    #[test]
+    fn encryption_header_conditions() {
+        let p = policy(
+            r#"{"Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:PutObject",
+            "Resource":"arn:aws:s3:::docs/*",
+            "Condition":{"Null":{"s3:x-amz-server-side-encryption":"true"}}},
+            {"Effect":"Deny","Principal":"*","Action":"s3:PutObject",
+            "Resource":"arn:aws:s3:::docs/*",
+            "Condition":{"StringNotEqualsIfExists":{"s3:x-amz-server-side-encryption":"AES256"}}}]}"#,
+        );
+        let put = |ctx: &[(&str, &str)]| {
+            p.evaluate(&req(Some(BOB), "s3:PutObject", "arn:aws:s3:::docs/a", ctx))
+        };
+        assert_eq!(put(&[]), Decision::Deny);
+        assert_eq!(
+            put(&[("s3:x-amz-server-side-encryption", "aws:kms")]),
+            Decision::Deny
+        );
+        assert_eq!(
+            put(&[("s3:x-amz-server-side-encryption", "AES256")]),
+            Decision::Default
+        );
     }
 
     #[test]

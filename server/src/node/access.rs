@@ -514,6 +514,10 @@ fn context<'a, R: Runtime>(
         ("aws:Referer", "referer"),
         ("s3:x-amz-acl", "x-amz-acl"),
         ("s3:x-amz-content-sha256", "x-amz-content-sha256"),
+        (
+            "s3:x-amz-server-side-encryption",
+            "x-amz-server-side-encryption",
+        ),
     ] {
         if let Some(v) = find_header_str(cx.headers, header) {
             c.push((key, Cow::Borrowed(v.trim())));

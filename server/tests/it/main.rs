@@ -11,6 +11,7 @@ mod cluster_key;
 mod crash_kill9;
 mod faults;
 mod heap_profiles;
+mod hostile;
 mod internal_names;
 mod limits;
 mod logs;

@@ -327,6 +327,24 @@ pub fn now() -> i64 {
         .as_secs() as i64
 }
 
+/// `target` (path and query) presigned with SigV4 for `method` at `host`, valid for 300 s: the
+/// path and the query to send, which anyone holding it may use (only `Host` is signed).
+pub fn presign_target(host: &str, credentials: &Credentials, method: &str, target: &str) -> String {
+    let hs = [Header {
+        name: "host",
+        value: host.as_bytes(),
+    }];
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let parts = RequestParts {
+        method,
+        path,
+        query,
+        headers: &hs,
+    };
+    let q = presign(&parts, credentials, REGION, now(), 300, &mut NoKeyCache).expect("presign");
+    format!("{path}?{q}")
+}
+
 /// How a request's body is sent and signed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Payload {
@@ -465,30 +483,11 @@ impl Client {
     /// query kept); read its response.
     pub fn presigned(&mut self, method: &str, target: &str, body: &[u8]) -> Response {
         let host = self.host();
-        let hs = [Header {
-            name: "host",
-            value: host.as_bytes(),
-        }];
-        let (path, query) = target.split_once('?').unwrap_or((target, ""));
-        let parts = RequestParts {
-            method,
-            path,
-            query,
-            headers: &hs,
-        };
-        let q = presign(
-            &parts,
-            &self.credentials,
-            REGION,
-            now(),
-            300,
-            &mut NoKeyCache,
-        )
-        .expect("presign");
+        let url = presign_target(&host, &self.credentials, method, target);
         let len = body.len().to_string();
         let mut req = head(
             method,
-            &format!("{path}?{q}"),
+            &url,
             [("Host", host.as_str()), ("Content-Length", len.as_str())],
         );
         req.extend_from_slice(body);
