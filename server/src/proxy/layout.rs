@@ -30,7 +30,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::Proxy;
 use super::context::Cx;
-use super::forward::{self, Call, Outcome, call, forward_status};
+use super::forward::{self, Call, Outcome, call, forward_status, relay_reply};
 use super::reissue::Leave;
 
 /// Whether earlier layouts are being drained (else every key lives on its current owner).
@@ -75,11 +75,7 @@ pub(crate) async fn by_key<R: Runtime, S: Stream>(
             forward::forward(cx, at, body, res).await
         }
         Endpoint::PutObject { .. } => {
-            let out = forward_status(cx, current, false, body, res).await?;
-            if ok(out) {
-                clean_up_after_write(cx, bucket, key, &owners).await;
-            }
-            Ok(())
+            write_then_clean_up(cx, (bucket, key), current, &owners, body, res).await
         }
         Endpoint::DeleteObject => {
             // A conditional delete is judged where the object is.
@@ -134,17 +130,38 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
     let src_owners = cx.p.owners(&source.bucket, &source.key);
     let src = locate(cx, &source.bucket, &source.key, &src_owners).await?;
     let dst = owners.first().copied().unwrap_or_default();
-    let done = if src == dst {
-        ok(forward_status(cx, dst, false, body, res).await?)
-    } else {
-        cx.set_backend(dst);
-        super::copy::copy_across(cx, res, s3, src, dst).await?;
-        true
-    };
-    if done {
-        clean_up_after_write(cx, bucket, key, &owners).await;
+    if src == dst {
+        return write_then_clean_up(cx, (bucket, key), dst, &owners, body, res).await;
     }
+    cx.set_backend(dst);
+    super::copy::copy_across(cx, res, s3, src, dst).await?;
+    clean_up_after_write(cx, bucket, key, &owners).await;
     Ok(())
+}
+
+/// A write forwarded to the key's current owner `at` (`owners[0]`) and, while layouts are
+/// drained (other owners), the copies on the other owners deleted ([`clean_up_after_write`])
+/// before the client has the answer: a write it makes next — an upload completing on the
+/// backend it started on — is never taken for one of those copies. Without other owners the
+/// answer streams through as any other.
+pub(crate) async fn write_then_clean_up<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    (bucket, key): (&str, &str),
+    at: usize,
+    owners: &[usize],
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+) -> S3Result<()> {
+    if owners.len() < 2 {
+        return forward::forward(cx, at, body, res).await;
+    }
+    let reply = forward::forward_read(cx, at, body).await?;
+    // A CompleteMultipartUpload (or a copy) can fail with a 200 and an error document: the
+    // clean-up's HEAD of the owner tells.
+    if reply.ok() {
+        clean_up_after_write(cx, bucket, key, owners).await;
+    }
+    relay_reply(res, &reply).await
 }
 
 fn ok(out: Outcome) -> bool {

@@ -39,7 +39,7 @@ use ferry_core::s3::xml::{CompleteMultipartUploadResult, ErrorResponse, ListAllM
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result, upload_id, uri};
 
 use super::context::{Caller, Cx};
-use super::forward::{self, Call, Outcome, Reply, call, forward_status, relay_reply};
+use super::forward::{self, Call, Reply, call, relay_reply};
 use super::layout;
 use super::rebalance::Rebalancer;
 use super::upload_tag::{UploadId, parse};
@@ -201,11 +201,7 @@ async fn complete<R: Runtime, S: Stream>(
     let owners = cx.p.owners(bucket, key);
     let current = owners.first().copied().unwrap_or_default();
     if at == current {
-        let out = forward_status(cx, at, false, body, res).await?;
-        if matches!(out, Outcome::Relayed(s) if (200..300).contains(&s)) {
-            layout::clean_up_after_write(cx, bucket, key, &owners).await;
-        }
-        return Ok(());
+        return layout::write_then_clean_up(cx, (bucket, key), at, &owners, body, res).await;
     }
     let mut reply = forward::forward_read(cx, at, body).await?;
     // A CompleteMultipartUpload can fail with a 200 and an error document.
