@@ -40,7 +40,7 @@ const BALLAST: &str = "ballast";
 const BALLAST_OBJECTS: usize = 48;
 const BALLAST_SIZE: usize = 32 << 10;
 /// The rebalance's bandwidth bound, bytes a second.
-const RATE: u64 = 128 << 10;
+const RATE: u64 = 64 << 10;
 /// The node that joins (or leaves): the moves go to it (or come from it).
 const MOVING: usize = 3;
 /// Operations the proxy answers with success before, during and after each change.
@@ -271,8 +271,8 @@ fn change_shape_under_load(runtime: RuntimeKind, shape: &Shape) {
     crate::wait_until("operations under the new layout", WITHIN, || {
         answered() >= mark + OPS_AROUND
     });
-    // During: the moves, paced by a bandwidth bound so that they take a while (a burst of 32
-    // KiB, then 128 KiB/s: the ballast alone, about 384 KiB to move, takes about 3 s), must
+    // During: the moves, paced by a bandwidth bound so that they take a while (a burst of 16
+    // KiB, then 64 KiB/s: the ballast alone, about 384 KiB to move, takes about 6 s), must
     // interleave with the load: after the first move, operations answered and requests to the
     // moving node, then more moves.
     let progress = Arc::new(Progress::default());
