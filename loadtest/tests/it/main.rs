@@ -31,6 +31,42 @@ fn assert_no_failed_operations(report: &ferry_loadtest::report::RunReport) {
     );
 }
 
+/// What the admin listener at `admin` (a proxy's) counts now: the sum of the values of its
+/// metric lines that start with `start` and contain `with` (`""`: any).
+fn admin_metric(admin: std::net::SocketAddr, start: &str, with: &str) -> u64 {
+    use std::io::{Read as _, Write as _};
+    let mut s = std::net::TcpStream::connect(admin).expect("the admin listener");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .expect("read timeout");
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: admin\r\n\r\n")
+        .expect("ask for the metrics");
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("the metrics");
+    text.lines()
+        .filter(|l| l.starts_with(start) && l.contains(with))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+/// Requests the proxy whose admin listener is `admin` answered with success (2xx): the load's
+/// operations it completed (the proxy's own requests to its backends are not counted here).
+fn proxy_answered(admin: std::net::SocketAddr) -> u64 {
+    admin_metric(admin, "ferry_proxy_requests_total{", "status=\"2")
+}
+
+/// Poll `cond` every 10 ms until it holds; fail the test, saying `what` was awaited, once
+/// `within` has passed without it.
+fn wait_until(what: &str, within: std::time::Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + within;
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not within {within:?}: {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// The cluster key of the tests' nodes and proxies (`NodeConfig::cluster_keys`).
 fn cluster_keys() -> ferry_server::ClusterKeys {
     ferry_server::ClusterKeys::parse(&"6b".repeat(32)).expect("a cluster key")

@@ -12,7 +12,11 @@
 //!
 //! Rounds alternate between the tokio and smol runtimes. The sizes and choices come from a seed
 //! printed at the start (`FERRY_CRASH_SEED` replays them; the kill timing is not replayable);
-//! `FERRY_CRASH_ROUNDS` changes the number of rounds (default 8).
+//! `FERRY_CRASH_ROUNDS` changes the number of rounds (default 8; at least 1).
+//!
+//! Every request that fails while the node runs (before the kill begins) fails the test, and
+//! each round is killed only after its own floor of acknowledged writes (three PUTs or
+//! uploads, one versioned write).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -49,6 +53,11 @@ const BUCKET: &str = "crash";
 const VERSIONED: &str = "crash-versions";
 /// Keys of the versioned bucket (each gets many versions).
 const VERSIONED_KEYS: u64 = 5;
+/// Each round's floor: PUTs (and uploads) acknowledged before its kill.
+const ROUND_ACKS: u64 = 3;
+/// Each round's floor: versions and delete markers of the versioned bucket acknowledged
+/// before its kill.
+const ROUND_VERSIONED_ACKS: u64 = 1;
 
 /// One version of a key: the fill id its bytes come from, its length, and how it was written
 /// (0: one PUT; else a multipart upload of that many parts).
@@ -263,13 +272,34 @@ struct Round {
     ledger: Arc<Mutex<Ledger>>,
     next_id: Arc<AtomicU64>,
     acks: Arc<AtomicU64>,
+    /// Versions and delete markers of the versioned bucket acknowledged this round.
+    versioned_acks: AtomicU64,
+    /// Set just before the kill: a request that fails while it is not set failed on a node
+    /// that was running.
     stop: Arc<AtomicBool>,
     overwrite_pool: Arc<Mutex<Vec<String>>>,
+    /// Requests that failed before the kill, each a failure of the test.
+    failures: Mutex<Vec<String>>,
+}
+
+impl Round {
+    /// Whether the kill has begun: a request failing now may be its victim.
+    fn stopping(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    /// `what` failed: a failure of the test unless the kill has begun (the task that saw it
+    /// stops either way: the node is gone, or the test has failed).
+    fn failed(&self, what: String) {
+        if !self.stopping() {
+            self.failures.lock().expect("failures").push(what);
+        }
+    }
 }
 
 async fn writer(r: Arc<Round>, round: usize, task: usize, seed: u64) {
     let mut rng = Pcg64::seed_from_u64(seed ^ ((round as u64) << 32) ^ task as u64);
-    while !r.stop.load(Ordering::Relaxed) {
+    while !r.stopping() {
         let id = r.next_id.fetch_add(1, Ordering::Relaxed);
         // A quarter of the objects are tiny (0..1000 bytes), the rest up to 4 MiB.
         let len = if rng.next_u64() % 4 == 0 {
@@ -334,10 +364,8 @@ async fn writer(r: Arc<Round>, round: usize, task: usize, seed: u64) {
                 r.acks.fetch_add(1, Ordering::Relaxed);
             }
             Err(e) => {
-                // The node is gone (or going): this PUT is unacknowledged.
-                if !r.stop.load(Ordering::Relaxed) {
-                    eprintln!("PUT {key} failed before the kill: {e}");
-                }
+                // Unacknowledged: the node is gone (or going), or the test has failed.
+                r.failed(format!("PUT {key} failed before the kill: {e}"));
                 r.ledger.lock().expect("ledger").unacked += 1;
                 return;
             }
@@ -349,7 +377,7 @@ async fn writer(r: Arc<Round>, round: usize, task: usize, seed: u64) {
 /// marker) in five; each acknowledged version or marker goes in the ledger.
 async fn versioned_writer(r: Arc<Round>, round: usize, seed: u64) {
     let mut rng = Pcg64::seed_from_u64(seed ^ ((round as u64) << 32) ^ 0x7665_7273);
-    while !r.stop.load(Ordering::Relaxed) {
+    while !r.stopping() {
         let key = format!("v{}", rng.next_u64() % VERSIONED_KEYS);
         let (sent, version) = if rng.next_u64() % 5 == 0 {
             let sent = r
@@ -389,8 +417,15 @@ async fn versioned_writer(r: Arc<Round>, round: usize, seed: u64) {
                 let mut l = r.ledger.lock().expect("ledger");
                 let old = l.versions.insert(id.clone(), (key, version));
                 assert!(old.is_none(), "version id {id} given twice");
+                r.versioned_acks.fetch_add(1, Ordering::Relaxed);
             }
-            Err(_) => return,
+            Err(e) => {
+                let what = if version.is_some() { "PUT" } else { "DELETE" };
+                r.failed(format!(
+                    "{what} {VERSIONED}/{key} failed before the kill: {e}"
+                ));
+                return;
+            }
         }
     }
 }
@@ -519,7 +554,7 @@ async fn multipart_upload(
 async fn reader(r: Arc<Round>, round: usize, task: usize, seed: u64) -> u64 {
     let mut rng = Pcg64::seed_from_u64(!seed ^ ((round as u64) << 32) ^ task as u64);
     let mut checked = 0;
-    while !r.stop.load(Ordering::Relaxed) {
+    while !r.stopping() {
         let key = {
             let l = r.ledger.lock().expect("ledger");
             let busy: Vec<&String> = l
@@ -545,12 +580,17 @@ async fn reader(r: Arc<Round>, round: usize, task: usize, seed: u64) -> u64 {
                 if sdk::status_of(&e) == Some(404) {
                     continue;
                 }
-                // The node died under us.
+                // The node died under us, or the test has failed.
+                r.failed(format!("GET {key} failed before the kill: {}", show(&e)));
                 return checked;
             }
         };
-        let Ok((len, digest)) = read_md5(body).await else {
-            return checked;
+        let (len, digest) = match read_md5(body).await {
+            Ok(read) => read,
+            Err(e) => {
+                r.failed(format!("reading {key} failed before the kill: {e}"));
+                return checked;
+            }
         };
         let l = r.ledger.lock().expect("ledger");
         let state = &l.keys[&key];
@@ -658,10 +698,15 @@ async fn verify(
 
 #[test]
 fn kill9_never_loses_acknowledged_puts() {
-    let rounds: usize = std::env::var("FERRY_CRASH_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(8);
+    let rounds: usize = match std::env::var("FERRY_CRASH_ROUNDS") {
+        Err(std::env::VarError::NotPresent) => 8,
+        Err(e) => panic!("FERRY_CRASH_ROUNDS: {e}"),
+        Ok(v) => match v.parse() {
+            Ok(0) => panic!("FERRY_CRASH_ROUNDS=0: the test needs at least one round"),
+            Ok(n) => n,
+            Err(e) => panic!("FERRY_CRASH_ROUNDS={v:?} is not a number of rounds: {e}"),
+        },
+    };
     let seed: u64 = std::env::var("FERRY_CRASH_SEED")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -740,8 +785,10 @@ async fn run(rounds: usize, seed: u64) {
             ledger: ledger.clone(),
             next_id: next_id.clone(),
             acks: Arc::new(AtomicU64::new(0)),
+            versioned_acks: AtomicU64::new(0),
             stop: Arc::new(AtomicBool::new(false)),
             overwrite_pool: Arc::new(Mutex::new(pool.clone())),
+            failures: Mutex::new(Vec::new()),
         });
         let writers: Vec<_> = (0..WRITERS)
             .map(|t| tokio::spawn(writer(r.clone(), round, t, seed)))
@@ -751,14 +798,24 @@ async fn run(rounds: usize, seed: u64) {
             .collect();
         let versioned = tokio::spawn(versioned_writer(r.clone(), round, seed));
 
-        // Let a few PUTs be acknowledged, then kill at a random moment in the traffic.
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while r.acks.load(Ordering::Relaxed) < 3 {
-            assert!(Instant::now() < deadline, "no PUT acknowledged within 20 s");
+        // Let a few PUTs and versioned writes be acknowledged (this round's floor), then kill
+        // at a random moment in the traffic.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while r.acks.load(Ordering::Relaxed) < ROUND_ACKS
+            || r.versioned_acks.load(Ordering::Relaxed) < ROUND_VERSIONED_ACKS
+        {
+            let failures = r.failures.lock().expect("failures").clone();
+            assert!(failures.is_empty(), "round {round}: {failures:#?}");
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: {} PUTs and {} versioned writes acknowledged within 60 s",
+                r.acks.load(Ordering::Relaxed),
+                r.versioned_acks.load(Ordering::Relaxed)
+            );
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         tokio::time::sleep(Duration::from_millis(rng.next_u64() % 400)).await;
-        r.stop.store(true, Ordering::Relaxed);
+        r.stop.store(true, Ordering::SeqCst);
         node.kill9().await;
         for w in writers {
             w.await.expect("writer");
@@ -768,6 +825,17 @@ async fn run(rounds: usize, seed: u64) {
         for t in readers {
             read_checks += t.await.expect("reader");
         }
+        // Nothing failed while the node ran; the kill came after this round's floor.
+        let failures = r.failures.lock().expect("failures").clone();
+        assert!(failures.is_empty(), "round {round}: {failures:#?}");
+        let (acks, versioned_acks) = (
+            r.acks.load(Ordering::Relaxed),
+            r.versioned_acks.load(Ordering::Relaxed),
+        );
+        assert!(
+            acks >= ROUND_ACKS && versioned_acks >= ROUND_VERSIONED_ACKS,
+            "round {round}: {acks} PUTs, {versioned_acks} versioned writes acknowledged"
+        );
 
         let runtime = runtimes[(round + 1) % runtimes.len()];
         node = Node::start(dir.path(), runtime).await;
@@ -804,7 +872,5 @@ async fn run(rounds: usize, seed: u64) {
             started.elapsed()
         );
     }
-    let acked = ledger.lock().expect("ledger").acked;
-    assert!(acked >= 3 * rounds as u64);
     node.terminate().await;
 }

@@ -278,24 +278,52 @@ fn at_the_cap_idle_sockets_make_room(rt: RuntimeKind) {
     }
 }
 
-/// At the cap held by connections in the middle of a head (busy, not idle), a new client is
-/// refused at once — closed without an answer, not left waiting — and served once they are
-/// gone.
+/// At the cap held by connections in the middle of a request (busy, not idle), a new client is
+/// refused at once — closed without an answer, not left waiting, and no busy one closed to
+/// make room — and the busy ones go on: each finishes its request. Then clients are served.
 fn at_the_cap_busy_connections_refuse_quickly(rt: RuntimeKind) {
-    let t = Target::node(rt, small_limits(Some(4)));
-    let busy: Vec<TcpStream> = (0..4)
-        .map(|_| {
-            let mut s = TcpStream::connect(t.addr).expect("connect");
-            s.write_all(b"GET / HTTP/1.1\r\n").expect("send");
-            s
+    // Timeouts far above the test's length: the busy connections stay busy until they finish.
+    let limits = ConnLimits {
+        header_timeout: Duration::from_secs(60),
+        body_timeout: Duration::from_secs(60),
+        ..small_limits(Some(4))
+    };
+    let t = Target::node(rt, limits);
+    assert_eq!(t.client().put("/busy", b"").status, 200);
+    // Busy for certain: each has sent a PUT's head with `Expect: 100-continue` and read the
+    // `100 Continue` the node sends once its handler reads the body, which is not sent.
+    let mut busy: Vec<Client> = (0..4)
+        .map(|i| {
+            let mut c = t.client();
+            let body = [b'x'; 10];
+            let mut req = c.encode(
+                "PUT",
+                &format!("/busy/k{i}"),
+                &[("Expect", "100-continue")],
+                &body,
+                Payload::Unsigned,
+            );
+            req.truncate(req.len() - body.len());
+            c.send_raw(&req);
+            assert_eq!(c.read_response(false).status, 100, "busy {i}");
+            c
         })
         .collect();
     t.wait_open(4);
-    // The engine may not have read a partial head yet (then it counts as idle and makes
-    // room); either way the new client gets an answer or a close, at once.
-    match try_list(&t) {
-        Some(r) => assert_eq!(r.status, 200),
-        None => assert!(t.metric("refused_connections_total") >= 1),
+    let (refused, evicted) = (
+        t.metric("refused_connections_total"),
+        t.metric("evicted_connections_total"),
+    );
+    // Closed without an answer: a server that left it waiting would fail the read after 30 s.
+    let r = try_list(&t);
+    assert!(r.is_none(), "served at the cap of busy connections: {r:?}");
+    assert_eq!(t.metric("refused_connections_total"), refused + 1);
+    assert_eq!(t.metric("evicted_connections_total"), evicted);
+    // The busy ones were kept: each finishes its PUT.
+    for (i, c) in busy.iter_mut().enumerate() {
+        c.send_raw(&[b'x'; 10]);
+        let r = c.read_response(false);
+        assert_eq!(r.status, 200, "busy {i}: {}", r.text());
     }
     drop(busy);
     let r = list_when_admitted(&t);

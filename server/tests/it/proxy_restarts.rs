@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use ferry_server::RuntimeKind;
 
-use crate::support::http::{Client, plain_get};
+use crate::support::http::{Client, plain_get, wait_until};
 use crate::support::proxy::{Auth, Setup};
 
 /// A metric line's value, if present.
@@ -91,8 +91,25 @@ fn restart_is_invisible(rt: RuntimeKind) {
     s.nodes[0].restart();
     assert_eq!(c.request("DELETE", "/rstart/a", &[], b"").status, 204);
 
-    // Down when the request comes, back a moment later: the request waits for it.
+    // Down when the request comes, back a moment later: the request waits for it. The proxy
+    // has seen the node down before the request is sent, and the node starts again only once
+    // the request is in flight to it (waiting: the node is stopped).
+    let admin = s.admin();
+    let up = "ferry_proxy_backend_up{backend=\"node-1\"}";
+    let in_flight = "ferry_proxy_backend_in_flight{backend=\"node-1\"}";
+    let retries = "ferry_proxy_backend_retries_total{backend=\"node-1\"}";
     s.nodes[0].stop();
+    wait_until(
+        "the proxy sees node-1 down",
+        Duration::from_secs(20),
+        || metric(admin, up) == Some(0),
+    );
+    wait_until(
+        "no request in flight to node-1",
+        Duration::from_secs(20),
+        || metric(admin, in_flight) == Some(0),
+    );
+    let retries_before = metric(admin, retries).expect("retries counted");
     let writer = std::thread::spawn(move || {
         let r = c.request(
             "PUT",
@@ -102,16 +119,22 @@ fn restart_is_invisible(rt: RuntimeKind) {
         );
         (c, r)
     });
-    std::thread::sleep(Duration::from_millis(300));
+    wait_until(
+        "the PUT waits for node-1 while it is down",
+        Duration::from_secs(20),
+        || metric(admin, in_flight) == Some(1),
+    );
+    assert_eq!(metric(admin, up), Some(0), "node-1 is still down");
     s.nodes[0].restart();
     let (mut c, r) = writer.join().unwrap();
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(c.get("/rstart/b").body, b"while restarting");
-    let retries = metric(
-        s.admin(),
-        "ferry_proxy_backend_retries_total{backend=\"node-1\"}",
+    // The wait is counted: this phase's retries alone.
+    let retried = metric(admin, retries).expect("retries counted") - retries_before;
+    assert!(
+        retried >= 1,
+        "the PUT that waited for node-1 was not counted as a retry"
     );
-    assert!(retries.is_some_and(|n| n > 0), "{retries:?}");
 }
 
 #[test]

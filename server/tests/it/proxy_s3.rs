@@ -555,15 +555,46 @@ fn continue_end_to_end_and_aborted_uploads() {
     c.send_raw(&req[..split]);
     c.read_response(false).expect_error(404, "NoSuchBucket");
 
-    // A client that leaves mid-body: nothing is stored anywhere.
+    // A client that leaves mid-body: the proxy aborts the backend request, so the node sees
+    // its body end short and answers it (a node left waiting would time the body out only
+    // after its 30 s body timeout and the 1 KiB/s allowance of 150 KB, minutes later), and
+    // nothing is stored anywhere.
+    let home = s.node_of("cont", "partial");
+    let admin = s.nodes[home]
+        .handle
+        .as_ref()
+        .and_then(|h| h.admin_addr())
+        .expect("the node's admin listener");
+    let puts = "ferry_node_requests_total{operation=\"PutObject\"";
+    let stored = "ferry_node_requests_total{operation=\"PutObject\",status=\"200\"}";
+    let received = "ferry_node_request_bytes_in_total{operation=\"PutObject\"}";
+    let (puts_before, stored_before) = (
+        http::metric_now(admin, puts),
+        http::metric_now(admin, stored),
+    );
+    let received_before = http::metric_now(admin, received);
     let mut gone = s.client();
     let req = gone.encode("PUT", "/cont/partial", &[], &data, Payload::Unsigned);
     gone.stream.write_all(&req[..req.len() - 50_000]).unwrap();
     drop(gone);
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    http::wait_until(
+        "the node answers the PUT the proxy aborted",
+        std::time::Duration::from_secs(20),
+        || http::metric_now(admin, puts) > puts_before,
+    );
+    assert_eq!(
+        http::metric_now(admin, stored),
+        stored_before,
+        "the aborted PUT was not stored"
+    );
+    let got = http::metric_now(admin, received) - received_before;
+    assert!(
+        got < data.len() as u64,
+        "the node got {got} of the body's {} bytes",
+        data.len()
+    );
     let mut c = s.client();
     c.get("/cont/partial").expect_error(404, "NoSuchKey");
-    let home = s.node_of("cont", "partial");
     s.nodes[home]
         .client()
         .get("/cont/partial")

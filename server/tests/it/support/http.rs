@@ -308,6 +308,33 @@ pub fn metrics_after(admin: SocketAddr, prefix: &str, n: u64) -> String {
     panic!("{prefix} never counted {n} requests");
 }
 
+/// The sum of the values of the lines of a metrics exposition `text` that start with
+/// `line_start` (a metric's name, or its name and the start of its labels); 0 if none does.
+pub fn metric_sum(text: &str, line_start: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(line_start))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// [`metric_sum`] of the metrics the admin listener at `admin` serves now, as a count.
+pub fn metric_now(admin: SocketAddr, line_start: &str) -> u64 {
+    metric_sum(&plain_get(admin, "/metrics").text(), line_start) as u64
+}
+
+/// Poll `cond` every 10 ms until it holds; fail the test, saying `what` was awaited, once
+/// `within` has passed without it.
+pub fn wait_until(what: &str, within: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + within;
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not within {within:?}: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// `GET target` without a signature (the admin listener, health checks).
 pub fn plain_get(addr: SocketAddr, target: &str) -> Response {
     http_request(addr, "GET", target, &[], b"")
