@@ -10,11 +10,12 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use ferry_core::place::Placement;
+use ferry_core::time::DateTime;
 use ferry_server::proxy::Layout;
 use ferry_server::proxy::rebalance::{Progress, RebalanceOptions, rebalance, rebalance_with};
 use ferry_server::{BackendConfig, ProxyConfig, RuntimeKind, start_proxy};
 
-use crate::support::http::{Client, Response};
+use crate::support::http::{Client, Response, wait_until};
 use crate::support::node::Node;
 use crate::support::{ACCESS_KEY, SECRET_KEY};
 
@@ -188,8 +189,18 @@ fn growing_moves_every_object_with_its_metadata(runtime: RuntimeKind) {
         .filter(|k| owner(&nodes, &[0, 1, 2], "grow", k) != owner(&nodes, &[0, 1, 2, 3], "grow", k))
         .collect();
     assert!(moved.len() > 10, "only {} keys move", moved.len());
-    // The dates must be kept, not just be the same second again.
-    std::thread::sleep(Duration::from_millis(1100));
+    // The dates must be kept, not just be the same second again: the moves start once the
+    // clock has left the latest of them.
+    let latest = dates
+        .values()
+        .map(|d| DateTime::parse_http(d).expect("an HTTP date").to_unix())
+        .max()
+        .unwrap();
+    wait_until(
+        "the clock passes the second the objects were written in",
+        Duration::from_secs(10),
+        || crate::support::http::now() > latest,
+    );
 
     let cfg = layout_config(runtime, &nodes, &[0, 1, 2, 3], &[0, 1, 2]);
     let dry = rebalance(
