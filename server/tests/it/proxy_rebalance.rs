@@ -740,11 +740,11 @@ fn a_killed_run_is_finished_by_the_next(runtime: RuntimeKind) {
         assert!(child.try_wait().unwrap().is_none(), "ended before the kill");
         std::thread::sleep(Duration::from_millis(20));
     };
-    // `--max-bandwidth` is applied: every byte sent so far passed the bound (counted as it
-    // passes, before it is sent, and rendered after the bytes sent).
+    // `--max-bandwidth` is applied: bytes passed the bound. (That all of them do is asserted
+    // on the report, where the counts are final: the_bandwidth_bound_meters_every_move.)
     let sent = metric_sum(&m, "ferry_rebalance_bytes_sent_total ");
     let throttled = metric_sum(&m, "ferry_rebalance_bytes_throttled_total ");
-    assert!(sent > 0.0 && throttled >= sent, "{m}");
+    assert!(sent > 0.0 && throttled > 0.0, "{m}");
     child.kill().unwrap();
     child.wait().unwrap();
     // Every object is readable through a proxy on the new layout meanwhile.
