@@ -70,6 +70,16 @@ where
         .expect("test timed out");
 }
 
+/// Poll `cond` every 5 ms until it holds; fail the test, saying `what` was awaited, once 20 s
+/// have passed without it (a hang guard with a message, inside the whole test's bound).
+async fn wait_until<R: Runtime>(rt: &R, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = rt.now() + Duration::from_secs(20);
+    while !cond() {
+        assert!(rt.now() < deadline, "not within 20 s: {what}");
+        rt.sleep(Duration::from_millis(5)).await;
+    }
+}
+
 /// A handler with one route per behaviour under test.
 #[derive(Debug, Default)]
 pub struct Suite {
@@ -630,9 +640,10 @@ pub async fn graceful_stop_finishes_requests<R: Runtime>(rt: R) {
     let mut idle = Raw::connect(&rt, addr).await;
     let mut busy = Raw::connect(&rt, addr).await;
     busy.send(b"GET /slow HTTP/1.1\r\n\r\n").await;
-    while handler.in_flight.load(Ordering::SeqCst) == 0 {
-        rt.sleep(Duration::from_millis(5)).await;
-    }
+    wait_until(&rt, "the slow request is in the handler", || {
+        handler.in_flight.load(Ordering::SeqCst) > 0
+    })
+    .await;
     server.shutdown();
     assert!(idle.closed().await, "idle connections close at once");
     handler.gate.set();
@@ -669,9 +680,7 @@ pub async fn connection_cap_makes_room_from_idle_connections<R: Runtime>(rt: R) 
     let (server, _) = start(&rt, config).await;
     let addr = server.local_addr();
     let mut idle = [Raw::connect(&rt, addr).await, Raw::connect(&rt, addr).await];
-    while server.active() < 2 {
-        rt.sleep(Duration::from_millis(5)).await;
-    }
+    wait_until(&rt, "two connections open", || server.active() >= 2).await;
     // At the cap with both waiting for a request: a new client is served (once they are
     // seen waiting), and one of them makes room.
     get_when_admitted(&rt, addr).await;
@@ -697,9 +706,10 @@ pub async fn connection_cap_refuses_when_none_is_idle<R: Runtime>(rt: R) {
     for c in &mut busy {
         c.send(b"GET /slow HTTP/1.1\r\n\r\n").await;
     }
-    while handler.in_flight.load(Ordering::SeqCst) < 2 {
-        rt.sleep(Duration::from_millis(5)).await;
-    }
+    wait_until(&rt, "both slow requests in the handler", || {
+        handler.in_flight.load(Ordering::SeqCst) >= 2
+    })
+    .await;
     // Both busy: a new connection is closed at once, without an answer.
     let mut refused = Raw::connect(&rt, addr).await;
     let got = read_to_close(&mut refused).await;
@@ -899,9 +909,10 @@ pub async fn relay_forwards_backend_bodies<R: Runtime>(rt: R) {
     }
     let sizes = [0u64, 1000, 3 << 20, 3 << 20, 3 << 20, 3 << 20, 10];
     // The handler records after its last write, which the client may see first.
-    while relay.reusable.lock().unwrap().len() < sizes.len() {
-        rt.sleep(Duration::from_millis(5)).await;
-    }
+    wait_until(&rt, "the relay recorded every body", || {
+        relay.reusable.lock().unwrap().len() >= sizes.len()
+    })
+    .await;
     let expected: Vec<(bool, u64)> = sizes.iter().map(|&n| (true, n)).collect();
     assert_eq!(*relay.reusable.lock().unwrap(), expected);
     assert_eq!(backend.accepted(), 1, "one kept-alive backend connection");

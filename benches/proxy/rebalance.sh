@@ -7,7 +7,9 @@
 #   benches/proxy/rebalance.sh [OBJECTS] [SIZE_BYTES] [CONCURRENCY]   (default 300 × 1 MiB, 8)
 # Grows a cluster from two nodes to three, so about a third of the objects move; the baseline
 # writes that many bytes. Environment: FERRY, FERRY_LOAD (binaries; default this tree's
-# release builds), DATA (where the nodes keep their data, default /var/tmp).
+# release builds), DATA (where the nodes keep their data, default /var/tmp), MAX_BANDWIDTH
+# (`--max-bandwidth` of the rebalance, e.g. 20MiB: the rate it came to is then printed against
+# the bound; the tests check only that every byte passes the bound).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 objects=${1:-300}
@@ -66,11 +68,12 @@ $load put --endpoint "$ep" --bucket moving --objects "$objects" --ops "$objects"
 
 # The rebalance.
 t0=$(now)
-python3 - "$ferry" "$work/after.toml" "$conc" > "$work/rebalance.out" << 'PY'
+python3 - "$ferry" "$work/after.toml" "$conc" "${MAX_BANDWIDTH:-}" > "$work/rebalance.out" << 'PY'
 import resource, subprocess, sys
-ferry, config, conc = sys.argv[1:4]
-out = subprocess.run([ferry, "rebalance", "--config", config, "--concurrency", conc, "--quiet"],
-                     capture_output=True, text=True)
+ferry, config, conc, bw = sys.argv[1:5]
+bound = ["--max-bandwidth", bw] if bw else []
+out = subprocess.run([ferry, "rebalance", "--config", config, "--concurrency", conc, "--quiet"]
+                     + bound, capture_output=True, text=True)
 if out.returncode != 0:
     sys.exit(f"ferry rebalance failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -90,10 +93,12 @@ $load put --endpoint "$ep" --bucket base --objects "$moved" --ops "$moved" --siz
 t3=$(now)
 after=$(cpu_s "$proxy")
 
-python3 - "$moved" "$size" "$t0" "$t1" "$rebalance_cpu" "$t2" "$t3" "$before" "$after" << 'PY'
-import sys
+python3 - "$moved" "$size" "$t0" "$t1" "$rebalance_cpu" "$t2" "$t3" "$before" "$after" \
+  "${MAX_BANDWIDTH:-}" << 'PY'
+import re, sys
 moved, size = int(sys.argv[1]), int(sys.argv[2])
-t0, t1, cpu, t2, t3, b, a = map(float, sys.argv[3:])
+t0, t1, cpu, t2, t3, b, a = map(float, sys.argv[3:10])
+bw = sys.argv[10]
 gb = moved * size / 1e9
 if gb == 0:
     sys.exit("nothing moved")
@@ -104,4 +109,16 @@ print(f"baseline, the same bytes PUT through ferry proxy: {gb * 1e3 / base:.1f} 
       f"{(a - b) / gb:.3f} CPU-s per GB (the proxy)")
 print(f"ratio rebalance / baseline: {(gb / rb) / (gb / base):.2f}x the MB/s, "
       f"{(cpu / gb) / max((a - b) / gb, 1e-9):.2f}x the CPU per GB")
+if bw:
+    m = re.fullmatch(r"(\d+)\s*(|B|KiB|MiB|GiB)", bw)
+    if not m:
+        sys.exit(f"MAX_BANDWIDTH {bw!r}: a number of bytes, KiB, MiB or GiB")
+    rate = int(m.group(1)) * {"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[m.group(2)]
+    # The bound lets a burst of a quarter second's worth through at once, then the rate: by
+    # time t at most burst + rate x t bytes, so B bytes take (B - burst) / rate at least. (The
+    # time here is the whole process's, its start and the count before the moves included.)
+    total, burst = moved * size, rate / 4
+    got = total / rb
+    print(f"--max-bandwidth {bw} ({rate / 1e6:.2f} MB/s): moved at {got / 1e6:.2f} MB/s, "
+          f"{got / rate:.3f}x the bound (at most {total / max(total - burst, 1):.3f}x allowed)")
 PY

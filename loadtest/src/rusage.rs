@@ -73,17 +73,47 @@ impl CpuUsage {
 mod tests {
     use super::*;
 
+    /// CPU time the calling thread has used (user and system).
+    fn thread_cpu() -> Duration {
+        let u = getrusage(UsageWho::RUSAGE_THREAD).expect("getrusage");
+        duration(u.user_time()) + duration(u.system_time())
+    }
+
     #[test]
     fn busy_work_shows_up_as_user_time() {
         let before = CpuTimes::now();
-        let mut x = 0u64;
-        let t = std::time::Instant::now();
-        while t.elapsed() < Duration::from_millis(200) {
-            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
-        }
+        // Busy work on another thread until its own clock shows 50 ms of it (how long that
+        // takes is the machine's business; 60 s bound a hang guard): the process's time
+        // counts every thread's, so it holds at least that much, mostly in user mode.
+        let spun = std::thread::spawn(|| {
+            let (start, deadline) = (
+                thread_cpu(),
+                std::time::Instant::now() + Duration::from_secs(60),
+            );
+            let mut x = 0u64;
+            loop {
+                let spun = thread_cpu().saturating_sub(start);
+                if spun >= Duration::from_millis(50) {
+                    return spun;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{spun:?} of CPU in 60 s"
+                );
+                for _ in 0..100_000 {
+                    x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+                }
+            }
+        })
+        .join()
+        .unwrap();
         let used = CpuTimes::now().since(before);
-        // Spinning for 200 ms of wall time costs CPU time (a loaded machine gives less).
-        assert!(used.total_s() > 0.02, "{used:?}");
+        // Both clocks in microseconds: a few of rounding.
+        assert!(
+            used.total_s() >= spun.as_secs_f64() - 1e-5,
+            "{used:?} < {spun:?}"
+        );
+        assert!(used.user_s > 0.0, "{used:?}");
         assert_eq!(used.per_gb(0), None);
         assert!((used.per_gb(2_000_000_000).unwrap() - used.total_s() / 2.0).abs() < 1e-9);
     }

@@ -610,19 +610,23 @@ mod tests {
 
     #[test]
     fn a_silent_or_foreign_peer_does_not_hang_the_handshake() {
-        // A peer that speaks something else: refused at once.
+        // A peer that speaks something else: refused at once, while the peer still holds the
+        // connection open (not at its end).
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
+        let (done, held) = std::sync::mpsc::channel::<()>();
         let junk = std::thread::spawn(move || {
             let (mut s, _) = l.accept().unwrap();
             s.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n").unwrap();
-            std::thread::sleep(Duration::from_millis(200));
+            // Open until the handshake has returned (or the test is gone).
+            let _ = held.recv();
         });
         let err = connect(
             TcpStream::connect(addr).unwrap(),
             &token("0123456789abcdef"),
         );
         assert!(matches!(err, Err(WireError::Bad(_))), "{err:?}");
+        done.send(()).unwrap();
         junk.join().unwrap();
     }
 }

@@ -237,10 +237,20 @@ mod tests {
         store.inner.committer.lock().leading = true;
     }
 
-    /// Once `n` commits are queued, let them go: the first to wake leads them all.
+    /// Once `n` commits are queued, let them go: the first to wake leads them all. (Fails
+    /// the test if they are not queued within 20 s: a hang guard.)
     fn release_when_queued(store: &Store, n: usize) {
         let c = &store.inner.committer;
-        while c.lock().waiting.len() < n {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let queued = c.lock().waiting.len();
+            if queued >= n {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{queued} commits queued within 20 s, not {n}"
+            );
             std::thread::sleep(Duration::from_millis(1));
         }
         c.lock().leading = false;

@@ -17,7 +17,7 @@ use std::time::Duration;
 use ferry_core::place::Placement;
 use ferry_server::{BackendConfig, ProxyConfig, RuntimeKind, start_proxy};
 
-use crate::support::http::{Client, Response, metrics_after, plain_get};
+use crate::support::http::{Client, Response, metrics_after, plain_get, wait_until};
 use crate::support::process::{KEY_ENV, ready_addr, spawn_ferry};
 use crate::support::proxy::{Auth, Setup};
 use crate::support::store::random_bytes;
@@ -141,9 +141,11 @@ fn node_killed_under_load(rt: RuntimeKind) {
         .collect();
     let acked_count = || acked.lock().unwrap().len();
     // Some writes on every node before the fault.
-    while acked_count() < 40 {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(
+        "40 writes acknowledged before the kill",
+        Duration::from_secs(60),
+        || acked_count() >= 40,
+    );
     let dir = nodes[0].take().expect("node 1").kill9();
     let before_kill = acked_count();
     // Keys of node 1 answer 503; keys of the others are written and read.
@@ -161,9 +163,11 @@ fn node_killed_under_load(rt: RuntimeKind) {
         assert_eq!(c.put(&format!("/faults/{k}"), b"still here").status, 200);
         assert_eq!(c.get(&format!("/faults/{k}")).body, b"still here");
     }
-    while acked_count() < before_kill + 40 {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(
+        "40 more writes acknowledged with node 1 down",
+        Duration::from_secs(60),
+        || acked_count() >= before_kill + 40,
+    );
     // Restarted on its port and data: served again, the proxy untouched.
     nodes[0] = Some(NodeProcess::start(dir, &addrs[0].to_string()));
     let mut served = false;

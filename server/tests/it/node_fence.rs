@@ -3,11 +3,11 @@
 //! token can neither fence it nor delete it; the lease lapses; the holder lifts it or deletes
 //! the bucket with it; it holds across a restart.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ferry_server::RuntimeKind;
 
-use crate::support::http::Client;
+use crate::support::http::{Client, wait_until};
 use crate::support::node::Node;
 
 on_both_runtimes!(fence_closes_a_bucket_to_writes);
@@ -103,10 +103,20 @@ fn fence_closes_a_bucket_to_writes(rt: RuntimeKind) {
     c.request("DELETE", "/fnc", &[], b"")
         .expect_error(409, "OperationAborted");
     delete_fenced(&mut c, "fnc", "t2").expect_error(409, "OperationAborted");
-    // The holder renews it for a second, and the lease lapses.
+    // The holder renews it for a second, and the lease lapses: a write is refused until it
+    // does, then taken (the 20 s bound a hang guard, the lapse's time not asserted).
     assert_eq!(fence(&mut c, "fnc", "t1", 1), 204);
-    let renewed = Instant::now();
-    std::thread::sleep(Duration::from_millis(1100).saturating_sub(renewed.elapsed()));
+    wait_until(
+        "the renewed 1 s lease lapses",
+        Duration::from_secs(20),
+        || {
+            let r = c.put("/fnc/k", b"v");
+            if r.status != 200 {
+                r.expect_error(409, "OperationAborted");
+            }
+            r.status == 200
+        },
+    );
     writes_answer(&mut c, &upload, 200);
     // The refused completion left the upload as it was.
     let r = c.request("POST", &target, &[], complete.as_bytes());

@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use ferry_server::{RuntimeKind, start_node};
 
-use crate::support::http::{Client, Payload};
+use crate::support::http::{Client, Payload, wait_until};
 use crate::support::node::{Node, node_config};
 use crate::support::process::{KEY_ENV, StderrLines, ready_addr, signal, spawn_ferry, stop};
+use crate::support::store::temp_files;
 
 /// The first line `ferry node` prints.
 const READY: &str = "ferry node listening on http://";
@@ -169,12 +170,17 @@ fn graceful_stop_finishes_requests_in_flight(rt: RuntimeKind) {
     // The head and half the body, then stop the node while the rest is outstanding.
     let (first, rest) = req.split_at(req.len() - 50_000);
     c.send_raw(first);
-    // Let the request start before the stop begins (ordering only: the outcome must be the
-    // same either way, since a started request is always finished).
-    std::thread::sleep(Duration::from_millis(100));
+    // The request has started (its upload's spool file is there) before the stop begins.
+    let dir = node.dir.path().to_owned();
+    wait_until("the PUT starts writing", Duration::from_secs(20), || {
+        temp_files(&dir) == 1
+    });
     let handle = node.handle.take().unwrap();
     let stopper = std::thread::spawn(move || handle.stop());
-    std::thread::sleep(Duration::from_millis(100));
+    // The stop has begun (the listener is closed) before the rest of the body comes.
+    wait_until("the node stops listening", Duration::from_secs(20), || {
+        TcpStream::connect(node.addr).is_err()
+    });
     c.send_raw(rest);
     let r = c.read_response(false);
     assert_eq!(r.status, 200, "{}", r.text());

@@ -33,7 +33,7 @@ fn one(metrics: &str, name: &str) -> f64 {
 }
 
 #[test]
-fn per_operation_cpu_adds_up_to_the_process_cpu() {
+fn per_operation_cpu_is_counted_within_the_process_cpu() {
     let dir = tempfile::tempdir().unwrap();
     let (mut child, addr, admin) = node_with_admin(dir.path(), &["--threads", "2"], &KEY_ENV);
     let mut c = Client::connect(addr);
@@ -54,23 +54,45 @@ fn per_operation_cpu_adds_up_to_the_process_cpu() {
     let (b, a) = (cpu(&before), cpu(&after));
     let put = "operation=\"PutObject\"";
     let get = "operation=\"GetObject\"";
-    for op in [put, get] {
+    // Every operation answered between the scrapes has its CPU time counted.
+    let answered = |m: &str| -> BTreeMap<String, f64> {
+        let mut by_op = BTreeMap::new();
+        for (labels, n) in samples(m, "ferry_node_requests_total") {
+            let op = labels
+                .split(",status=")
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+            *by_op.entry(op).or_default() += n;
+        }
+        by_op
+    };
+    let (answered_before, answered_after) = (answered(&before), answered(&after));
+    let mut ops = Vec::new();
+    for (op, n) in &answered_after {
+        let n = n - answered_before.get(op).copied().unwrap_or(0.0);
         let spent = a.get(op).copied().unwrap_or(0.0) - b.get(op).copied().unwrap_or(0.0);
-        assert!(spent > 0.0, "{op}: {spent} s in\n{after}");
+        if n > 0.0 {
+            assert!(
+                spent > 0.0,
+                "{op}: {n} answered in {spent} s of CPU\n{after}"
+            );
+            ops.push(op.clone());
+        }
     }
+    assert_eq!(ops, [get, put], "{after}");
+    // The requests' CPU is a part of the process's: never more than all of it. (The rest runs
+    // outside requests: the runtime's polling, the io_uring reaper, the admin listener. How
+    // much of the process the requests account for is a figure, not a property: measured by
+    // `benches/profile/cpu_by_op.sh`, in benches/README.md.) The first PUT may claim its
+    // connection's work since the bucket's answer, a few microseconds of it before the first
+    // scrape: the 1% allows for that.
     let requests: f64 = a.values().sum::<f64>() - b.values().sum::<f64>();
     let process = one(&after, "ferry_node_process_cpu_seconds_total")
         - one(&before, "ferry_node_process_cpu_seconds_total");
-    // Most of the process's CPU (the rest: the runtime's polling between tasks, the io_uring
-    // reaper, the admin listener's scrapes; 91% in a debug build here), never more than all
-    // of it.
     assert!(
-        requests <= process * 1.01,
+        requests > 0.0 && requests <= process * 1.01,
         "requests {requests} s, process {process} s"
-    );
-    assert!(
-        requests >= process * 0.75,
-        "requests {requests} s of the process's {process} s"
     );
     // What PUTs wrote on the blocking pool is in their seconds.
     let blocking = one(&after, "ferry_node_blocking_cpu_seconds_total")

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ferry_core::s3::{S3ErrorCode, S3Result};
 use ferry_server::store::{
@@ -16,7 +16,7 @@ use ferry_server::store::{
 use ferry_server::{BackendConfig, ProxyConfig, RuntimeKind, start_node, start_proxy};
 
 use crate::support;
-use crate::support::http::{Client, Payload, plain_get};
+use crate::support::http::{Client, Payload, plain_get, wait_until};
 use crate::support::node::node_config;
 use crate::support::store::{data_files, get, random_bytes, temp_files};
 use crate::support::tmpfs::Tmpfs;
@@ -31,13 +31,9 @@ fn put(s: &Store, key: &str, data: &[u8]) -> S3Result<()> {
         .map(|_| ())
 }
 
-/// Wait until `cond` holds (the store's recovery runs in the background).
-fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !cond() {
-        assert!(Instant::now() < deadline, "{what}: not within 20 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+/// Wait (at most 20 s) until `cond` holds (the store's recovery runs in the background).
+fn wait_for(what: &str, cond: impl FnMut() -> bool) {
+    wait_until(what, Duration::from_secs(20), cond);
 }
 
 /// Zero-byte objects until a metadata commit meets the full disk (their data files take no
@@ -170,7 +166,7 @@ fn store_reopens_its_metadata_after_a_full_disk() {
 #[test]
 fn readers_and_writers_across_reopens() {
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
     let disk = Tmpfs::mount(DISK);
     let cfg = StoreConfig {
@@ -185,9 +181,15 @@ fn readers_and_writers_across_reopens() {
     }
     let seeds = Arc::new(seeds);
     let stop = Arc::new(AtomicBool::new(false));
+    // What the threads have done so far: writes acknowledged, writes refused, and each
+    // reader's passes (the test waits on these, not on time, for each phase to be exercised).
+    let acks = Arc::new(AtomicU64::new(0));
+    let refusals = Arc::new(AtomicU64::new(0));
+    let passes: Arc<[AtomicU64; 2]> = Arc::default();
     let writers: Vec<_> = (0..2u64)
         .map(|w| {
             let (s, stop) = (s.clone(), stop.clone());
+            let (acks, refusals) = (acks.clone(), refusals.clone());
             std::thread::spawn(move || {
                 // (key, bytes, acknowledged)
                 let mut tried = Vec::new();
@@ -198,8 +200,12 @@ fn readers_and_writers_across_reopens() {
                     // the writers do not fill the disk themselves once space is freed).
                     let data = Vec::new();
                     let ok = match put(&s, &key, &data) {
-                        Ok(()) => true,
+                        Ok(()) => {
+                            acks.fetch_add(1, Ordering::SeqCst);
+                            true
+                        }
                         Err(e) => {
+                            refusals.fetch_add(1, Ordering::SeqCst);
                             let expected = matches!(
                                 e.code,
                                 S3ErrorCode::InsufficientStorage
@@ -220,8 +226,9 @@ fn readers_and_writers_across_reopens() {
         })
         .collect();
     let readers: Vec<_> = (0..2)
-        .map(|_| {
+        .map(|n| {
             let (s, stop, seeds) = (s.clone(), stop.clone(), seeds.clone());
+            let passes = passes.clone();
             std::thread::spawn(move || {
                 let mut reads = 0u64;
                 while !stop.load(Ordering::Relaxed) {
@@ -242,20 +249,38 @@ fn readers_and_writers_across_reopens() {
                         }
                     }
                     reads += 1;
+                    passes[n].fetch_add(1, Ordering::SeqCst);
                 }
                 reads
             })
         })
         .collect();
+    // `what` has happened again since `before` (a count read earlier).
+    let again = |n: &AtomicU64, before: u64| n.load(Ordering::SeqCst) > before;
+    let read_again =
+        |before: [u64; 2]| (0..2).all(|i| passes[i].load(Ordering::SeqCst) > before[i]);
+    let passes_now = || [0, 1].map(|i| passes[i].load(Ordering::SeqCst));
     for _ in 0..3 {
-        std::thread::sleep(Duration::from_millis(100));
+        // Writes acknowledged on a disk with room, then the disk fills.
+        let acked = acks.load(Ordering::SeqCst);
+        wait_for("a write is acknowledged", || again(&acks, acked));
         let filler = disk.fill("filler");
         wait_for("a write fails", || !s.is_writable());
-        std::thread::sleep(Duration::from_millis(100));
+        // Writes refused and reads served while the store is closed to writes.
+        let (refused, read) = (refusals.load(Ordering::SeqCst), passes_now());
+        wait_for("a write is refused on the full disk", || {
+            again(&refusals, refused)
+        });
+        wait_for("every reader reads on the full disk", || read_again(read));
         fs::remove_file(&filler).unwrap();
         wait_for("the store takes writes again", || s.is_writable());
     }
-    std::thread::sleep(Duration::from_millis(100));
+    // And after the last reopen: writes acknowledged, reads served.
+    let (acked, read) = (acks.load(Ordering::SeqCst), passes_now());
+    wait_for("a write is acknowledged after the reopen", || {
+        again(&acks, acked)
+    });
+    wait_for("every reader reads after the reopen", || read_again(read));
     stop.store(true, Ordering::Relaxed);
     let tried: Vec<_> = writers
         .into_iter()

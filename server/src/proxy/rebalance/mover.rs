@@ -55,7 +55,8 @@ fn sub_query(sub: &str, version: Option<&str>) -> String {
     }
 }
 
-/// What the move's bytes pass: the bandwidth bound and the count of bytes sent.
+/// What the move's bytes pass: the bandwidth bound and the count of bytes sent (and of those
+/// the bound let through, and of its waits).
 struct MoveMeter<'a, R: Runtime> {
     throttle: Option<&'a Throttle<R>>,
     progress: &'a Progress,
@@ -63,12 +64,14 @@ struct MoveMeter<'a, R: Runtime> {
 
 impl<R: Runtime> Meter for MoveMeter<'_, R> {
     async fn pass(&mut self, n: usize) {
+        let p = self.progress;
         if let Some(t) = self.throttle {
-            t.pass(n).await;
+            if t.pass(n).await {
+                p.throttle_waits.fetch_add(1, Ordering::Relaxed);
+            }
+            p.throttled_bytes.fetch_add(n as u64, Ordering::Relaxed);
         }
-        self.progress
-            .sent_bytes
-            .fetch_add(n as u64, Ordering::Relaxed);
+        p.sent_bytes.fetch_add(n as u64, Ordering::Relaxed);
     }
 }
 

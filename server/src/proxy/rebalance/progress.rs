@@ -29,6 +29,11 @@ pub struct Progress {
     pub moved_bytes: AtomicU64,
     /// Bytes streamed to new owners, moves that failed included (what `--max-bandwidth` bounds).
     pub sent_bytes: AtomicU64,
+    /// Of those, the bytes that passed the bandwidth bound: all of them when one is set, none
+    /// otherwise.
+    pub throttled_bytes: AtomicU64,
+    /// Times the bandwidth bound held a move's bytes back (they had to wait for the rate).
+    pub throttle_waits: AtomicU64,
     /// Objects on their owner already.
     pub in_place: AtomicU64,
     /// Objects a client overwrote or deleted during their move: the client's write stands, the
@@ -140,6 +145,16 @@ impl Progress {
                 &self.sent_bytes,
             ),
             (
+                "bytes_throttled_total",
+                "Bytes sent that passed the bandwidth bound (--max-bandwidth): all of them when it is set.",
+                &self.throttled_bytes,
+            ),
+            (
+                "throttle_waits_total",
+                "Times the bandwidth bound held a move's bytes back until the rate allowed them.",
+                &self.throttle_waits,
+            ),
+            (
                 "objects_in_place_total",
                 "Objects found on their owner already.",
                 &self.in_place,
@@ -236,6 +251,10 @@ pub struct RebalanceReport {
     pub moved_bytes: u64,
     /// Bytes streamed, failed moves included.
     pub sent_bytes: u64,
+    /// Of those, the bytes that passed the bandwidth bound (all of them when one was set).
+    pub throttled_bytes: u64,
+    /// Times the bandwidth bound held a move's bytes back.
+    pub throttle_waits: u64,
     /// Objects on their owner already.
     pub in_place: u64,
     /// Objects a client overwrote or deleted while they moved.
@@ -265,6 +284,8 @@ impl RebalanceReport {
             moved_objects: g(&p.moved_objects),
             moved_bytes: g(&p.moved_bytes),
             sent_bytes: g(&p.sent_bytes),
+            throttled_bytes: g(&p.throttled_bytes),
+            throttle_waits: g(&p.throttle_waits),
             in_place: g(&p.in_place),
             superseded: g(&p.superseded),
             skipped_sse_c: g(&p.skipped_sse_c),
@@ -404,6 +425,10 @@ mod tests {
         let mut m = String::new();
         p.render_metrics(&mut m);
         assert!(m.contains("ferry_rebalance_objects_moved_total 4\n"), "{m}");
+        assert!(
+            m.contains("ferry_rebalance_bytes_throttled_total 0\n"),
+            "{m}"
+        );
         assert!(m.contains("ferry_rebalance_objects_skipped_total{reason=\"sse_c\"} 0\n"));
     }
 }

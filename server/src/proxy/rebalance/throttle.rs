@@ -60,16 +60,18 @@ impl<C: Clock> Throttle<C> {
         }
     }
 
-    /// Wait until `n` more bytes may go.
-    pub async fn pass(&self, n: usize) {
+    /// Wait until `n` more bytes may go; whether they had to wait.
+    pub async fn pass(&self, n: usize) -> bool {
         let wait = self
             .bucket
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take(n as u64, self.clock.now());
-        if !wait.is_zero() {
-            self.clock.sleep(wait).await;
+        if wait.is_zero() {
+            return false;
         }
+        self.clock.sleep(wait).await;
+        true
     }
 }
 
