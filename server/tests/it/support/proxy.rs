@@ -10,6 +10,7 @@ use ferry_server::{BackendConfig, ProxyConfig, ProxyHandle, RuntimeKind, start_p
 
 use super::http::Client;
 use super::node::Node;
+use super::relay::Relay;
 use super::{ACCESS_KEY, SECRET_KEY};
 
 /// A proxy in front of some nodes.
@@ -22,6 +23,9 @@ pub struct Setup {
     pub addr: SocketAddr,
     /// The proxy's placement of keys on the nodes (indexes into `nodes`).
     pub placement: Placement,
+    /// With [`Setup::start_relayed`]: the relay in front of each node, which the proxy knows
+    /// as the node's address.
+    pub relays: Vec<Relay>,
 }
 
 /// How the proxy authenticates towards the nodes in a setup.
@@ -56,6 +60,32 @@ impl Setup {
         tweak: impl FnOnce(&mut ProxyConfig),
     ) -> Self {
         Self::start_with_nodes(runtime, nodes, auth, None, tweak)
+    }
+
+    /// [`Setup::start_with`], the proxy reaching each node through a recording [`Relay`]
+    /// (`relays[i]` in front of `nodes[i]`).
+    pub fn start_relayed(
+        runtime: RuntimeKind,
+        nodes: usize,
+        auth: Auth,
+        tweak: impl FnOnce(&mut ProxyConfig),
+    ) -> Self {
+        let mut relays = Vec::new();
+        let mut s = Self::start_with_nodes(runtime, nodes, auth, None, |cfg| {
+            for b in &mut cfg.backends {
+                let addr = b
+                    .url
+                    .trim_start_matches("http://")
+                    .parse()
+                    .expect("address");
+                let relay = Relay::start(addr);
+                b.url = relay.url();
+                relays.push(relay);
+            }
+            tweak(cfg);
+        });
+        s.relays = relays;
+        s
     }
 
     /// [`Setup::start_with`], each node restarted with `node`'s changes before the proxy starts.
@@ -124,6 +154,7 @@ impl Setup {
             proxy: Some(proxy),
             nodes,
             placement,
+            relays: Vec::new(),
         }
     }
 
