@@ -9,6 +9,7 @@ mod support;
 
 mod cluster_key;
 mod crash_kill9;
+mod drain_sigterm;
 mod faults;
 mod heap_profiles;
 mod hostile;
