@@ -29,6 +29,7 @@ on_every_target!(
     object_attributes,
     copies_of_multipart_objects,
     boto3_multipart_checksums_and_attributes,
+    boto3_computes_the_same_checksums,
 );
 
 /// Write `data` to a file in `dir` and open it as a streaming body (no length known upfront
@@ -948,4 +949,59 @@ print("ok")
         ],
     )
     .await;
+}
+
+/// The checksums of multipart uploads as botocore computes them itself (its own classes: zlib's
+/// CRC32, the AWS CRT's CRC32C and CRC64NVME, hashlib's SHA-1 and SHA-256), not Ferry's: each
+/// part's as UploadPart answers it, each composite (the checksum of the parts' raw checksums,
+/// `-N`, as the S3 documentation defines it) and each full-object CRC (combined by Ferry from
+/// the parts', computed by the CRT over the whole object) as CompleteMultipartUpload and
+/// HeadObject answer them; a GET in checksum mode is validated by botocore as it reads.
+async fn boto3_computes_the_same_checksums(target: Target) {
+    let n = small_parts(target);
+    let script = r#"
+import zlib
+from botocore.httpchecksum import _CHECKSUM_CLS
+def mine(algo, data):
+    return _CHECKSUM_CLS[algo.lower()]().handle(bytes(data))
+# botocore's CRC32 is zlib's; CRC32C and CRC64NVME need the CRT, which must be there.
+assert mine("crc32", b"123456789") == base64.b64encode(zlib.crc32(b"123456789").to_bytes(4, "big")).decode()
+assert "crc32c" in _CHECKSUM_CLS and "crc64nvme" in _CHECKSUM_CLS, "botocore without awscrt"
+c.create_bucket(Bucket="bsums")
+parts = [bytes((i * 7 + 1) % 251 for i in range(5000)),
+         bytes((i * 13 + 5) % 253 for i in range(7001)),
+         bytes((i * 3) % 256 for i in range(333))]
+whole = b"".join(parts)
+kinds = [("CRC32", "COMPOSITE"), ("CRC32C", "COMPOSITE"), ("SHA1", "COMPOSITE"),
+         ("SHA256", "COMPOSITE"), ("CRC32", "FULL_OBJECT"), ("CRC32C", "FULL_OBJECT"),
+         ("CRC64NVME", "FULL_OBJECT")]
+for algo, kind in kinds:
+    key, field = f"{algo}-{kind}", "Checksum" + algo
+    r = c.create_multipart_upload(Bucket="bsums", Key=key, ChecksumAlgorithm=algo,
+                                  ChecksumType=kind)
+    uid = r["UploadId"]
+    done = []
+    for i, data in enumerate(parts, 1):
+        r = c.upload_part(Bucket="bsums", Key=key, UploadId=uid, PartNumber=i, Body=data,
+                          ChecksumAlgorithm=algo)
+        want = mine(algo, data)
+        assert r[field] == want, (key, i, r.get(field), want)
+        done.append({"PartNumber": i, "ETag": r["ETag"], field: want})
+    extra = {}
+    if kind == "COMPOSITE":
+        raw = b"".join(base64.b64decode(d[field]) for d in done)
+        want = mine(algo, raw) + "-3"
+    else:
+        want = mine(algo, whole)
+        extra = {field: want, "ChecksumType": "FULL_OBJECT"}
+    r = c.complete_multipart_upload(Bucket="bsums", Key=key, UploadId=uid,
+                                    MultipartUpload={"Parts": done}, **extra)
+    assert (r[field], r["ChecksumType"]) == (want, kind), (key, r, want)
+    r = c.head_object(Bucket="bsums", Key=key, ChecksumMode="ENABLED")
+    assert (r[field], r["ChecksumType"]) == (want, kind), (key, r, want)
+    r = c.get_object(Bucket="bsums", Key=key, ChecksumMode="ENABLED")
+    assert r["Body"].read() == whole, key
+print("ok")
+"#;
+    crate::support::sdk::run_boto3(&n, script).await;
 }
