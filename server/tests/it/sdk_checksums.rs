@@ -30,6 +30,7 @@ on_every_target!(
     copies_of_multipart_objects,
     boto3_multipart_checksums_and_attributes,
     boto3_computes_the_same_checksums,
+    multipart_sums_are_the_sdks_own,
 );
 
 /// Write `data` to a file in `dir` and open it as a streaming body (no length known upfront
@@ -1004,4 +1005,105 @@ for algo, kind in kinds:
 print("ok")
 "#;
     crate::support::sdk::run_boto3(&n, script).await;
+}
+
+/// The checksum of `data` as the AWS SDK computes it itself (`aws-smithy-checksums`, what it
+/// sends with a request), base64.
+fn sdk_sum(a: &ChecksumAlgorithm, data: &[u8]) -> String {
+    use base64::Engine as _;
+    let algo: aws_smithy_checksums::ChecksumAlgorithm =
+        a.as_str().parse().expect("an algorithm of the SDK");
+    let mut sum = algo.into_impl();
+    sum.update(data);
+    base64::engine::general_purpose::STANDARD.encode(sum.finalize())
+}
+
+/// Multipart checksums against the AWS SDK for Rust's own: each part's as UploadPart answers it
+/// must be the one the SDK computed and sent with the part (recorded from the request), and
+/// the object's (CompleteMultipartUpload, HeadObject) the SDK's checksum of those parts' raw
+/// checksums with `-3` (composite), or its checksum of the whole object (full-object). (The
+/// SDK's CRCs come from crc-fast, as core's do: the implementation independent of Ferry's is
+/// the AWS CRT's, in [`boto3_computes_the_same_checksums`].)
+async fn multipart_sums_are_the_sdks_own(target: Target) {
+    use base64::Engine as _;
+    let n = small_parts(target);
+    n.bucket("sums").await;
+    let (c, sent) = recording_client(n.addr);
+    let (p1, p2, p3) = (pattern(5000, 4), pattern(7001, 5), pattern(333, 6));
+    let parts: [&[u8]; 3] = [&p1, &p2, &p3];
+    let whole: Vec<u8> = parts.concat();
+    for (algorithm, kind) in MULTIPART_KINDS {
+        let key = format!("sdk-{}-{}", algorithm.as_str(), kind.as_str());
+        let asked = (algorithm != ChecksumAlgorithm::Crc64Nvme).then_some(kind.clone());
+        let created = c
+            .create_multipart_upload()
+            .bucket("sums")
+            .key(&key)
+            .checksum_algorithm(algorithm.clone())
+            .set_checksum_type(asked)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("create {key}: {}", show(&e)));
+        let id = created.upload_id().expect("UploadId").to_owned();
+        let header = format!("x-amz-checksum-{}", algorithm.as_str().to_lowercase());
+        let mut done = Vec::new();
+        let mut raw = Vec::new();
+        for (i, data) in parts.iter().enumerate() {
+            let part = i as i32 + 1;
+            let up = c
+                .upload_part()
+                .bucket("sums")
+                .key(&key)
+                .upload_id(&id)
+                .part_number(part)
+                .checksum_algorithm(algorithm.clone())
+                .body(ByteStream::from(data.to_vec()))
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("part {part} of {key}: {}", show(&e)));
+            let theirs = sent
+                .header(&header)
+                .unwrap_or_else(|| panic!("{key}: the SDK sent no {header}"));
+            assert_eq!(theirs, sdk_sum(&algorithm, data), "{key} part {part}");
+            assert_eq!(sum_of!(up, &algorithm), Some(theirs.as_str()), "{key}");
+            raw.extend(
+                base64::engine::general_purpose::STANDARD
+                    .decode(&theirs)
+                    .expect("base64"),
+            );
+            done.push(completed(
+                part,
+                up.e_tag().expect("ETag"),
+                &algorithm,
+                Some(&theirs),
+            ));
+        }
+        let want = match kind {
+            ChecksumType::FullObject => sdk_sum(&algorithm, &whole),
+            _ => format!("{}-3", sdk_sum(&algorithm, &raw)),
+        };
+        let complete = c
+            .complete_multipart_upload()
+            .bucket("sums")
+            .key(&key)
+            .upload_id(&id)
+            .multipart_upload(
+                CompletedMultipartUpload::builder()
+                    .set_parts(Some(done))
+                    .build(),
+            )
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("complete {key}: {}", show(&e)));
+        assert_eq!(sum_of!(complete, &algorithm), Some(want.as_str()), "{key}");
+        let head = c
+            .head_object()
+            .bucket("sums")
+            .key(&key)
+            .checksum_mode(ChecksumMode::Enabled)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("head {key}: {}", show(&e)));
+        assert_eq!(sum_of!(head, &algorithm), Some(want.as_str()), "{key}");
+    }
 }
