@@ -25,7 +25,10 @@ on_both_runtimes!(
     a_post_is_not_sent_again_a_get_is,
 );
 
-/// The proxy's count of requests sent again (`ferry_proxy_backend_retries_total`).
+/// The proxy's count of requests sent again or waiting for their backend
+/// (`ferry_proxy_backend_retries_total`). (Only where no connection is severed: a health probe
+/// caught by [`Relay::sever_all`](crate::support::relay::Relay::sever_all) would mark the
+/// backend down, and the next request's wait for it counts too.)
 fn retries(s: &Setup) -> u64 {
     metric_now(s.admin(), "ferry_proxy_backend_retries_total")
 }
@@ -77,7 +80,6 @@ fn a_post_is_not_sent_again_a_get_is(rt: RuntimeKind) {
 
     // CreateMultipartUpload, its connection closed at its head.
     relay.sever_all();
-    let before = retries(&s);
     relay.fault(Fault::CloseAtHead {
         method: "POST".into(),
         prefix: "/noretry/mp".into(),
@@ -87,7 +89,6 @@ fn a_post_is_not_sent_again_a_get_is(rt: RuntimeKind) {
     let attempts = relay.requests("POST", "/noretry/mp");
     assert_eq!(attempts.len(), 1, "attempts: {attempts:?}");
     assert!(attempts[0].fault.is_some());
-    assert_eq!(retries(&s), before, "the proxy counted a retry");
     let r = s.nodes[0].client().get("/noretry?uploads");
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(r.xml_values("UploadId").is_empty(), "{}", r.text());
@@ -103,7 +104,6 @@ fn a_post_is_not_sent_again_a_get_is(rt: RuntimeKind) {
     let attempts = relay.requests("GET", "/noretry/obj");
     assert_eq!(attempts.len(), 2, "attempts: {attempts:?}");
     assert!(attempts[0].fault.is_some() && attempts[1].fault.is_none());
-    assert_eq!(retries(&s), before + 1);
     // Without a failure, a POST goes once and succeeds (the relay itself is no obstacle).
     let r = c.request("POST", "/noretry/mp?uploads", &[], b"");
     assert_eq!(r.status, 200, "{}", r.text());
