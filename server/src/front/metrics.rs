@@ -19,6 +19,18 @@ pub(crate) struct RequestMetrics {
     bytes_in: AtomicU64,
     /// Response body bytes sent to clients.
     bytes_out: AtomicU64,
+    /// Requests being served now.
+    in_flight: AtomicU64,
+}
+
+/// A request being served, counted in `_requests_in_flight` until dropped.
+#[derive(Debug)]
+pub(crate) struct InFlight<'a>(&'a AtomicU64);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// What the requests of one operation took.
@@ -45,6 +57,13 @@ pub(crate) struct Connections {
 }
 
 impl RequestMetrics {
+    /// Count a request as in flight until the guard is dropped: from its head to the end of
+    /// its answer.
+    pub(crate) fn enter(&self) -> InFlight<'_> {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(&self.in_flight)
+    }
+
     /// Count one request: its time, body bytes (in, out) and CPU time.
     pub(crate) fn record(
         &self,
@@ -90,6 +109,12 @@ impl RequestMetrics {
         for ((op, status), n) in &requests {
             let _ = writeln!(o, "{name}{{operation=\"{op}\",status=\"{status}\"}} {n}");
         }
+        gauge(
+            o,
+            &format!("{prefix}_requests_in_flight"),
+            "S3 requests being served now: head read, answer not finished.",
+            self.in_flight.load(Ordering::Relaxed),
+        );
         let per_op = self
             .per_op
             .lock()

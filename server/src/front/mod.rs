@@ -608,6 +608,8 @@ impl<A: S3Api> Handler for Front<A> {
             }
             return Ok(());
         }
+        // In flight until its answer (and its access event) is done.
+        let _flight = self.metrics.enter();
         let mut log = RequestLog::new(access::access_enabled());
         let backend = AtomicUsize::new(NO_BACKEND);
         // The request's CPU time: each poll of its future on the thread CPU clock, and the

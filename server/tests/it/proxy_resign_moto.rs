@@ -7,6 +7,10 @@
 //! scope and reaches moto, which serves it; browser POST uploads, CORS and lifecycle go
 //! through to it too.
 //!
+//! moto accepts any signature: what checks the proxy's is a recording relay between the proxy
+//! and each moto, whose every signed request is signed again with `aws-sigv4` (AWS's own
+//! signer) and must come out the same ([`sigv4_oracle`]).
+//!
 //! They need `moto_server` on the PATH and fail, saying so, without it.
 
 use ferry_core::md5::{ETag, content_md5, md5};
@@ -14,20 +18,59 @@ use ferry_core::place::Placement;
 use ferry_server::{ProxyConfig, RuntimeKind, start_proxy};
 
 use crate::support::http::{Client, Payload};
-use crate::support::moto::Moto;
-use crate::support::{ACCESS_KEY, SECRET_KEY};
+use crate::support::moto::{MOTO_KEY, Moto};
+use crate::support::relay::Relay;
+use crate::support::sigv4_oracle::{self, Checked};
+use crate::support::{ACCESS_KEY, REGION, SECRET_KEY};
 
-fn resign_against_moto(rt: RuntimeKind) {
-    let moto = Moto::start();
+/// Every request that reached moto through `relay` signed as aws-sigv4 signs it, with moto's
+/// key; those without a signature are health probes (`HEAD /`) or a browser upload as its
+/// anonymous client sent it.
+fn signatures_checked(relay: &Relay) -> Checked {
+    let recorded = relay.recorded();
+    let checked = sigv4_oracle::check(&recorded, &[MOTO_KEY], REGION);
+    assert!(checked.signed > 0, "no signed request reached moto");
+    for r in &checked.unsigned {
+        let probe = r.method == "HEAD" && r.target == "/";
+        assert!(
+            probe || sigv4_oracle::anonymous_form(r),
+            "an unsigned request reached moto: {r:?}"
+        );
+    }
+    assert_eq!(
+        checked.signed + checked.unsigned.len(),
+        recorded.len(),
+        "every request was judged"
+    );
+    checked
+}
+
+/// [`ProxyConfig`] for these motos, each behind a relay.
+fn relayed(backends: &[(&Moto, &Relay, &str)], rt: RuntimeKind) -> ProxyConfig {
+    let backends = backends
+        .iter()
+        .map(|(m, r, id)| {
+            let mut b = m.backend(id, None);
+            b.url = r.url();
+            b
+        })
+        .collect();
     let mut cfg = ProxyConfig::new(
         "127.0.0.1:0".parse().unwrap(),
-        vec![moto.backend("moto", None)],
+        backends,
         ACCESS_KEY,
         SECRET_KEY,
     );
     cfg.cluster_keys = Some(crate::support::cluster_keys());
     cfg.runtime = rt;
     cfg.threads = 2;
+    cfg
+}
+
+fn resign_against_moto(rt: RuntimeKind) {
+    let moto = Moto::start();
+    let relay = Relay::start(moto.addr);
+    let mut cfg = relayed(&[(&moto, &relay, "moto")], rt);
     cfg.buffer_size = 64 * 1024;
     let proxy = start_proxy(cfg).expect("proxy starts");
     let mut c = Client::connect(proxy.local_addr());
@@ -135,6 +178,8 @@ fn resign_against_moto(rt: RuntimeKind) {
     let r = c.request("DELETE", "/moto-bucket", &[], b"");
     assert_eq!(r.status, 204, "{}", r.text());
     proxy.stop();
+    let checked = signatures_checked(&relay);
+    eprintln!("{checked:?}");
 }
 
 #[test]
@@ -158,15 +203,11 @@ fn put_doc(c: &mut Client, target: &str, doc: &[u8]) -> crate::support::http::Re
 fn forwarded_to_two_motos(rt: RuntimeKind) {
     let (a, b) = (Moto::start(), Moto::start());
     let motos = [&a, &b];
-    let mut cfg = ProxyConfig::new(
-        "127.0.0.1:0".parse().unwrap(),
-        vec![a.backend("moto-a", None), b.backend("moto-b", None)],
-        ACCESS_KEY,
-        SECRET_KEY,
+    let relays = [Relay::start(a.addr), Relay::start(b.addr)];
+    let cfg = relayed(
+        &[(&a, &relays[0], "moto-a"), (&b, &relays[1], "moto-b")],
+        rt,
     );
-    cfg.cluster_keys = Some(crate::support::cluster_keys());
-    cfg.runtime = rt;
-    cfg.threads = 2;
     let proxy = start_proxy(cfg).expect("proxy starts");
     let placement = Placement::new(&[("moto-a", 1), ("moto-b", 1)]).unwrap();
     let mut c = Client::connect(proxy.local_addr());
@@ -329,6 +370,10 @@ fn forwarded_to_two_motos(rt: RuntimeKind) {
         assert_eq!(r.xml_values("ID"), ["expire-logs"], "{}", r.text());
     }
     proxy.stop();
+    for relay in &relays {
+        let checked = signatures_checked(relay);
+        eprintln!("{checked:?}");
+    }
 }
 
 #[test]

@@ -29,6 +29,8 @@ on_every_target!(
     object_attributes,
     copies_of_multipart_objects,
     boto3_multipart_checksums_and_attributes,
+    boto3_computes_the_same_checksums,
+    multipart_sums_are_the_sdks_own,
 );
 
 /// Write `data` to a file in `dir` and open it as a streaming body (no length known upfront
@@ -948,4 +950,160 @@ print("ok")
         ],
     )
     .await;
+}
+
+/// The checksums of multipart uploads as botocore computes them itself (its own classes: zlib's
+/// CRC32, the AWS CRT's CRC32C and CRC64NVME, hashlib's SHA-1 and SHA-256), not Ferry's: each
+/// part's as UploadPart answers it, each composite (the checksum of the parts' raw checksums,
+/// `-N`, as the S3 documentation defines it) and each full-object CRC (combined by Ferry from
+/// the parts', computed by the CRT over the whole object) as CompleteMultipartUpload and
+/// HeadObject answer them; a GET in checksum mode is validated by botocore as it reads.
+async fn boto3_computes_the_same_checksums(target: Target) {
+    let n = small_parts(target);
+    let script = r#"
+import zlib
+from botocore.httpchecksum import _CHECKSUM_CLS
+def mine(algo, data):
+    return _CHECKSUM_CLS[algo.lower()]().handle(bytes(data))
+# botocore's CRC32 is zlib's; CRC32C and CRC64NVME need the CRT, which must be there.
+assert mine("crc32", b"123456789") == base64.b64encode(zlib.crc32(b"123456789").to_bytes(4, "big")).decode()
+assert "crc32c" in _CHECKSUM_CLS and "crc64nvme" in _CHECKSUM_CLS, "botocore without awscrt"
+c.create_bucket(Bucket="bsums")
+parts = [bytes((i * 7 + 1) % 251 for i in range(5000)),
+         bytes((i * 13 + 5) % 253 for i in range(7001)),
+         bytes((i * 3) % 256 for i in range(333))]
+whole = b"".join(parts)
+kinds = [("CRC32", "COMPOSITE"), ("CRC32C", "COMPOSITE"), ("SHA1", "COMPOSITE"),
+         ("SHA256", "COMPOSITE"), ("CRC32", "FULL_OBJECT"), ("CRC32C", "FULL_OBJECT"),
+         ("CRC64NVME", "FULL_OBJECT")]
+for algo, kind in kinds:
+    key, field = f"{algo}-{kind}", "Checksum" + algo
+    r = c.create_multipart_upload(Bucket="bsums", Key=key, ChecksumAlgorithm=algo,
+                                  ChecksumType=kind)
+    uid = r["UploadId"]
+    done = []
+    for i, data in enumerate(parts, 1):
+        r = c.upload_part(Bucket="bsums", Key=key, UploadId=uid, PartNumber=i, Body=data,
+                          ChecksumAlgorithm=algo)
+        want = mine(algo, data)
+        assert r[field] == want, (key, i, r.get(field), want)
+        done.append({"PartNumber": i, "ETag": r["ETag"], field: want})
+    extra = {}
+    if kind == "COMPOSITE":
+        raw = b"".join(base64.b64decode(d[field]) for d in done)
+        want = mine(algo, raw) + "-3"
+    else:
+        want = mine(algo, whole)
+        extra = {field: want, "ChecksumType": "FULL_OBJECT"}
+    r = c.complete_multipart_upload(Bucket="bsums", Key=key, UploadId=uid,
+                                    MultipartUpload={"Parts": done}, **extra)
+    assert (r[field], r["ChecksumType"]) == (want, kind), (key, r, want)
+    r = c.head_object(Bucket="bsums", Key=key, ChecksumMode="ENABLED")
+    assert (r[field], r["ChecksumType"]) == (want, kind), (key, r, want)
+    r = c.get_object(Bucket="bsums", Key=key, ChecksumMode="ENABLED")
+    assert r["Body"].read() == whole, key
+print("ok")
+"#;
+    crate::support::sdk::run_boto3(&n, script).await;
+}
+
+/// The checksum of `data` as the AWS SDK computes it itself (`aws-smithy-checksums`, what it
+/// sends with a request), base64.
+fn sdk_sum(a: &ChecksumAlgorithm, data: &[u8]) -> String {
+    use base64::Engine as _;
+    let algo: aws_smithy_checksums::ChecksumAlgorithm =
+        a.as_str().parse().expect("an algorithm of the SDK");
+    let mut sum = algo.into_impl();
+    sum.update(data);
+    base64::engine::general_purpose::STANDARD.encode(sum.finalize())
+}
+
+/// Multipart checksums against the AWS SDK for Rust's own: each part's as UploadPart answers it
+/// must be the one the SDK computed and sent with the part (recorded from the request), and
+/// the object's (CompleteMultipartUpload, HeadObject) the SDK's checksum of those parts' raw
+/// checksums with `-3` (composite), or its checksum of the whole object (full-object). (The
+/// SDK's CRCs come from crc-fast, as core's do: the implementation independent of Ferry's is
+/// the AWS CRT's, in [`boto3_computes_the_same_checksums`].)
+async fn multipart_sums_are_the_sdks_own(target: Target) {
+    use base64::Engine as _;
+    let n = small_parts(target);
+    n.bucket("sums").await;
+    let (c, sent) = recording_client(n.addr);
+    let (p1, p2, p3) = (pattern(5000, 4), pattern(7001, 5), pattern(333, 6));
+    let parts: [&[u8]; 3] = [&p1, &p2, &p3];
+    let whole: Vec<u8> = parts.concat();
+    for (algorithm, kind) in MULTIPART_KINDS {
+        let key = format!("sdk-{}-{}", algorithm.as_str(), kind.as_str());
+        let asked = (algorithm != ChecksumAlgorithm::Crc64Nvme).then_some(kind.clone());
+        let created = c
+            .create_multipart_upload()
+            .bucket("sums")
+            .key(&key)
+            .checksum_algorithm(algorithm.clone())
+            .set_checksum_type(asked)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("create {key}: {}", show(&e)));
+        let id = created.upload_id().expect("UploadId").to_owned();
+        let header = format!("x-amz-checksum-{}", algorithm.as_str().to_lowercase());
+        let mut done = Vec::new();
+        let mut raw = Vec::new();
+        for (i, data) in parts.iter().enumerate() {
+            let part = i as i32 + 1;
+            let up = c
+                .upload_part()
+                .bucket("sums")
+                .key(&key)
+                .upload_id(&id)
+                .part_number(part)
+                .checksum_algorithm(algorithm.clone())
+                .body(ByteStream::from(data.to_vec()))
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("part {part} of {key}: {}", show(&e)));
+            let theirs = sent
+                .header(&header)
+                .unwrap_or_else(|| panic!("{key}: the SDK sent no {header}"));
+            assert_eq!(theirs, sdk_sum(&algorithm, data), "{key} part {part}");
+            assert_eq!(sum_of!(up, &algorithm), Some(theirs.as_str()), "{key}");
+            raw.extend(
+                base64::engine::general_purpose::STANDARD
+                    .decode(&theirs)
+                    .expect("base64"),
+            );
+            done.push(completed(
+                part,
+                up.e_tag().expect("ETag"),
+                &algorithm,
+                Some(&theirs),
+            ));
+        }
+        let want = match kind {
+            ChecksumType::FullObject => sdk_sum(&algorithm, &whole),
+            _ => format!("{}-3", sdk_sum(&algorithm, &raw)),
+        };
+        let complete = c
+            .complete_multipart_upload()
+            .bucket("sums")
+            .key(&key)
+            .upload_id(&id)
+            .multipart_upload(
+                CompletedMultipartUpload::builder()
+                    .set_parts(Some(done))
+                    .build(),
+            )
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("complete {key}: {}", show(&e)));
+        assert_eq!(sum_of!(complete, &algorithm), Some(want.as_str()), "{key}");
+        let head = c
+            .head_object()
+            .bucket("sums")
+            .key(&key)
+            .checksum_mode(ChecksumMode::Enabled)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("head {key}: {}", show(&e)));
+        assert_eq!(sum_of!(head, &algorithm), Some(want.as_str()), "{key}");
+    }
 }

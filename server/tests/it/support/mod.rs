@@ -50,7 +50,9 @@ pub mod node;
 pub mod pprof;
 pub mod process;
 pub mod proxy;
+pub mod relay;
 pub mod sdk;
+pub mod sigv4_oracle;
 pub mod store;
 pub mod tmpfs;
 

@@ -10,7 +10,9 @@ use ferry_server::{BackendConfig, ProxyConfig, ProxyHandle, RuntimeKind, start_p
 
 use super::http::Client;
 use super::node::Node;
-use super::{ACCESS_KEY, SECRET_KEY};
+use super::relay::Relay;
+use super::sigv4_oracle;
+use super::{ACCESS_KEY, REGION, SECRET_KEY};
 
 /// A proxy in front of some nodes.
 pub struct Setup {
@@ -22,6 +24,11 @@ pub struct Setup {
     pub addr: SocketAddr,
     /// The proxy's placement of keys on the nodes (indexes into `nodes`).
     pub placement: Placement,
+    /// The relay in front of each node, which the proxy knows as the node's address (see
+    /// [`Setup::start_with_nodes`]); none for a passthrough proxy unless
+    /// [`Setup::start_relayed`].
+    pub relays: Vec<Relay>,
+    auth: Auth,
 }
 
 /// How the proxy authenticates towards the nodes in a setup.
@@ -58,13 +65,41 @@ impl Setup {
         Self::start_with_nodes(runtime, nodes, auth, None, tweak)
     }
 
+    /// [`Setup::start_with`], the proxy reaching each node through a recording [`Relay`]
+    /// (`relays[i]` in front of `nodes[i]`), whatever `auth` is. (A proxy that re-signs gets
+    /// them anyway: see [`Setup::start_with_nodes`].)
+    pub fn start_relayed(
+        runtime: RuntimeKind,
+        nodes: usize,
+        auth: Auth,
+        tweak: impl FnOnce(&mut ProxyConfig),
+    ) -> Self {
+        Self::start_inner(runtime, nodes, auth, None, tweak, true)
+    }
+
     /// [`Setup::start_with`], each node restarted with `node`'s changes before the proxy starts.
+    ///
+    /// A proxy that re-signs (`Auth::Resign`, `Auth::OwnKeys`) reaches each node through a
+    /// recording [`Relay`]; when the setup is dropped (unless the test is failing already),
+    /// every request a node received must carry the signature `aws-sigv4` computes for it
+    /// with the node's key ([`super::sigv4_oracle`]).
     pub fn start_with_nodes(
         runtime: RuntimeKind,
         nodes: usize,
         auth: Auth,
         node: Option<&dyn Fn(&mut Node)>,
         tweak: impl FnOnce(&mut ProxyConfig),
+    ) -> Self {
+        Self::start_inner(runtime, nodes, auth, node, tweak, auth != Auth::Passthrough)
+    }
+
+    fn start_inner(
+        runtime: RuntimeKind,
+        nodes: usize,
+        auth: Auth,
+        node: Option<&dyn Fn(&mut Node)>,
+        tweak: impl FnOnce(&mut ProxyConfig),
+        relayed: bool,
     ) -> Self {
         let mut nodes: Vec<Node> = (1..=nodes)
             .map(|i| {
@@ -75,10 +110,19 @@ impl Setup {
                 Node::backend(&format!("node-{i}"), runtime, (&a, &s))
             })
             .collect();
+        let relays: Vec<Relay> = if relayed {
+            nodes.iter().map(|n| Relay::start(n.addr)).collect()
+        } else {
+            Vec::new()
+        };
         let backends: Vec<BackendConfig> = nodes
             .iter()
-            .map(|n| {
-                let mut b = BackendConfig::new(&n.id, format!("http://{}", n.addr));
+            .enumerate()
+            .map(|(i, n)| {
+                let url = relays
+                    .get(i)
+                    .map_or_else(|| format!("http://{}", n.addr), Relay::url);
+                let mut b = BackendConfig::new(&n.id, url);
                 match auth {
                     Auth::Passthrough => {}
                     Auth::Resign => b.auth = AuthMode::Resign,
@@ -124,6 +168,8 @@ impl Setup {
             proxy: Some(proxy),
             nodes,
             placement,
+            relays,
+            auth,
         }
     }
 
@@ -156,5 +202,35 @@ impl Drop for Setup {
         if let Some(p) = self.proxy.take() {
             p.stop();
         }
+        if self.auth != Auth::Passthrough && !std::thread::panicking() {
+            self.resigned_as_aws_signs();
+        }
+    }
+}
+
+impl Setup {
+    /// Every request that reached node `i` through its relay carries aws-sigv4's signature
+    /// with the node's key; unsigned ones are health probes, or browser uploads as their
+    /// anonymous clients sent them.
+    fn resigned_as_aws_signs(&self) {
+        let mut signed = 0;
+        for (i, relay) in self.relays.iter().enumerate() {
+            let (access, secret) = match self.auth {
+                Auth::OwnKeys => own_key(i + 1),
+                _ => (ACCESS_KEY.to_owned(), SECRET_KEY.to_owned()),
+            };
+            let recorded = relay.recorded();
+            let checked = sigv4_oracle::check(&recorded, &[(&access, &secret)], REGION);
+            for r in &checked.unsigned {
+                let probe = r.method == "GET" && r.target == "/healthz";
+                assert!(
+                    probe || sigv4_oracle::anonymous_form(r),
+                    "an unsigned request reached node {i} of a re-signing proxy: {r:?}"
+                );
+            }
+            assert_eq!(checked.signed + checked.unsigned.len(), recorded.len());
+            signed += checked.signed;
+        }
+        assert!(signed > 0, "no signed request reached the nodes");
     }
 }

@@ -26,6 +26,7 @@ use tempfile::TempDir;
 
 use super::node::node_config;
 use super::proxy::own_key;
+use super::relay::Relay;
 use super::{ACCESS_KEY, REGION, SECRET_KEY, TestUser};
 
 /// S3's smallest part size (every part but the last).
@@ -150,6 +151,9 @@ enum Server {
     Resign {
         proxy: ProxyHandle,
         nodes: Vec<NodeHandle>,
+        /// Between the proxy and each node: what the node received, whose signatures are
+        /// checked with aws-sigv4 when the target stops.
+        relays: Vec<Relay>,
     },
 }
 
@@ -227,7 +231,8 @@ impl Server {
 
     /// [`PROXY_NODES`] nodes in `dir/node-N` (as the local cluster lays them out), each
     /// knowing only a key of its own, and a proxy re-signing for them with those keys; the
-    /// proxy alone knows the clients' keys.
+    /// proxy alone knows the clients' keys. It reaches each node through a recording
+    /// [`Relay`].
     fn start_resign(
         dir: &Path,
         target: Target,
@@ -235,6 +240,7 @@ impl Server {
         keyring: Option<&PathBuf>,
     ) -> Self {
         let mut nodes = Vec::with_capacity(PROXY_NODES);
+        let mut relays = Vec::with_capacity(PROXY_NODES);
         let mut backends = Vec::with_capacity(PROXY_NODES);
         for i in 1..=PROXY_NODES {
             let mut cfg = node_options(
@@ -249,8 +255,9 @@ impl Server {
             // The proxy seals its word on its clients (address, TLS), as in the local cluster.
             cfg.cluster_keys = Some(super::cluster_keys());
             let node = start_node(cfg).expect("start node");
-            let mut b =
-                BackendConfig::new(format!("node-{i}"), format!("http://{}", node.local_addr()));
+            let relay = Relay::start(node.local_addr());
+            let mut b = BackendConfig::new(format!("node-{i}"), relay.url());
+            relays.push(relay);
             let (access, secret) = own_key(i);
             b.credentials = Some(ferry_core::s3::sigv4::Credentials::new(&access, &secret));
             backends.push(b);
@@ -271,7 +278,11 @@ impl Server {
         cfg.sigv2 = options.sigv2;
         cfg.domains = options.domains.iter().map(|d| (*d).to_owned()).collect();
         let proxy = start_proxy(cfg).expect("start proxy");
-        Self::Resign { proxy, nodes }
+        Self::Resign {
+            proxy,
+            nodes,
+            relays,
+        }
     }
 
     /// The S3 endpoint: the node, or the proxy.
@@ -303,18 +314,50 @@ impl Server {
         }
     }
 
-    fn stop(self) {
+    /// Stop; behind a re-signing proxy, check every signature its nodes received (unless the
+    /// test is failing already), with the nodes' keys, in `region`.
+    fn stop(self, region: &str) {
         match self {
             Self::Node(h) => h.stop(),
             Self::Cluster(c) => c.stop(),
-            Self::Resign { proxy, nodes } => {
+            Self::Resign {
+                proxy,
+                nodes,
+                relays,
+            } => {
                 proxy.stop();
                 for n in nodes {
                     n.stop();
                 }
+                if !std::thread::panicking() {
+                    resigned_as_aws_signs(&relays, region);
+                }
             }
         }
     }
+}
+
+/// Every request the nodes behind a re-signing proxy received through `relays` (node `i`'s
+/// key for relay `i`) carries the signature aws-sigv4 makes of it; the only unsigned ones are
+/// health probes (`GET /healthz`) and browser uploads as their anonymous clients sent them.
+fn resigned_as_aws_signs(relays: &[Relay], region: &str) {
+    let mut signed = 0;
+    for (i, relay) in relays.iter().enumerate() {
+        let (access, secret) = own_key(i + 1);
+        let recorded = relay.recorded();
+        let checked = super::sigv4_oracle::check(&recorded, &[(&access, &secret)], region);
+        for r in &checked.unsigned {
+            let probe = r.method == "GET" && r.target == "/healthz";
+            assert!(
+                probe || super::sigv4_oracle::anonymous_form(r),
+                "an unsigned request reached node-{}: {r:?}",
+                i + 1
+            );
+        }
+        assert_eq!(checked.signed + checked.unsigned.len(), recorded.len());
+        signed += checked.signed;
+    }
+    assert!(signed > 0, "no signed request reached a node");
 }
 
 /// A storage node serving a temporary directory (or the proxy in front of several, each on a
@@ -357,7 +400,7 @@ impl TestNode {
     /// restarted with its nodes, so it knows their new addresses).
     pub fn restart(&mut self) {
         if let Some(s) = self.server.take() {
-            s.stop();
+            s.stop(self.options.region);
         }
         let server = Server::start(self.dir.path(), self.target, self.options);
         self.addr = server.addr();
@@ -536,7 +579,7 @@ impl TestNode {
 impl Drop for TestNode {
     fn drop(&mut self) {
         if let Some(s) = self.server.take() {
-            s.stop();
+            s.stop(self.options.region);
         }
     }
 }
