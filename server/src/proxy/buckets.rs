@@ -11,6 +11,7 @@ use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::md5::{content_md5, md5};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, Checks, VerifiedBody};
+use ferry_core::s3::bucket_config::{ConfigDocument, ConfigKind};
 use ferry_core::s3::request::{BUCKET_EMPTY_HEADER, Endpoint, FENCE_HEADER, S3Request};
 use ferry_core::s3::uri;
 use ferry_core::s3::xml::{
@@ -210,25 +211,17 @@ pub(crate) async fn set_everywhere<R: Runtime, S: Stream>(
     relay_everywhere(cx, &call, res).await
 }
 
-/// A bucket configuration document the proxy sets on every backend (lifecycle, default
-/// encryption): its subresource, the largest body a Put takes, and how a Put's body is parsed,
-/// checked and written as Ferry writes it.
-pub(crate) struct Fanned {
-    pub subresource: &'static str,
-    pub max_body: usize,
-    pub normalise: fn(&[u8]) -> S3Result<Vec<u8>>,
-}
-
-/// Put `doc` on every backend: the document is checked here first (a bad one changes nothing
-/// anywhere), then sent as Ferry writes it, all or nothing ([`relay_everywhere`]). Every
-/// backend must be up.
+/// Put `doc` (a bucket configuration document, CORS, lifecycle or default encryption: a row of
+/// core's table) on every backend: the document is checked here first (a bad one changes
+/// nothing anywhere), then sent as Ferry writes it, all or nothing ([`relay_everywhere`]).
+/// Every backend must be up.
 pub(crate) async fn put_everywhere<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     s3: &S3Request<'_>,
     md5_header: Option<[u8; 16]>,
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
-    doc: &Fanned,
+    doc: &ConfigDocument,
 ) -> S3Result<()> {
     let limit = BodyLimit::document(doc.max_body as u64);
     let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
@@ -236,7 +229,11 @@ pub(crate) async fn put_everywhere<R: Runtime, S: Stream>(
     crate::front::body::require_integrity(md5_header.is_some(), &done, cx.req.headers)?;
     let stored = (doc.normalise)(&xml)?;
     require_all_up(cx)?;
-    let mut call = Call::new("PUT", bucket_path(s3.bucket_str()), doc.subresource.into());
+    let mut call = Call::new(
+        "PUT",
+        bucket_path(s3.bucket_str()),
+        doc.subresource().into(),
+    );
     call.header(
         "Content-MD5",
         content_md5(&md5(&stored)).as_str().to_owned(),
@@ -247,18 +244,18 @@ pub(crate) async fn put_everywhere<R: Runtime, S: Stream>(
     relay_everywhere(cx, &call, res).await
 }
 
-/// Delete `doc` on every backend, all or nothing: 204.
+/// Delete the bucket's configuration `kind` on every backend, all or nothing: 204.
 pub(crate) async fn delete_everywhere<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     s3: &S3Request<'_>,
     res: &mut ResponseWriter<'_, S>,
-    doc: &Fanned,
+    kind: ConfigKind,
 ) -> S3Result<()> {
     require_all_up(cx)?;
     let mut call = Call::new(
         "DELETE",
         bucket_path(s3.bucket_str()),
-        doc.subresource.into(),
+        kind.subresource().into(),
     );
     call.carry(cx, Leave::Nothing);
     relay_everywhere(cx, &call, res).await

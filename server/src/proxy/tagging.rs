@@ -1,5 +1,6 @@
 //! Bucket tagging through the proxy: every backend holds the bucket, so Put and Delete go to
-//! all of them (GetBucketTagging reads any one, and object tagging goes by key, in `handler`).
+//! all of them (Delete: `buckets::delete_everywhere`; GetBucketTagging reads any one, and
+//! object tagging goes by key, in `handler`).
 
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::md5::{content_md5, md5};
@@ -34,17 +35,5 @@ pub(crate) async fn put_bucket<R: Runtime, S: Stream>(
     call.header("Content-Type", "application/xml");
     call.carry(cx, Leave::Nothing);
     call.body = out;
-    relay_everywhere(cx, &call, res).await
-}
-
-/// DeleteBucketTagging on every backend.
-pub(crate) async fn delete_bucket<R: Runtime, S: Stream>(
-    cx: &Cx<'_, R>,
-    s3: &S3Request<'_>,
-    res: &mut ResponseWriter<'_, S>,
-) -> S3Result<()> {
-    require_all_up(cx)?;
-    let mut call = Call::new("DELETE", bucket_path(s3.bucket_str()), "tagging".into());
-    call.carry(cx, Leave::Nothing);
     relay_everywhere(cx, &call, res).await
 }

@@ -98,6 +98,7 @@ use ferry_core::rt::{Either, Runtime, Signal, race};
 use ferry_core::s3::uri;
 use ferry_core::s3::xml::{
     ListAllMyBucketsResult, ListBucketResult, ListMultipartUploadsResult, ListVersionsResult,
+    VersioningConfiguration,
 };
 use ferry_core::s3::{S3Error, S3Result};
 use ferry_net::NetRuntime;
@@ -459,8 +460,7 @@ impl<R: Runtime> Rebalancer<R> {
             let get = Call::new("GET", bucket_path(&b.name), "versioning".into());
             match call(&self.p, i, &b.caller, &get).await {
                 Ok(r) if r.ok() => {
-                    let text = String::from_utf8_lossy(&r.body);
-                    b.versioned = text.contains(">Enabled<") || text.contains(">Suspended<");
+                    b.versioned = VersioningConfiguration::status_of(&r.body).is_some();
                 }
                 Ok(r) => {
                     self.progress
