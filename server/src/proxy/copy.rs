@@ -23,13 +23,12 @@ use ferry_core::s3::tagging::{
     self, TAGGING_COUNT_HEADER, TAGGING_DIRECTIVE_HEADER, TAGGING_HEADER, TaggingDirective,
 };
 use ferry_core::s3::uri::{self, origin_form};
-use ferry_core::s3::xml::{Checksums, CopyKind, CopyResult, Tagging};
+use ferry_core::s3::xml::{Checksums, CopyKind, CopyResult};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
-use super::Proxy;
 use super::backend::Backend;
-use super::context::{Caller, Cx};
-use super::forward::{self, Call, Reply};
+use super::context::Cx;
+use super::forward::Reply;
 use super::sign::sign_as;
 use crate::front::Headers;
 
@@ -347,7 +346,13 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
             TaggingDirective::Copy => {
                 let count = find_header_str(src_resp.head.headers, TAGGING_COUNT_HEADER);
                 if count.is_some_and(|c| c.trim() != "0") {
-                    let tags = source_tags(cx, src, &src_path, &src_query).await?;
+                    // GetObjectTagging (a GET carries only their count): tags changed
+                    // since the GET are the ones copied.
+                    let version = source.version_id.map(|v| v.to_string());
+                    let tags = cx
+                        .client()
+                        .tags(src, &source.bucket, &source.key, version.as_deref())
+                        .await?;
                     put.header(TAGGING_HEADER, tags.into_bytes());
                 }
             }
@@ -461,43 +466,6 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
     cx.front.send_xml(res, h, &xml).await
-}
-
-/// The tags of the source object, in the `x-amz-tagging` form: GetObjectTagging on its
-/// backend (a GET carries only their count). Tags changed between the GET and this call are
-/// the ones copied.
-async fn source_tags<R: Runtime>(
-    cx: &Cx<'_, R>,
-    src: usize,
-    path: &str,
-    version: &str,
-) -> S3Result<String> {
-    tags_of(cx.p, src, cx.caller(), path, version).await
-}
-
-/// The tags of the object at `path` (and `version`: `versionId=...`, or empty) on backend `i`,
-/// in the `x-amz-tagging` form.
-pub(crate) async fn tags_of<R: Runtime>(
-    p: &Proxy<R>,
-    i: usize,
-    caller: &Caller,
-    path: &str,
-    version: &str,
-) -> S3Result<String> {
-    let query = if version.is_empty() {
-        "tagging".to_owned()
-    } else {
-        format!("tagging&{version}")
-    };
-    let call = Call::new("GET", path.to_owned(), query);
-    let reply = forward::call(p, i, caller, &call).await?;
-    if !reply.ok() {
-        return Err(reply.to_error());
-    }
-    let doc = Tagging::parse_xml(&reply.body)?;
-    Ok(tagging::header_value(
-        doc.tags.iter().map(|t| (t.key.as_ref(), t.value.as_ref())),
-    ))
 }
 
 /// What passes each chunk of a streamed body on its way (the rebalance's bandwidth bound and

@@ -18,13 +18,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use ferry_core::rt::Runtime;
-use ferry_core::s3::uri;
+use ferry_core::s3::bucket_config::ConfigKind;
 use ferry_core::s3::xml::CorsConfiguration;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::Proxy;
+use super::client::Client;
 use super::context::Caller;
-use super::forward::{Call, call};
+use super::forward::Call;
 
 /// How long the proxy keeps a bucket's CORS rules (or their absence).
 pub(crate) const CORS_CACHE_TTL: Duration = Duration::from_secs(5);
@@ -79,10 +80,6 @@ impl CorsCache {
     }
 }
 
-fn cors_path(bucket: &str) -> String {
-    format!("/{}", uri::encode_path(bucket))
-}
-
 /// `bucket`'s CORS rules, from the cache or a backend: `NoSuchBucket` when there is no such
 /// bucket, a backend's failure (not cached) otherwise.
 pub(crate) async fn bucket_cors<R: Runtime>(
@@ -105,16 +102,13 @@ pub(crate) async fn bucket_cors<R: Runtime>(
 
 /// GetBucketCors from the first healthy backend that answers.
 async fn fetch<R: Runtime>(p: &Arc<Proxy<R>>, bucket: &str) -> S3Result<Known> {
-    let get = Call::new("GET", cors_path(bucket), "cors".to_owned());
-    let own = Caller {
-        key: p.own_key.clone(),
-        ip: None,
-        secure: false,
-    };
+    let get = Call::get_setting(bucket, ConfigKind::Cors.subresource());
+    let own = Caller::of_key(&p.own_key);
+    let client = Client::new(p, &own);
     let mut tried = Vec::new();
     let mut idx = p.any_healthy(bucket)?;
     let reply = loop {
-        match call(p, idx, &own, &get).await {
+        match client.send(idx, &get).await {
             Err(e) if e.is_unavailable() => {
                 tried.push(idx);
                 idx = p.any_healthy_but(bucket, &tried).map_err(|_| e)?;

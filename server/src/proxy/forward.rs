@@ -25,7 +25,6 @@
 //! the backend connection is dropped mid-body and the backend discards the upload.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use ferry_core::http::body::BodyKind;
@@ -1002,16 +1001,4 @@ fn reply_failed<R: Runtime>(b: &Backend<R>, e: HttpError) -> S3Error {
         ),
         e => backend_failed(b, &e),
     }
-}
-
-/// [`call`] on a task of its own, so that calls to several backends run in parallel.
-pub(crate) fn spawn_call<R: Runtime>(
-    p: &Arc<Proxy<R>>,
-    idx: usize,
-    caller: &Caller,
-    c: Call,
-) -> impl Future<Output = S3Result<Reply>> + Send + 'static {
-    let p2 = p.clone();
-    let caller = caller.clone();
-    p.rt.spawn(async move { call(&p2, idx, &caller, &c).await })
 }

@@ -15,6 +15,7 @@
 
 mod backend;
 mod buckets;
+mod client;
 mod config;
 mod context;
 mod copy;

@@ -24,14 +24,13 @@ use std::sync::Arc;
 use ferry_core::rt::Runtime;
 use ferry_core::s3::S3Result;
 use ferry_core::s3::bucket_config::ConfigKind;
-use ferry_core::s3::uri;
+use ferry_core::s3::xml::VersioningConfiguration;
 use ferry_core::s3::xml::lock::ObjectLockConfiguration;
-use ferry_core::s3::xml::{ListAllMyBucketsResult, VersioningConfiguration};
 
 use super::Proxy;
-use super::buckets::{Setting, bucket_path, create_bucket_body};
+use super::client::{Client, Setting};
 use super::context::Caller;
-use super::forward::{Call, call_for_check};
+use super::forward::Call;
 
 /// The configurations a check copies, in the order it copies them: versioning before object
 /// lock (which needs it), the default encryption before anything that lets writes in.
@@ -147,22 +146,21 @@ pub(crate) async fn check<R: Runtime>(p: &Arc<Proxy<R>>, to: usize) -> S3Result<
         p.client_keys.get(..1).unwrap_or_default()
     };
     for key in keys {
-        let caller = Caller {
-            key: key.clone(),
-            ip: None,
-            secure: false,
-        };
+        let caller = Caller::of_key(key);
+        let client = Client::for_check(p, &caller, to);
         // The others at once: one that hangs costs a single I/O timeout.
         let listing: Vec<_> = others
             .iter()
             .map(|&i| {
                 let (p2, caller) = (p.clone(), caller.clone());
                 let listed =
-                    p.rt.spawn(async move { list_buckets(&p2, i, &caller, false).await });
+                    p.rt.spawn(
+                        async move { Client::for_check(&p2, &caller, to).list_buckets(i).await },
+                    );
                 (i, listed)
             })
             .collect();
-        let mine = list_buckets(p, to, &caller, true).await?;
+        let mine = client.list_buckets(to).await?;
         let mut theirs: Vec<(usize, Vec<String>)> = Vec::with_capacity(others.len());
         for (i, listed) in listing {
             match listed.await {
@@ -180,74 +178,37 @@ pub(crate) async fn check<R: Runtime>(p: &Arc<Proxy<R>>, to: usize) -> S3Result<
                 .map(|(i, _)| *i)
                 .collect();
             let created = !mine.contains(name);
-            if created && !create_like(p, &caller, name, &holders, to).await? {
+            if created && !create_like(&client, name, &holders, to).await? {
                 continue;
             }
-            copy_settings(p, &caller, name, &holders, to, created).await?;
+            copy_settings(&client, name, &holders, to, created).await?;
         }
     }
     Ok(())
 }
 
-/// Every bucket backend `i` lists for `caller`, page by page (`patient`: for the backend
-/// checked, see `forward::call_for_check`).
-async fn list_buckets<R: Runtime>(
-    p: &Proxy<R>,
-    i: usize,
-    caller: &Caller,
-    patient: bool,
-) -> S3Result<Vec<String>> {
-    let mut names = Vec::new();
-    let mut query = String::new();
-    loop {
-        let list = Call::new("GET", "/".into(), query);
-        let reply = call_for_check(p, i, caller, &list, patient).await?;
-        if !reply.ok() {
-            return Err(reply.to_error());
-        }
-        let list = ListAllMyBucketsResult::parse_xml(&reply.body)?;
-        names.extend(list.buckets.iter().map(|b| b.name.to_string()));
-        match list.continuation_token {
-            Some(t) if !t.is_empty() => {
-                query = format!("continuation-token={}", uri::encode(&t));
-            }
-            _ => return Ok(names),
-        }
-    }
-}
-
-/// What backend `i` has of `bucket`'s `subresource` (`patient`: `i` is the backend checked).
-async fn read<R: Runtime>(
-    p: &Proxy<R>,
-    (i, patient): (usize, bool),
-    caller: &Caller,
-    bucket: &str,
-    subresource: &str,
-) -> Setting {
-    let get = Call::new("GET", bucket_path(bucket), subresource.to_owned());
-    Setting::of(call_for_check(p, i, caller, &get, patient).await)
-}
-
-/// Create `bucket` on backend `to` for `caller`, with object lock if the first of `holders`
-/// has it: whether it is there now (a name another owner has on `to` is logged and skipped).
+/// Create `bucket` on backend `to`, with object lock if the first of `holders` has it: whether
+/// it is there now (a name another owner has on `to` is logged and skipped).
 async fn create_like<R: Runtime>(
-    p: &Proxy<R>,
-    caller: &Caller,
+    client: &Client<'_, R>,
     bucket: &str,
     holders: &[usize],
     to: usize,
 ) -> S3Result<bool> {
+    let p = client.proxy();
     let backend = p.backends.get(to).map_or("?", |b| b.id.as_str());
-    let mut create = Call::new("PUT", bucket_path(bucket), String::new());
-    if let Some(b) = p.backends.get(to) {
-        create.body = create_bucket_body(&b.region);
-    }
+    let region = p
+        .backends
+        .get(to)
+        .map_or("us-east-1", |b| b.region.as_str());
+    let mut create = Call::create_bucket(bucket, region);
+    let lock = ConfigKind::ObjectLock.subresource();
     if let Some(&from) = holders.first()
-        && let Setting::Doc(..) = read(p, (from, false), caller, bucket, "object-lock").await
+        && let Setting::Doc(..) = client.setting(from, bucket, lock).await
     {
         create.header("x-amz-bucket-object-lock-enabled", "true");
     }
-    let reply = call_for_check(p, to, caller, &create, true).await?;
+    let reply = client.send(to, &create).await?;
     if reply.ok() || reply.error_code().as_deref() == Some("BucketAlreadyOwnedByYou") {
         tracing::info!(
             backend,
@@ -270,17 +231,16 @@ async fn create_like<R: Runtime>(
 /// Copy to backend `to` each setting of `bucket` it lacks from the first of `holders` that has
 /// it, and the ACL of a bucket `created` just now.
 async fn copy_settings<R: Runtime>(
-    p: &Proxy<R>,
-    caller: &Caller,
+    client: &Client<'_, R>,
     bucket: &str,
     holders: &[usize],
     to: usize,
     created: bool,
 ) -> S3Result<()> {
-    let path = bucket_path(bucket);
+    let p = client.proxy();
     for kind in COPIED {
         let sub = kind.subresource();
-        let target = match read(p, (to, true), caller, bucket, sub).await {
+        let target = match client.setting(to, bucket, sub).await {
             Setting::Doc(doc, _) if complete(kind, &doc) => continue,
             Setting::Doc(doc, _) => Some(doc),
             Setting::Absent => None,
@@ -290,11 +250,11 @@ async fn copy_settings<R: Runtime>(
             }
         };
         for &from in holders {
-            match read(p, (from, false), caller, bucket, sub).await {
+            match client.setting(from, bucket, sub).await {
                 Setting::Doc(doc, ct) if wanted(kind, target.as_deref(), &doc) => {
                     let doc = put_body(kind, doc);
-                    let put = Setting::put(&path, sub, &doc, ct.as_deref());
-                    copy(p, caller, to, &put, bucket).await?;
+                    let put = Call::put_setting(bucket, sub, &doc, ct.as_deref());
+                    copy(client, to, &put, bucket).await?;
                     break;
                 }
                 Setting::Doc(..) | Setting::Absent => {}
@@ -304,17 +264,12 @@ async fn copy_settings<R: Runtime>(
             }
         }
     }
+    let acl = ConfigKind::Acl.subresource();
     if created && let Some(&from) = holders.first() {
-        match read(p, (from, false), caller, bucket, "acl").await {
+        match client.setting(from, bucket, acl).await {
             Setting::Doc(doc, ct) => {
-                copy(
-                    p,
-                    caller,
-                    to,
-                    &Setting::put(&path, "acl", &doc, ct.as_deref()),
-                    bucket,
-                )
-                .await?;
+                let put = Call::put_setting(bucket, acl, &doc, ct.as_deref());
+                copy(client, to, &put, bucket).await?;
             }
             _ => warn_skipped(p, from, bucket, "its acl could not be read"),
         }
@@ -324,16 +279,16 @@ async fn copy_settings<R: Runtime>(
 
 /// Send `put` (a setting of `bucket`) to backend `to`: its refusal fails the check.
 async fn copy<R: Runtime>(
-    p: &Proxy<R>,
-    caller: &Caller,
+    client: &Client<'_, R>,
     to: usize,
     put: &Call,
     bucket: &str,
 ) -> S3Result<()> {
-    let reply = call_for_check(p, to, caller, put, true).await?;
+    let reply = client.send(to, put).await?;
     if !reply.ok() {
         return Err(reply.to_error());
     }
+    let p = client.proxy();
     let backend = p.backends.get(to).map_or("?", |b| b.id.as_str());
     tracing::info!(
         backend,

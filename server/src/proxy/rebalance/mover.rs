@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering;
 
 use ferry_core::http::{EMPTY_HEADER, Header, find_header_str};
-use ferry_core::md5::{content_md5, md5};
+use ferry_core::md5::content_md5;
 use ferry_core::rt::Runtime;
 use ferry_core::s3::acl::Acl;
 use ferry_core::s3::checksum::{ChecksumAlgorithm, ChecksumType};
@@ -26,11 +26,12 @@ use ferry_core::s3::xml::{
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
 
+use super::super::client::object_path;
 use super::super::context::Caller;
 use super::super::copy::{
     self, Framing, Meter, etag_is_md5, etag_md5, is_encryption_header, is_object_header, stream_put,
 };
-use super::super::forward::{Call, Reply, call};
+use super::super::forward::{Call, Reply};
 use super::super::sign::sign_as;
 use super::progress::Progress;
 use super::throttle::Throttle;
@@ -38,10 +39,6 @@ use super::{Bucket, Entry, Rebalancer, about};
 
 /// Response header fields read per backend response.
 const MAX_HEADERS: usize = 128;
-
-fn object_path(bucket: &str, key: &str) -> String {
-    format!("/{}/{}", uri::encode_path(bucket), uri::encode_path(key))
-}
 
 fn version_query(version: Option<&str>) -> String {
     version.map_or_else(String::new, |v| format!("versionId={}", uri::encode(v)))
@@ -441,8 +438,10 @@ impl<R: Runtime> Rebalancer<R> {
             if v.delete_marker {
                 // A delete of a missing version succeeds, so whether a client deleted the
                 // marker meanwhile is asked first (405: a delete marker is there).
-                let head = Call::new("HEAD", object_path(&b.name, &key), version_query(id));
-                if call(&self.p, from, &b.caller, &head)
+                let head = Call::head_object(&b.name, &key, id);
+                if self
+                    .client(b)
+                    .send(from, &head)
                     .await
                     .is_ok_and(|r| r.status == 404)
                 {
@@ -488,11 +487,11 @@ impl<R: Runtime> Rebalancer<R> {
         place: &Place,
         to: usize,
     ) -> S3Result<Option<String>> {
-        let mut del = Call::new("DELETE", object_path(&b.name, key), String::new());
+        let mut del = Call::delete_object(&b.name, key, None, None);
         for (n, v) in &place.headers {
             del.header(*n, v.clone());
         }
-        let reply = call(&self.p, to, &b.caller, &del).await?;
+        let reply = self.client(b).send(to, &del).await?;
         let version = reply.header("x-amz-version-id").map(str::to_owned);
         let status = reply.status;
         if status == 412 {
@@ -663,7 +662,7 @@ impl<R: Runtime> Rebalancer<R> {
             }
         }
         if find_header_str(headers, TAGGING_COUNT_HEADER).is_some_and(|c| c.trim() != "0") {
-            let tags = copy::tags_of(p, from, &b.caller, &path, &query).await?;
+            let tags = self.client(b).tags(from, &b.name, key, version).await?;
             put.header(TAGGING_HEADER, tags.into_bytes());
         }
         if place.create_only {
@@ -747,14 +746,12 @@ impl<R: Runtime> Rebalancer<R> {
         to: usize,
         place: &Place,
     ) -> S3Result<Copied> {
-        let path = object_path(&b.name, key);
-        let query = version_query(version);
-        let mut head = Call::new("HEAD", path.clone(), query.clone());
+        let mut head = Call::head_object(&b.name, key, version);
         head.header("x-amz-checksum-mode", "ENABLED");
         if self.is_ferry(from) {
             head.header(CONTEXT_MODE_HEADER, "ENABLED");
         }
-        let head = call(&self.p, from, &b.caller, &head).await?;
+        let head = self.client(b).send(from, &head).await?;
         match head.status {
             200 => {}
             404 => return Ok(Copied::Gone),
@@ -773,7 +770,7 @@ impl<R: Runtime> Rebalancer<R> {
             .collect();
         let lock = Lock::of(&views);
         let checksum = ObjectChecksum::of(&views);
-        let mut create = Call::new("POST", path.clone(), "uploads".into());
+        let mut create = Call::create_upload(&b.name, key);
         for (n, v) in &head.headers {
             let keep = is_object_header(n)
                 || (is_encryption_header(n) && !n.to_ascii_lowercase().contains("-customer-"));
@@ -792,10 +789,10 @@ impl<R: Runtime> Rebalancer<R> {
             .header(TAGGING_COUNT_HEADER)
             .is_some_and(|c| c.trim() != "0")
         {
-            let tags = copy::tags_of(&self.p, from, &b.caller, &path, &query).await?;
+            let tags = self.client(b).tags(from, &b.name, key, version).await?;
             create.header(TAGGING_HEADER, tags);
         }
-        let created = call(&self.p, to, &b.caller, &create).await?;
+        let created = self.client(b).send(to, &create).await?;
         if !created.ok() {
             return Err(created.to_error());
         }
@@ -818,12 +815,8 @@ impl<R: Runtime> Rebalancer<R> {
         let done = match result {
             Ok(done) => done,
             Err(e) => {
-                let abort = Call::new(
-                    "DELETE",
-                    path.clone(),
-                    format!("uploadId={}", uri::encode(&upload)),
-                );
-                let _ = call(&self.p, to, &b.caller, &abort).await;
+                let abort = Call::abort_upload(&b.name, key, &upload);
+                let _ = self.client(b).send(to, &abort).await;
                 return Err(e);
             }
         };
@@ -999,14 +992,8 @@ impl<R: Runtime> Rebalancer<R> {
             });
             size += len;
         }
-        let mut xml = Vec::new();
-        CompleteMultipartUpload { parts: done_parts }.write_xml(&mut xml);
-        let mut complete = Call::new(
-            "POST",
-            path.clone(),
-            format!("uploadId={}", uri::encode(upload)),
-        );
-        complete.body = xml;
+        let parts = CompleteMultipartUpload { parts: done_parts };
+        let mut complete = Call::complete_upload(&b.name, key, upload, &parts);
         if let Some(c) = checksum {
             complete.header("x-amz-checksum-type", c.kind.as_str());
             if c.kind == ChecksumType::FullObject {
@@ -1019,7 +1006,7 @@ impl<R: Runtime> Rebalancer<R> {
         for (n, v) in &place.headers {
             complete.header(*n, v.clone());
         }
-        let done = call(p, to, &b.caller, &complete).await?;
+        let done = self.client(b).send(to, &complete).await?;
         // A CompleteMultipartUpload can fail with a 200 and an error document.
         let failed = ErrorResponse::parse_xml(&done.body).ok();
         if done.status == 412
@@ -1051,8 +1038,8 @@ impl<R: Runtime> Rebalancer<R> {
         version: Option<&str>,
         on: usize,
     ) -> S3Result<Option<(String, Lock)>> {
-        let head = Call::new("HEAD", object_path(&b.name, key), version_query(version));
-        let reply = call(&self.p, on, &b.caller, &head).await?;
+        let head = Call::head_object(&b.name, key, version);
+        let reply = self.client(b).send(on, &head).await?;
         match reply.status {
             200..=299 => {
                 let views: Vec<Header<'_>> = reply
@@ -1086,8 +1073,8 @@ impl<R: Runtime> Rebalancer<R> {
         version: Option<&str>,
         on: usize,
     ) -> S3Result<Option<Vec<(&'static str, String)>>> {
-        let get = Call::new("GET", object_path(&b.name, key), sub_query("acl", version));
-        let reply = call(&self.p, on, &b.caller, &get).await?;
+        let get = Call::get_object_setting(&b.name, key, "acl", version);
+        let reply = self.client(b).send(on, &get).await?;
         match reply.status {
             404 => return Ok(None),
             501 => return Ok(Some(Vec::new())),
@@ -1112,14 +1099,11 @@ impl<R: Runtime> Rebalancer<R> {
         bypass: bool,
         on: usize,
     ) -> S3Result<u16> {
-        let mut del = Call::new("DELETE", object_path(&b.name, key), version_query(version));
-        if let Some(etag) = if_match {
-            del.header("If-Match", etag.to_owned());
-        }
+        let mut del = Call::delete_object(&b.name, key, version, if_match);
         if bypass {
             del.header(BYPASS_GOVERNANCE_HEADER, "true");
         }
-        Ok(call(&self.p, on, &b.caller, &del).await?.status)
+        Ok(self.client(b).send(on, &del).await?.status)
     }
 
     /// Take back the copy made on `on` (its version, or the key while it still has `etag`):
@@ -1183,13 +1167,11 @@ impl<R: Runtime> Rebalancer<R> {
         bypass: bool,
         on: usize,
     ) -> S3Result<()> {
-        let mut put = Call::new("PUT", object_path(&b.name, key), sub_query(sub, version));
-        put.header("Content-MD5", content_md5(&md5(&body)).as_str().to_owned());
+        let mut put = Call::put_object_setting(&b.name, key, sub, version, &body);
         if bypass {
             put.header(BYPASS_GOVERNANCE_HEADER, "true");
         }
-        put.body = body;
-        let reply = call(&self.p, on, &b.caller, &put).await?;
+        let reply = self.client(b).send(on, &put).await?;
         if reply.ok() {
             Ok(())
         } else {
