@@ -357,6 +357,11 @@ impl<'a, R: Runtime> Client<'a, R> {
         self.p
     }
 
+    /// Who the requests are from.
+    pub fn caller(&self) -> &'a Caller {
+        self.caller
+    }
+
     /// Send `c` to backend `on`; its whole answer.
     pub async fn send(&self, on: usize, c: &Call) -> S3Result<Reply> {
         match self.checked {

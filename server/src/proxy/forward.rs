@@ -700,12 +700,20 @@ pub(crate) struct Reply {
 }
 
 impl Reply {
-    /// An answer of `status` with `body` (an error's, say).
-    pub fn of(status: u16, body: Vec<u8>) -> Self {
+    /// An answer of `status` with the end-to-end fields of `headers`, its body to come.
+    pub fn of_head(status: u16, headers: &[Header<'_>]) -> Self {
+        let headers = headers
+            .iter()
+            .filter(|h| is_relayed(h.name))
+            .map(|h| {
+                let v = String::from_utf8_lossy(h.value).into_owned();
+                (h.name.to_owned(), v)
+            })
+            .collect();
         Self {
             status,
-            headers: Vec::new(),
-            body,
+            headers,
+            body: Vec::new(),
         }
     }
 
@@ -965,30 +973,17 @@ async fn exchange<C: Clock, T: Stream>(
 /// bytes of body.
 async fn read_reply<T: Stream>(resp: Response<'_, '_, T>) -> Result<Reply, HttpError> {
     let Response { head, mut body } = resp;
-    let headers = head
-        .headers
-        .iter()
-        .filter(|h| is_relayed(h.name))
-        .map(|h| {
-            let v = String::from_utf8_lossy(h.value).into_owned();
-            (h.name.to_owned(), v)
-        })
-        .collect();
-    let mut out = Vec::new();
+    let mut reply = Reply::of_head(head.status, head.headers);
     while let Some(c) = body.next_chunk().await? {
-        out.extend_from_slice(c);
-        if out.len() > MAX_RESPONSE_BODY {
+        reply.body.extend_from_slice(c);
+        if reply.body.len() > MAX_RESPONSE_BODY {
             return Err(HttpError::Protocol(ProtocolError::new(
                 ProtocolErrorKind::BodyTooLarge,
                 "backend response too large",
             )));
         }
     }
-    Ok(Reply {
-        status: head.status,
-        headers,
-        body: out,
-    })
+    Ok(reply)
 }
 
 /// The error for an answer of backend `b` that could not be read: one that breaks HTTP (or

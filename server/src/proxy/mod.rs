@@ -32,6 +32,7 @@ mod reload;
 mod sign;
 mod sync;
 mod tagging;
+mod transfer;
 mod upload;
 mod upload_tag;
 

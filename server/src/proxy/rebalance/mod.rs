@@ -14,7 +14,7 @@
 //!    progress line and the whole of a `--dry-run`;
 //! 3. lists again and moves them, a page (1,000 entries) at a time with `--concurrency` moves
 //!    at once, each streamed from a GET on the backend it is on into a PUT on its owner through
-//!    the proxy's pooled buffers (`copy::stream_put`, the cross-backend copy's own), within one
+//!    the proxy's pooled buffers (`transfer`, the cross-backend copy's own), within one
 //!    bandwidth bound shared by all (`--max-bandwidth`, [`throttle`]); memory is bounded by the
 //!    page and the buffers, never by an object;
 //! 4. reports what it moved and what it had to leave, and says whether the previous layouts
