@@ -717,6 +717,17 @@ impl Reply {
         }
     }
 
+    /// Its header fields as a head's (for what reads those).
+    pub fn header_views(&self) -> Vec<Header<'_>> {
+        self.headers
+            .iter()
+            .map(|(n, v)| Header {
+                name: n,
+                value: v.as_bytes(),
+            })
+            .collect()
+    }
+
     /// The first header field `name` (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
@@ -868,15 +879,8 @@ pub(crate) async fn relay_reply<S: Stream>(
     res: &mut ResponseWriter<'_, S>,
     reply: &Reply,
 ) -> S3Result<()> {
-    let headers: Vec<Header<'_>> = reply
-        .headers
-        .iter()
-        .map(|(n, v)| Header {
-            name: n.as_str(),
-            value: v.as_bytes(),
-        })
-        .collect();
-    res.send(reply.status, &headers, &reply.body).await?;
+    res.send(reply.status, &reply.header_views(), &reply.body)
+        .await?;
     Ok(())
 }
 

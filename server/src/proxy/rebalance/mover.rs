@@ -636,14 +636,7 @@ impl<R: Runtime> Rebalancer<R> {
             _ => return Err(head.to_error()),
         }
         let source_etag = head.header("etag").unwrap_or_default().to_owned();
-        let views: Vec<Header<'_>> = head
-            .headers
-            .iter()
-            .map(|(n, v)| Header {
-                name: n,
-                value: v.as_bytes(),
-            })
-            .collect();
+        let views = head.header_views();
         let lock = Lock::of(&views);
         let checksum = ObjectChecksum::of(&views);
         let mut create = Call::create_upload(&b.name, key);
@@ -846,14 +839,7 @@ impl<R: Runtime> Rebalancer<R> {
         let reply = self.client(b).send(on, &head).await?;
         match reply.status {
             200..=299 => {
-                let views: Vec<Header<'_>> = reply
-                    .headers
-                    .iter()
-                    .map(|(n, v)| Header {
-                        name: n,
-                        value: v.as_bytes(),
-                    })
-                    .collect();
+                let views = reply.header_views();
                 Ok(Some((
                     reply.header("etag").unwrap_or_default().to_owned(),
                     Lock::of(&views),
