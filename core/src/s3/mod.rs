@@ -2,6 +2,7 @@
 
 pub mod acl;
 pub mod body;
+pub mod bucket_config;
 pub mod checksum;
 pub mod cluster;
 pub mod conditions;

@@ -10,16 +10,15 @@ use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::request::{BUCKET_EMPTY_HEADER, Endpoint, FENCE_HEADER};
 use ferry_core::s3::version::Versioning;
 use ferry_core::s3::xml::{
-    BucketEntry, CorsConfiguration, CreateBucketConfiguration, ListAllMyBucketsResult,
-    ListBucketResult, ListVersion, ListVersionsResult, MAX_CORS_BODY, MAX_CREATE_BUCKET_BODY,
-    MAX_VERSIONING_BODY, ObjectEntry, Owner, VersionEntry, VersioningConfiguration,
-    write_location_constraint, write_versioning_configuration,
+    BucketEntry, CreateBucketConfiguration, ListAllMyBucketsResult, ListBucketResult, ListVersion,
+    ListVersionsResult, MAX_CREATE_BUCKET_BODY, MAX_VERSIONING_BODY, ObjectEntry, Owner,
+    VersionEntry, VersioningConfiguration, write_location_constraint,
+    write_versioning_configuration,
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::access;
 use super::context::Cx;
-use super::settings::Document;
 use crate::front::Headers;
 use crate::front::body::read_small;
 use crate::store::{BucketInfo, BucketSetting, ListQuery, MAX_LIST, VersionsQuery};
@@ -231,19 +230,6 @@ pub(crate) async fn fence<R: Runtime, S: Stream>(
     }
     cx.req.send(res, 204, h, &[]).await
 }
-
-/// Put/Get/DeleteBucketCors: at most 64 KiB; a Get without one answers
-/// `NoSuchCORSConfiguration`.
-pub(crate) const CORS: Document = Document {
-    kind: BucketSetting::Cors,
-    max_body: MAX_CORS_BODY,
-    normalise: |xml| {
-        let mut doc = Vec::with_capacity(xml.len());
-        CorsConfiguration::parse_xml(xml)?.write_xml(&mut doc);
-        Ok(doc)
-    },
-    missing: S3ErrorCode::NoSuchCORSConfiguration,
-};
 
 fn region_header<R: Runtime>(cx: &Cx<'_, R>) -> Headers {
     let mut h = Headers::new();

@@ -4,14 +4,14 @@ use std::sync::Arc;
 
 use ferry_core::http::head::RequestHead;
 use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::bucket_config::{CORS, ENCRYPTION, LIFECYCLE};
 use ferry_core::s3::request::{Endpoint, S3Request, version_id};
 use ferry_core::s3::xml::CorsConfiguration;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::context::{Cx, NodeApi};
 use super::{
-    access, acl, attributes, buckets, lifecycle, lock, multipart, objects, policy, post, settings,
-    sse, tagging,
+    access, acl, attributes, buckets, lock, multipart, objects, policy, post, settings, tagging,
 };
 use crate::front::{Op, S3Api};
 use crate::store::BucketSetting;
@@ -67,11 +67,11 @@ impl<R: Runtime> S3Api for NodeApi<R> {
                 acl::put_object(cx, body, res, bucket, key, version_id(&s3.query)?).await
             }
             Endpoint::PutBucketAcl => acl::put_bucket(cx, body, res, bucket).await,
-            Endpoint::GetBucketCors => settings::get(cx, res, bucket, &buckets::CORS).await,
+            Endpoint::GetBucketCors => settings::get(cx, res, bucket, &CORS).await,
             Endpoint::PutBucketCors { content_md5 } => {
-                settings::put(cx, body, res, bucket, *content_md5, &buckets::CORS).await
+                settings::put(cx, body, res, bucket, *content_md5, &CORS).await
             }
-            Endpoint::DeleteBucketCors => settings::delete(cx, res, bucket, &buckets::CORS).await,
+            Endpoint::DeleteBucketCors => settings::delete(cx, res, bucket, &CORS).await,
             Endpoint::GetBucketTagging => tagging::get_bucket(cx, res, bucket).await,
             Endpoint::PutBucketTagging => tagging::put_bucket(cx, body, res, bucket).await,
             Endpoint::DeleteBucketTagging => tagging::delete_bucket(cx, res, bucket).await,
@@ -92,22 +92,18 @@ impl<R: Runtime> S3Api for NodeApi<R> {
                 lock::put_legal_hold(cx, body, res, bucket, key, version_id(&s3.query)?).await
             }
             Endpoint::GetBucketLifecycleConfiguration => {
-                settings::get(cx, res, bucket, &lifecycle::DOCUMENT).await
+                settings::get(cx, res, bucket, &LIFECYCLE).await
             }
             Endpoint::PutBucketLifecycleConfiguration { content_md5 } => {
-                settings::put(cx, body, res, bucket, *content_md5, &lifecycle::DOCUMENT).await
+                settings::put(cx, body, res, bucket, *content_md5, &LIFECYCLE).await
             }
-            Endpoint::DeleteBucketLifecycle => {
-                settings::delete(cx, res, bucket, &lifecycle::DOCUMENT).await
-            }
-            Endpoint::GetBucketEncryption => {
-                settings::get(cx, res, bucket, &sse::BUCKET_DEFAULT).await
-            }
+            Endpoint::DeleteBucketLifecycle => settings::delete(cx, res, bucket, &LIFECYCLE).await,
+            Endpoint::GetBucketEncryption => settings::get(cx, res, bucket, &ENCRYPTION).await,
             Endpoint::PutBucketEncryption { content_md5 } => {
-                settings::put(cx, body, res, bucket, *content_md5, &sse::BUCKET_DEFAULT).await
+                settings::put(cx, body, res, bucket, *content_md5, &ENCRYPTION).await
             }
             Endpoint::DeleteBucketEncryption => {
-                settings::delete(cx, res, bucket, &sse::BUCKET_DEFAULT).await
+                settings::delete(cx, res, bucket, &ENCRYPTION).await
             }
             Endpoint::ListObjects { .. } | Endpoint::ListObjectsV2 { .. } => {
                 buckets::list_objects(cx, res, bucket, &s3.endpoint).await

@@ -3,28 +3,11 @@
 //! [`lifecycle_worker`](super::lifecycle_worker).
 
 use ferry_core::rt::Runtime;
-use ferry_core::s3::S3ErrorCode;
-use ferry_core::s3::xml::{
-    EXPIRATION_HEADER, LifecycleConfiguration, MAX_LIFECYCLE_BODY, expiration_header,
-};
+use ferry_core::s3::xml::{EXPIRATION_HEADER, expiration_header};
 
 use super::context::Cx;
-use super::settings::Document;
 use crate::front::Headers;
-use crate::store::{BucketSetting, ObjectInfo};
-
-/// Put/Get/DeleteBucketLifecycleConfiguration: at most 512 KiB; a Get without one answers
-/// `NoSuchLifecycleConfiguration`.
-pub(crate) const DOCUMENT: Document = Document {
-    kind: BucketSetting::Lifecycle,
-    max_body: MAX_LIFECYCLE_BODY,
-    normalise: |xml| {
-        let mut doc = Vec::with_capacity(xml.len());
-        LifecycleConfiguration::parse_xml(xml)?.write_xml(&mut doc);
-        Ok(doc)
-    },
-    missing: S3ErrorCode::NoSuchLifecycleConfiguration,
-};
+use crate::store::ObjectInfo;
 
 /// `x-amz-expiration` for an object of `bucket` an enabled Expiration rule will remove: from
 /// the settings cache (no database read unless the bucket changed). A configuration that

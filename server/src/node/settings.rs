@@ -1,37 +1,27 @@
 //! Bucket configuration documents kept whole as bucket settings (CORS, lifecycle, default
 //! encryption): Get answers the stored document, Put checks and normalises its body and
-//! stores it in place of any other, Delete removes it. What differs is a [`Document`].
+//! stores it in place of any other, Delete removes it. What differs is a row of core's table,
+//! a [`ConfigDocument`] (`ferry_core::s3::bucket_config`).
 
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, Checks};
-use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+use ferry_core::s3::bucket_config::ConfigDocument;
+use ferry_core::s3::{S3Error, S3Result};
 
 use super::context::Cx;
 use crate::front::Headers;
 use crate::front::body::read_small;
 use crate::store::BucketSetting;
 
-/// One kind of configuration document.
-pub(crate) struct Document {
-    /// The setting it is stored as.
-    pub kind: BucketSetting,
-    /// The largest body a Put takes.
-    pub max_body: usize,
-    /// A Put's body parsed and checked, and written as Ferry stores it.
-    pub normalise: fn(&[u8]) -> S3Result<Vec<u8>>,
-    /// What a Get answers for a bucket without one.
-    pub missing: S3ErrorCode,
-}
-
 /// Get: the document as stored (normalised when it was put); `doc.missing` when there is none.
 pub(crate) async fn get<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
-    doc: &Document,
+    doc: &ConfigDocument,
 ) -> S3Result<()> {
-    let (b, kind) = (bucket.to_owned(), doc.kind);
+    let (b, kind) = (bucket.to_owned(), BucketSetting::from(doc.kind));
     let stored = cx
         .unblock(move |store| store.bucket_setting(&b, kind))
         .await?
@@ -47,14 +37,14 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
     content_md5: Option<[u8; 16]>,
-    doc: &Document,
+    doc: &ConfigDocument,
 ) -> S3Result<()> {
     let limit = BodyLimit::document(doc.max_body as u64);
     let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
     let (xml, done) = read_small(body, verifier).await?;
     crate::front::body::require_integrity(content_md5.is_some(), &done, cx.headers)?;
     let stored = (doc.normalise)(&xml)?;
-    let (b, kind) = (bucket.to_owned(), doc.kind);
+    let (b, kind) = (bucket.to_owned(), BucketSetting::from(doc.kind));
     cx.unblock(move |store| store.set_bucket_setting(&b, kind, Some(&stored)))
         .await?;
     cx.req.send(res, 200, Headers::new(), &[]).await
@@ -65,9 +55,9 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
-    doc: &Document,
+    doc: &ConfigDocument,
 ) -> S3Result<()> {
-    let (b, kind) = (bucket.to_owned(), doc.kind);
+    let (b, kind) = (bucket.to_owned(), BucketSetting::from(doc.kind));
     cx.unblock(move |store| store.set_bucket_setting(&b, kind, None))
         .await?;
     cx.req.send(res, 204, Headers::new(), &[]).await

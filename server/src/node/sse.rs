@@ -17,13 +17,11 @@ use base64::Engine as _;
 use ferry_core::http::Header;
 use ferry_core::rt::Runtime;
 use ferry_core::s3::sse::{self as wire, Sse, SseRequest};
-use ferry_core::s3::xml::{MAX_ENCRYPTION_BODY, ServerSideEncryptionConfiguration};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::context::Cx;
-use super::settings::Document;
 use crate::front::Headers;
-use crate::store::{BucketSetting, CustomerKey, EncryptWith, EncryptionInfo};
+use crate::store::{CustomerKey, EncryptWith, EncryptionInfo};
 
 /// The SSE-C key of a request, if it has one: over TLS only (AWS refuses SSE-C over plain
 /// HTTP), unless the node allows it for tests.
@@ -94,20 +92,6 @@ fn bucket_default<R: Runtime>(cx: &Cx<'_, R>, bucket: &str) -> S3Result<SseReque
         ..SseRequest::default()
     })
 }
-
-/// Bucket default encryption (Put/Get/DeleteBucketEncryption), a bucket setting: a Get
-/// without one answers `ServerSideEncryptionConfigurationNotFoundError` (Ferry does not
-/// encrypt unless asked, so a bucket has no default until one is put).
-pub(crate) const BUCKET_DEFAULT: Document = Document {
-    kind: BucketSetting::Encryption,
-    max_body: MAX_ENCRYPTION_BODY,
-    normalise: |xml| {
-        let mut doc = Vec::with_capacity(xml.len());
-        ServerSideEncryptionConfiguration::parse_xml(xml)?.write_xml(&mut doc);
-        Ok(doc)
-    },
-    missing: S3ErrorCode::ServerSideEncryptionConfigurationNotFoundError,
-};
 
 /// The SSE-C key a read of an object (or an addition to an upload) came with.
 pub(crate) fn read_key<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<Option<CustomerKey>> {

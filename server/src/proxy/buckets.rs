@@ -4,32 +4,27 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use ferry_core::http::server::{BodyReader, ResponseWriter};
-use ferry_core::md5::{content_md5, md5};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, Checks, VerifiedBody};
+use ferry_core::s3::bucket_config::{ConfigDocument, ConfigKind};
 use ferry_core::s3::request::{BUCKET_EMPTY_HEADER, Endpoint, FENCE_HEADER, S3Request};
-use ferry_core::s3::uri;
 use ferry_core::s3::xml::{
     BucketEntry, CreateBucketConfiguration, Delete, DeleteError, DeleteResult, DeletedEntry,
     ListAllMyBucketsResult, ListBucketResult, ListMultipartUploadsResult, MAX_CREATE_BUCKET_BODY,
-    MAX_DELETE_BODY, ObjectIdentifier, Owner, S3_NS,
+    MAX_DELETE_BODY, ObjectIdentifier, Owner,
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
+use super::client::Setting;
 use super::config::BackendKind;
 use super::context::Cx;
-use super::forward::{Call, Reply, relay_reply, spawn_call};
+use super::forward::{Call, Reply, relay_reply};
 use super::list::{bucket_token, read_bucket_token};
 use super::reissue::Leave;
 use crate::front::Headers;
-
-pub(crate) fn bucket_path(bucket: &str) -> String {
-    format!("/{}", uri::encode_path(bucket))
-}
 
 /// The headers of the client's request a bucket is made or its ACL set with (`x-amz-acl`,
 /// `x-amz-grant-*`, `x-amz-bucket-object-lock-enabled`), on `call`.
@@ -70,7 +65,7 @@ async fn on_backends<R: Runtime>(
 ) -> S3Result<Vec<Reply>> {
     let handles: Vec<_> = on
         .iter()
-        .map(|&i| spawn_call(cx.p, i, cx.caller(), call.clone()))
+        .map(|&i| cx.client().spawn(i, call.clone()))
         .collect();
     join_all(handles).await
 }
@@ -78,7 +73,7 @@ async fn on_backends<R: Runtime>(
 /// Send `call` to every backend in parallel; each backend's outcome, in backend order.
 async fn each_backend<R: Runtime>(cx: &Cx<'_, R>, call: &Call) -> Vec<S3Result<Reply>> {
     let handles: Vec<_> = (0..cx.p.backends.len())
-        .map(|i| spawn_call(cx.p, i, cx.caller(), call.clone()))
+        .map(|i| cx.client().spawn(i, call.clone()))
         .collect();
     let mut out = Vec::with_capacity(handles.len());
     for h in handles {
@@ -94,19 +89,6 @@ async fn join_all(handles: Vec<impl Future<Output = S3Result<Reply>>>) -> S3Resu
         out.push(h.await?);
     }
     Ok(out)
-}
-
-/// The CreateBucket body for a backend in `region` (none for us-east-1, S3's default).
-pub(crate) fn create_bucket_body(region: &str) -> Vec<u8> {
-    if region == "us-east-1" {
-        return Vec::new();
-    }
-    let mut s = format!(
-        r#"<?xml version="1.0" encoding="UTF-8"?><CreateBucketConfiguration xmlns="{S3_NS}"><LocationConstraint>"#
-    );
-    escape_into(&mut s, region);
-    s.push_str("</LocationConstraint></CreateBucketConfiguration>");
-    s.into_bytes()
 }
 
 /// CreateBucket on every backend. The client's location constraint must name the proxy's
@@ -127,10 +109,9 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
             .iter()
             .enumerate()
             .map(|(i, b)| {
-                let mut call = Call::new("PUT", bucket_path(bucket), String::new());
-                call.body = create_bucket_body(&b.region);
+                let mut call = Call::create_bucket(bucket, &b.region);
                 push_create_headers(cx, &mut call);
-                spawn_call(cx.p, i, cx.caller(), call)
+                cx.client().spawn(i, call)
             })
             .collect();
     let replies = join_all(handles).await?;
@@ -166,10 +147,7 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
 async fn undo_create<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, on: &[usize]) {
     let handles: Vec<_> = on
         .iter()
-        .map(|&i| {
-            let call = Call::new("DELETE", bucket_path(bucket), String::new());
-            (i, spawn_call(cx.p, i, cx.caller(), call))
-        })
+        .map(|&i| (i, cx.client().spawn(i, Call::delete_bucket(bucket))))
         .collect();
     for (i, h) in handles {
         if !h.await.is_ok_and(|r| r.ok()) {
@@ -210,25 +188,17 @@ pub(crate) async fn set_everywhere<R: Runtime, S: Stream>(
     relay_everywhere(cx, &call, res).await
 }
 
-/// A bucket configuration document the proxy sets on every backend (lifecycle, default
-/// encryption): its subresource, the largest body a Put takes, and how a Put's body is parsed,
-/// checked and written as Ferry writes it.
-pub(crate) struct Fanned {
-    pub subresource: &'static str,
-    pub max_body: usize,
-    pub normalise: fn(&[u8]) -> S3Result<Vec<u8>>,
-}
-
-/// Put `doc` on every backend: the document is checked here first (a bad one changes nothing
-/// anywhere), then sent as Ferry writes it, all or nothing ([`relay_everywhere`]). Every
-/// backend must be up.
+/// Put `doc` (a bucket configuration document, CORS, lifecycle or default encryption: a row of
+/// core's table) on every backend: the document is checked here first (a bad one changes
+/// nothing anywhere), then sent as Ferry writes it, all or nothing ([`relay_everywhere`]).
+/// Every backend must be up.
 pub(crate) async fn put_everywhere<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     s3: &S3Request<'_>,
     md5_header: Option<[u8; 16]>,
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
-    doc: &Fanned,
+    doc: &ConfigDocument,
 ) -> S3Result<()> {
     let limit = BodyLimit::document(doc.max_body as u64);
     let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
@@ -236,71 +206,22 @@ pub(crate) async fn put_everywhere<R: Runtime, S: Stream>(
     crate::front::body::require_integrity(md5_header.is_some(), &done, cx.req.headers)?;
     let stored = (doc.normalise)(&xml)?;
     require_all_up(cx)?;
-    let mut call = Call::new("PUT", bucket_path(s3.bucket_str()), doc.subresource.into());
-    call.header(
-        "Content-MD5",
-        content_md5(&md5(&stored)).as_str().to_owned(),
-    );
-    call.header("Content-Type", "application/xml");
+    let mut call = Call::put_setting(s3.bucket_str(), doc.subresource(), &stored, None);
     call.carry(cx, Leave::Nothing);
-    call.body = stored;
     relay_everywhere(cx, &call, res).await
 }
 
-/// Delete `doc` on every backend, all or nothing: 204.
+/// Delete the bucket's configuration `kind` on every backend, all or nothing: 204.
 pub(crate) async fn delete_everywhere<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     s3: &S3Request<'_>,
     res: &mut ResponseWriter<'_, S>,
-    doc: &Fanned,
+    kind: ConfigKind,
 ) -> S3Result<()> {
     require_all_up(cx)?;
-    let mut call = Call::new(
-        "DELETE",
-        bucket_path(s3.bucket_str()),
-        doc.subresource.into(),
-    );
+    let mut call = Call::delete_setting(s3.bucket_str(), kind.subresource());
     call.carry(cx, Leave::Nothing);
     relay_everywhere(cx, &call, res).await
-}
-
-/// What a backend has of a bucket setting (a subresource's document): what a write changes
-/// and may have to put back ([`relay_everywhere`]), and what a backend's check copies to it
-/// (`proxy::sync`).
-#[derive(Debug, Clone)]
-pub(crate) enum Setting {
-    /// This document (and its `Content-Type`).
-    Doc(Vec<u8>, Option<String>),
-    /// None (a 404 other than `NoSuchBucket`).
-    Absent,
-    /// It could not be read.
-    Unknown,
-}
-
-impl Setting {
-    /// What the answer to a GET of the subresource says.
-    pub fn of(reply: S3Result<Reply>) -> Self {
-        match reply {
-            Ok(r) if r.ok() => {
-                let content_type = r.header("content-type").map(str::to_owned);
-                Self::Doc(r.body, content_type)
-            }
-            Ok(r) if r.status == 404 && r.error_code().as_deref() != Some("NoSuchBucket") => {
-                Self::Absent
-            }
-            _ => Self::Unknown,
-        }
-    }
-
-    /// The PUT that sets `doc` at `path?query`.
-    pub fn put(path: &str, query: &str, doc: &[u8], content_type: Option<&str>) -> Call {
-        let mut put = Call::new("PUT", path.to_owned(), query.to_owned());
-        put.header("Content-MD5", content_md5(&md5(doc)).as_str().to_owned());
-        let ct = content_type.unwrap_or("application/xml");
-        put.header("Content-Type", ct.to_owned());
-        put.body = doc.to_vec();
-        put
-    }
 }
 
 /// The query that reads what a write of `query` sets: the same subresource and parameters
@@ -320,7 +241,7 @@ fn read_query(query: &str) -> String {
 /// What every backend has of the setting `call` writes: a GET of the same subresource, as the
 /// caller.
 async fn read_before<R: Runtime>(cx: &Cx<'_, R>, call: &Call) -> Vec<Setting> {
-    let get = Call::new("GET", call.path.clone(), read_query(&call.query));
+    let get = Call::get(&call.path, &read_query(&call.query));
     each_backend(cx, &get)
         .await
         .into_iter()
@@ -336,14 +257,11 @@ async fn undo<R: Runtime>(cx: &Cx<'_, R>, call: &Call, before: &[Setting], took:
         .iter()
         .map(|&i| {
             let back = match before.get(i) {
-                Some(Setting::Doc(doc, content_type)) => Some(Setting::put(
-                    &call.path,
-                    &query,
-                    doc,
-                    content_type.as_deref(),
-                )),
+                Some(Setting::Doc(doc, content_type)) => {
+                    Some(Call::put(&call.path, &query, doc, content_type.as_deref()))
+                }
                 Some(Setting::Absent) if call.method != "DELETE" => {
-                    Some(Call::new("DELETE", call.path.clone(), query.clone()))
+                    Some(Call::delete(&call.path, &query))
                 }
                 Some(Setting::Absent) => None,
                 Some(Setting::Unknown) | None => {
@@ -351,7 +269,7 @@ async fn undo<R: Runtime>(cx: &Cx<'_, R>, call: &Call, before: &[Setting], took:
                     None
                 }
             };
-            (i, back.map(|c| spawn_call(cx.p, i, cx.caller(), c)))
+            (i, back.map(|c| cx.client().spawn(i, c)))
         })
         .collect();
     for (i, h) in handles {
@@ -464,7 +382,7 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
 
 /// The fences one DeleteBucket holds.
 struct Fences {
-    path: String,
+    bucket: String,
     token: String,
     /// The backends fenced.
     held: Vec<usize>,
@@ -482,13 +400,8 @@ impl Fences {
     /// any other refusal (another DeleteBucket's fence) lifts those set and is the answer.
     async fn set<R: Runtime>(cx: &Cx<'_, R>, bucket: &str) -> S3Result<Self> {
         let token = format!("{:016x}{:016x}", random()?, random()?);
-        let path = bucket_path(bucket);
-        let query = format!(
-            "x-ferry-fence={token}&lease-seconds={}",
-            FENCE_LEASE.as_secs()
-        );
         let mut fences = Self {
-            path,
+            bucket: bucket.to_owned(),
             token,
             held: Vec::new(),
             not_empty: false,
@@ -498,8 +411,8 @@ impl Fences {
         let handles: Vec<_> = (0..cx.p.backends.len())
             .filter(|&i| cx.backend(i).is_ok_and(|b| b.kind == BackendKind::Ferry))
             .map(|i| {
-                let call = Call::new("POST", fences.path.clone(), query.clone());
-                (i, spawn_call(cx.p, i, cx.caller(), call))
+                let fence = Call::fence(bucket, &fences.token, FENCE_LEASE);
+                (i, cx.client().spawn(i, fence))
             })
             .collect();
         let mut refused = None;
@@ -538,13 +451,12 @@ impl Fences {
     /// Lift the fences still held (a node whose bucket went has none left). A fence that cannot
     /// be lifted lapses with its lease.
     async fn lift<R: Runtime>(&self, cx: &Cx<'_, R>) {
-        let query = format!("x-ferry-fence={}&lease-seconds=0", self.token);
         let handles: Vec<_> = self
             .held
             .iter()
             .map(|&i| {
-                let call = Call::new("POST", self.path.clone(), query.clone());
-                (i, spawn_call(cx.p, i, cx.caller(), call))
+                let lift = Call::fence(&self.bucket, &self.token, Duration::ZERO);
+                (i, cx.client().spawn(i, lift))
             })
             .collect();
         for (i, h) in handles {
@@ -552,7 +464,7 @@ impl Fences {
             if !lifted.as_ref().is_ok_and(Reply::ok) {
                 let backend = cx.backend(i).map_or("?", |b| b.id.as_str());
                 tracing::warn!(
-                    backend, path = %self.path,
+                    backend, bucket = %self.bucket,
                     "could not lift a DeleteBucket's fence; it lapses in {FENCE_LEASE:?}"
                 );
             }
@@ -568,7 +480,6 @@ fn random() -> S3Result<u64> {
 /// Steps 2 and 3 of [`delete`], under `fences`; on a failed delete, the bucket is re-created
 /// where it may have gone.
 async fn delete_fenced<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, fences: &Fences) -> S3Result<()> {
-    let path = &fences.path;
     if fences.not_empty {
         return Err(S3Error::new(S3ErrorCode::BucketNotEmpty));
     }
@@ -578,8 +489,8 @@ async fn delete_fenced<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, fences: &Fences
     let unfenced: Vec<usize> = (0..cx.p.backends.len())
         .filter(|i| !fences.held.contains(i) || fences.unknown.contains(i))
         .collect();
-    let first_object = Call::new("GET", path.clone(), "list-type=2&max-keys=1".into());
-    let first_upload = Call::new("GET", path.clone(), "uploads&max-uploads=1".into());
+    let first_object = Call::list_objects(bucket, 1, None);
+    let first_upload = Call::list_uploads(bucket, 1, None, None);
     let objects = on_backends(cx, &unfenced, &first_object).await?;
     let uploads = on_backends(cx, &unfenced, &first_upload).await?;
     let mut found = !fences.held.is_empty();
@@ -616,12 +527,12 @@ async fn delete_fenced<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, fences: &Fences
     }
     let handles: Vec<_> = (0..cx.p.backends.len())
         .map(|i| {
-            let mut call = Call::new("DELETE", path.clone(), String::new());
+            let mut call = Call::delete_bucket(bucket);
             if fences.held.contains(&i) {
                 call.header(FENCE_HEADER, fences.token.clone());
             }
             call.carry(cx, Leave::Nothing);
-            spawn_call(cx.p, i, cx.caller(), call)
+            cx.client().spawn(i, call)
         })
         .collect();
     let mut failed = None;
@@ -701,14 +612,7 @@ pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
     }
     let handles: Vec<_> = up
         .iter()
-        .map(|&i| {
-            spawn_call(
-                cx.p,
-                i,
-                cx.caller(),
-                Call::new("GET", "/".into(), String::new()),
-            )
-        })
+        .map(|&i| cx.client().spawn(i, Call::list_buckets(None, None, None)))
         .collect();
     let mut names: BTreeMap<String, i64> = BTreeMap::new();
     let mut owner: Option<Owner<'static>> = None;
@@ -778,45 +682,6 @@ pub(crate) async fn read_small<R: Runtime, S: Stream>(
     crate::front::body::read_small(body, verifier).await
 }
 
-/// XML text with `& < > " '` and control characters escaped (what core's writers do; its
-/// escaper is private to the response writers and `<Delete>` is a request body).
-fn escape_into(out: &mut String, s: &str) {
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c if c < ' ' || c == '\u{FFFE}' || c == '\u{FFFF}' => {
-                let _ = write!(out, "&#x{:X};", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-}
-
-/// The `<Delete>` body for some of the objects.
-fn delete_body(quiet: bool, objects: &[&ObjectIdentifier<'_>]) -> Vec<u8> {
-    let mut s = format!(r#"<?xml version="1.0" encoding="UTF-8"?><Delete xmlns="{S3_NS}">"#);
-    if quiet {
-        s.push_str("<Quiet>true</Quiet>");
-    }
-    for o in objects {
-        s.push_str("<Object><Key>");
-        escape_into(&mut s, &o.key);
-        s.push_str("</Key>");
-        if let Some(v) = &o.version_id {
-            s.push_str("<VersionId>");
-            escape_into(&mut s, v);
-            s.push_str("</VersionId>");
-        }
-        s.push_str("</Object>");
-    }
-    s.push_str("</Delete>");
-    s.into_bytes()
-}
-
 /// One `ServiceUnavailable` error entry per object of a backend that is down.
 fn unavailable(doc: &mut DeleteResult<'static>, group: &[&ObjectIdentifier<'_>], message: &str) {
     for o in group {
@@ -861,14 +726,10 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
             handles.push(None);
             continue;
         }
-        let xml = delete_body(request.quiet, group);
-        let mut call = Call::new("POST", bucket_path(bucket), "delete".into());
-        call.header("Content-MD5", content_md5(&md5(&xml)).as_str().to_owned());
-        call.header("Content-Type", "application/xml");
+        let mut call = Call::delete_objects(bucket, request.quiet, group);
         // The client's other headers (`x-amz-bypass-governance-retention`, ...) go with it.
         call.carry(cx, Leave::Nothing);
-        call.body = xml;
-        handles.push(Some(spawn_call(cx.p, i, cx.caller(), call)));
+        handles.push(Some(cx.client().spawn(i, call)));
     }
     let mut doc: DeleteResult<'static> = DeleteResult::default();
     for ((i, group), handle) in groups.iter().enumerate().zip(handles) {
@@ -942,57 +803,5 @@ mod tests {
         );
         assert_eq!(read_query("website"), "website");
         assert_eq!(read_query(""), "");
-    }
-
-    #[test]
-    fn what_a_backend_answers_of_a_setting() {
-        let reply = |status, body: &str| {
-            Ok(Reply {
-                status,
-                headers: vec![("Content-Type".into(), "application/json".into())],
-                body: body.as_bytes().to_vec(),
-            })
-        };
-        let missing = "<Error><Code>NoSuchBucketPolicy</Code><Message>m</Message></Error>";
-        let no_bucket = "<Error><Code>NoSuchBucket</Code><Message>m</Message></Error>";
-        assert!(matches!(
-            Setting::of(reply(200, "{}")),
-            Setting::Doc(d, Some(ct)) if d == b"{}" && ct == "application/json"
-        ));
-        assert!(matches!(Setting::of(reply(404, missing)), Setting::Absent));
-        // A bucket that is not there has no setting to put back; neither has a refusal.
-        assert!(matches!(
-            Setting::of(reply(404, no_bucket)),
-            Setting::Unknown
-        ));
-        assert!(matches!(Setting::of(reply(501, "")), Setting::Unknown));
-        assert!(matches!(
-            Setting::of(Err(S3Error::new(S3ErrorCode::SlowDown))),
-            Setting::Unknown
-        ));
-        let put = Setting::put("/b", "policy", b"{}", Some("application/json"));
-        assert_eq!(
-            (put.method, put.query.as_str(), put.body.as_slice()),
-            ("PUT", "policy", &b"{}"[..])
-        );
-        assert!(put.has_header("content-md5") && put.has_header("content-type"));
-    }
-
-    #[test]
-    fn delete_body_round_trips_through_the_parser() {
-        let keys = ["plain", "a&b<c>\"d'", "ctl\u{1}x", "ü/€ space"];
-        let ids: Vec<ObjectIdentifier<'_>> = keys
-            .iter()
-            .map(|k| ObjectIdentifier {
-                key: Cow::Borrowed(k),
-                version_id: None,
-            })
-            .collect();
-        let refs: Vec<&ObjectIdentifier<'_>> = ids.iter().collect();
-        let xml = delete_body(true, &refs);
-        let parsed = Delete::parse_xml(&xml).unwrap();
-        assert!(parsed.quiet);
-        let got: Vec<&str> = parsed.objects.iter().map(|o| o.key.as_ref()).collect();
-        assert_eq!(got, keys);
     }
 }

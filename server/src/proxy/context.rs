@@ -51,6 +51,15 @@ pub(crate) const CLIENT_IP_HEADER: &str = "x-ferry-client-ip";
 pub(crate) const CLIENT_TLS_HEADER: &str = "x-ferry-client-tls";
 
 impl Caller {
+    /// The proxy itself, asking with `key` (no client's address to tell).
+    pub fn of_key(key: &str) -> Self {
+        Self {
+            key: key.to_owned(),
+            ip: None,
+            secure: false,
+        }
+    }
+
     /// The headers that tell a backend where the request came from.
     pub fn headers(&self) -> impl Iterator<Item = (&'static str, String)> + '_ {
         let ip = self.ip.map(|ip| (CLIENT_IP_HEADER, ip.to_string()));

@@ -1,6 +1,6 @@
-//! CORS through the proxy. PutBucketCors and DeleteBucketCors fan out to every backend (the
-//! configuration is checked here first, so a bad one changes nothing anywhere); GetBucketCors
-//! is read from any backend.
+//! CORS through the proxy. PutBucketCors and DeleteBucketCors fan out to every backend
+//! (`buckets::put_everywhere`: the configuration is checked first, so a bad one changes
+//! nothing anywhere); GetBucketCors is read from any backend.
 //!
 //! Preflights and the CORS headers of answers are the front's, as on a node; the proxy gives
 //! it each bucket's rules from a small cache of its own, filled from a backend (GetBucketCors,
@@ -17,20 +17,15 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use ferry_core::http::server::{BodyReader, ResponseWriter};
-use ferry_core::md5::{content_md5, md5};
-use ferry_core::rt::{Runtime, Stream};
-use ferry_core::s3::body::{BodyLimit, Checks};
-use ferry_core::s3::request::S3Request;
-use ferry_core::s3::uri;
-use ferry_core::s3::xml::{CorsConfiguration, MAX_CORS_BODY};
+use ferry_core::rt::Runtime;
+use ferry_core::s3::bucket_config::ConfigKind;
+use ferry_core::s3::xml::CorsConfiguration;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::Proxy;
-use super::buckets::{relay_everywhere, require_all_up};
-use super::context::{Caller, Cx};
-use super::forward::{Call, call};
-use super::reissue::Leave;
+use super::client::Client;
+use super::context::Caller;
+use super::forward::Call;
 
 /// How long the proxy keeps a bucket's CORS rules (or their absence).
 pub(crate) const CORS_CACHE_TTL: Duration = Duration::from_secs(5);
@@ -85,10 +80,6 @@ impl CorsCache {
     }
 }
 
-fn cors_path(bucket: &str) -> String {
-    format!("/{}", uri::encode_path(bucket))
-}
-
 /// `bucket`'s CORS rules, from the cache or a backend: `NoSuchBucket` when there is no such
 /// bucket, a backend's failure (not cached) otherwise.
 pub(crate) async fn bucket_cors<R: Runtime>(
@@ -111,16 +102,13 @@ pub(crate) async fn bucket_cors<R: Runtime>(
 
 /// GetBucketCors from the first healthy backend that answers.
 async fn fetch<R: Runtime>(p: &Arc<Proxy<R>>, bucket: &str) -> S3Result<Known> {
-    let get = Call::new("GET", cors_path(bucket), "cors".to_owned());
-    let own = Caller {
-        key: p.own_key.clone(),
-        ip: None,
-        secure: false,
-    };
+    let get = Call::get_setting(bucket, ConfigKind::Cors.subresource());
+    let own = Caller::of_key(&p.own_key);
+    let client = Client::new(p, &own);
     let mut tried = Vec::new();
     let mut idx = p.any_healthy(bucket)?;
     let reply = loop {
-        match call(p, idx, &own, &get).await {
+        match client.send(idx, &get).await {
             Err(e) if e.is_unavailable() => {
                 tried.push(idx);
                 idx = p.any_healthy_but(bucket, &tried).map_err(|_| e)?;
@@ -143,49 +131,6 @@ async fn fetch<R: Runtime>(p: &Arc<Proxy<R>>, bucket: &str) -> S3Result<Known> {
         Some("NoSuchBucket" | "InvalidBucketName") => Ok(Known::NoBucket),
         _ => Err(reply.to_error()),
     }
-}
-
-/// PutBucketCors on every backend, all or nothing (`buckets::relay_everywhere`): the body
-/// read, verified and checked here (a bad one is refused before any backend sees it), then
-/// sent normalised with its `Content-MD5`.
-pub(crate) async fn put<R: Runtime, S: Stream>(
-    cx: &Cx<'_, R>,
-    s3: &S3Request<'_>,
-    md5_header: Option<[u8; 16]>,
-    body: &mut BodyReader<'_, S>,
-    res: &mut ResponseWriter<'_, S>,
-) -> S3Result<()> {
-    let bucket = s3.bucket_str();
-    let limit = BodyLimit::document(MAX_CORS_BODY as u64);
-    let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
-    let (xml, done) = crate::front::body::read_small(body, verifier).await?;
-    crate::front::body::require_integrity(md5_header.is_some(), &done, cx.req.headers)?;
-    let mut doc = Vec::with_capacity(xml.len());
-    CorsConfiguration::parse_xml(&xml)?.write_xml(&mut doc);
-    require_all_up(cx)?;
-    let mut c = Call::new("PUT", cors_path(bucket), "cors".to_owned());
-    c.header("Content-MD5", content_md5(&md5(&doc)).as_str().to_owned());
-    c.header("Content-Type", "application/xml");
-    c.carry(cx, Leave::Nothing);
-    c.body = doc;
-    let done = relay_everywhere(cx, &c, res).await;
-    cx.p.cors.forget(bucket);
-    done
-}
-
-/// DeleteBucketCors on every backend, all or nothing: 204.
-pub(crate) async fn delete<R: Runtime, S: Stream>(
-    cx: &Cx<'_, R>,
-    s3: &S3Request<'_>,
-    res: &mut ResponseWriter<'_, S>,
-) -> S3Result<()> {
-    let bucket = s3.bucket_str();
-    require_all_up(cx)?;
-    let mut c = Call::new("DELETE", cors_path(bucket), "cors".to_owned());
-    c.carry(cx, Leave::Nothing);
-    let done = relay_everywhere(cx, &c, res).await;
-    cx.p.cors.forget(bucket);
-    done
 }
 
 #[cfg(test)]

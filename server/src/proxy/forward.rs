@@ -25,7 +25,6 @@
 //! the backend connection is dropped mid-body and the backend discards the upload.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use ferry_core::http::body::BodyKind;
@@ -701,13 +700,32 @@ pub(crate) struct Reply {
 }
 
 impl Reply {
-    /// An answer of `status` with `body` (an error's, say).
-    pub fn of(status: u16, body: Vec<u8>) -> Self {
+    /// An answer of `status` with the end-to-end fields of `headers`, its body to come.
+    pub fn of_head(status: u16, headers: &[Header<'_>]) -> Self {
+        let headers = headers
+            .iter()
+            .filter(|h| is_relayed(h.name))
+            .map(|h| {
+                let v = String::from_utf8_lossy(h.value).into_owned();
+                (h.name.to_owned(), v)
+            })
+            .collect();
         Self {
             status,
-            headers: Vec::new(),
-            body,
+            headers,
+            body: Vec::new(),
         }
+    }
+
+    /// Its header fields as a head's (for what reads those).
+    pub fn header_views(&self) -> Vec<Header<'_>> {
+        self.headers
+            .iter()
+            .map(|(n, v)| Header {
+                name: n,
+                value: v.as_bytes(),
+            })
+            .collect()
     }
 
     /// The first header field `name` (case-insensitive).
@@ -861,15 +879,8 @@ pub(crate) async fn relay_reply<S: Stream>(
     res: &mut ResponseWriter<'_, S>,
     reply: &Reply,
 ) -> S3Result<()> {
-    let headers: Vec<Header<'_>> = reply
-        .headers
-        .iter()
-        .map(|(n, v)| Header {
-            name: n.as_str(),
-            value: v.as_bytes(),
-        })
-        .collect();
-    res.send(reply.status, &headers, &reply.body).await?;
+    res.send(reply.status, &reply.header_views(), &reply.body)
+        .await?;
     Ok(())
 }
 
@@ -966,30 +977,17 @@ async fn exchange<C: Clock, T: Stream>(
 /// bytes of body.
 async fn read_reply<T: Stream>(resp: Response<'_, '_, T>) -> Result<Reply, HttpError> {
     let Response { head, mut body } = resp;
-    let headers = head
-        .headers
-        .iter()
-        .filter(|h| is_relayed(h.name))
-        .map(|h| {
-            let v = String::from_utf8_lossy(h.value).into_owned();
-            (h.name.to_owned(), v)
-        })
-        .collect();
-    let mut out = Vec::new();
+    let mut reply = Reply::of_head(head.status, head.headers);
     while let Some(c) = body.next_chunk().await? {
-        out.extend_from_slice(c);
-        if out.len() > MAX_RESPONSE_BODY {
+        reply.body.extend_from_slice(c);
+        if reply.body.len() > MAX_RESPONSE_BODY {
             return Err(HttpError::Protocol(ProtocolError::new(
                 ProtocolErrorKind::BodyTooLarge,
                 "backend response too large",
             )));
         }
     }
-    Ok(Reply {
-        status: head.status,
-        headers,
-        body: out,
-    })
+    Ok(reply)
 }
 
 /// The error for an answer of backend `b` that could not be read: one that breaks HTTP (or
@@ -1002,16 +1000,4 @@ fn reply_failed<R: Runtime>(b: &Backend<R>, e: HttpError) -> S3Error {
         ),
         e => backend_failed(b, &e),
     }
-}
-
-/// [`call`] on a task of its own, so that calls to several backends run in parallel.
-pub(crate) fn spawn_call<R: Runtime>(
-    p: &Arc<Proxy<R>>,
-    idx: usize,
-    caller: &Caller,
-    c: Call,
-) -> impl Future<Output = S3Result<Reply>> + Send + 'static {
-    let p2 = p.clone();
-    let caller = caller.clone();
-    p.rt.spawn(async move { call(&p2, idx, &caller, &c).await })
 }

@@ -8,6 +8,7 @@ use ferry_core::http::find_header;
 use ferry_core::http::head::RequestHead;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::bucket_config::{CORS, ConfigKind, ENCRYPTION, LIFECYCLE};
 use ferry_core::s3::cluster;
 use ferry_core::s3::request::{Endpoint, S3Request, Scope};
 use ferry_core::s3::xml::CorsConfiguration;
@@ -15,7 +16,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::context::{Caller, Cx};
 use super::reload::{Live, Reloader, Requests};
-use super::{buckets, copy, cors, encryption, forward, layout, lifecycle, list, tagging, upload};
+use super::{buckets, copy, cors, forward, layout, list, tagging, upload};
 use crate::front::{ALL_BACKENDS, Op, S3Api};
 
 /// The proxy behind the S3 front.
@@ -329,25 +330,33 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
                 Endpoint::ListMultipartUploads { .. } => list::list_uploads(cx, s3, res).await,
                 Endpoint::ListObjectVersions { .. } => list::list_versions(cx, s3, res).await,
                 Endpoint::DeleteObjects { .. } => buckets::delete_objects(cx, s3, body, res).await,
+                // This proxy forgets the rules it knew (`cors`).
                 Endpoint::PutBucketCors { content_md5 } => {
-                    cors::put(cx, s3, *content_md5, body, res).await
+                    let done =
+                        buckets::put_everywhere(cx, s3, *content_md5, body, res, &CORS).await;
+                    cx.p.cors.forget(bucket);
+                    done
                 }
-                Endpoint::DeleteBucketCors => cors::delete(cx, s3, res).await,
+                Endpoint::DeleteBucketCors => {
+                    let done = buckets::delete_everywhere(cx, s3, res, ConfigKind::Cors).await;
+                    cx.p.cors.forget(bucket);
+                    done
+                }
                 Endpoint::PutBucketTagging => tagging::put_bucket(cx, s3, body, res).await,
-                Endpoint::DeleteBucketTagging => tagging::delete_bucket(cx, s3, res).await,
+                Endpoint::DeleteBucketTagging => {
+                    buckets::delete_everywhere(cx, s3, res, ConfigKind::Tagging).await
+                }
                 Endpoint::PutBucketLifecycleConfiguration { content_md5 } => {
-                    buckets::put_everywhere(cx, s3, *content_md5, body, res, &lifecycle::DOCUMENT)
-                        .await
+                    buckets::put_everywhere(cx, s3, *content_md5, body, res, &LIFECYCLE).await
                 }
                 Endpoint::DeleteBucketLifecycle => {
-                    buckets::delete_everywhere(cx, s3, res, &lifecycle::DOCUMENT).await
+                    buckets::delete_everywhere(cx, s3, res, ConfigKind::Lifecycle).await
                 }
                 Endpoint::PutBucketEncryption { content_md5 } => {
-                    buckets::put_everywhere(cx, s3, *content_md5, body, res, &encryption::DOCUMENT)
-                        .await
+                    buckets::put_everywhere(cx, s3, *content_md5, body, res, &ENCRYPTION).await
                 }
                 Endpoint::DeleteBucketEncryption => {
-                    buckets::delete_everywhere(cx, s3, res, &encryption::DOCUMENT).await
+                    buckets::delete_everywhere(cx, s3, res, ConfigKind::Encryption).await
                 }
                 // Between the proxy and its nodes only (see `buckets::delete`).
                 Endpoint::BucketFence { .. } => Err(S3Error::with_message(

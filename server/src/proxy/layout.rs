@@ -29,17 +29,14 @@ use ferry_core::s3::xml::DeletedEntry;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::Proxy;
+use super::client::object_path;
 use super::context::Cx;
-use super::forward::{self, Call, Outcome, call, forward_status, relay_reply};
+use super::forward::{self, Call, Outcome, forward_status, relay_reply};
 use super::reissue::Leave;
 
 /// Whether earlier layouts are being drained (else every key lives on its current owner).
 pub(crate) fn draining<R: Runtime>(p: &Proxy<R>) -> bool {
     !p.previous.is_empty()
-}
-
-fn object_path(bucket: &str, key: &str) -> String {
-    format!("/{}/{}", uri::encode_path(bucket), uri::encode_path(key))
 }
 
 /// An object-level operation while earlier layouts are drained (see the module comment).
@@ -181,8 +178,8 @@ pub(crate) async fn locate<R: Runtime>(
         return Ok(current);
     }
     for &i in owners {
-        let head = Call::new("HEAD", object_path(bucket, key), String::new());
-        if call(cx.p, i, cx.caller(), &head).await?.ok() {
+        let head = Call::head_object(bucket, key, None);
+        if cx.client().send(i, &head).await?.ok() {
             return Ok(i);
         }
     }
@@ -204,11 +201,8 @@ pub(crate) async fn clean_up_after_write<R: Runtime>(
         return;
     }
     // A CompleteMultipartUpload can fail with a 200: the object must be there.
-    let head = Call::new("HEAD", object_path(bucket, key), String::new());
-    if !call(cx.p, current, cx.caller(), &head)
-        .await
-        .is_ok_and(|r| r.ok())
-    {
+    let head = Call::head_object(bucket, key, None);
+    if !cx.client().send(current, &head).await.is_ok_and(|r| r.ok()) {
         return;
     }
     delete_on(cx, bucket, key, old, "", false).await;
@@ -249,10 +243,10 @@ async fn delete_on<R: Runtime>(
     for_delete: bool,
 ) {
     let path = object_path(bucket, key);
+    let client = cx.client();
     for &i in on {
         if query.is_empty() {
-            let head = Call::new("HEAD", path.clone(), String::new());
-            match call(cx.p, i, cx.caller(), &head).await {
+            match client.send(i, &Call::head_object(bucket, key, None)).await {
                 Ok(r) if r.ok() => {}
                 Ok(r) if r.status == 404 => continue,
                 Ok(r) => {
@@ -265,11 +259,12 @@ async fn delete_on<R: Runtime>(
                 }
             }
         }
-        let mut delete = Call::new("DELETE", path.clone(), query.to_owned());
+        // The query as given: the client's own, reissued (its version id, ...).
+        let mut delete = Call::delete(&path, query);
         if for_delete {
             delete.carry(cx, Leave::Conditions);
         }
-        match call(cx.p, i, cx.caller(), &delete).await {
+        match client.send(i, &delete).await {
             Ok(r) if r.ok() || r.status == 404 => {}
             Ok(r) => warn(cx.p, i, bucket, key, &r.to_error()),
             Err(e) => warn(cx.p, i, bucket, key, &e),

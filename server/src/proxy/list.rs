@@ -31,8 +31,9 @@ use ferry_core::s3::xml::{
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use hmac::{KeyInit as _, Mac as _};
 
+use super::client::bucket_path;
 use super::context::Cx;
-use super::forward::{Call, Reply, spawn_call};
+use super::forward::{Call, Reply};
 use super::reissue::Leave;
 use super::upload_tag::{self, UploadId};
 use crate::front::Headers;
@@ -211,7 +212,7 @@ fn page_call(params: &Params, resume: Option<&Resume>, max: u32) -> Call {
             }
         }
     }
-    Call::new("GET", format!("/{}", uri::encode_path(&params.bucket)), q)
+    Call::get(&bucket_path(&params.bucket), &q)
 }
 
 fn own(c: Cow<'_, str>) -> Cow<'static, str> {
@@ -410,7 +411,7 @@ async fn merged<R: Runtime>(
     if max == 0 {
         return Ok((Vec::new(), false));
     }
-    let key = cx.caller();
+    let client = cx.client();
     // Each page is the client's listing, with its headers (for the nodes' policy conditions).
     let page = |r: Option<&Resume>| {
         let mut call = page_call(params, r, max);
@@ -419,7 +420,7 @@ async fn merged<R: Runtime>(
     };
     let mut calls = Vec::with_capacity(p.backends.len());
     for (i, r) in starts.iter().enumerate() {
-        calls.push(spawn_call(p, i, key, page(r.as_ref())));
+        calls.push(client.spawn(i, page(r.as_ref())));
     }
     let mut sources = Vec::with_capacity(calls.len());
     for (call, start) in calls.into_iter().zip(starts) {
@@ -446,7 +447,7 @@ async fn merged<R: Runtime>(
                 if !s.items.is_empty() || !s.truncated {
                     break;
                 }
-                let reply = super::forward::call(p, i, key, &page(s.resume.as_ref())).await?;
+                let reply = client.send(i, &page(s.resume.as_ref())).await?;
                 let (items, truncated) = parse_page(params.kind, &reply)?;
                 // A truncated page with nothing in it would loop forever.
                 s.truncated = truncated && !items.is_empty();
@@ -849,8 +850,8 @@ async fn lister_of<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, key: &str) -> S3Res
     for &i in &owners {
         let mut q = String::from("versions&max-keys=1&encoding-type=url");
         push_param(&mut q, "prefix", key);
-        let list = Call::new("GET", format!("/{}", uri::encode_path(bucket)), q);
-        let reply = super::forward::call(cx.p, i, cx.caller(), &list).await?;
+        let list = Call::get(&bucket_path(bucket), &q);
+        let reply = cx.client().send(i, &list).await?;
         let (items, _) = parse_page(Kind::Versions, &reply)?;
         if items.first().is_some_and(|it| it.name() == key) {
             return Ok(i);

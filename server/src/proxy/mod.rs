@@ -15,16 +15,15 @@
 
 mod backend;
 mod buckets;
+mod client;
 mod config;
 mod context;
 mod copy;
 mod cors;
-mod encryption;
 mod forward;
 mod handler;
 mod health;
 mod layout;
-mod lifecycle;
 mod list;
 mod metrics;
 pub mod rebalance;
@@ -33,6 +32,7 @@ mod reload;
 mod sign;
 mod sync;
 mod tagging;
+mod transfer;
 mod upload;
 mod upload_tag;
 

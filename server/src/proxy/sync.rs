@@ -23,42 +23,64 @@ use std::sync::Arc;
 
 use ferry_core::rt::Runtime;
 use ferry_core::s3::S3Result;
-use ferry_core::s3::uri;
-use ferry_core::s3::version::Versioning;
-use ferry_core::s3::xml::{ListAllMyBucketsResult, VersioningConfiguration};
+use ferry_core::s3::bucket_config::ConfigKind;
+use ferry_core::s3::xml::VersioningConfiguration;
+use ferry_core::s3::xml::lock::ObjectLockConfiguration;
 
 use super::Proxy;
-use super::buckets::{Setting, bucket_path, create_bucket_body};
+use super::client::{Client, Setting};
 use super::context::Caller;
-use super::forward::{Call, call_for_check};
+use super::forward::Call;
 
-/// A bucket setting a check copies: its subresource; whether a backend's document means the
-/// backend has all of it (`complete`: nothing to copy); and, when not, whether another
-/// backend's document (`source`) should be copied over the backend's own (`target`, `None`
-/// when it has none).
-struct Kind {
-    subresource: &'static str,
-    complete: fn(&[u8]) -> bool,
-    wanted: fn(target: Option<&[u8]>, source: &[u8]) -> bool,
-    /// The document a Put takes, from what a Get answered.
-    put_body: fn(Vec<u8>) -> Vec<u8>,
+/// The configurations a check copies, in the order it copies them: versioning before object
+/// lock (which needs it), the default encryption before anything that lets writes in.
+const COPIED: [ConfigKind; 7] = [
+    ConfigKind::Versioning,
+    ConfigKind::ObjectLock,
+    ConfigKind::Encryption,
+    ConfigKind::Policy,
+    ConfigKind::Cors,
+    ConfigKind::Lifecycle,
+    ConfigKind::Tagging,
+];
+
+/// Whether a backend's document of `kind` means it has all of it (nothing to copy): a
+/// versioning document with a state (a bucket never versioned answers one without), an object
+/// lock configuration with a default retention (a bucket made with object lock has one
+/// without); any other document.
+fn complete(kind: ConfigKind, doc: &[u8]) -> bool {
+    match kind {
+        ConfigKind::Versioning => VersioningConfiguration::status_of(doc).is_some(),
+        ConfigKind::ObjectLock => has_retention(doc),
+        _ => true,
+    }
 }
 
-/// A Get's document as the Put's body, unchanged.
-fn same(doc: Vec<u8>) -> Vec<u8> {
-    doc
+/// Whether another backend's document of `kind` (`source`) is copied over the backend's own
+/// (`target`, `None` when it has none), which is not [`complete`].
+fn wanted(kind: ConfigKind, target: Option<&[u8]>, source: &[u8]) -> bool {
+    match kind {
+        ConfigKind::Versioning => VersioningConfiguration::status_of(source).is_some(),
+        ConfigKind::ObjectLock => target.is_none() || has_retention(source),
+        _ => true,
+    }
 }
 
-/// A GetBucketVersioning answer as PutBucketVersioning's `<VersioningConfiguration>`: its
-/// status only (some servers answer under another root, moto's `GetBucketVersioningResponse`,
-/// which a Put refuses).
-fn versioning_body(doc: Vec<u8>) -> Vec<u8> {
-    let text = String::from_utf8_lossy(&doc);
-    let status = if text.contains(">Enabled<") {
-        Versioning::Enabled
-    } else if text.contains(">Suspended<") {
-        Versioning::Suspended
-    } else {
+/// An object lock configuration with a default retention.
+fn has_retention(doc: &[u8]) -> bool {
+    ObjectLockConfiguration::parse_xml(doc).is_ok_and(|c| c.default_retention.is_some())
+}
+
+/// The document a Put of `kind` takes, from what a Get answered: unchanged, but for a
+/// GetBucketVersioning answer, which goes as PutBucketVersioning's `<VersioningConfiguration>`
+/// with its state only (some servers answer under another root, moto's
+/// `GetBucketVersioningResponse`, which a Put refuses).
+fn put_body(kind: ConfigKind, doc: Vec<u8>) -> Vec<u8> {
+    let status = match kind {
+        ConfigKind::Versioning => VersioningConfiguration::status_of(&doc),
+        _ => None,
+    };
+    let Some(status) = status else {
         return doc;
     };
     let mut out = Vec::with_capacity(128);
@@ -69,73 +91,6 @@ fn versioning_body(doc: Vec<u8>) -> Vec<u8> {
     .write_xml(&mut out);
     out
 }
-
-fn any(_: &[u8]) -> bool {
-    true
-}
-
-fn always(_: Option<&[u8]>, _: &[u8]) -> bool {
-    true
-}
-
-/// A versioning document with a state: a bucket never versioned answers an empty one.
-fn versioned(doc: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(doc);
-    text.contains(">Enabled<") || text.contains(">Suspended<")
-}
-
-/// An object lock configuration with a default retention (a bucket made with object lock has
-/// the configuration without one).
-fn retention(doc: &[u8]) -> bool {
-    String::from_utf8_lossy(doc).contains("DefaultRetention")
-}
-
-/// The settings a check copies, in the order it copies them: versioning before object lock
-/// (which needs it), the default encryption before anything that lets writes in.
-const KINDS: [Kind; 7] = [
-    Kind {
-        subresource: "versioning",
-        complete: versioned,
-        wanted: |_, source| versioned(source),
-        put_body: versioning_body,
-    },
-    Kind {
-        subresource: "object-lock",
-        complete: retention,
-        wanted: |target, source| target.is_none() || retention(source),
-        put_body: same,
-    },
-    Kind {
-        subresource: "encryption",
-        complete: any,
-        wanted: always,
-        put_body: same,
-    },
-    Kind {
-        subresource: "policy",
-        complete: any,
-        wanted: always,
-        put_body: same,
-    },
-    Kind {
-        subresource: "cors",
-        complete: any,
-        wanted: always,
-        put_body: same,
-    },
-    Kind {
-        subresource: "lifecycle",
-        complete: any,
-        wanted: always,
-        put_body: same,
-    },
-    Kind {
-        subresource: "tagging",
-        complete: any,
-        wanted: always,
-        put_body: same,
-    },
-];
 
 /// Check backend `to` ([`check`]) and let it take traffic if the check passed; else it stays
 /// out (logged) until the next probe runs this again.
@@ -191,22 +146,21 @@ pub(crate) async fn check<R: Runtime>(p: &Arc<Proxy<R>>, to: usize) -> S3Result<
         p.client_keys.get(..1).unwrap_or_default()
     };
     for key in keys {
-        let caller = Caller {
-            key: key.clone(),
-            ip: None,
-            secure: false,
-        };
+        let caller = Caller::of_key(key);
+        let client = Client::for_check(p, &caller, to);
         // The others at once: one that hangs costs a single I/O timeout.
         let listing: Vec<_> = others
             .iter()
             .map(|&i| {
                 let (p2, caller) = (p.clone(), caller.clone());
                 let listed =
-                    p.rt.spawn(async move { list_buckets(&p2, i, &caller, false).await });
+                    p.rt.spawn(
+                        async move { Client::for_check(&p2, &caller, to).list_buckets(i).await },
+                    );
                 (i, listed)
             })
             .collect();
-        let mine = list_buckets(p, to, &caller, true).await?;
+        let mine = client.list_buckets(to).await?;
         let mut theirs: Vec<(usize, Vec<String>)> = Vec::with_capacity(others.len());
         for (i, listed) in listing {
             match listed.await {
@@ -224,74 +178,37 @@ pub(crate) async fn check<R: Runtime>(p: &Arc<Proxy<R>>, to: usize) -> S3Result<
                 .map(|(i, _)| *i)
                 .collect();
             let created = !mine.contains(name);
-            if created && !create_like(p, &caller, name, &holders, to).await? {
+            if created && !create_like(&client, name, &holders, to).await? {
                 continue;
             }
-            copy_settings(p, &caller, name, &holders, to, created).await?;
+            copy_settings(&client, name, &holders, to, created).await?;
         }
     }
     Ok(())
 }
 
-/// Every bucket backend `i` lists for `caller`, page by page (`patient`: for the backend
-/// checked, see `forward::call_for_check`).
-async fn list_buckets<R: Runtime>(
-    p: &Proxy<R>,
-    i: usize,
-    caller: &Caller,
-    patient: bool,
-) -> S3Result<Vec<String>> {
-    let mut names = Vec::new();
-    let mut query = String::new();
-    loop {
-        let list = Call::new("GET", "/".into(), query);
-        let reply = call_for_check(p, i, caller, &list, patient).await?;
-        if !reply.ok() {
-            return Err(reply.to_error());
-        }
-        let list = ListAllMyBucketsResult::parse_xml(&reply.body)?;
-        names.extend(list.buckets.iter().map(|b| b.name.to_string()));
-        match list.continuation_token {
-            Some(t) if !t.is_empty() => {
-                query = format!("continuation-token={}", uri::encode(&t));
-            }
-            _ => return Ok(names),
-        }
-    }
-}
-
-/// What backend `i` has of `bucket`'s `subresource` (`patient`: `i` is the backend checked).
-async fn read<R: Runtime>(
-    p: &Proxy<R>,
-    (i, patient): (usize, bool),
-    caller: &Caller,
-    bucket: &str,
-    subresource: &str,
-) -> Setting {
-    let get = Call::new("GET", bucket_path(bucket), subresource.to_owned());
-    Setting::of(call_for_check(p, i, caller, &get, patient).await)
-}
-
-/// Create `bucket` on backend `to` for `caller`, with object lock if the first of `holders`
-/// has it: whether it is there now (a name another owner has on `to` is logged and skipped).
+/// Create `bucket` on backend `to`, with object lock if the first of `holders` has it: whether
+/// it is there now (a name another owner has on `to` is logged and skipped).
 async fn create_like<R: Runtime>(
-    p: &Proxy<R>,
-    caller: &Caller,
+    client: &Client<'_, R>,
     bucket: &str,
     holders: &[usize],
     to: usize,
 ) -> S3Result<bool> {
+    let p = client.proxy();
     let backend = p.backends.get(to).map_or("?", |b| b.id.as_str());
-    let mut create = Call::new("PUT", bucket_path(bucket), String::new());
-    if let Some(b) = p.backends.get(to) {
-        create.body = create_bucket_body(&b.region);
-    }
+    let region = p
+        .backends
+        .get(to)
+        .map_or("us-east-1", |b| b.region.as_str());
+    let mut create = Call::create_bucket(bucket, region);
+    let lock = ConfigKind::ObjectLock.subresource();
     if let Some(&from) = holders.first()
-        && let Setting::Doc(..) = read(p, (from, false), caller, bucket, "object-lock").await
+        && let Setting::Doc(..) = client.setting(from, bucket, lock).await
     {
         create.header("x-amz-bucket-object-lock-enabled", "true");
     }
-    let reply = call_for_check(p, to, caller, &create, true).await?;
+    let reply = client.send(to, &create).await?;
     if reply.ok() || reply.error_code().as_deref() == Some("BucketAlreadyOwnedByYou") {
         tracing::info!(
             backend,
@@ -314,18 +231,17 @@ async fn create_like<R: Runtime>(
 /// Copy to backend `to` each setting of `bucket` it lacks from the first of `holders` that has
 /// it, and the ACL of a bucket `created` just now.
 async fn copy_settings<R: Runtime>(
-    p: &Proxy<R>,
-    caller: &Caller,
+    client: &Client<'_, R>,
     bucket: &str,
     holders: &[usize],
     to: usize,
     created: bool,
 ) -> S3Result<()> {
-    let path = bucket_path(bucket);
-    for kind in &KINDS {
-        let sub = kind.subresource;
-        let target = match read(p, (to, true), caller, bucket, sub).await {
-            Setting::Doc(doc, _) if (kind.complete)(&doc) => continue,
+    let p = client.proxy();
+    for kind in COPIED {
+        let sub = kind.subresource();
+        let target = match client.setting(to, bucket, sub).await {
+            Setting::Doc(doc, _) if complete(kind, &doc) => continue,
             Setting::Doc(doc, _) => Some(doc),
             Setting::Absent => None,
             Setting::Unknown => {
@@ -334,11 +250,11 @@ async fn copy_settings<R: Runtime>(
             }
         };
         for &from in holders {
-            match read(p, (from, false), caller, bucket, sub).await {
-                Setting::Doc(doc, ct) if (kind.wanted)(target.as_deref(), &doc) => {
-                    let doc = (kind.put_body)(doc);
-                    let put = Setting::put(&path, sub, &doc, ct.as_deref());
-                    copy(p, caller, to, &put, bucket).await?;
+            match client.setting(from, bucket, sub).await {
+                Setting::Doc(doc, ct) if wanted(kind, target.as_deref(), &doc) => {
+                    let doc = put_body(kind, doc);
+                    let put = Call::put_setting(bucket, sub, &doc, ct.as_deref());
+                    copy(client, to, &put, bucket).await?;
                     break;
                 }
                 Setting::Doc(..) | Setting::Absent => {}
@@ -348,17 +264,12 @@ async fn copy_settings<R: Runtime>(
             }
         }
     }
+    let acl = ConfigKind::Acl.subresource();
     if created && let Some(&from) = holders.first() {
-        match read(p, (from, false), caller, bucket, "acl").await {
+        match client.setting(from, bucket, acl).await {
             Setting::Doc(doc, ct) => {
-                copy(
-                    p,
-                    caller,
-                    to,
-                    &Setting::put(&path, "acl", &doc, ct.as_deref()),
-                    bucket,
-                )
-                .await?;
+                let put = Call::put_setting(bucket, acl, &doc, ct.as_deref());
+                copy(client, to, &put, bucket).await?;
             }
             _ => warn_skipped(p, from, bucket, "its acl could not be read"),
         }
@@ -368,16 +279,16 @@ async fn copy_settings<R: Runtime>(
 
 /// Send `put` (a setting of `bucket`) to backend `to`: its refusal fails the check.
 async fn copy<R: Runtime>(
-    p: &Proxy<R>,
-    caller: &Caller,
+    client: &Client<'_, R>,
     to: usize,
     put: &Call,
     bucket: &str,
 ) -> S3Result<()> {
-    let reply = call_for_check(p, to, caller, put, true).await?;
+    let reply = client.send(to, put).await?;
     if !reply.ok() {
         return Err(reply.to_error());
     }
+    let p = client.proxy();
     let backend = p.backends.get(to).map_or("?", |b| b.id.as_str());
     tracing::info!(
         backend,
@@ -397,17 +308,13 @@ fn warn_skipped<R: Runtime>(p: &Proxy<R>, i: usize, bucket: &str, why: &str) {
 mod tests {
     use super::*;
 
-    fn kind(sub: &str) -> &'static Kind {
-        KINDS.iter().find(|k| k.subresource == sub).unwrap()
-    }
-
     #[test]
     fn what_a_check_copies() {
         let never = b"<VersioningConfiguration xmlns=\"x\"/>";
         let on = b"<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>";
-        let v = kind("versioning");
-        assert!(!(v.complete)(never) && (v.complete)(on));
-        assert!((v.wanted)(Some(never), on) && !(v.wanted)(Some(never), never));
+        let v = ConfigKind::Versioning;
+        assert!(!complete(v, never) && complete(v, on));
+        assert!(wanted(v, Some(never), on) && !wanted(v, Some(never), never));
         // A lock without a default retention still turns lock on where it is missing; a
         // retention is copied over a lock without one.
         let bare = b"<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled>\
@@ -415,15 +322,40 @@ mod tests {
         let rule = b"<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled>\
             <Rule><DefaultRetention><Mode>GOVERNANCE</Mode><Days>1</Days></DefaultRetention>\
             </Rule></ObjectLockConfiguration>";
-        let l = kind("object-lock");
-        assert!(!(l.complete)(bare) && (l.complete)(rule));
-        assert!((l.wanted)(None, bare) && (l.wanted)(Some(bare), rule));
-        assert!(!(l.wanted)(Some(bare), bare));
+        let l = ConfigKind::ObjectLock;
+        assert!(!complete(l, bare) && complete(l, rule));
+        assert!(wanted(l, None, bare) && wanted(l, Some(bare), rule));
+        assert!(!wanted(l, Some(bare), bare));
         // The others: any document, where there is none.
-        let e = kind("encryption");
-        assert!((e.complete)(b"<x/>") && (e.wanted)(None, b"<x/>"));
+        let e = ConfigKind::Encryption;
+        assert!(complete(e, b"<x/>") && wanted(e, None, b"<x/>"));
         // Versioning before object lock, encryption before the rest.
-        let order: Vec<&str> = KINDS.iter().map(|k| k.subresource).collect();
-        assert_eq!(&order[..3], ["versioning", "object-lock", "encryption"]);
+        assert_eq!(
+            &COPIED[..3],
+            [
+                ConfigKind::Versioning,
+                ConfigKind::ObjectLock,
+                ConfigKind::Encryption
+            ]
+        );
+    }
+
+    #[test]
+    fn a_versioning_answer_is_put_as_a_configuration_whatever_its_root() {
+        let put = |doc: &[u8]| put_body(ConfigKind::Versioning, doc.to_vec());
+        let moto = b"<GetBucketVersioningResponse xmlns=\"x\"><Status>Suspended</Status>\
+            </GetBucketVersioningResponse>";
+        let body = put(moto);
+        let parsed = VersioningConfiguration::parse_xml(&body).unwrap();
+        assert_eq!(
+            parsed.status,
+            ferry_core::s3::version::Versioning::Suspended
+        );
+        assert!(wanted(ConfigKind::Versioning, None, moto));
+        // A document without a state, and the other kinds' documents, go as they came.
+        let none = b"<VersioningConfiguration/>";
+        assert_eq!(put(none), none);
+        let policy = br#"{"Version":"2012-10-17"}"#;
+        assert_eq!(put_body(ConfigKind::Policy, policy.to_vec()), policy);
     }
 }

@@ -1,15 +1,16 @@
 //! Bucket tagging through the proxy: every backend holds the bucket, so Put and Delete go to
-//! all of them (GetBucketTagging reads any one, and object tagging goes by key, in `handler`).
+//! all of them (Delete: `buckets::delete_everywhere`; GetBucketTagging reads any one, and
+//! object tagging goes by key, in `handler`).
 
 use ferry_core::http::server::{BodyReader, ResponseWriter};
-use ferry_core::md5::{content_md5, md5};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::S3Result;
+use ferry_core::s3::bucket_config::ConfigKind;
 use ferry_core::s3::request::S3Request;
 use ferry_core::s3::tagging::{self, TagOwner};
 use ferry_core::s3::xml::{MAX_TAGGING_BODY, Tagging};
 
-use super::buckets::{bucket_path, read_small, relay_everywhere, require_all_up};
+use super::buckets::{read_small, relay_everywhere, require_all_up};
 use super::context::Cx;
 use super::forward::Call;
 use super::reissue::Leave;
@@ -29,22 +30,8 @@ pub(crate) async fn put_bucket<R: Runtime, S: Stream>(
     let mut out = Vec::new();
     doc.write_xml(&mut out);
     require_all_up(cx)?;
-    let mut call = Call::new("PUT", bucket_path(s3.bucket_str()), "tagging".into());
-    call.header("Content-MD5", content_md5(&md5(&out)).as_str().to_owned());
-    call.header("Content-Type", "application/xml");
-    call.carry(cx, Leave::Nothing);
-    call.body = out;
-    relay_everywhere(cx, &call, res).await
-}
-
-/// DeleteBucketTagging on every backend.
-pub(crate) async fn delete_bucket<R: Runtime, S: Stream>(
-    cx: &Cx<'_, R>,
-    s3: &S3Request<'_>,
-    res: &mut ResponseWriter<'_, S>,
-) -> S3Result<()> {
-    require_all_up(cx)?;
-    let mut call = Call::new("DELETE", bucket_path(s3.bucket_str()), "tagging".into());
+    let sub = ConfigKind::Tagging.subresource();
+    let mut call = Call::put_setting(s3.bucket_str(), sub, &out, None);
     call.carry(cx, Leave::Nothing);
     relay_everywhere(cx, &call, res).await
 }

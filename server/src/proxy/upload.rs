@@ -38,8 +38,9 @@ use ferry_core::s3::request::{Endpoint, S3Request};
 use ferry_core::s3::xml::{CompleteMultipartUploadResult, ErrorResponse, ListAllMyBucketsResult};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result, upload_id, uri};
 
+use super::client::Client;
 use super::context::{Caller, Cx};
-use super::forward::{self, Call, Reply, call, relay_reply};
+use super::forward::{self, Call, Reply, relay_reply};
 use super::layout;
 use super::rebalance::Rebalancer;
 use super::upload_tag::{UploadId, parse};
@@ -96,11 +97,9 @@ async fn probe<R: Runtime>(
     if owners.len() < 2 {
         return Ok(current);
     }
-    let path = format!("/{}/{}", uri::encode_path(bucket), uri::encode_path(key));
-    let query = format!("max-parts=1&uploadId={}", uri::encode(upload_id));
+    let list = Call::list_parts(bucket, key, upload_id, 1);
     for &i in &owners {
-        let list = Call::new("GET", path.clone(), query.clone());
-        if call(cx.p, i, cx.caller(), &list).await?.ok() {
+        if cx.client().send(i, &list).await?.ok() {
             return Ok(i);
         }
     }
@@ -282,15 +281,10 @@ async fn bucket_owner<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, at: usize) -> Op
         return None;
     }
     // The bucket itself sorts first among the names it prefixes.
-    let query = format!("max-buckets=1&prefix={}", uri::encode(bucket));
+    let list = Call::list_buckets(Some(bucket), Some(1), None);
     for key in &cx.p.client_keys {
-        let caller = Caller {
-            key: key.clone(),
-            ip: None,
-            secure: false,
-        };
-        let list = Call::new("GET", "/".into(), query.clone());
-        let Ok(reply) = call(cx.p, at, &caller, &list).await else {
+        let caller = Caller::of_key(key);
+        let Ok(reply) = Client::new(cx.p, &caller).send(at, &list).await else {
             continue;
         };
         let owns = reply.ok()

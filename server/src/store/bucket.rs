@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use ferry_core::s3::acl::Acl;
+use ferry_core::s3::bucket_config::ConfigKind;
 use ferry_core::s3::policy::Policy;
 use ferry_core::s3::xml::{LifecycleConfiguration, ServerSideEncryptionConfiguration};
 
@@ -74,6 +75,22 @@ impl BucketSetting {
             BucketSetting::ObjectLock => "object-lock",
             BucketSetting::Lifecycle => "lifecycle",
             BucketSetting::Encryption => "encryption",
+        }
+    }
+}
+
+impl From<ConfigKind> for BucketSetting {
+    /// The setting a bucket configuration is stored as.
+    fn from(kind: ConfigKind) -> Self {
+        match kind {
+            ConfigKind::Versioning => Self::Versioning,
+            ConfigKind::ObjectLock => Self::ObjectLock,
+            ConfigKind::Encryption => Self::Encryption,
+            ConfigKind::Policy => Self::Policy,
+            ConfigKind::Cors => Self::Cors,
+            ConfigKind::Lifecycle => Self::Lifecycle,
+            ConfigKind::Tagging => Self::Tagging,
+            ConfigKind::Acl => Self::Acl,
         }
     }
 }

@@ -150,6 +150,11 @@ impl<'a> Doc<'a> {
         Ok(Self { nodes })
     }
 
+    /// The root element, whatever its name.
+    pub(super) fn any_root(&self) -> Option<El<'_, 'a>> {
+        self.nodes.first().map(|node| El { doc: self, node })
+    }
+
     pub(super) fn root(&self, name: &str) -> S3Result<El<'_, 'a>> {
         let node = self.nodes.first().ok_or_else(malformed)?;
         if node.name != name {

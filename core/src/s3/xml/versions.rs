@@ -19,6 +19,8 @@ use crate::s3::version::Versioning;
 pub const MAX_VERSIONING_BODY: usize = 4096;
 /// Elements of a `<VersioningConfiguration>`: the root, `Status` and `MfaDelete`.
 const MAX_VERSIONING_ELEMENTS: usize = 8;
+/// Elements of a GetBucketVersioning answer read leniently ([`VersioningConfiguration::status_of`]).
+const MAX_ANSWER_ELEMENTS: usize = 32;
 
 /// `<VersioningConfiguration>` of PutBucketVersioning.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +52,22 @@ impl<'a> VersioningConfiguration<'a> {
         let mut w = XmlWriter::document(out, "VersioningConfiguration", true);
         w.elem("Status", self.status.as_str());
         w.close("VersioningConfiguration");
+    }
+
+    /// The state a GetBucketVersioning answer gives, read leniently: the first `Status` element
+    /// (at any depth, under any root: some servers answer under another one, as moto's
+    /// `<GetBucketVersioningResponse>`) that names a state. `None` for a bucket never
+    /// versioned (no `Status`) or a body that is not XML.
+    pub fn status_of(body: &[u8]) -> Option<Versioning> {
+        fn find(el: El<'_, '_>) -> Option<Versioning> {
+            el.children().find_map(|c| match c.name() {
+                "Status" => Versioning::parse(c.text().trim().as_bytes()),
+                _ => find(c),
+            })
+        }
+        let doc = Doc::parse(body, MAX_VERSIONING_BODY, MAX_ANSWER_ELEMENTS).ok()?;
+        // Any root: its name is not read.
+        find(doc.any_root()?)
     }
 }
 
@@ -227,6 +245,30 @@ mod tests {
         c.write_xml(&mut out);
         let back = VersioningConfiguration::parse_xml(&out).unwrap();
         assert_eq!(back.status, Versioning::Suspended);
+    }
+
+    #[test]
+    fn an_answers_status_is_read_whatever_its_root() {
+        let status = VersioningConfiguration::status_of;
+        let aws = br#"<?xml version="1.0" encoding="UTF-8"?><VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Enabled</Status></VersioningConfiguration>"#;
+        assert_eq!(status(aws), Some(Versioning::Enabled));
+        // moto's root, and a wrapped document.
+        let moto = b"<GetBucketVersioningResponse xmlns=\"x\"><Status>Suspended</Status>\
+            </GetBucketVersioningResponse>";
+        assert_eq!(status(moto), Some(Versioning::Suspended));
+        let wrapped = b"<R><VersioningConfiguration><MfaDelete>Enabled</MfaDelete>\
+            <Status> Enabled </Status></VersioningConfiguration></R>";
+        assert_eq!(status(wrapped), Some(Versioning::Enabled));
+        // Never versioned, an MFA delete state alone, a state that is none, not XML.
+        for none in [
+            &br#"<VersioningConfiguration xmlns="x"/>"#[..],
+            b"<VersioningConfiguration><MfaDelete>Enabled</MfaDelete></VersioningConfiguration>",
+            b"<VersioningConfiguration><Status>On</Status></VersioningConfiguration>",
+            b"Enabled",
+            b"",
+        ] {
+            assert_eq!(status(none), None);
+        }
     }
 
     #[test]

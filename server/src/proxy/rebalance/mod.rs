@@ -14,7 +14,7 @@
 //!    progress line and the whole of a `--dry-run`;
 //! 3. lists again and moves them, a page (1,000 entries) at a time with `--concurrency` moves
 //!    at once, each streamed from a GET on the backend it is on into a PUT on its owner through
-//!    the proxy's pooled buffers (`copy::stream_put`, the cross-backend copy's own), within one
+//!    the proxy's pooled buffers (`transfer`, the cross-backend copy's own), within one
 //!    bandwidth bound shared by all (`--max-bandwidth`, [`throttle`]); memory is bounded by the
 //!    page and the buffers, never by an object;
 //! 4. reports what it moved and what it had to leave, and says whether the previous layouts
@@ -84,7 +84,6 @@ mod progress;
 mod throttle;
 
 use std::collections::VecDeque;
-use std::fmt::Write as _;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -95,9 +94,9 @@ use ferry_core::http::head::RequestHead;
 use ferry_core::http::server::{BodyReader, Handler, ResponseWriter, ServerConfig, serve};
 use ferry_core::http::{Header, HttpError};
 use ferry_core::rt::{Either, Runtime, Signal, race};
-use ferry_core::s3::uri;
+use ferry_core::s3::bucket_config::ConfigKind;
 use ferry_core::s3::xml::{
-    ListAllMyBucketsResult, ListBucketResult, ListMultipartUploadsResult, ListVersionsResult,
+    ListBucketResult, ListMultipartUploadsResult, ListVersionsResult, VersioningConfiguration,
 };
 use ferry_core::s3::{S3Error, S3Result};
 use ferry_net::NetRuntime;
@@ -105,10 +104,10 @@ use ferry_runtime::OnRuntime;
 
 pub use progress::{Progress, RebalanceReport};
 
-use super::buckets::bucket_path;
+use super::client::Client;
 use super::config::BackendKind;
 use super::context::Caller;
-use super::forward::{Call, call};
+use super::forward::Call;
 use super::health::{self, Schedule};
 use super::{Proxy, ProxyConfig, resolve, shared, snapshot, sync};
 use throttle::Throttle;
@@ -423,13 +422,9 @@ impl<R: Runtime> Rebalancer<R> {
     async fn buckets(&self) -> Vec<Bucket> {
         let mut out: Vec<Bucket> = Vec::new();
         for key in &self.p.client_keys {
-            let caller = Caller {
-                key: key.clone(),
-                ip: None,
-                secure: false,
-            };
+            let caller = Caller::of_key(key);
             for i in 0..self.p.backends.len() {
-                let names = match self.bucket_names(i, &caller).await {
+                let names = match Client::new(&self.p, &caller).list_buckets(i).await {
                     Ok(n) => n,
                     Err(e) => {
                         self.progress.error(format!(
@@ -456,11 +451,11 @@ impl<R: Runtime> Rebalancer<R> {
         for b in &mut out {
             b.on.sort_unstable();
             let Some(&i) = b.on.first() else { continue };
-            let get = Call::new("GET", bucket_path(&b.name), "versioning".into());
-            match call(&self.p, i, &b.caller, &get).await {
+            let versioning = ConfigKind::Versioning.subresource();
+            let get = Call::get_setting(&b.name, versioning);
+            match self.client(b).send(i, &get).await {
                 Ok(r) if r.ok() => {
-                    let text = String::from_utf8_lossy(&r.body);
-                    b.versioned = text.contains(">Enabled<") || text.contains(">Suspended<");
+                    b.versioned = VersioningConfiguration::status_of(&r.body).is_some();
                 }
                 Ok(r) => {
                     self.progress
@@ -474,33 +469,23 @@ impl<R: Runtime> Rebalancer<R> {
         out
     }
 
-    async fn bucket_names(&self, i: usize, caller: &Caller) -> S3Result<Vec<String>> {
-        let mut names = Vec::new();
-        let mut query = String::new();
-        loop {
-            let reply = call(&self.p, i, caller, &Call::new("GET", "/".into(), query)).await?;
-            if !reply.ok() {
-                return Err(reply.to_error());
-            }
-            let list = ListAllMyBucketsResult::parse_xml(&reply.body)?;
-            names.extend(list.buckets.iter().map(|b| b.name.to_string()));
-            match list.continuation_token {
-                Some(t) if !t.is_empty() => {
-                    query = format!("continuation-token={}", uri::encode(&t));
-                }
-                _ => return Ok(names),
-            }
-        }
+    /// The requests for bucket `b`, as its owner.
+    pub(crate) fn client<'a>(&'a self, b: &'a Bucket) -> Client<'a, R> {
+        Client::new(&self.p, &b.caller)
     }
 
     /// Count the multipart uploads in progress on a backend that is not their key's owner, and
     /// name the backend.
     async fn uploads_elsewhere(&self, b: &Bucket) {
         for &i in &b.on {
-            let mut query = format!("uploads&max-uploads={PAGE}");
+            let mut markers: Option<(String, String)> = None;
             loop {
-                let list = Call::new("GET", bucket_path(&b.name), query.clone());
-                let reply = match call(&self.p, i, &b.caller, &list).await {
+                let (key, upload) = match &markers {
+                    Some((k, u)) => (Some(k.as_str()), Some(u.as_str())),
+                    None => (None, None),
+                };
+                let list = Call::list_uploads(&b.name, PAGE, key, upload);
+                let reply = match self.client(b).send(i, &list).await {
                     Ok(r) if r.ok() => r,
                     Ok(r) => {
                         self.progress.error(format!(
@@ -532,11 +517,7 @@ impl<R: Runtime> Rebalancer<R> {
                     page.next_upload_id_marker,
                 ) {
                     (true, Some(k), Some(u)) => {
-                        query = format!(
-                            "uploads&max-uploads={PAGE}&key-marker={}&upload-id-marker={}",
-                            uri::encode(&k),
-                            uri::encode(&u)
-                        );
+                        markers = Some((k.into_owned(), u.into_owned()));
                     }
                     _ => break,
                 }
@@ -675,8 +656,9 @@ fn group_by_key(entries: Vec<Entry>) -> Vec<Vec<Entry>> {
 struct Pages<'b> {
     bucket: &'b Bucket,
     backend: usize,
-    /// Where the next page starts (a continuation token, or key and version markers).
-    next: Option<String>,
+    /// Where the next page starts: after a key (`start-after`), or a key marker and a version
+    /// marker.
+    next: Option<(String, Option<String>)>,
     finished: bool,
 }
 
@@ -700,29 +682,24 @@ impl<'b> Pages<'b> {
             return Ok(None);
         }
         let b = self.bucket;
-        let mut query = if b.versioned {
-            format!("versions&max-keys={PAGE}")
-        } else {
-            format!("list-type=2&max-keys={PAGE}")
+        let (key, version) = match &self.next {
+            Some((k, v)) => (Some(k.as_str()), v.as_deref()),
+            None => (None, None),
         };
-        if let Some(n) = &self.next {
-            let _ = write!(query, "&{n}");
-        }
-        let list = Call::new("GET", bucket_path(&b.name), query);
-        let reply = call(&r.p, self.backend, &b.caller, &list).await?;
+        let list = if b.versioned {
+            Call::list_versions(&b.name, PAGE, key, version)
+        } else {
+            Call::list_objects(&b.name, PAGE, key)
+        };
+        let reply = r.client(b).send(self.backend, &list).await?;
         if !reply.ok() {
             return Err(reply.to_error());
         }
         if b.versioned {
             let page = ListVersionsResult::parse_xml(&reply.body)?;
             self.next = match (&page.next_key_marker, &page.next_version_id_marker) {
-                (Some(k), Some(v)) if page.is_truncated => Some(format!(
-                    "key-marker={}&version-id-marker={}",
-                    uri::encode(k),
-                    uri::encode(v)
-                )),
-                (Some(k), None) if page.is_truncated => {
-                    Some(format!("key-marker={}", uri::encode(k)))
+                (Some(k), v) if page.is_truncated => {
+                    Some((k.to_string(), v.as_deref().map(str::to_owned)))
                 }
                 _ => None,
             };
@@ -745,9 +722,7 @@ impl<'b> Pages<'b> {
             // After the last key, not a token: the moves delete what was listed, and a key
             // is a position that deletes do not shift, on any S3 server.
             self.next = match page.contents.last() {
-                Some(o) if page.is_truncated => {
-                    Some(format!("start-after={}", uri::encode(&o.key)))
-                }
+                Some(o) if page.is_truncated => Some((o.key.to_string(), None)),
                 _ => None,
             };
             self.finished = self.next.is_none();

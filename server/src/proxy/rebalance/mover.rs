@@ -2,58 +2,34 @@
 //! (GET streamed into a PUT), check, then delete the old copy — each step as the module
 //! comment of `rebalance` says, for the races with clients.
 
+use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 
-use ferry_core::http::{EMPTY_HEADER, Header, find_header_str};
-use ferry_core::md5::{content_md5, md5};
+use ferry_core::http::{Header, find_header_str};
 use ferry_core::rt::Runtime;
 use ferry_core::s3::acl::Acl;
 use ferry_core::s3::checksum::{ChecksumAlgorithm, ChecksumType};
-use ferry_core::s3::outbound::OutboundRequest;
-use ferry_core::s3::sigv4::{EMPTY_SHA256, UNSIGNED_PAYLOAD};
+use ferry_core::s3::outbound::OutHeader;
 use ferry_core::s3::sse::CONTEXT_MODE_HEADER;
-use ferry_core::s3::tagging::{TAGGING_COUNT_HEADER, TAGGING_HEADER};
-use ferry_core::s3::uri;
+use ferry_core::s3::tagging::TAGGING_HEADER;
 use ferry_core::s3::version::{
     PLACE_LAST_MODIFIED_HEADER, PLACE_VERSION_ID_HEADER, PLACE_VERSION_ORDER_HEADER, VersionId,
 };
-use ferry_core::s3::xml::lock::{
-    BYPASS_GOVERNANCE_HEADER, LEGAL_HOLD_HEADER, LOCK_MODE_HEADER, RETAIN_UNTIL_HEADER,
-};
+use ferry_core::s3::xml::lock::BYPASS_GOVERNANCE_HEADER;
 use ferry_core::s3::xml::{
     Checksums, CompleteMultipartUpload, CompleteMultipartUploadResult, CompletedPart, ErrorResponse,
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
-use ferry_core::time::DateTime;
 
 use super::super::context::Caller;
-use super::super::copy::{
-    self, Framing, Meter, etag_is_md5, etag_md5, is_encryption_header, is_object_header, stream_put,
+use super::super::forward::Call;
+use super::super::transfer::{
+    Extent, Keep, KeepChecksum, Lock, Meter, Read, Transfer, Write, Written, etag_is_md5, etag_md5,
+    transfer,
 };
-use super::super::forward::{Call, Reply, call};
-use super::super::sign::sign_as;
 use super::progress::Progress;
 use super::throttle::Throttle;
 use super::{Bucket, Entry, Rebalancer, about};
-
-/// Response header fields read per backend response.
-const MAX_HEADERS: usize = 128;
-
-fn object_path(bucket: &str, key: &str) -> String {
-    format!("/{}/{}", uri::encode_path(bucket), uri::encode_path(key))
-}
-
-fn version_query(version: Option<&str>) -> String {
-    version.map_or_else(String::new, |v| format!("versionId={}", uri::encode(v)))
-}
-
-/// The query of subresource `sub` of an object's version (`acl&versionId=...`, or a part's).
-fn sub_query(sub: &str, version: Option<&str>) -> String {
-    match version {
-        Some(v) => format!("{sub}&versionId={}", uri::encode(v)),
-        None => sub.to_owned(),
-    }
-}
 
 /// What the move's bytes pass: the bandwidth bound and the count of bytes sent (and of those
 /// the bound let through, and of its waits).
@@ -75,49 +51,46 @@ impl<R: Runtime> Meter for MoveMeter<'_, R> {
     }
 }
 
-/// A version's object lock, as its GET says.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Lock {
-    /// `GOVERNANCE` or `COMPLIANCE`, and the header value of the date.
-    retention: Option<(String, String)>,
-    legal_hold: bool,
-}
-
-impl Lock {
-    fn of(headers: &[Header<'_>]) -> Self {
-        let retention = match (
-            find_header_str(headers, LOCK_MODE_HEADER),
-            find_header_str(headers, RETAIN_UNTIL_HEADER),
-        ) {
-            (Some(m), Some(u)) => Some((m.trim().to_owned(), u.trim().to_owned())),
-            _ => None,
+impl<R: Runtime> Rebalancer<R> {
+    /// [`transfer`] as `b`'s owner, its bytes through the bandwidth bound and counted.
+    async fn transfer(
+        &self,
+        b: &Bucket,
+        from_to: (usize, usize),
+        read: &Read<'_>,
+        keep: Keep,
+        write: Write<'_>,
+    ) -> S3Result<Transfer> {
+        let mut meter = MoveMeter {
+            throttle: self.throttle.as_ref(),
+            progress: &self.progress,
         };
-        let legal_hold = find_header_str(headers, LEGAL_HOLD_HEADER)
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("ON"));
-        Self {
-            retention,
-            legal_hold,
-        }
+        transfer(&self.client(b), from_to, read, keep, write, &mut meter).await
     }
 
-    fn is_some(&self) -> bool {
-        self.retention.is_some() || self.legal_hold
-    }
-
-    /// Whether COMPLIANCE retention keeps the version at `now`.
-    fn compliance_until_after(&self, now: i64) -> bool {
-        self.retention.as_ref().is_some_and(|(mode, until)| {
-            mode.eq_ignore_ascii_case("COMPLIANCE")
-                && DateTime::parse_iso8601(until).is_none_or(|d| d.to_unix() > now)
+    /// The headers of a read on backend `from` that asks a Ferry node for an SSE-KMS object's
+    /// encryption context (`x-ferry-encryption-context-mode`, sealed), which its copy keeps.
+    fn context_mode(&self, from: usize) -> Vec<OutHeader<'static>> {
+        let ask = self.is_ferry(from);
+        ask.then(|| {
+            (
+                Cow::Borrowed(CONTEXT_MODE_HEADER),
+                Cow::Borrowed(&b"ENABLED"[..]),
+            )
         })
-    }
-
-    fn governance(&self) -> bool {
-        self.retention
-            .as_ref()
-            .is_some_and(|(mode, _)| mode.eq_ignore_ascii_case("GOVERNANCE"))
+        .into_iter()
+        .collect()
     }
 }
+
+/// What a move keeps of the object: all the rebalance's module comment says.
+const MOVED: Keep = Keep {
+    metadata: true,
+    checksum: KeepChecksum::Object,
+    encryption: true,
+    tags: true,
+    lock: true,
+};
 
 /// How the copy is placed on its new owner.
 #[derive(Debug, Clone, Default)]
@@ -126,6 +99,16 @@ struct Place {
     create_only: bool,
     /// Ferry's placement headers (a Ferry owner): the date, and the version's id and order.
     headers: Vec<(&'static str, String)>,
+}
+
+impl Place {
+    /// The headers of a write placed so.
+    fn headers(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        let create_only = self.create_only.then_some(("If-None-Match", "*"));
+        create_only
+            .into_iter()
+            .chain(self.headers.iter().map(|(n, v)| (*n, v.as_str())))
+    }
 }
 
 /// What became of a copy.
@@ -444,8 +427,10 @@ impl<R: Runtime> Rebalancer<R> {
             if v.delete_marker {
                 // A delete of a missing version succeeds, so whether a client deleted the
                 // marker meanwhile is asked first (405: a delete marker is there).
-                let head = Call::new("HEAD", object_path(&b.name, &key), version_query(id));
-                if call(&self.p, from, &b.caller, &head)
+                let head = Call::head_object(&b.name, &key, id);
+                if self
+                    .client(b)
+                    .send(from, &head)
                     .await
                     .is_ok_and(|r| r.status == 404)
                 {
@@ -491,11 +476,11 @@ impl<R: Runtime> Rebalancer<R> {
         place: &Place,
         to: usize,
     ) -> S3Result<Option<String>> {
-        let mut del = Call::new("DELETE", object_path(&b.name, key), String::new());
+        let mut del = Call::delete_object(&b.name, key, None, None);
         for (n, v) in &place.headers {
             del.header(*n, v.clone());
         }
-        let reply = call(&self.p, to, &b.caller, &del).await?;
+        let reply = self.client(b).send(to, &del).await?;
         let version = reply.header("x-amz-version-id").map(str::to_owned);
         let status = reply.status;
         if status == 412 {
@@ -527,10 +512,6 @@ impl<R: Runtime> Rebalancer<R> {
         place: &Place,
     ) -> S3Result<Copied> {
         let key = e.key.as_str();
-        let p = &self.p;
-        let (sb, db) = (&p.backends[from], &p.backends[to]);
-        let path = object_path(&b.name, key);
-        let query = version_query(version);
         // A version already in its place costs a HEAD. (Not the null version: the owner's may
         // be a newer one, which the placed write is refused by, as superseded.)
         if version.is_some_and(|v| v != "null")
@@ -560,144 +541,38 @@ impl<R: Runtime> Rebalancer<R> {
                 .copy_multipart(b, key, version, parts, &grants, from, to, place)
                 .await;
         }
-        let mut get = OutboundRequest::new("GET", path.as_str(), query.as_str());
-        get.header("x-amz-checksum-mode", &b"ENABLED"[..]);
-        if self.is_ferry(from) {
-            get.header(CONTEXT_MODE_HEADER, &b"ENABLED"[..]);
-        }
-        for (n, v) in b.caller.headers() {
-            get.header(n, v.into_bytes());
-        }
-        sign_as(p, sb, &b.caller.key, &mut get, EMPTY_SHA256)?;
-        let get_views = get.views();
-        let get_target = get.target();
-        let mut src_conn = sb.conn().await?;
-        src_conn
-            .send_request("GET", &get_target, &get_views, &[])
-            .await
-            .map_err(|_| copy::failed(&sb.id))?;
-        let mut storage = [EMPTY_HEADER; MAX_HEADERS];
-        let mut resp = src_conn
-            .response(&mut storage)
-            .await
-            .map_err(|_| copy::failed(&sb.id))?;
-        let status = resp.head.status;
-        if status != 200 {
-            let mut body = Vec::new();
-            while let Some(c) = resp
-                .body
-                .next_chunk()
-                .await
-                .map_err(|_| copy::failed(&sb.id))?
-            {
-                if body.len() < 64 * 1024 {
-                    body.extend_from_slice(c);
-                }
-            }
-            if status == 404 {
-                return Ok(Copied::Gone);
-            }
-            let code = ErrorResponse::parse_xml(&body)
-                .ok()
-                .map(|e| e.code.into_owned());
+        let read = Read {
+            headers: self.context_mode(from),
+            ..Read::whole(&b.name, key, version)
+        };
+        let own = grants
+            .iter()
+            .map(|(n, v)| (*n, v.as_str()))
+            .chain(place.headers())
+            .map(|(n, v)| (Cow::Borrowed(n), Cow::Borrowed(v.as_bytes())))
+            .collect();
+        let write = Write::object(&b.name, key, own);
+        let Written {
+            source,
+            lock_later,
+            answer,
+            ..
+        } = match self.transfer(b, (from, to), &read, MOVED, write).await? {
+            Transfer::Written(w) => w,
+            Transfer::Refused(r) if r.status == 404 => return Ok(Copied::Gone),
             // What S3 answers a read of an SSE-C object without its key.
-            if status == 400 && code.as_deref() == Some("InvalidRequest") {
+            Transfer::Refused(r)
+                if r.status == 400 && r.error_code().as_deref() == Some("InvalidRequest") =>
+            {
                 return Ok(Copied::SseC);
             }
-            return Err(Reply::of(status, body).to_error());
-        }
-        let headers = resp.head.headers;
-        let Some(len) = resp.body.content_length() else {
-            return Err(S3Error::with_message(
-                S3ErrorCode::InternalError,
-                "the source backend sent no Content-Length",
-            ));
+            Transfer::Refused(r) => return Err(r.to_error()),
         };
-        let source_etag = find_header_str(headers, "etag")
-            .unwrap_or_default()
-            .to_owned();
-        let lock = Lock::of(headers);
-        let mut put = OutboundRequest::new("PUT", path.as_str(), "");
-        for h in headers.iter().filter(|h| is_object_header(h.name)) {
-            put.header(h.name.to_owned(), h.value.to_vec());
-        }
-        // The owner checks the bytes against the source's full-object checksum and keeps it; a
-        // composite one (of parts) does not describe a single-part copy.
-        let composite = find_header_str(headers, "x-amz-checksum-type")
-            .is_some_and(|t| t.trim().eq_ignore_ascii_case("COMPOSITE"));
-        let checksum = !composite
-            && headers
-                .iter()
-                .any(|h| ChecksumAlgorithm::from_header_name(h.name).is_some());
-        if checksum {
-            for h in headers
-                .iter()
-                .filter(|h| ChecksumAlgorithm::from_header_name(h.name).is_some())
-            {
-                put.header(h.name.to_owned(), h.value.to_vec());
-            }
-        }
-        // The same mode of encryption, and for SSE-KMS the same key and context (the owner
-        // encrypts).
-        for h in headers.iter().filter(|h| {
-            is_encryption_header(h.name) && !h.name.to_ascii_lowercase().contains("-customer-")
-        }) {
-            put.header(h.name.to_owned(), h.value.to_vec());
-        }
-        for (n, v) in &grants {
-            put.header(*n, v.as_bytes().to_vec());
-        }
-        let md5_etag = etag_is_md5(headers)
-            .then(|| etag_md5(&source_etag))
-            .flatten();
-        // Its object lock, with the integrity check a PUT asking for one must carry: the MD5
-        // (when the ETag is one) or the checksum; without either, set after the PUT.
-        let lock_later = lock.is_some() && md5_etag.is_none() && !checksum;
-        if lock.is_some() && !lock_later {
-            if let Some((mode, until)) = &lock.retention {
-                put.header(LOCK_MODE_HEADER, mode.as_bytes().to_vec());
-                put.header(RETAIN_UNTIL_HEADER, until.as_bytes().to_vec());
-            }
-            if lock.legal_hold {
-                put.header(LEGAL_HOLD_HEADER, &b"ON"[..]);
-            }
-            if !checksum && let Some(d) = md5_etag {
-                put.header("Content-MD5", content_md5(&d).as_str().as_bytes().to_vec());
-            }
-        }
-        if find_header_str(headers, TAGGING_COUNT_HEADER).is_some_and(|c| c.trim() != "0") {
-            let tags = copy::tags_of(p, from, &b.caller, &path, &query).await?;
-            put.header(TAGGING_HEADER, tags.into_bytes());
-        }
-        if place.create_only {
-            put.header("If-None-Match", &b"*"[..]);
-        }
-        for (n, v) in &place.headers {
-            put.header(*n, v.as_bytes().to_vec());
-        }
-        for (n, v) in b.caller.headers() {
-            put.header(n, v.into_bytes());
-        }
-        sign_as(p, db, &b.caller.key, &mut put, UNSIGNED_PAYLOAD)?;
-        let mut meter = MoveMeter {
-            throttle: self.throttle.as_ref(),
-            progress: &self.progress,
-        };
-        let answer = stream_put(
-            db,
-            &sb.id,
-            &put,
-            len,
-            Framing::Plain,
-            &mut resp.body,
-            &mut meter,
-        )
-        .await?;
-        sb.put(src_conn);
+        let (source_etag, lock) = (source.etag, source.lock);
         if answer.status == 412 {
             return Ok(Copied::There { source_etag, lock });
         }
-        if !(200..300).contains(&answer.status) {
+        if !answer.ok() {
             return Err(answer.to_error());
         }
         let etag = answer.header("etag").unwrap_or_default().to_owned();
@@ -712,7 +587,7 @@ impl<R: Runtime> Rebalancer<R> {
             return Err(placement_ignored(self.id(to)));
         }
         // Check: an MD5 ETag on both sides must be the same MD5.
-        if md5_etag.is_some() && etag_md5(&etag).is_some() && etag != source_etag {
+        if source.md5.is_some() && etag_md5(&etag).is_some() && etag != source_etag {
             self.undo(b, key, copy_version.as_deref(), &etag, to).await;
             return Err(S3Error::with_message(
                 S3ErrorCode::InternalError,
@@ -728,7 +603,7 @@ impl<R: Runtime> Rebalancer<R> {
             lock,
             etag,
             version: copy_version,
-            size: len,
+            size: source.len,
         })
     }
 
@@ -750,14 +625,12 @@ impl<R: Runtime> Rebalancer<R> {
         to: usize,
         place: &Place,
     ) -> S3Result<Copied> {
-        let path = object_path(&b.name, key);
-        let query = version_query(version);
-        let mut head = Call::new("HEAD", path.clone(), query.clone());
+        let mut head = Call::head_object(&b.name, key, version);
         head.header("x-amz-checksum-mode", "ENABLED");
-        if self.is_ferry(from) {
-            head.header(CONTEXT_MODE_HEADER, "ENABLED");
+        for (n, v) in self.context_mode(from) {
+            head.header(n, String::from_utf8_lossy(&v).into_owned());
         }
-        let head = call(&self.p, from, &b.caller, &head).await?;
+        let head = self.client(b).send(from, &head).await?;
         match head.status {
             200 => {}
             404 => return Ok(Copied::Gone),
@@ -766,23 +639,15 @@ impl<R: Runtime> Rebalancer<R> {
             _ => return Err(head.to_error()),
         }
         let source_etag = head.header("etag").unwrap_or_default().to_owned();
-        let views: Vec<Header<'_>> = head
-            .headers
-            .iter()
-            .map(|(n, v)| Header {
-                name: n,
-                value: v.as_bytes(),
-            })
-            .collect();
+        let views = head.header_views();
         let lock = Lock::of(&views);
         let checksum = ObjectChecksum::of(&views);
-        let mut create = Call::new("POST", path.clone(), "uploads".into());
-        for (n, v) in &head.headers {
-            let keep = is_object_header(n)
-                || (is_encryption_header(n) && !n.to_ascii_lowercase().contains("-customer-"));
-            if keep {
-                create.header(n.clone(), v.clone());
-            }
+        let mut create = Call::create_upload(&b.name, key);
+        for h in MOVED.headers(&views) {
+            create.header(
+                h.name.to_owned(),
+                String::from_utf8_lossy(h.value).into_owned(),
+            );
         }
         if let Some(c) = &checksum {
             create.header("x-amz-checksum-algorithm", c.algorithm.as_str());
@@ -791,14 +656,11 @@ impl<R: Runtime> Rebalancer<R> {
         for (n, v) in grants {
             create.header(*n, v.clone());
         }
-        if head
-            .header(TAGGING_COUNT_HEADER)
-            .is_some_and(|c| c.trim() != "0")
-        {
-            let tags = copy::tags_of(&self.p, from, &b.caller, &path, &query).await?;
+        let read = Read::whole(&b.name, key, version);
+        if let Some(tags) = MOVED.tags(&self.client(b), from, &read, &views).await? {
             create.header(TAGGING_HEADER, tags);
         }
-        let created = call(&self.p, to, &b.caller, &create).await?;
+        let created = self.client(b).send(to, &create).await?;
         if !created.ok() {
             return Err(created.to_error());
         }
@@ -821,12 +683,8 @@ impl<R: Runtime> Rebalancer<R> {
         let done = match result {
             Ok(done) => done,
             Err(e) => {
-                let abort = Call::new(
-                    "DELETE",
-                    path.clone(),
-                    format!("uploadId={}", uri::encode(&upload)),
-                );
-                let _ = call(&self.p, to, &b.caller, &abort).await;
+                let abort = Call::abort_upload(&b.name, key, &upload);
+                let _ = self.client(b).send(to, &abort).await;
                 return Err(e);
             }
         };
@@ -893,136 +751,62 @@ impl<R: Runtime> Rebalancer<R> {
         to: usize,
         place: &Place,
     ) -> S3Result<Option<Completed>> {
-        let p = &self.p;
-        let (sb, db) = (&p.backends[from], &p.backends[to]);
-        let path = object_path(&b.name, key);
         let mut done_parts = Vec::with_capacity(parts as usize);
         let mut size = 0u64;
         for n in 1..=parts {
-            let query = sub_query(&format!("partNumber={n}"), version);
-            let mut get = OutboundRequest::new("GET", path.as_str(), query.as_str());
-            if checksum.is_some() {
-                get.header("x-amz-checksum-mode", &b"ENABLED"[..]);
-            }
-            for (name, v) in b.caller.headers() {
-                get.header(name, v.into_bytes());
-            }
-            sign_as(p, sb, &b.caller.key, &mut get, EMPTY_SHA256)?;
-            let (get_views, get_target) = (get.views(), get.target());
-            let mut src_conn = sb.conn().await?;
-            src_conn
-                .send_request("GET", &get_target, &get_views, &[])
-                .await
-                .map_err(|_| copy::failed(&sb.id))?;
-            let mut storage = [EMPTY_HEADER; MAX_HEADERS];
-            let mut resp = src_conn
-                .response(&mut storage)
-                .await
-                .map_err(|_| copy::failed(&sb.id))?;
-            // An empty last part selects no bytes: a Ferry node answers its read 416.
-            let empty = resp.head.status == 416 && n == parts;
-            if !matches!(resp.head.status, 200 | 206) && !empty {
-                return Err(S3Error::with_message(
-                    S3ErrorCode::InternalError,
-                    format!("part {n} of the source answered {}", resp.head.status),
-                ));
-            }
-            let len = if empty {
-                while resp
-                    .body
-                    .next_chunk()
-                    .await
-                    .map_err(|_| copy::failed(&sb.id))?
-                    .is_some()
-                {}
-                0
-            } else {
-                resp.body.content_length().ok_or_else(|| {
-                    S3Error::with_message(S3ErrorCode::InternalError, "a part without a length")
-                })?
+            let read = Read {
+                extent: Extent::Part {
+                    number: n,
+                    last: n == parts,
+                },
+                ..Read::whole(&b.name, key, version)
             };
             // The part's checksum, which a COMPOSITE one is made of (a FULL_OBJECT upload
             // computes a part's that comes without).
-            let part_sum = checksum.and_then(|c| {
-                let sum = if empty {
-                    Some(c.algorithm.checksum(b"").to_base64().as_str().to_owned())
-                } else {
-                    find_header_str(resp.head.headers, c.algorithm.header_name())
-                        .map(|v| v.trim().to_owned())
-                };
-                sum.map(|v| (c.algorithm, v))
-            });
-            if let Some(c) = checksum
-                && c.kind == ChecksumType::Composite
-                && part_sum.is_none()
-            {
-                return Err(S3Error::with_message(
-                    S3ErrorCode::InternalError,
-                    format!(
-                        "part {n} of the source came without its {} checksum",
-                        c.algorithm.as_str()
-                    ),
-                ));
-            }
-            let put_query = format!("partNumber={n}&uploadId={}", uri::encode(upload));
-            let mut put = OutboundRequest::new("PUT", path.as_str(), put_query.as_str());
-            if let Some((alg, v)) = &part_sum {
-                put.header(alg.header_name(), v.as_bytes().to_vec());
-            }
-            for (name, v) in b.caller.headers() {
-                put.header(name, v.into_bytes());
-            }
-            sign_as(p, db, &b.caller.key, &mut put, UNSIGNED_PAYLOAD)?;
-            let mut meter = MoveMeter {
-                throttle: self.throttle.as_ref(),
-                progress: &self.progress,
+            let keep = Keep {
+                checksum: checksum.map_or(KeepChecksum::No, |c| KeepChecksum::Part {
+                    algorithm: c.algorithm,
+                    required: c.kind == ChecksumType::Composite,
+                }),
+                ..Keep::default()
             };
-            let answer = stream_put(
-                db,
-                &sb.id,
-                &put,
-                len,
-                Framing::Plain,
-                &mut resp.body,
-                &mut meter,
-            )
-            .await?;
-            sb.put(src_conn);
-            if !(200..300).contains(&answer.status) {
-                return Err(answer.to_error());
+            let write = Write::part(&b.name, key, upload, n);
+            let part = match self.transfer(b, (from, to), &read, keep, write).await? {
+                Transfer::Written(w) => w,
+                Transfer::Refused(r) => {
+                    return Err(S3Error::with_message(
+                        S3ErrorCode::InternalError,
+                        format!("part {n} of the source answered {}", r.status),
+                    ));
+                }
+            };
+            if !part.answer.ok() {
+                return Err(part.answer.to_error());
             }
-            let etag = answer.header("etag").unwrap_or_default().to_owned();
+            let etag = part.answer.header("etag").unwrap_or_default().to_owned();
             done_parts.push(CompletedPart {
                 part_number: u16::try_from(n).map_err(|_| {
                     S3Error::with_message(S3ErrorCode::InternalError, "a part number over 10000")
                 })?,
                 etag: etag.into(),
-                checksums: part_sum
+                checksums: part
+                    .checksum
                     .map_or_else(Checksums::default, |(alg, v)| Checksums::one(alg, v)),
             });
-            size += len;
+            size += part.source.len;
         }
-        let mut xml = Vec::new();
-        CompleteMultipartUpload { parts: done_parts }.write_xml(&mut xml);
-        let mut complete = Call::new(
-            "POST",
-            path.clone(),
-            format!("uploadId={}", uri::encode(upload)),
-        );
-        complete.body = xml;
+        let parts = CompleteMultipartUpload { parts: done_parts };
+        let mut complete = Call::complete_upload(&b.name, key, upload, &parts);
         if let Some(c) = checksum {
             complete.header("x-amz-checksum-type", c.kind.as_str());
             if c.kind == ChecksumType::FullObject {
                 complete.header(c.algorithm.header_name(), c.value.clone());
             }
         }
-        if place.create_only {
-            complete.header("If-None-Match", "*");
+        for (n, v) in place.headers() {
+            complete.header(n, v.to_owned());
         }
-        for (n, v) in &place.headers {
-            complete.header(*n, v.clone());
-        }
-        let done = call(p, to, &b.caller, &complete).await?;
+        let done = self.client(b).send(to, &complete).await?;
         // A CompleteMultipartUpload can fail with a 200 and an error document.
         let failed = ErrorResponse::parse_xml(&done.body).ok();
         if done.status == 412
@@ -1054,18 +838,11 @@ impl<R: Runtime> Rebalancer<R> {
         version: Option<&str>,
         on: usize,
     ) -> S3Result<Option<(String, Lock)>> {
-        let head = Call::new("HEAD", object_path(&b.name, key), version_query(version));
-        let reply = call(&self.p, on, &b.caller, &head).await?;
+        let head = Call::head_object(&b.name, key, version);
+        let reply = self.client(b).send(on, &head).await?;
         match reply.status {
             200..=299 => {
-                let views: Vec<Header<'_>> = reply
-                    .headers
-                    .iter()
-                    .map(|(n, v)| Header {
-                        name: n,
-                        value: v.as_bytes(),
-                    })
-                    .collect();
+                let views = reply.header_views();
                 Ok(Some((
                     reply.header("etag").unwrap_or_default().to_owned(),
                     Lock::of(&views),
@@ -1089,8 +866,8 @@ impl<R: Runtime> Rebalancer<R> {
         version: Option<&str>,
         on: usize,
     ) -> S3Result<Option<Vec<(&'static str, String)>>> {
-        let get = Call::new("GET", object_path(&b.name, key), sub_query("acl", version));
-        let reply = call(&self.p, on, &b.caller, &get).await?;
+        let get = Call::get_object_setting(&b.name, key, "acl", version);
+        let reply = self.client(b).send(on, &get).await?;
         match reply.status {
             404 => return Ok(None),
             501 => return Ok(Some(Vec::new())),
@@ -1115,14 +892,11 @@ impl<R: Runtime> Rebalancer<R> {
         bypass: bool,
         on: usize,
     ) -> S3Result<u16> {
-        let mut del = Call::new("DELETE", object_path(&b.name, key), version_query(version));
-        if let Some(etag) = if_match {
-            del.header("If-Match", etag.to_owned());
-        }
+        let mut del = Call::delete_object(&b.name, key, version, if_match);
         if bypass {
             del.header(BYPASS_GOVERNANCE_HEADER, "true");
         }
-        Ok(call(&self.p, on, &b.caller, &del).await?.status)
+        Ok(self.client(b).send(on, &del).await?.status)
     }
 
     /// Take back the copy made on `on` (its version, or the key while it still has `etag`):
@@ -1186,13 +960,11 @@ impl<R: Runtime> Rebalancer<R> {
         bypass: bool,
         on: usize,
     ) -> S3Result<()> {
-        let mut put = Call::new("PUT", object_path(&b.name, key), sub_query(sub, version));
-        put.header("Content-MD5", content_md5(&md5(&body)).as_str().to_owned());
+        let mut put = Call::put_object_setting(&b.name, key, sub, version, &body);
         if bypass {
             put.header(BYPASS_GOVERNANCE_HEADER, "true");
         }
-        put.body = body;
-        let reply = call(&self.p, on, &b.caller, &put).await?;
+        let reply = self.client(b).send(on, &put).await?;
         if reply.ok() {
             Ok(())
         } else {
