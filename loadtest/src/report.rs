@@ -467,6 +467,28 @@ impl RunReport {
 
     /// The summary table people read at the end of a run.
     pub fn summary(&self) -> String {
+        let mut out = self.heading();
+        out.push_str(&self.op_table());
+        out.push_str(&self.agent_summary());
+        out.push_str(&self.size_class_summary());
+        out.push_str(&self.error_summary());
+        let costs = self.costs();
+        out.push_str(&self.client_work_summary(&costs));
+        out.push_str(&self.throttling_summary());
+        out.push_str(&self.resend_summary(&costs));
+        out.push_str(&self.client_cpu_summary());
+        if let Some(c) = self.collection_s {
+            let _ = writeln!(
+                out,
+                "results merged {c:.3}s after the end of the measured phase"
+            );
+        }
+        out.push_str(&self.summary_tail(0));
+        out
+    }
+
+    /// The summary's first lines: what ran, where, how long and how; what was prepared.
+    fn heading(&self) -> String {
         let mut out = String::new();
         let el = self.elapsed_s;
         let _ = writeln!(
@@ -491,6 +513,14 @@ impl RunReport {
                 p.seconds
             );
         }
+        out
+    }
+
+    /// The summary's table: a row an operation, the total (of more than one), and a row an
+    /// endpoint (of more than one).
+    fn op_table(&self) -> String {
+        let mut out = String::new();
+        let el = self.elapsed_s;
         let _ = writeln!(
             out,
             "{:<10} {:>9} {:>10} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
@@ -521,8 +551,12 @@ impl RunReport {
                 out.push_str(&row(url, s, el));
             }
         }
-        out.push_str(&self.agent_summary());
-        out.push_str(&self.size_class_summary());
+        out
+    }
+
+    /// The errors by operation and kind, and the first mismatches.
+    fn error_summary(&self) -> String {
+        let mut out = String::new();
         let errors: Vec<(OpKind, String, u64)> = self
             .op_totals()
             .into_iter()
@@ -541,8 +575,13 @@ impl RunReport {
                 m.key, m.offset, m.expected, m.found
             );
         }
-        let costs = self.costs();
-        let total = self.total();
+        out
+    }
+
+    /// What the client's own work cost (`costs`): verifying, generating and hashing bodies,
+    /// each with its share of the client's CPU.
+    fn client_work_summary(&self, costs: &Costs) -> String {
+        let mut out = String::new();
         let cpu = self.cpu.total_s();
         let share = |ns: u64| {
             if cpu > 0.0 {
@@ -580,7 +619,13 @@ impl RunReport {
                 share(costs.hash_ns)
             );
         }
-        out.push_str(&self.throttling_summary());
+        out
+    }
+
+    /// The requests sent again (`costs`): operations retried after a lost connection, requests
+    /// resent on a new connection.
+    fn resend_summary(&self, costs: &Costs) -> String {
+        let mut out = String::new();
         if costs.retries > costs.throttled_retries {
             let _ = writeln!(
                 out,
@@ -595,6 +640,14 @@ impl RunReport {
                 costs.reconnects
             );
         }
+        out
+    }
+
+    /// The client's CPU time: in all (and per GB moved), then by operation.
+    fn client_cpu_summary(&self) -> String {
+        let mut out = String::new();
+        let total = self.total();
+        let cpu = self.cpu.total_s();
         let _ = writeln!(
             out,
             "client CPU: user {:.2}s + system {:.2}s = {cpu:.2}s{}{}",
@@ -634,13 +687,6 @@ impl RunReport {
                 by_op.join(", ")
             );
         }
-        if let Some(c) = self.collection_s {
-            let _ = writeln!(
-                out,
-                "results merged {c:.3}s after the end of the measured phase"
-            );
-        }
-        out.push_str(&self.summary_tail(0));
         out
     }
 

@@ -248,7 +248,7 @@ impl<R: NetRuntime> Shared<R> {
         let mut attempt = 0u32;
         loop {
             // The client's CPU time for this operation: its polls on the thread CPU clock.
-            let cpu = ferry_server::cpu::CpuAccount::new();
+            let cpu = ferry_cpu::CpuAccount::new();
             let mut res = cpu.measure(op()).await;
             res.costs.cpu_ns += u64::try_from(cpu.total().as_nanos()).unwrap_or(u64::MAX);
             let again =

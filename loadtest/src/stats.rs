@@ -307,7 +307,7 @@ pub struct Costs {
     #[serde(default)]
     pub throttled_retries: u64,
     /// CPU time of the operations on the client's threads (each poll of an operation's
-    /// future on the thread CPU clock, retries included; `ferry_server::cpu`).
+    /// future on the thread CPU clock, retries included; `ferry_cpu`).
     #[serde(default)]
     pub cpu_ns: u64,
 }
@@ -334,13 +334,13 @@ pub(crate) struct CpuMark(std::time::Duration);
 
 impl CpuMark {
     pub(crate) fn now() -> Self {
-        Self(ferry_server::cpu::thread_cpu())
+        Self(ferry_cpu::thread_cpu())
     }
 }
 
 /// CPU nanoseconds of this thread since `t`, as [`Costs`] counts them.
 pub(crate) fn elapsed_ns(t: CpuMark) -> u64 {
-    let spent = ferry_server::cpu::thread_cpu().saturating_sub(t.0);
+    let spent = ferry_cpu::thread_cpu().saturating_sub(t.0);
     u64::try_from(spent.as_nanos()).unwrap_or(u64::MAX)
 }
 

@@ -25,7 +25,7 @@
 
 use std::collections::BTreeMap;
 use std::net::TcpStream;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::time::{Duration, Instant};
 
 use super::clock::{self, Offset, RoundTrip, unix_ns};
@@ -204,6 +204,53 @@ pub fn coordinate(
     opts: &CoordinatorOptions,
     on_results: impl FnOnce(&RunReport),
 ) -> Result<RunReport, String> {
+    let (n, urls) = checked(&mut cfg, opts)?;
+
+    // 1. Reach every agent at once.
+    let channels = reach_all(opts)?;
+
+    // 2. Give each its share.
+    let (events_tx, events) = sync_channel(1024);
+    let mut agents = hand_out(&cfg, n, urls.len(), channels, events_tx, opts)?;
+
+    // 3, 4, 5: one loop until every agent has finished or is lost.
+    let mut merge = Merge::new(&cfg, urls.len());
+    merge.run(&mut agents, &events, opts)?;
+    let Merge {
+        progress,
+        totals,
+        series,
+        notes,
+        started,
+        stopped_at,
+        ..
+    } = merge;
+    progress.finish();
+    let merged_at = Instant::now();
+    let Some(started) = started else {
+        close(&mut agents);
+        return Err(did_not_start(&agents, &notes));
+    };
+    let end = measured_end(&cfg, started, stopped_at, &agents);
+    let mut r = report(&cfg, n, urls, totals, series, &agents, notes);
+    r.collection_s = end.map(|e| merged_at.saturating_duration_since(e).as_secs_f64());
+    for (entry, a) in r.agents.iter_mut().zip(&agents) {
+        entry.collection_s = end
+            .zip(a.measured_at)
+            .map(|(e, at)| at.saturating_duration_since(e).as_secs_f64());
+    }
+    on_results(&r);
+    wait_for_cleanup(&mut r, &mut agents, &events, &progress);
+    if cfg.cleanup {
+        r.cleanup_s = Some(merged_at.elapsed().as_secs_f64());
+    }
+    close(&mut agents);
+    Ok(r)
+}
+
+/// What `cfg` must be for `opts.agents` to share it: validated, its `--ca-cert` read (the agents
+/// get the PEM); the number of agents and the endpoints' canonical URLs.
+fn checked(cfg: &mut LoadConfig, opts: &CoordinatorOptions) -> Result<(u32, Vec<String>), String> {
     cfg.validate()?;
     let n = u32::try_from(opts.agents.len())
         .ok()
@@ -225,8 +272,15 @@ pub fn coordinate(
         .iter()
         .map(|u| canonical_url(u))
         .collect::<Result<Vec<_>, _>>()?;
+    Ok((n, urls))
+}
 
-    // 1. Reach every agent at once.
+/// An agent reached: its address, its channel, its host name and its clock offset.
+type Reached = (String, Channel, String, Offset);
+
+/// Step 1: reach every agent at once ([`reach`]); every one, or why the run cannot start (an
+/// agent unreachable, refusing, or with its clock offset above `--max-clock-offset`).
+fn reach_all(opts: &CoordinatorOptions) -> Result<Vec<Reached>, String> {
     let reached: Vec<_> = std::thread::scope(|s| {
         let handles: Vec<_> = opts
             .agents
@@ -269,9 +323,19 @@ pub fn coordinate(
             problems.join("\n  ")
         ));
     }
+    Ok(channels)
+}
 
-    // 2. Give each its share.
-    let (events_tx, events) = sync_channel(1024);
+/// Step 2: start each agent's link (its events to `events_tx`) and send it its share of `cfg`
+/// (`n` agents, `endpoints` endpoints).
+fn hand_out(
+    cfg: &LoadConfig,
+    n: u32,
+    endpoints: usize,
+    channels: Vec<Reached>,
+    events_tx: SyncSender<(usize, Event<ToCoordinator>)>,
+    opts: &CoordinatorOptions,
+) -> Result<Vec<Agent>, String> {
     let run_id = run_id();
     let mut agents = Vec::new();
     for (i, (address, ch, host, offset)) in channels.into_iter().enumerate() {
@@ -285,7 +349,7 @@ pub fn coordinate(
             state: State::Preparing,
             prepared: None,
             finished: None,
-            totals: Recorder::new(urls.len()),
+            totals: Recorder::new(endpoints),
             last_tick: 0,
             lost_at_s: None,
             start_ms: None,
@@ -314,36 +378,87 @@ pub fn coordinate(
         };
         a.send(ToAgent::Work(Box::new(work)));
     }
+    Ok(agents)
+}
 
-    // 3, 4, 5: one loop until every agent has finished or is lost.
-    let progress = Progress::new(cfg.progress);
-    let mut autoterm = cfg.autoterm.map(Autoterm::new);
-    let mut totals = Recorder::new(urls.len());
-    let mut series = Series::default();
-    let mut seconds: BTreeMap<u64, Second> = BTreeMap::new();
-    let mut notes: Vec<String> = Vec::new();
-    let mut started: Option<Instant> = None;
-    // The start instant named, Unix nanoseconds of this clock.
-    let mut start_at: Option<i64> = None;
-    let mut stopping = false;
-    // When the agents were told to stop after the start was named.
-    let mut stopped_at: Option<Instant> = None;
-    while agents.iter().any(Agent::live) {
-        let (i, ev) = match events.recv_timeout(Duration::from_secs(1)) {
-            Ok(ev) => ev,
-            Err(RecvTimeoutError::Timeout) => continue,
-            // Every link's reader has ended: whoever was still live is gone.
-            Err(RecvTimeoutError::Disconnected) => {
-                for a in agents.iter_mut().filter(|a| a.live()) {
-                    a.state = State::Lost("its connection ended".into());
-                }
-                break;
-            }
-        };
-        if agents[i].state == State::Cleaning {
-            agents[i].cleaned(ev);
-            continue;
+/// Steps 3 to 5: what the loop over the agents' events keeps, from their shares handed out until
+/// every agent has finished or is lost.
+struct Merge {
+    progress: Progress,
+    autoterm: Option<Autoterm>,
+    /// The endpoints' count (a [`Recorder`]'s size).
+    endpoints: usize,
+    totals: Recorder,
+    series: Series,
+    seconds: BTreeMap<u64, Second>,
+    notes: Vec<String>,
+    started: Option<Instant>,
+    /// The start instant named, Unix nanoseconds of this clock.
+    start_at: Option<i64>,
+    stopping: bool,
+    /// When the agents were told to stop after the start was named.
+    stopped_at: Option<Instant>,
+}
+
+impl Merge {
+    fn new(cfg: &LoadConfig, endpoints: usize) -> Self {
+        Self {
+            progress: Progress::new(cfg.progress),
+            autoterm: cfg.autoterm.map(Autoterm::new),
+            endpoints,
+            totals: Recorder::new(endpoints),
+            series: Series::default(),
+            seconds: BTreeMap::new(),
+            notes: Vec::new(),
+            started: None,
+            start_at: None,
+            stopping: false,
+            stopped_at: None,
         }
+    }
+
+    /// One loop until every agent has finished or is lost: each event merged ([`Self::event`]),
+    /// a loss reported ([`Self::lose`]), the start named once every agent has prepared
+    /// ([`Self::start_when_ready`]), the seconds every agent has sent shown
+    /// ([`Self::complete_seconds`]).
+    fn run(
+        &mut self,
+        agents: &mut [Agent],
+        events: &Receiver<(usize, Event<ToCoordinator>)>,
+        opts: &CoordinatorOptions,
+    ) -> Result<(), String> {
+        while agents.iter().any(Agent::live) {
+            let (i, ev) = match events.recv_timeout(Duration::from_secs(1)) {
+                Ok(ev) => ev,
+                Err(RecvTimeoutError::Timeout) => continue,
+                // Every link's reader has ended: whoever was still live is gone.
+                Err(RecvTimeoutError::Disconnected) => {
+                    for a in agents.iter_mut().filter(|a| a.live()) {
+                        a.state = State::Lost("its connection ended".into());
+                    }
+                    break;
+                }
+            };
+            if agents[i].state == State::Cleaning {
+                agents[i].cleaned(ev);
+                continue;
+            }
+            if let Some(why) = self.event(agents, i, ev)? {
+                self.lose(agents, i, &why, opts.on_loss);
+            }
+            self.start_when_ready(agents);
+            self.complete_seconds(agents);
+        }
+        Ok(())
+    }
+
+    /// Agent `i`'s event `ev` merged; why the agent is lost if it is.
+    fn event(
+        &mut self,
+        agents: &mut [Agent],
+        i: usize,
+        ev: Event<ToCoordinator>,
+    ) -> Result<Option<String>, String> {
         let loss = match ev {
             Event::Msg(ToCoordinator::Ready { prepared }) if agents[i].live() => {
                 agents[i].state = State::Ready;
@@ -354,16 +469,17 @@ pub fn coordinate(
                 let a = &mut agents[i];
                 a.totals.merge(&chunk.delta);
                 a.last_tick = a.last_tick.max(chunk.tick);
-                totals.merge(&chunk.delta);
+                self.totals.merge(&chunk.delta);
                 if let Some(at) = &chunk.at {
                     // By the second it is: the agent's own series may be at another step.
                     let point = SeriesPoint::from_interval(at.t_s, at.dt_s, &chunk.delta);
-                    series
+                    self.series
                         .add(at.index, &point)
                         .map_err(|e| format!("agent {}: {e}", a.address))?;
                 }
-                let s = seconds.entry(chunk.tick).or_insert_with(|| Second {
-                    delta: Recorder::new(urls.len()),
+                let endpoints = self.endpoints;
+                let s = self.seconds.entry(chunk.tick).or_insert_with(|| Second {
+                    delta: Recorder::new(endpoints),
                     ..Second::default()
                 });
                 s.delta.merge(&chunk.delta);
@@ -381,7 +497,7 @@ pub fn coordinate(
                 // Its reading less its offset: the offset's error cancels (the agent aimed
                 // with the same offset), what is left is how late its timer woke it. (What an
                 // agent says must not overflow here, however large.)
-                a.start_ms = start_at.zip(f.started_unix_ns).map(|(at, began)| {
+                a.start_ms = self.start_at.zip(f.started_unix_ns).map(|(at, began)| {
                     ms(began.saturating_sub(a.offset.offset_ns).saturating_sub(at))
                 });
                 a.state = State::Cleaning;
@@ -396,7 +512,7 @@ pub fn coordinate(
             }
             Event::Msg(ToCoordinator::Failed { error }) => {
                 // Agents stopped before the start fail by design.
-                let expected = stopping && started.is_none();
+                let expected = self.stopping && self.started.is_none();
                 let was_live = agents[i].live();
                 agents[i].state = State::Failed(error.clone());
                 (was_live && !expected).then_some(error)
@@ -405,43 +521,52 @@ pub fn coordinate(
             Event::Lost(e) if agents[i].live() => Some(e.to_string()),
             Event::Lost(_) => None,
         };
-        if let Some(why) = loss {
-            let at_s = started.map(|t0| Instant::now().saturating_duration_since(t0).as_secs_f64());
-            let when = match at_s {
-                Some(s) => format!("{s:.1}s into the run"),
-                None => "before the start".into(),
-            };
-            let a = &mut agents[i];
-            a.lost_at_s = at_s;
-            if a.live() {
-                a.state = State::Lost(format!("{when}: {why}"));
-            }
-            let lost = format!("agent {} lost {when}: {why}", a.address);
-            progress.finish();
-            eprintln!("ferry-load: {lost}");
-            let others = agents.iter().filter(|a| a.live()).count();
-            match opts.on_loss {
-                OnAgentLoss::Stop if !stopping => {
-                    stopping = true;
-                    stopped_at = started.map(|_| Instant::now());
-                    for a in agents.iter().filter(|a| a.live()) {
-                        a.send(ToAgent::Stop {
-                            reason: lost.clone(),
-                        });
-                    }
-                    notes.push(format!(
-                        "{lost}; the run was stopped (--on-agent-loss stop)"
-                    ));
-                }
-                OnAgentLoss::Stop => notes.push(lost),
-                OnAgentLoss::Continue => notes.push(format!(
-                    "{lost}; the run went on with {others} agents (--on-agent-loss continue)"
-                )),
-            }
+        Ok(loss)
+    }
+
+    /// Agent `i` lost (`why`): said at once, noted, and the others stopped or not as `on_loss`
+    /// says.
+    fn lose(&mut self, agents: &mut [Agent], i: usize, why: &str, on_loss: OnAgentLoss) {
+        let at_s = self
+            .started
+            .map(|t0| Instant::now().saturating_duration_since(t0).as_secs_f64());
+        let when = match at_s {
+            Some(s) => format!("{s:.1}s into the run"),
+            None => "before the start".into(),
+        };
+        let a = &mut agents[i];
+        a.lost_at_s = at_s;
+        if a.live() {
+            a.state = State::Lost(format!("{when}: {why}"));
         }
-        // Every agent that is still there has prepared: name the start.
-        if started.is_none()
-            && !stopping
+        let lost = format!("agent {} lost {when}: {why}", a.address);
+        self.progress.finish();
+        eprintln!("ferry-load: {lost}");
+        let others = agents.iter().filter(|a| a.live()).count();
+        match on_loss {
+            OnAgentLoss::Stop if !self.stopping => {
+                self.stopping = true;
+                self.stopped_at = self.started.map(|_| Instant::now());
+                for a in agents.iter().filter(|a| a.live()) {
+                    a.send(ToAgent::Stop {
+                        reason: lost.clone(),
+                    });
+                }
+                self.notes.push(format!(
+                    "{lost}; the run was stopped (--on-agent-loss stop)"
+                ));
+            }
+            OnAgentLoss::Stop => self.notes.push(lost),
+            OnAgentLoss::Continue => self.notes.push(format!(
+                "{lost}; the run went on with {others} agents (--on-agent-loss continue)"
+            )),
+        }
+    }
+
+    /// Every agent that is still there has prepared: name the start.
+    fn start_when_ready(&mut self, agents: &[Agent]) {
+        if self.started.is_none()
+            && !self.stopping
             && agents.iter().any(|a| a.state == State::Ready)
             && agents.iter().all(|a| a.state != State::Preparing)
         {
@@ -457,17 +582,20 @@ pub fn coordinate(
                     at_unix_ns: at + a.offset.offset_ns,
                 });
             }
-            started = Some(Instant::now() + lead);
-            start_at = Some(at);
+            self.started = Some(Instant::now() + lead);
+            self.start_at = Some(at);
         }
-        // Seconds every running agent has sent: progress and --autoterm.
+    }
+
+    /// Seconds every running agent has sent: progress and --autoterm.
+    fn complete_seconds(&mut self, agents: &[Agent]) {
         let running: Vec<u64> = agents
             .iter()
             .filter(|a| a.live())
             .map(|a| a.last_tick)
             .collect();
         let complete = running.iter().copied().min().unwrap_or(u64::MAX);
-        while let Some(entry) = seconds.first_entry() {
+        while let Some(entry) = self.seconds.first_entry() {
             if *entry.key() > complete {
                 break;
             }
@@ -480,55 +608,41 @@ pub fn coordinate(
             let what = format!(" {present} agents");
             // The sliver that ends the run says nothing per second (the summary follows).
             if s.dt_s > 0.0 {
-                progress.show(&point, &what, &totals);
+                self.progress.show(&point, &what, &self.totals);
             }
-            if let Some(at) = autoterm.as_mut().filter(|_| !s.last && !stopping) {
+            if let Some(at) = self.autoterm.as_mut().filter(|_| !s.last && !self.stopping) {
                 let (ops, bytes) = counted(&s.delta);
                 if let Some(why) = at.push(ops, bytes, s.dt_s) {
-                    stopping = true;
-                    stopped_at = Some(Instant::now());
+                    self.stopping = true;
+                    self.stopped_at = Some(Instant::now());
                     for a in agents.iter().filter(|a| a.live()) {
                         a.send(ToAgent::Stop {
                             reason: why.clone(),
                         });
                     }
-                    notes.push(format!("stopped after {:.1}s: {why}", s.t_s));
+                    self.notes
+                        .push(format!("stopped after {:.1}s: {why}", s.t_s));
                 }
             }
         }
     }
-    progress.finish();
-    let merged_at = Instant::now();
-    let Some(started) = started else {
-        close(&mut agents);
-        let why: Vec<String> = agents
-            .iter()
-            .filter_map(|a| match &a.state {
-                State::Failed(e) | State::Lost(e) => Some(format!("agent {}: {e}", a.address)),
-                _ => None,
-            })
-            .collect();
-        let mut msg = format!("the run did not start:\n  {}", why.join("\n  "));
-        if !notes.is_empty() {
-            msg.push_str(&format!("\n  {}", notes.join("\n  ")));
-        }
-        return Err(msg);
-    };
-    let end = measured_end(&cfg, started, stopped_at, &agents);
-    let mut r = report(&cfg, n, urls, totals, series, &agents, notes);
-    r.collection_s = end.map(|e| merged_at.saturating_duration_since(e).as_secs_f64());
-    for (entry, a) in r.agents.iter_mut().zip(&agents) {
-        entry.collection_s = end
-            .zip(a.measured_at)
-            .map(|(e, at)| at.saturating_duration_since(e).as_secs_f64());
+}
+
+/// Why a run whose start was never named did not start: each agent failed or lost, and the
+/// notes.
+fn did_not_start(agents: &[Agent], notes: &[String]) -> String {
+    let why: Vec<String> = agents
+        .iter()
+        .filter_map(|a| match &a.state {
+            State::Failed(e) | State::Lost(e) => Some(format!("agent {}: {e}", a.address)),
+            _ => None,
+        })
+        .collect();
+    let mut msg = format!("the run did not start:\n  {}", why.join("\n  "));
+    if !notes.is_empty() {
+        msg.push_str(&format!("\n  {}", notes.join("\n  ")));
     }
-    on_results(&r);
-    wait_for_cleanup(&mut r, &mut agents, &events, &progress);
-    if cfg.cleanup {
-        r.cleanup_s = Some(merged_at.elapsed().as_secs_f64());
-    }
-    close(&mut agents);
-    Ok(r)
+    msg
 }
 
 /// Send what is queued to every agent and close its link.

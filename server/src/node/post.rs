@@ -28,7 +28,7 @@ use super::context::Cx;
 use super::headers::{object_meta, write_conditions};
 use crate::front::Headers;
 use crate::front::body::require_length;
-use crate::store::{COPY_BUF_SIZE, ObjectWriter};
+use crate::store::{COPY_BUF_SIZE, ObjectMeta, ObjectWriter};
 use crate::users::User;
 
 /// Feed `chunk` through the verifier, handing the decoded bytes to `out`.
@@ -146,6 +146,64 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
         .body_verifier(body, Checks::All, BodyLimit::object())?;
 
     // The fields, up to the file's content.
+    let (head, form, start) = read_fields(body, &mut verifier, &boundary).await?;
+
+    let (key, range) = check_form(cx, &form, bucket)?;
+    let meta = form_meta(cx, &form, bucket)?;
+    // Encryption: the `x-amz-server-side-encryption*` fields, as PutObject's headers, or the
+    // bucket's default encryption.
+    let sse_fields: Vec<Header<'_>> = form
+        .fields
+        .iter()
+        .filter(|(n, _)| n.starts_with("x-amz-server-side-encryption"))
+        .map(|(n, v)| Header {
+            name: n,
+            value: v.as_bytes(),
+        })
+        .collect();
+    let encrypt = super::sse::write_encryption(cx, &sse_fields, bucket)?;
+    let encryption = encrypt.as_ref().map(crate::store::EncryptWith::info);
+    let conditions = write_conditions(cx.headers)?;
+    let (min, max) = range.unwrap_or((0, u64::MAX));
+
+    // The file, streamed.
+    let (b, k) = (bucket.to_owned(), key.clone());
+    let writer = cx
+        .unblock(move |store| match &encrypt {
+            Some(with) => store.object_writer_encrypted(&b, &k, with),
+            None => store.object_writer(&b, &k),
+        })
+        .await?;
+    let mut sink = FileSink {
+        rt: cx.rt(),
+        writer: Some(writer),
+        staged: Vec::with_capacity(COPY_BUF_SIZE),
+        size: 0,
+        max,
+    };
+    stream_file(body, &mut verifier, &boundary, head, start, &mut sink).await?;
+    if sink.size < min {
+        return Err(S3Error::with_message(
+            S3ErrorCode::EntityTooSmall,
+            "Your proposed upload is smaller than the minimum allowed size",
+        ));
+    }
+    sink.flush(true).await?;
+    let writer = sink
+        .writer
+        .take()
+        .ok_or_else(|| S3Error::new(S3ErrorCode::InternalError))?;
+    let put = cx.unblock(move |_| writer.commit(meta, conditions)).await?;
+    respond(cx, res, &form, bucket, &key, &put, encryption.as_ref()).await
+}
+
+/// The form's fields, read whole up to the file's content: what was read (decoded), the form,
+/// and where the file's content starts in it.
+async fn read_fields<S: Stream>(
+    body: &mut BodyReader<'_, S>,
+    verifier: &mut BodyVerifier,
+    boundary: &str,
+) -> S3Result<(Vec<u8>, Form, usize)> {
     let mut head = Vec::new();
     let (form, start) = loop {
         let Some(chunk) = body.next_chunk().await? else {
@@ -154,16 +212,26 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
                 "The body of your POST request ended before the file field.",
             ));
         };
-        decode(&mut verifier, chunk, |d| {
+        decode(verifier, chunk, |d| {
             head.extend_from_slice(d);
             Ok(())
         })?;
-        if let Some(found) = post::parse_fields(&head, &boundary)? {
+        if let Some(found) = post::parse_fields(&head, boundary)? {
             break found;
         }
     };
+    Ok((head, form, start))
+}
 
-    let (signer, policy) = authenticate(cx, &form)?;
+/// The form checked and its write authorized: its signer and policy, its key, the policy's
+/// conditions (the size range they allow, if any), the write the signer's, Ferry's own names
+/// and what PutObject refuses as headers refused. The key and the size range.
+fn check_form<R: Runtime>(
+    cx: &Cx<'_, R>,
+    form: &Form,
+    bucket: &str,
+) -> S3Result<(String, Option<(u64, u64)>)> {
+    let (signer, policy) = authenticate(cx, form)?;
     let key = form.key()?;
     if key.is_empty() {
         return Err(S3Error::with_message(
@@ -173,7 +241,7 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
     }
     validate::object_key(&key)?;
     let range = match &policy {
-        Some(p) => p.check(&form, bucket, system_unix_time())?,
+        Some(p) => p.check(form, bucket, system_unix_time())?,
         None => None,
     };
     // The write is the form signer's.
@@ -208,6 +276,12 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
     {
         return Err(e);
     }
+    Ok((key, range))
+}
+
+/// The object's metadata from the form: the fields PutObject takes as headers, the `acl`,
+/// object lock and `tagging` fields.
+fn form_meta<R: Runtime>(cx: &Cx<'_, R>, form: &Form, bucket: &str) -> S3Result<ObjectMeta> {
     // Metadata: the fields PutObject takes as headers.
     let mut meta_headers: Vec<Header<'_>> = form
         .fields
@@ -258,43 +332,25 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
             .map(|t| (t.key.to_string(), t.value.to_string()))
             .collect();
     }
-    // Encryption: the `x-amz-server-side-encryption*` fields, as PutObject's headers, or the
-    // bucket's default encryption.
-    let sse_fields: Vec<Header<'_>> = form
-        .fields
-        .iter()
-        .filter(|(n, _)| n.starts_with("x-amz-server-side-encryption"))
-        .map(|(n, v)| Header {
-            name: n,
-            value: v.as_bytes(),
-        })
-        .collect();
-    let encrypt = super::sse::write_encryption(cx, &sse_fields, bucket)?;
-    let encryption = encrypt.as_ref().map(crate::store::EncryptWith::info);
-    let conditions = write_conditions(cx.headers)?;
-    let (min, max) = range.unwrap_or((0, u64::MAX));
+    Ok(meta)
+}
 
-    // The file, streamed.
-    let (b, k) = (bucket.to_owned(), key.clone());
-    let writer = cx
-        .unblock(move |store| match &encrypt {
-            Some(with) => store.object_writer_encrypted(&b, &k, with),
-            None => store.object_writer(&b, &k),
-        })
-        .await?;
-    let mut sink = FileSink {
-        rt: cx.rt(),
-        writer: Some(writer),
-        staged: Vec::with_capacity(COPY_BUF_SIZE),
-        size: 0,
-        max,
-    };
-    let mut scanner = FileScanner::new(&boundary);
+/// The `file` part streamed into `sink`: what was read past the fields (`head` from `start`),
+/// then the rest of the body, decoded; the body must hold the whole file.
+async fn stream_file<R: Runtime, S: Stream>(
+    body: &mut BodyReader<'_, S>,
+    verifier: &mut BodyVerifier,
+    boundary: &str,
+    head: Vec<u8>,
+    start: usize,
+    sink: &mut FileSink<'_, R>,
+) -> S3Result<()> {
+    let mut scanner = FileScanner::new(boundary);
     scanner.feed(head.get(start..).unwrap_or_default(), |d| sink.take(d))?;
     drop(head);
     while let Some(chunk) = body.next_chunk().await? {
         let mut decoded = Vec::new();
-        decode(&mut verifier, chunk, |d| {
+        decode(verifier, chunk, |d| {
             if !scanner.is_done() {
                 decoded.extend_from_slice(d);
             }
@@ -310,19 +366,7 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
             "The body of your POST request ended inside the file field.",
         ));
     }
-    if sink.size < min {
-        return Err(S3Error::with_message(
-            S3ErrorCode::EntityTooSmall,
-            "Your proposed upload is smaller than the minimum allowed size",
-        ));
-    }
-    sink.flush(true).await?;
-    let writer = sink
-        .writer
-        .take()
-        .ok_or_else(|| S3Error::new(S3ErrorCode::InternalError))?;
-    let put = cx.unblock(move |_| writer.commit(meta, conditions)).await?;
-    respond(cx, res, &form, bucket, &key, &put, encryption.as_ref()).await
+    Ok(())
 }
 
 /// The answer: a redirect (`success_action_redirect`), or `success_action_status` (200, 201

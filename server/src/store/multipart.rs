@@ -551,18 +551,7 @@ impl Store {
         expected: ExpectedChecksum,
         customer: Option<CustomerKey>,
     ) -> S3Result<CompleteResult> {
-        if parts.is_empty() {
-            return Err(S3Error::with_message(
-                S3ErrorCode::MalformedXML,
-                "You must specify at least one part",
-            ));
-        }
-        if parts
-            .windows(2)
-            .any(|w| w[0].part_number >= w[1].part_number)
-        {
-            return Err(S3Error::new(S3ErrorCode::InvalidPartOrder));
-        }
+        check_part_list(parts)?;
         let min = self.inner.config.min_part_size;
         let last_modified = now();
         let k = object_key(bucket, key)?;
@@ -603,61 +592,15 @@ impl Store {
                 }
             }
             let stored = take_parts(txn, upload_id)?;
-            let mut seeds = Vec::new();
             let mut sums =
                 PartChecksums::new(up.meta.multipart_checksum.as_ref(), expected.full_object)?;
-            let mut locs = Vec::with_capacity(parts.len());
-            let mut etag = MultipartETag::new();
-            let mut size = 0u64;
-            let mut j = 0;
-            for (i, want) in parts.iter().enumerate() {
-                // Both lists ascend: one merge pass.
-                while stored.get(j).is_some_and(|(n, _)| *n < want.part_number) {
-                    j += 1;
-                }
-                let rec = match stored.get(j) {
-                    Some((n, rec))
-                        if *n == want.part_number && ETag::single(&rec.md5) == want.etag =>
-                    {
-                        rec
-                    }
-                    _ => {
-                        return Err(S3Error::with_message(
-                            S3ErrorCode::InvalidPart,
-                            format!(
-                                "Part {} could not be found or its ETag does not match",
-                                want.part_number
-                            ),
-                        ));
-                    }
-                };
-                if i + 1 < parts.len() && rec.size < min {
-                    return Err(S3Error::with_message(
-                        S3ErrorCode::EntityTooSmall,
-                        format!(
-                            "Part {} is smaller than the minimum of {min} bytes",
-                            want.part_number
-                        ),
-                    ));
-                }
-                sums.push(i, want, rec)?;
-                if up.encryption.is_some() {
-                    seeds.push(rec.seed.ok_or_else(|| {
-                        S3Error::with_message(
-                            S3ErrorCode::InternalError,
-                            "a part of an encrypted upload has no key",
-                        )
-                    })?);
-                }
-                etag.push_part(&rec.md5);
-                locs.push(PartLoc {
-                    file: rec.file,
-                    size: rec.size,
-                });
-                size = size
-                    .checked_add(rec.size)
-                    .ok_or_else(|| S3Error::new(S3ErrorCode::EntityTooLarge))?;
-            }
+            let encrypted = up.encryption.is_some();
+            let Matched {
+                seeds,
+                locs,
+                etag,
+                size,
+            } = match_parts(&parts, &stored, min, encrypted, &mut sums)?;
             let used: HashSet<FileId> = locs.iter().map(|l| l.file).collect();
             let mut retired: Vec<FileId> = stored
                 .iter()
@@ -717,6 +660,103 @@ impl Store {
         }
         Ok(result)
     }
+}
+
+/// CompleteMultipartUpload's list of parts: at least one (`MalformedXML`), part numbers
+/// ascending (`InvalidPartOrder`).
+fn check_part_list(parts: &[CompletedPart]) -> S3Result<()> {
+    if parts.is_empty() {
+        return Err(S3Error::with_message(
+            S3ErrorCode::MalformedXML,
+            "You must specify at least one part",
+        ));
+    }
+    if parts
+        .windows(2)
+        .any(|w| w[0].part_number >= w[1].part_number)
+    {
+        return Err(S3Error::new(S3ErrorCode::InvalidPartOrder));
+    }
+    Ok(())
+}
+
+/// The parts of a completing upload, matched against those stored.
+struct Matched {
+    /// Each part's seed, when the upload is encrypted.
+    seeds: Vec<[u8; 32]>,
+    /// Where each part's data is.
+    locs: Vec<PartLoc>,
+    /// The parts' MD5s, for the object's ETag.
+    etag: MultipartETag,
+    /// The object's size.
+    size: u64,
+}
+
+/// Match `parts` (the request's, ascending) against `stored` (ascending): each must be stored
+/// with its ETag (`InvalidPart`) and, but the last, be at least `min` bytes (`EntityTooSmall`);
+/// its checksum goes to `sums`, and its seed with it when the upload is `encrypted`.
+fn match_parts(
+    parts: &[CompletedPart],
+    stored: &[(u32, PartRecord)],
+    min: u64,
+    encrypted: bool,
+    sums: &mut PartChecksums,
+) -> S3Result<Matched> {
+    let mut seeds = Vec::new();
+    let mut locs = Vec::with_capacity(parts.len());
+    let mut etag = MultipartETag::new();
+    let mut size = 0u64;
+    let mut j = 0;
+    for (i, want) in parts.iter().enumerate() {
+        // Both lists ascend: one merge pass.
+        while stored.get(j).is_some_and(|(n, _)| *n < want.part_number) {
+            j += 1;
+        }
+        let rec = match stored.get(j) {
+            Some((n, rec)) if *n == want.part_number && ETag::single(&rec.md5) == want.etag => rec,
+            _ => {
+                return Err(S3Error::with_message(
+                    S3ErrorCode::InvalidPart,
+                    format!(
+                        "Part {} could not be found or its ETag does not match",
+                        want.part_number
+                    ),
+                ));
+            }
+        };
+        if i + 1 < parts.len() && rec.size < min {
+            return Err(S3Error::with_message(
+                S3ErrorCode::EntityTooSmall,
+                format!(
+                    "Part {} is smaller than the minimum of {min} bytes",
+                    want.part_number
+                ),
+            ));
+        }
+        sums.push(i, want, rec)?;
+        if encrypted {
+            seeds.push(rec.seed.ok_or_else(|| {
+                S3Error::with_message(
+                    S3ErrorCode::InternalError,
+                    "a part of an encrypted upload has no key",
+                )
+            })?);
+        }
+        etag.push_part(&rec.md5);
+        locs.push(PartLoc {
+            file: rec.file,
+            size: rec.size,
+        });
+        size = size
+            .checked_add(rec.size)
+            .ok_or_else(|| S3Error::new(S3ErrorCode::EntityTooLarge))?;
+    }
+    Ok(Matched {
+        seeds,
+        locs,
+        etag,
+        size,
+    })
 }
 
 /// The checksums of a completing upload that has an algorithm: each part's checked against

@@ -1,27 +1,19 @@
-//! CPU time by request: the thread CPU clock (`CLOCK_THREAD_CPUTIME_ID`, user and kernel time
-//! of the calling thread) read before and after each poll of a request's future, the deltas
-//! summed into the request's [`CpuAccount`].
+//! Ferry's CPU clocks: the thread CPU clock (`CLOCK_THREAD_CPUTIME_ID`, user and kernel time of
+//! the calling thread), the process's, and [`CpuAccount`]: the CPU time of one unit of work (a
+//! request, an operation), the thread CPU clock read before and after each poll of its future
+//! ([`CpuAccount::measure`]) and the deltas summed.
 //!
-//! On a work-stealing runtime a request runs on whichever worker polls it, a slice at a time,
-//! between other requests' slices: only the clock of the thread it is on, around each poll,
-//! tells its share. Blocking work it hands to the blocking pool is added too, measured on the
-//! pool's thread ([`current`] names the account of the request being polled, which a hand-off
-//! takes along: `crate::waits::Metered`), and so are the tasks it spawns (a proxy's calls to
-//! several backends at once).
+//! On a work-stealing runtime a future runs on whichever worker polls it, a slice at a time,
+//! between other futures' slices: only the clock of the thread it is on, around each poll,
+//! tells its share. Blocking work it hands to another thread is added too, measured there
+//! ([`current`] names the account of the future being polled, which a hand-off takes along;
+//! [`CpuAccount::run`]). A [`CpuAccount::task`] is the account of a task serving several units
+//! of work in turn (a connection's engine, its requests): what it spends between them is
+//! claimed by the one that follows ([`claim_current`]). [`process_cpu`] is the total all such
+//! figures are a part of.
 //!
-//! Every task spawned outside a request (a connection's engine, above all) is measured too, in
-//! a [`CpuAccount::task`] of its own; what a connection spends between two requests — the
-//! previous answer's last flush, reading and parsing the next head, a TLS handshake before the
-//! first — is charged to the request that follows ([`claim_current`], called by the front as a
-//! request starts and ends), so the requests' figures include the engine's work for them.
-//! What runs elsewhere is in no request's account: the runtimes' own scheduling and `epoll`
-//! calls between polls, the node's `io_uring` reaper thread and the kernel's `io_uring` workers,
-//! jemalloc's background threads, health probes, the node's lifecycle worker and the admin
-//! listener, and a connection's work after its last request. Work one request does for others
-//! is in that request's account: the leader of a group commit commits the whole group, and the
-//! task that drives an MD5 lane batch hashes the other writes' chunks in it. The process's own
-//! CPU clock ([`process_cpu`], `..._process_cpu_seconds_total` on `/metrics`) is the total
-//! those figures are a part of.
+//! Its users: `ferry`'s servers, per request (`ferry_server::cpu` tells what a request's
+//! account holds), and `ferry-load`, per operation.
 //!
 //! The cost: two `clock_gettime` calls per poll (a system call for a thread's CPU clock, about
 //! 0.2 µs each on x86-64 Linux).
