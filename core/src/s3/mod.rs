@@ -1,6 +1,7 @@
 //! S3: errors, request model, SigV4, XML.
 
 pub mod acl;
+pub mod address;
 pub mod body;
 pub mod bucket_config;
 pub mod checksum;

@@ -393,7 +393,7 @@ async fn any_backend<R: Runtime, S: Stream>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ferry_core::s3::request::AddressingConfig;
+    use ferry_core::s3::address::AddressingConfig;
 
     /// Where the requests the router does not serve go, and that the known ones keep theirs.
     #[test]
