@@ -14,8 +14,11 @@ use ferry_core::http::head::RequestHead;
 use ferry_core::rt::Runtime;
 use ferry_core::s3::acl::Permission;
 use ferry_core::s3::cluster::{self, ClusterKeys};
+use ferry_core::s3::listing::{
+    ListObjectsQuery, ListObjectsV2Query, ListUploadsQuery, ListVersionsQuery,
+};
 use ferry_core::s3::policy::{Decision, PolicyRequest, Principal};
-use ferry_core::s3::request::{Endpoint, S3Request, version_id};
+use ferry_core::s3::request::{Endpoint, S3Request, UploadPartCopyQuery};
 use ferry_core::s3::sigv4::AuthKind;
 use ferry_core::s3::xml::Owner;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
@@ -72,8 +75,8 @@ fn action(endpoint: &Endpoint<'_>) -> Option<(&'static str, bool)> {
         Endpoint::DeleteBucketPolicy => ("s3:DeleteBucketPolicy", false),
         Endpoint::GetBucketPolicyStatus => ("s3:GetBucketPolicyStatus", false),
         Endpoint::GetBucketAcl => ("s3:GetBucketAcl", false),
-        Endpoint::GetObjectAcl => ("s3:GetObjectAcl", true),
-        Endpoint::PutObjectAcl => ("s3:PutObjectAcl", true),
+        Endpoint::GetObjectAcl { .. } => ("s3:GetObjectAcl", true),
+        Endpoint::PutObjectAcl { .. } => ("s3:PutObjectAcl", true),
         Endpoint::GetBucketCors => ("s3:GetBucketCORS", false),
         Endpoint::GetBucketTagging => ("s3:GetBucketTagging", false),
         Endpoint::PutBucketTagging | Endpoint::DeleteBucketTagging => {
@@ -86,10 +89,10 @@ fn action(endpoint: &Endpoint<'_>) -> Option<(&'static str, bool)> {
         Endpoint::PutBucketAcl => ("s3:PutBucketAcl", false),
         Endpoint::GetObjectLockConfiguration => ("s3:GetBucketObjectLockConfiguration", false),
         Endpoint::PutObjectLockConfiguration => ("s3:PutBucketObjectLockConfiguration", false),
-        Endpoint::GetObjectRetention => ("s3:GetObjectRetention", true),
-        Endpoint::PutObjectRetention => ("s3:PutObjectRetention", true),
-        Endpoint::GetObjectLegalHold => ("s3:GetObjectLegalHold", true),
-        Endpoint::PutObjectLegalHold => ("s3:PutObjectLegalHold", true),
+        Endpoint::GetObjectRetention { .. } => ("s3:GetObjectRetention", true),
+        Endpoint::PutObjectRetention { .. } => ("s3:PutObjectRetention", true),
+        Endpoint::GetObjectLegalHold { .. } => ("s3:GetObjectLegalHold", true),
+        Endpoint::PutObjectLegalHold { .. } => ("s3:PutObjectLegalHold", true),
         Endpoint::GetBucketLifecycleConfiguration => ("s3:GetLifecycleConfiguration", false),
         // AWS names no action of its own for DeleteBucketLifecycle.
         Endpoint::PutBucketLifecycleConfiguration { .. } | Endpoint::DeleteBucketLifecycle => {
@@ -113,7 +116,7 @@ fn action(endpoint: &Endpoint<'_>) -> Option<(&'static str, bool)> {
         | Endpoint::UploadPart { .. }
         | Endpoint::UploadPartCopy { .. }
         | Endpoint::CompleteMultipartUpload { .. } => ("s3:PutObject", true),
-        Endpoint::DeleteObject => ("s3:DeleteObject", true),
+        Endpoint::DeleteObject { .. } => ("s3:DeleteObject", true),
         Endpoint::AbortMultipartUpload { .. } => ("s3:AbortMultipartUpload", true),
         Endpoint::ListParts { .. } => ("s3:ListMultipartUploadParts", true),
         // Refused before anyone is asked (`NodeApi::dispatch`).
@@ -254,18 +257,18 @@ pub(crate) fn authorize<R: Runtime>(cx: &Cx<'_, R>, s3: &S3Request<'_>) -> S3Res
     let Some((action, on_object)) = action(&s3.endpoint) else {
         return Ok(());
     };
-    let action = if on_object && s3.query.has("versionId") {
+    // The version the operation names (the router has checked it); the current one if none.
+    let version = s3.endpoint.version_id();
+    let action = if on_object && version.is_some() {
         of_version(action)
     } else {
         action
     };
-    // A malformed id is refused by the operation; the policy sees the current version then.
-    let version = version_id(&s3.query).ok().flatten();
     let key = on_object.then(|| (s3.key_str(), version));
     decide(cx, Some(&s3.endpoint), s3.bucket_str(), key, action)?;
     // A copy reads its source.
-    if let Endpoint::CopyObject { source, .. } | Endpoint::UploadPartCopy { source, .. } =
-        &s3.endpoint
+    if let Endpoint::CopyObject { source, .. }
+    | Endpoint::UploadPartCopy(UploadPartCopyQuery { source, .. }) = &s3.endpoint
     {
         let read = if source.version_id.is_some() {
             "s3:GetObjectVersion"
@@ -526,40 +529,25 @@ fn context<'a, R: Runtime>(
     // A listing's parameters, as AWS defines them for s3:ListBucket and s3:ListBucketVersions
     // (and, Ferry's addition, the prefix and delimiter of s3:ListBucketMultipartUploads). The
     // other listings are of one object's parts (its key is the resource).
-    match endpoint {
-        Some(Endpoint::ListObjects {
-            prefix,
-            delimiter,
-            max_keys,
-            ..
-        })
-        | Some(Endpoint::ListObjectsV2 {
-            prefix,
-            delimiter,
-            max_keys,
-            ..
-        })
-        | Some(Endpoint::ListObjectVersions {
-            prefix,
-            delimiter,
-            max_keys,
-            ..
-        }) => {
-            c.push(("s3:prefix", Cow::Borrowed(prefix.as_ref())));
-            if let Some(d) = delimiter {
-                c.push(("s3:delimiter", Cow::Borrowed(d.as_ref())));
-            }
-            c.push(("s3:max-keys", Cow::Owned(max_keys.to_string())));
+    let listing = match endpoint {
+        Some(
+            Endpoint::ListObjects(ListObjectsQuery { common, .. })
+            | Endpoint::ListObjectsV2(ListObjectsV2Query { common, .. })
+            | Endpoint::ListObjectVersions(ListVersionsQuery { common, .. }),
+        ) => Some((common, true)),
+        Some(Endpoint::ListMultipartUploads(ListUploadsQuery { common, .. })) => {
+            Some((common, false))
         }
-        Some(Endpoint::ListMultipartUploads {
-            prefix, delimiter, ..
-        }) => {
-            c.push(("s3:prefix", Cow::Borrowed(prefix.as_ref())));
-            if let Some(d) = delimiter {
-                c.push(("s3:delimiter", Cow::Borrowed(d.as_ref())));
-            }
+        _ => None,
+    };
+    if let Some((common, with_max_keys)) = listing {
+        c.push(("s3:prefix", Cow::Borrowed(common.prefix.as_ref())));
+        if let Some(d) = &common.delimiter {
+            c.push(("s3:delimiter", Cow::Borrowed(d.as_ref())));
         }
-        _ => {}
+        if with_max_keys {
+            c.push(("s3:max-keys", Cow::Owned(common.max_keys.to_string())));
+        }
     }
     c
 }

@@ -7,7 +7,8 @@ use base64::Engine as _;
 use ferry_core::http::find_header_str;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
-use ferry_core::s3::request::{BUCKET_EMPTY_HEADER, Endpoint, FENCE_HEADER};
+use ferry_core::s3::listing::{ListBucketsQuery, ListCommon, ListVersionsQuery, ObjectListing};
+use ferry_core::s3::request::{BUCKET_EMPTY_HEADER, FENCE_HEADER};
 use ferry_core::s3::version::Versioning;
 use ferry_core::s3::xml::{
     BucketEntry, CreateBucketConfiguration, ListAllMyBucketsResult, ListBucketResult, ListVersion,
@@ -56,16 +57,13 @@ pub(crate) fn owner<R: Runtime>(cx: &Cx<'_, R>, bucket: &str) -> S3Result<Owner<
 pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     res: &mut ResponseWriter<'_, S>,
-    endpoint: &Endpoint<'_>,
+    q: &ListBucketsQuery<'_>,
 ) -> S3Result<()> {
-    let Endpoint::ListBuckets {
+    let ListBucketsQuery {
         prefix,
         continuation_token,
         max_buckets,
-    } = endpoint
-    else {
-        return Err(S3Error::new(S3ErrorCode::InternalError));
-    };
+    } = q;
     let (prefix, token, max_buckets) = (
         prefix.as_deref(),
         continuation_token.as_deref(),
@@ -310,19 +308,19 @@ pub(crate) async fn list_versions<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
-    endpoint: &Endpoint<'_>,
+    q: &ListVersionsQuery<'_>,
 ) -> S3Result<()> {
-    let Endpoint::ListObjectVersions {
-        prefix,
-        delimiter,
+    let ListVersionsQuery {
+        common:
+            ListCommon {
+                prefix,
+                delimiter,
+                max_keys,
+                encoding_type_url,
+            },
         key_marker,
         version_id_marker,
-        max_keys,
-        encoding_type_url,
-    } = endpoint
-    else {
-        return Err(S3Error::new(S3ErrorCode::InternalError));
-    };
+    } = q;
     let (b, p, d, km, vm, max) = (
         bucket.to_owned(),
         prefix.to_string(),
@@ -388,49 +386,21 @@ pub(crate) async fn list_objects<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
-    endpoint: &Endpoint<'_>,
+    listing: ObjectListing<'_, '_>,
 ) -> S3Result<()> {
-    // (prefix, delimiter, start after, max keys, url encoding, v2 token, with owner)
-    let (prefix, delimiter, start_after, max_keys, url, v2, fetch_owner) = match endpoint {
-        Endpoint::ListObjects {
-            prefix,
-            delimiter,
-            marker,
-            max_keys,
-            encoding_type_url,
-        } => (
-            prefix,
-            delimiter,
-            marker.as_deref().map(str::to_owned),
-            *max_keys,
-            *encoding_type_url,
-            None,
-            true,
-        ),
-        Endpoint::ListObjectsV2 {
-            prefix,
-            delimiter,
-            max_keys,
-            continuation_token,
-            start_after,
-            encoding_type_url,
-            fetch_owner,
-        } => {
-            let after = match continuation_token {
-                Some(t) => Some(decode_token(t)?),
-                None => start_after.as_deref().map(str::to_owned),
-            };
-            (
-                prefix,
-                delimiter,
-                after,
-                *max_keys,
-                *encoding_type_url,
-                Some((continuation_token, start_after)),
-                *fetch_owner,
-            )
-        }
-        _ => return Err(S3Error::new(S3ErrorCode::InternalError)),
+    let ListCommon {
+        prefix,
+        delimiter,
+        max_keys,
+        encoding_type_url: url,
+    } = listing.common();
+    let (max_keys, url, fetch_owner) = (*max_keys, *url, listing.fetch_owner());
+    let start_after = match listing {
+        ObjectListing::V1(q) => q.marker.as_deref().map(str::to_owned),
+        ObjectListing::V2(q) => match &q.continuation_token {
+            Some(t) => Some(decode_token(t)?),
+            None => q.start_after.as_deref().map(str::to_owned),
+        },
     };
     let (b, p, d) = (
         bucket.to_owned(),
@@ -453,27 +423,22 @@ pub(crate) async fn list_objects<R: Runtime, S: Stream>(
     } else {
         None
     };
-    let version = match v2 {
-        None => ListVersion::V1 {
-            marker: match endpoint {
-                Endpoint::ListObjects {
-                    marker: Some(m), ..
-                } => Cow::Borrowed(m.as_ref()),
-                _ => Cow::Borrowed(""),
-            },
+    let version = match listing {
+        ObjectListing::V1(q) => ListVersion::V1 {
+            marker: Cow::Borrowed(q.marker.as_deref().unwrap_or_default()),
             // S3 sends NextMarker only with a delimiter (without one, the last key is it).
             next_marker: delimiter
                 .as_ref()
                 .and(page.next_start_after.as_deref())
                 .map(Cow::Borrowed),
         },
-        Some((token, start_after)) => ListVersion::V2 {
-            continuation_token: token.as_deref().map(Cow::Borrowed),
+        ObjectListing::V2(q) => ListVersion::V2 {
+            continuation_token: q.continuation_token.as_deref().map(Cow::Borrowed),
             next_continuation_token: page
                 .next_start_after
                 .as_deref()
                 .map(|k| Cow::Owned(encode_token(k))),
-            start_after: start_after.as_deref().map(Cow::Borrowed),
+            start_after: q.start_after.as_deref().map(Cow::Borrowed),
         },
     };
     let doc = ListBucketResult {

@@ -13,9 +13,8 @@ use ferry_core::md5::ETag;
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, Checks};
 use ferry_core::s3::checksum::{self, ChecksumAlgorithm, ChecksumType};
-use ferry_core::s3::conditions::Conditions;
-use ferry_core::s3::range::CopySourceRange;
-use ferry_core::s3::request::{CopySource, Endpoint};
+use ferry_core::s3::listing::{ListCommon, ListPartsQuery, ListUploadsQuery};
+use ferry_core::s3::request::{UploadPartCopyQuery, UploadPartQuery};
 use ferry_core::s3::xml::{
     Checksums, CompleteMultipartUpload, CompleteMultipartUploadResult, CopyKind, CopyResult,
     InitiateMultipartUploadResult, ListMultipartUploadsResult, ListPartsResult, MAX_COMPLETE_BODY,
@@ -106,16 +105,15 @@ fn part_checksum(
 }
 
 /// UploadPart: streamed like PutObject, into the upload's part.
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn upload_part<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
     key: &str,
-    upload_id: &str,
-    part_number: u16,
+    q: &UploadPartQuery<'_>,
 ) -> S3Result<()> {
+    let part_number = q.part_number;
     require_length(body)?;
     let mut verifier = cx
         .req
@@ -124,7 +122,7 @@ pub(crate) async fn upload_part<R: Runtime, S: Stream>(
     let (b, k, u) = (
         bucket.to_owned(),
         key.to_owned(),
-        tagged::own(upload_id).to_owned(),
+        tagged::own(&q.upload_id).to_owned(),
     );
     let writer = cx
         .unblock(move |store| {
@@ -151,33 +149,23 @@ pub(crate) async fn upload_part<R: Runtime, S: Stream>(
     cx.req.send(res, 200, h, &[]).await
 }
 
-/// What UploadPartCopy asks for.
-#[derive(Debug)]
-pub(crate) struct PartCopy<'a> {
-    pub upload_id: &'a str,
-    pub part_number: u16,
-    pub source: &'a CopySource<'a>,
-    pub range: Option<CopySourceRange>,
-    pub conditions: &'a Conditions<'a>,
-}
-
 /// UploadPartCopy: the part is (a range of) another object.
 pub(crate) async fn upload_part_copy<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
     key: &str,
-    copy: PartCopy<'_>,
+    copy: &UploadPartCopyQuery<'_>,
 ) -> S3Result<()> {
-    let source_conditions = OwnedConditions::new(copy.conditions);
+    let source_conditions = OwnedConditions::new(&copy.source_conditions);
     let (sb, sk, sv) = (
         copy.source.bucket.to_string(),
         copy.source.key.to_string(),
         copy.source.version_id,
     );
     let (b, k) = (bucket.to_owned(), key.to_owned());
-    let u = tagged::own(copy.upload_id).to_owned();
-    let range = copy.range.map(|r| (r.first, r.last));
+    let u = tagged::own(&copy.upload_id).to_owned();
+    let range = copy.source_range.map(|r| (r.first, r.last));
     let part_number = u32::from(copy.part_number);
     let customer = super::sse::read_key(cx)?;
     let source_key = super::sse::copy_source_key(cx)?;
@@ -376,17 +364,14 @@ pub(crate) async fn list_parts<R: Runtime, S: Stream>(
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
     key: &str,
-    endpoint: &Endpoint<'_>,
+    q: &ListPartsQuery<'_>,
 ) -> S3Result<()> {
-    let Endpoint::ListParts {
+    let ListPartsQuery {
         upload_id,
         max_parts,
         part_number_marker,
         encoding_type_url,
-    } = endpoint
-    else {
-        return Err(S3Error::new(S3ErrorCode::InternalError));
-    };
+    } = q;
     let upload_id = tagged::own(upload_id);
     let marker = part_number_marker.unwrap_or(0);
     let max = *max_parts;
@@ -449,19 +434,19 @@ pub(crate) async fn list_uploads<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
-    endpoint: &Endpoint<'_>,
+    q: &ListUploadsQuery<'_>,
 ) -> S3Result<()> {
-    let Endpoint::ListMultipartUploads {
-        prefix,
-        delimiter,
+    let ListUploadsQuery {
+        common:
+            ListCommon {
+                prefix,
+                delimiter,
+                max_keys: max_uploads,
+                encoding_type_url,
+            },
         key_marker,
         upload_id_marker,
-        max_uploads,
-        encoding_type_url,
-    } = endpoint
-    else {
-        return Err(S3Error::new(S3ErrorCode::InternalError));
-    };
+    } = q;
     let upload_id_marker = upload_id_marker.as_deref().map(tagged::own);
     let owned = |v: &Option<Cow<'_, str>>| v.as_deref().map(str::to_owned);
     let (b, p, d, km, um) = (

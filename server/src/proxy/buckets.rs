@@ -10,7 +10,8 @@ use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, Checks, VerifiedBody};
 use ferry_core::s3::bucket_config::{ConfigDocument, ConfigKind};
-use ferry_core::s3::request::{BUCKET_EMPTY_HEADER, Endpoint, FENCE_HEADER, S3Request};
+use ferry_core::s3::listing::ListBucketsQuery;
+use ferry_core::s3::request::{BUCKET_EMPTY_HEADER, FENCE_HEADER, S3Request};
 use ferry_core::s3::xml::{
     BucketEntry, CreateBucketConfiguration, Delete, DeleteError, DeleteResult, DeletedEntry,
     ListAllMyBucketsResult, ListBucketResult, ListMultipartUploadsResult, MAX_CREATE_BUCKET_BODY,
@@ -582,17 +583,14 @@ async fn restore<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, on: &[usize]) {
 /// with the proxy's own tokens.
 pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
-    s3: &S3Request<'_>,
+    q: &ListBucketsQuery<'_>,
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
-    let Endpoint::ListBuckets {
+    let ListBucketsQuery {
         prefix,
         continuation_token,
         max_buckets,
-    } = &s3.endpoint
-    else {
-        return Err(S3Error::new(S3ErrorCode::InternalError));
-    };
+    } = q;
     let (prefix, token, max_buckets) = (
         prefix.as_deref(),
         continuation_token.as_deref(),
@@ -699,16 +697,11 @@ fn unavailable(doc: &mut DeleteResult<'static>, group: &[&ObjectIdentifier<'_>],
 pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     s3: &S3Request<'_>,
+    content_md5_header: Option<[u8; 16]>,
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
     let bucket = s3.bucket_str();
-    let Endpoint::DeleteObjects {
-        content_md5: content_md5_header,
-    } = s3.endpoint
-    else {
-        return Err(S3Error::new(S3ErrorCode::InternalError));
-    };
     let (xml, done) = read_small(cx, body, MAX_DELETE_BODY).await?;
     crate::front::body::require_integrity(content_md5_header.is_some(), &done, cx.req.headers)?;
     let request = Delete::parse_xml(&xml)?;
