@@ -18,6 +18,7 @@ pub(crate) mod body;
 mod headers;
 mod ids;
 pub(crate) mod metrics;
+pub(crate) mod origin;
 pub(crate) mod serve;
 
 use std::borrow::Cow;

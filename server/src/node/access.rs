@@ -149,49 +149,6 @@ pub(crate) fn sealed<R: Runtime>(
     })
 }
 
-/// Where a request comes from, for `aws:SourceIp` and `aws:SecureTransport`: the connection's
-/// peer, or what the cluster's proxy says of its client (`x-ferry-client-ip`,
-/// `x-ferry-client-tls`) in a request the cluster sealed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Client {
-    /// The client's address, if known.
-    pub ip: Option<std::net::IpAddr>,
-    /// Whether it came over TLS.
-    pub secure: bool,
-}
-
-/// The header in which a proxy tells a node its client's address.
-pub(crate) const CLIENT_IP_HEADER: &str = "x-ferry-client-ip";
-/// The header in which a proxy tells a node whether its client came over TLS (`true`).
-pub(crate) const CLIENT_TLS_HEADER: &str = "x-ferry-client-tls";
-
-impl Client {
-    /// The client of a request from `peer` on a connection that is `secure` or not, with
-    /// `headers`: the proxy speaks for its client in a request the cluster `sealed`.
-    pub(crate) fn of(
-        peer: Option<std::net::IpAddr>,
-        secure: bool,
-        headers: &[ferry_core::http::Header<'_>],
-        sealed: bool,
-    ) -> Self {
-        let direct = Self { ip: peer, secure };
-        if !sealed {
-            return direct;
-        }
-        let Some(ip) = find_header_str(headers, CLIENT_IP_HEADER)
-            .and_then(|v| v.trim().parse::<std::net::IpAddr>().ok())
-        else {
-            return direct;
-        };
-        let secure = find_header_str(headers, CLIENT_TLS_HEADER)
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
-        Self {
-            ip: Some(ip),
-            secure,
-        }
-    }
-}
-
 /// Ferry's placement headers of a write or a delete (`headers::placed`): the cluster's alone
 /// (a request it sealed), whoever signed the request — a bucket's owner included. A version
 /// placed in a key's history or dated in the past is what moving a bucket's objects between
@@ -219,7 +176,7 @@ pub(crate) fn kms_context_mode<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<bool> {
 /// `AccessDenied` unless the cluster sealed the request. (`sealed` refused any `x-ferry-*`
 /// header without a seal already: this keeps each internal operation's own check beside it.)
 fn cluster_only<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<()> {
-    if cx.cluster {
+    if cx.front.sealed {
         Ok(())
     } else {
         Err(S3Error::with_message(
@@ -484,12 +441,12 @@ fn context<'a, R: Runtime>(
     endpoint: Option<&'a Endpoint<'_>>,
 ) -> Vec<(&'static str, Cow<'a, str>)> {
     let mut c: Vec<(&'static str, Cow<'a, str>)> = Vec::with_capacity(12);
-    if let Some(ip) = cx.client.ip {
+    if let Some(ip) = cx.origin.ip {
         c.push(("aws:SourceIp", Cow::Owned(ip.to_string())));
     }
     c.push((
         "aws:SecureTransport",
-        Cow::Borrowed(if cx.client.secure { "true" } else { "false" }),
+        Cow::Borrowed(if cx.origin.secure { "true" } else { "false" }),
     ));
     match cx.caller {
         Some(u) => {
@@ -499,7 +456,7 @@ fn context<'a, R: Runtime>(
         None => c.push(("aws:PrincipalType", Cow::Borrowed("Anonymous"))),
     }
     // (s3:authType, s3:signatureversion), as AWS names them.
-    let auth = match cx.req.verified.kind {
+    let auth = match cx.front.verified.kind {
         AuthKind::Header => Some(("REST-HEADER", "AWS4-HMAC-SHA256")),
         AuthKind::Presigned { .. } => Some(("REST-QUERY-STRING", "AWS4-HMAC-SHA256")),
         AuthKind::HeaderV2 => Some(("REST-HEADER", "AWS")),

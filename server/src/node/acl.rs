@@ -60,7 +60,7 @@ pub(crate) async fn get_bucket<R: Runtime, S: Stream>(
     acl.write_xml(&mut xml, &|id| {
         users.by_canonical_id(id).map(|u| u.display_name.clone())
     });
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
 /// PutBucketAcl: a document, or headers, not both; the document's owner must be the bucket's.
@@ -71,7 +71,7 @@ pub(crate) async fn put_bucket<R: Runtime, S: Stream>(
     bucket: &str,
 ) -> S3Result<()> {
     let limit = BodyLimit::document(MAX_ACL_BODY as u64);
-    let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
+    let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
     let (doc, _) = read_small(body, verifier).await?;
     let settings = cx.node.store.bucket_settings(bucket)?;
     let owner = access::owner_id(cx, &settings).to_owned();
@@ -80,7 +80,7 @@ pub(crate) async fn put_bucket<R: Runtime, S: Stream>(
     let b = bucket.to_owned();
     cx.unblock(move |store| store.set_bucket_setting(&b, BucketSetting::Acl, Some(&xml)))
         .await?;
-    cx.req.send(res, 200, Headers::new(), &[]).await
+    cx.front.send(res, 200, Headers::new(), &[]).await
 }
 
 /// The ACL a write's headers ask for its object (`x-amz-acl`, `x-amz-grant-*`), as stored;
@@ -133,7 +133,7 @@ pub(crate) async fn get_object<R: Runtime, S: Stream>(
     acl.write_xml(&mut xml, &|id| {
         users.by_canonical_id(id).map(|u| u.display_name.clone())
     });
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
 /// PutObjectAcl: a document or headers, as PutBucketAcl; the document's owner must be the
@@ -147,7 +147,7 @@ pub(crate) async fn put_object<R: Runtime, S: Stream>(
     version: Option<crate::store::VersionId>,
 ) -> S3Result<()> {
     let limit = BodyLimit::document(MAX_ACL_BODY as u64);
-    let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
+    let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
     let (doc, _) = read_small(body, verifier).await?;
     let settings = cx.node.store.bucket_settings(bucket)?;
     let owner = access::owner_id(cx, &settings).to_owned();
@@ -156,7 +156,7 @@ pub(crate) async fn put_object<R: Runtime, S: Stream>(
     let (b, k) = (bucket.to_owned(), key.to_owned());
     cx.unblock(move |store| store.put_object_acl_version(&b, &k, version, xml))
         .await?;
-    cx.req.send(res, 200, Headers::new(), &[]).await
+    cx.front.send(res, 200, Headers::new(), &[]).await
 }
 
 /// The ACL of a Put*Acl request: its headers or its document (not both, not neither); a

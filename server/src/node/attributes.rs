@@ -51,7 +51,7 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
     let mut h = Headers::new();
     h.push("Last-Modified", info.last_modified.http().to_string());
     super::headers::push_version(&mut h, info.version_id);
-    cx.req.send_xml(res, h, &xml).await
+    cx.front.send_xml(res, h, &xml).await
 }
 
 /// The document for `info`: only the attributes asked for.

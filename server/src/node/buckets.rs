@@ -129,7 +129,7 @@ pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
 /// CreateBucket: `BucketAlreadyOwnedByYou` if it exists; the body is checked by
@@ -141,7 +141,7 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     bucket: &str,
 ) -> S3Result<()> {
     let limit = BodyLimit::document(MAX_CREATE_BUCKET_BODY as u64);
-    let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
+    let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
     let (xml, _) = read_small(body, verifier).await?;
     CreateBucketConfiguration::check_region(&xml, cx.region())?;
     let (b, me) = (bucket.to_owned(), cx.user()?.canonical_id.clone());
@@ -181,7 +181,7 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     .await?;
     let mut h = Headers::new();
     h.push("Location", format!("/{bucket}"));
-    cx.req.send(res, 200, h, &[]).await
+    cx.front.send(res, 200, h, &[]).await
 }
 
 /// DeleteBucket: `BucketNotEmpty` while it holds objects or uploads, `OperationAborted` while
@@ -199,7 +199,7 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
         None => store.delete_bucket(&b),
     })
     .await?;
-    cx.req.send(res, 204, Headers::new(), &[]).await
+    cx.front.send(res, 204, Headers::new(), &[]).await
 }
 
 /// BucketFence (Ferry's own, the cluster's alone: see `Endpoint::BucketFence`): close the
@@ -226,7 +226,7 @@ pub(crate) async fn fence<R: Runtime, S: Stream>(
     if let Some(empty) = empty {
         h.push(BUCKET_EMPTY_HEADER, if empty { "true" } else { "false" });
     }
-    cx.req.send(res, 204, h, &[]).await
+    cx.front.send(res, 204, h, &[]).await
 }
 
 fn region_header<R: Runtime>(cx: &Cx<'_, R>) -> Headers {
@@ -248,7 +248,7 @@ pub(crate) async fn head<R: Runtime, S: Stream>(
     bucket: &str,
 ) -> S3Result<()> {
     require_bucket(cx, bucket).await?;
-    cx.req.send(res, 200, region_header(cx), &[]).await
+    cx.front.send(res, 200, region_header(cx), &[]).await
 }
 
 /// GetBucketLocation: the node's region (empty for us-east-1, as S3 answers).
@@ -260,7 +260,7 @@ pub(crate) async fn location<R: Runtime, S: Stream>(
     require_bucket(cx, bucket).await?;
     let mut xml = Vec::new();
     write_location_constraint(&mut xml, cx.region());
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
 /// GetBucketVersioning: `Enabled` or `Suspended`; an empty configuration for a bucket that was
@@ -274,7 +274,7 @@ pub(crate) async fn versioning<R: Runtime, S: Stream>(
     let state = cx.unblock(move |store| store.versioning(&b)).await?;
     let mut xml = Vec::new();
     write_versioning_configuration(&mut xml, state.map(|s| s.as_str()));
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
 /// PutBucketVersioning: `Enabled` or `Suspended` (a bucket never goes back to unversioned).
@@ -286,7 +286,7 @@ pub(crate) async fn put_versioning<R: Runtime, S: Stream>(
     bucket: &str,
 ) -> S3Result<()> {
     let limit = BodyLimit::document(MAX_VERSIONING_BODY as u64);
-    let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
+    let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
     let (xml, _) = read_small(body, verifier).await?;
     let doc = VersioningConfiguration::parse_xml(&xml)?;
     // (`x-amz-mfa` is refused with every request: `request::unsupported_header`.)
@@ -300,7 +300,7 @@ pub(crate) async fn put_versioning<R: Runtime, S: Stream>(
     let (b, state) = (bucket.to_owned(), doc.status);
     cx.unblock(move |store| store.set_versioning(&b, state))
         .await?;
-    cx.req.send(res, 200, Headers::new(), &[]).await
+    cx.front.send(res, 200, Headers::new(), &[]).await
 }
 
 /// ListObjectVersions: versions and delete markers by key, newest first within a key.
@@ -378,7 +378,7 @@ pub(crate) async fn list_versions<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
 /// ListObjects (v1) and ListObjectsV2.
@@ -469,7 +469,7 @@ pub(crate) async fn list_objects<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
 #[cfg(test)]

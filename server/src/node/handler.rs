@@ -14,6 +14,7 @@ use super::context::{Cx, NodeApi};
 use super::{
     access, acl, attributes, buckets, lock, multipart, objects, policy, post, settings, tagging,
 };
+use crate::front::origin::Origin;
 use crate::front::{Op, S3Api};
 use crate::store::BucketSetting;
 
@@ -32,10 +33,9 @@ impl<R: Runtime> S3Api for NodeApi<R> {
         if let Some(e) = &s3.refused {
             return Err(e.clone());
         }
-        let cluster = req.sealed;
         let peer = res.peer().map(|a| a.ip());
-        let client = access::Client::of(peer, res.is_secure(), req.head.headers, cluster);
-        let cx = &Cx::new(self, req, client, cluster)?;
+        let origin = Origin::of(peer, res.is_secure(), req.head.headers, req.sealed);
+        let cx = &Cx::new(self, req, origin)?;
         access::authorize(cx, s3)?;
         let bucket = s3.bucket_str();
         let key = s3.key_str();

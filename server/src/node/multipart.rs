@@ -77,7 +77,7 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     }
     super::sse::push_encryption(&mut h, info.as_ref());
     super::sse::push_kms_context(&mut h, info.as_ref());
-    cx.req.send_xml(res, h, &xml).await
+    cx.front.send_xml(res, h, &xml).await
 }
 
 /// The checksum an UploadPart into an upload with `spec` must carry: the upload's algorithm
@@ -116,7 +116,7 @@ pub(crate) async fn upload_part<R: Runtime, S: Stream>(
     let part_number = q.part_number;
     require_length(body)?;
     let mut verifier = cx
-        .req
+        .front
         .body_verifier(body, Checks::All, BodyLimit::object())?;
     let customer = super::sse::read_key(cx)?;
     let (b, k, u) = (
@@ -146,7 +146,7 @@ pub(crate) async fn upload_part<R: Runtime, S: Stream>(
         push_checksum(&mut h, &stored_checksum(c));
     }
     super::sse::push_encryption(&mut h, encryption.as_ref());
-    cx.req.send(res, 200, h, &[]).await
+    cx.front.send(res, 200, h, &[]).await
 }
 
 /// UploadPartCopy: the part is (a range of) another object.
@@ -208,7 +208,7 @@ pub(crate) async fn upload_part_copy<R: Runtime, S: Stream>(
         h.push("x-amz-copy-source-version-id", v.to_string());
     }
     super::sse::push_encryption(&mut h, encryption.as_ref());
-    cx.req.send_xml(res, h, &xml).await
+    cx.front.send_xml(res, h, &xml).await
 }
 
 /// CompleteMultipartUpload, with `If-None-Match: *` / `If-Match` as for PutObject.
@@ -224,7 +224,9 @@ pub(crate) async fn complete<R: Runtime, S: Stream>(
     conditions.placed = super::access::placement(cx)?;
     let limit = BodyLimit::document(MAX_COMPLETE_BODY as u64);
     // Its x-amz-checksum-* are the object's checksum, checked by the store.
-    let verifier = cx.req.body_verifier(body, Checks::AllButChecksums, limit)?;
+    let verifier = cx
+        .front
+        .body_verifier(body, Checks::AllButChecksums, limit)?;
     let (xml, _) = read_small(body, verifier).await?;
     let request = CompleteMultipartUpload::parse_xml(&xml)?;
     let parts = request
@@ -267,12 +269,12 @@ pub(crate) async fn complete<R: Runtime, S: Stream>(
         .await?;
     let put = done.put;
     // The object's URL as the client addressed it: `BUCKET.DOMAIN/key` or `HOST/BUCKET/key`.
-    let location = if cx.req.virtual_hosted {
-        format!("http://{}/{}", cx.req.host(), uri::encode_path(key))
+    let location = if cx.front.virtual_hosted {
+        format!("http://{}/{}", cx.front.host(), uri::encode_path(key))
     } else {
         format!(
             "http://{}/{}/{}",
-            cx.req.host(),
+            cx.front.host(),
             uri::encode(bucket),
             uri::encode_path(key)
         )
@@ -306,7 +308,7 @@ pub(crate) async fn complete<R: Runtime, S: Stream>(
     let mut h = Headers::new();
     super::headers::push_version(&mut h, put.version_id);
     super::sse::push_encryption(&mut h, done.encryption.as_ref());
-    cx.req.send_xml(res, h, &out).await
+    cx.front.send_xml(res, h, &out).await
 }
 
 /// The object checksum a CompleteMultipartUpload gives in `x-amz-checksum-*`, as sent (a
@@ -355,7 +357,7 @@ pub(crate) async fn abort<R: Runtime, S: Stream>(
     );
     cx.unblock(move |store| store.abort_multipart_upload(&b, &k, &u))
         .await?;
-    cx.req.send(res, 204, Headers::new(), &[]).await
+    cx.front.send(res, 204, Headers::new(), &[]).await
 }
 
 /// ListParts.
@@ -426,7 +428,7 @@ pub(crate) async fn list_parts<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
 /// ListMultipartUploads.
@@ -501,5 +503,5 @@ pub(crate) async fn list_uploads<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }

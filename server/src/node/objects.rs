@@ -418,7 +418,7 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
                 }
                 _ => {}
             }
-            return cx.req.send_error(res, &error, extra).await;
+            return cx.front.send_error(res, &error, extra).await;
         }
     };
     let Opened { info, range, body } = opened;
@@ -607,7 +607,7 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     require_length(body)?;
     let verifier = cx
-        .req
+        .front
         .body_verifier(body, Checks::All, BodyLimit::object())?;
     let mut meta = object_meta(cx.headers)?;
     meta.acl = super::acl::request_object_acl(cx, bucket)?;
@@ -636,7 +636,7 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
         push_checksum(&mut h, c);
     }
     push_version(&mut h, put.version_id);
-    cx.req.send(res, 200, h, &[]).await
+    cx.front.send(res, 200, h, &[]).await
 }
 
 /// `x-amz-delete-marker` and `x-amz-version-id` of a DELETE.
@@ -672,7 +672,7 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
             store.delete_object_version_guarded(&b, &k, version, conditions, guard)
         })
         .await?;
-    cx.req.send(res, 204, delete_headers(outcome), &[]).await
+    cx.front.send(res, 204, delete_headers(outcome), &[]).await
 }
 
 /// CopyObject: `COPY` keeps the source's metadata, `REPLACE` takes this request's; the same
@@ -758,7 +758,7 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
     push_version(&mut h, put.version_id);
     super::sse::push_encryption(&mut h, info.as_ref());
     super::sse::push_kms_context(&mut h, info.as_ref());
-    cx.req.send_xml(res, h, &xml).await
+    cx.front.send_xml(res, h, &xml).await
 }
 
 /// A copy's (or a copied part's) checksum, as its result document gives it.
@@ -782,7 +782,7 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
     content_md5: Option<Md5Digest>,
 ) -> S3Result<()> {
     let limit = BodyLimit::document(MAX_DELETE_BODY as u64);
-    let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
+    let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
     let (xml, done) = read_small(body, verifier).await?;
     crate::front::body::require_integrity(content_md5.is_some(), &done, cx.headers)?;
     let request = Delete::parse_xml(&xml)?;
@@ -856,7 +856,7 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
     }
     let mut out = Vec::new();
     doc.write_xml(&mut out);
-    cx.req.send_xml(res, Headers::new(), &out).await
+    cx.front.send_xml(res, Headers::new(), &out).await
 }
 
 /// One key of a DeleteObjects request.

@@ -142,7 +142,7 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
         })?
         .to_owned();
     let mut verifier = cx
-        .req
+        .front
         .body_verifier(body, Checks::All, BodyLimit::object())?;
 
     // The fields, up to the file's content.
@@ -179,12 +179,11 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
     // The write is the form signer's.
     let signer_cx = Cx {
         node: cx.node,
-        req: cx.req,
+        front: cx.front,
         headers: cx.headers,
         id: cx.id,
         caller: signer,
-        client: cx.client,
-        cluster: cx.cluster,
+        origin: cx.origin,
     };
     access::may_put(&signer_cx, bucket, &key)?;
     // Ferry's own names are the cluster's, in a form as in headers: refused, never ignored.
@@ -338,8 +337,8 @@ async fn respond<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     let etag = put.etag.as_str();
     let host = find_header_str(cx.headers, "host").unwrap_or("localhost");
-    let scheme = if cx.client.secure { "https" } else { "http" };
-    let location = if cx.req.virtual_hosted {
+    let scheme = if cx.origin.secure { "https" } else { "http" };
+    let location = if cx.front.virtual_hosted {
         format!("{scheme}://{host}/{}", uri::encode_path(key))
     } else {
         format!(
@@ -365,11 +364,11 @@ async fn respond<R: Runtime, S: Stream>(
             uri::encode(etag)
         );
         h.push("Location", to);
-        return cx.req.send(res, 303, h, &[]).await;
+        return cx.front.send(res, 303, h, &[]).await;
     }
     h.push("Location", location.clone());
     match form.get("success_action_status") {
-        Some("200") => cx.req.send(res, 200, h, &[]).await,
+        Some("200") => cx.front.send(res, 200, h, &[]).await,
         Some("201") => {
             let xml = format!(
                 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<PostResponse><Location>{}</Location><Bucket>{}</Bucket><Key>{}</Key><ETag>{}</ETag></PostResponse>",
@@ -379,9 +378,9 @@ async fn respond<R: Runtime, S: Stream>(
                 xml_escape(etag)
             );
             let h = h.with("Content-Type", "application/xml");
-            cx.req.send(res, 201, h, xml.as_bytes()).await
+            cx.front.send(res, 201, h, xml.as_bytes()).await
         }
-        _ => cx.req.send(res, 204, h, &[]).await,
+        _ => cx.front.send(res, 204, h, &[]).await,
     }
 }
 

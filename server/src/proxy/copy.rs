@@ -165,7 +165,7 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
             CopyKind::Part,
         ),
     };
-    let client_headers = cx.req.headers;
+    let client_headers = cx.head.headers;
     let tagging_directive = match kind {
         CopyKind::Object => {
             TaggingDirective::parse(find_header(client_headers, TAGGING_DIRECTIVE_HEADER))?
@@ -213,7 +213,7 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
         .filter(|h| goes_to_destination(h.name, kind, directive, tagging_directive))
         .map(|h| (Cow::Borrowed(h.name), Cow::Borrowed(h.value)))
         .collect();
-    let origin = origin_form(cx.req.target);
+    let origin = origin_form(cx.head.target);
     let dst_path = origin.split_once('?').map_or(origin, |(p, _)| p);
     let write = Write {
         path: cx.backend_path(dst_path),
@@ -222,7 +222,7 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
         framing: match requested {
             Some(algorithm) => Framing::Trailer {
                 algorithm,
-                chunk: cx.p.buffer_size,
+                chunk: cx.p.shared.buffer_size,
             },
             None => Framing::Plain,
         },
@@ -265,11 +265,13 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     if !answer.ok() {
         return Err(answer.to_error());
     }
-    cx.p.copied.fetch_add(written.source.len, Ordering::Relaxed);
+    cx.p.shared
+        .copied
+        .fetch_add(written.source.len, Ordering::Relaxed);
     let doc = CopyResult {
         kind,
         etag: Cow::Owned(etag.unwrap_or_default()),
-        last_modified_unix: cx.p.rt.unix_time(),
+        last_modified_unix: cx.p.shared.rt.unix_time(),
         checksum_type: checksum
             .as_ref()
             .filter(|_| kind == CopyKind::Object)

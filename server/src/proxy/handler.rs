@@ -22,6 +22,7 @@ use super::copy::CopyOf;
 use super::reload::{Live, Reloader, Requests};
 use super::upload::UploadStep;
 use super::{buckets, copy, cors, forward, layout, list, tagging, upload};
+use crate::front::origin::Origin;
 use crate::front::{ALL_BACKENDS, Op, S3Api};
 
 /// The proxy behind the S3 front.
@@ -82,12 +83,13 @@ impl<R: Runtime> S3Api for ProxyApi<R> {
         let cx = Cx {
             p: &p,
             front: req,
-            req: req.head,
-            verified: req.verified,
+            head: req.head,
             caller: Caller {
                 key: req.verified.access_key_id.clone(),
-                ip: res.peer().map(|a| a.ip()),
-                secure: res.is_secure(),
+                origin: Origin {
+                    ip: res.peer().map(|a| a.ip()),
+                    secure: res.is_secure(),
+                },
             },
             virtual_bucket: s3.virtual_hosted.then(|| s3.bucket_str()),
             query: None,
@@ -105,7 +107,7 @@ impl<R: Runtime> S3Api for ProxyApi<R> {
     /// `idx` is the backend's slot (`Cx::set_backend`), valid across reloads.
     fn backend_name(&self, idx: usize) -> Cow<'_, str> {
         let p = self.live.load();
-        match p.name_of(idx) {
+        match p.shared.name_of(idx) {
             Some(name) => Cow::Owned(name.to_string()),
             None => Cow::Borrowed("-"),
         }
@@ -294,7 +296,7 @@ fn refusal<R: Runtime>(
         Route::Key
             if layout::draining(cx.p)
                 && matches!(s3.endpoint, Endpoint::PutObject { .. })
-                && find_header(cx.req.headers, "x-amz-write-offset-bytes").is_some() =>
+                && find_header(cx.head.headers, "x-amz-write-offset-bytes").is_some() =>
         {
             Some(S3Error::with_message(
                 S3ErrorCode::NotImplemented,
@@ -318,7 +320,7 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
     let (bucket, key) = (s3.bucket_str(), s3.key_str());
-    let route = route(&s3.endpoint, cx.req.method);
+    let route = route(&s3.endpoint, cx.head.method);
     if let Some(e) = refusal(cx, s3, &route) {
         return Err(e);
     }
@@ -378,12 +380,12 @@ async fn fan_out<R: Runtime, S: Stream>(
         // A bucket made or gone through this proxy has no rules it knew of.
         FanOut::CreateBucket => {
             let done = buckets::create(cx, s3, body, res).await;
-            cx.p.cors.forget(bucket);
+            cx.p.shared.cors.forget(bucket);
             done
         }
         FanOut::DeleteBucket => {
             let done = buckets::delete(cx, s3, res).await;
-            cx.p.cors.forget(bucket);
+            cx.p.shared.cors.forget(bucket);
             done
         }
         // Between the proxy and its nodes only (see `buckets::delete`).
@@ -401,14 +403,14 @@ async fn fan_out<R: Runtime, S: Stream>(
         FanOut::PutConfig(doc, content_md5) => {
             let done = buckets::put_everywhere(cx, s3, content_md5, body, res, doc).await;
             if doc.kind == ConfigKind::Cors {
-                cx.p.cors.forget(bucket);
+                cx.p.shared.cors.forget(bucket);
             }
             done
         }
         FanOut::DeleteConfig(kind) => {
             let done = buckets::delete_everywhere(cx, s3, res, kind).await;
             if kind == ConfigKind::Cors {
-                cx.p.cors.forget(bucket);
+                cx.p.shared.cors.forget(bucket);
             }
             done
         }

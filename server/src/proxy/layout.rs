@@ -60,7 +60,7 @@ pub(crate) async fn by_key<R: Runtime, S: Stream>(
         | Endpoint::GetObjectLegalHold { .. } => read_from_owners(cx, &owners, body, res).await,
         // What the proxy does not interpret: a read like the reads above, anything else like
         // the writes of an existing object below (`?restore`, `?select`).
-        Endpoint::Unknown { .. } if matches!(cx.req.method, "GET" | "HEAD") => {
+        Endpoint::Unknown { .. } if matches!(cx.head.method, "GET" | "HEAD") => {
             read_from_owners(cx, &owners, body, res).await
         }
         Endpoint::PutObjectTagging { .. }
@@ -77,7 +77,7 @@ pub(crate) async fn by_key<R: Runtime, S: Stream>(
         }
         Endpoint::DeleteObject { .. } => {
             // A conditional delete is judged where the object is.
-            let at = if find_header(cx.req.headers, "if-match").is_some() {
+            let at = if find_header(cx.head.headers, "if-match").is_some() {
                 locate(cx, bucket, key, &owners).await?
             } else {
                 current

@@ -563,7 +563,7 @@ pub(crate) async fn list_objects<R: Runtime, S: Stream>(
             continuation_token: Some(t),
             ..
         }) => {
-            let (name, is_prefix) = read_token(&cx.p.token_key, bucket, t)?;
+            let (name, is_prefix) = read_token(&cx.p.shared.token_key, bucket, t)?;
             Some(Resume {
                 name,
                 upload_id: None,
@@ -612,7 +612,7 @@ pub(crate) async fn list_objects<R: Runtime, S: Stream>(
             continuation_token: q.continuation_token.as_deref().map(Cow::Borrowed),
             next_continuation_token: last
                 .as_ref()
-                .map(|(n, p)| Cow::Owned(make_token(&cx.p.token_key, bucket, n, *p))),
+                .map(|(n, p)| Cow::Owned(make_token(&cx.p.shared.token_key, bucket, n, *p))),
             start_after: q.start_after.as_deref().map(Cow::Borrowed),
         },
         ObjectListing::V1(q) => ListVersion::V1 {

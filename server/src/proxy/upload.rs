@@ -245,7 +245,7 @@ async fn move_to_owner<R: Runtime>(
     let moved = mover
         .move_completed(
             bucket,
-            owner.as_ref().unwrap_or(cx.caller()),
+            owner.as_ref().unwrap_or(&cx.caller),
             key,
             &etag,
             version.as_deref(),
@@ -288,7 +288,7 @@ async fn bucket_owner<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, at: usize) -> Op
     }
     // The bucket itself sorts first among the names it prefixes.
     let list = Call::list_buckets(Some(bucket), Some(1), None);
-    for key in &cx.p.client_keys {
+    for key in &cx.p.shared.client_keys {
         let caller = Caller::of_key(key);
         let Ok(reply) = Client::new(cx.p, &caller).send(at, &list).await else {
             continue;
