@@ -20,39 +20,12 @@ use ferry_core::s3::listing::{
 use ferry_core::s3::policy::{Decision, PolicyRequest, Principal};
 use ferry_core::s3::request::{Endpoint, S3Request, UploadPartCopyQuery};
 use ferry_core::s3::sigv4::AuthKind;
-use ferry_core::s3::xml::Owner;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::context::{Cx, NodeApi};
+use super::owner;
 use crate::store::Placed;
-use crate::store::{BucketSettings, ObjectMeta, VersionId};
-use crate::users::User;
-
-/// The canonical id of the owner of a bucket with `settings`.
-pub(crate) fn owner_id<'s, R: Runtime>(cx: &'s Cx<'_, R>, settings: &'s BucketSettings) -> &'s str {
-    settings
-        .owner()
-        .unwrap_or(&cx.users().primary().canonical_id)
-}
-
-/// `id` as an `Owner` element: with the display name of the user it is, if the node knows it.
-pub(crate) fn owner_of<R: Runtime>(cx: &Cx<'_, R>, id: &str) -> Owner<'static> {
-    Owner {
-        id: Cow::Owned(id.to_owned()),
-        display_name: cx
-            .users()
-            .by_canonical_id(id)
-            .map(|u| Cow::Owned(u.display_name.clone())),
-    }
-}
-
-/// `user` as an `Owner` element.
-pub(crate) fn user_owner(user: &User) -> Owner<'static> {
-    Owner {
-        id: Cow::Owned(user.canonical_id.clone()),
-        display_name: Some(Cow::Owned(user.display_name.clone())),
-    }
-}
+use crate::store::{ObjectMeta, VersionId};
 
 /// The S3 action an endpoint is, as policies name it, and whether its resource is an object
 /// (`arn:aws:s3:::bucket/key`) rather than the bucket. `None`: no policy applies (ListBuckets
@@ -149,12 +122,12 @@ pub(crate) fn sealed<R: Runtime>(
     })
 }
 
-/// Ferry's placement headers of a write or a delete (`headers::placed`): the cluster's alone
+/// Ferry's placement headers of a write or a delete (`request_headers::placed`): the cluster's alone
 /// (a request it sealed), whoever signed the request — a bucket's owner included. A version
 /// placed in a key's history or dated in the past is what moving a bucket's objects between
 /// nodes needs, nothing more.
 pub(crate) fn placement<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<Placed> {
-    let placed = super::headers::placed(cx.headers)?;
+    let placed = super::request_headers::placed(cx.headers)?;
     if placed != Placed::default() {
         cluster_only(cx)?;
     }
@@ -298,7 +271,7 @@ fn decide<R: Runtime>(
     action: &str,
 ) -> S3Result<()> {
     let settings = cx.node.store.bucket_settings(bucket)?;
-    let is_owner = Some(owner_id(cx, &settings)) == cx.caller_id();
+    let is_owner = Some(owner::owner_id(cx, &settings)) == cx.caller_id();
     // A proxy reads every bucket's CORS rules with its own key, the primary user's, to answer
     // preflights (which anyone may send, so the rules are no secret).
     if action == "s3:GetBucketCORS"

@@ -13,8 +13,8 @@ use ferry_core::s3::acl::{Acl, Grantee, MAX_ACL_BODY};
 use ferry_core::s3::body::{BodyLimit, Checks};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
-use super::access;
 use super::context::Cx;
+use super::owner;
 use crate::front::Headers;
 use crate::front::body::read_small;
 use crate::store::{BucketSetting, BucketSettings};
@@ -26,7 +26,7 @@ pub(crate) fn bucket_acl<R: Runtime>(
 ) -> S3Result<Arc<Acl>> {
     match settings.acl()? {
         Some(acl) => Ok(acl),
-        None => Ok(Arc::new(Acl::private(access::owner_id(cx, settings)))),
+        None => Ok(Arc::new(Acl::private(owner::owner_id(cx, settings)))),
     }
 }
 
@@ -74,7 +74,7 @@ pub(crate) async fn put_bucket<R: Runtime, S: Stream>(
     let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
     let (doc, _) = read_small(body, verifier).await?;
     let settings = cx.node.store.bucket_settings(bucket)?;
-    let owner = access::owner_id(cx, &settings).to_owned();
+    let owner = owner::owner_id(cx, &settings).to_owned();
     let acl = acl_of_request(cx, &doc, &owner)?;
     let xml = stored(cx, &acl)?;
     let b = bucket.to_owned();
@@ -90,7 +90,7 @@ pub(crate) fn request_object_acl<R: Runtime>(
     bucket: &str,
 ) -> S3Result<Option<Vec<u8>>> {
     let settings = cx.node.store.bucket_settings(bucket)?;
-    let owner = access::owner_id(cx, &settings).to_owned();
+    let owner = owner::owner_id(cx, &settings).to_owned();
     match Acl::from_headers(cx.headers, &owner, &owner)? {
         Some(acl) => stored(cx, &acl).map(Some),
         None => Ok(None),
@@ -110,7 +110,7 @@ pub(crate) fn object_acl<R: Runtime>(
                 format!("stored object ACL does not parse: {}", e.message),
             )
         }),
-        None => Ok(Acl::private(access::owner_id(cx, settings))),
+        None => Ok(Acl::private(owner::owner_id(cx, settings))),
     }
 }
 
@@ -150,7 +150,7 @@ pub(crate) async fn put_object<R: Runtime, S: Stream>(
     let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
     let (doc, _) = read_small(body, verifier).await?;
     let settings = cx.node.store.bucket_settings(bucket)?;
-    let owner = access::owner_id(cx, &settings).to_owned();
+    let owner = owner::owner_id(cx, &settings).to_owned();
     let acl = acl_of_request(cx, &doc, &owner)?;
     let xml = stored(cx, &acl)?;
     let (b, k) = (bucket.to_owned(), key.to_owned());

@@ -13,7 +13,7 @@ use ferry_core::s3::xml::{
 };
 
 use super::context::Cx;
-use super::headers::checksum_type;
+use super::response_headers::checksum_type;
 use crate::front::Headers;
 use crate::store::{ObjectInfo, VersionId};
 
@@ -50,7 +50,7 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
     doc.write_xml(&mut xml);
     let mut h = Headers::new();
     h.push("Last-Modified", info.last_modified.http().to_string());
-    super::headers::push_version(&mut h, info.version_id);
+    super::response_headers::push_version(&mut h, info.version_id);
     cx.front.send_xml(res, h, &xml).await
 }
 

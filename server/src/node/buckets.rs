@@ -18,8 +18,8 @@ use ferry_core::s3::xml::{
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
-use super::access;
 use super::context::Cx;
+use super::owner;
 use crate::front::Headers;
 use crate::front::body::read_small;
 use crate::store::{BucketInfo, BucketSetting, ListQuery, MAX_LIST, VersionsQuery};
@@ -49,7 +49,7 @@ pub(crate) fn decode_token(token: &str) -> S3Result<String> {
 /// The owner of `bucket` (objects and uploads in it are listed with it as their owner).
 pub(crate) fn owner<R: Runtime>(cx: &Cx<'_, R>, bucket: &str) -> S3Result<Owner<'static>> {
     let settings = cx.node.store.bucket_settings(bucket)?;
-    Ok(access::owner_of(cx, access::owner_id(cx, &settings)))
+    Ok(owner::owner_of(cx, owner::owner_id(cx, &settings)))
 }
 
 /// ListBuckets: the caller's buckets, or pages of `max_buckets` with a continuation token; `prefix`
@@ -115,7 +115,7 @@ pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
         None
     };
     let doc = ListAllMyBucketsResult {
-        owner: Some(access::user_owner(cx.user()?)),
+        owner: Some(owner::user_owner(cx.user()?)),
         buckets: buckets
             .iter()
             .map(|b| BucketEntry {

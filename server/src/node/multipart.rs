@@ -25,8 +25,9 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result, upload_id as tagged, uri};
 use super::body::stream_into;
 use super::buckets::owner;
 use super::context::Cx;
-use super::headers::{object_meta, push_checksum, write_conditions};
 use super::objects::{OwnedConditions, stored_checksum};
+use super::request_headers::{object_meta, write_conditions};
+use super::response_headers::push_checksum;
 use crate::front::Headers;
 use crate::front::body::{read_small, require_length};
 use crate::store::{
@@ -306,7 +307,7 @@ pub(crate) async fn complete<R: Runtime, S: Stream>(
     let mut out = Vec::new();
     doc.write_xml(&mut out);
     let mut h = Headers::new();
-    super::headers::push_version(&mut h, put.version_id);
+    super::response_headers::push_version(&mut h, put.version_id);
     super::sse::push_encryption(&mut h, done.encryption.as_ref());
     cx.front.send_xml(res, h, &out).await
 }

@@ -25,11 +25,11 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::body::stream_into;
 use super::context::Cx;
-use super::headers::{
-    checksum_mode, object_headers, object_meta, object_tags, push_checksum, push_part_checksum,
-    push_validators, push_version, write_conditions,
-};
 use super::lock;
+use super::request_headers::{checksum_mode, object_meta, object_tags, write_conditions};
+use super::response_headers::{
+    object_headers, push_checksum, push_part_checksum, push_validators, push_version,
+};
 use crate::front::Headers;
 use crate::front::body::{read_small, require_length};
 use crate::store::{
@@ -664,7 +664,7 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
     // transaction (what the proxy's rebalance uses to remove only a copy it made); a delete
     // marker placed in the key's history (moved from another node).
     let conditions = store::DeleteConditions {
-        if_match: super::headers::if_match(cx.headers)?,
+        if_match: super::request_headers::if_match(cx.headers)?,
         placed: super::access::placement(cx)?,
     };
     let outcome = cx

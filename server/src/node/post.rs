@@ -25,7 +25,8 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::access;
 use super::context::Cx;
-use super::headers::{object_meta, write_conditions};
+use super::owner;
+use super::request_headers::{object_meta, write_conditions};
 use crate::front::Headers;
 use crate::front::body::require_length;
 use crate::store::{COPY_BUF_SIZE, ObjectWriter};
@@ -229,7 +230,7 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
     // The `acl` field: a canned ACL for the object (as `x-amz-acl` on PutObject).
     if let Some(name) = form.get("acl") {
         let settings = cx.node.store.bucket_settings(bucket)?;
-        let owner = access::owner_id(cx, &settings).to_owned();
+        let owner = owner::owner_id(cx, &settings).to_owned();
         let acl = ferry_core::s3::acl::Acl::canned(name.trim(), &owner, &owner)?;
         meta.acl = Some(super::acl::stored(cx, &acl)?);
     }
@@ -349,7 +350,7 @@ async fn respond<R: Runtime, S: Stream>(
     };
     let mut h = Headers::new();
     h.push("ETag", etag.to_owned());
-    super::headers::push_version(&mut h, put.version_id);
+    super::response_headers::push_version(&mut h, put.version_id);
     super::sse::push_encryption(&mut h, encryption);
     let redirect = form
         .get("success_action_redirect")

@@ -12,7 +12,7 @@ use ferry_core::s3::xml::{MAX_TAGGING_BODY, Tagging};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::context::Cx;
-use super::headers::push_version;
+use super::response_headers::push_version;
 use crate::front::Headers;
 use crate::front::body::read_small;
 use crate::store::{BucketSetting, VersionId};

@@ -13,14 +13,14 @@ use ferry_core::s3::xml::{LifecycleConfiguration, ServerSideEncryptionConfigurat
 
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
-use redb::{ReadableTable, WriteTransaction};
+use redb::ReadableTable;
 
 use super::codec::{self, BucketRecord};
-use super::fence::take_fence_for_delete;
+use super::fence::{bucket_is_empty, take_fence_for_delete};
 use super::types::{BucketInfo, BucketsPage};
 use super::{
-    BUCKET_SETTINGS, BUCKETS, FENCES, MAX_LIST, OBJECTS, Store, UPLOADS, VERSIONS, bucket_exists,
-    bucket_prefix, check_bucket_name, db_err, now,
+    BUCKET_SETTINGS, BUCKETS, FENCES, MAX_LIST, Store, bucket_exists, bucket_prefix,
+    check_bucket_name, db_err, now,
 };
 
 /// A bucket-level setting, stored as one document per bucket and kind, as the operation that
@@ -264,35 +264,6 @@ impl SettingsCache {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
-}
-
-/// Whether the bucket of `prefix` (`bucket_prefix`) holds nothing in `txn`'s view: no object,
-/// no noncurrent version or delete marker (they count, as in S3), no upload in progress.
-pub(crate) fn bucket_is_empty(txn: &WriteTransaction, prefix: &[u8]) -> S3Result<bool> {
-    let objects = txn.open_table(OBJECTS).map_err(db_err)?;
-    let has_object = match objects.range::<&[u8]>(prefix..).map_err(db_err)?.next() {
-        Some(item) => item.map_err(db_err)?.0.value().starts_with(prefix),
-        None => false,
-    };
-    let uploads = txn.open_table(UPLOADS).map_err(db_err)?;
-    let has_upload = match uploads
-        .range::<(&[u8], &str)>((prefix, "")..)
-        .map_err(db_err)?
-        .next()
-    {
-        Some(item) => item.map_err(db_err)?.0.value().0.starts_with(prefix),
-        None => false,
-    };
-    let versions = txn.open_table(VERSIONS).map_err(db_err)?;
-    let has_version = match versions
-        .range::<(&[u8], u64)>((prefix, 0)..)
-        .map_err(db_err)?
-        .next()
-    {
-        Some(item) => item.map_err(db_err)?.0.value().0.starts_with(prefix),
-        None => false,
-    };
-    Ok(!(has_object || has_upload || has_version))
 }
 
 impl Store {
