@@ -25,7 +25,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use super::context::{Cx, NodeApi};
 use super::owner;
 use crate::store::Placed;
-use crate::store::{ObjectMeta, VersionId};
+use crate::store::{HeadOptions, ObjectMeta, VersionId};
 
 /// The S3 action an endpoint is, as policies name it, and whether its resource is an object
 /// (`arn:aws:s3:::bucket/key`) rather than the bucket. `None`: no policy applies (ListBuckets
@@ -300,7 +300,14 @@ fn decide<R: Runtime>(
         if let Some(found) = object.get() {
             return Ok(Option::as_ref(found));
         }
-        let found = match cx.node.store.head_object_version(bucket, key, version) {
+        let found = match cx.node.store.head_object(
+            bucket,
+            key,
+            HeadOptions {
+                version,
+                ..HeadOptions::default()
+            },
+        ) {
             Ok(info) => Some(info.meta),
             Err(e)
                 if matches!(

@@ -17,7 +17,7 @@ use super::context::Cx;
 use super::owner;
 use crate::front::Headers;
 use crate::front::body::read_small;
-use crate::store::{BucketSetting, BucketSettings};
+use crate::store::{BucketSetting, BucketSettings, HeadOptions};
 
 /// The bucket's ACL: the stored one, or `private` for its owner.
 pub(crate) fn bucket_acl<R: Runtime>(
@@ -124,7 +124,16 @@ pub(crate) async fn get_object<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let info = cx
-        .unblock(move |store| store.head_object_version(&b, &k, version))
+        .unblock(move |store| {
+            store.head_object(
+                &b,
+                &k,
+                HeadOptions {
+                    version,
+                    ..HeadOptions::default()
+                },
+            )
+        })
         .await?;
     let settings = cx.node.store.bucket_settings(bucket)?;
     let acl = object_acl(cx, &settings, info.meta.acl.as_deref())?;
@@ -154,7 +163,7 @@ pub(crate) async fn put_object<R: Runtime, S: Stream>(
     let acl = acl_of_request(cx, &doc, &owner)?;
     let xml = stored(cx, &acl)?;
     let (b, k) = (bucket.to_owned(), key.to_owned());
-    cx.unblock(move |store| store.put_object_acl_version(&b, &k, version, xml))
+    cx.unblock(move |store| store.put_object_acl(&b, &k, version, xml))
         .await?;
     cx.front.send(res, 200, Headers::new(), &[]).await
 }

@@ -19,7 +19,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use super::context::Cx;
 use crate::front::Headers;
 use crate::front::body::read_small;
-use crate::store::{BucketSetting, BucketSettings, ObjectMeta};
+use crate::store::{BucketSetting, BucketSettings, HeadOptions, ObjectMeta};
 
 fn now() -> i64 {
     std::time::SystemTime::now()
@@ -194,7 +194,16 @@ async fn locked_meta<R: Runtime>(
     }
     let (b, k) = (bucket.to_owned(), key.to_owned());
     Ok(cx
-        .unblock(move |store| store.head_object_version(&b, &k, version))
+        .unblock(move |store| {
+            store.head_object(
+                &b,
+                &k,
+                HeadOptions {
+                    version,
+                    ..HeadOptions::default()
+                },
+            )
+        })
         .await?
         .meta)
 }

@@ -31,7 +31,8 @@ use super::response_headers::push_checksum;
 use crate::front::Headers;
 use crate::front::body::{read_small, require_length};
 use crate::store::{
-    self, Checksum, CompletedPart, ExpectedChecksum, MultipartChecksum, UploadsQuery,
+    self, Checksum, CompleteOptions, CompletedPart, ExpectedChecksum, MultipartChecksum, PartOf,
+    UploadsQuery,
 };
 
 /// The storage class of every upload.
@@ -60,9 +61,7 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     let info = encryption.as_ref().map(store::EncryptWith::info);
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let upload_id = cx
-        .unblock(move |store| {
-            store.create_multipart_upload_encrypted(&b, &k, meta, encryption.as_ref())
-        })
+        .unblock(move |store| store.create_multipart_upload(&b, &k, meta, encryption.as_ref()))
         .await?;
     let doc = InitiateMultipartUploadResult {
         bucket: Cow::Borrowed(bucket),
@@ -127,7 +126,12 @@ pub(crate) async fn upload_part<R: Runtime, S: Stream>(
     );
     let writer = cx
         .unblock(move |store| {
-            store.part_writer_keyed(&b, &k, &u, u32::from(part_number), customer.as_ref())
+            let part = PartOf {
+                upload_id: &u,
+                part_number: u32::from(part_number),
+                customer: customer.as_ref(),
+            };
+            store.part_writer(&b, &k, part)
         })
         .await?;
     let encryption = writer.encryption();
@@ -180,18 +184,15 @@ pub(crate) async fn upload_part_copy<R: Runtime, S: Stream>(
                 customer: source_key.as_ref(),
             };
             let mut source_version = None;
-            let part = store.upload_part_copy_keyed(
-                &b,
-                &k,
-                &u,
+            let part = PartOf {
+                upload_id: &u,
                 part_number,
-                src,
-                customer.as_ref(),
-                |info| {
-                    source_version = info.version_id;
-                    source_conditions.check_copy_source(info)
-                },
-            )?;
+                customer: customer.as_ref(),
+            };
+            let part = store.upload_part_copy(&b, &k, part, src, |info| {
+                source_version = info.version_id;
+                source_conditions.check_copy_source(info)
+            })?;
             Ok::<_, S3Error>((part, source_version))
         })
         .await?;
@@ -263,9 +264,12 @@ pub(crate) async fn complete<R: Runtime, S: Stream>(
     );
     let done = cx
         .unblock(move |store| {
-            store.complete_multipart_upload_checked(
-                &b, &k, &u, &parts, conditions, expected, customer,
-            )
+            let opts = CompleteOptions {
+                conditions,
+                expected,
+                customer,
+            };
+            store.complete_multipart_upload(&b, &k, &u, &parts, opts)
         })
         .await?;
     let put = done.put;

@@ -33,8 +33,8 @@ use super::response_headers::{
 use crate::front::Headers;
 use crate::front::body::{read_small, require_length};
 use crate::store::{
-    self, COPY_BUF_SIZE, Checksum, CustomerKey, DeleteOutcome, ObjectInfo, ObjectReader, ReadRange,
-    Store, VersionId,
+    self, COPY_BUF_SIZE, Checksum, CopyOptions, CustomerKey, DeleteOptions, DeleteOutcome,
+    GetOptions, HeadOptions, ObjectInfo, ObjectReader, ReadRange, Store, VersionId,
 };
 
 /// `If-*` conditions owned, so they can be checked on a blocking thread.
@@ -296,8 +296,13 @@ fn open(store: &Store, lookup: &Lookup) -> Result<Opened, Refused> {
         ref customer,
     } = *lookup;
     let customer = customer.as_ref();
+    let head_options = HeadOptions {
+        version,
+        check_key: true,
+        customer,
+    };
     if head {
-        let info = store.head_object_keyed(bucket, key, version, customer)?;
+        let info = store.head_object(bucket, key, head_options)?;
         if let Err(e) = conditions.check(&info) {
             return Err(refuse(e, info));
         }
@@ -310,7 +315,12 @@ fn open(store: &Store, lookup: &Lookup) -> Result<Opened, Refused> {
             Err(e) => Err(refuse(e, info)),
         };
     }
-    match store.get_object_keyed(bucket, key, version, range, customer) {
+    let get_options = GetOptions {
+        version,
+        range,
+        customer,
+    };
+    match store.get_object(bucket, key, get_options) {
         Ok(reader) => {
             if let Err(e) = conditions.check(reader.info()) {
                 return Err(refuse(e, reader.into_info()));
@@ -337,7 +347,7 @@ fn open(store: &Store, lookup: &Lookup) -> Result<Opened, Refused> {
         {
             // Conditions come before the range (RFC 9110 section 13.2.2), and a 416 names
             // the object's length.
-            let info = store.head_object_keyed(bucket, key, version, customer)?;
+            let info = store.head_object(bucket, key, head_options)?;
             conditions
                 .check(&info)
                 .map_err(|c| refuse(c, info.clone()))?;
@@ -617,10 +627,7 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
     let encrypt = super::sse::write_encryption(cx, cx.headers, bucket)?;
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let writer = cx
-        .unblock(move |store| match &encrypt {
-            Some(with) => store.object_writer_encrypted(&b, &k, with),
-            None => store.object_writer(&b, &k),
-        })
+        .unblock(move |store| store.object_writer(&b, &k, encrypt.as_ref()))
         .await?;
     // The store's word: an SSE-KMS write's default key is filled in.
     let encryption = writer.encryption_info();
@@ -669,7 +676,12 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
     };
     let outcome = cx
         .unblock(move |store| {
-            store.delete_object_version_guarded(&b, &k, version, conditions, guard)
+            let opts = DeleteOptions {
+                version,
+                conditions,
+                guard: Some(&guard),
+            };
+            store.delete_object(&b, &k, opts)
         })
         .await?;
     cx.front.send(res, 204, delete_headers(outcome), &[]).await
@@ -726,19 +738,16 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
                 customer: source_key.as_ref(),
             };
             let mut source_version = None;
-            let put = store.copy_object_tagged(
-                src,
-                &b,
-                &k,
+            let opts = CopyOptions {
                 directive,
                 tags,
                 own,
                 conditions,
-                |info| {
-                    source_version = info.version_id;
-                    source_conditions.check_copy_source(info)
-                },
-            )?;
+            };
+            let put = store.copy_object(src, &b, &k, opts, |info| {
+                source_version = info.version_id;
+                source_conditions.check_copy_source(info)
+            })?;
             Ok::<_, S3Error>((put, source_version))
         })
         .await?;
@@ -875,11 +884,10 @@ fn delete_one(
     }
     validate::object_key(key)?;
     let version = version.map(VersionId::parse).transpose()?;
-    store.delete_object_version_guarded(
-        bucket,
-        key,
+    let opts = DeleteOptions {
         version,
-        store::DeleteConditions::default(),
-        guard,
-    )
+        guard: Some(&guard),
+        ..DeleteOptions::default()
+    };
+    store.delete_object(bucket, key, opts)
 }

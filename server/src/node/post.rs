@@ -277,10 +277,7 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
     // The file, streamed.
     let (b, k) = (bucket.to_owned(), key.clone());
     let writer = cx
-        .unblock(move |store| match &encrypt {
-            Some(with) => store.object_writer_encrypted(&b, &k, with),
-            None => store.object_writer(&b, &k),
-        })
+        .unblock(move |store| store.object_writer(&b, &k, encrypt.as_ref()))
         .await?;
     let mut sink = FileSink {
         rt: cx.rt(),

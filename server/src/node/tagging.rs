@@ -15,7 +15,7 @@ use super::context::Cx;
 use super::response_headers::push_version;
 use crate::front::Headers;
 use crate::front::body::read_small;
-use crate::store::{BucketSetting, VersionId};
+use crate::store::{BucketSetting, HeadOptions, VersionId};
 
 /// Read and check a `<Tagging>` body against `owner`'s limits: its tags as owned pairs.
 async fn read_tags<R: Runtime, S: Stream>(
@@ -61,7 +61,16 @@ pub(crate) async fn get_object<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let info = cx
-        .unblock(move |store| store.head_object_version(&b, &k, version))
+        .unblock(move |store| {
+            store.head_object(
+                &b,
+                &k,
+                HeadOptions {
+                    version,
+                    ..HeadOptions::default()
+                },
+            )
+        })
         .await?;
     let xml = tagging_xml(&info.meta.tags);
     let mut h = Headers::new();
@@ -80,7 +89,7 @@ pub(crate) async fn put_object<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     let tags = read_tags(cx, body, TagOwner::Object).await?;
     let (b, k) = (bucket.to_owned(), key.to_owned());
-    cx.unblock(move |store| store.put_object_tagging_version(&b, &k, version, tags))
+    cx.unblock(move |store| store.put_object_tagging(&b, &k, version, tags))
         .await?;
     let mut h = Headers::new();
     push_version(&mut h, version);
@@ -96,7 +105,7 @@ pub(crate) async fn delete_object<R: Runtime, S: Stream>(
     version: Option<VersionId>,
 ) -> S3Result<()> {
     let (b, k) = (bucket.to_owned(), key.to_owned());
-    cx.unblock(move |store| store.put_object_tagging_version(&b, &k, version, Vec::new()))
+    cx.unblock(move |store| store.put_object_tagging(&b, &k, version, Vec::new()))
         .await?;
     let mut h = Headers::new();
     push_version(&mut h, version);
