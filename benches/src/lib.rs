@@ -15,10 +15,11 @@ use ferry_core::md5::Md5Sink;
 use ferry_core::md5::lanes::{Backend, md5_many};
 use ferry_core::md5::scheduler::Md5Scheduler;
 use ferry_core::pool::{BufferPool, PoolConfig};
+use ferry_core::s3::address::AddressingConfig;
 use ferry_core::s3::body::{BodyLimit, BodyVerifier, Checks};
 use ferry_core::s3::checksum::ChecksumAlgorithm;
 use ferry_core::s3::outbound::OutboundRequest;
-use ferry_core::s3::request::{AddressingConfig, Endpoint};
+use ferry_core::s3::request::Endpoint;
 use ferry_core::s3::sigv4::aws_chunked::{AwsChunkedDecoder, AwsChunkedEncoder};
 use ferry_core::s3::sigv4::{
     Credentials, MemoryCredentials, NoKeyCache, RequestParts, STREAMING_UNSIGNED_PAYLOAD_TRAILER,

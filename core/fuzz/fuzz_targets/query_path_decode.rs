@@ -8,7 +8,8 @@ use ferry_core::http::Header;
 use ferry_core::s3::conditions::Conditions;
 use ferry_core::s3::query::Query;
 use ferry_core::s3::range::ByteRange;
-use ferry_core::s3::request::{AddressingConfig, CopySource, Endpoint};
+use ferry_core::s3::address::AddressingConfig;
+use ferry_core::s3::request::{CopySource, Endpoint};
 use ferry_core::s3::validate::{self, ContentHeaders};
 use libfuzzer_sys::fuzz_target;
 

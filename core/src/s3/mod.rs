@@ -1,12 +1,14 @@
 //! S3: errors, request model, SigV4, XML.
 
 pub mod acl;
+pub mod address;
 pub mod body;
 pub mod bucket_config;
 pub mod checksum;
 pub mod cluster;
 pub mod conditions;
 pub mod error;
+pub mod listing;
 pub mod outbound;
 pub mod policy;
 pub mod post;

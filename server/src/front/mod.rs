@@ -18,6 +18,7 @@ pub(crate) mod body;
 mod headers;
 mod ids;
 pub(crate) mod metrics;
+pub(crate) mod origin;
 pub(crate) mod serve;
 
 use std::borrow::Cow;
@@ -30,7 +31,8 @@ use ferry_core::http::head::RequestHead;
 use ferry_core::http::server::{BodyReader, Handler, ResponseWriter, ServerHandle};
 use ferry_core::http::{HttpError, find_header_str};
 use ferry_core::rt::{Stream, system_unix_time};
-use ferry_core::s3::request::{Address, AddressingConfig, Endpoint, S3Request};
+use ferry_core::s3::address::{Address, AddressingConfig};
+use ferry_core::s3::request::{Endpoint, S3Request};
 use ferry_core::s3::sigv2::{self, Scheme};
 use ferry_core::s3::sigv4::{
     MemoryCredentials, RequestParts, SharedSigningKeyCache, VerifiedRequest, verify_request,

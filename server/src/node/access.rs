@@ -14,42 +14,18 @@ use ferry_core::http::head::RequestHead;
 use ferry_core::rt::Runtime;
 use ferry_core::s3::acl::Permission;
 use ferry_core::s3::cluster::{self, ClusterKeys};
+use ferry_core::s3::listing::{
+    ListObjectsQuery, ListObjectsV2Query, ListUploadsQuery, ListVersionsQuery,
+};
 use ferry_core::s3::policy::{Decision, PolicyRequest, Principal};
-use ferry_core::s3::request::{Endpoint, S3Request, version_id};
+use ferry_core::s3::request::{Endpoint, S3Request, UploadPartCopyQuery};
 use ferry_core::s3::sigv4::AuthKind;
-use ferry_core::s3::xml::Owner;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::context::{Cx, NodeApi};
+use super::owner;
 use crate::store::Placed;
-use crate::store::{BucketSettings, ObjectMeta, VersionId};
-use crate::users::User;
-
-/// The canonical id of the owner of a bucket with `settings`.
-pub(crate) fn owner_id<'s, R: Runtime>(cx: &'s Cx<'_, R>, settings: &'s BucketSettings) -> &'s str {
-    settings
-        .owner()
-        .unwrap_or(&cx.users().primary().canonical_id)
-}
-
-/// `id` as an `Owner` element: with the display name of the user it is, if the node knows it.
-pub(crate) fn owner_of<R: Runtime>(cx: &Cx<'_, R>, id: &str) -> Owner<'static> {
-    Owner {
-        id: Cow::Owned(id.to_owned()),
-        display_name: cx
-            .users()
-            .by_canonical_id(id)
-            .map(|u| Cow::Owned(u.display_name.clone())),
-    }
-}
-
-/// `user` as an `Owner` element.
-pub(crate) fn user_owner(user: &User) -> Owner<'static> {
-    Owner {
-        id: Cow::Owned(user.canonical_id.clone()),
-        display_name: Some(Cow::Owned(user.display_name.clone())),
-    }
-}
+use crate::store::{HeadOptions, ObjectMeta, VersionId};
 
 /// The S3 action an endpoint is, as policies name it, and whether its resource is an object
 /// (`arn:aws:s3:::bucket/key`) rather than the bucket. `None`: no policy applies (ListBuckets
@@ -72,8 +48,8 @@ fn action(endpoint: &Endpoint<'_>) -> Option<(&'static str, bool)> {
         Endpoint::DeleteBucketPolicy => ("s3:DeleteBucketPolicy", false),
         Endpoint::GetBucketPolicyStatus => ("s3:GetBucketPolicyStatus", false),
         Endpoint::GetBucketAcl => ("s3:GetBucketAcl", false),
-        Endpoint::GetObjectAcl => ("s3:GetObjectAcl", true),
-        Endpoint::PutObjectAcl => ("s3:PutObjectAcl", true),
+        Endpoint::GetObjectAcl { .. } => ("s3:GetObjectAcl", true),
+        Endpoint::PutObjectAcl { .. } => ("s3:PutObjectAcl", true),
         Endpoint::GetBucketCors => ("s3:GetBucketCORS", false),
         Endpoint::GetBucketTagging => ("s3:GetBucketTagging", false),
         Endpoint::PutBucketTagging | Endpoint::DeleteBucketTagging => {
@@ -86,10 +62,10 @@ fn action(endpoint: &Endpoint<'_>) -> Option<(&'static str, bool)> {
         Endpoint::PutBucketAcl => ("s3:PutBucketAcl", false),
         Endpoint::GetObjectLockConfiguration => ("s3:GetBucketObjectLockConfiguration", false),
         Endpoint::PutObjectLockConfiguration => ("s3:PutBucketObjectLockConfiguration", false),
-        Endpoint::GetObjectRetention => ("s3:GetObjectRetention", true),
-        Endpoint::PutObjectRetention => ("s3:PutObjectRetention", true),
-        Endpoint::GetObjectLegalHold => ("s3:GetObjectLegalHold", true),
-        Endpoint::PutObjectLegalHold => ("s3:PutObjectLegalHold", true),
+        Endpoint::GetObjectRetention { .. } => ("s3:GetObjectRetention", true),
+        Endpoint::PutObjectRetention { .. } => ("s3:PutObjectRetention", true),
+        Endpoint::GetObjectLegalHold { .. } => ("s3:GetObjectLegalHold", true),
+        Endpoint::PutObjectLegalHold { .. } => ("s3:PutObjectLegalHold", true),
         Endpoint::GetBucketLifecycleConfiguration => ("s3:GetLifecycleConfiguration", false),
         // AWS names no action of its own for DeleteBucketLifecycle.
         Endpoint::PutBucketLifecycleConfiguration { .. } | Endpoint::DeleteBucketLifecycle => {
@@ -113,7 +89,7 @@ fn action(endpoint: &Endpoint<'_>) -> Option<(&'static str, bool)> {
         | Endpoint::UploadPart { .. }
         | Endpoint::UploadPartCopy { .. }
         | Endpoint::CompleteMultipartUpload { .. } => ("s3:PutObject", true),
-        Endpoint::DeleteObject => ("s3:DeleteObject", true),
+        Endpoint::DeleteObject { .. } => ("s3:DeleteObject", true),
         Endpoint::AbortMultipartUpload { .. } => ("s3:AbortMultipartUpload", true),
         Endpoint::ListParts { .. } => ("s3:ListMultipartUploadParts", true),
         // Refused before anyone is asked (`NodeApi::dispatch`).
@@ -146,55 +122,12 @@ pub(crate) fn sealed<R: Runtime>(
     })
 }
 
-/// Where a request comes from, for `aws:SourceIp` and `aws:SecureTransport`: the connection's
-/// peer, or what the cluster's proxy says of its client (`x-ferry-client-ip`,
-/// `x-ferry-client-tls`) in a request the cluster sealed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Client {
-    /// The client's address, if known.
-    pub ip: Option<std::net::IpAddr>,
-    /// Whether it came over TLS.
-    pub secure: bool,
-}
-
-/// The header in which a proxy tells a node its client's address.
-pub(crate) const CLIENT_IP_HEADER: &str = "x-ferry-client-ip";
-/// The header in which a proxy tells a node whether its client came over TLS (`true`).
-pub(crate) const CLIENT_TLS_HEADER: &str = "x-ferry-client-tls";
-
-impl Client {
-    /// The client of a request from `peer` on a connection that is `secure` or not, with
-    /// `headers`: the proxy speaks for its client in a request the cluster `sealed`.
-    pub(crate) fn of(
-        peer: Option<std::net::IpAddr>,
-        secure: bool,
-        headers: &[ferry_core::http::Header<'_>],
-        sealed: bool,
-    ) -> Self {
-        let direct = Self { ip: peer, secure };
-        if !sealed {
-            return direct;
-        }
-        let Some(ip) = find_header_str(headers, CLIENT_IP_HEADER)
-            .and_then(|v| v.trim().parse::<std::net::IpAddr>().ok())
-        else {
-            return direct;
-        };
-        let secure = find_header_str(headers, CLIENT_TLS_HEADER)
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
-        Self {
-            ip: Some(ip),
-            secure,
-        }
-    }
-}
-
-/// Ferry's placement headers of a write or a delete (`headers::placed`): the cluster's alone
+/// Ferry's placement headers of a write or a delete (`request_headers::placed`): the cluster's alone
 /// (a request it sealed), whoever signed the request — a bucket's owner included. A version
 /// placed in a key's history or dated in the past is what moving a bucket's objects between
 /// nodes needs, nothing more.
 pub(crate) fn placement<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<Placed> {
-    let placed = super::headers::placed(cx.headers)?;
+    let placed = super::request_headers::placed(cx.headers)?;
     if placed != Placed::default() {
         cluster_only(cx)?;
     }
@@ -216,7 +149,7 @@ pub(crate) fn kms_context_mode<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<bool> {
 /// `AccessDenied` unless the cluster sealed the request. (`sealed` refused any `x-ferry-*`
 /// header without a seal already: this keeps each internal operation's own check beside it.)
 fn cluster_only<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<()> {
-    if cx.cluster {
+    if cx.front.sealed {
         Ok(())
     } else {
         Err(S3Error::with_message(
@@ -254,18 +187,18 @@ pub(crate) fn authorize<R: Runtime>(cx: &Cx<'_, R>, s3: &S3Request<'_>) -> S3Res
     let Some((action, on_object)) = action(&s3.endpoint) else {
         return Ok(());
     };
-    let action = if on_object && s3.query.has("versionId") {
+    // The version the operation names (the router has checked it); the current one if none.
+    let version = s3.endpoint.version_id();
+    let action = if on_object && version.is_some() {
         of_version(action)
     } else {
         action
     };
-    // A malformed id is refused by the operation; the policy sees the current version then.
-    let version = version_id(&s3.query).ok().flatten();
     let key = on_object.then(|| (s3.key_str(), version));
     decide(cx, Some(&s3.endpoint), s3.bucket_str(), key, action)?;
     // A copy reads its source.
-    if let Endpoint::CopyObject { source, .. } | Endpoint::UploadPartCopy { source, .. } =
-        &s3.endpoint
+    if let Endpoint::CopyObject { source, .. }
+    | Endpoint::UploadPartCopy(UploadPartCopyQuery { source, .. }) = &s3.endpoint
     {
         let read = if source.version_id.is_some() {
             "s3:GetObjectVersion"
@@ -338,7 +271,7 @@ fn decide<R: Runtime>(
     action: &str,
 ) -> S3Result<()> {
     let settings = cx.node.store.bucket_settings(bucket)?;
-    let is_owner = Some(owner_id(cx, &settings)) == cx.caller_id();
+    let is_owner = Some(owner::owner_id(cx, &settings)) == cx.caller_id();
     // A proxy reads every bucket's CORS rules with its own key, the primary user's, to answer
     // preflights (which anyone may send, so the rules are no secret).
     if action == "s3:GetBucketCORS"
@@ -367,7 +300,14 @@ fn decide<R: Runtime>(
         if let Some(found) = object.get() {
             return Ok(Option::as_ref(found));
         }
-        let found = match cx.node.store.head_object_version(bucket, key, version) {
+        let found = match cx.node.store.head_object(
+            bucket,
+            key,
+            HeadOptions {
+                version,
+                ..HeadOptions::default()
+            },
+        ) {
             Ok(info) => Some(info.meta),
             Err(e)
                 if matches!(
@@ -481,12 +421,12 @@ fn context<'a, R: Runtime>(
     endpoint: Option<&'a Endpoint<'_>>,
 ) -> Vec<(&'static str, Cow<'a, str>)> {
     let mut c: Vec<(&'static str, Cow<'a, str>)> = Vec::with_capacity(12);
-    if let Some(ip) = cx.client.ip {
+    if let Some(ip) = cx.origin.ip {
         c.push(("aws:SourceIp", Cow::Owned(ip.to_string())));
     }
     c.push((
         "aws:SecureTransport",
-        Cow::Borrowed(if cx.client.secure { "true" } else { "false" }),
+        Cow::Borrowed(if cx.origin.secure { "true" } else { "false" }),
     ));
     match cx.caller {
         Some(u) => {
@@ -496,7 +436,7 @@ fn context<'a, R: Runtime>(
         None => c.push(("aws:PrincipalType", Cow::Borrowed("Anonymous"))),
     }
     // (s3:authType, s3:signatureversion), as AWS names them.
-    let auth = match cx.req.verified.kind {
+    let auth = match cx.front.verified.kind {
         AuthKind::Header => Some(("REST-HEADER", "AWS4-HMAC-SHA256")),
         AuthKind::Presigned { .. } => Some(("REST-QUERY-STRING", "AWS4-HMAC-SHA256")),
         AuthKind::HeaderV2 => Some(("REST-HEADER", "AWS")),
@@ -526,40 +466,25 @@ fn context<'a, R: Runtime>(
     // A listing's parameters, as AWS defines them for s3:ListBucket and s3:ListBucketVersions
     // (and, Ferry's addition, the prefix and delimiter of s3:ListBucketMultipartUploads). The
     // other listings are of one object's parts (its key is the resource).
-    match endpoint {
-        Some(Endpoint::ListObjects {
-            prefix,
-            delimiter,
-            max_keys,
-            ..
-        })
-        | Some(Endpoint::ListObjectsV2 {
-            prefix,
-            delimiter,
-            max_keys,
-            ..
-        })
-        | Some(Endpoint::ListObjectVersions {
-            prefix,
-            delimiter,
-            max_keys,
-            ..
-        }) => {
-            c.push(("s3:prefix", Cow::Borrowed(prefix.as_ref())));
-            if let Some(d) = delimiter {
-                c.push(("s3:delimiter", Cow::Borrowed(d.as_ref())));
-            }
-            c.push(("s3:max-keys", Cow::Owned(max_keys.to_string())));
+    let listing = match endpoint {
+        Some(
+            Endpoint::ListObjects(ListObjectsQuery { common, .. })
+            | Endpoint::ListObjectsV2(ListObjectsV2Query { common, .. })
+            | Endpoint::ListObjectVersions(ListVersionsQuery { common, .. }),
+        ) => Some((common, true)),
+        Some(Endpoint::ListMultipartUploads(ListUploadsQuery { common, .. })) => {
+            Some((common, false))
         }
-        Some(Endpoint::ListMultipartUploads {
-            prefix, delimiter, ..
-        }) => {
-            c.push(("s3:prefix", Cow::Borrowed(prefix.as_ref())));
-            if let Some(d) = delimiter {
-                c.push(("s3:delimiter", Cow::Borrowed(d.as_ref())));
-            }
+        _ => None,
+    };
+    if let Some((common, with_max_keys)) = listing {
+        c.push(("s3:prefix", Cow::Borrowed(common.prefix.as_ref())));
+        if let Some(d) = &common.delimiter {
+            c.push(("s3:delimiter", Cow::Borrowed(d.as_ref())));
         }
-        _ => {}
+        if with_max_keys {
+            c.push(("s3:max-keys", Cow::Owned(common.max_keys.to_string())));
+        }
     }
     c
 }

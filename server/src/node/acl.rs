@@ -13,11 +13,11 @@ use ferry_core::s3::acl::{Acl, Grantee, MAX_ACL_BODY};
 use ferry_core::s3::body::{BodyLimit, Checks};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
-use super::access;
 use super::context::Cx;
+use super::owner;
 use crate::front::Headers;
 use crate::front::body::read_small;
-use crate::store::{BucketSetting, BucketSettings};
+use crate::store::{BucketSetting, BucketSettings, HeadOptions};
 
 /// The bucket's ACL: the stored one, or `private` for its owner.
 pub(crate) fn bucket_acl<R: Runtime>(
@@ -26,7 +26,7 @@ pub(crate) fn bucket_acl<R: Runtime>(
 ) -> S3Result<Arc<Acl>> {
     match settings.acl()? {
         Some(acl) => Ok(acl),
-        None => Ok(Arc::new(Acl::private(access::owner_id(cx, settings)))),
+        None => Ok(Arc::new(Acl::private(owner::owner_id(cx, settings)))),
     }
 }
 
@@ -60,7 +60,7 @@ pub(crate) async fn get_bucket<R: Runtime, S: Stream>(
     acl.write_xml(&mut xml, &|id| {
         users.by_canonical_id(id).map(|u| u.display_name.clone())
     });
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
 /// PutBucketAcl: a document, or headers, not both; the document's owner must be the bucket's.
@@ -71,16 +71,16 @@ pub(crate) async fn put_bucket<R: Runtime, S: Stream>(
     bucket: &str,
 ) -> S3Result<()> {
     let limit = BodyLimit::document(MAX_ACL_BODY as u64);
-    let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
+    let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
     let (doc, _) = read_small(body, verifier).await?;
     let settings = cx.node.store.bucket_settings(bucket)?;
-    let owner = access::owner_id(cx, &settings).to_owned();
+    let owner = owner::owner_id(cx, &settings).to_owned();
     let acl = acl_of_request(cx, &doc, &owner)?;
     let xml = stored(cx, &acl)?;
     let b = bucket.to_owned();
     cx.unblock(move |store| store.set_bucket_setting(&b, BucketSetting::Acl, Some(&xml)))
         .await?;
-    cx.req.send(res, 200, Headers::new(), &[]).await
+    cx.front.send(res, 200, Headers::new(), &[]).await
 }
 
 /// The ACL a write's headers ask for its object (`x-amz-acl`, `x-amz-grant-*`), as stored;
@@ -90,7 +90,7 @@ pub(crate) fn request_object_acl<R: Runtime>(
     bucket: &str,
 ) -> S3Result<Option<Vec<u8>>> {
     let settings = cx.node.store.bucket_settings(bucket)?;
-    let owner = access::owner_id(cx, &settings).to_owned();
+    let owner = owner::owner_id(cx, &settings).to_owned();
     match Acl::from_headers(cx.headers, &owner, &owner)? {
         Some(acl) => stored(cx, &acl).map(Some),
         None => Ok(None),
@@ -110,7 +110,7 @@ pub(crate) fn object_acl<R: Runtime>(
                 format!("stored object ACL does not parse: {}", e.message),
             )
         }),
-        None => Ok(Acl::private(access::owner_id(cx, settings))),
+        None => Ok(Acl::private(owner::owner_id(cx, settings))),
     }
 }
 
@@ -124,7 +124,16 @@ pub(crate) async fn get_object<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let info = cx
-        .unblock(move |store| store.head_object_version(&b, &k, version))
+        .unblock(move |store| {
+            store.head_object(
+                &b,
+                &k,
+                HeadOptions {
+                    version,
+                    ..HeadOptions::default()
+                },
+            )
+        })
         .await?;
     let settings = cx.node.store.bucket_settings(bucket)?;
     let acl = object_acl(cx, &settings, info.meta.acl.as_deref())?;
@@ -133,7 +142,7 @@ pub(crate) async fn get_object<R: Runtime, S: Stream>(
     acl.write_xml(&mut xml, &|id| {
         users.by_canonical_id(id).map(|u| u.display_name.clone())
     });
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
 /// PutObjectAcl: a document or headers, as PutBucketAcl; the document's owner must be the
@@ -147,16 +156,16 @@ pub(crate) async fn put_object<R: Runtime, S: Stream>(
     version: Option<crate::store::VersionId>,
 ) -> S3Result<()> {
     let limit = BodyLimit::document(MAX_ACL_BODY as u64);
-    let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
+    let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
     let (doc, _) = read_small(body, verifier).await?;
     let settings = cx.node.store.bucket_settings(bucket)?;
-    let owner = access::owner_id(cx, &settings).to_owned();
+    let owner = owner::owner_id(cx, &settings).to_owned();
     let acl = acl_of_request(cx, &doc, &owner)?;
     let xml = stored(cx, &acl)?;
     let (b, k) = (bucket.to_owned(), key.to_owned());
-    cx.unblock(move |store| store.put_object_acl_version(&b, &k, version, xml))
+    cx.unblock(move |store| store.put_object_acl(&b, &k, version, xml))
         .await?;
-    cx.req.send(res, 200, Headers::new(), &[]).await
+    cx.front.send(res, 200, Headers::new(), &[]).await
 }
 
 /// The ACL of a Put*Acl request: its headers or its document (not both, not neither); a

@@ -13,9 +13,9 @@ use ferry_core::s3::xml::{
 };
 
 use super::context::Cx;
-use super::headers::checksum_type;
+use super::response_headers::checksum_type;
 use crate::front::Headers;
-use crate::store::{ObjectInfo, VersionId};
+use crate::store::{CustomerKey, HeadOptions, ObjectInfo, VersionId};
 
 /// What GetObjectAttributes asks for: the attributes and the page of `ObjectParts`.
 #[derive(Debug, Clone, Copy)]
@@ -40,9 +40,9 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
     let info = if cx.node.open_inline {
         cx.node
             .store
-            .head_object_keyed(&b, &k, version, customer.as_ref())?
+            .head_object(&b, &k, head_options(version, customer.as_ref()))?
     } else {
-        cx.unblock(move |store| store.head_object_keyed(&b, &k, version, customer.as_ref()))
+        cx.unblock(move |store| store.head_object(&b, &k, head_options(version, customer.as_ref())))
             .await?
     };
     let doc = response(&info, q);
@@ -50,8 +50,8 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
     doc.write_xml(&mut xml);
     let mut h = Headers::new();
     h.push("Last-Modified", info.last_modified.http().to_string());
-    super::headers::push_version(&mut h, info.version_id);
-    cx.req.send_xml(res, h, &xml).await
+    super::response_headers::push_version(&mut h, info.version_id);
+    cx.front.send_xml(res, h, &xml).await
 }
 
 /// The document for `info`: only the attributes asked for.
@@ -117,5 +117,14 @@ fn parts_page<'a>(
         max_parts: q.max_parts,
         is_truncated,
         parts: page,
+    }
+}
+
+/// A client's HEAD of `version` with the SSE-C key it came with (checked as a GET's).
+fn head_options(version: Option<VersionId>, customer: Option<&CustomerKey>) -> HeadOptions<'_> {
+    HeadOptions {
+        version,
+        check_key: true,
+        customer,
     }
 }

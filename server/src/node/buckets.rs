@@ -7,7 +7,8 @@ use base64::Engine as _;
 use ferry_core::http::find_header_str;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
-use ferry_core::s3::request::{BUCKET_EMPTY_HEADER, Endpoint, FENCE_HEADER};
+use ferry_core::s3::listing::{ListBucketsQuery, ListCommon, ListVersionsQuery, ObjectListing};
+use ferry_core::s3::request::{BUCKET_EMPTY_HEADER, FENCE_HEADER};
 use ferry_core::s3::version::Versioning;
 use ferry_core::s3::xml::{
     BucketEntry, CreateBucketConfiguration, ListAllMyBucketsResult, ListBucketResult, ListVersion,
@@ -17,8 +18,8 @@ use ferry_core::s3::xml::{
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
-use super::access;
 use super::context::Cx;
+use super::owner;
 use crate::front::Headers;
 use crate::front::body::read_small;
 use crate::store::{BucketInfo, BucketSetting, ListQuery, MAX_LIST, VersionsQuery};
@@ -48,7 +49,7 @@ pub(crate) fn decode_token(token: &str) -> S3Result<String> {
 /// The owner of `bucket` (objects and uploads in it are listed with it as their owner).
 pub(crate) fn owner<R: Runtime>(cx: &Cx<'_, R>, bucket: &str) -> S3Result<Owner<'static>> {
     let settings = cx.node.store.bucket_settings(bucket)?;
-    Ok(access::owner_of(cx, access::owner_id(cx, &settings)))
+    Ok(owner::owner_of(cx, owner::owner_id(cx, &settings)))
 }
 
 /// ListBuckets: the caller's buckets, or pages of `max_buckets` with a continuation token; `prefix`
@@ -56,16 +57,13 @@ pub(crate) fn owner<R: Runtime>(cx: &Cx<'_, R>, bucket: &str) -> S3Result<Owner<
 pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     res: &mut ResponseWriter<'_, S>,
-    endpoint: &Endpoint<'_>,
+    q: &ListBucketsQuery<'_>,
 ) -> S3Result<()> {
-    let Endpoint::ListBuckets {
+    let ListBucketsQuery {
         prefix,
         continuation_token,
         max_buckets,
-    } = endpoint
-    else {
-        return Err(S3Error::new(S3ErrorCode::InternalError));
-    };
+    } = q;
     let (prefix, token, max_buckets) = (
         prefix.as_deref(),
         continuation_token.as_deref(),
@@ -117,7 +115,7 @@ pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
         None
     };
     let doc = ListAllMyBucketsResult {
-        owner: Some(access::user_owner(cx.user()?)),
+        owner: Some(owner::user_owner(cx.user()?)),
         buckets: buckets
             .iter()
             .map(|b| BucketEntry {
@@ -131,7 +129,7 @@ pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
 /// CreateBucket: `BucketAlreadyOwnedByYou` if it exists; the body is checked by
@@ -143,7 +141,7 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     bucket: &str,
 ) -> S3Result<()> {
     let limit = BodyLimit::document(MAX_CREATE_BUCKET_BODY as u64);
-    let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
+    let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
     let (xml, _) = read_small(body, verifier).await?;
     CreateBucketConfiguration::check_region(&xml, cx.region())?;
     let (b, me) = (bucket.to_owned(), cx.user()?.canonical_id.clone());
@@ -183,7 +181,7 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     .await?;
     let mut h = Headers::new();
     h.push("Location", format!("/{bucket}"));
-    cx.req.send(res, 200, h, &[]).await
+    cx.front.send(res, 200, h, &[]).await
 }
 
 /// DeleteBucket: `BucketNotEmpty` while it holds objects or uploads, `OperationAborted` while
@@ -201,7 +199,7 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
         None => store.delete_bucket(&b),
     })
     .await?;
-    cx.req.send(res, 204, Headers::new(), &[]).await
+    cx.front.send(res, 204, Headers::new(), &[]).await
 }
 
 /// BucketFence (Ferry's own, the cluster's alone: see `Endpoint::BucketFence`): close the
@@ -228,7 +226,7 @@ pub(crate) async fn fence<R: Runtime, S: Stream>(
     if let Some(empty) = empty {
         h.push(BUCKET_EMPTY_HEADER, if empty { "true" } else { "false" });
     }
-    cx.req.send(res, 204, h, &[]).await
+    cx.front.send(res, 204, h, &[]).await
 }
 
 fn region_header<R: Runtime>(cx: &Cx<'_, R>) -> Headers {
@@ -250,7 +248,7 @@ pub(crate) async fn head<R: Runtime, S: Stream>(
     bucket: &str,
 ) -> S3Result<()> {
     require_bucket(cx, bucket).await?;
-    cx.req.send(res, 200, region_header(cx), &[]).await
+    cx.front.send(res, 200, region_header(cx), &[]).await
 }
 
 /// GetBucketLocation: the node's region (empty for us-east-1, as S3 answers).
@@ -262,7 +260,7 @@ pub(crate) async fn location<R: Runtime, S: Stream>(
     require_bucket(cx, bucket).await?;
     let mut xml = Vec::new();
     write_location_constraint(&mut xml, cx.region());
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
 /// GetBucketVersioning: `Enabled` or `Suspended`; an empty configuration for a bucket that was
@@ -276,7 +274,7 @@ pub(crate) async fn versioning<R: Runtime, S: Stream>(
     let state = cx.unblock(move |store| store.versioning(&b)).await?;
     let mut xml = Vec::new();
     write_versioning_configuration(&mut xml, state.map(|s| s.as_str()));
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
 /// PutBucketVersioning: `Enabled` or `Suspended` (a bucket never goes back to unversioned).
@@ -288,7 +286,7 @@ pub(crate) async fn put_versioning<R: Runtime, S: Stream>(
     bucket: &str,
 ) -> S3Result<()> {
     let limit = BodyLimit::document(MAX_VERSIONING_BODY as u64);
-    let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
+    let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
     let (xml, _) = read_small(body, verifier).await?;
     let doc = VersioningConfiguration::parse_xml(&xml)?;
     // (`x-amz-mfa` is refused with every request: `request::unsupported_header`.)
@@ -302,7 +300,7 @@ pub(crate) async fn put_versioning<R: Runtime, S: Stream>(
     let (b, state) = (bucket.to_owned(), doc.status);
     cx.unblock(move |store| store.set_versioning(&b, state))
         .await?;
-    cx.req.send(res, 200, Headers::new(), &[]).await
+    cx.front.send(res, 200, Headers::new(), &[]).await
 }
 
 /// ListObjectVersions: versions and delete markers by key, newest first within a key.
@@ -310,19 +308,19 @@ pub(crate) async fn list_versions<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
-    endpoint: &Endpoint<'_>,
+    q: &ListVersionsQuery<'_>,
 ) -> S3Result<()> {
-    let Endpoint::ListObjectVersions {
-        prefix,
-        delimiter,
+    let ListVersionsQuery {
+        common:
+            ListCommon {
+                prefix,
+                delimiter,
+                max_keys,
+                encoding_type_url,
+            },
         key_marker,
         version_id_marker,
-        max_keys,
-        encoding_type_url,
-    } = endpoint
-    else {
-        return Err(S3Error::new(S3ErrorCode::InternalError));
-    };
+    } = q;
     let (b, p, d, km, vm, max) = (
         bucket.to_owned(),
         prefix.to_string(),
@@ -380,7 +378,7 @@ pub(crate) async fn list_versions<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
 /// ListObjects (v1) and ListObjectsV2.
@@ -388,49 +386,21 @@ pub(crate) async fn list_objects<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
-    endpoint: &Endpoint<'_>,
+    listing: ObjectListing<'_, '_>,
 ) -> S3Result<()> {
-    // (prefix, delimiter, start after, max keys, url encoding, v2 token, with owner)
-    let (prefix, delimiter, start_after, max_keys, url, v2, fetch_owner) = match endpoint {
-        Endpoint::ListObjects {
-            prefix,
-            delimiter,
-            marker,
-            max_keys,
-            encoding_type_url,
-        } => (
-            prefix,
-            delimiter,
-            marker.as_deref().map(str::to_owned),
-            *max_keys,
-            *encoding_type_url,
-            None,
-            true,
-        ),
-        Endpoint::ListObjectsV2 {
-            prefix,
-            delimiter,
-            max_keys,
-            continuation_token,
-            start_after,
-            encoding_type_url,
-            fetch_owner,
-        } => {
-            let after = match continuation_token {
-                Some(t) => Some(decode_token(t)?),
-                None => start_after.as_deref().map(str::to_owned),
-            };
-            (
-                prefix,
-                delimiter,
-                after,
-                *max_keys,
-                *encoding_type_url,
-                Some((continuation_token, start_after)),
-                *fetch_owner,
-            )
-        }
-        _ => return Err(S3Error::new(S3ErrorCode::InternalError)),
+    let ListCommon {
+        prefix,
+        delimiter,
+        max_keys,
+        encoding_type_url: url,
+    } = listing.common();
+    let (max_keys, url, fetch_owner) = (*max_keys, *url, listing.fetch_owner());
+    let start_after = match listing {
+        ObjectListing::V1(q) => q.marker.as_deref().map(str::to_owned),
+        ObjectListing::V2(q) => match &q.continuation_token {
+            Some(t) => Some(decode_token(t)?),
+            None => q.start_after.as_deref().map(str::to_owned),
+        },
     };
     let (b, p, d) = (
         bucket.to_owned(),
@@ -453,27 +423,22 @@ pub(crate) async fn list_objects<R: Runtime, S: Stream>(
     } else {
         None
     };
-    let version = match v2 {
-        None => ListVersion::V1 {
-            marker: match endpoint {
-                Endpoint::ListObjects {
-                    marker: Some(m), ..
-                } => Cow::Borrowed(m.as_ref()),
-                _ => Cow::Borrowed(""),
-            },
+    let version = match listing {
+        ObjectListing::V1(q) => ListVersion::V1 {
+            marker: Cow::Borrowed(q.marker.as_deref().unwrap_or_default()),
             // S3 sends NextMarker only with a delimiter (without one, the last key is it).
             next_marker: delimiter
                 .as_ref()
                 .and(page.next_start_after.as_deref())
                 .map(Cow::Borrowed),
         },
-        Some((token, start_after)) => ListVersion::V2 {
-            continuation_token: token.as_deref().map(Cow::Borrowed),
+        ObjectListing::V2(q) => ListVersion::V2 {
+            continuation_token: q.continuation_token.as_deref().map(Cow::Borrowed),
             next_continuation_token: page
                 .next_start_after
                 .as_deref()
                 .map(|k| Cow::Owned(encode_token(k))),
-            start_after: start_after.as_deref().map(Cow::Borrowed),
+            start_after: q.start_after.as_deref().map(Cow::Borrowed),
         },
     };
     let doc = ListBucketResult {
@@ -504,7 +469,7 @@ pub(crate) async fn list_objects<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
 #[cfg(test)]

@@ -9,9 +9,9 @@ use ferry_core::rt::Runtime;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::NodeConfig;
-use super::access::Client;
 use super::lifecycle_worker::LifecycleStats;
 use crate::front::Request;
+use crate::front::origin::Origin;
 use crate::store::Store;
 use crate::users::{User, Users};
 
@@ -73,16 +73,16 @@ impl<R> Drop for NodeApi<R> {
 /// What every operation needs besides its parameters.
 pub(crate) struct Cx<'a, R> {
     pub node: &'a NodeApi<R>,
-    pub req: &'a Request<'a>,
+    /// The front's request.
+    pub front: &'a Request<'a>,
+    /// Its headers (`front.head.headers`).
     pub headers: &'a [Header<'a>],
+    /// Its id (`front.id`).
     pub id: &'a str,
     /// Who signed the request; `None` for an anonymous one.
     pub caller: Option<&'a Arc<User>>,
     /// Where it comes from.
-    pub client: Client,
-    /// Whether the cluster sealed it (`ferry_core::s3::cluster`): only then are its
-    /// `x-ferry-*` headers and parameters taken.
-    pub cluster: bool,
+    pub origin: Origin,
 }
 
 impl<'a, R: Runtime> Cx<'a, R> {
@@ -90,27 +90,25 @@ impl<'a, R: Runtime> Cx<'a, R> {
     /// signature against the same users, so only a stale key could be).
     pub(crate) fn new(
         node: &'a NodeApi<R>,
-        req: &'a Request<'a>,
-        client: Client,
-        cluster: bool,
+        front: &'a Request<'a>,
+        origin: Origin,
     ) -> S3Result<Self> {
-        let caller = if req.verified.is_anonymous() {
+        let caller = if front.verified.is_anonymous() {
             None
         } else {
             let user = node
                 .users
-                .by_access_key(&req.verified.access_key_id)
+                .by_access_key(&front.verified.access_key_id)
                 .ok_or_else(|| S3Error::new(S3ErrorCode::AccessDenied))?;
             Some(user)
         };
         Ok(Self {
             node,
-            req,
-            headers: req.head.headers,
-            id: req.id,
+            front,
+            headers: front.head.headers,
+            id: front.id,
             caller,
-            client,
-            cluster,
+            origin,
         })
     }
 

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use ferry_core::http::head::RequestHead;
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::bucket_config::{CORS, ENCRYPTION, LIFECYCLE};
-use ferry_core::s3::request::{Endpoint, S3Request, version_id};
+use ferry_core::s3::listing::ObjectListing;
+use ferry_core::s3::request::{Endpoint, S3Request};
 use ferry_core::s3::xml::CorsConfiguration;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
@@ -13,6 +14,7 @@ use super::context::{Cx, NodeApi};
 use super::{
     access, acl, attributes, buckets, lock, multipart, objects, policy, post, settings, tagging,
 };
+use crate::front::origin::Origin;
 use crate::front::{Op, S3Api};
 use crate::store::BucketSetting;
 
@@ -31,15 +33,14 @@ impl<R: Runtime> S3Api for NodeApi<R> {
         if let Some(e) = &s3.refused {
             return Err(e.clone());
         }
-        let cluster = req.sealed;
         let peer = res.peer().map(|a| a.ip());
-        let client = access::Client::of(peer, res.is_secure(), req.head.headers, cluster);
-        let cx = &Cx::new(self, req, client, cluster)?;
+        let origin = Origin::of(peer, res.is_secure(), req.head.headers, req.sealed);
+        let cx = &Cx::new(self, req, origin)?;
         access::authorize(cx, s3)?;
         let bucket = s3.bucket_str();
         let key = s3.key_str();
         match &s3.endpoint {
-            Endpoint::ListBuckets { .. } => buckets::list_buckets(cx, res, &s3.endpoint).await,
+            Endpoint::ListBuckets(q) => buckets::list_buckets(cx, res, q).await,
             Endpoint::CreateBucket => buckets::create(cx, body, res, bucket).await,
             Endpoint::DeleteBucket => buckets::delete(cx, res, bucket).await,
             Endpoint::BucketFence {
@@ -52,19 +53,17 @@ impl<R: Runtime> S3Api for NodeApi<R> {
             Endpoint::PutBucketVersioning { .. } => {
                 buckets::put_versioning(cx, body, res, bucket).await
             }
-            Endpoint::ListObjectVersions { .. } => {
-                buckets::list_versions(cx, res, bucket, &s3.endpoint).await
-            }
+            Endpoint::ListObjectVersions(q) => buckets::list_versions(cx, res, bucket, q).await,
             Endpoint::PutBucketPolicy => policy::put(cx, body, res, bucket).await,
             Endpoint::GetBucketPolicy => policy::get(cx, res, bucket).await,
             Endpoint::DeleteBucketPolicy => policy::delete(cx, res, bucket).await,
             Endpoint::GetBucketPolicyStatus => policy::status(cx, res, bucket).await,
             Endpoint::GetBucketAcl => acl::get_bucket(cx, res, bucket).await,
-            Endpoint::GetObjectAcl => {
-                acl::get_object(cx, res, bucket, key, version_id(&s3.query)?).await
+            Endpoint::GetObjectAcl { version_id } => {
+                acl::get_object(cx, res, bucket, key, *version_id).await
             }
-            Endpoint::PutObjectAcl => {
-                acl::put_object(cx, body, res, bucket, key, version_id(&s3.query)?).await
+            Endpoint::PutObjectAcl { version_id } => {
+                acl::put_object(cx, body, res, bucket, key, *version_id).await
             }
             Endpoint::PutBucketAcl => acl::put_bucket(cx, body, res, bucket).await,
             Endpoint::GetBucketCors => settings::get(cx, res, bucket, &CORS).await,
@@ -79,17 +78,17 @@ impl<R: Runtime> S3Api for NodeApi<R> {
             Endpoint::PutObjectLockConfiguration => {
                 lock::put_configuration(cx, body, res, bucket).await
             }
-            Endpoint::GetObjectRetention => {
-                lock::get_retention(cx, res, bucket, key, version_id(&s3.query)?).await
+            Endpoint::GetObjectRetention { version_id } => {
+                lock::get_retention(cx, res, bucket, key, *version_id).await
             }
-            Endpoint::PutObjectRetention => {
-                lock::put_retention(cx, body, res, bucket, key, version_id(&s3.query)?).await
+            Endpoint::PutObjectRetention { version_id } => {
+                lock::put_retention(cx, body, res, bucket, key, *version_id).await
             }
-            Endpoint::GetObjectLegalHold => {
-                lock::get_legal_hold(cx, res, bucket, key, version_id(&s3.query)?).await
+            Endpoint::GetObjectLegalHold { version_id } => {
+                lock::get_legal_hold(cx, res, bucket, key, *version_id).await
             }
-            Endpoint::PutObjectLegalHold => {
-                lock::put_legal_hold(cx, body, res, bucket, key, version_id(&s3.query)?).await
+            Endpoint::PutObjectLegalHold { version_id } => {
+                lock::put_legal_hold(cx, body, res, bucket, key, *version_id).await
             }
             Endpoint::GetBucketLifecycleConfiguration => {
                 settings::get(cx, res, bucket, &LIFECYCLE).await
@@ -105,12 +104,13 @@ impl<R: Runtime> S3Api for NodeApi<R> {
             Endpoint::DeleteBucketEncryption => {
                 settings::delete(cx, res, bucket, &ENCRYPTION).await
             }
-            Endpoint::ListObjects { .. } | Endpoint::ListObjectsV2 { .. } => {
-                buckets::list_objects(cx, res, bucket, &s3.endpoint).await
+            Endpoint::ListObjects(q) => {
+                buckets::list_objects(cx, res, bucket, ObjectListing::V1(q)).await
             }
-            Endpoint::ListMultipartUploads { .. } => {
-                multipart::list_uploads(cx, res, bucket, &s3.endpoint).await
+            Endpoint::ListObjectsV2(q) => {
+                buckets::list_objects(cx, res, bucket, ObjectListing::V2(q)).await
             }
+            Endpoint::ListMultipartUploads(q) => multipart::list_uploads(cx, res, bucket, q).await,
             Endpoint::PostObject => post::post_object(cx, body, res, bucket).await,
             Endpoint::DeleteObjects { content_md5 } => {
                 objects::delete_objects(cx, body, res, bucket, *content_md5).await
@@ -120,6 +120,7 @@ impl<R: Runtime> S3Api for NodeApi<R> {
                 conditions,
                 part_number,
                 response_overrides,
+                version_id,
             } => {
                 let read = objects::Read {
                     range: *range,
@@ -127,7 +128,7 @@ impl<R: Runtime> S3Api for NodeApi<R> {
                     part_number: *part_number,
                     overrides: Some(response_overrides),
                     head: false,
-                    version: version_id(&s3.query)?,
+                    version: *version_id,
                 };
                 objects::get(cx, res, bucket, key, read).await
             }
@@ -135,6 +136,7 @@ impl<R: Runtime> S3Api for NodeApi<R> {
                 range,
                 conditions,
                 part_number,
+                version_id,
             } => {
                 let read = objects::Read {
                     range: *range,
@@ -142,7 +144,7 @@ impl<R: Runtime> S3Api for NodeApi<R> {
                     part_number: *part_number,
                     overrides: None,
                     head: true,
-                    version: version_id(&s3.query)?,
+                    version: *version_id,
                 };
                 objects::get(cx, res, bucket, key, read).await
             }
@@ -150,13 +152,14 @@ impl<R: Runtime> S3Api for NodeApi<R> {
                 attributes: wanted,
                 max_parts,
                 part_number_marker,
+                version_id,
             } => {
                 let q = attributes::AttributesQuery {
                     attributes: *wanted,
                     max_parts: *max_parts,
                     part_number_marker: *part_number_marker,
                 };
-                attributes::get(cx, res, bucket, key, q, version_id(&s3.query)?).await
+                attributes::get(cx, res, bucket, key, q, *version_id).await
             }
             // Content-MD5 is checked with the body, by its verifier.
             Endpoint::PutObject { content_md5: _ } => {
@@ -178,39 +181,23 @@ impl<R: Runtime> S3Api for NodeApi<R> {
                 )
                 .await
             }
-            Endpoint::DeleteObject => {
-                objects::delete(cx, res, bucket, key, version_id(&s3.query)?).await
+            Endpoint::DeleteObject { version_id } => {
+                objects::delete(cx, res, bucket, key, *version_id).await
             }
-            Endpoint::GetObjectTagging => {
-                tagging::get_object(cx, res, bucket, key, version_id(&s3.query)?).await
+            Endpoint::GetObjectTagging { version_id } => {
+                tagging::get_object(cx, res, bucket, key, *version_id).await
             }
-            Endpoint::PutObjectTagging => {
-                tagging::put_object(cx, body, res, bucket, key, version_id(&s3.query)?).await
+            Endpoint::PutObjectTagging { version_id } => {
+                tagging::put_object(cx, body, res, bucket, key, *version_id).await
             }
-            Endpoint::DeleteObjectTagging => {
-                tagging::delete_object(cx, res, bucket, key, version_id(&s3.query)?).await
+            Endpoint::DeleteObjectTagging { version_id } => {
+                tagging::delete_object(cx, res, bucket, key, *version_id).await
             }
             Endpoint::CreateMultipartUpload => multipart::create(cx, res, bucket, key).await,
-            Endpoint::UploadPart {
-                part_number,
-                upload_id,
-                content_md5: _,
-            } => multipart::upload_part(cx, body, res, bucket, key, upload_id, *part_number).await,
-            Endpoint::UploadPartCopy {
-                part_number,
-                upload_id,
-                source,
-                source_range,
-                source_conditions,
-            } => {
-                let copy = multipart::PartCopy {
-                    upload_id,
-                    part_number: *part_number,
-                    source,
-                    range: *source_range,
-                    conditions: source_conditions,
-                };
-                multipart::upload_part_copy(cx, res, bucket, key, copy).await
+            // Content-MD5 is checked with the body, by its verifier.
+            Endpoint::UploadPart(q) => multipart::upload_part(cx, body, res, bucket, key, q).await,
+            Endpoint::UploadPartCopy(q) => {
+                multipart::upload_part_copy(cx, res, bucket, key, q).await
             }
             Endpoint::CompleteMultipartUpload { upload_id } => {
                 multipart::complete(cx, body, res, bucket, key, upload_id).await
@@ -218,9 +205,7 @@ impl<R: Runtime> S3Api for NodeApi<R> {
             Endpoint::AbortMultipartUpload { upload_id } => {
                 multipart::abort(cx, res, bucket, key, upload_id).await
             }
-            Endpoint::ListParts { .. } => {
-                multipart::list_parts(cx, res, bucket, key, &s3.endpoint).await
-            }
+            Endpoint::ListParts(q) => multipart::list_parts(cx, res, bucket, key, q).await,
             Endpoint::Unknown { .. } => Err(S3Error::with_message(
                 S3ErrorCode::NotImplemented,
                 "This subresource is not implemented",

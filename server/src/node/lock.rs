@@ -19,7 +19,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use super::context::Cx;
 use crate::front::Headers;
 use crate::front::body::read_small;
-use crate::store::{BucketSetting, BucketSettings, ObjectMeta};
+use crate::store::{BucketSetting, BucketSettings, HeadOptions, ObjectMeta};
 
 fn now() -> i64 {
     std::time::SystemTime::now()
@@ -141,7 +141,7 @@ async fn read_body<R: Runtime, S: Stream>(
     body: &mut BodyReader<'_, S>,
 ) -> S3Result<Vec<u8>> {
     let limit = BodyLimit::document(MAX_LOCK_BODY as u64);
-    let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
+    let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
     Ok(read_small(body, verifier).await?.0)
 }
 
@@ -156,7 +156,7 @@ pub(crate) async fn get_configuration<R: Runtime, S: Stream>(
         .ok_or_else(|| S3Error::new(S3ErrorCode::ObjectLockConfigurationNotFoundError))?;
     let mut xml = Vec::new();
     config.write_xml(&mut xml);
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
 /// PutObjectLockConfiguration: set the default retention (or none). Object lock can be turned
@@ -177,7 +177,7 @@ pub(crate) async fn put_configuration<R: Runtime, S: Stream>(
         store.set_bucket_setting(&b, BucketSetting::ObjectLock, Some(stored.as_bytes()))
     })
     .await?;
-    cx.req.send(res, 200, Headers::new(), &[]).await
+    cx.front.send(res, 200, Headers::new(), &[]).await
 }
 
 /// The version's metadata, for the retention and legal hold calls: `InvalidRequest` on a
@@ -194,7 +194,16 @@ async fn locked_meta<R: Runtime>(
     }
     let (b, k) = (bucket.to_owned(), key.to_owned());
     Ok(cx
-        .unblock(move |store| store.head_object_version(&b, &k, version))
+        .unblock(move |store| {
+            store.head_object(
+                &b,
+                &k,
+                HeadOptions {
+                    version,
+                    ..HeadOptions::default()
+                },
+            )
+        })
         .await?
         .meta)
 }
@@ -213,7 +222,7 @@ pub(crate) async fn get_retention<R: Runtime, S: Stream>(
         .ok_or_else(|| S3Error::new(S3ErrorCode::NoSuchObjectLockConfiguration))?;
     let mut xml = Vec::new();
     lock::write_retention_xml(&retention, &mut xml);
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
 /// PutObjectRetention: extend freely; shorten or remove a GOVERNANCE retention with the bypass;
@@ -234,7 +243,7 @@ pub(crate) async fn put_retention<R: Runtime, S: Stream>(
     let (b, k) = (bucket.to_owned(), key.to_owned());
     cx.unblock(move |store| store.put_object_retention(&b, &k, version, retention, now, bypass))
         .await?;
-    cx.req.send(res, 200, Headers::new(), &[]).await
+    cx.front.send(res, 200, Headers::new(), &[]).await
 }
 
 /// GetObjectLegalHold: the version's hold, `ON` or `OFF`.
@@ -248,7 +257,7 @@ pub(crate) async fn get_legal_hold<R: Runtime, S: Stream>(
     let meta = locked_meta(cx, bucket, key, version).await?;
     let mut xml = Vec::new();
     lock::write_legal_hold_xml(meta.legal_hold, &mut xml);
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
 /// PutObjectLegalHold: put a hold on the version, or lift it.
@@ -266,5 +275,5 @@ pub(crate) async fn put_legal_hold<R: Runtime, S: Stream>(
     let (b, k) = (bucket.to_owned(), key.to_owned());
     cx.unblock(move |store| store.put_object_legal_hold(&b, &k, version, on))
         .await?;
-    cx.req.send(res, 200, Headers::new(), &[]).await
+    cx.front.send(res, 200, Headers::new(), &[]).await
 }

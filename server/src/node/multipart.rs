@@ -13,9 +13,8 @@ use ferry_core::md5::ETag;
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, Checks};
 use ferry_core::s3::checksum::{self, ChecksumAlgorithm, ChecksumType};
-use ferry_core::s3::conditions::Conditions;
-use ferry_core::s3::range::CopySourceRange;
-use ferry_core::s3::request::{CopySource, Endpoint};
+use ferry_core::s3::listing::{ListCommon, ListPartsQuery, ListUploadsQuery};
+use ferry_core::s3::request::{UploadPartCopyQuery, UploadPartQuery};
 use ferry_core::s3::xml::{
     Checksums, CompleteMultipartUpload, CompleteMultipartUploadResult, CopyKind, CopyResult,
     InitiateMultipartUploadResult, ListMultipartUploadsResult, ListPartsResult, MAX_COMPLETE_BODY,
@@ -26,12 +25,14 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result, upload_id as tagged, uri};
 use super::body::stream_into;
 use super::buckets::owner;
 use super::context::Cx;
-use super::headers::{object_meta, push_checksum, write_conditions};
 use super::objects::{OwnedConditions, stored_checksum};
+use super::request_headers::{object_meta, write_conditions};
+use super::response_headers::push_checksum;
 use crate::front::Headers;
 use crate::front::body::{read_small, require_length};
 use crate::store::{
-    self, Checksum, CompletedPart, ExpectedChecksum, MultipartChecksum, UploadsQuery,
+    self, Checksum, CompleteOptions, CompletedPart, ExpectedChecksum, MultipartChecksum, PartOf,
+    UploadsQuery,
 };
 
 /// The storage class of every upload.
@@ -60,9 +61,7 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     let info = encryption.as_ref().map(store::EncryptWith::info);
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let upload_id = cx
-        .unblock(move |store| {
-            store.create_multipart_upload_encrypted(&b, &k, meta, encryption.as_ref())
-        })
+        .unblock(move |store| store.create_multipart_upload(&b, &k, meta, encryption.as_ref()))
         .await?;
     let doc = InitiateMultipartUploadResult {
         bucket: Cow::Borrowed(bucket),
@@ -78,7 +77,7 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     }
     super::sse::push_encryption(&mut h, info.as_ref());
     super::sse::push_kms_context(&mut h, info.as_ref());
-    cx.req.send_xml(res, h, &xml).await
+    cx.front.send_xml(res, h, &xml).await
 }
 
 /// The checksum an UploadPart into an upload with `spec` must carry: the upload's algorithm
@@ -106,29 +105,33 @@ fn part_checksum(
 }
 
 /// UploadPart: streamed like PutObject, into the upload's part.
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn upload_part<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
     key: &str,
-    upload_id: &str,
-    part_number: u16,
+    q: &UploadPartQuery<'_>,
 ) -> S3Result<()> {
+    let part_number = q.part_number;
     require_length(body)?;
     let mut verifier = cx
-        .req
+        .front
         .body_verifier(body, Checks::All, BodyLimit::object())?;
     let customer = super::sse::read_key(cx)?;
     let (b, k, u) = (
         bucket.to_owned(),
         key.to_owned(),
-        tagged::own(upload_id).to_owned(),
+        tagged::own(&q.upload_id).to_owned(),
     );
     let writer = cx
         .unblock(move |store| {
-            store.part_writer_keyed(&b, &k, &u, u32::from(part_number), customer.as_ref())
+            let part = PartOf {
+                upload_id: &u,
+                part_number: u32::from(part_number),
+                customer: customer.as_ref(),
+            };
+            store.part_writer(&b, &k, part)
         })
         .await?;
     let encryption = writer.encryption();
@@ -148,17 +151,7 @@ pub(crate) async fn upload_part<R: Runtime, S: Stream>(
         push_checksum(&mut h, &stored_checksum(c));
     }
     super::sse::push_encryption(&mut h, encryption.as_ref());
-    cx.req.send(res, 200, h, &[]).await
-}
-
-/// What UploadPartCopy asks for.
-#[derive(Debug)]
-pub(crate) struct PartCopy<'a> {
-    pub upload_id: &'a str,
-    pub part_number: u16,
-    pub source: &'a CopySource<'a>,
-    pub range: Option<CopySourceRange>,
-    pub conditions: &'a Conditions<'a>,
+    cx.front.send(res, 200, h, &[]).await
 }
 
 /// UploadPartCopy: the part is (a range of) another object.
@@ -167,17 +160,17 @@ pub(crate) async fn upload_part_copy<R: Runtime, S: Stream>(
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
     key: &str,
-    copy: PartCopy<'_>,
+    copy: &UploadPartCopyQuery<'_>,
 ) -> S3Result<()> {
-    let source_conditions = OwnedConditions::new(copy.conditions);
+    let source_conditions = OwnedConditions::new(&copy.source_conditions);
     let (sb, sk, sv) = (
         copy.source.bucket.to_string(),
         copy.source.key.to_string(),
         copy.source.version_id,
     );
     let (b, k) = (bucket.to_owned(), key.to_owned());
-    let u = tagged::own(copy.upload_id).to_owned();
-    let range = copy.range.map(|r| (r.first, r.last));
+    let u = tagged::own(&copy.upload_id).to_owned();
+    let range = copy.source_range.map(|r| (r.first, r.last));
     let part_number = u32::from(copy.part_number);
     let customer = super::sse::read_key(cx)?;
     let source_key = super::sse::copy_source_key(cx)?;
@@ -191,18 +184,15 @@ pub(crate) async fn upload_part_copy<R: Runtime, S: Stream>(
                 customer: source_key.as_ref(),
             };
             let mut source_version = None;
-            let part = store.upload_part_copy_keyed(
-                &b,
-                &k,
-                &u,
+            let part = PartOf {
+                upload_id: &u,
                 part_number,
-                src,
-                customer.as_ref(),
-                |info| {
-                    source_version = info.version_id;
-                    source_conditions.check_copy_source(info)
-                },
-            )?;
+                customer: customer.as_ref(),
+            };
+            let part = store.upload_part_copy(&b, &k, part, src, |info| {
+                source_version = info.version_id;
+                source_conditions.check_copy_source(info)
+            })?;
             Ok::<_, S3Error>((part, source_version))
         })
         .await?;
@@ -220,7 +210,7 @@ pub(crate) async fn upload_part_copy<R: Runtime, S: Stream>(
         h.push("x-amz-copy-source-version-id", v.to_string());
     }
     super::sse::push_encryption(&mut h, encryption.as_ref());
-    cx.req.send_xml(res, h, &xml).await
+    cx.front.send_xml(res, h, &xml).await
 }
 
 /// CompleteMultipartUpload, with `If-None-Match: *` / `If-Match` as for PutObject.
@@ -236,7 +226,9 @@ pub(crate) async fn complete<R: Runtime, S: Stream>(
     conditions.placed = super::access::placement(cx)?;
     let limit = BodyLimit::document(MAX_COMPLETE_BODY as u64);
     // Its x-amz-checksum-* are the object's checksum, checked by the store.
-    let verifier = cx.req.body_verifier(body, Checks::AllButChecksums, limit)?;
+    let verifier = cx
+        .front
+        .body_verifier(body, Checks::AllButChecksums, limit)?;
     let (xml, _) = read_small(body, verifier).await?;
     let request = CompleteMultipartUpload::parse_xml(&xml)?;
     let parts = request
@@ -272,19 +264,22 @@ pub(crate) async fn complete<R: Runtime, S: Stream>(
     );
     let done = cx
         .unblock(move |store| {
-            store.complete_multipart_upload_checked(
-                &b, &k, &u, &parts, conditions, expected, customer,
-            )
+            let opts = CompleteOptions {
+                conditions,
+                expected,
+                customer,
+            };
+            store.complete_multipart_upload(&b, &k, &u, &parts, opts)
         })
         .await?;
     let put = done.put;
     // The object's URL as the client addressed it: `BUCKET.DOMAIN/key` or `HOST/BUCKET/key`.
-    let location = if cx.req.virtual_hosted {
-        format!("http://{}/{}", cx.req.host(), uri::encode_path(key))
+    let location = if cx.front.virtual_hosted {
+        format!("http://{}/{}", cx.front.host(), uri::encode_path(key))
     } else {
         format!(
             "http://{}/{}/{}",
-            cx.req.host(),
+            cx.front.host(),
             uri::encode(bucket),
             uri::encode_path(key)
         )
@@ -316,9 +311,9 @@ pub(crate) async fn complete<R: Runtime, S: Stream>(
     let mut out = Vec::new();
     doc.write_xml(&mut out);
     let mut h = Headers::new();
-    super::headers::push_version(&mut h, put.version_id);
+    super::response_headers::push_version(&mut h, put.version_id);
     super::sse::push_encryption(&mut h, done.encryption.as_ref());
-    cx.req.send_xml(res, h, &out).await
+    cx.front.send_xml(res, h, &out).await
 }
 
 /// The object checksum a CompleteMultipartUpload gives in `x-amz-checksum-*`, as sent (a
@@ -367,7 +362,7 @@ pub(crate) async fn abort<R: Runtime, S: Stream>(
     );
     cx.unblock(move |store| store.abort_multipart_upload(&b, &k, &u))
         .await?;
-    cx.req.send(res, 204, Headers::new(), &[]).await
+    cx.front.send(res, 204, Headers::new(), &[]).await
 }
 
 /// ListParts.
@@ -376,17 +371,14 @@ pub(crate) async fn list_parts<R: Runtime, S: Stream>(
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
     key: &str,
-    endpoint: &Endpoint<'_>,
+    q: &ListPartsQuery<'_>,
 ) -> S3Result<()> {
-    let Endpoint::ListParts {
+    let ListPartsQuery {
         upload_id,
         max_parts,
         part_number_marker,
         encoding_type_url,
-    } = endpoint
-    else {
-        return Err(S3Error::new(S3ErrorCode::InternalError));
-    };
+    } = q;
     let upload_id = tagged::own(upload_id);
     let marker = part_number_marker.unwrap_or(0);
     let max = *max_parts;
@@ -441,7 +433,7 @@ pub(crate) async fn list_parts<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
 /// ListMultipartUploads.
@@ -449,19 +441,19 @@ pub(crate) async fn list_uploads<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     res: &mut ResponseWriter<'_, S>,
     bucket: &str,
-    endpoint: &Endpoint<'_>,
+    q: &ListUploadsQuery<'_>,
 ) -> S3Result<()> {
-    let Endpoint::ListMultipartUploads {
-        prefix,
-        delimiter,
+    let ListUploadsQuery {
+        common:
+            ListCommon {
+                prefix,
+                delimiter,
+                max_keys: max_uploads,
+                encoding_type_url,
+            },
         key_marker,
         upload_id_marker,
-        max_uploads,
-        encoding_type_url,
-    } = endpoint
-    else {
-        return Err(S3Error::new(S3ErrorCode::InternalError));
-    };
+    } = q;
     let upload_id_marker = upload_id_marker.as_deref().map(tagged::own);
     let owned = |v: &Option<Cow<'_, str>>| v.as_deref().map(str::to_owned);
     let (b, p, d, km, um) = (
@@ -516,5 +508,5 @@ pub(crate) async fn list_uploads<R: Runtime, S: Stream>(
     };
     let mut xml = Vec::new();
     doc.write_xml(&mut xml);
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }

@@ -25,16 +25,16 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::body::stream_into;
 use super::context::Cx;
-use super::headers::{
-    checksum_mode, object_headers, object_meta, object_tags, push_checksum, push_part_checksum,
-    push_validators, push_version, write_conditions,
-};
 use super::lock;
+use super::request_headers::{checksum_mode, object_meta, object_tags, write_conditions};
+use super::response_headers::{
+    object_headers, push_checksum, push_part_checksum, push_validators, push_version,
+};
 use crate::front::Headers;
 use crate::front::body::{read_small, require_length};
 use crate::store::{
-    self, COPY_BUF_SIZE, Checksum, CustomerKey, DeleteOutcome, ObjectInfo, ObjectReader, ReadRange,
-    Store, VersionId,
+    self, COPY_BUF_SIZE, Checksum, CopyOptions, CustomerKey, DeleteOptions, DeleteOutcome,
+    GetOptions, HeadOptions, ObjectInfo, ObjectReader, ReadRange, Store, VersionId,
 };
 
 /// `If-*` conditions owned, so they can be checked on a blocking thread.
@@ -296,8 +296,13 @@ fn open(store: &Store, lookup: &Lookup) -> Result<Opened, Refused> {
         ref customer,
     } = *lookup;
     let customer = customer.as_ref();
+    let head_options = HeadOptions {
+        version,
+        check_key: true,
+        customer,
+    };
     if head {
-        let info = store.head_object_keyed(bucket, key, version, customer)?;
+        let info = store.head_object(bucket, key, head_options)?;
         if let Err(e) = conditions.check(&info) {
             return Err(refuse(e, info));
         }
@@ -310,7 +315,12 @@ fn open(store: &Store, lookup: &Lookup) -> Result<Opened, Refused> {
             Err(e) => Err(refuse(e, info)),
         };
     }
-    match store.get_object_keyed(bucket, key, version, range, customer) {
+    let get_options = GetOptions {
+        version,
+        range,
+        customer,
+    };
+    match store.get_object(bucket, key, get_options) {
         Ok(reader) => {
             if let Err(e) = conditions.check(reader.info()) {
                 return Err(refuse(e, reader.into_info()));
@@ -337,7 +347,7 @@ fn open(store: &Store, lookup: &Lookup) -> Result<Opened, Refused> {
         {
             // Conditions come before the range (RFC 9110 section 13.2.2), and a 416 names
             // the object's length.
-            let info = store.head_object_keyed(bucket, key, version, customer)?;
+            let info = store.head_object(bucket, key, head_options)?;
             conditions
                 .check(&info)
                 .map_err(|c| refuse(c, info.clone()))?;
@@ -418,7 +428,7 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
                 }
                 _ => {}
             }
-            return cx.req.send_error(res, &error, extra).await;
+            return cx.front.send_error(res, &error, extra).await;
         }
     };
     let Opened { info, range, body } = opened;
@@ -607,7 +617,7 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     require_length(body)?;
     let verifier = cx
-        .req
+        .front
         .body_verifier(body, Checks::All, BodyLimit::object())?;
     let mut meta = object_meta(cx.headers)?;
     meta.acl = super::acl::request_object_acl(cx, bucket)?;
@@ -617,10 +627,7 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
     let encrypt = super::sse::write_encryption(cx, cx.headers, bucket)?;
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let writer = cx
-        .unblock(move |store| match &encrypt {
-            Some(with) => store.object_writer_encrypted(&b, &k, with),
-            None => store.object_writer(&b, &k),
-        })
+        .unblock(move |store| store.object_writer(&b, &k, encrypt.as_ref()))
         .await?;
     // The store's word: an SSE-KMS write's default key is filled in.
     let encryption = writer.encryption_info();
@@ -636,7 +643,7 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
         push_checksum(&mut h, c);
     }
     push_version(&mut h, put.version_id);
-    cx.req.send(res, 200, h, &[]).await
+    cx.front.send(res, 200, h, &[]).await
 }
 
 /// `x-amz-delete-marker` and `x-amz-version-id` of a DELETE.
@@ -664,15 +671,20 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
     // transaction (what the proxy's rebalance uses to remove only a copy it made); a delete
     // marker placed in the key's history (moved from another node).
     let conditions = store::DeleteConditions {
-        if_match: super::headers::if_match(cx.headers)?,
+        if_match: super::request_headers::if_match(cx.headers)?,
         placed: super::access::placement(cx)?,
     };
     let outcome = cx
         .unblock(move |store| {
-            store.delete_object_version_guarded(&b, &k, version, conditions, guard)
+            let opts = DeleteOptions {
+                version,
+                conditions,
+                guard: Some(&guard),
+            };
+            store.delete_object(&b, &k, opts)
         })
         .await?;
-    cx.req.send(res, 204, delete_headers(outcome), &[]).await
+    cx.front.send(res, 204, delete_headers(outcome), &[]).await
 }
 
 /// CopyObject: `COPY` keeps the source's metadata, `REPLACE` takes this request's; the same
@@ -726,19 +738,16 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
                 customer: source_key.as_ref(),
             };
             let mut source_version = None;
-            let put = store.copy_object_tagged(
-                src,
-                &b,
-                &k,
+            let opts = CopyOptions {
                 directive,
                 tags,
                 own,
                 conditions,
-                |info| {
-                    source_version = info.version_id;
-                    source_conditions.check_copy_source(info)
-                },
-            )?;
+            };
+            let put = store.copy_object(src, &b, &k, opts, |info| {
+                source_version = info.version_id;
+                source_conditions.check_copy_source(info)
+            })?;
             Ok::<_, S3Error>((put, source_version))
         })
         .await?;
@@ -758,7 +767,7 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
     push_version(&mut h, put.version_id);
     super::sse::push_encryption(&mut h, info.as_ref());
     super::sse::push_kms_context(&mut h, info.as_ref());
-    cx.req.send_xml(res, h, &xml).await
+    cx.front.send_xml(res, h, &xml).await
 }
 
 /// A copy's (or a copied part's) checksum, as its result document gives it.
@@ -782,7 +791,7 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
     content_md5: Option<Md5Digest>,
 ) -> S3Result<()> {
     let limit = BodyLimit::document(MAX_DELETE_BODY as u64);
-    let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
+    let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
     let (xml, done) = read_small(body, verifier).await?;
     crate::front::body::require_integrity(content_md5.is_some(), &done, cx.headers)?;
     let request = Delete::parse_xml(&xml)?;
@@ -856,7 +865,7 @@ pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
     }
     let mut out = Vec::new();
     doc.write_xml(&mut out);
-    cx.req.send_xml(res, Headers::new(), &out).await
+    cx.front.send_xml(res, Headers::new(), &out).await
 }
 
 /// One key of a DeleteObjects request.
@@ -875,11 +884,10 @@ fn delete_one(
     }
     validate::object_key(key)?;
     let version = version.map(VersionId::parse).transpose()?;
-    store.delete_object_version_guarded(
-        bucket,
-        key,
+    let opts = DeleteOptions {
         version,
-        store::DeleteConditions::default(),
-        guard,
-    )
+        guard: Some(&guard),
+        ..DeleteOptions::default()
+    };
+    store.delete_object(bucket, key, opts)
 }

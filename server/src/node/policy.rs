@@ -24,13 +24,13 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
     // Twice the limit is read, so that a policy a little too large gets the policy's own
     // message; past that, the body limit's.
     let limit = BodyLimit::document(2 * MAX_POLICY_LEN as u64);
-    let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
+    let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
     let (doc, _) = read_small(body, verifier).await?;
     Policy::parse(&doc, bucket)?;
     let b = bucket.to_owned();
     cx.unblock(move |store| store.set_bucket_setting(&b, BucketSetting::Policy, Some(&doc)))
         .await?;
-    cx.req.send(res, 204, Headers::new(), &[]).await
+    cx.front.send(res, 204, Headers::new(), &[]).await
 }
 
 fn no_policy() -> S3Error {
@@ -46,7 +46,7 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
     let settings = cx.node.store.bucket_settings(bucket)?;
     let doc = settings.get(BucketSetting::Policy).ok_or_else(no_policy)?;
     let h = Headers::new().with("Content-Type", "application/json");
-    cx.req.send(res, 200, h, doc).await
+    cx.front.send(res, 200, h, doc).await
 }
 
 /// DeleteBucketPolicy: 204, with or without a policy before.
@@ -58,7 +58,7 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
     let b = bucket.to_owned();
     cx.unblock(move |store| store.set_bucket_setting(&b, BucketSetting::Policy, None))
         .await?;
-    cx.req.send(res, 204, Headers::new(), &[]).await
+    cx.front.send(res, 204, Headers::new(), &[]).await
 }
 
 /// GetBucketPolicyStatus: whether the policy makes the bucket public; `NoSuchBucketPolicy`
@@ -75,5 +75,5 @@ pub(crate) async fn status<R: Runtime, S: Stream>(
         ferry_core::s3::xml::S3_NS,
         policy.is_public()
     );
-    cx.req.send_xml(res, Headers::new(), xml.as_bytes()).await
+    cx.front.send_xml(res, Headers::new(), xml.as_bytes()).await
 }

@@ -25,7 +25,8 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::access;
 use super::context::Cx;
-use super::headers::{object_meta, write_conditions};
+use super::owner;
+use super::request_headers::{object_meta, write_conditions};
 use crate::front::Headers;
 use crate::front::body::require_length;
 use crate::store::{COPY_BUF_SIZE, ObjectMeta, ObjectWriter};
@@ -142,7 +143,7 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
         })?
         .to_owned();
     let mut verifier = cx
-        .req
+        .front
         .body_verifier(body, Checks::All, BodyLimit::object())?;
 
     // The fields, up to the file's content.
@@ -169,10 +170,7 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
     // The file, streamed.
     let (b, k) = (bucket.to_owned(), key.clone());
     let writer = cx
-        .unblock(move |store| match &encrypt {
-            Some(with) => store.object_writer_encrypted(&b, &k, with),
-            None => store.object_writer(&b, &k),
-        })
+        .unblock(move |store| store.object_writer(&b, &k, encrypt.as_ref()))
         .await?;
     let mut sink = FileSink {
         rt: cx.rt(),
@@ -247,12 +245,11 @@ fn check_form<R: Runtime>(
     // The write is the form signer's.
     let signer_cx = Cx {
         node: cx.node,
-        req: cx.req,
+        front: cx.front,
         headers: cx.headers,
         id: cx.id,
         caller: signer,
-        client: cx.client,
-        cluster: cx.cluster,
+        origin: cx.origin,
     };
     access::may_put(&signer_cx, bucket, &key)?;
     // Ferry's own names are the cluster's, in a form as in headers: refused, never ignored.
@@ -304,7 +301,7 @@ fn form_meta<R: Runtime>(cx: &Cx<'_, R>, form: &Form, bucket: &str) -> S3Result<
     // The `acl` field: a canned ACL for the object (as `x-amz-acl` on PutObject).
     if let Some(name) = form.get("acl") {
         let settings = cx.node.store.bucket_settings(bucket)?;
-        let owner = access::owner_id(cx, &settings).to_owned();
+        let owner = owner::owner_id(cx, &settings).to_owned();
         let acl = ferry_core::s3::acl::Acl::canned(name.trim(), &owner, &owner)?;
         meta.acl = Some(super::acl::stored(cx, &acl)?);
     }
@@ -382,8 +379,8 @@ async fn respond<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     let etag = put.etag.as_str();
     let host = find_header_str(cx.headers, "host").unwrap_or("localhost");
-    let scheme = if cx.client.secure { "https" } else { "http" };
-    let location = if cx.req.virtual_hosted {
+    let scheme = if cx.origin.secure { "https" } else { "http" };
+    let location = if cx.front.virtual_hosted {
         format!("{scheme}://{host}/{}", uri::encode_path(key))
     } else {
         format!(
@@ -394,7 +391,7 @@ async fn respond<R: Runtime, S: Stream>(
     };
     let mut h = Headers::new();
     h.push("ETag", etag.to_owned());
-    super::headers::push_version(&mut h, put.version_id);
+    super::response_headers::push_version(&mut h, put.version_id);
     super::sse::push_encryption(&mut h, encryption);
     let redirect = form
         .get("success_action_redirect")
@@ -409,11 +406,11 @@ async fn respond<R: Runtime, S: Stream>(
             uri::encode(etag)
         );
         h.push("Location", to);
-        return cx.req.send(res, 303, h, &[]).await;
+        return cx.front.send(res, 303, h, &[]).await;
     }
     h.push("Location", location.clone());
     match form.get("success_action_status") {
-        Some("200") => cx.req.send(res, 200, h, &[]).await,
+        Some("200") => cx.front.send(res, 200, h, &[]).await,
         Some("201") => {
             let xml = format!(
                 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<PostResponse><Location>{}</Location><Bucket>{}</Bucket><Key>{}</Key><ETag>{}</ETag></PostResponse>",
@@ -423,9 +420,9 @@ async fn respond<R: Runtime, S: Stream>(
                 xml_escape(etag)
             );
             let h = h.with("Content-Type", "application/xml");
-            cx.req.send(res, 201, h, xml.as_bytes()).await
+            cx.front.send(res, 201, h, xml.as_bytes()).await
         }
-        _ => cx.req.send(res, 204, h, &[]).await,
+        _ => cx.front.send(res, 204, h, &[]).await,
     }
 }
 

@@ -26,7 +26,7 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
         .unblock(move |store| store.bucket_setting(&b, kind))
         .await?
         .ok_or_else(|| S3Error::new(doc.missing))?;
-    cx.req.send_xml(res, Headers::new(), &stored).await
+    cx.front.send_xml(res, Headers::new(), &stored).await
 }
 
 /// Put: the body (at most `doc.max_body` bytes, with a `Content-MD5` or a checksum, as S3
@@ -40,14 +40,14 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
     doc: &ConfigDocument,
 ) -> S3Result<()> {
     let limit = BodyLimit::document(doc.max_body as u64);
-    let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
+    let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
     let (xml, done) = read_small(body, verifier).await?;
     crate::front::body::require_integrity(content_md5.is_some(), &done, cx.headers)?;
     let stored = (doc.normalise)(&xml)?;
     let (b, kind) = (bucket.to_owned(), BucketSetting::from(doc.kind));
     cx.unblock(move |store| store.set_bucket_setting(&b, kind, Some(&stored)))
         .await?;
-    cx.req.send(res, 200, Headers::new(), &[]).await
+    cx.front.send(res, 200, Headers::new(), &[]).await
 }
 
 /// Delete: 204, whether or not there was a document.
@@ -60,5 +60,5 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
     let (b, kind) = (bucket.to_owned(), BucketSetting::from(doc.kind));
     cx.unblock(move |store| store.set_bucket_setting(&b, kind, None))
         .await?;
-    cx.req.send(res, 204, Headers::new(), &[]).await
+    cx.front.send(res, 204, Headers::new(), &[]).await
 }

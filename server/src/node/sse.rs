@@ -26,7 +26,7 @@ use crate::store::{CustomerKey, EncryptWith, EncryptionInfo};
 /// The SSE-C key of a request, if it has one: over TLS only (AWS refuses SSE-C over plain
 /// HTTP), unless the node allows it for tests.
 fn customer_key<R: Runtime>(cx: &Cx<'_, R>, key: &wire::CustomerKey) -> S3Result<CustomerKey> {
-    if !cx.client.secure && !cx.node.sse_c_over_http {
+    if !cx.origin.secure && !cx.node.sse_c_over_http {
         return Err(S3Error::with_message(
             S3ErrorCode::InvalidRequest,
             "Requests specifying Server Side Encryption with Customer provided keys must be \

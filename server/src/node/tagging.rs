@@ -12,10 +12,10 @@ use ferry_core::s3::xml::{MAX_TAGGING_BODY, Tagging};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::context::Cx;
-use super::headers::push_version;
+use super::response_headers::push_version;
 use crate::front::Headers;
 use crate::front::body::read_small;
-use crate::store::{BucketSetting, VersionId};
+use crate::store::{BucketSetting, HeadOptions, VersionId};
 
 /// Read and check a `<Tagging>` body against `owner`'s limits: its tags as owned pairs.
 async fn read_tags<R: Runtime, S: Stream>(
@@ -24,7 +24,7 @@ async fn read_tags<R: Runtime, S: Stream>(
     owner: TagOwner,
 ) -> S3Result<Vec<(String, String)>> {
     let limit = BodyLimit::document(MAX_TAGGING_BODY as u64);
-    let verifier = cx.req.body_verifier(body, Checks::All, limit)?;
+    let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
     let (xml, _) = read_small(body, verifier).await?;
     let doc = Tagging::parse_xml(&xml)?;
     tagging::check(&doc.tags, owner)?;
@@ -61,12 +61,21 @@ pub(crate) async fn get_object<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     let (b, k) = (bucket.to_owned(), key.to_owned());
     let info = cx
-        .unblock(move |store| store.head_object_version(&b, &k, version))
+        .unblock(move |store| {
+            store.head_object(
+                &b,
+                &k,
+                HeadOptions {
+                    version,
+                    ..HeadOptions::default()
+                },
+            )
+        })
         .await?;
     let xml = tagging_xml(&info.meta.tags);
     let mut h = Headers::new();
     push_version(&mut h, info.version_id);
-    cx.req.send_xml(res, h, &xml).await
+    cx.front.send_xml(res, h, &xml).await
 }
 
 /// PutObjectTagging: replace the object's tags (data, ETag and modification time unchanged).
@@ -80,11 +89,11 @@ pub(crate) async fn put_object<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     let tags = read_tags(cx, body, TagOwner::Object).await?;
     let (b, k) = (bucket.to_owned(), key.to_owned());
-    cx.unblock(move |store| store.put_object_tagging_version(&b, &k, version, tags))
+    cx.unblock(move |store| store.put_object_tagging(&b, &k, version, tags))
         .await?;
     let mut h = Headers::new();
     push_version(&mut h, version);
-    cx.req.send(res, 200, h, &[]).await
+    cx.front.send(res, 200, h, &[]).await
 }
 
 /// DeleteObjectTagging: remove the object's tags; 204.
@@ -96,11 +105,11 @@ pub(crate) async fn delete_object<R: Runtime, S: Stream>(
     version: Option<VersionId>,
 ) -> S3Result<()> {
     let (b, k) = (bucket.to_owned(), key.to_owned());
-    cx.unblock(move |store| store.put_object_tagging_version(&b, &k, version, Vec::new()))
+    cx.unblock(move |store| store.put_object_tagging(&b, &k, version, Vec::new()))
         .await?;
     let mut h = Headers::new();
     push_version(&mut h, version);
-    cx.req.send(res, 204, h, &[]).await
+    cx.front.send(res, 204, h, &[]).await
 }
 
 /// GetBucketTagging: the bucket's tags; `NoSuchTagSet` (404) when it has none, as AWS answers.
@@ -114,7 +123,7 @@ pub(crate) async fn get_bucket<R: Runtime, S: Stream>(
         .unblock(move |store| store.bucket_setting(&b, BucketSetting::Tagging))
         .await?
         .ok_or_else(|| S3Error::new(S3ErrorCode::NoSuchTagSet))?;
-    cx.req.send_xml(res, Headers::new(), &xml).await
+    cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
 /// PutBucketTagging: replace the bucket's tags (an empty `TagSet` removes them); 204, as AWS.
@@ -130,7 +139,7 @@ pub(crate) async fn put_bucket<R: Runtime, S: Stream>(
     let b = bucket.to_owned();
     cx.unblock(move |store| store.set_bucket_setting(&b, BucketSetting::Tagging, xml.as_deref()))
         .await?;
-    cx.req.send(res, 204, Headers::new(), &[]).await
+    cx.front.send(res, 204, Headers::new(), &[]).await
 }
 
 /// DeleteBucketTagging: remove the bucket's tags (none is fine); 204.
@@ -142,5 +151,5 @@ pub(crate) async fn delete_bucket<R: Runtime, S: Stream>(
     let b = bucket.to_owned();
     cx.unblock(move |store| store.set_bucket_setting(&b, BucketSetting::Tagging, None))
         .await?;
-    cx.req.send(res, 204, Headers::new(), &[]).await
+    cx.front.send(res, 204, Headers::new(), &[]).await
 }

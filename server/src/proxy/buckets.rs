@@ -10,7 +10,8 @@ use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, Checks, VerifiedBody};
 use ferry_core::s3::bucket_config::{ConfigDocument, ConfigKind};
-use ferry_core::s3::request::{BUCKET_EMPTY_HEADER, Endpoint, FENCE_HEADER, S3Request};
+use ferry_core::s3::listing::ListBucketsQuery;
+use ferry_core::s3::request::{BUCKET_EMPTY_HEADER, FENCE_HEADER, S3Request};
 use ferry_core::s3::xml::{
     BucketEntry, CreateBucketConfiguration, Delete, DeleteError, DeleteResult, DeletedEntry,
     ListAllMyBucketsResult, ListBucketResult, ListMultipartUploadsResult, MAX_CREATE_BUCKET_BODY,
@@ -39,7 +40,7 @@ fn push_create_headers<R: Runtime>(cx: &Cx<'_, R>, call: &mut Call) {
         "x-amz-grant-write-acp",
         "x-amz-grant-full-control",
     ];
-    for h in cx.req.headers {
+    for h in cx.head.headers {
         if let Some(name) = NAMES.iter().find(|n| h.name.eq_ignore_ascii_case(n))
             && let Ok(v) = std::str::from_utf8(h.value)
         {
@@ -102,7 +103,7 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     let bucket = s3.bucket_str();
     let (xml, _) = read_small(cx, body, MAX_CREATE_BUCKET_BODY).await?;
-    CreateBucketConfiguration::check_region(&xml, &cx.p.region)?;
+    CreateBucketConfiguration::check_region(&xml, &cx.p.shared.region)?;
     require_all_up(cx)?;
     let handles: Vec<_> =
         cx.p.backends
@@ -203,7 +204,7 @@ pub(crate) async fn put_everywhere<R: Runtime, S: Stream>(
     let limit = BodyLimit::document(doc.max_body as u64);
     let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
     let (xml, done) = crate::front::body::read_small(body, verifier).await?;
-    crate::front::body::require_integrity(md5_header.is_some(), &done, cx.req.headers)?;
+    crate::front::body::require_integrity(md5_header.is_some(), &done, cx.head.headers)?;
     let stored = (doc.normalise)(&xml)?;
     require_all_up(cx)?;
     let mut call = Call::put_setting(s3.bucket_str(), doc.subresource(), &stored, None);
@@ -582,24 +583,21 @@ async fn restore<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, on: &[usize]) {
 /// with the proxy's own tokens.
 pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
-    s3: &S3Request<'_>,
+    q: &ListBucketsQuery<'_>,
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
-    let Endpoint::ListBuckets {
+    let ListBucketsQuery {
         prefix,
         continuation_token,
         max_buckets,
-    } = &s3.endpoint
-    else {
-        return Err(S3Error::new(S3ErrorCode::InternalError));
-    };
+    } = q;
     let (prefix, token, max_buckets) = (
         prefix.as_deref(),
         continuation_token.as_deref(),
         *max_buckets,
     );
     let after = token
-        .map(|t| read_bucket_token(&cx.p.token_key, t))
+        .map(|t| read_bucket_token(&cx.p.shared.token_key, t))
         .transpose()?;
     let up: Vec<usize> = (0..cx.p.backends.len())
         .filter(|&i| cx.p.backends.get(i).is_some_and(|b| b.is_up()))
@@ -652,13 +650,13 @@ pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
         buckets.push(BucketEntry {
             name: Cow::Borrowed(name.as_str()),
             creation_date_unix: *created,
-            region: Some(Cow::Borrowed(cx.p.region.as_str())),
+            region: Some(Cow::Borrowed(cx.p.shared.region.as_str())),
         });
     }
     let next = buckets
         .last()
         .filter(|_| truncated)
-        .map(|b| Cow::Owned(bucket_token(&cx.p.token_key, &b.name)));
+        .map(|b| Cow::Owned(bucket_token(&cx.p.shared.token_key, &b.name)));
     let doc = ListAllMyBucketsResult {
         owner,
         buckets,
@@ -699,18 +697,13 @@ fn unavailable(doc: &mut DeleteResult<'static>, group: &[&ObjectIdentifier<'_>],
 pub(crate) async fn delete_objects<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     s3: &S3Request<'_>,
+    content_md5_header: Option<[u8; 16]>,
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
     let bucket = s3.bucket_str();
-    let Endpoint::DeleteObjects {
-        content_md5: content_md5_header,
-    } = s3.endpoint
-    else {
-        return Err(S3Error::new(S3ErrorCode::InternalError));
-    };
     let (xml, done) = read_small(cx, body, MAX_DELETE_BODY).await?;
-    crate::front::body::require_integrity(content_md5_header.is_some(), &done, cx.req.headers)?;
+    crate::front::body::require_integrity(content_md5_header.is_some(), &done, cx.head.headers)?;
     let request = Delete::parse_xml(&xml)?;
     let n = cx.p.backends.len();
     let mut groups: Vec<Vec<&ObjectIdentifier<'_>>> = vec![Vec::new(); n];

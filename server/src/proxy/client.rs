@@ -379,6 +379,7 @@ impl<'a, R: Runtime> Client<'a, R> {
     ) -> impl Future<Output = S3Result<Reply>> + Send + 'static + use<'a, R> {
         let (p, caller) = (self.p.clone(), self.caller.clone());
         self.p
+            .shared
             .rt
             .spawn(async move { call(&p, on, &caller, &c).await })
     }

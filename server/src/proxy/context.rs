@@ -1,28 +1,28 @@
 //! What every proxy operation gets: the proxy and the request.
 
 use std::borrow::Cow;
-use std::net::IpAddr;
 use std::sync::Arc;
 
 use ferry_core::http::head::RequestHead;
 use ferry_core::rt::Runtime;
-use ferry_core::s3::sigv4::VerifiedRequest;
 use ferry_core::s3::uri::{self, origin_form};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::Proxy;
 use super::backend::Backend;
 use crate::front::Request;
+use crate::front::origin::Origin;
 
 /// What every operation needs besides its parameters.
 pub(crate) struct Cx<'a, R: Runtime> {
     pub p: &'a Arc<Proxy<R>>,
+    /// The front's request.
     pub front: &'a Request<'a>,
-    pub req: &'a RequestHead<'a, 'a>,
-    pub verified: &'a VerifiedRequest,
+    /// Its head (`front.head`).
+    pub head: &'a RequestHead<'a, 'a>,
     /// The bucket, when the Host named it (virtual-hosted-style): backends get path-style.
     pub virtual_bucket: Option<&'a str>,
-    /// Who the request is from, as the backends are told.
+    /// Who signed the request (their key) and where it comes from, as the backends are told.
     pub caller: Caller,
     /// The raw query backends get instead of the client's, when the proxy changed it (a tagged
     /// upload id given back as its backend's own, for a backend the proxy re-signs for:
@@ -33,41 +33,23 @@ pub(crate) struct Cx<'a, R: Runtime> {
 
 /// Who a request is from, told to the backends with every request made for it: the key the
 /// client signed with (the proxy signs with the same key where the backend shares it), and
-/// where it came from, for the nodes' policy conditions (`x-ferry-client-ip` and
-/// `x-ferry-client-tls`, which a node takes only in a request the cluster sealed).
+/// where it came from, for the nodes' policy conditions (`Origin::headers`, which a node takes
+/// only in a request the cluster sealed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Caller {
     /// The access key the client signed with.
     pub key: String,
-    /// The client's address.
-    pub ip: Option<IpAddr>,
-    /// Whether the client came over TLS.
-    pub secure: bool,
+    /// Where the client came from.
+    pub origin: Origin,
 }
-
-/// The header in which the proxy tells a node its client's address.
-pub(crate) const CLIENT_IP_HEADER: &str = "x-ferry-client-ip";
-/// The header in which the proxy tells a node whether its client came over TLS.
-pub(crate) const CLIENT_TLS_HEADER: &str = "x-ferry-client-tls";
 
 impl Caller {
     /// The proxy itself, asking with `key` (no client's address to tell).
     pub fn of_key(key: &str) -> Self {
         Self {
             key: key.to_owned(),
-            ip: None,
-            secure: false,
+            origin: Origin::default(),
         }
-    }
-
-    /// The headers that tell a backend where the request came from.
-    pub fn headers(&self) -> impl Iterator<Item = (&'static str, String)> + '_ {
-        let ip = self.ip.map(|ip| (CLIENT_IP_HEADER, ip.to_string()));
-        let tls = (
-            CLIENT_TLS_HEADER,
-            String::from(if self.secure { "true" } else { "false" }),
-        );
-        ip.into_iter().chain(std::iter::once(tls))
     }
 }
 
@@ -78,8 +60,7 @@ impl<'a, R: Runtime> Cx<'a, R> {
         Self {
             p: self.p,
             front: self.front,
-            req: self.req,
-            verified: self.verified,
+            head: self.head,
             virtual_bucket: self.virtual_bucket,
             caller: self.caller.clone(),
             query,
@@ -90,7 +71,7 @@ impl<'a, R: Runtime> Cx<'a, R> {
     pub fn raw_query(&self) -> &str {
         match &self.query {
             Some(q) => q,
-            None => origin_form(self.req.target)
+            None => origin_form(self.head.target)
                 .split_once('?')
                 .map_or("", |(_, q)| q),
         }
@@ -126,16 +107,8 @@ impl<'a, R: Runtime> Cx<'a, R> {
     /// query as sent. Others are re-signed with the client's own key, which passthrough
     /// backends share.
     pub fn passes_through(&self) -> bool {
-        self.virtual_bucket.is_none() && !self.verified.kind.is_sigv2() && self.query.is_none()
-    }
-
-    /// The access key the client signed with.
-    pub fn client_key(&self) -> &str {
-        &self.caller.key
-    }
-
-    /// Who the request is from.
-    pub fn caller(&self) -> &Caller {
-        &self.caller
+        self.virtual_bucket.is_none()
+            && !self.front.verified.kind.is_sigv2()
+            && self.query.is_none()
     }
 }

@@ -11,7 +11,7 @@ use ferry_core::http::{Header, find_header};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::checksum::ChecksumAlgorithm;
 use ferry_core::s3::outbound::{OutHeader, strip_presign};
-use ferry_core::s3::request::{Endpoint, MetadataDirective, S3Request};
+use ferry_core::s3::request::{CopySource, MetadataDirective, S3Request, UploadPartCopyQuery};
 use ferry_core::s3::tagging::{self, TAGGING_DIRECTIVE_HEADER, TAGGING_HEADER, TaggingDirective};
 use ferry_core::s3::uri::origin_form;
 use ferry_core::s3::xml::{Checksums, CopyKind, CopyResult};
@@ -23,6 +23,29 @@ use super::transfer::{
     is_object_header, starts_with_ignore_case, transfer,
 };
 use crate::front::Headers;
+
+/// What a copy copies: CopyObject's source with its metadata directive, or UploadPartCopy's
+/// source with its range.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum CopyOf<'q, 'a> {
+    /// CopyObject.
+    Object {
+        source: &'q CopySource<'a>,
+        metadata_directive: MetadataDirective,
+    },
+    /// UploadPartCopy.
+    Part(&'q UploadPartCopyQuery<'a>),
+}
+
+impl<'q, 'a> CopyOf<'q, 'a> {
+    /// The object copied.
+    pub(crate) fn source(self) -> &'q CopySource<'a> {
+        match self {
+            Self::Object { source, .. } => source,
+            Self::Part(q) => &q.source,
+        }
+    }
+}
 
 /// The copy's headers that go with its read of the source, and as what: what a node's policy
 /// conditions see (`aws:UserAgent`, `aws:Referer`) and the source's expected owner.
@@ -121,6 +144,7 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     res: &mut ResponseWriter<'_, S>,
     s3: &S3Request<'_>,
+    copy: CopyOf<'_, '_>,
     src: usize,
     dst: usize,
 ) -> S3Result<()> {
@@ -129,25 +153,19 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     if let Some(e) = &s3.refused {
         return Err(e.clone());
     }
-    let (source, directive, range, kind) = match &s3.endpoint {
-        Endpoint::CopyObject {
+    let (source, directive, range, kind) = match copy {
+        CopyOf::Object {
             source,
             metadata_directive,
-            ..
-        } => (source, *metadata_directive, None, CopyKind::Object),
-        Endpoint::UploadPartCopy {
-            source,
-            source_range,
-            ..
-        } => (
-            source,
+        } => (source, metadata_directive, None, CopyKind::Object),
+        CopyOf::Part(q) => (
+            &q.source,
             MetadataDirective::Replace,
-            *source_range,
+            q.source_range,
             CopyKind::Part,
         ),
-        _ => return Err(S3Error::new(S3ErrorCode::InternalError)),
     };
-    let client_headers = cx.req.headers;
+    let client_headers = cx.head.headers;
     let tagging_directive = match kind {
         CopyKind::Object => {
             TaggingDirective::parse(find_header(client_headers, TAGGING_DIRECTIVE_HEADER))?
@@ -195,7 +213,7 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
         .filter(|h| goes_to_destination(h.name, kind, directive, tagging_directive))
         .map(|h| (Cow::Borrowed(h.name), Cow::Borrowed(h.value)))
         .collect();
-    let origin = origin_form(cx.req.target);
+    let origin = origin_form(cx.head.target);
     let dst_path = origin.split_once('?').map_or(origin, |(p, _)| p);
     let write = Write {
         path: cx.backend_path(dst_path),
@@ -204,7 +222,7 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
         framing: match requested {
             Some(algorithm) => Framing::Trailer {
                 algorithm,
-                chunk: cx.p.buffer_size,
+                chunk: cx.p.shared.buffer_size,
             },
             None => Framing::Plain,
         },
@@ -247,11 +265,13 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     if !answer.ok() {
         return Err(answer.to_error());
     }
-    cx.p.copied.fetch_add(written.source.len, Ordering::Relaxed);
+    cx.p.shared
+        .copied
+        .fetch_add(written.source.len, Ordering::Relaxed);
     let doc = CopyResult {
         kind,
         etag: Cow::Owned(etag.unwrap_or_default()),
-        last_modified_unix: cx.p.rt.unix_time(),
+        last_modified_unix: cx.p.shared.rt.unix_time(),
         checksum_type: checksum
             .as_ref()
             .filter(|_| kind == CopyKind::Object)

@@ -86,11 +86,11 @@ pub(crate) async fn bucket_cors<R: Runtime>(
     p: &Arc<Proxy<R>>,
     bucket: &str,
 ) -> S3Result<Option<Arc<CorsConfiguration>>> {
-    let known = match p.cors.get(bucket) {
+    let known = match p.shared.cors.get(bucket) {
         Some(k) => k,
         None => {
             let k = fetch(p, bucket).await?;
-            p.cors.put(bucket, k.clone());
+            p.shared.cors.put(bucket, k.clone());
             k
         }
     };
@@ -103,7 +103,7 @@ pub(crate) async fn bucket_cors<R: Runtime>(
 /// GetBucketCors from the first healthy backend that answers.
 async fn fetch<R: Runtime>(p: &Arc<Proxy<R>>, bucket: &str) -> S3Result<Known> {
     let get = Call::get_setting(bucket, ConfigKind::Cors.subresource());
-    let own = Caller::of_key(&p.own_key);
+    let own = Caller::of_key(&p.shared.own_key);
     let client = Client::new(p, &own);
     let mut tried = Vec::new();
     let mut idx = p.any_healthy(bucket)?;

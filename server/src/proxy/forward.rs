@@ -125,12 +125,12 @@ fn prepare<'a, R: Runtime, S: Stream>(
     body: &BodyReader<'_, S>,
     client_kind: BodyKind,
 ) -> S3Result<Outbound<'a>> {
-    let req = cx.req;
+    let req = cx.head;
     // An empty body keeps its `Content-Length: 0` (S3 wants a length on writes).
     let has_body = has_content(client_kind);
     // An anonymous write waits for the backend's leave before its body goes: the backend refuses
     // most of them, and the proxy must not read (or wait for) a body that is refused.
-    let expect = has_body && (expects_continue(req.headers) || cx.verified.is_anonymous());
+    let expect = has_body && (expects_continue(req.headers) || cx.front.verified.is_anonymous());
     // The proxy checks what the signature covers; the backend gets the same checksum and
     // Content-MD5 headers and checks them itself. Objects too large are refused before their
     // body, as a node does: the backend's early answer would wait behind a body the client
@@ -159,7 +159,7 @@ fn prepare<'a, R: Runtime, S: Stream>(
                 request.header(h.name, h.value);
             }
         }
-        for (n, v) in cx.caller().headers() {
+        for (n, v) in cx.caller.origin.headers() {
             request.header(n, v.into_bytes());
         }
         seal(cx.p, b, origin, &mut request);
@@ -181,14 +181,14 @@ fn prepare<'a, R: Runtime, S: Stream>(
         None => (Pump::Empty, client_kind, UNSIGNED_PAYLOAD.to_owned(), false),
         Some(v) if v.is_aws_chunked() => {
             let decoded = decoded_length(req.headers)?;
-            let buf = BufferPool::global().get(cx.p.buffer_size);
+            let buf = BufferPool::global().get(cx.p.shared.buffer_size);
             match trailer {
                 Some(alg) => {
                     let len = AwsChunkedEncoder::encoded_len(
                         StreamingMode::UnsignedTrailer,
                         Some(alg),
                         decoded,
-                        cx.p.buffer_size as u64,
+                        cx.p.shared.buffer_size as u64,
                     )
                     .ok_or_else(|| S3Error::new(S3ErrorCode::EntityTooLarge))?;
                     let encoder = AwsChunkedEncoder::unsigned(Some(alg));
@@ -205,7 +205,7 @@ fn prepare<'a, R: Runtime, S: Stream>(
             }
         }
         Some(v) => {
-            let hash = match cx.verified.payload {
+            let hash = match cx.front.verified.payload {
                 PayloadHash::Sha256(want) => Hex64::of(&want).as_str().to_owned(),
                 _ => UNSIGNED_PAYLOAD.to_owned(),
             };
@@ -242,10 +242,10 @@ fn prepare<'a, R: Runtime, S: Stream>(
         }
         request.header(h.name, h.value);
     }
-    for (n, v) in cx.caller().headers() {
+    for (n, v) in cx.caller.origin.headers() {
         request.header(n, v.into_bytes());
     }
-    sign_as(cx.p, b, cx.client_key(), &mut request, &payload_hash)?;
+    sign_as(cx.p, b, &cx.caller.key, &mut request, &payload_hash)?;
     let target = Cow::Owned(request.target().into_owned());
     Ok(Outbound {
         target,
@@ -377,7 +377,7 @@ pub(crate) async fn post_form<R: Runtime, S: Stream>(
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
-    let boundary = find_header_str(cx.req.headers, "content-type")
+    let boundary = find_header_str(cx.head.headers, "content-type")
         .and_then(post::form_boundary)
         .ok_or_else(|| S3Error::new(S3ErrorCode::MalformedPOSTRequest))?
         .to_owned();
@@ -404,10 +404,12 @@ pub(crate) async fn post_form<R: Runtime, S: Stream>(
             break (form, spans);
         }
     };
-    let signer = post::authenticate(&form, &cx.p.region, |k| cx.p.credentials.secret_key(k))?;
+    let signer = post::authenticate(&form, &cx.p.shared.region, |k| {
+        cx.p.shared.credentials.secret_key(k)
+    })?;
     let key = form.key()?;
     if let Some(policy) = &signer.policy {
-        policy.check(&form, bucket, cx.p.rt.unix_time())?;
+        policy.check(&form, bucket, cx.p.shared.rt.unix_time())?;
     }
     let idx = cx.p.pick(bucket, &key);
     let b = cx.backend(idx)?;
@@ -442,7 +444,7 @@ fn resign_form<R: Runtime>(
     spans: &[std::ops::Range<usize>],
 ) -> S3Result<Vec<u8>> {
     let creds = cx.p.credentials_for(b, signer)?;
-    let now = DateTime::from_unix(cx.p.rt.unix_time());
+    let now = DateTime::from_unix(cx.p.shared.rt.unix_time());
     let (date, amz_date) = (now.date_stamp().to_string(), now.amz().to_string());
     let credential = format!(
         "{}/{date}/{}/s3/aws4_request",
@@ -489,13 +491,13 @@ async fn forward_after<R: Runtime, S: Stream>(
         mut pump,
     } = out;
     let hs = request.views();
-    let head_request = cx.req.method == "HEAD";
+    let head_request = cx.head.method == "HEAD";
     let deadline = b.deadline();
     let mut conn = b.conn_until(deadline).await?;
-    let method = cx.req.method;
+    let method = cx.head.method;
     let outcome = loop {
         let mut w = conn
-            .request(cx.req.method, &target, &hs, kind, expect)
+            .request(cx.head.method, &target, &hs, kind, expect)
             .map_err(|e| S3Error::with_message(S3ErrorCode::InternalError, e.to_string()))?;
         let mut early = false;
         if expect {
@@ -816,7 +818,7 @@ impl Call {
     /// the signature, the proxy's own, and those of an aws-chunked body, which is decoded
     /// now). A body whose checksum came in a trailer gets its `Content-MD5` instead.
     pub fn of_request<R: Runtime>(cx: &Cx<'_, R>, body: Vec<u8>) -> S3Result<Self> {
-        let req = cx.req;
+        let req = cx.head;
         let method = match req.method {
             "GET" => "GET",
             "HEAD" => "HEAD",
@@ -926,7 +928,7 @@ async fn call_as<R: Runtime>(
     for (n, v) in &call.headers {
         request.header(n.as_ref(), v.as_bytes());
     }
-    for (n, v) in caller.headers() {
+    for (n, v) in caller.origin.headers() {
         request.header(n, v.into_bytes());
     }
     let hash = Hex64::of(&sha256(&call.body));
@@ -934,7 +936,7 @@ async fn call_as<R: Runtime>(
     let hs = request.views();
     let target = request.target();
     let deadline = match check {
-        Some(false) => p.rt.now(),
+        Some(false) => p.shared.rt.now(),
         _ => b.deadline(),
     };
     let mut conn = if for_check {

@@ -8,15 +8,21 @@ use ferry_core::http::find_header;
 use ferry_core::http::head::RequestHead;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
-use ferry_core::s3::bucket_config::{CORS, ConfigKind, ENCRYPTION, LIFECYCLE};
+use ferry_core::s3::bucket_config::{CORS, ConfigDocument, ConfigKind, ENCRYPTION, LIFECYCLE};
 use ferry_core::s3::cluster;
+use ferry_core::s3::listing::{
+    ListBucketsQuery, ListUploadsQuery, ListVersionsQuery, ObjectListing,
+};
 use ferry_core::s3::request::{Endpoint, S3Request, Scope};
 use ferry_core::s3::xml::CorsConfiguration;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::context::{Caller, Cx};
+use super::copy::CopyOf;
 use super::reload::{Live, Reloader, Requests};
+use super::upload::UploadStep;
 use super::{buckets, copy, cors, forward, layout, list, tagging, upload};
+use crate::front::origin::Origin;
 use crate::front::{ALL_BACKENDS, Op, S3Api};
 
 /// The proxy behind the S3 front.
@@ -77,12 +83,13 @@ impl<R: Runtime> S3Api for ProxyApi<R> {
         let cx = Cx {
             p: &p,
             front: req,
-            req: req.head,
-            verified: req.verified,
+            head: req.head,
             caller: Caller {
                 key: req.verified.access_key_id.clone(),
-                ip: res.peer().map(|a| a.ip()),
-                secure: res.is_secure(),
+                origin: Origin {
+                    ip: res.peer().map(|a| a.ip()),
+                    secure: res.is_secure(),
+                },
             },
             virtual_bucket: s3.virtual_hosted.then(|| s3.bucket_str()),
             query: None,
@@ -100,7 +107,7 @@ impl<R: Runtime> S3Api for ProxyApi<R> {
     /// `idx` is the backend's slot (`Cx::set_backend`), valid across reloads.
     fn backend_name(&self, idx: usize) -> Cow<'_, str> {
         let p = self.live.load();
-        match p.name_of(idx) {
+        match p.shared.name_of(idx) {
             Some(name) => Cow::Owned(name.to_string()),
             None => Cow::Borrowed("-"),
         }
@@ -127,18 +134,20 @@ impl<R: Runtime> S3Api for ProxyApi<R> {
 }
 
 /// Where an operation goes: the proxy's routing table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Route {
+#[derive(Debug, Clone, Copy)]
+enum Route<'q, 'a> {
     /// To the backend that holds the key.
     Key,
+    /// A multipart upload's step: to the backend its upload id names (`upload::dispatch`).
+    Upload(UploadStep<'q>),
     /// To any healthy backend: every backend knows every bucket.
     AnyBackend,
     /// A copy: forwarded when source and destination share a backend, done by the proxy when
     /// not.
-    Copy,
+    Copy(CopyOf<'q, 'a>),
     /// To every backend as the proxy makes it (its own requests, its own answer: merged
     /// listings, a checked document sent normalised, DeleteObjects split by key).
-    FanOut,
+    FanOut(FanOut<'q, 'a>),
     /// To every backend as the client sent it (headers, query, the body read and verified
     /// first), all or nothing (`buckets::set_everywhere`): bucket settings the proxy passes on
     /// unchanged, and the configurations it does not interpret.
@@ -147,25 +156,48 @@ enum Route {
     Form,
 }
 
-fn route(endpoint: &Endpoint<'_>, method: &str) -> Route {
+/// The operations the proxy makes itself on every backend ([`Route::FanOut`]).
+#[derive(Debug, Clone, Copy)]
+enum FanOut<'q, 'a> {
+    ListBuckets(&'q ListBucketsQuery<'a>),
+    CreateBucket,
+    DeleteBucket,
+    /// Ferry's own: refused (see `buckets::delete`).
+    BucketFence,
+    ListObjects(ObjectListing<'q, 'a>),
+    ListUploads(&'q ListUploadsQuery<'a>),
+    ListVersions(&'q ListVersionsQuery<'a>),
+    DeleteObjects(Option<[u8; 16]>),
+    /// A configuration document kept whole: put (with its `Content-MD5`) or deleted.
+    PutConfig(&'static ConfigDocument, Option<[u8; 16]>),
+    DeleteConfig(ConfigKind),
+    PutBucketTagging,
+}
+
+fn route<'q, 'a>(endpoint: &'q Endpoint<'a>, method: &str) -> Route<'q, 'a> {
+    let fan_out = |f| Route::FanOut(f);
     match endpoint {
-        Endpoint::ListBuckets { .. }
-        | Endpoint::CreateBucket
-        | Endpoint::DeleteBucket
-        | Endpoint::ListObjects { .. }
-        | Endpoint::ListObjectsV2 { .. }
-        | Endpoint::ListMultipartUploads { .. }
-        | Endpoint::DeleteObjects { .. }
-        | Endpoint::BucketFence { .. }
-        | Endpoint::PutBucketCors { .. }
-        | Endpoint::DeleteBucketCors
-        | Endpoint::PutBucketTagging
-        | Endpoint::DeleteBucketTagging
-        | Endpoint::ListObjectVersions { .. }
-        | Endpoint::PutBucketLifecycleConfiguration { .. }
-        | Endpoint::DeleteBucketLifecycle
-        | Endpoint::PutBucketEncryption { .. }
-        | Endpoint::DeleteBucketEncryption => Route::FanOut,
+        Endpoint::ListBuckets(q) => fan_out(FanOut::ListBuckets(q)),
+        Endpoint::CreateBucket => fan_out(FanOut::CreateBucket),
+        Endpoint::DeleteBucket => fan_out(FanOut::DeleteBucket),
+        Endpoint::BucketFence { .. } => fan_out(FanOut::BucketFence),
+        Endpoint::ListObjects(q) => fan_out(FanOut::ListObjects(ObjectListing::V1(q))),
+        Endpoint::ListObjectsV2(q) => fan_out(FanOut::ListObjects(ObjectListing::V2(q))),
+        Endpoint::ListMultipartUploads(q) => fan_out(FanOut::ListUploads(q)),
+        Endpoint::ListObjectVersions(q) => fan_out(FanOut::ListVersions(q)),
+        Endpoint::DeleteObjects { content_md5 } => fan_out(FanOut::DeleteObjects(*content_md5)),
+        Endpoint::PutBucketCors { content_md5 } => fan_out(FanOut::PutConfig(&CORS, *content_md5)),
+        Endpoint::DeleteBucketCors => fan_out(FanOut::DeleteConfig(ConfigKind::Cors)),
+        Endpoint::PutBucketTagging => fan_out(FanOut::PutBucketTagging),
+        Endpoint::DeleteBucketTagging => fan_out(FanOut::DeleteConfig(ConfigKind::Tagging)),
+        Endpoint::PutBucketLifecycleConfiguration { content_md5 } => {
+            fan_out(FanOut::PutConfig(&LIFECYCLE, *content_md5))
+        }
+        Endpoint::DeleteBucketLifecycle => fan_out(FanOut::DeleteConfig(ConfigKind::Lifecycle)),
+        Endpoint::PutBucketEncryption { content_md5 } => {
+            fan_out(FanOut::PutConfig(&ENCRYPTION, *content_md5))
+        }
+        Endpoint::DeleteBucketEncryption => fan_out(FanOut::DeleteConfig(ConfigKind::Encryption)),
         Endpoint::PutBucketPolicy
         | Endpoint::DeleteBucketPolicy
         | Endpoint::PutBucketAcl
@@ -183,26 +215,37 @@ fn route(endpoint: &Endpoint<'_>, method: &str) -> Route {
         | Endpoint::GetObjectLockConfiguration
         | Endpoint::GetBucketLifecycleConfiguration
         | Endpoint::GetBucketEncryption => Route::AnyBackend,
-        Endpoint::CopyObject { .. } | Endpoint::UploadPartCopy { .. } => Route::Copy,
+        Endpoint::CopyObject {
+            source,
+            metadata_directive,
+            ..
+        } => Route::Copy(CopyOf::Object {
+            source,
+            metadata_directive: *metadata_directive,
+        }),
+        Endpoint::UploadPartCopy(q) => Route::Copy(CopyOf::Part(q)),
+        // Upload ids carry their backend.
+        Endpoint::CreateMultipartUpload => Route::Upload(UploadStep::Create),
+        Endpoint::UploadPart(q) => Route::Upload(UploadStep::Part(&q.upload_id)),
+        Endpoint::ListParts(q) => Route::Upload(UploadStep::ListParts(&q.upload_id)),
+        Endpoint::CompleteMultipartUpload { upload_id } => {
+            Route::Upload(UploadStep::Complete(upload_id))
+        }
+        Endpoint::AbortMultipartUpload { upload_id } => Route::Upload(UploadStep::Abort(upload_id)),
         Endpoint::GetObject { .. }
         | Endpoint::GetObjectAttributes { .. }
         | Endpoint::HeadObject { .. }
         | Endpoint::PutObject { .. }
-        | Endpoint::DeleteObject
-        | Endpoint::GetObjectTagging
-        | Endpoint::PutObjectTagging
-        | Endpoint::DeleteObjectTagging
-        | Endpoint::CreateMultipartUpload
-        | Endpoint::UploadPart { .. }
-        | Endpoint::CompleteMultipartUpload { .. }
-        | Endpoint::AbortMultipartUpload { .. }
-        | Endpoint::ListParts { .. }
-        | Endpoint::GetObjectAcl
-        | Endpoint::PutObjectAcl
-        | Endpoint::GetObjectRetention
-        | Endpoint::PutObjectRetention
-        | Endpoint::GetObjectLegalHold
-        | Endpoint::PutObjectLegalHold => Route::Key,
+        | Endpoint::DeleteObject { .. }
+        | Endpoint::GetObjectTagging { .. }
+        | Endpoint::PutObjectTagging { .. }
+        | Endpoint::DeleteObjectTagging { .. }
+        | Endpoint::GetObjectAcl { .. }
+        | Endpoint::PutObjectAcl { .. }
+        | Endpoint::GetObjectRetention { .. }
+        | Endpoint::PutObjectRetention { .. }
+        | Endpoint::GetObjectLegalHold { .. }
+        | Endpoint::PutObjectLegalHold { .. } => Route::Key,
         // What the proxy does not interpret goes where what it touches lives.
         Endpoint::Unknown {
             scope: Scope::Object,
@@ -236,7 +279,11 @@ fn refused_subresource(subresource: &str) -> Option<S3Error> {
 /// what was refused; and what the proxy cannot pass on faithfully (see the README's table,
 /// "What the proxy interprets and what it forwards"). A request forwarded whole to its
 /// backends (by key, to any backend, to every backend as sent) leaves the refusal to them.
-fn refusal<R: Runtime>(cx: &Cx<'_, R>, s3: &S3Request<'_>, route: Route) -> Option<S3Error> {
+fn refusal<R: Runtime>(
+    cx: &Cx<'_, R>,
+    s3: &S3Request<'_>,
+    route: &Route<'_, '_>,
+) -> Option<S3Error> {
     if let Endpoint::Unknown { subresource, .. } = &s3.endpoint
         && let Some(e) = refused_subresource(subresource)
     {
@@ -244,19 +291,24 @@ fn refusal<R: Runtime>(cx: &Cx<'_, R>, s3: &S3Request<'_>, route: Route) -> Opti
     }
     let refused = s3.refused.as_ref()?;
     match route {
-        Route::FanOut => Some(refused.clone()),
+        Route::FanOut(_) => Some(refused.clone()),
         // An append would go to the key's current owner, which may not hold the object.
         Route::Key
             if layout::draining(cx.p)
                 && matches!(s3.endpoint, Endpoint::PutObject { .. })
-                && find_header(cx.req.headers, "x-amz-write-offset-bytes").is_some() =>
+                && find_header(cx.head.headers, "x-amz-write-offset-bytes").is_some() =>
         {
             Some(S3Error::with_message(
                 S3ErrorCode::NotImplemented,
                 "Appending to objects is not implemented through a proxy draining a layout.",
             ))
         }
-        Route::Key | Route::AnyBackend | Route::Copy | Route::Everywhere | Route::Form => None,
+        Route::Key
+        | Route::Upload(_)
+        | Route::AnyBackend
+        | Route::Copy(_)
+        | Route::Everywhere
+        | Route::Form => None,
     }
 }
 
@@ -268,36 +320,34 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
     let (bucket, key) = (s3.bucket_str(), s3.key_str());
-    let route = route(&s3.endpoint, cx.req.method);
-    if let Some(e) = refusal(cx, s3, route) {
+    let route = route(&s3.endpoint, cx.head.method);
+    if let Some(e) = refusal(cx, s3, &route) {
         return Err(e);
     }
     // Requests for one backend wait for it as they connect.
-    if !matches!(route, Route::Key | Route::Copy | Route::Form) {
+    if !matches!(
+        route,
+        Route::Key | Route::Upload(_) | Route::Copy(_) | Route::Form
+    ) {
         cx.p.settle().await;
     }
     match route {
-        // Upload ids carry their backend.
-        Route::Key if upload::is_upload(&s3.endpoint) => upload::dispatch(cx, s3, body, res).await,
-        Route::Copy if matches!(s3.endpoint, Endpoint::UploadPartCopy { .. }) => {
-            upload::part_copy(cx, s3, body, res).await
-        }
+        Route::Upload(step) => upload::dispatch(cx, s3, step, body, res).await,
+        Route::Copy(CopyOf::Part(q)) => upload::part_copy(cx, s3, q, body, res).await,
         // Earlier layouts drained: the key may live on an earlier owner.
         Route::Key if layout::draining(cx.p) => layout::by_key(cx, s3, body, res).await,
         Route::Key => forward::forward(cx, cx.p.pick(bucket, key), body, res).await,
         Route::AnyBackend => any_backend(cx, bucket, body, res).await,
-        Route::Copy if layout::draining(cx.p) => layout::copy(cx, s3, body, res).await,
-        Route::Copy => {
-            let Endpoint::CopyObject { source, .. } = &s3.endpoint else {
-                return Err(S3Error::new(S3ErrorCode::InternalError));
-            };
+        Route::Copy(copy) if layout::draining(cx.p) => layout::copy(cx, s3, copy, body, res).await,
+        Route::Copy(copy) => {
+            let source = copy.source();
             let dst = cx.p.pick(bucket, key);
             let src = cx.p.pick(&source.bucket, &source.key);
             if src == dst {
                 forward::forward(cx, dst, body, res).await
             } else {
                 cx.set_backend(dst);
-                copy::copy_across(cx, res, s3, src, dst).await
+                copy::copy_across(cx, res, s3, copy, src, dst).await
             }
         }
         Route::Form => forward::post_form(cx, bucket, body, res).await,
@@ -309,63 +359,62 @@ pub(crate) async fn dispatch<R: Runtime, S: Stream>(
             };
             buckets::set_everywhere(cx, body, res, max).await
         }
-        Route::FanOut => {
+        Route::FanOut(op) => {
             cx.set_backend(ALL_BACKENDS);
-            match &s3.endpoint {
-                Endpoint::ListBuckets { .. } => buckets::list_buckets(cx, s3, res).await,
-                // A bucket made or gone through this proxy has no rules it knew of.
-                Endpoint::CreateBucket => {
-                    let done = buckets::create(cx, s3, body, res).await;
-                    cx.p.cors.forget(bucket);
-                    done
-                }
-                Endpoint::DeleteBucket => {
-                    let done = buckets::delete(cx, s3, res).await;
-                    cx.p.cors.forget(bucket);
-                    done
-                }
-                Endpoint::ListObjects { .. } | Endpoint::ListObjectsV2 { .. } => {
-                    list::list_objects(cx, s3, res).await
-                }
-                Endpoint::ListMultipartUploads { .. } => list::list_uploads(cx, s3, res).await,
-                Endpoint::ListObjectVersions { .. } => list::list_versions(cx, s3, res).await,
-                Endpoint::DeleteObjects { .. } => buckets::delete_objects(cx, s3, body, res).await,
-                // This proxy forgets the rules it knew (`cors`).
-                Endpoint::PutBucketCors { content_md5 } => {
-                    let done =
-                        buckets::put_everywhere(cx, s3, *content_md5, body, res, &CORS).await;
-                    cx.p.cors.forget(bucket);
-                    done
-                }
-                Endpoint::DeleteBucketCors => {
-                    let done = buckets::delete_everywhere(cx, s3, res, ConfigKind::Cors).await;
-                    cx.p.cors.forget(bucket);
-                    done
-                }
-                Endpoint::PutBucketTagging => tagging::put_bucket(cx, s3, body, res).await,
-                Endpoint::DeleteBucketTagging => {
-                    buckets::delete_everywhere(cx, s3, res, ConfigKind::Tagging).await
-                }
-                Endpoint::PutBucketLifecycleConfiguration { content_md5 } => {
-                    buckets::put_everywhere(cx, s3, *content_md5, body, res, &LIFECYCLE).await
-                }
-                Endpoint::DeleteBucketLifecycle => {
-                    buckets::delete_everywhere(cx, s3, res, ConfigKind::Lifecycle).await
-                }
-                Endpoint::PutBucketEncryption { content_md5 } => {
-                    buckets::put_everywhere(cx, s3, *content_md5, body, res, &ENCRYPTION).await
-                }
-                Endpoint::DeleteBucketEncryption => {
-                    buckets::delete_everywhere(cx, s3, res, ConfigKind::Encryption).await
-                }
-                // Between the proxy and its nodes only (see `buckets::delete`).
-                Endpoint::BucketFence { .. } => Err(S3Error::with_message(
-                    S3ErrorCode::NotImplemented,
-                    "Bucket fences are set by the proxy itself, not through it.",
-                )),
-                _ => Err(S3Error::new(S3ErrorCode::InternalError)),
-            }
+            fan_out(cx, s3, op, body, res).await
         }
+    }
+}
+
+/// An operation the proxy makes on every backend itself.
+async fn fan_out<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    s3: &S3Request<'_>,
+    op: FanOut<'_, '_>,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+) -> S3Result<()> {
+    let bucket = s3.bucket_str();
+    match op {
+        FanOut::ListBuckets(q) => buckets::list_buckets(cx, q, res).await,
+        // A bucket made or gone through this proxy has no rules it knew of.
+        FanOut::CreateBucket => {
+            let done = buckets::create(cx, s3, body, res).await;
+            cx.p.shared.cors.forget(bucket);
+            done
+        }
+        FanOut::DeleteBucket => {
+            let done = buckets::delete(cx, s3, res).await;
+            cx.p.shared.cors.forget(bucket);
+            done
+        }
+        // Between the proxy and its nodes only (see `buckets::delete`).
+        FanOut::BucketFence => Err(S3Error::with_message(
+            S3ErrorCode::NotImplemented,
+            "Bucket fences are set by the proxy itself, not through it.",
+        )),
+        FanOut::ListObjects(listing) => list::list_objects(cx, bucket, listing, res).await,
+        FanOut::ListUploads(q) => list::list_uploads(cx, bucket, q, res).await,
+        FanOut::ListVersions(q) => list::list_versions(cx, bucket, q, res).await,
+        FanOut::DeleteObjects(content_md5) => {
+            buckets::delete_objects(cx, s3, content_md5, body, res).await
+        }
+        // This proxy forgets the rules it knew (`cors`).
+        FanOut::PutConfig(doc, content_md5) => {
+            let done = buckets::put_everywhere(cx, s3, content_md5, body, res, doc).await;
+            if doc.kind == ConfigKind::Cors {
+                cx.p.shared.cors.forget(bucket);
+            }
+            done
+        }
+        FanOut::DeleteConfig(kind) => {
+            let done = buckets::delete_everywhere(cx, s3, res, kind).await;
+            if kind == ConfigKind::Cors {
+                cx.p.shared.cors.forget(bucket);
+            }
+            done
+        }
+        FanOut::PutBucketTagging => tagging::put_bucket(cx, s3, body, res).await,
     }
 }
 
@@ -393,31 +442,33 @@ async fn any_backend<R: Runtime, S: Stream>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ferry_core::s3::request::AddressingConfig;
+    use ferry_core::s3::address::AddressingConfig;
 
     /// Where the requests the router does not serve go, and that the known ones keep theirs.
     #[test]
     fn unknown_requests_go_by_scope() {
         let cases = [
-            ("GET", "/bkt/k?restore", Route::Key),
-            ("POST", "/bkt/k?restore", Route::Key),
-            ("POST", "/bkt/k?select&select-type=2", Route::Key),
-            ("GET", "/bkt?website", Route::AnyBackend),
-            ("HEAD", "/bkt?website", Route::AnyBackend),
-            ("PUT", "/bkt?website", Route::Everywhere),
-            ("DELETE", "/bkt?publicAccessBlock", Route::Everywhere),
-            ("POST", "/bkt?metadataTable", Route::Everywhere),
-            ("GET", "/?foo", Route::AnyBackend),
-            ("PUT", "/?foo", Route::Everywhere),
-            ("PUT", "/bkt?policy", Route::Everywhere),
-            ("PUT", "/bkt?cors", Route::FanOut),
-            ("GET", "/bkt?list-type=2", Route::FanOut),
-            ("PUT", "/bkt/k", Route::Key),
+            ("GET", "/bkt/k?restore", "Key"),
+            ("POST", "/bkt/k?restore", "Key"),
+            ("POST", "/bkt/k?select&select-type=2", "Key"),
+            ("GET", "/bkt?website", "AnyBackend"),
+            ("HEAD", "/bkt?website", "AnyBackend"),
+            ("PUT", "/bkt?website", "Everywhere"),
+            ("DELETE", "/bkt?publicAccessBlock", "Everywhere"),
+            ("POST", "/bkt?metadataTable", "Everywhere"),
+            ("GET", "/?foo", "AnyBackend"),
+            ("PUT", "/?foo", "Everywhere"),
+            ("PUT", "/bkt?policy", "Everywhere"),
+            ("PUT", "/bkt?cors", "FanOut(PutConfig"),
+            ("GET", "/bkt?list-type=2", "FanOut(ListObjects(V2"),
+            ("PUT", "/bkt/k", "Key"),
+            ("DELETE", "/bkt/k?uploadId=u", "Upload(Abort"),
         ];
         for (method, target, want) in cases {
             let s3 = Endpoint::route(method, target, &[], &AddressingConfig::path_style())
                 .unwrap_or_else(|e| panic!("{method} {target}: {e}"));
-            assert_eq!(route(&s3.endpoint, method), want, "{method} {target}");
+            let got = format!("{:?}", route(&s3.endpoint, method));
+            assert!(got.starts_with(want), "{method} {target}: {got}");
         }
         assert!(refused_subresource("renameObject").is_some());
         assert!(refused_subresource("session").is_some());

@@ -26,11 +26,12 @@ use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::request::{Endpoint, S3Request};
 use ferry_core::s3::uri;
 use ferry_core::s3::xml::DeletedEntry;
-use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
+use ferry_core::s3::{S3Error, S3Result};
 
 use super::Proxy;
 use super::client::object_path;
 use super::context::Cx;
+use super::copy::CopyOf;
 use super::forward::{self, Call, Outcome, forward_status, relay_reply};
 use super::reissue::Leave;
 
@@ -53,20 +54,20 @@ pub(crate) async fn by_key<R: Runtime, S: Stream>(
         Endpoint::GetObject { .. }
         | Endpoint::HeadObject { .. }
         | Endpoint::GetObjectAttributes { .. }
-        | Endpoint::GetObjectTagging
-        | Endpoint::GetObjectAcl
-        | Endpoint::GetObjectRetention
-        | Endpoint::GetObjectLegalHold => read_from_owners(cx, &owners, body, res).await,
+        | Endpoint::GetObjectTagging { .. }
+        | Endpoint::GetObjectAcl { .. }
+        | Endpoint::GetObjectRetention { .. }
+        | Endpoint::GetObjectLegalHold { .. } => read_from_owners(cx, &owners, body, res).await,
         // What the proxy does not interpret: a read like the reads above, anything else like
         // the writes of an existing object below (`?restore`, `?select`).
-        Endpoint::Unknown { .. } if matches!(cx.req.method, "GET" | "HEAD") => {
+        Endpoint::Unknown { .. } if matches!(cx.head.method, "GET" | "HEAD") => {
             read_from_owners(cx, &owners, body, res).await
         }
-        Endpoint::PutObjectTagging
-        | Endpoint::DeleteObjectTagging
-        | Endpoint::PutObjectAcl
-        | Endpoint::PutObjectRetention
-        | Endpoint::PutObjectLegalHold
+        Endpoint::PutObjectTagging { .. }
+        | Endpoint::DeleteObjectTagging { .. }
+        | Endpoint::PutObjectAcl { .. }
+        | Endpoint::PutObjectRetention { .. }
+        | Endpoint::PutObjectLegalHold { .. }
         | Endpoint::Unknown { .. } => {
             let at = locate(cx, bucket, key, &owners).await?;
             forward::forward(cx, at, body, res).await
@@ -74,9 +75,9 @@ pub(crate) async fn by_key<R: Runtime, S: Stream>(
         Endpoint::PutObject { .. } => {
             write_then_clean_up(cx, (bucket, key), current, &owners, body, res).await
         }
-        Endpoint::DeleteObject => {
+        Endpoint::DeleteObject { .. } => {
             // A conditional delete is judged where the object is.
-            let at = if find_header(cx.req.headers, "if-match").is_some() {
+            let at = if find_header(cx.head.headers, "if-match").is_some() {
                 locate(cx, bucket, key, &owners).await?
             } else {
                 current
@@ -116,13 +117,12 @@ async fn read_from_owners<R: Runtime, S: Stream>(
 pub(crate) async fn copy<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     s3: &S3Request<'_>,
+    copy: CopyOf<'_, '_>,
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
     let (bucket, key) = (s3.bucket_str(), s3.key_str());
-    let Endpoint::CopyObject { source, .. } = &s3.endpoint else {
-        return Err(S3Error::new(S3ErrorCode::InternalError));
-    };
+    let source = copy.source();
     let owners = cx.p.owners(bucket, key);
     let src_owners = cx.p.owners(&source.bucket, &source.key);
     let src = locate(cx, &source.bucket, &source.key, &src_owners).await?;
@@ -131,7 +131,7 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
         return write_then_clean_up(cx, (bucket, key), dst, &owners, body, res).await;
     }
     cx.set_backend(dst);
-    super::copy::copy_across(cx, res, s3, src, dst).await?;
+    super::copy::copy_across(cx, res, s3, copy, src, dst).await?;
     clean_up_after_write(cx, bucket, key, &owners).await;
     Ok(())
 }

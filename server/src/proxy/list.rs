@@ -22,7 +22,11 @@ use std::collections::VecDeque;
 use base64::Engine as _;
 use ferry_core::http::server::ResponseWriter;
 use ferry_core::rt::{Runtime, Stream};
-use ferry_core::s3::request::{Endpoint, S3Request};
+use ferry_core::s3::listing::{
+    ListCommon, ListObjectsQuery, ListObjectsV2Query, ListUploadsQuery, ListVersionsQuery,
+    ObjectListing,
+};
+
 use ferry_core::s3::uri;
 use ferry_core::s3::xml::{
     ListBucketResult, ListMultipartUploadsResult, ListVersion, ListVersionsResult, ObjectEntry,
@@ -534,42 +538,32 @@ fn read_token(key: &[u8; 32], bucket: &str, token: &str) -> S3Result<(String, bo
 /// ListObjects (v1) and ListObjectsV2 over every backend.
 pub(crate) async fn list_objects<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
-    s3: &S3Request<'_>,
+    bucket: &str,
+    listing: ObjectListing<'_, '_>,
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
-    let (bucket, endpoint) = (s3.bucket_str(), &s3.endpoint);
-    let (prefix, delimiter, max_keys, url, v1) = match endpoint {
-        Endpoint::ListObjects {
-            prefix,
-            delimiter,
-            max_keys,
-            encoding_type_url,
-            ..
-        } => (prefix, delimiter, *max_keys, *encoding_type_url, true),
-        Endpoint::ListObjectsV2 {
-            prefix,
-            delimiter,
-            max_keys,
-            encoding_type_url,
-            ..
-        } => (prefix, delimiter, *max_keys, *encoding_type_url, false),
-        _ => return Err(S3Error::new(S3ErrorCode::InternalError)),
-    };
+    let ListCommon {
+        prefix,
+        delimiter,
+        max_keys,
+        encoding_type_url: url,
+    } = listing.common();
+    let (max_keys, url, fetch_owner) = (*max_keys, *url, listing.fetch_owner());
     let delimiter = delimiter.as_deref();
-    let after = match endpoint {
-        Endpoint::ListObjects {
+    let after = match listing {
+        ObjectListing::V1(ListObjectsQuery {
             marker: Some(m), ..
-        } => Some(Resume {
+        }) => Some(Resume {
             name: m.to_string(),
             upload_id: None,
             is_prefix: is_common_prefix(m, prefix, delimiter),
             with_name: false,
         }),
-        Endpoint::ListObjectsV2 {
+        ObjectListing::V2(ListObjectsV2Query {
             continuation_token: Some(t),
             ..
-        } => {
-            let (name, is_prefix) = read_token(&cx.p.token_key, bucket, t)?;
+        }) => {
+            let (name, is_prefix) = read_token(&cx.p.shared.token_key, bucket, t)?;
             Some(Resume {
                 name,
                 upload_id: None,
@@ -577,20 +571,16 @@ pub(crate) async fn list_objects<R: Runtime, S: Stream>(
                 with_name: false,
             })
         }
-        Endpoint::ListObjectsV2 {
+        ObjectListing::V2(ListObjectsV2Query {
             start_after: Some(s),
             ..
-        } => Some(Resume {
+        }) => Some(Resume {
             name: s.to_string(),
             upload_id: None,
             is_prefix: false,
             with_name: false,
         }),
-        _ => None,
-    };
-    let fetch_owner = match endpoint {
-        Endpoint::ListObjectsV2 { fetch_owner, .. } => *fetch_owner,
-        _ => true,
+        ObjectListing::V1(_) | ObjectListing::V2(_) => None,
     };
     let params = Params {
         kind: Kind::Objects,
@@ -617,28 +607,22 @@ pub(crate) async fn list_objects<R: Runtime, S: Stream>(
         }
     }
     let last = last.filter(|_| truncated);
-    let version = match endpoint {
-        Endpoint::ListObjectsV2 {
-            continuation_token,
-            start_after,
-            ..
-        } => ListVersion::V2 {
-            continuation_token: continuation_token.as_deref().map(Cow::Borrowed),
+    let version = match listing {
+        ObjectListing::V2(q) => ListVersion::V2 {
+            continuation_token: q.continuation_token.as_deref().map(Cow::Borrowed),
             next_continuation_token: last
                 .as_ref()
-                .map(|(n, p)| Cow::Owned(make_token(&cx.p.token_key, bucket, n, *p))),
-            start_after: start_after.as_deref().map(Cow::Borrowed),
+                .map(|(n, p)| Cow::Owned(make_token(&cx.p.shared.token_key, bucket, n, *p))),
+            start_after: q.start_after.as_deref().map(Cow::Borrowed),
         },
-        Endpoint::ListObjects { marker, .. } => ListVersion::V1 {
-            marker: Cow::Borrowed(marker.as_deref().unwrap_or_default()),
+        ObjectListing::V1(q) => ListVersion::V1 {
+            marker: Cow::Borrowed(q.marker.as_deref().unwrap_or_default()),
             // S3 sends NextMarker only with a delimiter (without one, the last key is it).
             next_marker: last
                 .filter(|_| delimiter.is_some())
                 .map(|(n, _)| Cow::Owned(n)),
         },
-        _ => return Err(S3Error::new(S3ErrorCode::InternalError)),
     };
-    let _ = v1;
     let doc = ListBucketResult {
         name: Cow::Borrowed(bucket),
         prefix: Cow::Borrowed(prefix),
@@ -658,21 +642,21 @@ pub(crate) async fn list_objects<R: Runtime, S: Stream>(
 /// ListMultipartUploads over every backend.
 pub(crate) async fn list_uploads<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
-    s3: &S3Request<'_>,
+    bucket: &str,
+    q: &ListUploadsQuery<'_>,
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
-    let (bucket, endpoint) = (s3.bucket_str(), &s3.endpoint);
-    let Endpoint::ListMultipartUploads {
-        prefix,
-        delimiter,
+    let ListUploadsQuery {
+        common:
+            ListCommon {
+                prefix,
+                delimiter,
+                max_keys: max_uploads,
+                encoding_type_url,
+            },
         key_marker,
         upload_id_marker,
-        max_uploads,
-        encoding_type_url,
-    } = endpoint
-    else {
-        return Err(S3Error::new(S3ErrorCode::InternalError));
-    };
+    } = q;
     let delimiter = delimiter.as_deref();
     let after = key_marker.as_deref().map(|k| Resume {
         name: k.to_owned(),
@@ -760,21 +744,21 @@ pub(crate) async fn list_uploads<R: Runtime, S: Stream>(
 /// its newest earlier owner that lists it (`owner_rank`).
 pub(crate) async fn list_versions<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
-    s3: &S3Request<'_>,
+    bucket: &str,
+    q: &ListVersionsQuery<'_>,
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
-    let (bucket, endpoint) = (s3.bucket_str(), &s3.endpoint);
-    let Endpoint::ListObjectVersions {
-        prefix,
-        delimiter,
+    let ListVersionsQuery {
+        common:
+            ListCommon {
+                prefix,
+                delimiter,
+                max_keys,
+                encoding_type_url,
+            },
         key_marker,
         version_id_marker,
-        max_keys,
-        encoding_type_url,
-    } = endpoint
-    else {
-        return Err(S3Error::new(S3ErrorCode::InternalError));
-    };
+    } = q;
     let delimiter = delimiter.as_deref();
     let after = key_marker.as_deref().map(|k| {
         let is_prefix = is_common_prefix(k, prefix, delimiter);

@@ -54,7 +54,7 @@ pub(crate) fn render<R: Runtime>(
         o,
         &format!("{prefix}_copied_bytes_total"),
         "Bytes copied between backends by the proxy.",
-        p.copied.load(Ordering::Relaxed),
+        p.shared.copied.load(Ordering::Relaxed),
     );
     let name = format!("{prefix}_backend_up");
     family(o, &name, "gauge", "1 if the backend is healthy.");

@@ -118,12 +118,13 @@ impl<R: Runtime> Shared<R> {
 }
 
 /// One configuration of the proxy, as requests see it: the backends, the current placement
-/// and the layouts being drained, over the [`Shared`] state (reached through `Deref`, so that
-/// `p.rt`, `p.keys`... read as before). A request takes one snapshot when it starts and uses
-/// it to the end, so a reload never shows it half of a change; a backend a reload removed
-/// lives on until the last request that had it finishes (see `reload`).
+/// and the layouts being drained, over the [`Shared`] state (`p.shared`). A request takes
+/// one snapshot when it starts and uses it to the end, so a reload never shows it half of a
+/// change; a backend a reload removed lives on until the last request that had it finishes
+/// (see `reload`).
 pub(crate) struct Proxy<R: Runtime> {
-    shared: Arc<Shared<R>>,
+    /// The state every snapshot shares.
+    pub shared: Arc<Shared<R>>,
     pub backends: Vec<Arc<Backend<R>>>,
     pub placement: Placement,
     /// Placements of the layouts being drained, newest first (indices into `backends`).
@@ -135,30 +136,17 @@ pub(crate) struct Proxy<R: Runtime> {
     pub cluster: Option<ferry_core::s3::cluster::ClusterKeys>,
 }
 
-impl<R: Runtime> std::ops::Deref for Proxy<R> {
-    type Target = Shared<R>;
-
-    fn deref(&self) -> &Shared<R> {
-        &self.shared
-    }
-}
-
 impl<R: Runtime> std::fmt::Debug for Proxy<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Proxy")
             .field("backends", &self.backends)
-            .field("region", &self.region)
+            .field("region", &self.shared.region)
             .field("version", &self.version)
             .finish_non_exhaustive()
     }
 }
 
 impl<R: Runtime> Proxy<R> {
-    /// The state every snapshot shares.
-    pub fn shared(&self) -> &Arc<Shared<R>> {
-        &self.shared
-    }
-
     /// The index of the backend that holds `(bucket, key)`.
     pub fn pick(&self, bucket: &str, key: &str) -> usize {
         self.placement.pick(bucket, key)
@@ -217,6 +205,7 @@ impl<R: Runtime> Proxy<R> {
         }
         use ferry_core::s3::sigv4::CredentialStore as _;
         let secret = self
+            .shared
             .credentials
             .secret_key(client_key)
             .ok_or_else(|| S3Error::new(S3ErrorCode::InvalidAccessKeyId))?;
@@ -538,7 +527,7 @@ impl Server for ProxyServer {
             interval: cfg.health_interval,
             jitter: cfg.health_jitter,
         };
-        let auth = Auth::new(proxy.credentials.clone(), &cfg.region)
+        let auth = Auth::new(proxy.shared.credentials.clone(), &cfg.region)
             .with_sigv2(cfg.sigv2)
             .with_domains(&cfg.domains);
         let live = Arc::new(reload::Live::new(proxy));

@@ -59,7 +59,7 @@ impl Call {
     /// Add the client's headers that go with this request made in its place ([`is_carried`]),
     /// but for those the call sets itself.
     pub fn carry<R: Runtime>(&mut self, cx: &Cx<'_, R>, leave: Leave) {
-        for h in cx.req.headers {
+        for h in cx.head.headers {
             if !is_carried(h.name, leave) || self.has_header(h.name) {
                 continue;
             }

@@ -308,7 +308,7 @@ impl<R: NetRuntime> Reloader<R> {
     /// buckets before the swap, so that no request meets it without them.
     async fn apply(&self, cfg: ProxyConfig, resolved: &[Resolved]) -> Result<String, String> {
         let old = self.live.load();
-        let next = Arc::new(snapshot(old.shared(), &cfg, resolved, &old.backends)?);
+        let next = Arc::new(snapshot(&old.shared, &cfg, resolved, &old.backends)?);
         let kept = |b: &Arc<Backend<R>>, among: &[Arc<Backend<R>>]| {
             among.iter().any(|o| Arc::ptr_eq(o, b))
         };

@@ -53,7 +53,7 @@ pub(crate) fn seal<R: Runtime>(
         return;
     }
     let headers = req.headers.iter().map(|(n, v)| (n.as_ref(), v.as_ref()));
-    let value = keys.seal(req.method, target, headers, p.rt.unix_time());
+    let value = keys.seal(req.method, target, headers, p.shared.rt.unix_time());
     req.headers
         .push((Cow::Borrowed(SEAL_HEADER), Cow::Owned(value.into_bytes())));
 }
@@ -86,13 +86,13 @@ pub(crate) fn sign<R: Runtime>(
     req: &mut OutboundRequest<'_>,
     payload_hash: &str,
 ) -> S3Result<()> {
-    let mut keys = &p.keys;
+    let mut keys = &p.shared.keys;
     req.sign(
         &b.host,
         payload_hash,
         creds,
         &b.region,
-        p.rt.unix_time(),
+        p.shared.rt.unix_time(),
         &mut keys,
     )?;
     Ok(())

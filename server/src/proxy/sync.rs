@@ -141,9 +141,9 @@ pub(crate) async fn check<R: Runtime>(p: &Arc<Proxy<R>>, to: usize) -> S3Result<
         .chain(others.iter().copied())
         .any(|i| p.backends.get(i).is_some_and(|b| b.credentials.is_none()));
     let keys = if shared {
-        &p.client_keys[..]
+        &p.shared.client_keys[..]
     } else {
-        p.client_keys.get(..1).unwrap_or_default()
+        p.shared.client_keys.get(..1).unwrap_or_default()
     };
     for key in keys {
         let caller = Caller::of_key(key);
@@ -153,10 +153,9 @@ pub(crate) async fn check<R: Runtime>(p: &Arc<Proxy<R>>, to: usize) -> S3Result<
             .iter()
             .map(|&i| {
                 let (p2, caller) = (p.clone(), caller.clone());
-                let listed =
-                    p.rt.spawn(
-                        async move { Client::for_check(&p2, &caller, to).list_buckets(i).await },
-                    );
+                let listed = p.shared.rt.spawn(async move {
+                    Client::for_check(&p2, &caller, to).list_buckets(i).await
+                });
                 (i, listed)
             })
             .collect();

@@ -536,7 +536,7 @@ pub(crate) async fn transfer<R: Runtime>(
     for (n, v) in &read.headers {
         get.header(n.as_ref(), v.as_ref());
     }
-    for (n, v) in caller.headers() {
+    for (n, v) in caller.origin.headers() {
         get.header(n, v.into_bytes());
     }
     sign_as(p, sb, &caller.key, &mut get, EMPTY_SHA256)?;
@@ -615,7 +615,7 @@ pub(crate) async fn transfer<R: Runtime>(
     }
     let kept = keep.apply(&mut put, read.extent, (headers, &source), empty_part, tags)?;
     framing.describe(&mut put, len);
-    for (n, v) in caller.headers() {
+    for (n, v) in caller.origin.headers() {
         put.header(n, v.into_bytes());
     }
     sign_as(p, db, &caller.key, &mut put, framing.payload_hash())?;

@@ -34,12 +34,13 @@ use std::sync::Arc;
 
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
-use ferry_core::s3::request::{Endpoint, S3Request};
+use ferry_core::s3::request::{S3Request, UploadPartCopyQuery};
 use ferry_core::s3::xml::{CompleteMultipartUploadResult, ErrorResponse, ListAllMyBucketsResult};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result, upload_id, uri};
 
 use super::client::Client;
 use super::context::{Caller, Cx};
+use super::copy::CopyOf;
 use super::forward::{self, Call, Reply, relay_reply};
 use super::layout;
 use super::rebalance::Rebalancer;
@@ -106,17 +107,19 @@ async fn probe<R: Runtime>(
     Ok(current)
 }
 
-/// Whether `endpoint` starts an upload or is a step of one (what [`dispatch`] serves;
-/// UploadPartCopy is a copy: [`part_copy`]).
-pub(crate) fn is_upload(endpoint: &Endpoint<'_>) -> bool {
-    matches!(
-        endpoint,
-        Endpoint::CreateMultipartUpload
-            | Endpoint::UploadPart { .. }
-            | Endpoint::ListParts { .. }
-            | Endpoint::CompleteMultipartUpload { .. }
-            | Endpoint::AbortMultipartUpload { .. }
-    )
+/// A step of a multipart upload, with the upload id it names.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum UploadStep<'q> {
+    /// CreateMultipartUpload.
+    Create,
+    /// UploadPart.
+    Part(&'q str),
+    /// ListParts.
+    ListParts(&'q str),
+    /// CompleteMultipartUpload.
+    Complete(&'q str),
+    /// AbortMultipartUpload.
+    Abort(&'q str),
 }
 
 /// CreateMultipartUpload, UploadPart, ListParts, CompleteMultipartUpload or
@@ -124,29 +127,32 @@ pub(crate) fn is_upload(endpoint: &Endpoint<'_>) -> bool {
 pub(crate) async fn dispatch<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     s3: &S3Request<'_>,
+    step: UploadStep<'_>,
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
     let (bucket, key) = (s3.bucket_str(), s3.key_str());
-    let upload_id = match &s3.endpoint {
+    let upload_id = match step {
         // A new upload starts on the key's current owner.
-        Endpoint::CreateMultipartUpload => {
+        UploadStep::Create => {
             let at = cx.p.pick(bucket, key);
             return tagged_answer(cx, at, body, res).await;
         }
-        Endpoint::UploadPart { upload_id, .. }
-        | Endpoint::ListParts { upload_id, .. }
-        | Endpoint::CompleteMultipartUpload { upload_id }
-        | Endpoint::AbortMultipartUpload { upload_id } => upload_id,
-        _ => return Err(S3Error::new(S3ErrorCode::InternalError)),
+        UploadStep::Part(id)
+        | UploadStep::ListParts(id)
+        | UploadStep::Complete(id)
+        | UploadStep::Abort(id) => id,
     };
     let tagged = !matches!(parse(cx.p, upload_id), UploadId::Plain);
     let (at, cx) = locate(cx, bucket, key, upload_id).await?;
-    match &s3.endpoint {
+    match step {
         // Its answer names the upload: by the id the client knows.
-        Endpoint::ListParts { .. } if tagged => tagged_answer(&cx, at, body, res).await,
-        Endpoint::CompleteMultipartUpload { .. } => complete(&cx, at, bucket, key, body, res).await,
-        _ => forward::forward(&cx, at, body, res).await,
+        UploadStep::ListParts(_) if tagged => tagged_answer(&cx, at, body, res).await,
+        UploadStep::Complete(_) => complete(&cx, at, bucket, key, body, res).await,
+        UploadStep::Create
+        | UploadStep::Part(_)
+        | UploadStep::ListParts(_)
+        | UploadStep::Abort(_) => forward::forward(&cx, at, body, res).await,
     }
 }
 
@@ -239,7 +245,7 @@ async fn move_to_owner<R: Runtime>(
     let moved = mover
         .move_completed(
             bucket,
-            owner.as_ref().unwrap_or(cx.caller()),
+            owner.as_ref().unwrap_or(&cx.caller),
             key,
             &etag,
             version.as_deref(),
@@ -282,7 +288,7 @@ async fn bucket_owner<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, at: usize) -> Op
     }
     // The bucket itself sorts first among the names it prefixes.
     let list = Call::list_buckets(Some(bucket), Some(1), None);
-    for key in &cx.p.client_keys {
+    for key in &cx.p.shared.client_keys {
         let caller = Caller::of_key(key);
         let Ok(reply) = Client::new(cx.p, &caller).send(at, &list).await else {
             continue;
@@ -302,23 +308,19 @@ async fn bucket_owner<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, at: usize) -> Op
 pub(crate) async fn part_copy<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     s3: &S3Request<'_>,
+    copy: &UploadPartCopyQuery<'_>,
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
-    let Endpoint::UploadPartCopy {
-        source, upload_id, ..
-    } = &s3.endpoint
-    else {
-        return Err(S3Error::new(S3ErrorCode::InternalError));
-    };
-    let (dst, cx) = locate(cx, s3.bucket_str(), s3.key_str(), upload_id).await?;
+    let (dst, cx) = locate(cx, s3.bucket_str(), s3.key_str(), &copy.upload_id).await?;
+    let source = &copy.source;
     let src_owners = cx.p.owners(&source.bucket, &source.key);
     let src = layout::locate(&cx, &source.bucket, &source.key, &src_owners).await?;
     if src == dst {
         forward::forward(&cx, dst, body, res).await
     } else {
         cx.set_backend(dst);
-        super::copy::copy_across(&cx, res, s3, src, dst).await
+        super::copy::copy_across(&cx, res, s3, CopyOf::Part(copy), src, dst).await
     }
 }
 

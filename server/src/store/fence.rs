@@ -20,35 +20,6 @@ use super::{
     require_bucket,
 };
 
-/// Whether the bucket of `prefix` (`bucket_prefix`) holds nothing in `txn`'s view: no object,
-/// no noncurrent version or delete marker (they count, as in S3), no upload in progress.
-pub(crate) fn bucket_is_empty(txn: &WriteTransaction, prefix: &[u8]) -> S3Result<bool> {
-    let objects = txn.open_table(OBJECTS).map_err(db_err)?;
-    let has_object = match objects.range::<&[u8]>(prefix..).map_err(db_err)?.next() {
-        Some(item) => item.map_err(db_err)?.0.value().starts_with(prefix),
-        None => false,
-    };
-    let uploads = txn.open_table(UPLOADS).map_err(db_err)?;
-    let has_upload = match uploads
-        .range::<(&[u8], &str)>((prefix, "")..)
-        .map_err(db_err)?
-        .next()
-    {
-        Some(item) => item.map_err(db_err)?.0.value().0.starts_with(prefix),
-        None => false,
-    };
-    let versions = txn.open_table(VERSIONS).map_err(db_err)?;
-    let has_version = match versions
-        .range::<(&[u8], u64)>((prefix, 0)..)
-        .map_err(db_err)?
-        .next()
-    {
-        Some(item) => item.map_err(db_err)?.0.value().0.starts_with(prefix),
-        None => false,
-    };
-    Ok(!(has_object || has_upload || has_version))
-}
-
 /// The longest lease of a fence.
 pub const MAX_FENCE_LEASE: Duration = Duration::from_secs(300);
 
@@ -111,6 +82,35 @@ pub(crate) fn take_fence_for_delete(
     }
     fences.remove(bucket).map_err(db_err)?;
     Ok(())
+}
+
+/// Whether the bucket of `prefix` (`bucket_prefix`) holds nothing in `txn`'s view: no object,
+/// no noncurrent version or delete marker (they count, as in S3), no upload in progress.
+pub(crate) fn bucket_is_empty(txn: &WriteTransaction, prefix: &[u8]) -> S3Result<bool> {
+    let objects = txn.open_table(OBJECTS).map_err(db_err)?;
+    let has_object = match objects.range::<&[u8]>(prefix..).map_err(db_err)?.next() {
+        Some(item) => item.map_err(db_err)?.0.value().starts_with(prefix),
+        None => false,
+    };
+    let uploads = txn.open_table(UPLOADS).map_err(db_err)?;
+    let has_upload = match uploads
+        .range::<(&[u8], &str)>((prefix, "")..)
+        .map_err(db_err)?
+        .next()
+    {
+        Some(item) => item.map_err(db_err)?.0.value().0.starts_with(prefix),
+        None => false,
+    };
+    let versions = txn.open_table(VERSIONS).map_err(db_err)?;
+    let has_version = match versions
+        .range::<(&[u8], u64)>((prefix, 0)..)
+        .map_err(db_err)?
+        .next()
+    {
+        Some(item) => item.map_err(db_err)?.0.value().0.starts_with(prefix),
+        None => false,
+    };
+    Ok(!(has_object || has_upload || has_version))
 }
 
 impl Store {

@@ -230,7 +230,10 @@ mod tests {
     use ferry_core::md5::{ETag, md5};
 
     use super::*;
-    use crate::store::{ObjectMeta, ReadRange, StoreConfig, WriteConditions};
+    use crate::store::{
+        CompleteOptions, DeleteOptions, GetOptions, HeadOptions, ObjectMeta, PartOf, StoreConfig,
+        WriteConditions,
+    };
 
     /// Hold the committer as if a group were running, so that commits queue behind it.
     fn hold(store: &Store) {
@@ -283,14 +286,14 @@ mod tests {
             }
             let mut ok = Vec::new();
             for i in 0..8 {
-                let mut w = s.object_writer("b", &format!("k{i}")).unwrap();
+                let mut w = s.object_writer("b", &format!("k{i}"), None).unwrap();
                 w.write(&body(i)).unwrap();
                 ok.push(w);
             }
             // Writers that started while their bucket took writes, refused at commit.
-            let mut fenced = s.object_writer("fenced", "k").unwrap();
+            let mut fenced = s.object_writer("fenced", "k", None).unwrap();
             fenced.write(b"no").unwrap();
-            let mut gone = s.object_writer("gone", "k").unwrap();
+            let mut gone = s.object_writer("gone", "k", None).unwrap();
             gone.write(b"no").unwrap();
             s.fence_bucket("fenced", "t", Duration::from_secs(60))
                 .unwrap();
@@ -346,7 +349,7 @@ mod tests {
             assert_eq!(s.cleanup_report(), Default::default());
             for i in 0..8 {
                 let mut r = s
-                    .get_object("b", &format!("k{i}"), ReadRange::default())
+                    .get_object("b", &format!("k{i}"), GetOptions::default())
                     .unwrap();
                 let mut got = Vec::new();
                 r.read_to_end(&mut got).unwrap();
@@ -362,16 +365,26 @@ mod tests {
         s.create_bucket("b").unwrap();
         let syncs = || s.stats().data_syncs;
         assert_eq!(syncs(), 0);
-        let mut w = s.object_writer("b", "k").unwrap();
+        let mut w = s.object_writer("b", "k", None).unwrap();
         w.write(b"x").unwrap();
         w.commit(ObjectMeta::default(), WriteConditions::default())
             .unwrap();
         assert_eq!(syncs(), 1);
         // A part's commit brings a new file; the completion only references it.
         let up = s
-            .create_multipart_upload("b", "mp", ObjectMeta::default())
+            .create_multipart_upload("b", "mp", ObjectMeta::default(), None)
             .unwrap();
-        let mut p = s.part_writer("b", "mp", &up, 1).unwrap();
+        let mut p = s
+            .part_writer(
+                "b",
+                "mp",
+                PartOf {
+                    upload_id: &up,
+                    part_number: 1,
+                    customer: None,
+                },
+            )
+            .unwrap();
         p.write(b"part").unwrap();
         p.commit().unwrap();
         assert_eq!(syncs(), 2);
@@ -381,9 +394,10 @@ mod tests {
             etag,
             checksums: Vec::new(),
         };
-        s.complete_multipart_upload("b", "mp", &up, &[part], WriteConditions::default())
+        s.complete_multipart_upload("b", "mp", &up, &[part], CompleteOptions::default())
+            .map(|r| r.put)
             .unwrap();
-        s.delete_object("b", "k").unwrap();
+        s.delete_object("b", "k", DeleteOptions::default()).unwrap();
         assert_eq!(syncs(), 2);
     }
 
@@ -400,7 +414,7 @@ mod tests {
         .unwrap();
         s.create_bucket("b").unwrap();
         s.create_bucket("fenced").unwrap();
-        let mut fenced = s.object_writer("fenced", "k").unwrap();
+        let mut fenced = s.object_writer("fenced", "k", None).unwrap();
         fenced.write(b"no").unwrap();
         s.fence_bucket("fenced", "t", Duration::from_secs(60))
             .unwrap();
@@ -411,7 +425,7 @@ mod tests {
         };
         let writers: Vec<_> = (0..2)
             .map(|i| {
-                let mut w = s.object_writer("b", "k").unwrap();
+                let mut w = s.object_writer("b", "k", None).unwrap();
                 w.write(&body(i)).unwrap();
                 w
             })
@@ -445,7 +459,12 @@ mod tests {
             ]
         );
         let winner = results.iter().find_map(|r| r.clone().ok()).unwrap();
-        assert_eq!(s.head_object("b", "k").unwrap().etag, winner);
+        assert_eq!(
+            s.head_object("b", "k", HeadOptions::default())
+                .unwrap()
+                .etag,
+            winner
+        );
         assert_eq!(data_files(dir.path()), 1);
     }
 
@@ -455,19 +474,19 @@ mod tests {
         let s = Store::open_with(dir.path(), StoreConfig::default()).unwrap();
         s.create_bucket("b").unwrap();
         let put = |data: &[u8]| {
-            let mut w = s.object_writer("b", "k").unwrap();
+            let mut w = s.object_writer("b", "k", None).unwrap();
             w.write(data).unwrap();
             w.commit(ObjectMeta::default(), WriteConditions::default())
                 .unwrap();
         };
         put(&body(1));
         // Nothing retired while it read: released with nothing to delete.
-        let reader = s.get_object("b", "k", ReadRange::All).unwrap();
+        let reader = s.get_object("b", "k", GetOptions::default()).unwrap();
         assert!(reader.release().is_none());
         assert_eq!(data_files(dir.path()), 1);
         // Overwritten while it read: its file is retired, kept until the reader lets go, and
         // deleted only by `remove`.
-        let reader = s.get_object("b", "k", ReadRange::All).unwrap();
+        let reader = s.get_object("b", "k", GetOptions::default()).unwrap();
         put(&body(2));
         assert_eq!(data_files(dir.path()), 2);
         let unpinned = reader
@@ -478,7 +497,7 @@ mod tests {
         unpinned.remove();
         assert_eq!(data_files(dir.path()), 1);
         let mut got = Vec::new();
-        s.get_object("b", "k", ReadRange::All)
+        s.get_object("b", "k", GetOptions::default())
             .unwrap()
             .read_to_end(&mut got)
             .unwrap();

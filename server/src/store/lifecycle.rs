@@ -81,20 +81,24 @@ pub struct VersionScanBatch {
     pub next: Option<(String, u64)>,
 }
 
-/// `rec`, kept in `VERSIONS` as (`k`, `inv`), as the worker sees it in this view of the
-/// tables: its place among its key's entries, newer noncurrent versions counted up to
-/// `newer_cap`.
-#[allow(clippy::too_many_arguments)] // The tables, the entry, and what to read: plain values.
+/// An entry of `VERSIONS`: `rec`, kept as (`k`, `inv`), of the object key `key`.
+struct Kept<'k> {
+    key: String,
+    k: &'k [u8],
+    inv: u64,
+    rec: ObjectRecord,
+}
+
+/// `entry` as the worker sees it in this view of the tables: its place among its key's
+/// entries, newer noncurrent versions counted up to `newer_cap`.
 fn scanned_version(
     objects: &impl ReadableTable<&'static [u8], &'static [u8]>,
     versions: &impl ReadableTable<(&'static [u8], u64), &'static [u8]>,
-    key: String,
-    k: &[u8],
-    inv: u64,
-    rec: ObjectRecord,
+    entry: Kept<'_>,
     with_tags: bool,
     newer_cap: u32,
 ) -> S3Result<ScannedVersion> {
+    let Kept { key, k, inv, rec } = entry;
     let current_object = match objects.get(k).map_err(db_err)? {
         Some(v) => Some(codec::decode::<ListFields<'_>>(v.value())?.last_modified),
         None => None,
@@ -399,8 +403,14 @@ impl Store {
                 S3Error::with_message(S3ErrorCode::InternalError, "stored key is not UTF-8")
             })?;
             let rec: ObjectRecord = codec::decode(v.value())?;
+            let entry = Kept {
+                key: name,
+                k: full,
+                inv,
+                rec,
+            };
             batch.versions.push(scanned_version(
-                &objects, &versions, name, full, inv, rec, with_tags, newer_cap,
+                &objects, &versions, entry, with_tags, newer_cap,
             )?);
         }
         Ok(batch)
@@ -449,16 +459,13 @@ impl Store {
                     )
                     .is_err();
                 let files = rec.data.files();
-                let view = scanned_version(
-                    &objects,
-                    &versions,
-                    j.key.clone(),
+                let entry = Kept {
+                    key: j.key.clone(),
                     k,
                     inv,
                     rec,
-                    true,
-                    newer_cap,
-                )?;
+                };
+                let view = scanned_version(&objects, &versions, entry, true, newer_cap)?;
                 if locked || !due(&view) {
                     removed.push(None);
                     continue;

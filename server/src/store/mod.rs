@@ -114,9 +114,10 @@ pub use object::{ObjectReader, ObjectWriter};
 pub use sse::{CustomerKey, EncryptWith, EncryptionInfo, Keyring, MasterKey};
 pub use stats::StoreStats;
 pub use types::{
-    BucketInfo, BucketsPage, Checksum, CompleteResult, CompletedPart, CopySource, DeleteConditions,
-    DeleteOutcome, ExpectedChecksum, ListQuery, MetadataDirective, MultipartChecksum, ObjectEntry,
-    ObjectInfo, ObjectMeta, ObjectsPage, PartEntry, PartsPage, Placed, PutResult, ReadRange,
+    BucketInfo, BucketsPage, Checksum, CompleteOptions, CompleteResult, CompletedPart, CopyOptions,
+    CopySource, DeleteConditions, DeleteOptions, DeleteOutcome, ExpectedChecksum, GetOptions,
+    HeadOptions, ListQuery, MetadataDirective, MultipartChecksum, ObjectEntry, ObjectInfo,
+    ObjectMeta, ObjectsPage, PartEntry, PartOf, PartsPage, Placed, PutResult, ReadRange,
     RequestOwned, UploadEntry, UploadsPage, UploadsQuery, VersionEntry, VersionsPage,
     VersionsQuery, WriteConditions,
 };

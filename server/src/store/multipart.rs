@@ -17,10 +17,10 @@ use super::codec::{
 use super::fence::check_unfenced;
 use super::files::{FileId, Spool};
 use super::object::{HashingReader, put_record};
-use super::sse::{self, CustomerKey, EncryptWith, EncryptionInfo};
+use super::sse::{self, EncryptWith, EncryptionInfo};
 use super::types::{
-    Checksum, CompleteResult, CompletedPart, CopySource, ExpectedChecksum, MultipartChecksum,
-    ObjectInfo, ObjectMeta, PartEntry, PartsPage, PutResult, WriteConditions,
+    Checksum, CompleteOptions, CompleteResult, CompletedPart, CopySource, MultipartChecksum,
+    ObjectInfo, ObjectMeta, PartEntry, PartOf, PartsPage, PutResult,
 };
 use super::{
     BUCKETS, COMPLETED, COMPLETED_TTL_SECS, ENCRYPTED_LAYOUT, MAX_LIST, MAX_PARTS, PARTS, Store,
@@ -245,21 +245,11 @@ fn take_parts(txn: &WriteTransaction, upload_id: &str) -> S3Result<Vec<(u32, Par
 }
 
 impl Store {
-    /// CreateMultipartUpload: start an upload of `bucket`/`key` whose object will get `meta`.
-    /// Returns the upload id.
+    /// CreateMultipartUpload: start an upload of `bucket`/`key` whose object will get `meta`,
+    /// encrypted as `with` says if given: each part is encrypted on its own, with a key derived
+    /// from the upload's data key and a random seed of the part's (an SSE-C upload's parts need
+    /// the upload's key). Returns the upload id.
     pub fn create_multipart_upload(
-        &self,
-        bucket: &str,
-        key: &str,
-        meta: ObjectMeta,
-    ) -> S3Result<String> {
-        self.create_multipart_upload_encrypted(bucket, key, meta, None)
-    }
-
-    /// [`Store::create_multipart_upload`] of an object encrypted as `with` says: each part is
-    /// encrypted on its own, with a key derived from the upload's data key and a random seed
-    /// of the part's (an SSE-C upload's parts need the upload's key).
-    pub fn create_multipart_upload_encrypted(
         &self,
         bucket: &str,
         key: &str,
@@ -315,28 +305,15 @@ impl Store {
         }
     }
 
-    /// UploadPart: start writing part `part_number` (1..=10000) of `upload_id`.
-    pub fn part_writer(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        part_number: u32,
-    ) -> S3Result<PartWriter> {
-        self.part_writer_keyed(bucket, key, upload_id, part_number, None)
-    }
-
-    /// [`Store::part_writer`] with the SSE-C key the request came with (if any): a part of an
-    /// encrypted upload is encrypted with a key of its own; an SSE-C upload's part needs the
-    /// upload's key (errors as a GET's, `Store::data_key`).
-    pub fn part_writer_keyed(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        part_number: u32,
-        customer: Option<&CustomerKey>,
-    ) -> S3Result<PartWriter> {
+    /// UploadPart: start writing `part` (its number 1..=10000) of its upload, with the SSE-C
+    /// key it came with (if any): a part of an encrypted upload is encrypted with a key of its
+    /// own; an SSE-C upload's part needs the upload's key (errors as a GET's, `Store::data_key`).
+    pub fn part_writer(&self, bucket: &str, key: &str, part: PartOf<'_>) -> S3Result<PartWriter> {
+        let PartOf {
+            upload_id,
+            part_number,
+            customer,
+        } = part;
         check_part_number(part_number)?;
         let upload = self.upload_record(bucket, key, upload_id)?;
         self.check_bucket_writable(bucket)?;
@@ -371,36 +348,19 @@ impl Store {
         })
     }
 
-    /// UploadPartCopy: part `part_number` of `upload_id` is `range` (inclusive; all if `None`)
-    /// of `src`. `check_source` sees the source's metadata first (copy-source conditions); a
-    /// range outside the source is `InvalidArgument`.
+    /// UploadPartCopy: `part` of its upload is `range` (inclusive; all if `None`) of `src`.
+    /// `check_source` sees the source's metadata first (copy-source conditions); a range
+    /// outside the source is `InvalidArgument`. The part's SSE-C key (`customer`; the source's
+    /// is in `src`) is as for [`Store::part_writer`]; also returned: how the part is encrypted.
     pub fn upload_part_copy(
         &self,
         bucket: &str,
         key: &str,
-        upload_id: &str,
-        part_number: u32,
+        part: PartOf<'_>,
         src: CopySource<'_>,
-        check_source: impl FnOnce(&ObjectInfo) -> S3Result<()>,
-    ) -> S3Result<PartEntry> {
-        self.upload_part_copy_keyed(bucket, key, upload_id, part_number, src, None, check_source)
-            .map(|(part, _)| part)
-    }
-
-    /// [`Store::upload_part_copy`] with the SSE-C key of the upload (`customer`; the source's
-    /// is in `src`); also how the part is encrypted.
-    #[allow(clippy::too_many_arguments)] // UploadPartCopy's own parameters, each a plain value.
-    pub fn upload_part_copy_keyed(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        part_number: u32,
-        src: CopySource<'_>,
-        customer: Option<&CustomerKey>,
         check_source: impl FnOnce(&ObjectInfo) -> S3Result<()>,
     ) -> S3Result<(PartEntry, Option<EncryptionInfo>)> {
-        let mut writer = self.part_writer_keyed(bucket, key, upload_id, part_number, customer)?;
+        let mut writer = self.part_writer(bucket, key, part)?;
         let encryption = writer.encryption();
         let mut reader = self.copy_reader(src, check_source)?;
         let want = reader.remaining();
@@ -516,41 +476,29 @@ impl Store {
     /// Errors as S3: `MalformedXML` for no parts, `InvalidPartOrder` unless part numbers ascend,
     /// `InvalidPart` if a part is missing or its ETag differs, `EntityTooSmall` if a part but the
     /// last is under [`StoreConfig::min_part_size`](super::StoreConfig::min_part_size),
-    /// `NoSuchUpload`, and `conditions` as for a PUT. Parts not named are deleted.
+    /// `NoSuchUpload`, and `opts.conditions` as for a PUT. Parts not named are deleted.
+    ///
+    /// An upload that has a checksum algorithm has its checksums checked: each part's checksum
+    /// given in `parts` must be the stored one (`InvalidPart`; for a `COMPOSITE` upload every
+    /// part must give one, `InvalidRequest`; part numbers must then run 1, 2, 3...,
+    /// `InvalidPartOrder`), and the object gets its checksum, composite or full-object (the
+    /// parts' CRCs combined, no data read). `opts.expected`, the object checksum the request
+    /// gives (`x-amz-checksum-*`), must match it (`BadDigest`), and its type
+    /// (`x-amz-checksum-type`) the upload's (`InvalidRequest`). An SSE-C key given
+    /// (`opts.customer`) must be the upload's (checked as a GET's).
     pub fn complete_multipart_upload(
         &self,
         bucket: &str,
         key: &str,
         upload_id: &str,
         parts: &[CompletedPart],
-        conditions: WriteConditions,
-    ) -> S3Result<PutResult> {
-        let expected = ExpectedChecksum::default();
-        self.complete_multipart_upload_checked(
-            bucket, key, upload_id, parts, conditions, expected, None,
-        )
-        .map(|r| r.put)
-    }
-
-    /// [`Store::complete_multipart_upload`], with the checksums of an upload that has a checksum
-    /// algorithm: each part's checksum given in `parts` must be the stored one (`InvalidPart`;
-    /// for a `COMPOSITE` upload every part must give one, `InvalidRequest`; part numbers must
-    /// then run 1, 2, 3..., `InvalidPartOrder`), and the object gets its checksum, composite or
-    /// full-object (the parts' CRCs combined, no data read). `expected`, the object checksum
-    /// the request gives (`x-amz-checksum-*`), must match it (`BadDigest`), and its type
-    /// (`x-amz-checksum-type`) the upload's (`InvalidRequest`). An SSE-C key given
-    /// (`customer`) must be the upload's (checked as a GET's).
-    #[allow(clippy::too_many_arguments)] // CompleteMultipartUpload's own parameters.
-    pub fn complete_multipart_upload_checked(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        parts: &[CompletedPart],
-        conditions: WriteConditions,
-        expected: ExpectedChecksum,
-        customer: Option<CustomerKey>,
+        opts: CompleteOptions,
     ) -> S3Result<CompleteResult> {
+        let CompleteOptions {
+            conditions,
+            expected,
+            customer,
+        } = opts;
         check_part_list(parts)?;
         let min = self.inner.config.min_part_size;
         let last_modified = now();

@@ -18,8 +18,8 @@ use super::fence::check_unfenced;
 use super::files::{self, FileId, PinGuard, Pins, Spool};
 use super::sse::{self, CustomerKey, EncryptWith};
 use super::types::{
-    Checksum, CopySource, DeleteOutcome, MetadataDirective, ObjectInfo, ObjectMeta, PutResult,
-    ReadRange, RequestOwned, WriteConditions,
+    Checksum, CopyOptions, CopySource, GetOptions, HeadOptions, MetadataDirective, ObjectInfo,
+    ObjectMeta, PutResult, WriteConditions,
 };
 use super::version::{find_version, make_room, stamp_id, versioning_in};
 use super::{
@@ -687,40 +687,38 @@ fn check_conditions(old: Option<&ObjectRecord>, conditions: WriteConditions) -> 
 impl Store {
     /// Start a PUT of `bucket`/`key`: `NoSuchBucket` if the bucket does not exist,
     /// `OperationAborted` while a fence holds it (both checked again at commit),
-    /// `InsufficientStorage` while the disk is full.
-    pub fn object_writer(&self, bucket: &str, key: &str) -> S3Result<ObjectWriter> {
+    /// `InsufficientStorage` while the disk is full. With `encryption`, its data is encrypted
+    /// as that says ([`sse`]): the file holds ciphertext, the record how to get the data key
+    /// back.
+    pub fn object_writer(
+        &self,
+        bucket: &str,
+        key: &str,
+        encryption: Option<&EncryptWith>,
+    ) -> S3Result<ObjectWriter> {
         check_bucket_name(bucket)?;
         check_key(key)?;
         self.check_bucket_writable(bucket)?;
         self.check_room()?;
-        Ok(ObjectWriter {
+        let mut w = ObjectWriter {
             store: self.clone(),
             bucket: bucket.to_owned(),
             key: key.to_owned(),
             spool: Spool::create(&self.inner).map_err(|e| self.inner.io_failed(e))?,
             encryption: None,
-        })
+        };
+        if let Some(with) = encryption {
+            let (enc, data_key) = sse::Encryption::new(with, &*self.inner)?;
+            w.spool.encrypt(&data_key);
+            w.encryption = Some((enc, data_key));
+        }
+        Ok(w)
     }
 
     /// `with`, with what the store would choose filled in and checked
     /// ([`EncryptWith::resolved`]): its `info` is then what responses say. No I/O.
     pub fn resolve_encryption(&self, with: EncryptWith) -> S3Result<EncryptWith> {
         with.resolved(&*self.inner)
-    }
-
-    /// A PUT whose data is encrypted as `with` says ([`sse`]): the file holds ciphertext, the
-    /// record how to get the data key back.
-    pub fn object_writer_encrypted(
-        &self,
-        bucket: &str,
-        key: &str,
-        with: &EncryptWith,
-    ) -> S3Result<ObjectWriter> {
-        let mut w = self.object_writer(bucket, key)?;
-        let (enc, data_key) = sse::Encryption::new(with, &*self.inner)?;
-        w.spool.encrypt(&data_key);
-        w.encryption = Some((enc, data_key));
-        Ok(w)
     }
 
     /// Commit `rec` (whose data file is `staged`, if new) in the next group commit and retire
@@ -812,74 +810,42 @@ impl Store {
         Ok((rec, guard))
     }
 
-    /// HEAD: the metadata of `bucket`/`key`.
-    pub fn head_object(&self, bucket: &str, key: &str) -> S3Result<ObjectInfo> {
-        self.head_object_version(bucket, key, None)
-    }
-
-    /// HEAD of version `version` of `bucket`/`key` (the current one if `None`): `NoSuchVersion`
-    /// if it does not exist, `MethodNotAllowed` if it is a delete marker.
-    pub fn head_object_version(
+    /// HEAD: the metadata of `bucket`/`key`, of the version `opts` names (the current one if
+    /// `None`): `NoSuchVersion` if it does not exist, `MethodNotAllowed` if it is a delete
+    /// marker; with `check_key`, the SSE-C key checked as a GET checks it.
+    pub fn head_object(
         &self,
         bucket: &str,
         key: &str,
-        version: Option<VersionId>,
+        opts: HeadOptions<'_>,
     ) -> S3Result<ObjectInfo> {
-        let (rec, _) = self.object_record(bucket, key, version, false)?;
+        let (rec, _) = self.object_record(bucket, key, opts.version, false)?;
+        if opts.check_key {
+            self.data_key(&rec, opts.customer)?;
+        }
         Ok(info_of(rec)?.0)
     }
 
-    /// GET: the metadata of `bucket`/`key` and a reader of `range` of its bytes.
+    /// GET: the metadata of `bucket`/`key` and a reader of the bytes `opts` asks for, of the
+    /// version it names (the current one if `None`; errors as [`Store::head_object`]); an
+    /// encrypted object's data is decrypted on the way with the SSE-C key given (if any;
+    /// errors as [`Store::data_key`]).
     ///
     /// The data file is opened before this returns; the reader streams this version to its end
     /// whatever happens to the key meanwhile. Check GET conditions (`If-Match`, ...) against
     /// [`ObjectReader::info`] and drop the reader if they fail.
-    pub fn get_object(&self, bucket: &str, key: &str, range: ReadRange) -> S3Result<ObjectReader> {
-        self.get_object_version(bucket, key, None, range)
-    }
-
-    /// GET of version `version` of `bucket`/`key` (the current one if `None`), as
-    /// [`Store::get_object`]; errors as [`Store::head_object_version`].
-    pub fn get_object_version(
+    pub fn get_object(
         &self,
         bucket: &str,
         key: &str,
-        version: Option<VersionId>,
-        range: ReadRange,
+        opts: GetOptions<'_>,
     ) -> S3Result<ObjectReader> {
-        self.get_object_keyed(bucket, key, version, range, None)
-    }
-
-    /// [`Store::get_object_version`] with the SSE-C key the request came with (if any): an
-    /// encrypted object's data is decrypted on the way; errors as [`Store::data_key`].
-    pub fn get_object_keyed(
-        &self,
-        bucket: &str,
-        key: &str,
-        version: Option<VersionId>,
-        range: ReadRange,
-        customer: Option<&CustomerKey>,
-    ) -> S3Result<ObjectReader> {
-        let (rec, pins) = self.object_record(bucket, key, version, true)?;
+        let (rec, pins) = self.object_record(bucket, key, opts.version, true)?;
         let pins = pins.ok_or_else(|| S3Error::new(S3ErrorCode::InternalError))?;
-        let keys = self.file_keys(&rec, customer)?;
+        let keys = self.file_keys(&rec, opts.customer)?;
         let (info, _) = info_of(rec)?;
-        let range = range.resolve(&info)?;
+        let range = opts.range.resolve(&info)?;
         ObjectReader::new(info, pins, range, keys)
-    }
-
-    /// [`Store::head_object_version`] with the SSE-C key the request came with (if any),
-    /// checked as a GET checks it.
-    pub fn head_object_keyed(
-        &self,
-        bucket: &str,
-        key: &str,
-        version: Option<VersionId>,
-        customer: Option<&CustomerKey>,
-    ) -> S3Result<ObjectInfo> {
-        let (rec, _) = self.object_record(bucket, key, version, false)?;
-        self.data_key(&rec, customer)?;
-        Ok(info_of(rec)?.0)
     }
 
     /// The data key of `rec`'s data (`None`: plaintext), given the SSE-C key a request came
@@ -910,25 +876,10 @@ impl Store {
             .map(|(k, e)| e.file_keys(k)))
     }
 
-    /// DELETE: remove `bucket`/`key` if it exists (deleting a missing key succeeds, as in S3);
-    /// `NoSuchBucket` if the bucket does not exist. In a versioned bucket, a delete marker
-    /// (see [`Store::delete_object_version`]).
-    pub fn delete_object(&self, bucket: &str, key: &str) -> S3Result<DeleteOutcome> {
-        self.delete_object_version(bucket, key, None)
-    }
-
-    /// Replace the tags of `bucket`/`key` (empty: remove them) without touching its data, ETag
-    /// or modification time: a metadata-only commit in the next group commit. `NoSuchBucket`,
-    /// `NoSuchKey`, or `OperationAborted` while a fence holds the bucket. The caller checks the
-    /// tags (`ferry_core::s3::tagging::check`).
-    /// Replace the ACL of `bucket`/`key` (a document the caller checked) without touching its
-    /// data, ETag or modification time, as [`Store::put_object_tagging`] does its tags.
-    pub fn put_object_acl(&self, bucket: &str, key: &str, acl: Vec<u8>) -> S3Result<()> {
-        self.put_object_acl_version(bucket, key, None, acl)
-    }
-
-    /// [`Store::put_object_acl`] of version `version` (the current one if `None`).
-    pub fn put_object_acl_version(
+    /// Replace the ACL of version `version` of `bucket`/`key` (the current one if `None`; a
+    /// document the caller checked) without touching its data, ETag or modification time, as
+    /// [`Store::put_object_tagging`] does its tags.
+    pub fn put_object_acl(
         &self,
         bucket: &str,
         key: &str,
@@ -977,18 +928,13 @@ impl Store {
         })
     }
 
+    /// Replace the tags of version `version` of `bucket`/`key` (the current one if `None`;
+    /// empty: remove them) without touching its data, ETag or modification time: a
+    /// metadata-only commit in the next group commit. `NoSuchBucket`, `NoSuchKey`,
+    /// `NoSuchVersion` if the version does not exist, `MethodNotAllowed` if it is a delete
+    /// marker, or `OperationAborted` while a fence holds the bucket. The caller checks the tags
+    /// (`ferry_core::s3::tagging::check`).
     pub fn put_object_tagging(
-        &self,
-        bucket: &str,
-        key: &str,
-        tags: Vec<(String, String)>,
-    ) -> S3Result<()> {
-        self.put_object_tagging_version(bucket, key, None, tags)
-    }
-
-    /// [`Store::put_object_tagging`] of version `version` (the current one if `None`):
-    /// `NoSuchVersion` if it does not exist, `MethodNotAllowed` if it is a delete marker.
-    pub fn put_object_tagging_version(
         &self,
         bucket: &str,
         key: &str,
@@ -1006,47 +952,24 @@ impl Store {
     /// CopyObject: copy `src` to `bucket`/`key`, streaming through one pooled buffer.
     ///
     /// `check_source` sees the source's metadata (the version being copied) first: evaluate the
-    /// `x-amz-copy-source-if-*` conditions there. `directive` picks the new object's metadata;
-    /// `conditions` are checked against the destination at commit. Copying an object onto itself
-    /// needs [`MetadataDirective::Replace`] (`InvalidRequest` otherwise, as in S3). The copy
-    /// keeps the source's tags; [`Store::copy_object_tagged`] chooses.
+    /// `x-amz-copy-source-if-*` conditions there. `opts` gives the new object's metadata
+    /// (`directive`), tags, and what it takes from its request; its `conditions` are checked
+    /// against the destination at commit. Copying an object onto itself needs
+    /// [`MetadataDirective::Replace`] (`InvalidRequest` otherwise, as in S3).
     pub fn copy_object(
         &self,
         src: CopySource<'_>,
         bucket: &str,
         key: &str,
-        directive: MetadataDirective,
-        conditions: WriteConditions,
+        opts: CopyOptions,
         check_source: impl FnOnce(&ObjectInfo) -> S3Result<()>,
     ) -> S3Result<PutResult> {
-        self.copy_object_tagged(
-            src,
-            bucket,
-            key,
+        let CopyOptions {
             directive,
-            None,
-            RequestOwned::default(),
+            tags,
+            own,
             conditions,
-            check_source,
-        )
-    }
-
-    /// [`Store::copy_object`] with the copy's tags: `None` keeps the source's
-    /// (`x-amz-tagging-directive: COPY`), `Some` gives these (`REPLACE`); and what a copy takes
-    /// from its request, never from its source: its ACL document (`None`: private) and its
-    /// object lock.
-    #[allow(clippy::too_many_arguments)] // CopyObject's own parameters, each a plain value.
-    pub fn copy_object_tagged(
-        &self,
-        src: CopySource<'_>,
-        bucket: &str,
-        key: &str,
-        directive: MetadataDirective,
-        tags: Option<Vec<(String, String)>>,
-        own: RequestOwned,
-        conditions: WriteConditions,
-        check_source: impl FnOnce(&ObjectInfo) -> S3Result<()>,
-    ) -> S3Result<PutResult> {
+        } = opts;
         // Copying an older version onto its key is how a version is restored, as in S3.
         if src.bucket == bucket
             && src.key == key
@@ -1068,10 +991,7 @@ impl Store {
             ));
         }
         let mut reader = self.copy_reader(src, check_source)?;
-        let mut writer = match &own.encryption {
-            Some(with) => self.object_writer_encrypted(bucket, key, with)?,
-            None => self.object_writer(bucket, key)?,
-        };
+        let mut writer = self.object_writer(bucket, key, own.encryption.as_ref())?;
         let mut hashing = HashingReader {
             inner: &mut reader,
             hasher: own.checksum.map(Checksummer::new),

@@ -554,3 +554,101 @@ mod tests {
         assert_eq!(ReadRange::Part(1).resolve(&info(0, &[])), Ok(None));
     }
 }
+
+/// How a GET reads an object ([`Store::get_object`](super::Store::get_object)): the default
+/// reads all of the current version, with no SSE-C key.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GetOptions<'a> {
+    /// The version to read (`None`: the current one).
+    pub version: Option<VersionId>,
+    /// Which bytes.
+    pub range: ReadRange,
+    /// The SSE-C key the request came with: an encrypted object's data is decrypted with it
+    /// (errors as `Store::data_key`).
+    pub customer: Option<&'a super::CustomerKey>,
+}
+
+/// How a HEAD reads an object's metadata ([`Store::head_object`](super::Store::head_object)):
+/// the default reads the current version's, checking no SSE-C key (the node's own look-ups).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HeadOptions<'a> {
+    /// The version to read (`None`: the current one).
+    pub version: Option<VersionId>,
+    /// Whether `customer` is checked as a GET checks it (a client's HEAD): an SSE-C object
+    /// without its key, or a key for an object that is not SSE-C, is refused.
+    pub check_key: bool,
+    /// The SSE-C key the request came with.
+    pub customer: Option<&'a super::CustomerKey>,
+}
+
+/// How a DeleteObject goes ([`Store::delete_object`](super::Store::delete_object)): the
+/// default deletes the key (a delete marker in a versioned bucket), unconditionally.
+#[derive(Clone, Copy, Default)]
+pub struct DeleteOptions<'a> {
+    /// The version to delete for good (`None`: the key, as a DeleteObject without one).
+    pub version: Option<VersionId>,
+    /// Only if the object (or the version named) has an ETag, and a delete marker placed in
+    /// the key's history.
+    pub conditions: DeleteConditions,
+    /// What the removal of a version for good (not a delete marker's) is first put to, with
+    /// the version's metadata, in the deleting transaction: object lock refuses it there
+    /// (`AccessDenied`), so no change of retention or hold can slip between the check and
+    /// the delete. `None`: nothing refuses it.
+    pub guard: Option<&'a DeleteGuard<'a>>,
+}
+
+/// What refuses the removal of a version for good ([`DeleteOptions::guard`]).
+pub type DeleteGuard<'a> = dyn Fn(&ObjectMeta) -> S3Result<()> + 'a;
+
+impl std::fmt::Debug for DeleteOptions<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeleteOptions")
+            .field("version", &self.version)
+            .field("conditions", &self.conditions)
+            .field("guard", &self.guard.is_some())
+            .finish()
+    }
+}
+
+/// How a CopyObject makes its copy ([`Store::copy_object`](super::Store::copy_object)): the
+/// default keeps the source's metadata and tags, private, unconditionally.
+#[derive(Debug, Clone, Default)]
+pub struct CopyOptions {
+    /// The copy's metadata.
+    pub directive: MetadataDirective,
+    /// The copy's tags: `None` keeps the source's (`x-amz-tagging-directive: COPY`), `Some`
+    /// gives these (`REPLACE`).
+    pub tags: Option<Vec<(String, String)>>,
+    /// What the copy takes from its request, never from its source: its ACL document
+    /// (`None`: private), object lock, encryption and checksum algorithm.
+    pub own: RequestOwned,
+    /// Checked against the destination at commit.
+    pub conditions: WriteConditions,
+}
+
+/// How a CompleteMultipartUpload checks its request
+/// ([`Store::complete_multipart_upload`](super::Store::complete_multipart_upload)): the
+/// default checks no checksum and no SSE-C key, unconditionally.
+#[derive(Debug, Clone, Default)]
+pub struct CompleteOptions {
+    /// As for a PUT.
+    pub conditions: WriteConditions,
+    /// The object checksum the request gives (`x-amz-checksum-*`, `x-amz-checksum-type`).
+    pub expected: ExpectedChecksum,
+    /// The SSE-C key the request came with: it must be the upload's (checked as a GET's).
+    pub customer: Option<super::CustomerKey>,
+}
+
+/// The part an UploadPart or UploadPartCopy writes
+/// ([`Store::part_writer`](super::Store::part_writer),
+/// [`Store::upload_part_copy`](super::Store::upload_part_copy)).
+#[derive(Debug, Clone, Copy)]
+pub struct PartOf<'a> {
+    /// The upload's id.
+    pub upload_id: &'a str,
+    /// The part's number (1..=10000).
+    pub part_number: u32,
+    /// The SSE-C key the request came with: a part of an encrypted upload is encrypted with a
+    /// key of its own; an SSE-C upload's part needs the upload's key (errors as a GET's).
+    pub customer: Option<&'a super::CustomerKey>,
+}

@@ -794,41 +794,25 @@ impl Store {
         self.inner.versioned.load(Ordering::SeqCst)
     }
 
-    /// DeleteObject of `bucket`/`key`: without `version`, the key goes (never versioned), or a
-    /// delete marker becomes its current version (`Enabled`; the null version when
-    /// `Suspended`, replacing the null version); with one, that version goes for good (its
-    /// data files after the commit) and the next newest object, if any, becomes current.
-    /// Deleting a missing key or version succeeds, as in S3; `NoSuchBucket` if the bucket does
-    /// not exist.
-    pub fn delete_object_version(
+    /// DELETE: remove `bucket`/`key`; `NoSuchBucket` if the bucket does not exist. Without a
+    /// `version` in `opts`, the key goes (never versioned), or a delete marker becomes its
+    /// current version (`Enabled`; the null version when `Suspended`, replacing the null
+    /// version); with one, that version goes for good (its data files after the commit) and
+    /// the next newest object, if any, becomes current. Deleting a missing key or version
+    /// succeeds, as in S3. The removal of a version for good (not a delete marker's) is first
+    /// put to the `guard`, in the deleting transaction; `conditions`: see
+    /// [`DeleteOptions`](super::DeleteOptions) and `delete_in`.
+    pub fn delete_object(
         &self,
         bucket: &str,
         key: &str,
-        version: Option<VersionId>,
+        opts: super::DeleteOptions<'_>,
     ) -> S3Result<DeleteOutcome> {
-        self.delete_object_version_guarded(
-            bucket,
-            key,
+        let super::DeleteOptions {
             version,
-            DeleteConditions::default(),
-            |_| Ok(()),
-        )
-    }
-
-    /// [`Store::delete_object_version`], where the removal of a version for good (not a delete
-    /// marker's) is first put to `guard` with the version's metadata, in the deleting
-    /// transaction: object lock refuses it there (`AccessDenied`), so no change of retention
-    /// or hold can slip between the check and the delete. `conditions`: only if the object
-    /// (or the version named) has an ETag, and a delete marker placed in the key's history
-    /// (see `delete_in`).
-    pub fn delete_object_version_guarded(
-        &self,
-        bucket: &str,
-        key: &str,
-        version: Option<VersionId>,
-        conditions: DeleteConditions,
-        guard: impl Fn(&super::ObjectMeta) -> S3Result<()>,
-    ) -> S3Result<DeleteOutcome> {
+            conditions,
+            guard,
+        } = opts;
         let k = object_key(bucket, key)?;
         if version.is_none()
             && conditions == DeleteConditions::default()
@@ -847,9 +831,18 @@ impl Store {
             }
         }
         let (outcome, files, size) = self.update(None, |txn| {
-            delete_in(self, txn, bucket, &k, version, conditions, &|rec| {
-                guard(&rec.meta)
-            })
+            delete_in(
+                self,
+                txn,
+                bucket,
+                &k,
+                version,
+                conditions,
+                &|rec| match guard {
+                    Some(guard) => guard(&rec.meta),
+                    None => Ok(()),
+                },
+            )
         })?;
         if let Some(size) = size {
             self.inner.counters.deleted(size);

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use ferry_core::s3::{S3ErrorCode, S3Result};
 use ferry_server::store::{
-    ListQuery, ObjectMeta, ReadRange, Store, StoreConfig, Writability, WriteConditions,
+    GetOptions, ListQuery, ObjectMeta, ReadRange, Store, StoreConfig, Writability, WriteConditions,
 };
 use ferry_server::{BackendConfig, ProxyConfig, RuntimeKind, start_node, start_proxy};
 
@@ -25,7 +25,7 @@ use crate::support::tmpfs::Tmpfs;
 const DISK: u64 = 8 << 20;
 
 fn put(s: &Store, key: &str, data: &[u8]) -> S3Result<()> {
-    let mut w = s.object_writer("b", key)?;
+    let mut w = s.object_writer("b", key, None)?;
     w.write(data)?;
     w.commit(ObjectMeta::default(), WriteConditions::default())
         .map(|_| ())
@@ -111,7 +111,7 @@ fn store_reopens_its_metadata_after_a_full_disk() {
         acked.insert(key, data);
     }
     // A reader opened before the failure streams its version to the end, across the reopen.
-    let mut reader = s.get_object("b", "data-3", ReadRange::All).unwrap();
+    let mut reader = s.get_object("b", "data-3", GetOptions::default()).unwrap();
 
     let filler = disk.fill("filler");
     let failed = put_until_commit_fails(&s, &mut acked, "empty");
@@ -242,7 +242,7 @@ fn readers_and_writers_across_reopens() {
                     };
                     for o in s.list_objects("b", &q).unwrap().objects {
                         // Listed means whole: its bytes match its listed size.
-                        if let Ok(mut r) = s.get_object("b", &o.key, ReadRange::All) {
+                        if let Ok(mut r) = s.get_object("b", &o.key, GetOptions::default()) {
                             let mut v = Vec::new();
                             std::io::Read::read_to_end(&mut r, &mut v).unwrap();
                             assert_eq!(v.len() as u64, o.size, "{}", o.key);
@@ -292,7 +292,7 @@ fn readers_and_writers_across_reopens() {
     assert!(tried.iter().any(|t| !t.2), "no write failed");
     assert_eq!(s.stats().metadata_reopens, 3);
     for (key, data, acked) in &tried {
-        match s.get_object("b", key, ReadRange::All) {
+        match s.get_object("b", key, GetOptions::default()) {
             Ok(mut r) => {
                 let mut v = Vec::new();
                 std::io::Read::read_to_end(&mut r, &mut v).unwrap();
@@ -328,7 +328,7 @@ fn a_full_disk_fails_an_upload_cleanly() {
     assert_eq!(s.writability(), Writability::DiskFull);
     // Refused before the body.
     assert_eq!(
-        s.object_writer("b", "next").unwrap_err().code,
+        s.object_writer("b", "next", None).unwrap_err().code,
         S3ErrorCode::InsufficientStorage
     );
     assert_eq!(get(&s, "b", "kept", ReadRange::All), data);

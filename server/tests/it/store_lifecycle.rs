@@ -5,12 +5,14 @@
 
 use ferry_core::s3::S3ErrorCode;
 use ferry_core::s3::xml::lock::{Retention, RetentionMode};
-use ferry_server::store::{ObjectMeta, ScannedVersion, Store, Versioning, WriteConditions};
+use ferry_server::store::{
+    DeleteOptions, HeadOptions, ObjectMeta, ScannedVersion, Store, Versioning, WriteConditions,
+};
 
 use crate::support::store::{code, data_files, open};
 
 fn put(s: &Store, b: &str, k: &str, data: &[u8], tags: &[(&str, &str)]) {
-    let mut w = s.object_writer(b, k).unwrap();
+    let mut w = s.object_writer(b, k, None).unwrap();
     w.write(data).unwrap();
     let meta = ObjectMeta {
         tags: tags
@@ -78,7 +80,12 @@ fn expiry_removes_only_the_version_judged() {
             .unwrap(),
         None
     );
-    assert_eq!(s.head_object("b", "k").unwrap().size, 4);
+    assert_eq!(
+        s.head_object("b", "k", HeadOptions::default())
+            .unwrap()
+            .size,
+        4
+    );
     assert_eq!(data_files(dir.path()), 1);
     let before = s.stats().objects;
     assert_eq!(
@@ -86,7 +93,10 @@ fn expiry_removes_only_the_version_judged() {
             .unwrap(),
         Some(4)
     );
-    assert_eq!(code(s.head_object("b", "k")), S3ErrorCode::NoSuchKey);
+    assert_eq!(
+        code(s.head_object("b", "k", HeadOptions::default())),
+        S3ErrorCode::NoSuchKey
+    );
     assert_eq!(s.stats().objects, before - 1);
     assert_eq!(
         data_files(dir.path()),
@@ -175,7 +185,8 @@ fn versions_scan_with_what_makes_them_due() {
     );
 
     // A delete marker on `only`: current, with a version behind it.
-    s.delete_object_version("b", "only", None).unwrap();
+    s.delete_object("b", "only", DeleteOptions::default())
+        .unwrap();
     let marker = scan(&s, "b", 0)
         .into_iter()
         .find(|v| v.key == "only" && v.delete_marker)
@@ -209,10 +220,18 @@ fn versions_scan_with_what_makes_them_due() {
             .unwrap(),
         [None]
     );
-    s.delete_object_version(
+    s.delete_object(
         "b",
         "only",
-        Some(s.head_object("b", "only").unwrap().version_id.unwrap()),
+        DeleteOptions {
+            version: Some(
+                s.head_object("b", "only", HeadOptions::default())
+                    .unwrap()
+                    .version_id
+                    .unwrap(),
+            ),
+            ..DeleteOptions::default()
+        },
     )
     .unwrap();
     assert_eq!(
@@ -221,7 +240,10 @@ fn versions_scan_with_what_makes_them_due() {
         [Some(0)]
     );
     assert!(scan(&s, "b", 0).iter().all(|v| v.key != "only"));
-    assert_eq!(code(s.head_object("b", "only")), S3ErrorCode::NoSuchKey);
+    assert_eq!(
+        code(s.head_object("b", "only", HeadOptions::default())),
+        S3ErrorCode::NoSuchKey
+    );
 }
 
 #[test]
@@ -276,7 +298,9 @@ fn object_lock_keeps_versions_from_expiring() {
     );
     assert!(scan(&s, "b", 0).is_empty());
     assert_eq!(
-        s.head_object("b", "k").unwrap().size,
+        s.head_object("b", "k", HeadOptions::default())
+            .unwrap()
+            .size,
         7,
         "the current object stays"
     );

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use ferry_core::s3::S3ErrorCode;
 use ferry_server::store::{
-    ListQuery, ObjectMeta, ObjectsPage, Store, UploadsQuery, WriteConditions,
+    DeleteOptions, ListQuery, ObjectMeta, ObjectsPage, Store, UploadsQuery, WriteConditions,
 };
 
 use crate::support::store::{SplitMix, open};
@@ -134,14 +134,14 @@ fn listing_matches_the_model() {
     while keys.len() < 3000 {
         let k = random_key(&mut rng);
         let size = rng.below(40) as u64;
-        let mut w = s.object_writer("b", &k).unwrap();
+        let mut w = s.object_writer("b", &k, None).unwrap();
         w.write(&vec![7u8; size as usize]).unwrap();
         w.commit(ObjectMeta::default(), WriteConditions::default())
             .unwrap();
         keys.insert(k, size);
     }
     for b in ["a", "b0"] {
-        let mut w = s.object_writer(b, "a").unwrap();
+        let mut w = s.object_writer(b, "a", None).unwrap();
         w.write(b"x").unwrap();
         w.commit(ObjectMeta::default(), WriteConditions::default())
             .unwrap();
@@ -182,7 +182,7 @@ fn listing_matches_the_model() {
     // Deletes are visible to the next listing.
     let victims: Vec<String> = keys.keys().step_by(3).cloned().collect();
     for k in &victims {
-        s.delete_object("b", k).unwrap();
+        s.delete_object("b", k, DeleteOptions::default()).unwrap();
         keys.remove(k);
     }
     for delim in delims {
@@ -195,7 +195,7 @@ fn listing_entries_and_limits() {
     let dir = tempfile::tempdir().unwrap();
     let s = open(dir.path());
     s.create_bucket("b").unwrap();
-    let mut w = s.object_writer("b", "k").unwrap();
+    let mut w = s.object_writer("b", "k", None).unwrap();
     w.write(b"hello").unwrap();
     let put = w
         .commit(ObjectMeta::default(), WriteConditions::default())
@@ -220,7 +220,7 @@ fn listing_entries_and_limits() {
     assert!(empty.objects.is_empty() && !empty.is_truncated);
     // More than 1000 is clamped to 1000.
     for i in 0..1001 {
-        let mut w = s.object_writer("b", &format!("n{i:04}")).unwrap();
+        let mut w = s.object_writer("b", &format!("n{i:04}"), None).unwrap();
         w.write(b"").unwrap();
         w.commit(ObjectMeta::default(), WriteConditions::default())
             .unwrap();
@@ -244,7 +244,7 @@ fn upload_listing_matches_the_model() {
     let s = open(dir.path());
     s.create_bucket("b").unwrap();
     s.create_bucket("b0").unwrap();
-    s.create_multipart_upload("b0", "a", ObjectMeta::default())
+    s.create_multipart_upload("b0", "a", ObjectMeta::default(), None)
         .unwrap();
     let mut rng = SplitMix(42);
     // (key, upload id) in creation order; several uploads per key.
@@ -254,7 +254,7 @@ fn upload_listing_matches_the_model() {
         let n = 1 + rng.below(3);
         for _ in 0..n {
             let id = s
-                .create_multipart_upload("b", &k, ObjectMeta::default())
+                .create_multipart_upload("b", &k, ObjectMeta::default(), None)
                 .unwrap();
             uploads.push((k.clone(), id));
         }

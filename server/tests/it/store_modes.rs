@@ -8,7 +8,9 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 
-use ferry_server::store::{CompletedPart, EncryptWith, ObjectMeta, WriteConditions};
+use ferry_server::store::{
+    CompleteOptions, CompletedPart, EncryptWith, ObjectMeta, PartOf, WriteConditions,
+};
 
 use crate::support::process::{ready_addr, spawn_ferry, stop};
 use crate::support::store::open_with;
@@ -51,8 +53,8 @@ fn a_fresh_store_is_its_owners_alone() {
     s.create_bucket("b").unwrap();
     let put = |key: &str, with: Option<EncryptWith>| {
         let mut w = match &with {
-            Some(with) => s.object_writer_encrypted("b", key, with).unwrap(),
-            None => s.object_writer("b", key).unwrap(),
+            Some(with) => s.object_writer("b", key, Some(with)).unwrap(),
+            None => s.object_writer("b", key, None).unwrap(),
         };
         w.write(&vec![7u8; 300 << 10]).unwrap();
         w.commit(ObjectMeta::default(), WriteConditions::default())
@@ -61,7 +63,17 @@ fn a_fresh_store_is_its_owners_alone() {
     put("plain", None);
     put("secret", Some(EncryptWith::SseS3));
     let part = |id: &str, key: &str, n: u32| {
-        let mut w = s.part_writer("b", key, id, n).unwrap();
+        let mut w = s
+            .part_writer(
+                "b",
+                key,
+                PartOf {
+                    upload_id: id,
+                    part_number: n,
+                    customer: None,
+                },
+            )
+            .unwrap();
         w.write(&vec![n as u8; 64 << 10]).unwrap();
         let p = w.commit().unwrap();
         CompletedPart {
@@ -71,13 +83,14 @@ fn a_fresh_store_is_its_owners_alone() {
         }
     };
     let done = s
-        .create_multipart_upload("b", "multi", ObjectMeta::default())
+        .create_multipart_upload("b", "multi", ObjectMeta::default(), None)
         .unwrap();
     let parts = [part(&done, "multi", 1), part(&done, "multi", 2)];
-    s.complete_multipart_upload("b", "multi", &done, &parts, WriteConditions::default())
+    s.complete_multipart_upload("b", "multi", &done, &parts, CompleteOptions::default())
+        .map(|r| r.put)
         .unwrap();
     let pending = s
-        .create_multipart_upload("b", "pending", ObjectMeta::default())
+        .create_multipart_upload("b", "pending", ObjectMeta::default(), None)
         .unwrap();
     part(&pending, "pending", 1);
 

@@ -6,8 +6,8 @@ use std::io::Read;
 use ferry_core::md5::{ETag, md5};
 use ferry_core::s3::S3ErrorCode;
 use ferry_server::store::{
-    CompletedPart, CopySource, ListQuery, ObjectMeta, PartEntry, ReadRange, Store, StoreConfig,
-    WriteConditions,
+    CompleteOptions, CompletedPart, CopySource, DeleteOptions, GetOptions, HeadOptions, ListQuery,
+    ObjectMeta, PartEntry, PartOf, ReadRange, Store, StoreConfig, WriteConditions,
 };
 
 use crate::support::store::{code, data_files, get, open_with, random_bytes};
@@ -15,7 +15,17 @@ use crate::support::store::{code, data_files, get, open_with, random_bytes};
 const MIN: u64 = 64 << 10;
 
 fn upload_part(s: &Store, key: &str, id: &str, n: u32, data: &[u8]) -> PartEntry {
-    let mut w = s.part_writer("b", key, id, n).unwrap();
+    let mut w = s
+        .part_writer(
+            "b",
+            key,
+            PartOf {
+                upload_id: id,
+                part_number: n,
+                customer: None,
+            },
+        )
+        .unwrap();
     w.write(data).unwrap();
     w.commit().unwrap()
 }
@@ -41,7 +51,9 @@ fn three_parts_complete_and_read_across_boundaries() {
         user_metadata: vec![("who".into(), "mp".into())],
         ..ObjectMeta::default()
     };
-    let id = s.create_multipart_upload("b", "big", meta.clone()).unwrap();
+    let id = s
+        .create_multipart_upload("b", "big", meta.clone(), None)
+        .unwrap();
     let sizes = [100_000usize, 70_000, 33_333];
     let datas: Vec<Vec<u8>> = sizes
         .iter()
@@ -65,8 +77,9 @@ fn three_parts_complete_and_read_across_boundaries() {
             "big",
             &id,
             &completed(&parts),
-            WriteConditions::default(),
+            CompleteOptions::default(),
         )
+        .map(|r| r.put)
         .unwrap();
     let whole: Vec<u8> = datas.concat();
     let want_etag = ETag::multipart(datas.iter().map(|d| md5(d)).collect::<Vec<_>>().iter());
@@ -76,7 +89,7 @@ fn three_parts_complete_and_read_across_boundaries() {
     // No data was copied: the three part files are the object's files.
     assert_eq!(data_files(dir.path()), 3);
 
-    let info = s.head_object("b", "big").unwrap();
+    let info = s.head_object("b", "big", HeadOptions::default()).unwrap();
     assert_eq!(info.meta, meta);
     assert_eq!(info.parts_count(), Some(3));
     assert_eq!(info.part_sizes, sizes.map(|n| n as u64).to_vec());
@@ -109,7 +122,14 @@ fn three_parts_complete_and_read_across_boundaries() {
     );
     // Small reads that straddle a boundary return the right bytes too.
     let mut r = s
-        .get_object("b", "big", ReadRange::Inclusive(b1 - 3, b1 + 3))
+        .get_object(
+            "b",
+            "big",
+            GetOptions {
+                range: ReadRange::Inclusive(b1 - 3, b1 + 3),
+                ..GetOptions::default()
+            },
+        )
         .unwrap();
     let mut small = Vec::new();
     let mut buf = [0u8; 2];
@@ -126,12 +146,28 @@ fn three_parts_complete_and_read_across_boundaries() {
     // partNumber reads: each part's range.
     for (i, d) in datas.iter().enumerate() {
         let n = i as u32 + 1;
-        let r = s.get_object("b", "big", ReadRange::Part(n)).unwrap();
+        let r = s
+            .get_object(
+                "b",
+                "big",
+                GetOptions {
+                    range: ReadRange::Part(n),
+                    ..GetOptions::default()
+                },
+            )
+            .unwrap();
         assert_eq!(r.range(), info.part_range(n));
         assert_eq!(get(&s, "b", "big", ReadRange::Part(n)), *d);
     }
     assert_eq!(
-        code(s.get_object("b", "big", ReadRange::Part(4))),
+        code(s.get_object(
+            "b",
+            "big",
+            GetOptions {
+                range: ReadRange::Part(4),
+                ..GetOptions::default()
+            }
+        )),
         S3ErrorCode::InvalidPartNumber
     );
     // Listings show the multipart ETag.
@@ -148,7 +184,8 @@ fn three_parts_complete_and_read_across_boundaries() {
     assert_eq!(page.objects[0].size, whole.len() as u64);
 
     // Deleting the object deletes its part files.
-    s.delete_object("b", "big").unwrap();
+    s.delete_object("b", "big", DeleteOptions::default())
+        .unwrap();
     assert_eq!(data_files(dir.path()), 0);
 }
 
@@ -158,7 +195,7 @@ fn reuploading_a_part_replaces_it() {
     let s = open_with(dir.path(), MIN);
     s.create_bucket("b").unwrap();
     let id = s
-        .create_multipart_upload("b", "k", ObjectMeta::default())
+        .create_multipart_upload("b", "k", ObjectMeta::default(), None)
         .unwrap();
     let first = upload_part(&s, "k", &id, 1, b"first");
     let second = upload_part(&s, "k", &id, 1, b"second!");
@@ -168,13 +205,16 @@ fn reuploading_a_part_replaces_it() {
     assert_eq!(parts.parts, vec![second.clone()]);
     // The old ETag no longer names the part.
     assert_eq!(
-        code(s.complete_multipart_upload(
-            "b",
-            "k",
-            &id,
-            &completed(&[first]),
-            WriteConditions::default()
-        )),
+        code(
+            s.complete_multipart_upload(
+                "b",
+                "k",
+                &id,
+                &completed(&[first]),
+                CompleteOptions::default()
+            )
+            .map(|r| r.put)
+        ),
         S3ErrorCode::InvalidPart
     );
     s.complete_multipart_upload(
@@ -182,8 +222,9 @@ fn reuploading_a_part_replaces_it() {
         "k",
         &id,
         &completed(&[second]),
-        WriteConditions::default(),
+        CompleteOptions::default(),
     )
+    .map(|r| r.put)
     .unwrap();
     assert_eq!(get(&s, "b", "k", ReadRange::All), b"second!");
 }
@@ -194,7 +235,7 @@ fn list_parts_paginates() {
     let s = open_with(dir.path(), MIN);
     s.create_bucket("b").unwrap();
     let id = s
-        .create_multipart_upload("b", "k", ObjectMeta::default())
+        .create_multipart_upload("b", "k", ObjectMeta::default(), None)
         .unwrap();
     for n in [7, 1, 3, 2, 6, 5, 4] {
         upload_part(
@@ -245,14 +286,15 @@ fn completion_errors_leave_the_upload_intact() {
     let s = open_with(dir.path(), MIN);
     s.create_bucket("b").unwrap();
     let id = s
-        .create_multipart_upload("b", "k", ObjectMeta::default())
+        .create_multipart_upload("b", "k", ObjectMeta::default(), None)
         .unwrap();
     let big = random_bytes(1, MIN as usize);
     let p1 = upload_part(&s, "k", &id, 1, &big);
     let p2 = upload_part(&s, "k", &id, 2, b"small");
     let p3 = upload_part(&s, "k", &id, 3, b"tail");
     let complete = |parts: &[CompletedPart]| {
-        s.complete_multipart_upload("b", "k", &id, parts, WriteConditions::default())
+        s.complete_multipart_upload("b", "k", &id, parts, CompleteOptions::default())
+            .map(|r| r.put)
     };
     let c = |p: &PartEntry| CompletedPart {
         part_number: p.part_number,
@@ -286,12 +328,18 @@ fn completion_errors_leave_the_upload_intact() {
         S3ErrorCode::EntityTooSmall
     );
     assert_eq!(
-        code(s.complete_multipart_upload("b", "k", "bogus", &[c(&p1)], WriteConditions::default())),
+        code(
+            s.complete_multipart_upload("b", "k", "bogus", &[c(&p1)], CompleteOptions::default())
+                .map(|r| r.put)
+        ),
         S3ErrorCode::NoSuchUpload
     );
     // All refused: the upload and its parts are still there.
     assert_eq!(s.list_parts("b", "k", &id, 0, 10).unwrap().parts.len(), 3);
-    assert_eq!(code(s.head_object("b", "k")), S3ErrorCode::NoSuchKey);
+    assert_eq!(
+        code(s.head_object("b", "k", HeadOptions::default())),
+        S3ErrorCode::NoSuchKey
+    );
 
     // Parts 1 and 3 (the small part is last but one no more): part 2 is deleted.
     let done = complete(&[c(&p1), c(&p3)]).unwrap();
@@ -309,7 +357,15 @@ fn completion_errors_leave_the_upload_intact() {
     assert_eq!(data_files(dir.path()), 2);
     assert_eq!(code(complete(&[c(&p1)])), S3ErrorCode::NoSuchUpload);
     assert_eq!(
-        code(s.part_writer("b", "k", &id, 1)),
+        code(s.part_writer(
+            "b",
+            "k",
+            PartOf {
+                upload_id: &id,
+                part_number: 1,
+                customer: None
+            }
+        )),
         S3ErrorCode::NoSuchUpload
     );
 }
@@ -320,12 +376,22 @@ fn abort_deletes_parts() {
     let s = open_with(dir.path(), MIN);
     s.create_bucket("b").unwrap();
     let id = s
-        .create_multipart_upload("b", "k", ObjectMeta::default())
+        .create_multipart_upload("b", "k", ObjectMeta::default(), None)
         .unwrap();
     upload_part(&s, "k", &id, 1, b"one");
     upload_part(&s, "k", &id, 2, b"two");
     // A part still being written when the upload is aborted.
-    let mut late = s.part_writer("b", "k", &id, 3).unwrap();
+    let mut late = s
+        .part_writer(
+            "b",
+            "k",
+            PartOf {
+                upload_id: &id,
+                part_number: 3,
+                customer: None,
+            },
+        )
+        .unwrap();
     late.write(b"late").unwrap();
     assert_eq!(data_files(dir.path()), 2);
     s.abort_multipart_upload("b", "k", &id).unwrap();
@@ -337,7 +403,15 @@ fn abort_deletes_parts() {
         S3ErrorCode::NoSuchUpload
     );
     assert_eq!(
-        code(s.part_writer("b", "k", &id, 1)),
+        code(s.part_writer(
+            "b",
+            "k",
+            PartOf {
+                upload_id: &id,
+                part_number: 1,
+                customer: None
+            }
+        )),
         S3ErrorCode::NoSuchUpload
     );
     assert_eq!(crate::support::store::temp_files(dir.path()), 0);
@@ -349,24 +423,49 @@ fn part_numbers_and_buckets_are_checked() {
     let dir = tempfile::tempdir().unwrap();
     let s = open_with(dir.path(), MIN);
     assert_eq!(
-        code(s.create_multipart_upload("b", "k", ObjectMeta::default())),
+        code(s.create_multipart_upload("b", "k", ObjectMeta::default(), None)),
         S3ErrorCode::NoSuchBucket
     );
     s.create_bucket("b").unwrap();
     let id = s
-        .create_multipart_upload("b", "k", ObjectMeta::default())
+        .create_multipart_upload("b", "k", ObjectMeta::default(), None)
         .unwrap();
     for n in [0, 10_001] {
         assert_eq!(
-            code(s.part_writer("b", "k", &id, n)),
+            code(s.part_writer(
+                "b",
+                "k",
+                PartOf {
+                    upload_id: &id,
+                    part_number: n,
+                    customer: None
+                }
+            )),
             S3ErrorCode::InvalidArgument
         );
     }
     assert_eq!(
-        code(s.part_writer("x", "k", &id, 1)),
+        code(s.part_writer(
+            "x",
+            "k",
+            PartOf {
+                upload_id: &id,
+                part_number: 1,
+                customer: None
+            }
+        )),
         S3ErrorCode::NoSuchBucket
     );
-    s.part_writer("b", "k", &id, 10_000).unwrap();
+    s.part_writer(
+        "b",
+        "k",
+        PartOf {
+            upload_id: &id,
+            part_number: 10_000,
+            customer: None,
+        },
+    )
+    .unwrap();
 }
 
 #[test]
@@ -374,13 +473,13 @@ fn conditional_completion() {
     let dir = tempfile::tempdir().unwrap();
     let s = open_with(dir.path(), MIN);
     s.create_bucket("b").unwrap();
-    let mut w = s.object_writer("b", "k").unwrap();
+    let mut w = s.object_writer("b", "k", None).unwrap();
     w.write(b"existing").unwrap();
     let existing = w
         .commit(ObjectMeta::default(), WriteConditions::default())
         .unwrap();
     let id = s
-        .create_multipart_upload("b", "k", ObjectMeta::default())
+        .create_multipart_upload("b", "k", ObjectMeta::default(), None)
         .unwrap();
     let p = upload_part(&s, "k", &id, 1, b"new");
     let none_match = WriteConditions {
@@ -388,13 +487,19 @@ fn conditional_completion() {
         ..WriteConditions::default()
     };
     assert_eq!(
-        code(s.complete_multipart_upload(
-            "b",
-            "k",
-            &id,
-            &completed(std::slice::from_ref(&p)),
-            none_match
-        )),
+        code(
+            s.complete_multipart_upload(
+                "b",
+                "k",
+                &id,
+                &completed(std::slice::from_ref(&p)),
+                CompleteOptions {
+                    conditions: none_match,
+                    ..CompleteOptions::default()
+                }
+            )
+            .map(|r| r.put)
+        ),
         S3ErrorCode::PreconditionFailed
     );
     let stale = WriteConditions {
@@ -402,13 +507,19 @@ fn conditional_completion() {
         ..WriteConditions::default()
     };
     assert_eq!(
-        code(s.complete_multipart_upload(
-            "b",
-            "k",
-            &id,
-            &completed(std::slice::from_ref(&p)),
-            stale
-        )),
+        code(
+            s.complete_multipart_upload(
+                "b",
+                "k",
+                &id,
+                &completed(std::slice::from_ref(&p)),
+                CompleteOptions {
+                    conditions: stale,
+                    ..CompleteOptions::default()
+                }
+            )
+            .map(|r| r.put)
+        ),
         S3ErrorCode::PreconditionFailed
     );
     assert_eq!(get(&s, "b", "k", ReadRange::All), b"existing");
@@ -416,8 +527,18 @@ fn conditional_completion() {
         if_match: Some(existing.etag),
         ..WriteConditions::default()
     };
-    s.complete_multipart_upload("b", "k", &id, &completed(&[p]), current)
-        .unwrap();
+    s.complete_multipart_upload(
+        "b",
+        "k",
+        &id,
+        &completed(&[p]),
+        CompleteOptions {
+            conditions: current,
+            ..CompleteOptions::default()
+        },
+    )
+    .map(|r| r.put)
+    .unwrap();
     assert_eq!(get(&s, "b", "k", ReadRange::All), b"new");
     assert_eq!(data_files(dir.path()), 1);
 }
@@ -428,12 +549,12 @@ fn upload_part_copy_from_ranges() {
     let s = open_with(dir.path(), MIN);
     s.create_bucket("b").unwrap();
     let src_data = random_bytes(9, 500_000);
-    let mut w = s.object_writer("b", "src").unwrap();
+    let mut w = s.object_writer("b", "src", None).unwrap();
     w.write(&src_data).unwrap();
     w.commit(ObjectMeta::default(), WriteConditions::default())
         .unwrap();
     let id = s
-        .create_multipart_upload("b", "dst", ObjectMeta::default())
+        .create_multipart_upload("b", "dst", ObjectMeta::default(), None)
         .unwrap();
     let src = |range| CopySource {
         bucket: "b",
@@ -443,26 +564,85 @@ fn upload_part_copy_from_ranges() {
         customer: None,
     };
     let p1 = s
-        .upload_part_copy("b", "dst", &id, 1, src(Some((100, 100_099))), |_| Ok(()))
+        .upload_part_copy(
+            "b",
+            "dst",
+            PartOf {
+                upload_id: &id,
+                part_number: 1,
+                customer: None,
+            },
+            src(Some((100, 100_099))),
+            |_| Ok(()),
+        )
+        .map(|(part, _)| part)
         .unwrap();
     assert_eq!(p1.size, 100_000);
     assert_eq!(p1.etag, ETag::single(&md5(&src_data[100..100_100])));
     let p2 = s
-        .upload_part_copy("b", "dst", &id, 2, src(None), |_| Ok(()))
+        .upload_part_copy(
+            "b",
+            "dst",
+            PartOf {
+                upload_id: &id,
+                part_number: 2,
+                customer: None,
+            },
+            src(None),
+            |_| Ok(()),
+        )
+        .map(|(part, _)| part)
         .unwrap();
     assert_eq!(p2.size, src_data.len() as u64);
     assert_eq!(
-        code(s.upload_part_copy("b", "dst", &id, 3, src(Some((0, 500_000))), |_| Ok(()))),
+        code(
+            s.upload_part_copy(
+                "b",
+                "dst",
+                PartOf {
+                    upload_id: &id,
+                    part_number: 3,
+                    customer: None
+                },
+                src(Some((0, 500_000))),
+                |_| Ok(())
+            )
+            .map(|(part, _)| part)
+        ),
         S3ErrorCode::InvalidArgument
     );
     assert_eq!(
-        code(s.upload_part_copy("b", "dst", &id, 3, src(Some((10, 9))), |_| Ok(()))),
+        code(
+            s.upload_part_copy(
+                "b",
+                "dst",
+                PartOf {
+                    upload_id: &id,
+                    part_number: 3,
+                    customer: None
+                },
+                src(Some((10, 9))),
+                |_| Ok(())
+            )
+            .map(|(part, _)| part)
+        ),
         S3ErrorCode::InvalidArgument
     );
     assert_eq!(
-        code(s.upload_part_copy("b", "dst", &id, 3, src(None), |_| Err(
-            S3ErrorCode::PreconditionFailed.into()
-        ))),
+        code(
+            s.upload_part_copy(
+                "b",
+                "dst",
+                PartOf {
+                    upload_id: &id,
+                    part_number: 3,
+                    customer: None
+                },
+                src(None),
+                |_| Err(S3ErrorCode::PreconditionFailed.into())
+            )
+            .map(|(part, _)| part)
+        ),
         S3ErrorCode::PreconditionFailed
     );
     s.complete_multipart_upload(
@@ -470,15 +650,16 @@ fn upload_part_copy_from_ranges() {
         "dst",
         &id,
         &completed(&[p1, p2]),
-        WriteConditions::default(),
+        CompleteOptions::default(),
     )
+    .map(|r| r.put)
     .unwrap();
     let mut want = src_data[100..100_100].to_vec();
     want.extend_from_slice(&src_data);
     assert_eq!(get(&s, "b", "dst", ReadRange::All), want);
     // Copying a multipart object reads across its parts.
     let id2 = s
-        .create_multipart_upload("b", "dst2", ObjectMeta::default())
+        .create_multipart_upload("b", "dst2", ObjectMeta::default(), None)
         .unwrap();
     let from_mp = CopySource {
         bucket: "b",
@@ -488,7 +669,18 @@ fn upload_part_copy_from_ranges() {
         customer: None,
     };
     let p = s
-        .upload_part_copy("b", "dst2", &id2, 1, from_mp, |_| Ok(()))
+        .upload_part_copy(
+            "b",
+            "dst2",
+            PartOf {
+                upload_id: &id2,
+                part_number: 1,
+                customer: None,
+            },
+            from_mp,
+            |_| Ok(()),
+        )
+        .map(|(part, _)| part)
         .unwrap();
     assert_eq!(p.etag, ETag::single(&md5(&want[99_990..100_010])));
 }
@@ -507,7 +699,7 @@ fn ten_thousand_parts() {
     .unwrap();
     s.create_bucket("b").unwrap();
     let id = s
-        .create_multipart_upload("b", "k", ObjectMeta::default())
+        .create_multipart_upload("b", "k", ObjectMeta::default(), None)
         .unwrap();
     let mut parts = Vec::new();
     let mut whole = Vec::new();
@@ -522,8 +714,9 @@ fn ten_thousand_parts() {
             "k",
             &id,
             &completed(&parts),
-            WriteConditions::default(),
+            CompleteOptions::default(),
         )
+        .map(|r| r.put)
         .unwrap();
     assert!(done.etag.as_str().ends_with("-10000\""));
     assert_eq!(get(&s, "b", "k", ReadRange::All), whole);
@@ -535,7 +728,12 @@ fn ten_thousand_parts() {
         get(&s, "b", "k", ReadRange::Inclusive(5, 12)),
         &whole[5..=12]
     );
-    assert_eq!(s.head_object("b", "k").unwrap().parts_count(), Some(10_000));
+    assert_eq!(
+        s.head_object("b", "k", HeadOptions::default())
+            .unwrap()
+            .parts_count(),
+        Some(10_000)
+    );
 }
 
 #[test]
@@ -544,7 +742,7 @@ fn reader_of_a_multipart_object_survives_delete() {
     let s = open_with(dir.path(), MIN);
     s.create_bucket("b").unwrap();
     let id = s
-        .create_multipart_upload("b", "k", ObjectMeta::default())
+        .create_multipart_upload("b", "k", ObjectMeta::default(), None)
         .unwrap();
     let datas: Vec<Vec<u8>> = (0..3).map(|i| random_bytes(20 + i, MIN as usize)).collect();
     let parts: Vec<PartEntry> = datas
@@ -557,15 +755,16 @@ fn reader_of_a_multipart_object_survives_delete() {
         "k",
         &id,
         &completed(&parts),
-        WriteConditions::default(),
+        CompleteOptions::default(),
     )
+    .map(|r| r.put)
     .unwrap();
-    let mut r = s.get_object("b", "k", ReadRange::All).unwrap();
+    let mut r = s.get_object("b", "k", GetOptions::default()).unwrap();
     let mut got = vec![0u8; 100];
     r.read_exact(&mut got).unwrap();
     // Later part files are opened only when reached: they must outlive the delete.
-    s.delete_object("b", "k").unwrap();
-    let mut w = s.object_writer("b", "k").unwrap();
+    s.delete_object("b", "k", DeleteOptions::default()).unwrap();
+    let mut w = s.object_writer("b", "k", None).unwrap();
     w.write(b"new").unwrap();
     w.commit(ObjectMeta::default(), WriteConditions::default())
         .unwrap();
@@ -583,7 +782,7 @@ fn reader_of_a_multipart_object_survives_delete() {
 #[test]
 fn checksums_of_an_upload_with_an_algorithm() {
     use ferry_core::s3::checksum::ChecksumAlgorithm as A;
-    use ferry_server::store::{Checksum, ExpectedChecksum, MultipartChecksum};
+    use ferry_server::store::{Checksum, MultipartChecksum};
     let dir = tempfile::tempdir().unwrap();
     let mut s = open_with(dir.path(), 1);
     s.create_bucket("b").unwrap();
@@ -592,7 +791,7 @@ fn checksums_of_an_upload_with_an_algorithm() {
         value: a.checksum(data).to_base64().as_str().into(),
     };
     let datas = [random_bytes(1, 5000), random_bytes(2, 777)];
-    let mut w = s.object_writer("b", "src").unwrap();
+    let mut w = s.object_writer("b", "src", None).unwrap();
     w.write(&datas[1]).unwrap();
     w.commit(ObjectMeta::default(), WriteConditions::default())
         .unwrap();
@@ -606,8 +805,18 @@ fn checksums_of_an_upload_with_an_algorithm() {
             ..ObjectMeta::default()
         };
         let key = a.as_str();
-        let id = s.create_multipart_upload("b", key, meta).unwrap();
-        let mut w = s.part_writer("b", key, &id, 1).unwrap();
+        let id = s.create_multipart_upload("b", key, meta, None).unwrap();
+        let mut w = s
+            .part_writer(
+                "b",
+                key,
+                PartOf {
+                    upload_id: &id,
+                    part_number: 1,
+                    customer: None,
+                },
+            )
+            .unwrap();
         assert_eq!(
             w.upload_checksum().map(|c| c.full_object),
             Some(full_object)
@@ -615,7 +824,17 @@ fn checksums_of_an_upload_with_an_algorithm() {
         w.write(&datas[0]).unwrap();
         // A part without its checksum is refused.
         assert_eq!(code(w.commit()), S3ErrorCode::InvalidRequest);
-        let mut w = s.part_writer("b", key, &id, 1).unwrap();
+        let mut w = s
+            .part_writer(
+                "b",
+                key,
+                PartOf {
+                    upload_id: &id,
+                    part_number: 1,
+                    customer: None,
+                },
+            )
+            .unwrap();
         w.write(&datas[0]).unwrap();
         w.set_checksum(stored(a, &datas[0]));
         let p1 = w.commit().unwrap();
@@ -627,7 +846,18 @@ fn checksums_of_an_upload_with_an_algorithm() {
             customer: None,
         };
         let p2 = s
-            .upload_part_copy("b", key, &id, 2, src, |_| Ok(()))
+            .upload_part_copy(
+                "b",
+                key,
+                PartOf {
+                    upload_id: &id,
+                    part_number: 2,
+                    customer: None,
+                },
+                src,
+                |_| Ok(()),
+            )
+            .map(|(part, _)| part)
             .unwrap();
         assert_eq!(p2.checksum, Some(stored(a, &datas[1])));
         drop(s);
@@ -647,19 +877,14 @@ fn checksums_of_an_upload_with_an_algorithm() {
         let mut wrong = parts.clone();
         wrong[0].checksums = vec![stored(a, b"other")];
         assert_eq!(
-            code(s.complete_multipart_upload("b", key, &id, &wrong, WriteConditions::default())),
+            code(
+                s.complete_multipart_upload("b", key, &id, &wrong, CompleteOptions::default())
+                    .map(|r| r.put)
+            ),
             S3ErrorCode::InvalidPart
         );
         let done = s
-            .complete_multipart_upload_checked(
-                "b",
-                key,
-                &id,
-                &parts,
-                WriteConditions::default(),
-                ExpectedChecksum::default(),
-                None,
-            )
+            .complete_multipart_upload("b", key, &id, &parts, CompleteOptions::default())
             .unwrap();
         let whole = datas.concat();
         let want = if full_object {
@@ -676,7 +901,7 @@ fn checksums_of_an_upload_with_an_algorithm() {
             Some(want.as_str())
         );
         assert_eq!(done.full_object, full_object);
-        let info = s.head_object("b", key).unwrap();
+        let info = s.head_object("b", key, HeadOptions::default()).unwrap();
         assert_eq!(
             info.meta.checksums,
             done.checksum.into_iter().collect::<Vec<_>>()

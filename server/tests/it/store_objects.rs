@@ -10,14 +10,15 @@ use ferry_core::md5::{ETag, md5};
 use ferry_core::s3::S3ErrorCode;
 use ferry_core::s3::xml::lock::{Retention, RetentionMode};
 use ferry_server::store::{
-    Checksum, CompletedPart, CopySource, ListQuery, MetadataDirective, ObjectMeta, PutResult,
-    ReadRange, Store, StoreConfig, WriteConditions,
+    Checksum, CompleteOptions, CompletedPart, CopyOptions, CopySource, DeleteOptions, GetOptions,
+    HeadOptions, ListQuery, MetadataDirective, ObjectMeta, PartOf, PutResult, ReadRange, Store,
+    StoreConfig, WriteConditions,
 };
 
 use crate::support::store::{code, data_files, files_under, get, open, random_bytes, temp_files};
 
 fn put(s: &Store, b: &str, k: &str, data: &[u8]) -> PutResult {
-    let mut w = s.object_writer(b, k).unwrap();
+    let mut w = s.object_writer(b, k, None).unwrap();
     w.write(data).unwrap();
     w.commit(ObjectMeta::default(), WriteConditions::default())
         .unwrap()
@@ -46,9 +47,9 @@ fn bucket_lifecycle_and_errors() {
     // Not empty while an object or an in-progress upload is in it.
     put(&s, "b", "k", b"x");
     assert_eq!(code(s.delete_bucket("b")), S3ErrorCode::BucketNotEmpty);
-    s.delete_object("b", "k").unwrap();
+    s.delete_object("b", "k", DeleteOptions::default()).unwrap();
     let up = s
-        .create_multipart_upload("b", "k", ObjectMeta::default())
+        .create_multipart_upload("b", "k", ObjectMeta::default(), None)
         .unwrap();
     assert_eq!(code(s.delete_bucket("b")), S3ErrorCode::BucketNotEmpty);
     s.abort_multipart_upload("b", "k", &up).unwrap();
@@ -57,13 +58,22 @@ fn bucket_lifecycle_and_errors() {
     put(&s, "b-2", "k", b"y");
     s.delete_bucket("b").unwrap();
     assert!(!s.bucket_exists("b").unwrap());
-    assert_eq!(code(s.object_writer("b", "k")), S3ErrorCode::NoSuchBucket);
     assert_eq!(
-        code(s.get_object("b", "k", ReadRange::All)),
+        code(s.object_writer("b", "k", None)),
         S3ErrorCode::NoSuchBucket
     );
-    assert_eq!(code(s.head_object("b", "k")), S3ErrorCode::NoSuchBucket);
-    assert_eq!(code(s.delete_object("b", "k")), S3ErrorCode::NoSuchBucket);
+    assert_eq!(
+        code(s.get_object("b", "k", GetOptions::default())),
+        S3ErrorCode::NoSuchBucket
+    );
+    assert_eq!(
+        code(s.head_object("b", "k", HeadOptions::default())),
+        S3ErrorCode::NoSuchBucket
+    );
+    assert_eq!(
+        code(s.delete_object("b", "k", DeleteOptions::default())),
+        S3ErrorCode::NoSuchBucket
+    );
     assert_eq!(
         code(s.list_objects("b", &ListQuery::default())),
         S3ErrorCode::NoSuchBucket
@@ -133,7 +143,7 @@ fn put_get_head_round_trip_with_metadata() {
         }),
         legal_hold: true,
     };
-    let mut w = s.object_writer("b", "obj").unwrap();
+    let mut w = s.object_writer("b", "obj", None).unwrap();
     // Chunks smaller and larger than the 256 KiB buffer, and an empty one.
     let mut at = 0;
     for n in [1, 0, 100, 300_000, 4096, 262_144] {
@@ -147,14 +157,14 @@ fn put_get_head_round_trip_with_metadata() {
     assert_eq!(put.etag, ETag::single(&md5(&data)));
     assert_eq!(put.size, data.len() as u64);
 
-    let info = s.head_object("b", "obj").unwrap();
+    let info = s.head_object("b", "obj", HeadOptions::default()).unwrap();
     assert_eq!(info.etag, put.etag);
     assert_eq!(info.size, put.size);
     assert_eq!(info.last_modified, put.last_modified);
     assert_eq!(info.meta, meta);
     assert_eq!(info.parts_count(), None);
 
-    let mut r = s.get_object("b", "obj", ReadRange::All).unwrap();
+    let mut r = s.get_object("b", "obj", GetOptions::default()).unwrap();
     assert_eq!(r.info(), &info);
     assert_eq!(r.range(), None);
     assert_eq!(r.remaining(), data.len() as u64);
@@ -175,11 +185,25 @@ fn empty_object() {
     assert_eq!(put.etag.as_str(), "\"d41d8cd98f00b204e9800998ecf8427e\"");
     assert_eq!(get(&s, "b", "e", ReadRange::All), b"");
     assert_eq!(
-        code(s.get_object("b", "e", ReadRange::From(0))),
+        code(s.get_object(
+            "b",
+            "e",
+            GetOptions {
+                range: ReadRange::From(0),
+                ..GetOptions::default()
+            }
+        )),
         S3ErrorCode::InvalidRange
     );
     assert_eq!(
-        code(s.get_object("b", "e", ReadRange::Suffix(5))),
+        code(s.get_object(
+            "b",
+            "e",
+            GetOptions {
+                range: ReadRange::Suffix(5),
+                ..GetOptions::default()
+            }
+        )),
         S3ErrorCode::InvalidRange
     );
 }
@@ -201,7 +225,16 @@ fn byte_ranges() {
         (ReadRange::Suffix(5000), 0..1000),
     ];
     for (range, want) in cases {
-        let r = s.get_object("b", "k", range).unwrap();
+        let r = s
+            .get_object(
+                "b",
+                "k",
+                GetOptions {
+                    range,
+                    ..GetOptions::default()
+                },
+            )
+            .unwrap();
         assert_eq!(
             r.range(),
             Some((want.start as u64, want.end as u64 - 1)),
@@ -216,19 +249,40 @@ fn byte_ranges() {
         ReadRange::Suffix(0),
     ] {
         assert_eq!(
-            code(s.get_object("b", "k", bad)),
+            code(s.get_object(
+                "b",
+                "k",
+                GetOptions {
+                    range: bad,
+                    ..GetOptions::default()
+                }
+            )),
             S3ErrorCode::InvalidRange,
             "{bad:?}"
         );
     }
     assert_eq!(
-        code(s.get_object("b", "k", ReadRange::Part(2))),
+        code(s.get_object(
+            "b",
+            "k",
+            GetOptions {
+                range: ReadRange::Part(2),
+                ..GetOptions::default()
+            }
+        )),
         S3ErrorCode::InvalidPartNumber
     );
     // Part 1 of a single-part object is all of it.
     assert_eq!(get(&s, "b", "k", ReadRange::Part(1)), data);
     assert_eq!(
-        code(s.get_object("b", "k", ReadRange::Part(0))),
+        code(s.get_object(
+            "b",
+            "k",
+            GetOptions {
+                range: ReadRange::Part(0),
+                ..GetOptions::default()
+            }
+        )),
         S3ErrorCode::InvalidArgument
     );
 }
@@ -292,19 +346,22 @@ fn keys_never_become_paths() {
     }
     // A NUL in a bucket name must not reach another bucket's keys ("b" + "nul\0inside").
     assert_eq!(
-        code(s.get_object("b\0nul", "inside", ReadRange::All)),
+        code(s.get_object("b\0nul", "inside", GetOptions::default())),
         S3ErrorCode::InvalidBucketName
     );
     assert_eq!(
-        code(s.delete_object("b\0nul", "inside")),
+        code(s.delete_object("b\0nul", "inside", DeleteOptions::default())),
         S3ErrorCode::InvalidBucketName
     );
     assert_eq!(get(&s, "b", "nul\0inside", ReadRange::All).len(), 10 + 10);
     assert_eq!(
-        code(s.object_writer("b", &"k".repeat(1025))),
+        code(s.object_writer("b", &"k".repeat(1025), None)),
         S3ErrorCode::KeyTooLongError
     );
-    assert_eq!(code(s.object_writer("b", "")), S3ErrorCode::InvalidArgument);
+    assert_eq!(
+        code(s.object_writer("b", "", None)),
+        S3ErrorCode::InvalidArgument
+    );
 }
 
 #[test]
@@ -321,7 +378,7 @@ fn conditional_writes() {
         ..WriteConditions::default()
     };
     let try_put = |data: &[u8], c: WriteConditions| {
-        let mut w = s.object_writer("b", "k").unwrap();
+        let mut w = s.object_writer("b", "k", None).unwrap();
         w.write(data).unwrap();
         w.commit(ObjectMeta::default(), c)
     };
@@ -355,14 +412,18 @@ fn delete_is_idempotent_and_frees_the_file() {
     s.create_bucket("b").unwrap();
     put(&s, "b", "k", b"data");
     assert_eq!(data_files(dir.path()), 1);
-    s.delete_object("b", "k").unwrap();
-    assert_eq!(code(s.head_object("b", "k")), S3ErrorCode::NoSuchKey);
+    s.delete_object("b", "k", DeleteOptions::default()).unwrap();
     assert_eq!(
-        code(s.get_object("b", "k", ReadRange::All)),
+        code(s.head_object("b", "k", HeadOptions::default())),
         S3ErrorCode::NoSuchKey
     );
-    s.delete_object("b", "k").unwrap();
-    s.delete_object("b", "never-existed").unwrap();
+    assert_eq!(
+        code(s.get_object("b", "k", GetOptions::default())),
+        S3ErrorCode::NoSuchKey
+    );
+    s.delete_object("b", "k", DeleteOptions::default()).unwrap();
+    s.delete_object("b", "never-existed", DeleteOptions::default())
+        .unwrap();
     assert_eq!(data_files(dir.path()), 0);
 }
 
@@ -389,7 +450,7 @@ fn copy_object_directives() {
         user_metadata: vec![("m".into(), "v".into())],
         ..ObjectMeta::default()
     };
-    let mut w = s.object_writer("src", "k").unwrap();
+    let mut w = s.object_writer("src", "k", None).unwrap();
     w.write(&data).unwrap();
     let src_put = w.commit(meta.clone(), WriteConditions::default()).unwrap();
     let src = CopySource {
@@ -403,18 +464,16 @@ fn copy_object_directives() {
 
     // COPY keeps the source's metadata.
     let c = s
-        .copy_object(
-            src,
-            "dst",
-            "c",
-            MetadataDirective::Copy,
-            WriteConditions::default(),
-            ok,
-        )
+        .copy_object(src, "dst", "c", CopyOptions::default(), ok)
         .unwrap();
     assert_eq!(c.etag, src_put.etag);
     assert_eq!(get(&s, "dst", "c", ReadRange::All), data);
-    assert_eq!(s.head_object("dst", "c").unwrap().meta, meta);
+    assert_eq!(
+        s.head_object("dst", "c", HeadOptions::default())
+            .unwrap()
+            .meta,
+        meta
+    );
 
     // REPLACE takes the given metadata.
     let other = ObjectMeta {
@@ -425,51 +484,54 @@ fn copy_object_directives() {
         src,
         "dst",
         "r",
-        MetadataDirective::Replace(other.clone()),
-        WriteConditions::default(),
+        CopyOptions {
+            directive: MetadataDirective::Replace(other.clone()),
+            ..CopyOptions::default()
+        },
         ok,
     )
     .unwrap();
-    assert_eq!(s.head_object("dst", "r").unwrap().meta, other);
+    assert_eq!(
+        s.head_object("dst", "r", HeadOptions::default())
+            .unwrap()
+            .meta,
+        other
+    );
 
     // Onto itself: only with REPLACE.
     assert_eq!(
-        code(s.copy_object(
-            src,
-            "src",
-            "k",
-            MetadataDirective::Copy,
-            WriteConditions::default(),
-            ok
-        )),
+        code(s.copy_object(src, "src", "k", CopyOptions::default(), ok)),
         S3ErrorCode::InvalidRequest
     );
     s.copy_object(
         src,
         "src",
         "k",
-        MetadataDirective::Replace(other.clone()),
-        WriteConditions::default(),
+        CopyOptions {
+            directive: MetadataDirective::Replace(other.clone()),
+            ..CopyOptions::default()
+        },
         ok,
     )
     .unwrap();
     assert_eq!(get(&s, "src", "k", ReadRange::All), data);
-    assert_eq!(s.head_object("src", "k").unwrap().meta, other);
+    assert_eq!(
+        s.head_object("src", "k", HeadOptions::default())
+            .unwrap()
+            .meta,
+        other
+    );
 
     // The source check sees the source and can refuse.
-    let refused = s.copy_object(
-        src,
-        "dst",
-        "x",
-        MetadataDirective::Copy,
-        WriteConditions::default(),
-        |info| {
-            assert_eq!(info.size, data.len() as u64);
-            Err(S3ErrorCode::PreconditionFailed.into())
-        },
-    );
+    let refused = s.copy_object(src, "dst", "x", CopyOptions::default(), |info| {
+        assert_eq!(info.size, data.len() as u64);
+        Err(S3ErrorCode::PreconditionFailed.into())
+    });
     assert_eq!(code(refused), S3ErrorCode::PreconditionFailed);
-    assert_eq!(code(s.head_object("dst", "x")), S3ErrorCode::NoSuchKey);
+    assert_eq!(
+        code(s.head_object("dst", "x", HeadOptions::default())),
+        S3ErrorCode::NoSuchKey
+    );
 
     // Destination conditions apply.
     let none_match = WriteConditions {
@@ -477,7 +539,16 @@ fn copy_object_directives() {
         ..WriteConditions::default()
     };
     assert_eq!(
-        code(s.copy_object(src, "dst", "c", MetadataDirective::Copy, none_match, ok)),
+        code(s.copy_object(
+            src,
+            "dst",
+            "c",
+            CopyOptions {
+                conditions: none_match,
+                ..CopyOptions::default()
+            },
+            ok
+        )),
         S3ErrorCode::PreconditionFailed
     );
 
@@ -489,14 +560,7 @@ fn copy_object_directives() {
         customer: None,
     };
     assert_eq!(
-        code(s.copy_object(
-            missing,
-            "dst",
-            "y",
-            MetadataDirective::Copy,
-            WriteConditions::default(),
-            ok
-        )),
+        code(s.copy_object(missing, "dst", "y", CopyOptions::default(), ok)),
         S3ErrorCode::NoSuchKey
     );
     let ranged = CopySource {
@@ -505,14 +569,7 @@ fn copy_object_directives() {
         ..src
     };
     assert_eq!(
-        code(s.copy_object(
-            ranged,
-            "dst",
-            "y",
-            MetadataDirective::Copy,
-            WriteConditions::default(),
-            ok
-        )),
+        code(s.copy_object(ranged, "dst", "y", CopyOptions::default(), ok)),
         S3ErrorCode::InvalidArgument
     );
     // src/k, dst/c, dst/r: three files, no leftovers.
@@ -527,15 +584,15 @@ fn reader_survives_overwrite_and_delete() {
     s.create_bucket("b").unwrap();
     let old = random_bytes(4, 900_000);
     put(&s, "b", "k", &old);
-    let mut r = s.get_object("b", "k", ReadRange::All).unwrap();
+    let mut r = s.get_object("b", "k", GetOptions::default()).unwrap();
     let mut head = vec![0u8; 1000];
     r.read_exact(&mut head).unwrap();
 
     put(&s, "b", "k", &random_bytes(5, 10));
     assert_eq!(get(&s, "b", "k", ReadRange::All), random_bytes(5, 10));
-    s.delete_object("b", "k").unwrap();
+    s.delete_object("b", "k", DeleteOptions::default()).unwrap();
     assert_eq!(
-        code(s.get_object("b", "k", ReadRange::All)),
+        code(s.get_object("b", "k", GetOptions::default())),
         S3ErrorCode::NoSuchKey
     );
 
@@ -564,7 +621,7 @@ fn concurrent_writers_leave_one_complete_winner() {
             let barrier = barrier.clone();
             std::thread::spawn(move || {
                 let data = random_bytes(100 + i, len);
-                let mut w = s.object_writer("b", "k").unwrap();
+                let mut w = s.object_writer("b", "k", None).unwrap();
                 barrier.wait();
                 for chunk in data.chunks(10_000) {
                     w.write(chunk).unwrap();
@@ -580,7 +637,7 @@ fn concurrent_writers_leave_one_complete_winner() {
         .filter(|i| random_bytes(100 + i, len) == got)
         .collect();
     assert_eq!(winners.len(), 1, "the object is exactly one writer's bytes");
-    let info = s.head_object("b", "k").unwrap();
+    let info = s.head_object("b", "k", HeadOptions::default()).unwrap();
     assert_eq!(info.etag, results[winners[0] as usize].etag);
     assert_eq!(data_files(dir.path()), 1);
     assert_eq!(tmp_files(dir.path()), 0);
@@ -591,13 +648,16 @@ fn dropped_writer_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let s = open(dir.path());
     s.create_bucket("b").unwrap();
-    let mut w = s.object_writer("b", "k").unwrap();
+    let mut w = s.object_writer("b", "k", None).unwrap();
     w.write(&random_bytes(6, 400_000)).unwrap();
     assert_eq!(tmp_files(dir.path()), 1);
     drop(w);
     assert_eq!(tmp_files(dir.path()), 0);
     assert_eq!(data_files(dir.path()), 0);
-    assert_eq!(code(s.head_object("b", "k")), S3ErrorCode::NoSuchKey);
+    assert_eq!(
+        code(s.head_object("b", "k", HeadOptions::default())),
+        S3ErrorCode::NoSuchKey
+    );
 }
 
 #[test]
@@ -605,7 +665,7 @@ fn commit_into_a_deleted_bucket_fails_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let s = open(dir.path());
     s.create_bucket("b").unwrap();
-    let mut w = s.object_writer("b", "k").unwrap();
+    let mut w = s.object_writer("b", "k", None).unwrap();
     w.write(b"late").unwrap();
     s.delete_bucket("b").unwrap();
     assert_eq!(
@@ -627,11 +687,22 @@ fn reopen_keeps_everything() {
         s.create_bucket("b").unwrap();
         put(&s, "b", "k", &data);
         put(&s, "b", "gone", b"x");
-        s.delete_object("b", "gone").unwrap();
-        upload = s
-            .create_multipart_upload("b", "mp", ObjectMeta::default())
+        s.delete_object("b", "gone", DeleteOptions::default())
             .unwrap();
-        let mut p = s.part_writer("b", "mp", &upload, 1).unwrap();
+        upload = s
+            .create_multipart_upload("b", "mp", ObjectMeta::default(), None)
+            .unwrap();
+        let mut p = s
+            .part_writer(
+                "b",
+                "mp",
+                PartOf {
+                    upload_id: &upload,
+                    part_number: 1,
+                    customer: None,
+                },
+            )
+            .unwrap();
         p.write(b"part one").unwrap();
         p.commit().unwrap();
     }
@@ -640,7 +711,10 @@ fn reopen_keeps_everything() {
     assert_eq!(s.cleanup_report().temp_files, 0);
     assert!(s.bucket_exists("b").unwrap());
     assert_eq!(get(&s, "b", "k", ReadRange::All), data);
-    assert_eq!(code(s.head_object("b", "gone")), S3ErrorCode::NoSuchKey);
+    assert_eq!(
+        code(s.head_object("b", "gone", HeadOptions::default())),
+        S3ErrorCode::NoSuchKey
+    );
     let parts = s.list_parts("b", "mp", &upload, 0, 1000).unwrap();
     assert_eq!(parts.parts.len(), 1);
     let done = s
@@ -653,8 +727,9 @@ fn reopen_keeps_everything() {
                 etag: parts.parts[0].etag,
                 checksums: Vec::new(),
             }],
-            WriteConditions::default(),
+            CompleteOptions::default(),
         )
+        .map(|r| r.put)
         .unwrap();
     assert_eq!(done.size, 8);
     assert_eq!(get(&s, "b", "mp", ReadRange::All), b"part one");
@@ -750,7 +825,7 @@ fn stats_count_objects_bytes_and_retired_files() {
     assert_eq!((st.objects, st.object_bytes), (2, 4000));
     assert_eq!((st.files_retired, st.files_pending), (0, 0));
     // A reader keeps the file of the version it opened: retired, pending until it is done.
-    let reader = s.get_object("b", "a", ReadRange::All).unwrap();
+    let reader = s.get_object("b", "a", GetOptions::default()).unwrap();
     put(&s, "b", "a", &[3; 2000]);
     let st = s.stats();
     assert_eq!((st.objects, st.object_bytes), (2, 5000));
@@ -761,9 +836,9 @@ fn stats_count_objects_bytes_and_retired_files() {
     drop(reader);
     let st = s.stats();
     assert_eq!((st.files_deleted, st.files_pending), (1, 0));
-    s.delete_object("b", "c").unwrap();
+    s.delete_object("b", "c", DeleteOptions::default()).unwrap();
     // Deleting a missing key changes nothing.
-    s.delete_object("b", "c").unwrap();
+    s.delete_object("b", "c", DeleteOptions::default()).unwrap();
     let st = s.stats();
     assert_eq!((st.objects, st.object_bytes), (1, 2000));
     assert_eq!((st.files_retired, st.files_deleted), (2, 2));
@@ -772,11 +847,21 @@ fn stats_count_objects_bytes_and_retired_files() {
     assert!(0 < free && free <= total);
     // A multipart object counts once, with its whole size; its parts are no objects.
     let up = s
-        .create_multipart_upload("b", "m", ObjectMeta::default())
+        .create_multipart_upload("b", "m", ObjectMeta::default(), None)
         .unwrap();
     let mut parts = Vec::new();
     for n in 1..=2u32 {
-        let mut w = s.part_writer("b", "m", &up, n).unwrap();
+        let mut w = s
+            .part_writer(
+                "b",
+                "m",
+                PartOf {
+                    upload_id: &up,
+                    part_number: n,
+                    customer: None,
+                },
+            )
+            .unwrap();
         w.write(&vec![n as u8; 5 << 20]).unwrap();
         parts.push(w.commit().unwrap());
     }
@@ -788,7 +873,8 @@ fn stats_count_objects_bytes_and_retired_files() {
             checksums: Vec::new(),
         })
         .collect();
-    s.complete_multipart_upload("b", "m", &up, &done, WriteConditions::default())
+    s.complete_multipart_upload("b", "m", &up, &done, CompleteOptions::default())
+        .map(|r| r.put)
         .unwrap();
     let st = s.stats();
     assert_eq!((st.objects, st.object_bytes), (2, 2000 + (10 << 20)));
@@ -835,7 +921,7 @@ fn data_files_are_written_with_o_direct_but_their_tails() {
         for (i, &n) in sizes.iter().enumerate() {
             let data = random_bytes(i as u64, n);
             // Odd pieces: the store gathers them into aligned pooled buffers.
-            let mut w = s.object_writer("b", &format!("k{i}")).unwrap();
+            let mut w = s.object_writer("b", &format!("k{i}"), None).unwrap();
             for piece in data.chunks(7919) {
                 w.write(piece).unwrap();
             }
@@ -870,12 +956,12 @@ fn encrypted_reads_fill_blocks_with_whole_chunks() {
     s.create_bucket("b").unwrap();
     let data = random_bytes(9, 3 * 1024 * 1024 + 5);
     let mut w = s
-        .object_writer_encrypted("b", "k", &EncryptWith::SseS3)
+        .object_writer("b", "k", Some(&EncryptWith::SseS3))
         .unwrap();
     w.write(&data).unwrap();
     w.commit(ObjectMeta::default(), WriteConditions::default())
         .unwrap();
-    let mut r = s.get_object("b", "k", ReadRange::All).unwrap();
+    let mut r = s.get_object("b", "k", GetOptions::default()).unwrap();
     assert!(r.is_encrypted());
     let mut back = Vec::new();
     let mut buf = vec![0u8; 256 * 1024];
@@ -898,6 +984,6 @@ fn encrypted_reads_fill_blocks_with_whole_chunks() {
     assert!(back == data);
     // A plain object's reads always fit.
     put(&s, "b", "plain", &data);
-    let r = s.get_object("b", "plain", ReadRange::All).unwrap();
+    let r = s.get_object("b", "plain", GetOptions::default()).unwrap();
     assert!(!r.is_encrypted() && r.read_fits(1));
 }

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use ferry_core::s3::S3ErrorCode;
 use ferry_server::store::{
-    CompletedPart, CopySource, MetadataDirective, ObjectMeta, ReadRange, RequestOwned, Store,
-    WriteConditions,
+    CompleteOptions, CompletedPart, CopyOptions, CopySource, HeadOptions, MetadataDirective,
+    ObjectMeta, PartOf, ReadRange, Store, WriteConditions,
 };
 
 use crate::support::store::{code, get, open};
@@ -21,7 +21,7 @@ fn tags(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
 }
 
 fn put(s: &Store, b: &str, k: &str, data: &[u8], t: &[(&str, &str)]) {
-    let mut w = s.object_writer(b, k).unwrap();
+    let mut w = s.object_writer(b, k, None).unwrap();
     w.write(data).unwrap();
     let meta = ObjectMeta {
         content_type: Some("text/plain".into()),
@@ -32,7 +32,10 @@ fn put(s: &Store, b: &str, k: &str, data: &[u8], t: &[(&str, &str)]) {
 }
 
 fn tags_of(s: &Store, b: &str, k: &str) -> Vec<(String, String)> {
-    s.head_object(b, k).unwrap().meta.tags
+    s.head_object(b, k, HeadOptions::default())
+        .unwrap()
+        .meta
+        .tags
 }
 
 #[test]
@@ -43,11 +46,12 @@ fn tags_live_in_the_record_and_change_without_the_data() {
         s.create_bucket("b").unwrap();
         put(&s, "b", "k", b"data", &[("a", "1"), ("b", "2")]);
         assert_eq!(tags_of(&s, "b", "k"), tags(&[("a", "1"), ("b", "2")]));
-        let before = s.head_object("b", "k").unwrap();
+        let before = s.head_object("b", "k", HeadOptions::default()).unwrap();
         let stats = s.stats();
 
-        s.put_object_tagging("b", "k", tags(&[("c", "3")])).unwrap();
-        let after = s.head_object("b", "k").unwrap();
+        s.put_object_tagging("b", "k", None, tags(&[("c", "3")]))
+            .unwrap();
+        let after = s.head_object("b", "k", HeadOptions::default()).unwrap();
         assert_eq!(after.meta.tags, tags(&[("c", "3")]));
         assert_eq!(after.etag, before.etag);
         assert_eq!(after.last_modified, before.last_modified);
@@ -58,9 +62,9 @@ fn tags_live_in_the_record_and_change_without_the_data() {
         assert_eq!(now.objects, stats.objects);
         assert_eq!(now.files_retired, stats.files_retired);
 
-        s.put_object_tagging("b", "k", Vec::new()).unwrap();
+        s.put_object_tagging("b", "k", None, Vec::new()).unwrap();
         assert!(tags_of(&s, "b", "k").is_empty());
-        s.put_object_tagging("b", "k", tags(&[("kept", "yes")]))
+        s.put_object_tagging("b", "k", None, tags(&[("kept", "yes")]))
             .unwrap();
     }
     let s = open(dir.path());
@@ -75,23 +79,23 @@ fn tagging_errors_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let s = open(dir.path());
     assert_eq!(
-        code(s.put_object_tagging("nob", "k", tags(&[("a", "b")]))),
+        code(s.put_object_tagging("nob", "k", None, tags(&[("a", "b")]))),
         S3ErrorCode::NoSuchBucket
     );
     s.create_bucket("b").unwrap();
     assert_eq!(
-        code(s.put_object_tagging("b", "missing", tags(&[("a", "b")]))),
+        code(s.put_object_tagging("b", "missing", None, tags(&[("a", "b")]))),
         S3ErrorCode::NoSuchKey
     );
     assert_eq!(
-        code(s.head_object("b", "missing")),
+        code(s.head_object("b", "missing", HeadOptions::default())),
         S3ErrorCode::NoSuchKey,
         "tagging a missing key does not create it"
     );
     put(&s, "b", "k", b"x", &[("a", "1")]);
     s.fence_bucket("b", "t", Duration::from_secs(60)).unwrap();
     assert_eq!(
-        code(s.put_object_tagging("b", "k", tags(&[("a", "2")]))),
+        code(s.put_object_tagging("b", "k", None, tags(&[("a", "2")]))),
         S3ErrorCode::OperationAborted
     );
     assert_eq!(tags_of(&s, "b", "k"), tags(&[("a", "1")]));
@@ -112,8 +116,17 @@ fn copies_keep_or_replace_tags() {
     };
     let ok = |_: &_| Ok(());
     let none = WriteConditions::default();
-    s.copy_object(src, "b", "keep", MetadataDirective::Copy, none, ok)
-        .unwrap();
+    s.copy_object(
+        src,
+        "b",
+        "keep",
+        CopyOptions {
+            conditions: none,
+            ..CopyOptions::default()
+        },
+        ok,
+    )
+    .unwrap();
     assert_eq!(tags_of(&s, "b", "keep"), tags(&[("from", "src")]));
     // Replaced metadata still keeps the source's tags unless the tags are replaced too.
     let meta = ObjectMeta {
@@ -124,40 +137,46 @@ fn copies_keep_or_replace_tags() {
         src,
         "b",
         "meta",
-        MetadataDirective::Replace(meta.clone()),
-        none,
+        CopyOptions {
+            directive: MetadataDirective::Replace(meta.clone()),
+            conditions: none,
+            ..CopyOptions::default()
+        },
         ok,
     )
     .unwrap();
     assert_eq!(tags_of(&s, "b", "meta"), tags(&[("from", "src")]));
-    s.copy_object_tagged(
+    s.copy_object(
         src,
         "b",
         "new",
-        MetadataDirective::Copy,
-        Some(tags(&[("to", "new")])),
-        RequestOwned::default(),
-        none,
+        CopyOptions {
+            tags: Some(tags(&[("to", "new")])),
+            conditions: none,
+            ..CopyOptions::default()
+        },
         ok,
     )
     .unwrap();
     assert_eq!(tags_of(&s, "b", "new"), tags(&[("to", "new")]));
     assert_eq!(
-        s.head_object("b", "new")
+        s.head_object("b", "new", HeadOptions::default())
             .unwrap()
             .meta
             .content_type
             .as_deref(),
         Some("text/plain")
     );
-    s.copy_object_tagged(
+    s.copy_object(
         src,
         "b",
         "bare",
-        MetadataDirective::Replace(meta),
-        Some(Vec::new()),
-        RequestOwned::default(),
-        none,
+        CopyOptions {
+            directive: MetadataDirective::Replace(meta),
+            tags: Some(Vec::new()),
+            conditions: none,
+            ..CopyOptions::default()
+        },
         ok,
     )
     .unwrap();
@@ -173,8 +192,18 @@ fn a_completed_upload_gets_the_tags_it_was_created_with() {
         tags: tags(&[("stage", "mp")]),
         ..ObjectMeta::default()
     };
-    let id = s.create_multipart_upload("b", "k", meta).unwrap();
-    let mut w = s.part_writer("b", "k", &id, 1).unwrap();
+    let id = s.create_multipart_upload("b", "k", meta, None).unwrap();
+    let mut w = s
+        .part_writer(
+            "b",
+            "k",
+            PartOf {
+                upload_id: &id,
+                part_number: 1,
+                customer: None,
+            },
+        )
+        .unwrap();
     w.write(b"part one").unwrap();
     let part = w.commit().unwrap();
     // The upload's record survives a reopen with its tags.
@@ -189,8 +218,9 @@ fn a_completed_upload_gets_the_tags_it_was_created_with() {
             etag: part.etag,
             checksums: Vec::new(),
         }],
-        WriteConditions::default(),
+        CompleteOptions::default(),
     )
+    .map(|r| r.put)
     .unwrap();
     assert_eq!(tags_of(&s, "b", "k"), tags(&[("stage", "mp")]));
     assert_eq!(get(&s, "b", "k", ReadRange::All), b"part one");

@@ -8,8 +8,8 @@ use std::collections::HashSet;
 use ferry_core::s3::xml::lock::{Retention, RetentionMode};
 use ferry_core::s3::{S3ErrorCode, S3Result};
 use ferry_server::store::{
-    BucketSetting, ObjectMeta, Placed, PutResult, ReadRange, Store, VersionId, VersionsQuery,
-    WriteConditions,
+    BucketSetting, DeleteOptions, GetOptions, HeadOptions, ObjectMeta, Placed, PutResult, Store,
+    VersionId, VersionsQuery, WriteConditions,
 };
 
 use crate::support::store::{code, open};
@@ -32,7 +32,7 @@ fn write(
     meta: ObjectMeta,
     placed: Placed,
 ) -> S3Result<PutResult> {
-    let mut w = s.object_writer(b, k)?;
+    let mut w = s.object_writer(b, k, None)?;
     w.write(data)?;
     w.commit(
         meta,
@@ -57,7 +57,16 @@ fn placed(s: &Store, b: &str, k: &str, data: &[u8], seq: u64) -> S3Result<PutRes
 
 fn read(s: &Store, b: &str, k: &str, v: VersionId) -> Vec<u8> {
     use std::io::Read as _;
-    let mut r = s.get_object_version(b, k, Some(v), ReadRange::All).unwrap();
+    let mut r = s
+        .get_object(
+            b,
+            k,
+            GetOptions {
+                version: Some(v),
+                ..GetOptions::default()
+            },
+        )
+        .unwrap();
     let mut out = Vec::new();
     r.read_to_end(&mut out).unwrap();
     out
@@ -183,7 +192,15 @@ fn placed_ids_beyond_the_clock_margin_are_refused() {
         ..Default::default()
     };
     assert_eq!(
-        code(s.delete_object_version_guarded("b", "k", None, marker_ahead, |_| Ok(()))),
+        code(s.delete_object(
+            "b",
+            "k",
+            DeleteOptions {
+                conditions: marker_ahead,
+                guard: Some(&|_| Ok(())),
+                ..DeleteOptions::default()
+            }
+        )),
         S3ErrorCode::InvalidArgument
     );
     // A date orders a record without a stamp: a far one is refused in any bucket.
@@ -198,7 +215,10 @@ fn placed_ids_beyond_the_clock_margin_are_refused() {
         );
     }
     assert_eq!(versions(&s, "b"), []);
-    assert_eq!(code(s.head_object("plain", "k")), S3ErrorCode::NoSuchKey);
+    assert_eq!(
+        code(s.head_object("plain", "k", HeadOptions::default())),
+        S3ErrorCode::NoSuchKey
+    );
 
     // Within the margin (another node's clock a little ahead): taken, current.
     let near = now_micros() + hour / 2;
@@ -239,7 +259,7 @@ fn a_key_at_the_end_of_the_range_refuses_new_versions_and_keeps_its_own() {
             S3ErrorCode::InternalError
         );
         assert_eq!(
-            code(s.delete_object_version("b", key, None)),
+            code(s.delete_object("b", key, DeleteOptions::default())),
             S3ErrorCode::InternalError
         );
         let after: Vec<_> = versions(&s, "b")
@@ -261,7 +281,10 @@ fn a_key_at_the_end_of_the_range_refuses_new_versions_and_keeps_its_own() {
         s.expire_objects("b", &scanned).unwrap(),
         [None, None, Some(0)]
     );
-    assert_eq!(code(s.head_object("b", "other")), S3ErrorCode::NoSuchKey);
+    assert_eq!(
+        code(s.head_object("b", "other", HeadOptions::default())),
+        S3ErrorCode::NoSuchKey
+    );
     assert_eq!(versions(&s, "b").len(), 2 + 2 + 2);
 }
 
@@ -297,7 +320,7 @@ fn a_new_version_never_replaces_another_in_its_slot() {
     );
     assert_eq!(etags(&s), before);
     assert_eq!(
-        code(s.delete_object_version("b", "k", None)),
+        code(s.delete_object("b", "k", DeleteOptions::default())),
         S3ErrorCode::InternalError
     );
     assert_eq!(etags(&s), before);

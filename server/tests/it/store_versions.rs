@@ -5,8 +5,8 @@
 
 use ferry_core::s3::{S3ErrorCode, S3Result};
 use ferry_server::store::{
-    DeleteConditions, ObjectMeta, Placed, PutResult, ReadRange, Store, VersionId, Versioning,
-    VersionsQuery, WriteConditions,
+    DeleteConditions, DeleteOptions, GetOptions, HeadOptions, ObjectMeta, Placed, PutResult, Store,
+    VersionId, Versioning, VersionsQuery, WriteConditions,
 };
 
 use redb::ReadableDatabase as _;
@@ -14,7 +14,7 @@ use redb::ReadableDatabase as _;
 use crate::support::store::{code, data_files, open};
 
 fn put(s: &Store, b: &str, k: &str, data: &[u8]) -> Option<VersionId> {
-    let mut w = s.object_writer(b, k).unwrap();
+    let mut w = s.object_writer(b, k, None).unwrap();
     w.write(data).unwrap();
     w.commit(ObjectMeta::default(), WriteConditions::default())
         .unwrap()
@@ -23,7 +23,16 @@ fn put(s: &Store, b: &str, k: &str, data: &[u8]) -> Option<VersionId> {
 
 fn read(s: &Store, b: &str, k: &str, v: Option<VersionId>) -> Vec<u8> {
     use std::io::Read as _;
-    let mut r = s.get_object_version(b, k, v, ReadRange::All).unwrap();
+    let mut r = s
+        .get_object(
+            b,
+            k,
+            GetOptions {
+                version: v,
+                ..GetOptions::default()
+            },
+        )
+        .unwrap();
     let mut out = Vec::new();
     r.read_to_end(&mut out).unwrap();
     out
@@ -68,9 +77,16 @@ fn versions_live_beside_the_current_object_and_survive_a_reopen() {
     assert_eq!(read(&s, "b", "k", Some(v1)), b"one");
     assert_eq!(read(&s, "b", "k", Some(VersionId::Null)), b"null one");
     assert_eq!(
-        s.head_object_version("b", "k", Some(v1))
-            .unwrap()
-            .version_id,
+        s.head_object(
+            "b",
+            "k",
+            HeadOptions {
+                version: Some(v1),
+                ..HeadOptions::default()
+            }
+        )
+        .unwrap()
+        .version_id,
         Some(v1)
     );
     assert_eq!(
@@ -94,17 +110,34 @@ fn versions_live_beside_the_current_object_and_survive_a_reopen() {
     assert_eq!(page.objects.len(), 1);
     assert_eq!(page.objects[0].size, 3);
     // A delete marker: the key is gone for GET, its versions are not.
-    let del = s.delete_object("b", "k").unwrap();
+    let del = s.delete_object("b", "k", DeleteOptions::default()).unwrap();
     assert!(del.delete_marker);
     let marker = del.version_id.unwrap();
-    assert_eq!(code(s.head_object("b", "k")), S3ErrorCode::NoSuchKey);
+    assert_eq!(
+        code(s.head_object("b", "k", HeadOptions::default())),
+        S3ErrorCode::NoSuchKey
+    );
     assert_eq!(s.current_delete_marker("b", "k").unwrap(), Some(marker));
     assert_eq!(
-        code(s.head_object_version("b", "k", Some(marker))),
+        code(s.head_object(
+            "b",
+            "k",
+            HeadOptions {
+                version: Some(marker),
+                ..HeadOptions::default()
+            }
+        )),
         S3ErrorCode::MethodNotAllowed
     );
     assert_eq!(
-        code(s.head_object_version("b", "k", Some(VersionId::Seq(1)))),
+        code(s.head_object(
+            "b",
+            "k",
+            HeadOptions {
+                version: Some(VersionId::Seq(1)),
+                ..HeadOptions::default()
+            }
+        )),
         S3ErrorCode::NoSuchVersion
     );
     // Every version keeps its data file; a reopen's cleanup deletes none of them.
@@ -123,15 +156,47 @@ fn versions_live_beside_the_current_object_and_survive_a_reopen() {
 
     // Removing the marker makes the newest version current again; removing versions for
     // good deletes their files.
-    let out = s.delete_object_version("b", "k", Some(marker)).unwrap();
+    let out = s
+        .delete_object(
+            "b",
+            "k",
+            DeleteOptions {
+                version: Some(marker),
+                ..DeleteOptions::default()
+            },
+        )
+        .unwrap();
     assert!(out.delete_marker);
     assert_eq!(read(&s, "b", "k", None), b"two");
-    s.delete_object_version("b", "k", Some(v2)).unwrap();
+    s.delete_object(
+        "b",
+        "k",
+        DeleteOptions {
+            version: Some(v2),
+            ..DeleteOptions::default()
+        },
+    )
+    .unwrap();
     assert_eq!(read(&s, "b", "k", None), b"one");
     assert_eq!(data_files(dir.path()), 2);
-    s.delete_object_version("b", "k", Some(VersionId::Null))
-        .unwrap();
-    s.delete_object_version("b", "k", Some(v1)).unwrap();
+    s.delete_object(
+        "b",
+        "k",
+        DeleteOptions {
+            version: Some(VersionId::Null),
+            ..DeleteOptions::default()
+        },
+    )
+    .unwrap();
+    s.delete_object(
+        "b",
+        "k",
+        DeleteOptions {
+            version: Some(v1),
+            ..DeleteOptions::default()
+        },
+    )
+    .unwrap();
     assert_eq!(data_files(dir.path()), 0);
     assert!(listed(&s, "b").is_empty());
     assert_eq!(s.stats().objects, 0);
@@ -157,7 +222,7 @@ fn suspended_writes_replace_the_null_version_only() {
         ]
     );
     // A delete: the null version becomes a delete marker, its data gone.
-    let out = s.delete_object("b", "k").unwrap();
+    let out = s.delete_object("b", "k", DeleteOptions::default()).unwrap();
     assert_eq!(out.version_id, Some(VersionId::Null));
     assert!(out.delete_marker);
     assert_eq!(data_files(dir.path()), 1);
@@ -204,7 +269,12 @@ fn version_listings_page_by_key_and_version() {
             ids.push(put(&s, "b", k, format!("{k}{i}").as_bytes()).unwrap());
         }
         if k == "d/2" {
-            ids.push(s.delete_object("b", k).unwrap().version_id.unwrap());
+            ids.push(
+                s.delete_object("b", k, DeleteOptions::default())
+                    .unwrap()
+                    .version_id
+                    .unwrap(),
+            );
         }
         for (i, v) in ids.iter().rev().enumerate() {
             want.push(l(k, *v, i == 0, k == "d/2" && i == 0));
@@ -284,33 +354,61 @@ fn tags_and_acls_change_one_version() {
     let v1 = put(&s, "b", "k", b"one").unwrap();
     let v2 = put(&s, "b", "k", b"two").unwrap();
     let tags = vec![("a".to_owned(), "1".to_owned())];
-    s.put_object_tagging_version("b", "k", Some(v1), tags.clone())
+    s.put_object_tagging("b", "k", Some(v1), tags.clone())
         .unwrap();
-    s.put_object_acl_version("b", "k", Some(v1), b"<acl/>".to_vec())
+    s.put_object_acl("b", "k", Some(v1), b"<acl/>".to_vec())
         .unwrap();
-    let old = s.head_object_version("b", "k", Some(v1)).unwrap();
+    let old = s
+        .head_object(
+            "b",
+            "k",
+            HeadOptions {
+                version: Some(v1),
+                ..HeadOptions::default()
+            },
+        )
+        .unwrap();
     assert_eq!(old.meta.tags, tags);
     assert_eq!(old.meta.acl.as_deref(), Some(&b"<acl/>"[..]));
-    let cur = s.head_object("b", "k").unwrap();
+    let cur = s.head_object("b", "k", HeadOptions::default()).unwrap();
     assert!(cur.meta.tags.is_empty());
     assert_eq!(cur.version_id, Some(v2));
-    let marker = s.delete_object("b", "k").unwrap().version_id.unwrap();
+    let marker = s
+        .delete_object("b", "k", DeleteOptions::default())
+        .unwrap()
+        .version_id
+        .unwrap();
     assert_eq!(
-        code(s.put_object_tagging_version("b", "k", Some(marker), tags.clone())),
+        code(s.put_object_tagging("b", "k", Some(marker), tags.clone())),
         S3ErrorCode::MethodNotAllowed
     );
     assert_eq!(
-        code(s.put_object_tagging_version("b", "k", Some(VersionId::Seq(3)), tags)),
+        code(s.put_object_tagging("b", "k", Some(VersionId::Seq(3)), tags)),
         S3ErrorCode::NoSuchVersion
     );
     // The tags stay with their version when another goes.
-    s.delete_object_version("b", "k", Some(v2)).unwrap();
+    s.delete_object(
+        "b",
+        "k",
+        DeleteOptions {
+            version: Some(v2),
+            ..DeleteOptions::default()
+        },
+    )
+    .unwrap();
     assert_eq!(
-        s.head_object_version("b", "k", Some(v1))
-            .unwrap()
-            .meta
-            .tags
-            .len(),
+        s.head_object(
+            "b",
+            "k",
+            HeadOptions {
+                version: Some(v1),
+                ..HeadOptions::default()
+            }
+        )
+        .unwrap()
+        .meta
+        .tags
+        .len(),
         1
     );
 }
@@ -378,7 +476,11 @@ fn a_store_from_before_versions_opens_and_versions() {
     let s = open(dir.path());
     assert_eq!(s.cleanup_report(), Default::default());
     assert_eq!(read(&s, "b", "k", None), b"old");
-    assert_eq!(s.delete_object("b", "missing").unwrap(), Default::default());
+    assert_eq!(
+        s.delete_object("b", "missing", DeleteOptions::default())
+            .unwrap(),
+        Default::default()
+    );
     s.set_versioning("b", Versioning::Enabled).unwrap();
     let v = put(&s, "b", "k", b"new").unwrap();
     assert_eq!(
@@ -409,7 +511,7 @@ fn a_store_from_before_versions_opens_and_versions() {
 }
 
 fn put_placed(s: &Store, b: &str, k: &str, data: &[u8], placed: Placed) -> S3Result<PutResult> {
-    let mut w = s.object_writer(b, k).unwrap();
+    let mut w = s.object_writer(b, k, None).unwrap();
     w.write(data).unwrap();
     w.commit(
         ObjectMeta::default(),
@@ -447,7 +549,7 @@ fn placed_versions_keep_their_ids_places_and_dates() {
         ..Placed::default()
     };
     put_placed(&s, "b", "plain", b"dated", dated).unwrap();
-    let info = s.head_object("b", "plain").unwrap();
+    let info = s.head_object("b", "plain", HeadOptions::default()).unwrap();
     assert_eq!(info.last_modified.to_unix(), 1_500_000_000);
 
     s.set_versioning("b", Versioning::Enabled).unwrap();
@@ -514,7 +616,15 @@ fn placed_versions_keep_their_ids_places_and_dates() {
     };
     put_placed(&s, "b", "d", b"hidden", at(old_seq)).unwrap();
     let out = s
-        .delete_object_version_guarded("b", "d", None, placed_marker, |_| Ok(()))
+        .delete_object(
+            "b",
+            "d",
+            DeleteOptions {
+                conditions: placed_marker,
+                guard: Some(&|_| Ok(())),
+                ..DeleteOptions::default()
+            },
+        )
         .unwrap();
     assert_eq!(
         (out.version_id, out.delete_marker),

@@ -421,7 +421,7 @@ impl<R: Runtime> Rebalancer<R> {
     /// be listed is an error (its objects would be missed).
     async fn buckets(&self) -> Vec<Bucket> {
         let mut out: Vec<Bucket> = Vec::new();
-        for key in &self.p.client_keys {
+        for key in &self.p.shared.client_keys {
             let caller = Caller::of_key(key);
             for i in 0..self.p.backends.len() {
                 let names = match Client::new(&self.p, &caller).list_buckets(i).await {
@@ -618,7 +618,7 @@ impl<R: Runtime> Rebalancer<R> {
         let workers: Vec<_> = (0..self.opts.concurrency)
             .map(|_| {
                 let (r, queue, b) = (self.clone(), queue.clone(), b.clone());
-                self.p.rt.spawn(async move {
+                self.p.shared.rt.spawn(async move {
                     loop {
                         let next = queue
                             .lock()

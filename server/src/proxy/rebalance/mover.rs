@@ -410,7 +410,7 @@ impl<R: Runtime> Rebalancer<R> {
                 Err(err) => p.error(about(&b.name, &format!("{key}?versionId={id}"), &err)),
             }
         }
-        let now = self.p.rt.unix_time();
+        let now = self.p.shared.rt.unix_time();
         for (v, copy_version, source_etag, lock) in copied {
             let id = v.version_id.as_deref();
             let what = format!("{key}?versionId={}", id.unwrap_or("null"));

@@ -5,7 +5,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use ferry_core::s3::{S3Error, S3ErrorCode};
-use ferry_server::store::{ReadRange, Store, StoreConfig};
+use ferry_server::store::{GetOptions, ReadRange, Store, StoreConfig};
 
 /// A store on `dir` with the default part size, without fsync (the crash test covers
 /// durability).
@@ -25,7 +25,16 @@ pub fn open_with(dir: &Path, min_part_size: u64) -> Store {
 
 /// Read `range` of `b/k` to the end (the reader must then have nothing left).
 pub fn get(s: &Store, b: &str, k: &str, range: ReadRange) -> Vec<u8> {
-    let mut r = s.get_object(b, k, range).unwrap();
+    let mut r = s
+        .get_object(
+            b,
+            k,
+            GetOptions {
+                range,
+                ..GetOptions::default()
+            },
+        )
+        .unwrap();
     let mut v = Vec::new();
     r.read_to_end(&mut v).unwrap();
     assert_eq!(r.remaining(), 0);
