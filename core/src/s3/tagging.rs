@@ -8,6 +8,15 @@ use alloc::vec::Vec;
 
 use super::{S3Error, S3ErrorCode, S3Result, uri};
 
+// Transitional: the old names of header constants now in `s3::header`, until every user
+// names them there (removed in the next commit).
+#[doc(hidden)]
+pub use crate::s3::header::X_AMZ_TAGGING as TAGGING_HEADER;
+#[doc(hidden)]
+pub use crate::s3::header::X_AMZ_TAGGING_COUNT as TAGGING_COUNT_HEADER;
+#[doc(hidden)]
+pub use crate::s3::header::X_AMZ_TAGGING_DIRECTIVE as TAGGING_DIRECTIVE_HEADER;
+
 /// The most tags an object may carry.
 pub const MAX_OBJECT_TAGS: usize = 10;
 /// The most tags a bucket may carry.
@@ -16,13 +25,6 @@ pub const MAX_BUCKET_TAGS: usize = 50;
 pub const MAX_KEY_CHARS: usize = 128;
 /// The longest tag value, in Unicode characters.
 pub const MAX_VALUE_CHARS: usize = 256;
-/// The request header that carries an object's tags on PutObject, CopyObject and
-/// CreateMultipartUpload.
-pub const TAGGING_HEADER: &str = "x-amz-tagging";
-/// The response header of GetObject and HeadObject counting an object's tags.
-pub const TAGGING_COUNT_HEADER: &str = "x-amz-tagging-count";
-/// CopyObject's choice between the source's tags and the request's.
-pub const TAGGING_DIRECTIVE_HEADER: &str = "x-amz-tagging-directive";
 
 /// One tag.
 #[derive(Debug, Clone, PartialEq, Eq)]

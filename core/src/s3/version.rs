@@ -9,20 +9,17 @@ use core::fmt;
 
 use super::{S3Error, S3ErrorCode, S3Result};
 
+// Transitional: the old names of header constants now in `s3::header`, until every user
+// names them there (removed in the next commit).
+#[doc(hidden)]
+pub use crate::s3::header::X_FERRY_LAST_MODIFIED as PLACE_LAST_MODIFIED_HEADER;
+#[doc(hidden)]
+pub use crate::s3::header::X_FERRY_VERSION_ID as PLACE_VERSION_ID_HEADER;
+#[doc(hidden)]
+pub use crate::s3::header::X_FERRY_VERSION_ORDER as PLACE_VERSION_ORDER_HEADER;
+
 /// Length of a non-null version id.
 pub const VERSION_ID_LEN: usize = 16;
-
-/// Ferry's own header of a PutObject, CompleteMultipartUpload or DeleteObject (a delete
-/// marker) in a versioned bucket: write this version id (`null`, or a Ferry id) in its place
-/// among the key's versions instead of a new newest version. The bucket owner's alone; what the
-/// proxy's rebalance moves versions between nodes with.
-pub const PLACE_VERSION_ID_HEADER: &str = "x-ferry-version-id";
-/// With [`PLACE_VERSION_ID_HEADER`]: the version's order among its key's versions (what a
-/// non-null id is made of; needed for `null`).
-pub const PLACE_VERSION_ORDER_HEADER: &str = "x-ferry-version-order";
-/// Ferry's own header of the same writes: their modification time, in Unix seconds, instead of
-/// the commit's (a moved object keeps its date). The bucket owner's alone.
-pub const PLACE_LAST_MODIFIED_HEADER: &str = "x-ferry-last-modified";
 
 /// An object version: `null`, or a sequence number (larger: newer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -22,6 +22,11 @@ use super::write::XmlWriter;
 use crate::s3::{S3Error, S3ErrorCode, S3Result};
 use crate::time::DateTime;
 
+// Transitional: the old names of header constants now in `s3::header`, until every user
+// names them there (removed in the next commit).
+#[doc(hidden)]
+pub use crate::s3::header::X_AMZ_EXPIRATION as EXPIRATION_HEADER;
+
 /// Largest PutBucketLifecycleConfiguration body accepted (1,000 rules of about 500 bytes).
 pub const MAX_LIFECYCLE_BODY: usize = 512 << 10;
 /// Most rules in one configuration (S3's limit, not adjustable there either).
@@ -38,8 +43,6 @@ const MAX_TAG_VALUE: usize = 256;
 pub const MAX_NEWER_NONCURRENT_VERSIONS: u32 = 100;
 /// Elements in a body of the largest size: an empty element takes at least four bytes.
 const MAX_LIFECYCLE_ELEMENTS: usize = MAX_LIFECYCLE_BODY / 4;
-/// The response header of GetObject and HeadObject naming when an object expires.
-pub const EXPIRATION_HEADER: &str = "x-amz-expiration";
 /// A real lifecycle day, in seconds.
 pub const DAY_SECS: u64 = 86_400;
 
