@@ -40,11 +40,6 @@ use super::sigv4::key::HmacSha256;
 use crate::http::Header;
 use crate::s3::header;
 
-// Transitional: the old names of header constants now in `s3::header`, until every user
-// names them there (removed in the next commit).
-#[doc(hidden)]
-pub use crate::s3::header::X_FERRY_CLUSTER_AUTH as SEAL_HEADER;
-
 /// How far a seal's time may be from the verifier's clock, either way, in seconds: the bound
 /// on replaying a sealed request (the nodes' and proxies' clocks must agree this well).
 pub const WINDOW_SECS: i64 = 300;

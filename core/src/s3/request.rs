@@ -33,13 +33,6 @@ use super::{S3Error, S3ErrorCode, S3Result, uri};
 use crate::http::{Header, find_header, find_header_str};
 use crate::s3::header;
 
-// Transitional: the old names of header constants now in `s3::header`, until every user
-// names them there (removed in the next commit).
-#[doc(hidden)]
-pub use crate::s3::header::X_FERRY_BUCKET_EMPTY as BUCKET_EMPTY_HEADER;
-#[doc(hidden)]
-pub use crate::s3::header::X_FERRY_FENCE as FENCE_HEADER;
-
 /// The longest token of a [`Endpoint::BucketFence`].
 pub const MAX_FENCE_TOKEN: usize = 64;
 /// The longest lease of a [`Endpoint::BucketFence`], in seconds.

@@ -24,23 +24,6 @@ use super::{S3Error, S3ErrorCode, S3Result};
 use crate::http::{Header, find_header};
 use crate::s3::header;
 
-// Transitional: the old names of header constants now in `s3::header`, until every user
-// names them there (removed in the next commit).
-#[doc(hidden)]
-pub use crate::s3::header::X_AMZ_SSE as SSE;
-#[doc(hidden)]
-pub use crate::s3::header::X_AMZ_SSE_AWS_KMS_KEY_ID as KMS_KEY_ID;
-#[doc(hidden)]
-pub use crate::s3::header::X_AMZ_SSE_BUCKET_KEY_ENABLED as BUCKET_KEY_ENABLED;
-#[doc(hidden)]
-pub use crate::s3::header::X_AMZ_SSE_CONTEXT as CONTEXT;
-#[doc(hidden)]
-pub use crate::s3::header::X_AMZ_SSE_CUSTOMER_ALGORITHM as CUSTOMER_ALGORITHM;
-#[doc(hidden)]
-pub use crate::s3::header::X_AMZ_SSE_CUSTOMER_KEY_MD5 as CUSTOMER_KEY_MD5;
-#[doc(hidden)]
-pub use crate::s3::header::X_FERRY_ENCRYPTION_CONTEXT_MODE as CONTEXT_MODE_HEADER;
-
 /// The only SSE-C algorithm (and the SSE-S3 value of `x-amz-server-side-encryption`).
 pub const AES256: &str = "AES256";
 /// The longest KMS key id (key id, key ARN, alias name or alias ARN), as KMS bounds it.

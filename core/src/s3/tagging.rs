@@ -8,15 +8,6 @@ use alloc::vec::Vec;
 
 use super::{S3Error, S3ErrorCode, S3Result, uri};
 
-// Transitional: the old names of header constants now in `s3::header`, until every user
-// names them there (removed in the next commit).
-#[doc(hidden)]
-pub use crate::s3::header::X_AMZ_TAGGING as TAGGING_HEADER;
-#[doc(hidden)]
-pub use crate::s3::header::X_AMZ_TAGGING_COUNT as TAGGING_COUNT_HEADER;
-#[doc(hidden)]
-pub use crate::s3::header::X_AMZ_TAGGING_DIRECTIVE as TAGGING_DIRECTIVE_HEADER;
-
 /// The most tags an object may carry.
 pub const MAX_OBJECT_TAGS: usize = 10;
 /// The most tags a bucket may carry.

@@ -9,15 +9,6 @@ use core::fmt;
 
 use super::{S3Error, S3ErrorCode, S3Result};
 
-// Transitional: the old names of header constants now in `s3::header`, until every user
-// names them there (removed in the next commit).
-#[doc(hidden)]
-pub use crate::s3::header::X_FERRY_LAST_MODIFIED as PLACE_LAST_MODIFIED_HEADER;
-#[doc(hidden)]
-pub use crate::s3::header::X_FERRY_VERSION_ID as PLACE_VERSION_ID_HEADER;
-#[doc(hidden)]
-pub use crate::s3::header::X_FERRY_VERSION_ORDER as PLACE_VERSION_ORDER_HEADER;
-
 /// Length of a non-null version id.
 pub const VERSION_ID_LEN: usize = 16;
 

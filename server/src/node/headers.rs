@@ -6,11 +6,9 @@ use base64::Engine as _;
 use ferry_core::http::{Header, find_header, find_header_str};
 use ferry_core::md5::ETag;
 use ferry_core::s3::checksum::{ChecksumAlgorithm, ChecksumType};
+use ferry_core::s3::header;
 use ferry_core::s3::tagging;
 use ferry_core::s3::validate::{self, ContentHeaders};
-use ferry_core::s3::version::{
-    PLACE_LAST_MODIFIED_HEADER, PLACE_VERSION_ID_HEADER, PLACE_VERSION_ORDER_HEADER,
-};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
 
@@ -20,7 +18,7 @@ use crate::store::{Checksum, ObjectInfo, ObjectMeta, Placed, VersionId, WriteCon
 /// `x-amz-version-id`, when the object has a version id.
 pub(crate) fn push_version(h: &mut Headers, version: Option<VersionId>) {
     if let Some(v) = version {
-        h.push("x-amz-version-id", v.to_string());
+        h.push(header::X_AMZ_VERSION_ID, v.to_string());
     }
 }
 
@@ -63,7 +61,7 @@ pub(crate) fn object_meta(headers: &[Header<'_>]) -> S3Result<ObjectMeta> {
 
 /// The tags of `x-amz-tagging` (none without it), checked against the object limits.
 pub(crate) fn object_tags(headers: &[Header<'_>]) -> S3Result<Vec<(String, String)>> {
-    let Some(value) = find_header(headers, tagging::TAGGING_HEADER) else {
+    let Some(value) = find_header(headers, header::X_AMZ_TAGGING) else {
         return Ok(Vec::new());
     };
     Ok(tagging::parse_header(value)?
@@ -86,7 +84,7 @@ fn without_aws_chunked(value: &str) -> Option<String> {
 ///
 /// S3 only implements `*` for `If-None-Match` on writes; any other value is `NotImplemented`.
 pub(crate) fn write_conditions(headers: &[Header<'_>]) -> S3Result<WriteConditions> {
-    let if_none_match_star = match find_header(headers, "if-none-match") {
+    let if_none_match_star = match find_header(headers, header::IF_NONE_MATCH) {
         None => false,
         Some(v) if v.trim_ascii() == b"*" => true,
         Some(_) => {
@@ -117,8 +115,8 @@ pub(crate) fn placed(headers: &[Header<'_>]) -> S3Result<Placed> {
             })
             .transpose()
     };
-    let order = number(PLACE_VERSION_ORDER_HEADER)?;
-    let (seq, null) = match find_header_str(headers, PLACE_VERSION_ID_HEADER).map(str::trim) {
+    let order = number(header::X_FERRY_VERSION_ORDER)?;
+    let (seq, null) = match find_header_str(headers, header::X_FERRY_VERSION_ID).map(str::trim) {
         None if order.is_some() => {
             return Err(bad("x-ferry-version-order goes with x-ferry-version-id"));
         }
@@ -135,7 +133,7 @@ pub(crate) fn placed(headers: &[Header<'_>]) -> S3Result<Placed> {
         },
     };
     // Year 9999 at most, as dates are written.
-    let last_modified = match number(PLACE_LAST_MODIFIED_HEADER)? {
+    let last_modified = match number(header::X_FERRY_LAST_MODIFIED)? {
         Some(t) if t <= 253_402_300_799 => i64::try_from(t).ok(),
         Some(_) => return Err(bad("x-ferry-last-modified is too far in the future")),
         None => None,
@@ -149,7 +147,7 @@ pub(crate) fn placed(headers: &[Header<'_>]) -> S3Result<Placed> {
 
 /// `If-Match: <etag>` of a write or a DeleteObject.
 pub(crate) fn if_match(headers: &[Header<'_>]) -> S3Result<Option<ETag>> {
-    match find_header_str(headers, "if-match").map(str::trim) {
+    match find_header_str(headers, header::IF_MATCH).map(str::trim) {
         None => Ok(None),
         Some(v) => ETag::parse(v).map(Some).ok_or_else(|| {
             // An ETag we never issue matches no object.
@@ -160,7 +158,8 @@ pub(crate) fn if_match(headers: &[Header<'_>]) -> S3Result<Option<ETag>> {
 
 /// Whether the request asks for checksums in the response (`x-amz-checksum-mode: ENABLED`).
 pub(crate) fn checksum_mode(headers: &[Header<'_>]) -> bool {
-    find_header(headers, "x-amz-checksum-mode").is_some_and(|v| v.eq_ignore_ascii_case(b"ENABLED"))
+    find_header(headers, header::X_AMZ_CHECKSUM_MODE)
+        .is_some_and(|v| v.eq_ignore_ascii_case(b"ENABLED"))
 }
 
 /// The `x-amz-checksum-*` header of a stored checksum.
@@ -232,10 +231,13 @@ pub(crate) fn object_headers(
         }
     }
     for (name, value) in &m.user_metadata {
-        h.push(format!("x-amz-meta-{name}"), header_safe(value));
+        h.push(
+            format!("{}{name}", header::X_AMZ_META_PREFIX),
+            header_safe(value),
+        );
     }
     if !m.tags.is_empty() {
-        h.push(tagging::TAGGING_COUNT_HEADER, m.tags.len().to_string());
+        h.push(header::X_AMZ_TAGGING_COUNT, m.tags.len().to_string());
     }
     super::lock::push_headers(&mut h, m);
     super::sse::push_encryption(&mut h, info.encryption.as_ref());
@@ -244,7 +246,7 @@ pub(crate) fn object_headers(
             push_checksum(&mut h, c);
         }
         if !m.checksums.is_empty() {
-            h.push("x-amz-checksum-type", checksum_type(m).as_str());
+            h.push(header::X_AMZ_CHECKSUM_TYPE, checksum_type(m).as_str());
         }
     }
     h

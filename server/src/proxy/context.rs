@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use ferry_core::http::head::RequestHead;
 use ferry_core::rt::Runtime;
+use ferry_core::s3::header;
 use ferry_core::s3::sigv4::VerifiedRequest;
 use ferry_core::s3::uri::{self, origin_form};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
@@ -45,11 +46,6 @@ pub(crate) struct Caller {
     pub secure: bool,
 }
 
-/// The header in which the proxy tells a node its client's address.
-pub(crate) const CLIENT_IP_HEADER: &str = "x-ferry-client-ip";
-/// The header in which the proxy tells a node whether its client came over TLS.
-pub(crate) const CLIENT_TLS_HEADER: &str = "x-ferry-client-tls";
-
 impl Caller {
     /// The proxy itself, asking with `key` (no client's address to tell).
     pub fn of_key(key: &str) -> Self {
@@ -62,9 +58,11 @@ impl Caller {
 
     /// The headers that tell a backend where the request came from.
     pub fn headers(&self) -> impl Iterator<Item = (&'static str, String)> + '_ {
-        let ip = self.ip.map(|ip| (CLIENT_IP_HEADER, ip.to_string()));
+        let ip = self
+            .ip
+            .map(|ip| (header::X_FERRY_CLIENT_IP, ip.to_string()));
         let tls = (
-            CLIENT_TLS_HEADER,
+            header::X_FERRY_CLIENT_TLS,
             String::from(if self.secure { "true" } else { "false" }),
         );
         ip.into_iter().chain(std::iter::once(tls))

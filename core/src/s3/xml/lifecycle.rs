@@ -22,11 +22,6 @@ use super::write::XmlWriter;
 use crate::s3::{S3Error, S3ErrorCode, S3Result};
 use crate::time::DateTime;
 
-// Transitional: the old names of header constants now in `s3::header`, until every user
-// names them there (removed in the next commit).
-#[doc(hidden)]
-pub use crate::s3::header::X_AMZ_EXPIRATION as EXPIRATION_HEADER;
-
 /// Largest PutBucketLifecycleConfiguration body accepted (1,000 rules of about 500 bytes).
 pub const MAX_LIFECYCLE_BODY: usize = 512 << 10;
 /// Most rules in one configuration (S3's limit, not adjustable there either).

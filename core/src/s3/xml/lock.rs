@@ -14,19 +14,6 @@ use super::write::XmlWriter;
 use crate::s3::{S3Error, S3ErrorCode, S3Result};
 use crate::time::DateTime;
 
-// Transitional: the old names of header constants now in `s3::header`, until every user
-// names them there (removed in the next commit).
-#[doc(hidden)]
-pub use crate::s3::header::X_AMZ_BUCKET_OBJECT_LOCK_ENABLED as BUCKET_LOCK_HEADER;
-#[doc(hidden)]
-pub use crate::s3::header::X_AMZ_BYPASS_GOVERNANCE_RETENTION as BYPASS_GOVERNANCE_HEADER;
-#[doc(hidden)]
-pub use crate::s3::header::X_AMZ_OBJECT_LOCK_LEGAL_HOLD as LEGAL_HOLD_HEADER;
-#[doc(hidden)]
-pub use crate::s3::header::X_AMZ_OBJECT_LOCK_MODE as LOCK_MODE_HEADER;
-#[doc(hidden)]
-pub use crate::s3::header::X_AMZ_OBJECT_LOCK_RETAIN_UNTIL_DATE as RETAIN_UNTIL_HEADER;
-
 /// Largest PutObjectLockConfiguration, PutObjectRetention or PutObjectLegalHold body accepted.
 pub const MAX_LOCK_BODY: usize = 16 << 10;
 const MAX_LOCK_ELEMENTS: usize = 64;
