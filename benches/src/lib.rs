@@ -18,6 +18,7 @@ use ferry_core::pool::{BufferPool, PoolConfig};
 use ferry_core::s3::address::AddressingConfig;
 use ferry_core::s3::body::{BodyLimit, BodyVerifier, Checks};
 use ferry_core::s3::checksum::ChecksumAlgorithm;
+use ferry_core::s3::header;
 use ferry_core::s3::outbound::OutboundRequest;
 use ferry_core::s3::request::Endpoint;
 use ferry_core::s3::sigv4::aws_chunked::{AwsChunkedDecoder, AwsChunkedEncoder};
@@ -379,15 +380,21 @@ const NOW: i64 = 1_700_000_000;
 pub fn signed_put_head() -> Vec<u8> {
     let date = DateTime::from_unix(NOW).amz().to_string();
     let fixed: [(&str, &str); 9] = [
-        ("host", "127.0.0.1:7001"),
-        ("user-agent", "aws-sdk-rust/1.3.9 os/linux lang/rust/1.95.0"),
-        ("content-type", "application/octet-stream"),
-        ("content-encoding", "aws-chunked"),
-        ("x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER"),
-        ("x-amz-date", &date),
-        ("x-amz-decoded-content-length", "1048576"),
-        ("x-amz-sdk-checksum-algorithm", "CRC32"),
-        ("x-amz-trailer", "x-amz-checksum-crc32"),
+        (header::HOST, "127.0.0.1:7001"),
+        (
+            header::USER_AGENT,
+            "aws-sdk-rust/1.3.9 os/linux lang/rust/1.95.0",
+        ),
+        (header::CONTENT_TYPE, "application/octet-stream"),
+        (header::CONTENT_ENCODING, "aws-chunked"),
+        (
+            header::X_AMZ_CONTENT_SHA256,
+            "STREAMING-UNSIGNED-PAYLOAD-TRAILER",
+        ),
+        (header::X_AMZ_DATE, &date),
+        (header::X_AMZ_DECODED_CONTENT_LENGTH, "1048576"),
+        (header::X_AMZ_SDK_CHECKSUM_ALGORITHM, "CRC32"),
+        (header::X_AMZ_TRAILER, header::X_AMZ_CHECKSUM_CRC32),
     ];
     let headers: Vec<Header<'_>> = fixed
         .iter()
@@ -422,8 +429,13 @@ pub fn signed_put_head() -> Vec<u8> {
     for h in &headers {
         write::header(&mut out, h.name, h.value).expect("valid");
     }
-    write::header(&mut out, "authorization", sig.authorization.as_bytes()).expect("valid");
-    write::header(&mut out, "content-length", b"1048700").expect("valid");
+    write::header(
+        &mut out,
+        header::AUTHORIZATION,
+        sig.authorization.as_bytes(),
+    )
+    .expect("valid");
+    write::header(&mut out, header::CONTENT_LENGTH, b"1048700").expect("valid");
     write::header(
         &mut out,
         "amz-sdk-invocation-id",
@@ -496,7 +508,7 @@ pub fn request_cases() -> Vec<Case> {
 /// head parse, route and SigV4 check the node makes of the same request anyway — the seal's
 /// share of a request's authentication.
 pub fn cluster_seal_cases() -> Vec<Case> {
-    use ferry_core::s3::cluster::{ClusterKey, ClusterKeys, SEAL_HEADER};
+    use ferry_core::s3::cluster::{ClusterKey, ClusterKeys};
     let keys = ClusterKeys::new(ClusterKey::from_bytes([0x5a; 32]));
     let target = "/bench-bucket/photos/2026/11/object-000123.bin?x-id=PutObject";
     let head = signed_put_head();
@@ -509,8 +521,8 @@ pub fn cluster_seal_cases() -> Vec<Case> {
         unit: Unit::Ops(1),
         ferry: timed(move || {
             let said: [(&str, &[u8]); 2] = [
-                ("x-ferry-client-ip", b"203.0.113.7"),
-                ("x-ferry-client-tls", b"true"),
+                (header::X_FERRY_CLIENT_IP, b"203.0.113.7"),
+                (header::X_FERRY_CLIENT_TLS, b"true"),
             ];
             let seal = keys.seal("PUT", target, said, NOW);
             let headers = [
@@ -523,7 +535,7 @@ pub fn cluster_seal_cases() -> Vec<Case> {
                     value: said[1].1,
                 },
                 Header {
-                    name: SEAL_HEADER,
+                    name: header::X_FERRY_CLUSTER_AUTH,
                     value: seal.as_bytes(),
                 },
             ];
@@ -634,9 +646,12 @@ fn unsigned_trailer_verifier(len: u64) -> impl Fn() -> BodyVerifier + Send + 'st
     let now = 1_700_000_000;
     let len_s = len.to_string();
     let mut req = OutboundRequest::new("PUT", "/b/k", "");
-    req.header("content-encoding", &b"aws-chunked"[..])
-        .header("x-amz-decoded-content-length", len_s.as_bytes())
-        .header("x-amz-trailer", &b"x-amz-checksum-crc32"[..]);
+    req.header(header::CONTENT_ENCODING, &b"aws-chunked"[..])
+        .header(header::X_AMZ_DECODED_CONTENT_LENGTH, len_s.as_bytes())
+        .header(
+            header::X_AMZ_TRAILER,
+            header::X_AMZ_CHECKSUM_CRC32.as_bytes(),
+        );
     req.sign(
         "h",
         STREAMING_UNSIGNED_PAYLOAD_TRAILER,

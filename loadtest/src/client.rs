@@ -20,6 +20,7 @@ use ferry_core::http::{EMPTY_HEADER, Header, find_header_str};
 use ferry_core::md5::{ETag, Md5Digest, Md5Sink, content_md5};
 use ferry_core::pool::BufferPool;
 use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::header;
 use ferry_core::s3::outbound::OutboundRequest;
 use ferry_core::s3::sigv4::{
     Credentials, RequestParts, SharedSigningKeyCache, UNSIGNED_PAYLOAD, presign,
@@ -237,7 +238,7 @@ impl<R: NetRuntime> S3Client<R> {
         let md5_header = md5.as_ref().map(content_md5);
         let mut req = OutboundRequest::new(method, path, query);
         if let Some(m) = &md5_header {
-            req.header("content-md5", m.as_str().as_bytes());
+            req.header(header::CONTENT_MD5, m.as_str().as_bytes());
         }
         let payload = sha.as_deref().unwrap_or(UNSIGNED_PAYLOAD);
         req.sign(
@@ -324,7 +325,7 @@ impl<R: NetRuntime> S3Client<R> {
         let resp = conn.response(&mut hs).await?;
         res.head_at = Some(self.rt.now());
         let mut resp = success(resp).await?;
-        let etag = find_header_str(resp.head.headers, "etag").map(str::to_string);
+        let etag = find_header_str(resp.head.headers, header::ETAG).map(str::to_string);
         resp.body.discard().await?;
         if let Some(d) = md5 {
             check_etag(key, &ETag::single(&d), etag.as_deref())?;
@@ -369,7 +370,7 @@ impl<R: NetRuntime> S3Client<R> {
             let resp = conn.response(&mut hs).await?;
             res.head_at = Some(self.rt.now());
             let mut resp = success(resp).await?;
-            let etag = find_header_str(resp.head.headers, "etag").and_then(ETag::parse);
+            let etag = find_header_str(resp.head.headers, header::ETAG).and_then(ETag::parse);
             Ok(self
                 .read_verified(key, id, size, etag, &mut resp.body, &mut res.costs)
                 .await?)
@@ -462,9 +463,9 @@ impl<R: NetRuntime> S3Client<R> {
             if !(200..300).contains(&status) {
                 return Err(OpError::Http { status, code: None }.into());
             }
-            let len = find_header_str(resp.head.headers, "content-length")
+            let len = find_header_str(resp.head.headers, header::CONTENT_LENGTH)
                 .and_then(|v| v.trim().parse::<u64>().ok());
-            let etag = find_header_str(resp.head.headers, "etag").and_then(ETag::parse);
+            let etag = find_header_str(resp.head.headers, header::ETAG).and_then(ETag::parse);
             if self.opts.verify && len != Some(size) {
                 return Err(OpError::Verify(VerifyError::Length {
                     key: key.to_string(),
@@ -549,7 +550,7 @@ impl<R: NetRuntime> S3Client<R> {
         let ep = &self.endpoints[0];
         let path = object_path(bucket, key);
         let headers = [Header {
-            name: "host",
+            name: header::HOST,
             value: ep.host.as_bytes(),
         }];
         let parts = RequestParts {

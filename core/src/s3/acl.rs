@@ -14,6 +14,7 @@ use alloc::vec::Vec;
 use super::xml::{AclDocument, S3_NS};
 use super::{S3Error, S3ErrorCode, S3Result};
 use crate::http::{Header, find_header_str};
+use crate::s3::header;
 
 /// The AllUsers group (anyone, anonymous requests included).
 pub const ALL_USERS: &str = "http://acs.amazonaws.com/groups/global/AllUsers";
@@ -29,11 +30,11 @@ pub const MAX_ACL_BODY: usize = 64 * 1024;
 
 /// The grant headers of a write or Put*Acl, and the permission each gives.
 const GRANT_HEADERS: [(&str, Permission); 5] = [
-    ("x-amz-grant-read", Permission::Read),
-    ("x-amz-grant-write", Permission::Write),
-    ("x-amz-grant-read-acp", Permission::ReadAcp),
-    ("x-amz-grant-write-acp", Permission::WriteAcp),
-    ("x-amz-grant-full-control", Permission::FullControl),
+    (header::X_AMZ_GRANT_READ, Permission::Read),
+    (header::X_AMZ_GRANT_WRITE, Permission::Write),
+    (header::X_AMZ_GRANT_READ_ACP, Permission::ReadAcp),
+    (header::X_AMZ_GRANT_WRITE_ACP, Permission::WriteAcp),
+    (header::X_AMZ_GRANT_FULL_CONTROL, Permission::FullControl),
 ];
 
 /// A permission, as S3 names it.
@@ -178,7 +179,7 @@ impl Acl {
         owner: &str,
         bucket_owner: &str,
     ) -> S3Result<Option<Self>> {
-        let canned = find_header_str(headers, "x-amz-acl").map(str::trim);
+        let canned = find_header_str(headers, header::X_AMZ_ACL).map(str::trim);
         let mut grants = Vec::new();
         for (header, permission) in GRANT_HEADERS {
             for h in headers

@@ -36,6 +36,7 @@ use super::validate::find_content_md5;
 use super::{S3Error, S3ErrorCode, S3Result};
 use crate::http::{Header, find_header_str};
 use crate::md5::{Md5Digest, Md5Sink};
+use crate::s3::header;
 
 /// The largest object (and part) S3 accepts in one request: 5 GiB.
 pub const MAX_OBJECT_SIZE: u64 = 5 << 30;
@@ -197,7 +198,7 @@ impl BodyVerifier {
         let (decoder, declared) = match verified.payload {
             PayloadHash::Streaming(_) => {
                 let d = AwsChunkedDecoder::from_request(headers, Some(verified))?;
-                let declared = find_header_str(headers, "x-amz-decoded-content-length")
+                let declared = find_header_str(headers, header::X_AMZ_DECODED_CONTENT_LENGTH)
                     .and_then(|v| v.trim().parse::<u64>().ok());
                 if declared.is_some_and(|n| n > limit.max) {
                     return Err(limit.error);
@@ -221,7 +222,7 @@ impl BodyVerifier {
             Checks::All => {
                 let expected = checksum_header(headers)?;
                 let trailer =
-                    decoder.is_some() && find_header_str(headers, "x-amz-trailer").is_some();
+                    decoder.is_some() && find_header_str(headers, header::X_AMZ_TRAILER).is_some();
                 let algorithm = match (expected, trailer) {
                     (Some(c), _) => Some(c.algorithm()),
                     (None, true) => None,

@@ -18,6 +18,7 @@ use sha1::Digest as _;
 
 use super::{S3Error, S3ErrorCode, S3Result};
 use crate::http::Header;
+use crate::s3::header;
 
 /// A checksum algorithm S3 accepts in `x-amz-checksum-*` headers and trailers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -63,11 +64,11 @@ impl ChecksumAlgorithm {
     /// The (lower-case) header or trailer name that carries this checksum.
     pub const fn header_name(self) -> &'static str {
         match self {
-            Self::Crc32 => "x-amz-checksum-crc32",
-            Self::Crc32c => "x-amz-checksum-crc32c",
-            Self::Crc64Nvme => "x-amz-checksum-crc64nvme",
-            Self::Sha1 => "x-amz-checksum-sha1",
-            Self::Sha256 => "x-amz-checksum-sha256",
+            Self::Crc32 => header::X_AMZ_CHECKSUM_CRC32,
+            Self::Crc32c => header::X_AMZ_CHECKSUM_CRC32C,
+            Self::Crc64Nvme => header::X_AMZ_CHECKSUM_CRC64NVME,
+            Self::Sha1 => header::X_AMZ_CHECKSUM_SHA1,
+            Self::Sha256 => header::X_AMZ_CHECKSUM_SHA256,
         }
     }
 
@@ -184,7 +185,7 @@ pub fn multipart_checksum(
     headers: &[Header<'_>],
 ) -> S3Result<Option<(ChecksumAlgorithm, ChecksumType)>> {
     let algorithm = requested_algorithm(headers)?;
-    let kind = match crate::http::find_header(headers, "x-amz-checksum-type") {
+    let kind = match crate::http::find_header(headers, header::X_AMZ_CHECKSUM_TYPE) {
         None => None,
         Some(raw) => Some(
             core::str::from_utf8(raw)
@@ -587,7 +588,7 @@ pub fn carried_algorithm(headers: &[Header<'_>]) -> S3Result<Option<ChecksumAlgo
     if let Some(c) = checksum_header(headers)? {
         return Ok(Some(c.algorithm()));
     }
-    Ok(crate::http::find_header(headers, "x-amz-trailer")
+    Ok(crate::http::find_header(headers, header::X_AMZ_TRAILER)
         .and_then(|v| core::str::from_utf8(v).ok())
         .and_then(ChecksumAlgorithm::from_header_name))
 }
@@ -596,8 +597,8 @@ pub fn carried_algorithm(headers: &[Header<'_>]) -> S3Result<Option<ChecksumAlgo
 pub fn requested_algorithm(headers: &[Header<'_>]) -> S3Result<Option<ChecksumAlgorithm>> {
     let mut found = None;
     for name in [
-        super::sigv4::header::X_AMZ_SDK_CHECKSUM_ALGORITHM,
-        super::sigv4::header::X_AMZ_CHECKSUM_ALGORITHM,
+        header::X_AMZ_SDK_CHECKSUM_ALGORITHM,
+        header::X_AMZ_CHECKSUM_ALGORITHM,
     ] {
         let Some(raw) = crate::http::find_header(headers, name) else {
             continue;

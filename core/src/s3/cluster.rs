@@ -4,11 +4,11 @@
 //! that a cluster's nodes, proxies and `ferry rebalance` share.
 //!
 //! A node takes such a header or parameter only in a request that carries a valid seal
-//! ([`SEAL_HEADER`]): an HMAC-SHA256 under one of the cluster keys over the method, the
-//! request-target (path and raw query, as sent), every `x-ferry-*` header and a timestamp
-//! within [`WINDOW_SECS`] of the node's clock. A user's signature, a bucket's ownership or a
-//! source address never stand in for it: anyone may own a bucket, add a header to a presigned
-//! URL, or share an address.
+//! ([`header::X_FERRY_CLUSTER_AUTH`]): an HMAC-SHA256 under one of the cluster keys over the
+//! method, the request-target (path and raw query, as sent), every `x-ferry-*` header and a
+//! timestamp within [`WINDOW_SECS`] of the node's clock. A user's signature, a bucket's ownership
+//! or a source address never stand in for it: anyone may own a bucket, add a header to a
+//! presigned URL, or share an address.
 //!
 //! The string the MAC covers:
 //!
@@ -38,11 +38,8 @@ use zeroize::Zeroizing;
 
 use super::sigv4::key::HmacSha256;
 use crate::http::Header;
+use crate::s3::header;
 
-/// The prefix of Ferry's own headers and query parameters: the cluster's alone.
-pub const PREFIX: &str = "x-ferry-";
-/// The header that carries the seal.
-pub const SEAL_HEADER: &str = "x-ferry-cluster-auth";
 /// How far a seal's time may be from the verifier's clock, either way, in seconds: the bound
 /// on replaying a sealed request (the nodes' and proxies' clocks must agree this well).
 pub const WINDOW_SECS: i64 = 300;
@@ -54,8 +51,9 @@ const ALGORITHM: &str = "FERRY-CLUSTER-HMAC-SHA256";
 
 /// Whether `name` is one of Ferry's own headers or query parameters (`x-ferry-*`, any case).
 pub fn is_internal(name: &str) -> bool {
-    name.len() >= PREFIX.len()
-        && name.as_bytes()[..PREFIX.len()].eq_ignore_ascii_case(PREFIX.as_bytes())
+    name.len() >= header::X_FERRY_PREFIX.len()
+        && name.as_bytes()[..header::X_FERRY_PREFIX.len()]
+            .eq_ignore_ascii_case(header::X_FERRY_PREFIX.as_bytes())
 }
 
 /// A cluster key: 32 bytes, zeroed when dropped, and its HMAC state keyed once (what every seal
@@ -177,9 +175,9 @@ impl ClusterKeys {
         &self.keys[0]
     }
 
-    /// The seal (the value of [`SEAL_HEADER`]) of a request with `method`, `target` (path and
-    /// raw query, as it goes on the wire) and `headers` (those that are not `x-ferry-*` are
-    /// ignored, as is a seal already there), at `now` (unix seconds).
+    /// The seal (the value of [`header::X_FERRY_CLUSTER_AUTH`]) of a request with `method`,
+    /// `target` (path and raw query, as it goes on the wire) and `headers` (those that are not
+    /// `x-ferry-*` are ignored, as is a seal already there), at `now` (unix seconds).
     pub fn seal<'h>(
         &self,
         method: &str,
@@ -210,7 +208,7 @@ impl ClusterKeys {
     ) -> Result<bool, SealError> {
         let mut seals = headers
             .iter()
-            .filter(|h| h.name.eq_ignore_ascii_case(SEAL_HEADER));
+            .filter(|h| h.name.eq_ignore_ascii_case(header::X_FERRY_CLUSTER_AUTH));
         let seal = seals.next();
         if seals.next().is_some() {
             return Err(SealError::Malformed);
@@ -271,7 +269,7 @@ fn mac_of<'h>(
 ) -> [u8; 32] {
     let mut internal: Vec<(String, &[u8])> = headers
         .into_iter()
-        .filter(|(n, _)| is_internal(n) && !n.eq_ignore_ascii_case(SEAL_HEADER))
+        .filter(|(n, _)| is_internal(n) && !n.eq_ignore_ascii_case(header::X_FERRY_CLUSTER_AUTH))
         .map(|(n, v)| (n.to_ascii_lowercase(), v.trim_ascii()))
         .collect();
     // Stable: repeated names keep their order.
@@ -320,7 +318,7 @@ mod tests {
         fn with<'a>(hs: &[Header<'a>], seal: &'a str) -> Vec<Header<'a>> {
             let mut v: Vec<Header<'a>> = hs.to_vec();
             v.push(Header {
-                name: SEAL_HEADER,
+                name: header::X_FERRY_CLUSTER_AUTH,
                 value: seal.as_bytes(),
             });
             v
@@ -403,7 +401,7 @@ mod tests {
         }
         // A node without a key takes no sealed request at all.
         let seal = sealed(&k, "GET", "/b", &[], 0);
-        let hs = [h(SEAL_HEADER, &seal)];
+        let hs = [h(header::X_FERRY_CLUSTER_AUTH, &seal)];
         assert_eq!(
             ClusterKeys::check(None, "GET", "/b", &hs, false, 0),
             Err(SealError::NoKey)
@@ -414,7 +412,10 @@ mod tests {
             Ok(true)
         );
         // Twice: refused, even when both are good.
-        let twice = [h(SEAL_HEADER, &seal), h(SEAL_HEADER, &seal)];
+        let twice = [
+            h(header::X_FERRY_CLUSTER_AUTH, &seal),
+            h(header::X_FERRY_CLUSTER_AUTH, &seal),
+        ];
         assert_eq!(
             ClusterKeys::check(Some(&k), "GET", "/b", &twice, false, 0),
             Err(SealError::Malformed)
@@ -437,7 +438,7 @@ mod tests {
             alloc::format!("FERRY1 99999999999999999999 {hex_part}"),
             alloc::format!("FERRY1 5 {}", "zz".repeat(32)),
         ] {
-            let hs = [h(SEAL_HEADER, &bad)];
+            let hs = [h(header::X_FERRY_CLUSTER_AUTH, &bad)];
             assert_eq!(
                 ClusterKeys::check(Some(&k), "GET", "/", &hs, false, 5),
                 Err(SealError::Malformed),
@@ -457,7 +458,7 @@ mod tests {
         let new = ClusterKeys::new(b);
         for sealer in [&old, &new, &both] {
             let seal = sealed(sealer, "GET", "/", &[], 9);
-            let hs = [h(SEAL_HEADER, &seal)];
+            let hs = [h(header::X_FERRY_CLUSTER_AUTH, &seal)];
             assert_eq!(
                 ClusterKeys::check(Some(&both), "GET", "/", &hs, false, 9),
                 Ok(true)
@@ -465,7 +466,7 @@ mod tests {
         }
         // `both` seals with its first key: the new one, which `old` alone does not know.
         let seal = sealed(&both, "GET", "/", &[], 9);
-        let hs = [h(SEAL_HEADER, &seal)];
+        let hs = [h(header::X_FERRY_CLUSTER_AUTH, &seal)];
         assert_eq!(
             ClusterKeys::check(Some(&new), "GET", "/", &hs, false, 9),
             Ok(true)

@@ -7,6 +7,7 @@
 
 use super::{S3Error, S3ErrorCode, S3Result};
 use crate::http::{Header, find_header};
+use crate::s3::header;
 use crate::time::DateTime;
 
 /// The outcome of evaluating conditions against an object.
@@ -42,10 +43,10 @@ impl<'a> Conditions<'a> {
         Self::with_names(
             headers,
             [
-                "if-match",
-                "if-none-match",
-                "if-modified-since",
-                "if-unmodified-since",
+                header::IF_MATCH,
+                header::IF_NONE_MATCH,
+                header::IF_MODIFIED_SINCE,
+                header::IF_UNMODIFIED_SINCE,
             ],
         )
     }
@@ -55,10 +56,10 @@ impl<'a> Conditions<'a> {
         Self::with_names(
             headers,
             [
-                "x-amz-copy-source-if-match",
-                "x-amz-copy-source-if-none-match",
-                "x-amz-copy-source-if-modified-since",
-                "x-amz-copy-source-if-unmodified-since",
+                header::X_AMZ_COPY_SOURCE_IF_MATCH,
+                header::X_AMZ_COPY_SOURCE_IF_NONE_MATCH,
+                header::X_AMZ_COPY_SOURCE_IF_MODIFIED_SINCE,
+                header::X_AMZ_COPY_SOURCE_IF_UNMODIFIED_SINCE,
             ],
         )
     }

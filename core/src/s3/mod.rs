@@ -8,6 +8,7 @@ pub mod checksum;
 pub mod cluster;
 pub mod conditions;
 pub mod error;
+pub mod header;
 pub mod listing;
 pub mod outbound;
 pub mod policy;

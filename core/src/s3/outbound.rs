@@ -10,10 +10,9 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::S3Result;
-use super::sigv4::{
-    Credentials, KeyCache, RequestParts, SigningContext, header, query, sign_request,
-};
+use super::sigv4::{Credentials, KeyCache, RequestParts, SigningContext, query, sign_request};
 use crate::http::Header;
+use crate::s3::header;
 
 /// One header of an outbound request.
 pub type OutHeader<'a> = (Cow<'a, str>, Cow<'a, [u8]>);
@@ -25,7 +24,7 @@ const AUTH_HEADERS: [&str; 6] = [
     header::X_AMZ_DATE,
     header::X_AMZ_CONTENT_SHA256,
     header::X_AMZ_SECURITY_TOKEN,
-    "date",
+    header::DATE,
 ];
 
 /// Presigned-URL parameters (SigV4's, then SigV2's): dropped from the query when a request is
@@ -145,8 +144,10 @@ impl<'a> OutboundRequest<'a> {
             Cow::Borrowed(header::X_AMZ_CONTENT_SHA256),
             owned(sig.x_amz_content_sha256),
         ));
-        self.headers
-            .push((Cow::Borrowed("authorization"), owned(sig.authorization)));
+        self.headers.push((
+            Cow::Borrowed(header::AUTHORIZATION),
+            owned(sig.authorization),
+        ));
         Ok(sig.signing)
     }
 

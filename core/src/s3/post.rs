@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use super::sigv4::{Signature, derive_signing_key, sign};
 use super::{S3Error, S3ErrorCode, S3Result};
+use crate::s3::header;
 use crate::time::DateTime;
 
 /// The longest value of one form field before the file (bytes).
@@ -167,10 +168,10 @@ pub fn parse_fields_at(buf: &[u8], boundary: &str) -> S3Result<Option<(Form, Val
             let Some((h, v)) = line.split_once(':') else {
                 continue;
             };
-            if h.trim().eq_ignore_ascii_case("content-disposition") {
+            if h.trim().eq_ignore_ascii_case(header::CONTENT_DISPOSITION) {
                 name = disposition_param(v, "name").map(str::to_owned);
                 filename = disposition_param(v, "filename").map(str::to_owned);
-            } else if h.trim().eq_ignore_ascii_case("content-type") {
+            } else if h.trim().eq_ignore_ascii_case(header::CONTENT_TYPE) {
                 content_type = Some(v.trim().to_owned());
             }
         }
@@ -422,7 +423,7 @@ impl PostPolicy {
             .iter()
             .map(|(n, _)| n.as_str())
             .filter(|n| {
-                !matches!(*n, "x-amz-signature" | "file" | "policy")
+                !matches!(*n, header::X_AMZ_SIGNATURE | "file" | "policy")
                     && !n.starts_with("x-ignore-")
                     && !covered(n)
             })
@@ -512,8 +513,8 @@ pub fn authenticate<'f, S: AsRef<str>>(
             "POST forms signed with Signature Version 2 are not supported; sign with AWS4-HMAC-SHA256",
         ));
     }
-    let Some(signature) = form.get("x-amz-signature") else {
-        if form.get("x-amz-credential").is_some() {
+    let Some(signature) = form.get(header::X_AMZ_SIGNATURE) else {
+        if form.get(header::X_AMZ_CREDENTIAL).is_some() {
             return Err(invalid(
                 "Bucket POST must contain a field named 'x-amz-signature'.",
             ));
@@ -528,7 +529,7 @@ pub fn authenticate<'f, S: AsRef<str>>(
         invalid("Bucket POST must contain a field named 'policy'.  If it is specified, please check the order of the fields.")
     })?;
     let algorithm = need(
-        "x-amz-algorithm",
+        header::X_AMZ_ALGORITHM,
         "Bucket POST must contain a field named 'x-amz-algorithm'.",
     )?;
     if algorithm != "AWS4-HMAC-SHA256" {
@@ -537,11 +538,11 @@ pub fn authenticate<'f, S: AsRef<str>>(
         ));
     }
     need(
-        "x-amz-date",
+        header::X_AMZ_DATE,
         "Bucket POST must contain a field named 'x-amz-date'.",
     )?;
     let credential = need(
-        "x-amz-credential",
+        header::X_AMZ_CREDENTIAL,
         "Bucket POST must contain a field named 'x-amz-credential'.",
     )?;
     let (access_key, date, cred_region, service) = parse_credential(credential)

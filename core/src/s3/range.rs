@@ -8,6 +8,7 @@ use core::fmt;
 
 use super::{S3Error, S3ErrorCode, S3Result};
 use crate::http::{Header, find_header};
+use crate::s3::header;
 
 /// A single byte range as written in a `Range: bytes=...` header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,7 +53,7 @@ impl ByteRange {
 
     /// The request's `Range` header, if present and one S3 would honour.
     pub fn from_headers(headers: &[Header<'_>]) -> Option<Self> {
-        find_header(headers, "range").and_then(Self::parse)
+        find_header(headers, header::RANGE).and_then(Self::parse)
     }
 
     /// Resolve against an object of `len` bytes: the bytes to send, or `InvalidRange`.

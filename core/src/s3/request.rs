@@ -31,17 +31,12 @@ use super::validate::{self, ContentHeaders};
 use super::version::VersionId;
 use super::{S3Error, S3ErrorCode, S3Result, uri};
 use crate::http::{Header, find_header, find_header_str};
+use crate::s3::header;
 
 /// The longest token of a [`Endpoint::BucketFence`].
 pub const MAX_FENCE_TOKEN: usize = 64;
 /// The longest lease of a [`Endpoint::BucketFence`], in seconds.
 pub const MAX_FENCE_LEASE_SECONDS: u32 = 300;
-/// The header with which a DeleteBucket names the [`Endpoint::BucketFence`] it holds (Ferry's
-/// own: the node deletes only while that fence holds).
-pub const FENCE_HEADER: &str = "x-ferry-fence";
-/// The header of a BucketFence's answer that says whether the fenced bucket is empty (`true`
-/// or `false`): what the proxy's DeleteBucket needs to know of each node.
-pub const BUCKET_EMPTY_HEADER: &str = "x-ferry-bucket-empty";
 
 /// The sub-resources the router serves: the query parameters whose presence names the
 /// operation (`?acl`, `?uploads`, ...) or the object, version, part or upload it is on
@@ -197,21 +192,21 @@ pub fn unsupported_header(name: &str, value: &[u8]) -> Option<S3Error> {
     let lower = |p: &str| starts_with_ignore_case(name, p);
     let is = |n: &str| name.eq_ignore_ascii_case(n);
     let value = value.trim_ascii();
-    if lower("x-amz-server-side-encryption") || lower("x-amz-copy-source-server-side-encryption") {
+    if lower(header::X_AMZ_SSE) || lower(header::X_AMZ_COPY_SOURCE_SSE) {
         return Some(not_implemented(
             "Server-side encryption is not implemented for this request",
         ));
     }
-    if is("x-amz-mfa") {
+    if is(header::X_AMZ_MFA) {
         return Some(not_implemented("MFA delete is not implemented"));
     }
-    if is("x-amz-website-redirect-location") {
+    if is(header::X_AMZ_WEBSITE_REDIRECT_LOCATION) {
         return Some(not_implemented("Website redirects are not implemented"));
     }
-    if is("x-amz-write-offset-bytes") {
+    if is(header::X_AMZ_WRITE_OFFSET_BYTES) {
         return Some(not_implemented("Appending to objects is not implemented"));
     }
-    if is("x-amz-object-ownership") && !value.eq_ignore_ascii_case(b"BucketOwnerEnforced") {
+    if is(header::X_AMZ_OBJECT_OWNERSHIP) && !value.eq_ignore_ascii_case(b"BucketOwnerEnforced") {
         return Some(not_implemented(
             "Object ownership other than BucketOwnerEnforced is not implemented",
         ));
@@ -227,9 +222,8 @@ pub fn unsupported_header(name: &str, value: &[u8]) -> Option<S3Error> {
 /// source's SSE-C key. Everything else about encryption (DSSE-KMS, SSE on other operations)
 /// is still refused by [`unsupported_header`].
 fn sse_header_taken(endpoint: &Endpoint<'_>, name: &str, value: &[u8]) -> bool {
-    let customer = starts_with_ignore_case(name, "x-amz-server-side-encryption-customer-");
-    let source =
-        starts_with_ignore_case(name, "x-amz-copy-source-server-side-encryption-customer-");
+    let customer = starts_with_ignore_case(name, header::X_AMZ_SSE_CUSTOMER_PREFIX);
+    let source = starts_with_ignore_case(name, header::X_AMZ_COPY_SOURCE_SSE_CUSTOMER_PREFIX);
     match endpoint {
         Endpoint::PutObject { .. } | Endpoint::CreateMultipartUpload => {
             write_encryption_taken(name, value)
@@ -251,20 +245,20 @@ fn sse_header_taken(endpoint: &Endpoint<'_>, name: &str, value: &[u8]) -> bool {
 /// SSE-C.
 pub fn write_encryption_taken(name: &str, value: &[u8]) -> bool {
     let is = |n: &str| name.eq_ignore_ascii_case(n);
-    starts_with_ignore_case(name, "x-amz-server-side-encryption-customer-")
-        || (is(super::sse::SSE) && matches!(value.trim_ascii(), b"AES256" | b"aws:kms"))
-        || is(super::sse::KMS_KEY_ID)
-        || is(super::sse::CONTEXT)
-        || is(super::sse::BUCKET_KEY_ENABLED)
+    starts_with_ignore_case(name, header::X_AMZ_SSE_CUSTOMER_PREFIX)
+        || (is(header::X_AMZ_SSE) && matches!(value.trim_ascii(), b"AES256" | b"aws:kms"))
+        || is(header::X_AMZ_SSE_AWS_KMS_KEY_ID)
+        || is(header::X_AMZ_SSE_CONTEXT)
+        || is(header::X_AMZ_SSE_BUCKET_KEY_ENABLED)
 }
 
 /// Whether a write names its encryption (SSE-S3, SSE-KMS or an SSE-C key): a copy of an
 /// object onto itself that does changes it, as on AWS.
 fn sets_encryption(headers: &[Header<'_>]) -> bool {
     headers.iter().any(|h| {
-        h.name.eq_ignore_ascii_case("x-amz-server-side-encryption")
+        h.name.eq_ignore_ascii_case(header::X_AMZ_SSE)
             || h.name
-                .eq_ignore_ascii_case("x-amz-server-side-encryption-customer-algorithm")
+                .eq_ignore_ascii_case(header::X_AMZ_SSE_CUSTOMER_ALGORITHM)
     })
 }
 
@@ -287,8 +281,8 @@ fn unsupported_acl_header(endpoint: &Endpoint<'_>, name: &str, value: &[u8]) -> 
     let owner_only = |v: &[u8]| {
         v.eq_ignore_ascii_case(b"private") || v.eq_ignore_ascii_case(b"bucket-owner-full-control")
     };
-    let grant = starts_with_ignore_case(name, "x-amz-grant-");
-    if grant || (name.eq_ignore_ascii_case("x-amz-acl") && !owner_only(value)) {
+    let grant = starts_with_ignore_case(name, header::X_AMZ_GRANT_PREFIX);
+    if grant || (name.eq_ignore_ascii_case(header::X_AMZ_ACL) && !owner_only(value)) {
         return Some(S3Error::new(S3ErrorCode::AccessControlListNotSupported));
     }
     None
@@ -692,7 +686,7 @@ impl<'a> Endpoint<'a> {
         headers: &[Header<'a>],
         cfg: &AddressingConfig,
     ) -> S3Result<S3Request<'a>> {
-        let addr = Address::parse(target, find_header_str(headers, "host"), cfg)?;
+        let addr = Address::parse(target, find_header_str(headers, header::HOST), cfg)?;
         let query = Query::parse(addr.raw_query)?;
         // `?attributes` is served on an object only (GetObjectAttributes).
         let object_attributes = |n: &str| n == sub!("attributes") && addr.key.is_some();
@@ -701,7 +695,7 @@ impl<'a> Endpoint<'a> {
                 && (UNSUPPORTED_SUBRESOURCES.contains(&n)
                     || (v.is_empty()
                         && !KNOWN_PARAMETERS.contains(&n)
-                        && !starts_with_ignore_case(n, "x-amz-")
+                        && !starts_with_ignore_case(n, header::X_AMZ_PREFIX)
                         && !n.starts_with("response-")))
         };
         let unknown = query
@@ -853,7 +847,7 @@ impl<'a> Endpoint<'a> {
             },
             ("POST", Some("x-ferry-fence")) => Self::bucket_fence(q)?,
             ("POST", None)
-                if crate::http::find_header_str(headers, "content-type")
+                if crate::http::find_header_str(headers, header::CONTENT_TYPE)
                     .and_then(super::post::form_boundary)
                     .is_some() =>
             {
@@ -980,9 +974,9 @@ impl<'a> Endpoint<'a> {
             return Ok(Self::GetObjectAttributes {
                 version_id,
                 attributes: ObjectAttributes::from_headers(headers)?,
-                max_parts: header_page_size(headers, "x-amz-max-parts")?,
-                part_number_marker: find_header_str(headers, "x-amz-part-number-marker")
-                    .map(|v| validate::int_param("x-amz-part-number-marker", v.trim()))
+                max_parts: header_page_size(headers, header::X_AMZ_MAX_PARTS)?,
+                part_number_marker: find_header_str(headers, header::X_AMZ_PART_NUMBER_MARKER)
+                    .map(|v| validate::int_param(header::X_AMZ_PART_NUMBER_MARKER, v.trim()))
                     .transpose()?
                     .unwrap_or(0),
             });
@@ -994,7 +988,7 @@ impl<'a> Endpoint<'a> {
             .get(sub!("partNumber"))
             .map(validate::part_number)
             .transpose()?;
-        let copy_source = find_header(headers, "x-amz-copy-source");
+        let copy_source = find_header(headers, header::X_AMZ_COPY_SOURCE);
         Ok(match (method, upload_id, uploads) {
             ("GET", None, false) => {
                 let version_id = version_id(q)?;
@@ -1067,7 +1061,7 @@ impl<'a> Endpoint<'a> {
                         part_number,
                         upload_id,
                         source: CopySource::parse(src)?,
-                        source_range: find_header(headers, "x-amz-copy-source-range")
+                        source_range: find_header(headers, header::X_AMZ_COPY_SOURCE_RANGE)
                             .map(CopySourceRange::parse)
                             .transpose()?,
                         source_conditions: Conditions::from_copy_source_headers(headers),
@@ -1206,7 +1200,7 @@ fn read_params<'a>(
 }
 
 fn metadata_directive(headers: &[Header<'_>]) -> S3Result<MetadataDirective> {
-    match find_header(headers, "x-amz-metadata-directive") {
+    match find_header(headers, header::X_AMZ_METADATA_DIRECTIVE) {
         None => Ok(MetadataDirective::Copy),
         Some(v) if v.eq_ignore_ascii_case(b"COPY") => Ok(MetadataDirective::Copy),
         Some(v) if v.eq_ignore_ascii_case(b"REPLACE") => Ok(MetadataDirective::Replace),
@@ -1249,7 +1243,7 @@ impl ObjectAttributes {
         let mut any = false;
         let values = headers
             .iter()
-            .filter(|h| h.name.eq_ignore_ascii_case("x-amz-object-attributes"));
+            .filter(|h| h.name.eq_ignore_ascii_case(header::X_AMZ_OBJECT_ATTRIBUTES));
         for h in values {
             let text = core::str::from_utf8(h.value).map_err(|_| invalid_attribute())?;
             for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {

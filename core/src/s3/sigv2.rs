@@ -29,11 +29,12 @@ use hmac::{KeyInit as _, Mac as _};
 use subtle::ConstantTimeEq as _;
 
 use super::sigv4::{
-    AuthKind, CredentialStore, MAX_CLOCK_SKEW, PayloadHash, RequestParts, VerifiedRequest, header,
+    AuthKind, CredentialStore, MAX_CLOCK_SKEW, PayloadHash, RequestParts, VerifiedRequest,
 };
 use super::uri::decode;
 use super::{S3Error, S3ErrorCode, S3Result};
 use crate::http::{Header, find_header};
+use crate::s3::header;
 use crate::time::DateTime;
 
 type HmacSha1 = hmac::Hmac<sha1::Sha1>;
@@ -293,7 +294,7 @@ fn string_to_sign_as(
     let mut s = String::with_capacity(256);
     s.push_str(req.method);
     s.push('\n');
-    for name in ["content-md5", "content-type"] {
+    for name in [header::CONTENT_MD5, header::CONTENT_TYPE] {
         if let Some(v) = find_header(req.headers, name) {
             push_value(&mut s, v)?;
         }

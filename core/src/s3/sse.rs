@@ -22,33 +22,7 @@ use zeroize::Zeroize as _;
 
 use super::{S3Error, S3ErrorCode, S3Result};
 use crate::http::{Header, find_header};
-
-/// `x-amz-server-side-encryption`: request and response.
-pub const SSE: &str = "x-amz-server-side-encryption";
-/// `x-amz-server-side-encryption-aws-kms-key-id`: request and response.
-pub const KMS_KEY_ID: &str = "x-amz-server-side-encryption-aws-kms-key-id";
-/// `x-amz-server-side-encryption-context`: request and response.
-pub const CONTEXT: &str = "x-amz-server-side-encryption-context";
-/// Ferry's own header of a GetObject or HeadObject: `ENABLED` asks for an SSE-KMS object's
-/// encryption context in [`CONTEXT`], which reads do not return (as on AWS). The bucket
-/// owner's alone; what the proxy's rebalance keeps a moved object's context with.
-pub const CONTEXT_MODE_HEADER: &str = "x-ferry-encryption-context-mode";
-/// `x-amz-server-side-encryption-bucket-key-enabled`: request and response.
-pub const BUCKET_KEY_ENABLED: &str = "x-amz-server-side-encryption-bucket-key-enabled";
-/// `x-amz-server-side-encryption-customer-algorithm`: request and response.
-pub const CUSTOMER_ALGORITHM: &str = "x-amz-server-side-encryption-customer-algorithm";
-/// `x-amz-server-side-encryption-customer-key`: request only.
-pub const CUSTOMER_KEY: &str = "x-amz-server-side-encryption-customer-key";
-/// `x-amz-server-side-encryption-customer-key-MD5`: request and response.
-pub const CUSTOMER_KEY_MD5: &str = "x-amz-server-side-encryption-customer-key-MD5";
-/// CopyObject / UploadPartCopy: the algorithm of the copy source's SSE-C key.
-pub const COPY_SOURCE_CUSTOMER_ALGORITHM: &str =
-    "x-amz-copy-source-server-side-encryption-customer-algorithm";
-/// CopyObject / UploadPartCopy: the copy source's SSE-C key.
-pub const COPY_SOURCE_CUSTOMER_KEY: &str = "x-amz-copy-source-server-side-encryption-customer-key";
-/// CopyObject / UploadPartCopy: the MD5 of the copy source's SSE-C key.
-pub const COPY_SOURCE_CUSTOMER_KEY_MD5: &str =
-    "x-amz-copy-source-server-side-encryption-customer-key-MD5";
+use crate::s3::header;
 
 /// The only SSE-C algorithm (and the SSE-S3 value of `x-amz-server-side-encryption`).
 pub const AES256: &str = "AES256";
@@ -218,11 +192,11 @@ impl SseRequest {
 /// `InvalidEncryptionAlgorithmError` for an SSE-C algorithm other than `AES256`.
 pub fn parse_request(headers: &[Header<'_>]) -> S3Result<SseRequest> {
     let get = |name: &str| find_header(headers, name).map(<[u8]>::trim_ascii);
-    let sse_value = get(SSE);
+    let sse_value = get(header::X_AMZ_SSE);
     let triple = [
-        get(CUSTOMER_ALGORITHM),
-        get(CUSTOMER_KEY),
-        get(CUSTOMER_KEY_MD5),
+        get(header::X_AMZ_SSE_CUSTOMER_ALGORITHM),
+        get(header::X_AMZ_SSE_CUSTOMER_KEY),
+        get(header::X_AMZ_SSE_CUSTOMER_KEY_MD5),
     ];
     if sse_value.is_some() && triple.iter().any(Option::is_some) {
         return Err(invalid_argument(MSG_INCOMPATIBLE));
@@ -236,9 +210,13 @@ pub fn parse_request(headers: &[Header<'_>]) -> S3Result<SseRequest> {
         Some(_) if !kms => Err(invalid_argument(MSG_KMS_REQUIRED)),
         v => Ok(v),
     };
-    let kms_key_id = kms_header(KMS_KEY_ID)?.map(parse_kms_key_id).transpose()?;
-    let context = kms_header(CONTEXT)?.map(parse_context).transpose()?;
-    let bucket_key_enabled = kms_header(BUCKET_KEY_ENABLED)?
+    let kms_key_id = kms_header(header::X_AMZ_SSE_AWS_KMS_KEY_ID)?
+        .map(parse_kms_key_id)
+        .transpose()?;
+    let context = kms_header(header::X_AMZ_SSE_CONTEXT)?
+        .map(parse_context)
+        .transpose()?;
+    let bucket_key_enabled = kms_header(header::X_AMZ_SSE_BUCKET_KEY_ENABLED)?
         .map(parse_bool)
         .transpose()?;
     Ok(SseRequest {
@@ -256,9 +234,9 @@ pub fn parse_request(headers: &[Header<'_>]) -> S3Result<SseRequest> {
 pub fn parse_copy_source_key(headers: &[Header<'_>]) -> S3Result<Option<CustomerKey>> {
     let get = |name: &str| find_header(headers, name).map(<[u8]>::trim_ascii);
     customer_key([
-        get(COPY_SOURCE_CUSTOMER_ALGORITHM),
-        get(COPY_SOURCE_CUSTOMER_KEY),
-        get(COPY_SOURCE_CUSTOMER_KEY_MD5),
+        get(header::X_AMZ_COPY_SOURCE_SSE_CUSTOMER_ALGORITHM),
+        get(header::X_AMZ_COPY_SOURCE_SSE_CUSTOMER_KEY),
+        get(header::X_AMZ_COPY_SOURCE_SSE_CUSTOMER_KEY_MD5),
     ])
 }
 
@@ -411,7 +389,7 @@ mod tests {
             assert_eq!(Sse::parse(v.as_bytes()), Some(sse));
         }
         // Trimmed.
-        let r = parse_request(&hs(&[(SSE, "  aws:kms \t")])).unwrap();
+        let r = parse_request(&hs(&[(header::X_AMZ_SSE, "  aws:kms \t")])).unwrap();
         assert_eq!(r.sse, Some(Sse::AwsKms));
     }
 
@@ -419,7 +397,7 @@ mod tests {
     fn unknown_sse_value_is_invalid_argument() {
         for v in ["", "aes256", "AES512", "aes:kms", "aws:fsx", "aws:kms:"] {
             assert_err(
-                err(&[(SSE, v)]),
+                err(&[(header::X_AMZ_SSE, v)]),
                 S3ErrorCode::InvalidArgument,
                 MSG_UNSUPPORTED,
             );
@@ -447,9 +425,9 @@ mod tests {
         let key_b64 = BASE64.encode(key);
         let md5_b64 = BASE64.encode(crate::md5::md5(&key));
         let r = parse_request(&hs(&[
-            (CUSTOMER_ALGORITHM, " AES256 "),
-            (CUSTOMER_KEY, &key_b64),
-            (CUSTOMER_KEY_MD5, &md5_b64),
+            (header::X_AMZ_SSE_CUSTOMER_ALGORITHM, " AES256 "),
+            (header::X_AMZ_SSE_CUSTOMER_KEY, &key_b64),
+            (header::X_AMZ_SSE_CUSTOMER_KEY_MD5, &md5_b64),
         ]))
         .unwrap();
         let c = r.customer.unwrap();
@@ -465,9 +443,9 @@ mod tests {
         assert!(!d.contains(KEY_B64), "{d}");
         assert!(!d.contains("[0, 1, 2"), "{d}");
         let r = parse_request(&hs(&[
-            (CUSTOMER_ALGORITHM, "AES256"),
-            (CUSTOMER_KEY, KEY_B64),
-            (CUSTOMER_KEY_MD5, KEY_MD5_B64),
+            (header::X_AMZ_SSE_CUSTOMER_ALGORITHM, "AES256"),
+            (header::X_AMZ_SSE_CUSTOMER_KEY, KEY_B64),
+            (header::X_AMZ_SSE_CUSTOMER_KEY_MD5, KEY_MD5_B64),
         ]))
         .unwrap();
         let d = format!("{r:?}");
@@ -485,24 +463,30 @@ mod tests {
     #[test]
     fn sse_c_incomplete_triple() {
         let no_alg = [
-            vec![(CUSTOMER_KEY, KEY_B64), (CUSTOMER_KEY_MD5, KEY_MD5_B64)],
-            vec![(CUSTOMER_KEY, KEY_B64)],
-            vec![(CUSTOMER_KEY_MD5, KEY_MD5_B64)],
+            vec![
+                (header::X_AMZ_SSE_CUSTOMER_KEY, KEY_B64),
+                (header::X_AMZ_SSE_CUSTOMER_KEY_MD5, KEY_MD5_B64),
+            ],
+            vec![(header::X_AMZ_SSE_CUSTOMER_KEY, KEY_B64)],
+            vec![(header::X_AMZ_SSE_CUSTOMER_KEY_MD5, KEY_MD5_B64)],
         ];
         for pairs in &no_alg {
             assert_err(err(pairs), S3ErrorCode::InvalidArgument, MSG_NO_ALGORITHM);
         }
         for pairs in [
-            vec![(CUSTOMER_ALGORITHM, "AES256")],
+            vec![(header::X_AMZ_SSE_CUSTOMER_ALGORITHM, "AES256")],
             vec![
-                (CUSTOMER_ALGORITHM, "AES256"),
-                (CUSTOMER_KEY_MD5, KEY_MD5_B64),
+                (header::X_AMZ_SSE_CUSTOMER_ALGORITHM, "AES256"),
+                (header::X_AMZ_SSE_CUSTOMER_KEY_MD5, KEY_MD5_B64),
             ],
         ] {
             assert_err(err(&pairs), S3ErrorCode::InvalidArgument, MSG_NO_KEY);
         }
         assert_err(
-            err(&[(CUSTOMER_ALGORITHM, "AES256"), (CUSTOMER_KEY, KEY_B64)]),
+            err(&[
+                (header::X_AMZ_SSE_CUSTOMER_ALGORITHM, "AES256"),
+                (header::X_AMZ_SSE_CUSTOMER_KEY, KEY_B64),
+            ]),
             S3ErrorCode::InvalidArgument,
             MSG_NO_KEY_MD5,
         );
@@ -512,9 +496,9 @@ mod tests {
     fn sse_c_algorithm_must_be_aes256() {
         for alg in ["aws:kms", "AES128", "aes256", ""] {
             let e = err(&[
-                (CUSTOMER_ALGORITHM, alg),
-                (CUSTOMER_KEY, KEY_B64),
-                (CUSTOMER_KEY_MD5, KEY_MD5_B64),
+                (header::X_AMZ_SSE_CUSTOMER_ALGORITHM, alg),
+                (header::X_AMZ_SSE_CUSTOMER_KEY, KEY_B64),
+                (header::X_AMZ_SSE_CUSTOMER_KEY_MD5, KEY_MD5_B64),
             ]);
             assert_err(
                 e,
@@ -524,7 +508,7 @@ mod tests {
         }
         // Checked before the key's presence.
         assert_eq!(
-            err(&[(CUSTOMER_ALGORITHM, "AES128")]).code,
+            err(&[(header::X_AMZ_SSE_CUSTOMER_ALGORITHM, "AES128")]).code,
             S3ErrorCode::InvalidEncryptionAlgorithmError
         );
         assert_eq!(S3ErrorCode::InvalidEncryptionAlgorithmError.status(), 400);
@@ -539,24 +523,24 @@ mod tests {
         let too_long = BASE64.encode([7u8; MAX_DECODED_KEY + 1]);
         for key in ["not base64!", "AAECAw", too_long.as_str()] {
             let e = err(&[
-                (CUSTOMER_ALGORITHM, "AES256"),
-                (CUSTOMER_KEY, key),
-                (CUSTOMER_KEY_MD5, KEY_MD5_B64),
+                (header::X_AMZ_SSE_CUSTOMER_ALGORITHM, "AES256"),
+                (header::X_AMZ_SSE_CUSTOMER_KEY, key),
+                (header::X_AMZ_SSE_CUSTOMER_KEY_MD5, KEY_MD5_B64),
             ]);
             assert_err(e, S3ErrorCode::InvalidArgument, MSG_INVALID_KEY);
         }
         // 24 bytes with their own MD5: the length is what is wrong.
         let e = err(&[
-            (CUSTOMER_ALGORITHM, "AES256"),
-            (CUSTOMER_KEY, SHORT_KEY_B64),
-            (CUSTOMER_KEY_MD5, SHORT_KEY_MD5_B64),
+            (header::X_AMZ_SSE_CUSTOMER_ALGORITHM, "AES256"),
+            (header::X_AMZ_SSE_CUSTOMER_KEY, SHORT_KEY_B64),
+            (header::X_AMZ_SSE_CUSTOMER_KEY_MD5, SHORT_KEY_MD5_B64),
         ]);
         assert_err(e, S3ErrorCode::InvalidArgument, MSG_INVALID_KEY);
         // 24 bytes with another MD5: S3 compares the MD5 first.
         let e = err(&[
-            (CUSTOMER_ALGORITHM, "AES256"),
-            (CUSTOMER_KEY, SHORT_KEY_B64),
-            (CUSTOMER_KEY_MD5, KEY_MD5_B64),
+            (header::X_AMZ_SSE_CUSTOMER_ALGORITHM, "AES256"),
+            (header::X_AMZ_SSE_CUSTOMER_KEY, SHORT_KEY_B64),
+            (header::X_AMZ_SSE_CUSTOMER_KEY_MD5, KEY_MD5_B64),
         ]);
         assert_err(e, S3ErrorCode::InvalidArgument, MSG_MD5_MISMATCH);
     }
@@ -575,9 +559,9 @@ mod tests {
             "",
         ] {
             let e = err(&[
-                (CUSTOMER_ALGORITHM, "AES256"),
-                (CUSTOMER_KEY, KEY_B64),
-                (CUSTOMER_KEY_MD5, md5),
+                (header::X_AMZ_SSE_CUSTOMER_ALGORITHM, "AES256"),
+                (header::X_AMZ_SSE_CUSTOMER_KEY, KEY_B64),
+                (header::X_AMZ_SSE_CUSTOMER_KEY_MD5, md5),
             ]);
             assert_err(e, S3ErrorCode::InvalidArgument, MSG_MD5_MISMATCH);
         }
@@ -587,21 +571,27 @@ mod tests {
     fn sse_c_with_sse_header_is_incompatible() {
         for sse in ["AES256", "aws:kms", "bogus"] {
             let e = err(&[
-                (SSE, sse),
-                (CUSTOMER_ALGORITHM, "AES256"),
-                (CUSTOMER_KEY, KEY_B64),
-                (CUSTOMER_KEY_MD5, KEY_MD5_B64),
+                (header::X_AMZ_SSE, sse),
+                (header::X_AMZ_SSE_CUSTOMER_ALGORITHM, "AES256"),
+                (header::X_AMZ_SSE_CUSTOMER_KEY, KEY_B64),
+                (header::X_AMZ_SSE_CUSTOMER_KEY_MD5, KEY_MD5_B64),
             ]);
             assert_err(e, S3ErrorCode::InvalidArgument, MSG_INCOMPATIBLE);
         }
         // Checked before the triple itself.
         assert_err(
-            err(&[(SSE, "AES256"), (CUSTOMER_ALGORITHM, "AES128")]),
+            err(&[
+                (header::X_AMZ_SSE, "AES256"),
+                (header::X_AMZ_SSE_CUSTOMER_ALGORITHM, "AES128"),
+            ]),
             S3ErrorCode::InvalidArgument,
             MSG_INCOMPATIBLE,
         );
         assert_err(
-            err(&[(SSE, "AES256"), (CUSTOMER_KEY, KEY_B64)]),
+            err(&[
+                (header::X_AMZ_SSE, "AES256"),
+                (header::X_AMZ_SSE_CUSTOMER_KEY, KEY_B64),
+            ]),
             S3ErrorCode::InvalidArgument,
             MSG_INCOMPATIBLE,
         );
@@ -613,7 +603,7 @@ mod tests {
         let ctx = "eyJhIjogImIiLCAiYyI6ICJkIn0=";
         for sse in ["aws:kms", "aws:kms:dsse"] {
             let r = parse_request(&hs(&[
-                (SSE, sse),
+                (header::X_AMZ_SSE, sse),
                 (
                     "X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id",
                     " alias/my-key ",
@@ -627,7 +617,11 @@ mod tests {
             assert_eq!(r.bucket_key_enabled, Some(true));
             assert!(r.customer.is_none());
         }
-        let r = parse_request(&hs(&[(SSE, "aws:kms"), (BUCKET_KEY_ENABLED, "FALSE")])).unwrap();
+        let r = parse_request(&hs(&[
+            (header::X_AMZ_SSE, "aws:kms"),
+            (header::X_AMZ_SSE_BUCKET_KEY_ENABLED, "FALSE"),
+        ]))
+        .unwrap();
         assert_eq!(r.bucket_key_enabled, Some(false));
         assert_eq!((r.kms_key_id, r.context), (None, None));
     }
@@ -636,9 +630,9 @@ mod tests {
     fn kms_headers_need_kms() {
         let ctx = BASE64.encode(br#"{"k":"v"}"#);
         for header in [
-            (KMS_KEY_ID, "alias/my-key"),
-            (CONTEXT, ctx.as_str()),
-            (BUCKET_KEY_ENABLED, "true"),
+            (header::X_AMZ_SSE_AWS_KMS_KEY_ID, "alias/my-key"),
+            (header::X_AMZ_SSE_CONTEXT, ctx.as_str()),
+            (header::X_AMZ_SSE_BUCKET_KEY_ENABLED, "true"),
         ] {
             assert_err(
                 err(&[header]),
@@ -646,16 +640,16 @@ mod tests {
                 MSG_KMS_REQUIRED,
             );
             assert_err(
-                err(&[(SSE, "AES256"), header]),
+                err(&[(header::X_AMZ_SSE, "AES256"), header]),
                 S3ErrorCode::InvalidArgument,
                 MSG_KMS_REQUIRED,
             );
             // With SSE-C and no `x-amz-server-side-encryption`.
             assert_err(
                 err(&[
-                    (CUSTOMER_ALGORITHM, "AES256"),
-                    (CUSTOMER_KEY, KEY_B64),
-                    (CUSTOMER_KEY_MD5, KEY_MD5_B64),
+                    (header::X_AMZ_SSE_CUSTOMER_ALGORITHM, "AES256"),
+                    (header::X_AMZ_SSE_CUSTOMER_KEY, KEY_B64),
+                    (header::X_AMZ_SSE_CUSTOMER_KEY_MD5, KEY_MD5_B64),
                     header,
                 ]),
                 S3ErrorCode::InvalidArgument,
@@ -677,13 +671,20 @@ mod tests {
             String::new(),
         ] {
             assert_err(
-                err(&[(SSE, "aws:kms"), (CONTEXT, &bad)]),
+                err(&[
+                    (header::X_AMZ_SSE, "aws:kms"),
+                    (header::X_AMZ_SSE_CONTEXT, &bad),
+                ]),
                 S3ErrorCode::InvalidArgument,
                 MSG_CONTEXT,
             );
         }
         let empty = BASE64.encode(b"{}");
-        let r = parse_request(&hs(&[(SSE, "aws:kms"), (CONTEXT, &empty)])).unwrap();
+        let r = parse_request(&hs(&[
+            (header::X_AMZ_SSE, "aws:kms"),
+            (header::X_AMZ_SSE_CONTEXT, &empty),
+        ]))
+        .unwrap();
         assert_eq!(r.context.as_deref(), Some(empty.as_str()));
     }
 
@@ -691,19 +692,26 @@ mod tests {
     fn malformed_kms_values() {
         let long = "k".repeat(MAX_KMS_KEY_ID + 1);
         for id in ["", long.as_str()] {
-            let e = err(&[(SSE, "aws:kms"), (KMS_KEY_ID, id)]);
+            let e = err(&[
+                (header::X_AMZ_SSE, "aws:kms"),
+                (header::X_AMZ_SSE_AWS_KMS_KEY_ID, id),
+            ]);
             assert_eq!((e.code, e.status()), (S3ErrorCode::InvalidArgument, 400));
         }
         let max = "k".repeat(MAX_KMS_KEY_ID);
-        let r = parse_request(&hs(&[(SSE, "aws:kms"), (KMS_KEY_ID, &max)])).unwrap();
+        let r = parse_request(&hs(&[
+            (header::X_AMZ_SSE, "aws:kms"),
+            (header::X_AMZ_SSE_AWS_KMS_KEY_ID, &max),
+        ]))
+        .unwrap();
         assert_eq!(r.kms_key_id.map(|s| s.len()), Some(MAX_KMS_KEY_ID));
         let bad_utf8 = [
             Header {
-                name: SSE,
+                name: header::X_AMZ_SSE,
                 value: b"aws:kms",
             },
             Header {
-                name: KMS_KEY_ID,
+                name: header::X_AMZ_SSE_AWS_KMS_KEY_ID,
                 value: b"\xff\xfe",
             },
         ];
@@ -712,7 +720,10 @@ mod tests {
             S3ErrorCode::InvalidArgument
         );
         for v in ["yes", "1", ""] {
-            let e = err(&[(SSE, "aws:kms"), (BUCKET_KEY_ENABLED, v)]);
+            let e = err(&[
+                (header::X_AMZ_SSE, "aws:kms"),
+                (header::X_AMZ_SSE_BUCKET_KEY_ENABLED, v),
+            ]);
             assert_eq!(e.code, S3ErrorCode::InvalidArgument);
         }
     }
@@ -733,50 +744,56 @@ mod tests {
                 KEY_MD5_B64,
             ),
             // The destination's headers are not the source's.
-            (SSE, "AES256"),
+            (header::X_AMZ_SSE, "AES256"),
         ]))
         .unwrap()
         .unwrap();
         assert_eq!(k.key(), &key_bytes());
         // The request's own triple is not the copy source's.
         let own = hs(&[
-            (CUSTOMER_ALGORITHM, "AES256"),
-            (CUSTOMER_KEY, KEY_B64),
-            (CUSTOMER_KEY_MD5, KEY_MD5_B64),
+            (header::X_AMZ_SSE_CUSTOMER_ALGORITHM, "AES256"),
+            (header::X_AMZ_SSE_CUSTOMER_KEY, KEY_B64),
+            (header::X_AMZ_SSE_CUSTOMER_KEY_MD5, KEY_MD5_B64),
         ]);
         assert_eq!(parse_copy_source_key(&own).unwrap(), None);
 
         type Case<'a> = (&'a [(&'a str, &'a str)], S3ErrorCode, &'a str);
         let cases: [Case<'_>; 5] = [
             (
-                &[(COPY_SOURCE_CUSTOMER_KEY, KEY_B64)],
+                &[(header::X_AMZ_COPY_SOURCE_SSE_CUSTOMER_KEY, KEY_B64)],
                 S3ErrorCode::InvalidArgument,
                 MSG_NO_ALGORITHM,
             ),
             (
-                &[(COPY_SOURCE_CUSTOMER_ALGORITHM, "AES128")],
+                &[(header::X_AMZ_COPY_SOURCE_SSE_CUSTOMER_ALGORITHM, "AES128")],
                 S3ErrorCode::InvalidEncryptionAlgorithmError,
                 MSG_ALGORITHM,
             ),
             (
-                &[(COPY_SOURCE_CUSTOMER_ALGORITHM, "AES256")],
+                &[(header::X_AMZ_COPY_SOURCE_SSE_CUSTOMER_ALGORITHM, "AES256")],
                 S3ErrorCode::InvalidArgument,
                 MSG_NO_KEY,
             ),
             (
                 &[
-                    (COPY_SOURCE_CUSTOMER_ALGORITHM, "AES256"),
-                    (COPY_SOURCE_CUSTOMER_KEY, KEY_B64),
-                    (COPY_SOURCE_CUSTOMER_KEY_MD5, SHORT_KEY_MD5_B64),
+                    (header::X_AMZ_COPY_SOURCE_SSE_CUSTOMER_ALGORITHM, "AES256"),
+                    (header::X_AMZ_COPY_SOURCE_SSE_CUSTOMER_KEY, KEY_B64),
+                    (
+                        header::X_AMZ_COPY_SOURCE_SSE_CUSTOMER_KEY_MD5,
+                        SHORT_KEY_MD5_B64,
+                    ),
                 ],
                 S3ErrorCode::InvalidArgument,
                 MSG_MD5_MISMATCH,
             ),
             (
                 &[
-                    (COPY_SOURCE_CUSTOMER_ALGORITHM, "AES256"),
-                    (COPY_SOURCE_CUSTOMER_KEY, SHORT_KEY_B64),
-                    (COPY_SOURCE_CUSTOMER_KEY_MD5, SHORT_KEY_MD5_B64),
+                    (header::X_AMZ_COPY_SOURCE_SSE_CUSTOMER_ALGORITHM, "AES256"),
+                    (header::X_AMZ_COPY_SOURCE_SSE_CUSTOMER_KEY, SHORT_KEY_B64),
+                    (
+                        header::X_AMZ_COPY_SOURCE_SSE_CUSTOMER_KEY_MD5,
+                        SHORT_KEY_MD5_B64,
+                    ),
                 ],
                 S3ErrorCode::InvalidArgument,
                 MSG_INVALID_KEY,
@@ -789,16 +806,21 @@ mod tests {
 
     #[test]
     fn response_header_names() {
-        assert_eq!(SSE, "x-amz-server-side-encryption");
+        assert_eq!(header::X_AMZ_SSE, "x-amz-server-side-encryption");
         assert_eq!(
-            CUSTOMER_ALGORITHM,
+            header::X_AMZ_SSE_CUSTOMER_ALGORITHM,
             "x-amz-server-side-encryption-customer-algorithm"
         );
         assert_eq!(
-            CUSTOMER_KEY_MD5,
+            header::X_AMZ_SSE_CUSTOMER_KEY_MD5,
             "x-amz-server-side-encryption-customer-key-MD5"
         );
-        for name in [KMS_KEY_ID, CONTEXT, BUCKET_KEY_ENABLED, CUSTOMER_KEY] {
+        for name in [
+            header::X_AMZ_SSE_AWS_KMS_KEY_ID,
+            header::X_AMZ_SSE_CONTEXT,
+            header::X_AMZ_SSE_BUCKET_KEY_ENABLED,
+            header::X_AMZ_SSE_CUSTOMER_KEY,
+        ] {
             assert!(name.starts_with("x-amz-server-side-encryption-"), "{name}");
         }
     }

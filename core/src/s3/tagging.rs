@@ -16,13 +16,6 @@ pub const MAX_BUCKET_TAGS: usize = 50;
 pub const MAX_KEY_CHARS: usize = 128;
 /// The longest tag value, in Unicode characters.
 pub const MAX_VALUE_CHARS: usize = 256;
-/// The request header that carries an object's tags on PutObject, CopyObject and
-/// CreateMultipartUpload.
-pub const TAGGING_HEADER: &str = "x-amz-tagging";
-/// The response header of GetObject and HeadObject counting an object's tags.
-pub const TAGGING_COUNT_HEADER: &str = "x-amz-tagging-count";
-/// CopyObject's choice between the source's tags and the request's.
-pub const TAGGING_DIRECTIVE_HEADER: &str = "x-amz-tagging-directive";
 
 /// One tag.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,6 +8,7 @@ use alloc::vec::Vec;
 use super::{S3Error, S3ErrorCode, S3Result};
 use crate::http::Header;
 use crate::md5::Md5Digest;
+use crate::s3::header;
 
 /// The longest key S3 accepts, in UTF-8 bytes.
 pub const MAX_KEY_LEN: usize = 1024;
@@ -15,8 +16,6 @@ pub const MAX_KEY_LEN: usize = 1024;
 pub const MAX_USER_METADATA: usize = 2048;
 /// The highest part number of a multipart upload.
 pub const MAX_PART_NUMBER: u16 = 10_000;
-/// The prefix of user metadata headers.
-pub const META_PREFIX: &str = "x-amz-meta-";
 
 /// Check a bucket name against the S3 naming rules for general purpose buckets.
 ///
@@ -101,7 +100,7 @@ pub fn part_number(value: &str) -> S3Result<u16> {
 
 /// The `Content-MD5` header of a request, decoded, if present.
 pub fn find_content_md5(headers: &[Header<'_>]) -> S3Result<Option<Md5Digest>> {
-    crate::http::find_header(headers, "content-md5")
+    crate::http::find_header(headers, header::CONTENT_MD5)
         .map(parse_content_md5)
         .transpose()
 }
@@ -139,13 +138,16 @@ pub fn user_metadata<'a>(headers: &[Header<'a>]) -> S3Result<Vec<MetaEntry<'a>>>
     let mut out = Vec::new();
     let mut size = 0usize;
     for h in headers {
-        let Some(prefix) = h.name.get(..META_PREFIX.len()) else {
+        let Some(prefix) = h.name.get(..header::X_AMZ_META_PREFIX.len()) else {
             continue;
         };
-        if !prefix.eq_ignore_ascii_case(META_PREFIX) {
+        if !prefix.eq_ignore_ascii_case(header::X_AMZ_META_PREFIX) {
             continue;
         }
-        let name = h.name.get(META_PREFIX.len()..).unwrap_or_default();
+        let name = h
+            .name
+            .get(header::X_AMZ_META_PREFIX.len()..)
+            .unwrap_or_default();
         let value = core::str::from_utf8(h.value).map_err(|_| {
             S3Error::with_message(
                 S3ErrorCode::InvalidArgument,
@@ -183,12 +185,12 @@ pub struct ContentHeaders<'a> {
 impl<'a> ContentHeaders<'a> {
     /// The header names, in field order.
     pub const NAMES: [&'static str; 6] = [
-        "content-type",
-        "content-encoding",
-        "content-disposition",
-        "content-language",
-        "cache-control",
-        "expires",
+        header::CONTENT_TYPE,
+        header::CONTENT_ENCODING,
+        header::CONTENT_DISPOSITION,
+        header::CONTENT_LANGUAGE,
+        header::CACHE_CONTROL,
+        header::EXPIRES,
     ];
 
     /// Read the standard content headers of a write; non-UTF-8 values are `InvalidArgument`.

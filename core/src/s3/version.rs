@@ -12,18 +12,6 @@ use super::{S3Error, S3ErrorCode, S3Result};
 /// Length of a non-null version id.
 pub const VERSION_ID_LEN: usize = 16;
 
-/// Ferry's own header of a PutObject, CompleteMultipartUpload or DeleteObject (a delete
-/// marker) in a versioned bucket: write this version id (`null`, or a Ferry id) in its place
-/// among the key's versions instead of a new newest version. The bucket owner's alone; what the
-/// proxy's rebalance moves versions between nodes with.
-pub const PLACE_VERSION_ID_HEADER: &str = "x-ferry-version-id";
-/// With [`PLACE_VERSION_ID_HEADER`]: the version's order among its key's versions (what a
-/// non-null id is made of; needed for `null`).
-pub const PLACE_VERSION_ORDER_HEADER: &str = "x-ferry-version-order";
-/// Ferry's own header of the same writes: their modification time, in Unix seconds, instead of
-/// the commit's (a moved object keeps its date). The bucket owner's alone.
-pub const PLACE_LAST_MODIFIED_HEADER: &str = "x-ferry-last-modified";
-
 /// An object version: `null`, or a sequence number (larger: newer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum VersionId {

@@ -32,6 +32,7 @@ use ferry_core::http::server::{BodyReader, Handler, ResponseWriter, ServerHandle
 use ferry_core::http::{HttpError, find_header_str};
 use ferry_core::rt::{Stream, system_unix_time};
 use ferry_core::s3::address::{Address, AddressingConfig};
+use ferry_core::s3::header;
 use ferry_core::s3::request::{Endpoint, S3Request};
 use ferry_core::s3::sigv2::{self, Scheme};
 use ferry_core::s3::sigv4::{
@@ -183,7 +184,7 @@ impl Auth {
                      AWS4-HMAC-SHA256",
                 ));
             }
-            let host = find_header_str(req.headers, "host");
+            let host = find_header_str(req.headers, header::HOST);
             let bucket = self.addressing.virtual_bucket(req.target, host);
             return sigv2::verify_request(&parts, bucket, now, &self.credentials);
         }
@@ -256,7 +257,7 @@ pub(crate) struct Request<'a> {
 impl Request<'_> {
     /// The `Host` header (for `Location` values).
     pub(crate) fn host(&self) -> &str {
-        find_header_str(self.head.headers, "host").unwrap_or("localhost")
+        find_header_str(self.head.headers, header::HOST).unwrap_or("localhost")
     }
 
     /// Remember the backend the request goes to ([`NO_BACKEND`], [`ALL_BACKENDS`] or an
@@ -273,7 +274,7 @@ impl Request<'_> {
         mut headers: Headers,
         body: &[u8],
     ) -> S3Result<()> {
-        headers.push("x-amz-request-id", self.id.to_owned());
+        headers.push(header::X_AMZ_REQUEST_ID, self.id.to_owned());
         res.send(status, &headers.as_slice(), body).await?;
         Ok(())
     }
@@ -312,7 +313,7 @@ async fn send_error<S: Stream>(
     res: &mut ResponseWriter<'_, S>,
 ) -> Result<(), HttpError> {
     let mut h = extra;
-    h.push("x-amz-request-id", id.to_owned());
+    h.push(header::X_AMZ_REQUEST_ID, id.to_owned());
     if error.code == S3ErrorCode::NotModified {
         return res.send(304, &h.as_slice(), &[]).await;
     }
@@ -398,7 +399,7 @@ impl<A: S3Api> Front<A> {
         if head.method == "OPTIONS" {
             log.op = "PreflightRequest";
             if log.access() {
-                let host = find_header_str(head.headers, "host");
+                let host = find_header_str(head.headers, header::HOST);
                 if let Ok(a) = Address::parse(head.target, host, &self.auth.addressing) {
                     let (b, k) = (a.bucket.unwrap_or_default(), a.key.unwrap_or_default());
                     log.names = Some((b.into_owned(), k.into_owned()));
@@ -453,7 +454,7 @@ impl<A: S3Api> Front<A> {
 
     /// The bucket a request names, if any.
     fn bucket_of(&self, head: &RequestHead<'_, '_>) -> S3Result<Option<String>> {
-        let host = find_header_str(head.headers, "host");
+        let host = find_header_str(head.headers, header::HOST);
         let addr = Address::parse(head.target, host, &self.auth.addressing)?;
         Ok(addr.bucket.map(|b| b.into_owned()))
     }
@@ -518,7 +519,7 @@ impl<A: S3Api> Front<A> {
         for (name, value) in cors_headers(rule, origin, Some(asked), false) {
             h.push(name, value);
         }
-        h.push("x-amz-request-id", id.to_owned());
+        h.push(header::X_AMZ_REQUEST_ID, id.to_owned());
         res.send(200, &h.as_slice(), &[]).await?;
         Ok(())
     }
@@ -546,7 +547,7 @@ impl<A: S3Api> Front<A> {
         let Some(rule) = config.find(origin, head.method, None) else {
             return;
         };
-        let signed = find_header_str(head.headers, "authorization").is_some()
+        let signed = find_header_str(head.headers, header::AUTHORIZATION).is_some()
             || head.target.contains("X-Amz-Credential=");
         for (name, value) in cors_headers(rule, origin, None, signed) {
             // Values come from a parsed head and a checked configuration: they are valid.
@@ -603,7 +604,7 @@ impl<A: S3Api> Handler for Front<A> {
         let id = self.ids.next();
         if head.method == "GET" && head.target == "/healthz" {
             let h = Headers::new().with("Content-Type", "text/plain");
-            let h = h.with("x-amz-request-id", id);
+            let h = h.with(header::X_AMZ_REQUEST_ID, id);
             match self.api.health() {
                 Ok(()) => res.send(200, &h.as_slice(), b"ok").await?,
                 Err(why) => res.send(503, &h.as_slice(), why.as_bytes()).await?,

@@ -6,11 +6,7 @@
 use std::net::IpAddr;
 
 use ferry_core::http::{Header, find_header_str};
-
-/// The header in which a proxy tells a node its client's address.
-pub(crate) const CLIENT_IP_HEADER: &str = "x-ferry-client-ip";
-/// The header in which a proxy tells a node whether its client came over TLS (`true`).
-pub(crate) const CLIENT_TLS_HEADER: &str = "x-ferry-client-tls";
+use ferry_core::s3::header;
 
 /// Where a request comes from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -34,12 +30,12 @@ impl Origin {
         if !sealed {
             return direct;
         }
-        let Some(ip) = find_header_str(headers, CLIENT_IP_HEADER)
+        let Some(ip) = find_header_str(headers, header::X_FERRY_CLIENT_IP)
             .and_then(|v| v.trim().parse::<IpAddr>().ok())
         else {
             return direct;
         };
-        let secure = find_header_str(headers, CLIENT_TLS_HEADER)
+        let secure = find_header_str(headers, header::X_FERRY_CLIENT_TLS)
             .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
         Self {
             ip: Some(ip),
@@ -49,9 +45,11 @@ impl Origin {
 
     /// The headers that tell a backend where the request came from.
     pub(crate) fn headers(&self) -> impl Iterator<Item = (&'static str, String)> + '_ {
-        let ip = self.ip.map(|ip| (CLIENT_IP_HEADER, ip.to_string()));
+        let ip = self
+            .ip
+            .map(|ip| (header::X_FERRY_CLIENT_IP, ip.to_string()));
         let tls = (
-            CLIENT_TLS_HEADER,
+            header::X_FERRY_CLIENT_TLS,
             String::from(if self.secure { "true" } else { "false" }),
         );
         ip.into_iter().chain(std::iter::once(tls))

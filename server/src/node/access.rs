@@ -14,6 +14,7 @@ use ferry_core::http::head::RequestHead;
 use ferry_core::rt::Runtime;
 use ferry_core::s3::acl::Permission;
 use ferry_core::s3::cluster::{self, ClusterKeys};
+use ferry_core::s3::header;
 use ferry_core::s3::listing::{
     ListObjectsQuery, ListObjectsV2Query, ListUploadsQuery, ListVersionsQuery,
 };
@@ -138,7 +139,7 @@ pub(crate) fn placement<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<Placed> {
 /// (`x-ferry-encryption-context-mode: ENABLED`, Ferry's own: reads do not return it on AWS):
 /// the cluster's alone, as placement is, for a move to keep it on the copy.
 pub(crate) fn kms_context_mode<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<bool> {
-    let asked = find_header_str(cx.headers, ferry_core::s3::sse::CONTEXT_MODE_HEADER)
+    let asked = find_header_str(cx.headers, header::X_FERRY_ENCRYPTION_CONTEXT_MODE)
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("ENABLED"));
     if asked {
         cluster_only(cx)?;
@@ -450,14 +451,11 @@ fn context<'a, R: Runtime>(
         c.push(("s3:signatureversion", Cow::Borrowed(version)));
     }
     for (key, header) in [
-        ("aws:UserAgent", "user-agent"),
-        ("aws:Referer", "referer"),
-        ("s3:x-amz-acl", "x-amz-acl"),
-        ("s3:x-amz-content-sha256", "x-amz-content-sha256"),
-        (
-            "s3:x-amz-server-side-encryption",
-            "x-amz-server-side-encryption",
-        ),
+        ("aws:UserAgent", header::USER_AGENT),
+        ("aws:Referer", header::REFERER),
+        ("s3:x-amz-acl", header::X_AMZ_ACL),
+        ("s3:x-amz-content-sha256", header::X_AMZ_CONTENT_SHA256),
+        ("s3:x-amz-server-side-encryption", header::X_AMZ_SSE),
     ] {
         if let Some(v) = find_header_str(cx.headers, header) {
             c.push((key, Cow::Borrowed(v.trim())));

@@ -8,7 +8,6 @@ use ferry_core::http::find_header_str;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::listing::{ListBucketsQuery, ListCommon, ListVersionsQuery, ObjectListing};
-use ferry_core::s3::request::{BUCKET_EMPTY_HEADER, FENCE_HEADER};
 use ferry_core::s3::version::Versioning;
 use ferry_core::s3::xml::{
     BucketEntry, CreateBucketConfiguration, ListAllMyBucketsResult, ListBucketResult, ListVersion,
@@ -24,6 +23,7 @@ use crate::front::Headers;
 use crate::front::body::read_small;
 use crate::store::{BucketInfo, BucketSetting, ListQuery, MAX_LIST, VersionsQuery};
 use ferry_core::s3::body::{BodyLimit, Checks};
+use ferry_core::s3::header;
 
 /// Continuation tokens are the key (or bucket name) to continue after, base64url-encoded:
 /// opaque to clients, and any key fits.
@@ -193,7 +193,7 @@ pub(crate) async fn delete<R: Runtime, S: Stream>(
     bucket: &str,
 ) -> S3Result<()> {
     let b = bucket.to_owned();
-    let token = find_header_str(cx.headers, FENCE_HEADER).map(|t| t.trim().to_owned());
+    let token = find_header_str(cx.headers, header::X_FERRY_FENCE).map(|t| t.trim().to_owned());
     cx.unblock(move |store| match token {
         Some(t) => store.delete_fenced_bucket(&b, &t),
         None => store.delete_bucket(&b),
@@ -224,14 +224,17 @@ pub(crate) async fn fence<R: Runtime, S: Stream>(
         .await?;
     let mut h = Headers::new();
     if let Some(empty) = empty {
-        h.push(BUCKET_EMPTY_HEADER, if empty { "true" } else { "false" });
+        h.push(
+            header::X_FERRY_BUCKET_EMPTY,
+            if empty { "true" } else { "false" },
+        );
     }
     cx.front.send(res, 204, h, &[]).await
 }
 
 fn region_header<R: Runtime>(cx: &Cx<'_, R>) -> Headers {
     let mut h = Headers::new();
-    h.push("x-amz-bucket-region", cx.region().to_owned());
+    h.push(header::X_AMZ_BUCKET_REGION, cx.region().to_owned());
     h
 }
 

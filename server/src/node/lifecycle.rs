@@ -3,7 +3,8 @@
 //! [`lifecycle_worker`](super::lifecycle_worker).
 
 use ferry_core::rt::Runtime;
-use ferry_core::s3::xml::{EXPIRATION_HEADER, expiration_header};
+use ferry_core::s3::header;
+use ferry_core::s3::xml::expiration_header;
 
 use super::context::Cx;
 use crate::front::Headers;
@@ -27,6 +28,6 @@ pub(crate) fn expiration<R: Runtime>(
     };
     let lm = info.last_modified.to_unix();
     if let Some((at, rule)) = config.expiry(key, info.size, &info.meta.tags, lm, cx.node.day_secs) {
-        h.push(EXPIRATION_HEADER, expiration_header(at, rule.id()));
+        h.push(header::X_AMZ_EXPIRATION, expiration_header(at, rule.id()));
     }
 }

@@ -9,10 +9,10 @@ use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::http::{Header, find_header};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, Checks};
+use ferry_core::s3::header;
 use ferry_core::s3::version::VersionId;
 use ferry_core::s3::xml::lock::{
-    self, BYPASS_GOVERNANCE_HEADER, LEGAL_HOLD_HEADER, LOCK_MODE_HEADER, LockRequest,
-    MAX_LOCK_BODY, ObjectLockConfiguration, RETAIN_UNTIL_HEADER, Retention,
+    self, LockRequest, MAX_LOCK_BODY, ObjectLockConfiguration, Retention,
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
@@ -38,7 +38,7 @@ pub(crate) fn configuration(settings: &BucketSettings) -> Option<ObjectLockConfi
 /// The stored form of a new bucket's configuration when CreateBucket asked for object lock
 /// (`x-amz-bucket-object-lock-enabled: true`); `None` when it did not.
 pub(crate) fn requested_at_creation(headers: &[Header<'_>]) -> S3Result<Option<String>> {
-    match find_header(headers, lock::BUCKET_LOCK_HEADER).map(<[u8]>::trim_ascii) {
+    match find_header(headers, header::X_AMZ_BUCKET_OBJECT_LOCK_ENABLED).map(<[u8]>::trim_ascii) {
         None => Ok(None),
         Some(v) if v.eq_ignore_ascii_case(b"true") => {
             Ok(Some(ObjectLockConfiguration::default().to_stored()))
@@ -63,9 +63,9 @@ pub(crate) fn for_write<R: Runtime>(
 ) -> S3Result<(Option<Retention>, bool)> {
     let now = now();
     let asked = LockRequest::from_headers(
-        find_header(headers, LOCK_MODE_HEADER),
-        find_header(headers, RETAIN_UNTIL_HEADER),
-        find_header(headers, LEGAL_HOLD_HEADER),
+        find_header(headers, header::X_AMZ_OBJECT_LOCK_MODE),
+        find_header(headers, header::X_AMZ_OBJECT_LOCK_RETAIN_UNTIL_DATE),
+        find_header(headers, header::X_AMZ_OBJECT_LOCK_LEGAL_HOLD),
         now,
     )?;
     let settings = cx.node.store.bucket_settings(bucket)?;
@@ -78,13 +78,13 @@ pub(crate) fn for_write<R: Runtime>(
     let retention = asked.retention.or_else(|| config.default_for(now));
     if need_integrity && (retention.is_some() || asked.legal_hold.is_some()) {
         let has = |name: &str| find_header(headers, name).is_some();
-        let checked = has("content-md5")
-            || has("x-amz-sdk-checksum-algorithm")
-            || has("x-amz-trailer")
+        let checked = has(header::CONTENT_MD5)
+            || has(header::X_AMZ_SDK_CHECKSUM_ALGORITHM)
+            || has(header::X_AMZ_TRAILER)
             || headers.iter().any(|h| {
                 h.name
                     .get(..15)
-                    .is_some_and(|p| p.eq_ignore_ascii_case("x-amz-checksum-"))
+                    .is_some_and(|p| p.eq_ignore_ascii_case(header::X_AMZ_CHECKSUM_PREFIX))
             });
         if !checked {
             return Err(S3Error::with_message(
@@ -106,19 +106,24 @@ pub(crate) fn apply(meta: &mut ObjectMeta, (retention, legal_hold): (Option<Rete
 /// The lock headers of GET and HEAD for a version's metadata.
 pub(crate) fn push_headers(h: &mut Headers, meta: &ObjectMeta) {
     if let Some(r) = &meta.retention {
-        h.push(LOCK_MODE_HEADER, r.mode.as_str().to_owned());
-        h.push(RETAIN_UNTIL_HEADER, r.until_header());
+        h.push(header::X_AMZ_OBJECT_LOCK_MODE, r.mode.as_str().to_owned());
+        h.push(
+            header::X_AMZ_OBJECT_LOCK_RETAIN_UNTIL_DATE,
+            r.until_header(),
+        );
     }
     if meta.legal_hold {
-        h.push(LEGAL_HOLD_HEADER, "ON".to_owned());
+        h.push(header::X_AMZ_OBJECT_LOCK_LEGAL_HOLD, "ON".to_owned());
     }
 }
 
 /// Whether this request asks to bypass GOVERNANCE retention and its caller may
 /// (`s3:BypassGovernanceRetention`).
 pub(crate) fn bypass<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, key: &str) -> bool {
-    lock::bypass_requested(find_header(cx.headers, BYPASS_GOVERNANCE_HEADER))
-        && super::access::may_bypass_governance(cx, bucket, key)
+    lock::bypass_requested(find_header(
+        cx.headers,
+        header::X_AMZ_BYPASS_GOVERNANCE_RETENTION,
+    )) && super::access::may_bypass_governance(cx, bucket, key)
 }
 
 /// What decides, in the deleting transaction, whether this request may delete a version for

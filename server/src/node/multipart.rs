@@ -13,6 +13,7 @@ use ferry_core::md5::ETag;
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, Checks};
 use ferry_core::s3::checksum::{self, ChecksumAlgorithm, ChecksumType};
+use ferry_core::s3::header;
 use ferry_core::s3::listing::{ListCommon, ListPartsQuery, ListUploadsQuery};
 use ferry_core::s3::request::{UploadPartCopyQuery, UploadPartQuery};
 use ferry_core::s3::xml::{
@@ -72,8 +73,8 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     doc.write_xml(&mut xml);
     let mut h = Headers::new();
     if let Some((algorithm, kind)) = checksum {
-        h.push("x-amz-checksum-algorithm", algorithm.as_str());
-        h.push("x-amz-checksum-type", kind.as_str());
+        h.push(header::X_AMZ_CHECKSUM_ALGORITHM, algorithm.as_str());
+        h.push(header::X_AMZ_CHECKSUM_TYPE, kind.as_str());
     }
     super::sse::push_encryption(&mut h, info.as_ref());
     super::sse::push_kms_context(&mut h, info.as_ref());
@@ -207,7 +208,7 @@ pub(crate) async fn upload_part_copy<R: Runtime, S: Stream>(
     doc.write_xml(&mut xml);
     let mut h = Headers::new();
     if let Some(v) = source_version {
-        h.push("x-amz-copy-source-version-id", v.to_string());
+        h.push(header::X_AMZ_COPY_SOURCE_VERSION_ID, v.to_string());
     }
     super::sse::push_encryption(&mut h, encryption.as_ref());
     cx.front.send_xml(res, h, &xml).await
@@ -329,7 +330,7 @@ fn expected_object_checksum(
             value: std::str::from_utf8(h.value).ok()?.trim().to_owned(),
         })
     });
-    let full_object = match find_header_str(headers, "x-amz-checksum-type") {
+    let full_object = match find_header_str(headers, header::X_AMZ_CHECKSUM_TYPE) {
         None => None,
         Some(v) => match ChecksumType::parse(v) {
             Some(t) => Some(t == ChecksumType::FullObject),

@@ -13,9 +13,10 @@ use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, Checks};
 use ferry_core::s3::checksum;
 use ferry_core::s3::conditions::Conditions;
+use ferry_core::s3::header;
 use ferry_core::s3::range::ByteRange;
 use ferry_core::s3::request::{CopySource, MetadataDirective};
-use ferry_core::s3::tagging::{TAGGING_DIRECTIVE_HEADER, TaggingDirective};
+use ferry_core::s3::tagging::TaggingDirective;
 use ferry_core::s3::validate::{self, ContentHeaders};
 use ferry_core::s3::xml::{
     Checksums, CopyKind, CopyResult, Delete, DeleteError, DeleteResult, DeletedEntry,
@@ -417,12 +418,12 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
                 }
                 // A delete marker named by its id.
                 (None, S3ErrorCode::MethodNotAllowed) => {
-                    extra.push("x-amz-delete-marker", "true".to_owned());
+                    extra.push(header::X_AMZ_DELETE_MARKER, "true".to_owned());
                     push_version(&mut extra, version);
                 }
                 (None, S3ErrorCode::NoSuchKey) if version.is_none() => {
                     if let Some(marker) = current_delete_marker(cx, bucket, key).await {
-                        extra.push("x-amz-delete-marker", "true".to_owned());
+                        extra.push(header::X_AMZ_DELETE_MARKER, "true".to_owned());
                         push_version(&mut extra, Some(marker));
                     }
                 }
@@ -454,10 +455,10 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
     if read.part_number.is_some()
         && let Some(n) = info.parts_count()
     {
-        h.push("x-amz-mp-parts-count", n.to_string());
+        h.push(header::X_AMZ_MP_PARTS_COUNT, n.to_string());
     }
     push_version(&mut h, info.version_id);
-    h.push("x-amz-request-id", cx.id.to_owned());
+    h.push(header::X_AMZ_REQUEST_ID, cx.id.to_owned());
     res.start(status, &h.as_slice(), BodyKind::Length(len))?;
     drop(h);
     match body {
@@ -650,7 +651,7 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
 fn delete_headers(outcome: DeleteOutcome) -> Headers {
     let mut h = Headers::new();
     if outcome.delete_marker {
-        h.push("x-amz-delete-marker", "true".to_owned());
+        h.push(header::X_AMZ_DELETE_MARKER, "true".to_owned());
     }
     push_version(&mut h, outcome.version_id);
     h
@@ -703,7 +704,7 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
         MetadataDirective::Replace => store::MetadataDirective::Replace(object_meta(cx.headers)?),
     };
     let tagging_directive =
-        TaggingDirective::parse(find_header(cx.headers, TAGGING_DIRECTIVE_HEADER))?;
+        TaggingDirective::parse(find_header(cx.headers, header::X_AMZ_TAGGING_DIRECTIVE))?;
     let tags = match tagging_directive {
         TaggingDirective::Copy => None,
         TaggingDirective::Replace => Some(object_tags(cx.headers)?),
@@ -762,7 +763,7 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
     doc.write_xml(&mut xml);
     let mut h = Headers::new();
     if let Some(v) = source_version {
-        h.push("x-amz-copy-source-version-id", v.to_string());
+        h.push(header::X_AMZ_COPY_SOURCE_VERSION_ID, v.to_string());
     }
     push_version(&mut h, put.version_id);
     super::sse::push_encryption(&mut h, info.as_ref());

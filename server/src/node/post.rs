@@ -16,6 +16,7 @@ use ferry_core::pool::BufferPool;
 use ferry_core::rt::system_unix_time;
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, BodyVerifier, Checks};
+use ferry_core::s3::header;
 use ferry_core::s3::post::{self, FileScanner, Form, PostPolicy};
 use ferry_core::s3::tagging::{self, TagOwner};
 use ferry_core::s3::uri;
@@ -68,12 +69,12 @@ fn authenticate<'a, R: Runtime>(
 
 /// The fields that become the object's metadata, as the headers PutObject would carry.
 const META_FIELDS: [&str; 6] = [
-    "content-type",
-    "cache-control",
-    "content-disposition",
-    "content-encoding",
-    "content-language",
-    "expires",
+    header::CONTENT_TYPE,
+    header::CACHE_CONTROL,
+    header::CONTENT_DISPOSITION,
+    header::CONTENT_ENCODING,
+    header::CONTENT_LANGUAGE,
+    header::EXPIRES,
 ];
 
 /// Stream the decoded body into the store through pooled buffers.
@@ -133,7 +134,7 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
     bucket: &str,
 ) -> S3Result<()> {
     require_length(body)?;
-    let boundary = find_header_str(cx.headers, "content-type")
+    let boundary = find_header_str(cx.headers, header::CONTENT_TYPE)
         .and_then(post::form_boundary)
         .ok_or_else(|| {
             S3Error::with_message(
@@ -156,7 +157,7 @@ pub(crate) async fn post_object<R: Runtime, S: Stream>(
     let sse_fields: Vec<Header<'_>> = form
         .fields
         .iter()
-        .filter(|(n, _)| n.starts_with("x-amz-server-side-encryption"))
+        .filter(|(n, _)| n.starts_with(header::X_AMZ_SSE))
         .map(|(n, v)| Header {
             name: n,
             value: v.as_bytes(),
@@ -283,17 +284,19 @@ fn form_meta<R: Runtime>(cx: &Cx<'_, R>, form: &Form, bucket: &str) -> S3Result<
     let mut meta_headers: Vec<Header<'_>> = form
         .fields
         .iter()
-        .filter(|(n, _)| META_FIELDS.contains(&n.as_str()) || n.starts_with("x-amz-meta-"))
+        .filter(|(n, _)| {
+            META_FIELDS.contains(&n.as_str()) || n.starts_with(header::X_AMZ_META_PREFIX)
+        })
         .map(|(n, v)| Header {
             name: n,
             value: v.as_bytes(),
         })
         .collect();
-    if form.get("content-type").is_none()
+    if form.get(header::CONTENT_TYPE).is_none()
         && let Some(t) = &form.file_content_type
     {
         meta_headers.push(Header {
-            name: "content-type",
+            name: header::CONTENT_TYPE,
             value: t.as_bytes(),
         });
     }
@@ -310,7 +313,7 @@ fn form_meta<R: Runtime>(cx: &Cx<'_, R>, form: &Form, bucket: &str) -> S3Result<
     let lock_fields: Vec<Header<'_>> = form
         .fields
         .iter()
-        .filter(|(n, _)| n.starts_with("x-amz-object-lock-"))
+        .filter(|(n, _)| n.starts_with(header::X_AMZ_OBJECT_LOCK_PREFIX))
         .map(|(n, v)| Header {
             name: n,
             value: v.as_bytes(),
@@ -378,7 +381,7 @@ async fn respond<R: Runtime, S: Stream>(
     encryption: Option<&crate::store::EncryptionInfo>,
 ) -> S3Result<()> {
     let etag = put.etag.as_str();
-    let host = find_header_str(cx.headers, "host").unwrap_or("localhost");
+    let host = find_header_str(cx.headers, header::HOST).unwrap_or("localhost");
     let scheme = if cx.origin.secure { "https" } else { "http" };
     let location = if cx.front.virtual_hosted {
         format!("{scheme}://{host}/{}", uri::encode_path(key))

@@ -7,11 +7,9 @@ use std::borrow::Cow;
 use base64::Engine as _;
 use ferry_core::http::{Header, find_header, find_header_str};
 use ferry_core::md5::ETag;
+use ferry_core::s3::header;
 use ferry_core::s3::tagging;
 use ferry_core::s3::validate::{self, ContentHeaders};
-use ferry_core::s3::version::{
-    PLACE_LAST_MODIFIED_HEADER, PLACE_VERSION_ID_HEADER, PLACE_VERSION_ORDER_HEADER,
-};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use crate::store::{ObjectMeta, Placed, VersionId, WriteConditions};
@@ -52,7 +50,7 @@ pub(crate) fn object_meta(headers: &[Header<'_>]) -> S3Result<ObjectMeta> {
 
 /// The tags of `x-amz-tagging` (none without it), checked against the object limits.
 pub(crate) fn object_tags(headers: &[Header<'_>]) -> S3Result<Vec<(String, String)>> {
-    let Some(value) = find_header(headers, tagging::TAGGING_HEADER) else {
+    let Some(value) = find_header(headers, header::X_AMZ_TAGGING) else {
         return Ok(Vec::new());
     };
     Ok(tagging::parse_header(value)?
@@ -75,7 +73,7 @@ fn without_aws_chunked(value: &str) -> Option<String> {
 ///
 /// S3 only implements `*` for `If-None-Match` on writes; any other value is `NotImplemented`.
 pub(crate) fn write_conditions(headers: &[Header<'_>]) -> S3Result<WriteConditions> {
-    let if_none_match_star = match find_header(headers, "if-none-match") {
+    let if_none_match_star = match find_header(headers, header::IF_NONE_MATCH) {
         None => false,
         Some(v) if v.trim_ascii() == b"*" => true,
         Some(_) => {
@@ -106,8 +104,8 @@ pub(crate) fn placed(headers: &[Header<'_>]) -> S3Result<Placed> {
             })
             .transpose()
     };
-    let order = number(PLACE_VERSION_ORDER_HEADER)?;
-    let (seq, null) = match find_header_str(headers, PLACE_VERSION_ID_HEADER).map(str::trim) {
+    let order = number(header::X_FERRY_VERSION_ORDER)?;
+    let (seq, null) = match find_header_str(headers, header::X_FERRY_VERSION_ID).map(str::trim) {
         None if order.is_some() => {
             return Err(bad("x-ferry-version-order goes with x-ferry-version-id"));
         }
@@ -124,7 +122,7 @@ pub(crate) fn placed(headers: &[Header<'_>]) -> S3Result<Placed> {
         },
     };
     // Year 9999 at most, as dates are written.
-    let last_modified = match number(PLACE_LAST_MODIFIED_HEADER)? {
+    let last_modified = match number(header::X_FERRY_LAST_MODIFIED)? {
         Some(t) if t <= 253_402_300_799 => i64::try_from(t).ok(),
         Some(_) => return Err(bad("x-ferry-last-modified is too far in the future")),
         None => None,
@@ -138,7 +136,7 @@ pub(crate) fn placed(headers: &[Header<'_>]) -> S3Result<Placed> {
 
 /// `If-Match: <etag>` of a write or a DeleteObject.
 pub(crate) fn if_match(headers: &[Header<'_>]) -> S3Result<Option<ETag>> {
-    match find_header_str(headers, "if-match").map(str::trim) {
+    match find_header_str(headers, header::IF_MATCH).map(str::trim) {
         None => Ok(None),
         Some(v) => ETag::parse(v).map(Some).ok_or_else(|| {
             // An ETag we never issue matches no object.
@@ -149,7 +147,8 @@ pub(crate) fn if_match(headers: &[Header<'_>]) -> S3Result<Option<ETag>> {
 
 /// Whether the request asks for checksums in the response (`x-amz-checksum-mode: ENABLED`).
 pub(crate) fn checksum_mode(headers: &[Header<'_>]) -> bool {
-    find_header(headers, "x-amz-checksum-mode").is_some_and(|v| v.eq_ignore_ascii_case(b"ENABLED"))
+    find_header(headers, header::X_AMZ_CHECKSUM_MODE)
+        .is_some_and(|v| v.eq_ignore_ascii_case(b"ENABLED"))
 }
 
 /// Decode a value made of RFC 2047 encoded words (`=?UTF-8?B?...?=`, `=?UTF-8?Q?...?=`); any

@@ -5,7 +5,7 @@
 use base64::Engine as _;
 use ferry_core::md5::ETag;
 use ferry_core::s3::checksum::{ChecksumAlgorithm, ChecksumType};
-use ferry_core::s3::tagging;
+use ferry_core::s3::header;
 use ferry_core::s3::validate::ContentHeaders;
 use ferry_core::time::DateTime;
 
@@ -18,7 +18,7 @@ pub(crate) const DEFAULT_CONTENT_TYPE: &str = "binary/octet-stream";
 /// `x-amz-version-id`, when the object has a version id.
 pub(crate) fn push_version(h: &mut Headers, version: Option<VersionId>) {
     if let Some(v) = version {
-        h.push("x-amz-version-id", v.to_string());
+        h.push(header::X_AMZ_VERSION_ID, v.to_string());
     }
 }
 
@@ -91,10 +91,13 @@ pub(crate) fn object_headers(
         }
     }
     for (name, value) in &m.user_metadata {
-        h.push(format!("x-amz-meta-{name}"), header_safe(value));
+        h.push(
+            format!("{}{name}", header::X_AMZ_META_PREFIX),
+            header_safe(value),
+        );
     }
     if !m.tags.is_empty() {
-        h.push(tagging::TAGGING_COUNT_HEADER, m.tags.len().to_string());
+        h.push(header::X_AMZ_TAGGING_COUNT, m.tags.len().to_string());
     }
     super::lock::push_headers(&mut h, m);
     super::sse::push_encryption(&mut h, info.encryption.as_ref());
@@ -103,7 +106,7 @@ pub(crate) fn object_headers(
             push_checksum(&mut h, c);
         }
         if !m.checksums.is_empty() {
-            h.push("x-amz-checksum-type", checksum_type(m).as_str());
+            h.push(header::X_AMZ_CHECKSUM_TYPE, checksum_type(m).as_str());
         }
     }
     h

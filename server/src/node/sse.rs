@@ -16,6 +16,7 @@
 use base64::Engine as _;
 use ferry_core::http::Header;
 use ferry_core::rt::Runtime;
+use ferry_core::s3::header;
 use ferry_core::s3::sse::{self as wire, Sse, SseRequest};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
@@ -116,23 +117,23 @@ pub(crate) fn copy_source_key<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<Option<Cus
 pub(crate) fn push_encryption(h: &mut Headers, info: Option<&EncryptionInfo>) {
     match info {
         None => {}
-        Some(EncryptionInfo::SseS3) => h.push(wire::SSE, Sse::Aes256.as_str()),
+        Some(EncryptionInfo::SseS3) => h.push(header::X_AMZ_SSE, Sse::Aes256.as_str()),
         Some(EncryptionInfo::SseC { key_md5 }) => {
-            h.push(wire::CUSTOMER_ALGORITHM, "AES256");
+            h.push(header::X_AMZ_SSE_CUSTOMER_ALGORITHM, "AES256");
             h.push(
-                wire::CUSTOMER_KEY_MD5,
+                header::X_AMZ_SSE_CUSTOMER_KEY_MD5,
                 base64::engine::general_purpose::STANDARD.encode(key_md5),
             );
         }
         Some(EncryptionInfo::SseKms {
             key_id, bucket_key, ..
         }) => {
-            h.push(wire::SSE, Sse::AwsKms.as_str());
+            h.push(header::X_AMZ_SSE, Sse::AwsKms.as_str());
             if let Some(id) = key_id {
-                h.push(wire::KMS_KEY_ID, id.clone());
+                h.push(header::X_AMZ_SSE_AWS_KMS_KEY_ID, id.clone());
             }
             if *bucket_key {
-                h.push(wire::BUCKET_KEY_ENABLED, "true");
+                h.push(header::X_AMZ_SSE_BUCKET_KEY_ENABLED, "true");
             }
         }
     }
@@ -145,6 +146,6 @@ pub(crate) fn push_kms_context(h: &mut Headers, info: Option<&EncryptionInfo>) {
         context: Some(c), ..
     }) = info
     {
-        h.push(wire::CONTEXT, c.clone());
+        h.push(header::X_AMZ_SSE_CONTEXT, c.clone());
     }
 }

@@ -10,8 +10,9 @@ use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, Checks, VerifiedBody};
 use ferry_core::s3::bucket_config::{ConfigDocument, ConfigKind};
+use ferry_core::s3::header;
 use ferry_core::s3::listing::ListBucketsQuery;
-use ferry_core::s3::request::{BUCKET_EMPTY_HEADER, FENCE_HEADER, S3Request};
+use ferry_core::s3::request::S3Request;
 use ferry_core::s3::xml::{
     BucketEntry, CreateBucketConfiguration, Delete, DeleteError, DeleteResult, DeletedEntry,
     ListAllMyBucketsResult, ListBucketResult, ListMultipartUploadsResult, MAX_CREATE_BUCKET_BODY,
@@ -32,13 +33,13 @@ use crate::front::Headers;
 fn push_create_headers<R: Runtime>(cx: &Cx<'_, R>, call: &mut Call) {
     const NAMES: [&str; 7] = [
         // Not an ACL, but what the bucket is made with on every backend as well.
-        "x-amz-bucket-object-lock-enabled",
-        "x-amz-acl",
-        "x-amz-grant-read",
-        "x-amz-grant-write",
-        "x-amz-grant-read-acp",
-        "x-amz-grant-write-acp",
-        "x-amz-grant-full-control",
+        header::X_AMZ_BUCKET_OBJECT_LOCK_ENABLED,
+        header::X_AMZ_ACL,
+        header::X_AMZ_GRANT_READ,
+        header::X_AMZ_GRANT_WRITE,
+        header::X_AMZ_GRANT_READ_ACP,
+        header::X_AMZ_GRANT_WRITE_ACP,
+        header::X_AMZ_GRANT_FULL_CONTROL,
     ];
     for h in cx.head.headers {
         if let Some(name) = NAMES.iter().find(|n| h.name.eq_ignore_ascii_case(n))
@@ -327,7 +328,7 @@ pub(crate) async fn relay_everywhere<R: Runtime, S: Stream>(
             let body = first.map_or(&[][..], |r| &r.body);
             let mut headers = Headers::new();
             if let Some(ct) = first
-                .and_then(|r| r.header("content-type"))
+                .and_then(|r| r.header(header::CONTENT_TYPE))
                 .filter(|_| !body.is_empty())
             {
                 headers.push("Content-Type", ct.to_owned());
@@ -421,7 +422,7 @@ impl Fences {
             match h.await {
                 Ok(r) if r.ok() => {
                     fences.held.push(i);
-                    match r.header(BUCKET_EMPTY_HEADER) {
+                    match r.header(header::X_FERRY_BUCKET_EMPTY) {
                         Some("true") => {}
                         Some(_) => fences.not_empty = true,
                         None => fences.unknown.push(i),
@@ -530,7 +531,7 @@ async fn delete_fenced<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, fences: &Fences
         .map(|i| {
             let mut call = Call::delete_bucket(bucket);
             if fences.held.contains(&i) {
-                call.header(FENCE_HEADER, fences.token.clone());
+                call.header(header::X_FERRY_FENCE, fences.token.clone());
             }
             call.carry(cx, Leave::Nothing);
             cx.client().spawn(i, call)

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use ferry_core::md5::{content_md5, md5};
 use ferry_core::rt::Runtime;
-use ferry_core::s3::request::FENCE_HEADER;
+use ferry_core::s3::header;
 use ferry_core::s3::xml::{
     CompleteMultipartUpload, ListAllMyBucketsResult, ObjectIdentifier, S3_NS, Tagging,
 };
@@ -134,7 +134,11 @@ impl Call {
     /// A DeleteBucket's fence on a Ferry node (`Endpoint::BucketFence`), held under `token`
     /// for `lease` (none: lifted).
     pub fn fence(bucket: &str, token: &str, lease: Duration) -> Self {
-        let query = format!("{FENCE_HEADER}={token}&lease-seconds={}", lease.as_secs());
+        let query = format!(
+            "{}={token}&lease-seconds={}",
+            header::X_FERRY_FENCE,
+            lease.as_secs()
+        );
         Self::new("POST", bucket_path(bucket), query)
     }
 
@@ -306,7 +310,7 @@ impl Setting {
     pub fn of(reply: S3Result<Reply>) -> Self {
         match reply {
             Ok(r) if r.ok() => {
-                let content_type = r.header("content-type").map(str::to_owned);
+                let content_type = r.header(header::CONTENT_TYPE).map(str::to_owned);
                 Self::Doc(r.body, content_type)
             }
             Ok(r) if r.status == 404 && r.error_code().as_deref() != Some("NoSuchBucket") => {

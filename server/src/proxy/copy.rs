@@ -10,9 +10,10 @@ use ferry_core::http::server::ResponseWriter;
 use ferry_core::http::{Header, find_header};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::checksum::ChecksumAlgorithm;
+use ferry_core::s3::header;
 use ferry_core::s3::outbound::{OutHeader, strip_presign};
 use ferry_core::s3::request::{CopySource, MetadataDirective, S3Request, UploadPartCopyQuery};
-use ferry_core::s3::tagging::{self, TAGGING_DIRECTIVE_HEADER, TAGGING_HEADER, TaggingDirective};
+use ferry_core::s3::tagging::{self, TaggingDirective};
 use ferry_core::s3::uri::origin_form;
 use ferry_core::s3::xml::{Checksums, CopyKind, CopyResult};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
@@ -50,30 +51,31 @@ impl<'q, 'a> CopyOf<'q, 'a> {
 /// The copy's headers that go with its read of the source, and as what: what a node's policy
 /// conditions see (`aws:UserAgent`, `aws:Referer`) and the source's expected owner.
 const CARRIED_TO_SOURCE: [(&str, &str); 4] = [
-    ("user-agent", "user-agent"),
-    ("referer", "referer"),
-    ("x-amz-request-payer", "x-amz-request-payer"),
+    (header::USER_AGENT, header::USER_AGENT),
+    (header::REFERER, header::REFERER),
+    (header::X_AMZ_REQUEST_PAYER, header::X_AMZ_REQUEST_PAYER),
     (
-        "x-amz-source-expected-bucket-owner",
-        "x-amz-expected-bucket-owner",
+        header::X_AMZ_SOURCE_EXPECTED_BUCKET_OWNER,
+        header::X_AMZ_EXPECTED_BUCKET_OWNER,
     ),
 ];
 
 /// The copy's headers that go with its write of the destination, besides the object's own.
 const CARRIED_TO_DESTINATION: [&str; 4] = [
-    "user-agent",
-    "referer",
-    "x-amz-request-payer",
-    "x-amz-expected-bucket-owner",
+    header::USER_AGENT,
+    header::REFERER,
+    header::X_AMZ_REQUEST_PAYER,
+    header::X_AMZ_EXPECTED_BUCKET_OWNER,
 ];
 
 /// The SSE-C header of a GET that a copy's `x-amz-copy-source-server-side-encryption-customer-*`
 /// header is, when it is one.
 fn source_key_header(name: &str) -> Option<String> {
-    const SOURCE: &str = "x-amz-copy-source-server-side-encryption-customer-";
+    const SOURCE: &str = header::X_AMZ_COPY_SOURCE_SSE_CUSTOMER_PREFIX;
     starts_with_ignore_case(name, SOURCE).then(|| {
         format!(
-            "x-amz-server-side-encryption-customer-{}",
+            "{}{}",
+            header::X_AMZ_SSE_CUSTOMER_PREFIX,
             &name[SOURCE.len()..]
         )
     })
@@ -85,11 +87,14 @@ fn source_key_header(name: &str) -> Option<String> {
 fn read_headers<'h>(client: &'h [Header<'h>]) -> Vec<OutHeader<'h>> {
     let mut out: Vec<OutHeader<'h>> = Vec::new();
     for (from, to) in [
-        ("x-amz-copy-source-if-match", "If-Match"),
-        ("x-amz-copy-source-if-none-match", "If-None-Match"),
-        ("x-amz-copy-source-if-modified-since", "If-Modified-Since"),
+        (header::X_AMZ_COPY_SOURCE_IF_MATCH, "If-Match"),
+        (header::X_AMZ_COPY_SOURCE_IF_NONE_MATCH, "If-None-Match"),
         (
-            "x-amz-copy-source-if-unmodified-since",
+            header::X_AMZ_COPY_SOURCE_IF_MODIFIED_SINCE,
+            "If-Modified-Since",
+        ),
+        (
+            header::X_AMZ_COPY_SOURCE_IF_UNMODIFIED_SINCE,
             "If-Unmodified-Since",
         ),
     ] {
@@ -125,17 +130,17 @@ fn goes_to_destination(
     let is = |n: &str| name.eq_ignore_ascii_case(n);
     let object = kind == CopyKind::Object
         && ((directive == MetadataDirective::Replace && is_object_header(name))
-            || (tagging == TaggingDirective::Replace && is(TAGGING_HEADER))
+            || (tagging == TaggingDirective::Replace && is(header::X_AMZ_TAGGING))
             || [
-                "x-amz-storage-class",
-                "if-match",
-                "if-none-match",
-                "x-amz-acl",
+                header::X_AMZ_STORAGE_CLASS,
+                header::IF_MATCH,
+                header::IF_NONE_MATCH,
+                header::X_AMZ_ACL,
             ]
             .into_iter()
             .any(is)
-            || starts_with_ignore_case(name, "x-amz-grant-")
-            || starts_with_ignore_case(name, "x-amz-object-lock-"));
+            || starts_with_ignore_case(name, header::X_AMZ_GRANT_PREFIX)
+            || starts_with_ignore_case(name, header::X_AMZ_OBJECT_LOCK_PREFIX));
     object || is_encryption_header(name) || CARRIED_TO_DESTINATION.into_iter().any(is)
 }
 
@@ -168,13 +173,13 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     let client_headers = cx.head.headers;
     let tagging_directive = match kind {
         CopyKind::Object => {
-            TaggingDirective::parse(find_header(client_headers, TAGGING_DIRECTIVE_HEADER))?
+            TaggingDirective::parse(find_header(client_headers, header::X_AMZ_TAGGING_DIRECTIVE))?
         }
         CopyKind::Part => TaggingDirective::Replace,
     };
     // Bad tags are refused before anything is read (the destination would refuse them too).
     if tagging_directive == TaggingDirective::Replace
-        && let Some(v) = find_header(client_headers, TAGGING_HEADER)
+        && let Some(v) = find_header(client_headers, header::X_AMZ_TAGGING)
     {
         tagging::parse_header(v)?;
     }
@@ -237,7 +242,7 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
         Transfer::Refused(r) => return Err(r.to_error()),
     };
     let answer = &written.answer;
-    let etag = answer.header("etag").map(str::to_owned);
+    let etag = answer.header(header::ETAG).map(str::to_owned);
     // The copy's checksum, as its backend stored it.
     let checksum = answer.headers.iter().find_map(|(n, v)| {
         let alg = ChecksumAlgorithm::from_header_name(n)?;
@@ -246,13 +251,13 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
     // The versions of the source read and of the copy written, when their buckets have them.
     let mut h = Headers::new();
     if let Some(v) = written.source.version.clone() {
-        h.push("x-amz-copy-source-version-id", v);
+        h.push(header::X_AMZ_COPY_SOURCE_VERSION_ID, v);
     }
     if let Some(v) = answer
-        .header("x-amz-version-id")
+        .header(header::X_AMZ_VERSION_ID)
         .filter(|_| kind == CopyKind::Object)
     {
-        h.push("x-amz-version-id", v.to_owned());
+        h.push(header::X_AMZ_VERSION_ID, v.to_owned());
     }
     // How the copy is encrypted, as its backend says.
     for (name, value) in answer

@@ -38,6 +38,7 @@ use ferry_core::rt::{Clock, Runtime, Stream};
 use ferry_core::s3::body::{BodyLimit, BodyVerifier, Checks, Emit, Reframer};
 use ferry_core::s3::checksum::ChecksumAlgorithm;
 use ferry_core::s3::cluster;
+use ferry_core::s3::header;
 use ferry_core::s3::outbound::{OutboundRequest, is_auth_header, strip_presign};
 use ferry_core::s3::post::{self, PostPolicy};
 use ferry_core::s3::sigv4::CredentialStore as _;
@@ -89,7 +90,7 @@ struct Outbound<'a> {
 }
 
 fn decoded_length(headers: &[Header<'_>]) -> S3Result<u64> {
-    find_header_str(headers, "x-amz-decoded-content-length")
+    find_header_str(headers, header::X_AMZ_DECODED_CONTENT_LENGTH)
         .and_then(|v| v.trim().parse::<u64>().ok())
         .ok_or_else(|| S3Error::new(S3ErrorCode::MissingContentLength))
 }
@@ -174,7 +175,7 @@ fn prepare<'a, R: Runtime, S: Stream>(
 
     // Re-sign.
     b.stats.resigned.fetch_add(1, Ordering::Relaxed);
-    let trailer = find_header_str(req.headers, "x-amz-trailer")
+    let trailer = find_header_str(req.headers, header::X_AMZ_TRAILER)
         .and_then(|t| ChecksumAlgorithm::from_header_name(t.trim()));
     // (pump, framing, payload hash, plain: aws-chunked headers removed)
     let (pump, kind, payload_hash, plain) = match verifier {
@@ -228,14 +229,15 @@ fn prepare<'a, R: Runtime, S: Stream>(
             continue;
         }
         if plain {
-            if h.name.eq_ignore_ascii_case("content-encoding") {
+            if h.name.eq_ignore_ascii_case(header::CONTENT_ENCODING) {
                 if let Some(v) = without_aws_chunked(h.value) {
                     request.header(h.name, v);
                 }
                 continue;
             }
-            if h.name.eq_ignore_ascii_case("x-amz-decoded-content-length")
-                || h.name.eq_ignore_ascii_case("x-amz-trailer")
+            if h.name
+                .eq_ignore_ascii_case(header::X_AMZ_DECODED_CONTENT_LENGTH)
+                || h.name.eq_ignore_ascii_case(header::X_AMZ_TRAILER)
             {
                 continue;
             }
@@ -377,7 +379,7 @@ pub(crate) async fn post_form<R: Runtime, S: Stream>(
     body: &mut BodyReader<'_, S>,
     res: &mut ResponseWriter<'_, S>,
 ) -> S3Result<()> {
-    let boundary = find_header_str(cx.head.headers, "content-type")
+    let boundary = find_header_str(cx.head.headers, header::CONTENT_TYPE)
         .and_then(post::form_boundary)
         .ok_or_else(|| S3Error::new(S3ErrorCode::MalformedPOSTRequest))?
         .to_owned();
@@ -451,14 +453,14 @@ fn resign_form<R: Runtime>(
         creds.access_key_id, b.region
     );
     let mut values = vec![
-        ("x-amz-credential", credential.as_str()),
-        ("x-amz-date", amz_date.as_str()),
+        (header::X_AMZ_CREDENTIAL, credential.as_str()),
+        (header::X_AMZ_DATE, amz_date.as_str()),
     ];
     let policy = PostPolicy::rebind(form.get("policy").unwrap_or_default(), &values)?;
     let signature =
         post::form_signature(&creds.secret_access_key, &date, &b.region, "s3", &policy).to_hex();
     values.push(("policy", &policy));
-    values.push(("x-amz-signature", signature.as_str()));
+    values.push((header::X_AMZ_SIGNATURE, signature.as_str()));
     Ok(post::with_values(head, form, spans, &values))
 }
 
@@ -543,7 +545,7 @@ async fn forward_after<R: Runtime, S: Stream>(
                 let status = resp.head.status;
                 if miss
                     && status == 404
-                    && find_header_str(resp.head.headers, "x-amz-delete-marker").is_none()
+                    && find_header_str(resp.head.headers, header::X_AMZ_DELETE_MARKER).is_none()
                 {
                     let mut read = 0;
                     let clean = loop {
@@ -592,7 +594,7 @@ fn is_cors_header(name: &str) -> bool {
 /// Whether a backend's response header goes on to the client: not hop-by-hop or framing ones,
 /// nor `Date` (the engine writes its own) or CORS ones (the front's replace them).
 fn is_relayed(name: &str) -> bool {
-    !is_hop_by_hop(name) && !name.eq_ignore_ascii_case("date") && !is_cors_header(name)
+    !is_hop_by_hop(name) && !name.eq_ignore_ascii_case(header::DATE) && !is_cors_header(name)
 }
 
 /// Send the response head and stream its body to the client.
@@ -612,7 +614,7 @@ async fn relay<S: Stream, T: Stream>(
     let kind = if matches!(status, 204 | 304) {
         BodyKind::None
     } else if head_request {
-        find_header_str(head.headers, "content-length")
+        find_header_str(head.headers, header::CONTENT_LENGTH)
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map_or(BodyKind::None, BodyKind::Length)
     } else {
@@ -834,28 +836,28 @@ impl Call {
             cx.backend_path(path).into_owned(),
             strip_presign(cx.raw_query()).into_owned(),
         );
-        let chunked = find_header_str(req.headers, "content-encoding").is_some_and(|v| {
+        let chunked = find_header_str(req.headers, header::CONTENT_ENCODING).is_some_and(|v| {
             v.split(',')
                 .any(|c| c.trim().eq_ignore_ascii_case("aws-chunked"))
         });
-        let trailer = chunked && find_header_str(req.headers, "x-amz-trailer").is_some();
+        let trailer = chunked && find_header_str(req.headers, header::X_AMZ_TRAILER).is_some();
         for h in req.headers {
             let n = h.name;
             if is_hop_by_hop(n)
                 || is_auth_header(n)
                 || cluster::is_internal(n)
-                || n.eq_ignore_ascii_case("host")
+                || n.eq_ignore_ascii_case(header::HOST)
             {
                 continue;
             }
             if chunked
-                && (n.eq_ignore_ascii_case("x-amz-decoded-content-length")
-                    || n.eq_ignore_ascii_case("x-amz-trailer")
-                    || (trailer && n.eq_ignore_ascii_case("x-amz-sdk-checksum-algorithm")))
+                && (n.eq_ignore_ascii_case(header::X_AMZ_DECODED_CONTENT_LENGTH)
+                    || n.eq_ignore_ascii_case(header::X_AMZ_TRAILER)
+                    || (trailer && n.eq_ignore_ascii_case(header::X_AMZ_SDK_CHECKSUM_ALGORITHM)))
             {
                 continue;
             }
-            let value = if chunked && n.eq_ignore_ascii_case("content-encoding") {
+            let value = if chunked && n.eq_ignore_ascii_case(header::CONTENT_ENCODING) {
                 match without_aws_chunked(h.value) {
                     Some(v) => v,
                     None => continue,
@@ -867,7 +869,7 @@ impl Call {
             let value = String::from_utf8_lossy(&value).into_owned();
             call.header(Cow::Owned(n.to_owned()), value);
         }
-        if trailer && !body.is_empty() && !call.has_header("content-md5") {
+        if trailer && !body.is_empty() && !call.has_header(header::CONTENT_MD5) {
             call.header("Content-MD5", content_md5(&md5(&body)).as_str().to_owned());
         }
         call.body = body;

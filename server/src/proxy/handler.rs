@@ -10,6 +10,7 @@ use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::bucket_config::{CORS, ConfigDocument, ConfigKind, ENCRYPTION, LIFECYCLE};
 use ferry_core::s3::cluster;
+use ferry_core::s3::header;
 use ferry_core::s3::listing::{
     ListBucketsQuery, ListUploadsQuery, ListVersionsQuery, ObjectListing,
 };
@@ -296,7 +297,7 @@ fn refusal<R: Runtime>(
         Route::Key
             if layout::draining(cx.p)
                 && matches!(s3.endpoint, Endpoint::PutObject { .. })
-                && find_header(cx.head.headers, "x-amz-write-offset-bytes").is_some() =>
+                && find_header(cx.head.headers, header::X_AMZ_WRITE_OFFSET_BYTES).is_some() =>
         {
             Some(S3Error::with_message(
                 S3ErrorCode::NotImplemented,

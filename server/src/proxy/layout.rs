@@ -23,6 +23,7 @@
 use ferry_core::http::find_header;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::header;
 use ferry_core::s3::request::{Endpoint, S3Request};
 use ferry_core::s3::uri;
 use ferry_core::s3::xml::DeletedEntry;
@@ -77,7 +78,7 @@ pub(crate) async fn by_key<R: Runtime, S: Stream>(
         }
         Endpoint::DeleteObject { .. } => {
             // A conditional delete is judged where the object is.
-            let at = if find_header(cx.head.headers, "if-match").is_some() {
+            let at = if find_header(cx.head.headers, header::IF_MATCH).is_some() {
                 locate(cx, bucket, key, &owners).await?
             } else {
                 current

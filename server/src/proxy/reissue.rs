@@ -9,6 +9,7 @@
 
 use ferry_core::rt::Runtime;
 use ferry_core::s3::cluster;
+use ferry_core::s3::header;
 use ferry_core::s3::outbound::is_auth_header;
 
 use super::context::Cx;
@@ -38,16 +39,16 @@ fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
 /// none.
 pub(crate) fn is_carried(name: &str, leave: Leave) -> bool {
     let body = starts_with_ignore_case(name, "content-")
-        || starts_with_ignore_case(name, "x-amz-checksum-")
+        || starts_with_ignore_case(name, header::X_AMZ_CHECKSUM_PREFIX)
         || [
-            "x-amz-sdk-checksum-algorithm",
-            "x-amz-trailer",
-            "x-amz-decoded-content-length",
+            header::X_AMZ_SDK_CHECKSUM_ALGORITHM,
+            header::X_AMZ_TRAILER,
+            header::X_AMZ_DECODED_CONTENT_LENGTH,
         ]
         .iter()
         .any(|n| name.eq_ignore_ascii_case(n));
-    let condition =
-        starts_with_ignore_case(name, "if-") || starts_with_ignore_case(name, "x-amz-if-");
+    let condition = starts_with_ignore_case(name, "if-")
+        || starts_with_ignore_case(name, header::X_AMZ_IF_PREFIX);
     !(is_hop_by_hop(name)
         || is_auth_header(name)
         || cluster::is_internal(name)

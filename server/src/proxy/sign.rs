@@ -5,7 +5,8 @@ use std::borrow::Cow;
 
 use ferry_core::rt::Runtime;
 use ferry_core::s3::S3Result;
-use ferry_core::s3::cluster::{self, SEAL_HEADER};
+use ferry_core::s3::cluster;
+use ferry_core::s3::header;
 use ferry_core::s3::outbound::OutboundRequest;
 use ferry_core::s3::sigv4::Credentials;
 
@@ -24,7 +25,7 @@ const HOP_BY_HOP: [&str; 11] = [
     "trailer",
     "transfer-encoding",
     "upgrade",
-    "content-length",
+    header::CONTENT_LENGTH,
     "expect",
 ];
 
@@ -54,8 +55,10 @@ pub(crate) fn seal<R: Runtime>(
     }
     let headers = req.headers.iter().map(|(n, v)| (n.as_ref(), v.as_ref()));
     let value = keys.seal(req.method, target, headers, p.shared.rt.unix_time());
-    req.headers
-        .push((Cow::Borrowed(SEAL_HEADER), Cow::Owned(value.into_bytes())));
+    req.headers.push((
+        Cow::Borrowed(header::X_FERRY_CLUSTER_AUTH),
+        Cow::Owned(value.into_bytes()),
+    ));
 }
 
 /// Sign `req` for backend `b` as `caller` (with the backend's key, or the caller's where the

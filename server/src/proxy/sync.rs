@@ -24,6 +24,7 @@ use std::sync::Arc;
 use ferry_core::rt::Runtime;
 use ferry_core::s3::S3Result;
 use ferry_core::s3::bucket_config::ConfigKind;
+use ferry_core::s3::header;
 use ferry_core::s3::xml::VersioningConfiguration;
 use ferry_core::s3::xml::lock::ObjectLockConfiguration;
 
@@ -205,7 +206,7 @@ async fn create_like<R: Runtime>(
     if let Some(&from) = holders.first()
         && let Setting::Doc(..) = client.setting(from, bucket, lock).await
     {
-        create.header("x-amz-bucket-object-lock-enabled", "true");
+        create.header(header::X_AMZ_BUCKET_OBJECT_LOCK_ENABLED, "true");
     }
     let reply = client.send(to, &create).await?;
     if reply.ok() || reply.error_code().as_deref() == Some("BucketAlreadyOwnedByYou") {

@@ -31,16 +31,15 @@ use ferry_core::pool::BufferPool;
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::body::{Reframer, VerifiedBody};
 use ferry_core::s3::checksum::ChecksumAlgorithm;
+use ferry_core::s3::header;
 use ferry_core::s3::outbound::{OutHeader, OutboundRequest};
 use ferry_core::s3::range::CopySourceRange;
 use ferry_core::s3::sigv4::aws_chunked::AwsChunkedEncoder;
 use ferry_core::s3::sigv4::{
     EMPTY_SHA256, STREAMING_UNSIGNED_PAYLOAD_TRAILER, StreamingMode, UNSIGNED_PAYLOAD,
 };
-use ferry_core::s3::tagging::{TAGGING_COUNT_HEADER, TAGGING_HEADER};
 use ferry_core::s3::uri;
 use ferry_core::s3::validate::ContentHeaders;
-use ferry_core::s3::xml::lock::{LEGAL_HOLD_HEADER, LOCK_MODE_HEADER, RETAIN_UNTIL_HEADER};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
 
@@ -62,13 +61,13 @@ pub(crate) fn is_object_header(name: &str) -> bool {
     ContentHeaders::NAMES
         .iter()
         .any(|n| n.eq_ignore_ascii_case(name))
-        || starts_with_ignore_case(name, "x-amz-meta-")
+        || starts_with_ignore_case(name, header::X_AMZ_META_PREFIX)
 }
 
 /// Whether a header is one of a request's encryption headers (`x-amz-server-side-encryption`
 /// and its `-customer-*`, `-aws-kms-key-id`, `-context`, `-bucket-key-enabled`).
 pub(crate) fn is_encryption_header(name: &str) -> bool {
-    starts_with_ignore_case(name, "x-amz-server-side-encryption")
+    starts_with_ignore_case(name, header::X_AMZ_SSE)
 }
 
 pub(crate) fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
@@ -79,8 +78,8 @@ pub(crate) fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
 /// Whether a GET's response says the object's ETag is its MD5: not for SSE-C or SSE-KMS
 /// objects (AWS: their ETags are not MD5 digests).
 pub(crate) fn etag_is_md5(headers: &[Header<'_>]) -> bool {
-    find_header(headers, "x-amz-server-side-encryption-customer-algorithm").is_none()
-        && !find_header_str(headers, "x-amz-server-side-encryption")
+    find_header(headers, header::X_AMZ_SSE_CUSTOMER_ALGORITHM).is_none()
+        && !find_header_str(headers, header::X_AMZ_SSE)
             .is_some_and(|v| starts_with_ignore_case(v.trim(), "aws:kms"))
 }
 
@@ -121,13 +120,13 @@ pub(crate) struct Lock {
 impl Lock {
     pub fn of(headers: &[Header<'_>]) -> Self {
         let retention = match (
-            find_header_str(headers, LOCK_MODE_HEADER),
-            find_header_str(headers, RETAIN_UNTIL_HEADER),
+            find_header_str(headers, header::X_AMZ_OBJECT_LOCK_MODE),
+            find_header_str(headers, header::X_AMZ_OBJECT_LOCK_RETAIN_UNTIL_DATE),
         ) {
             (Some(m), Some(u)) => Some((m.trim().to_owned(), u.trim().to_owned())),
             _ => None,
         };
-        let legal_hold = find_header_str(headers, LEGAL_HOLD_HEADER)
+        let legal_hold = find_header_str(headers, header::X_AMZ_OBJECT_LOCK_LEGAL_HOLD)
             .is_some_and(|v| v.trim().eq_ignore_ascii_case("ON"));
         Self {
             retention,
@@ -157,11 +156,16 @@ impl Lock {
     fn headers(&self) -> impl Iterator<Item = (&'static str, Vec<u8>)> + '_ {
         let retention = self.retention.iter().flat_map(|(mode, until)| {
             [
-                (LOCK_MODE_HEADER, mode.as_bytes().to_vec()),
-                (RETAIN_UNTIL_HEADER, until.as_bytes().to_vec()),
+                (header::X_AMZ_OBJECT_LOCK_MODE, mode.as_bytes().to_vec()),
+                (
+                    header::X_AMZ_OBJECT_LOCK_RETAIN_UNTIL_DATE,
+                    until.as_bytes().to_vec(),
+                ),
             ]
         });
-        let hold = self.legal_hold.then(|| (LEGAL_HOLD_HEADER, b"ON".to_vec()));
+        let hold = self
+            .legal_hold
+            .then(|| (header::X_AMZ_OBJECT_LOCK_LEGAL_HOLD, b"ON".to_vec()));
         retention.chain(hold)
     }
 }
@@ -264,7 +268,7 @@ impl Keep {
         source: &[Header<'_>],
     ) -> S3Result<Option<String>> {
         let counted =
-            find_header_str(source, TAGGING_COUNT_HEADER).is_some_and(|c| c.trim() != "0");
+            find_header_str(source, header::X_AMZ_TAGGING_COUNT).is_some_and(|c| c.trim() != "0");
         if !(self.tags && counted) {
             return Ok(None);
         }
@@ -288,7 +292,7 @@ impl Keep {
         for h in self.headers(headers) {
             put.header(h.name.to_owned(), h.value.to_vec());
         }
-        let composite = find_header_str(headers, "x-amz-checksum-type")
+        let composite = find_header_str(headers, header::X_AMZ_CHECKSUM_TYPE)
             .is_some_and(|t| t.trim().eq_ignore_ascii_case("COMPOSITE"));
         let mut checksum_kept = false;
         let mut part_checksum = None;
@@ -333,13 +337,13 @@ impl Keep {
             }
         }
         if let Some(tags) = tags {
-            put.header(TAGGING_HEADER, tags.into_bytes());
+            put.header(header::X_AMZ_TAGGING, tags.into_bytes());
         }
         // The lock, with its integrity check.
         let mut asks_lock = put
             .headers
             .iter()
-            .any(|(n, _)| starts_with_ignore_case(n, "x-amz-object-lock-"));
+            .any(|(n, _)| starts_with_ignore_case(n, header::X_AMZ_OBJECT_LOCK_PREFIX));
         let mut lock_later = false;
         if self.lock && source.lock.is_some() {
             if source.md5.is_some() || checksum_kept {
@@ -424,7 +428,7 @@ impl Framing {
         let Framing::Trailer { algorithm, .. } = self else {
             return;
         };
-        let is_coding = |n: &str| n.eq_ignore_ascii_case("content-encoding");
+        let is_coding = |n: &str| n.eq_ignore_ascii_case(header::CONTENT_ENCODING);
         let stored = req
             .headers
             .iter()
@@ -438,9 +442,15 @@ impl Framing {
             Some(v) => format!("aws-chunked,{v}"),
             None => "aws-chunked".to_owned(),
         };
-        req.header("content-encoding", value.into_bytes());
-        req.header("x-amz-decoded-content-length", len.to_string().into_bytes());
-        req.header("x-amz-trailer", algorithm.header_name().as_bytes().to_vec());
+        req.header(header::CONTENT_ENCODING, value.into_bytes());
+        req.header(
+            header::X_AMZ_DECODED_CONTENT_LENGTH,
+            len.to_string().into_bytes(),
+        );
+        req.header(
+            header::X_AMZ_TRAILER,
+            algorithm.header_name().as_bytes().to_vec(),
+        );
     }
 }
 
@@ -527,7 +537,7 @@ pub(crate) async fn transfer<R: Runtime>(
     }
     let mut get = OutboundRequest::new("GET", path.as_str(), query.as_str());
     if keep.checksum != KeepChecksum::No {
-        get.header("x-amz-checksum-mode", &b"ENABLED"[..]);
+        get.header(header::X_AMZ_CHECKSUM_MODE, &b"ENABLED"[..]);
     }
     if let Extent::Range(r) = read.extent {
         let range = format!("bytes={}-{}", r.first, r.last);
@@ -553,7 +563,7 @@ pub(crate) async fn transfer<R: Runtime>(
         .map_err(|_| failed(&sb.id))?;
     let status = resp.head.status;
     let headers = resp.head.headers;
-    let content_range = find_header_str(headers, "content-range");
+    let content_range = find_header_str(headers, header::CONTENT_RANGE);
     let empty_part = status == 416 && matches!(read.extent, Extent::Part { last: true, .. });
     if !matches!(status, 200 | 206) && !empty_part {
         if let (416, Extent::Range(_)) = (status, read.extent) {
@@ -590,13 +600,13 @@ pub(crate) async fn transfer<R: Runtime>(
             )
         })?
     };
-    let etag = find_header_str(headers, "etag")
+    let etag = find_header_str(headers, header::ETAG)
         .unwrap_or_default()
         .to_owned();
     let source = Source {
         md5: etag_is_md5(headers).then(|| etag_md5(&etag)).flatten(),
         etag,
-        version: find_header_str(headers, "x-amz-version-id").map(str::to_owned),
+        version: find_header_str(headers, header::X_AMZ_VERSION_ID).map(str::to_owned),
         len,
         lock: Lock::of(headers),
     };

@@ -34,6 +34,7 @@ use std::sync::Arc;
 
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
+use ferry_core::s3::header;
 use ferry_core::s3::request::{S3Request, UploadPartCopyQuery};
 use ferry_core::s3::xml::{CompleteMultipartUploadResult, ErrorResponse, ListAllMyBucketsResult};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result, upload_id, uri};
@@ -239,7 +240,7 @@ async fn move_to_owner<R: Runtime>(
         return false;
     };
     let etag = done.etag.into_owned();
-    let version = reply.header("x-amz-version-id").map(str::to_owned);
+    let version = reply.header(header::X_AMZ_VERSION_ID).map(str::to_owned);
     let owner = bucket_owner(cx, bucket, from).await;
     let mover = Rebalancer::for_proxy(Arc::clone(cx.p));
     let moved = mover
@@ -256,9 +257,9 @@ async fn move_to_owner<R: Runtime>(
         Ok(copy_version) => {
             reply
                 .headers
-                .retain(|(n, _)| !n.eq_ignore_ascii_case("x-amz-version-id"));
+                .retain(|(n, _)| !n.eq_ignore_ascii_case(header::X_AMZ_VERSION_ID));
             if let Some(v) = copy_version {
-                reply.headers.push(("x-amz-version-id".into(), v));
+                reply.headers.push((header::X_AMZ_VERSION_ID.into(), v));
             }
             true
         }

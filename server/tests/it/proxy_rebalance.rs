@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use ferry_core::place::Placement;
+use ferry_core::s3::header;
 use ferry_core::time::DateTime;
 use ferry_server::proxy::Layout;
 use ferry_server::proxy::rebalance::{Progress, RebalanceOptions, rebalance, rebalance_with};
@@ -1109,7 +1110,6 @@ fn acl_on(n: &Node, target: &str) -> (String, Vec<String>) {
 /// not the bucket's owner, nor another user.
 fn acls_and_kms_contexts_move_with_the_object(runtime: RuntimeKind) {
     use crate::support::ALICE;
-    use ferry_core::s3::sse::{CONTEXT, CONTEXT_MODE_HEADER};
     let dir = tempfile::tempdir().unwrap();
     let keyring = write_keyring(dir.path());
     let mut nodes = nodes(runtime, 2);
@@ -1190,22 +1190,35 @@ fn acls_and_kms_contexts_move_with_the_object(runtime: RuntimeKind) {
     alice.credentials = ferry_core::s3::sigv4::Credentials::new(ALICE.access_key, ALICE.secret_key);
     assert_eq!(alice.get(&t[1]).body, b"alice's");
     alice
-        .request("GET", &t[1], &[(CONTEXT_MODE_HEADER, "ENABLED")], b"")
+        .request(
+            "GET",
+            &t[1],
+            &[(header::X_FERRY_ENCRYPTION_CONTEXT_MODE, "ENABLED")],
+            b"",
+        )
         .expect_error(403, "AccessDenied");
 
     let mut to = nodes[1].client();
     for (target, body) in [(&t[3], b"kms data".to_vec()), (&t[4], parts.concat())] {
-        let ask = [(CONTEXT_MODE_HEADER, "ENABLED")];
+        let ask = [(header::X_FERRY_ENCRYPTION_CONTEXT_MODE, "ENABLED")];
         to.request("GET", target, &ask, b"")
             .expect_error(403, "AccessDenied");
         let r = to.sealed("GET", target, &ask, b"");
         assert_eq!((r.status, &r.body), (200, &body), "{target}");
-        assert_eq!(r.header(CONTEXT), Some(ctx.as_str()), "{target}");
+        assert_eq!(
+            r.header(header::X_AMZ_SSE_CONTEXT),
+            Some(ctx.as_str()),
+            "{target}"
+        );
         assert_eq!(
             r.header("x-amz-server-side-encryption-aws-kms-key-id"),
             Some("k2")
         );
         // As on AWS, reads do not say it unless asked.
-        assert_eq!(to.get(target).header(CONTEXT), None, "{target}");
+        assert_eq!(
+            to.get(target).header(header::X_AMZ_SSE_CONTEXT),
+            None,
+            "{target}"
+        );
     }
 }

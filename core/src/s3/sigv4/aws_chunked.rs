@@ -28,9 +28,10 @@ use alloc::vec::Vec;
 use core::fmt::Write as _;
 use sha2::Digest as _;
 
-use super::{ChunkSigner, Signature, SigningContext, StreamingMode, VerifiedRequest, header};
+use super::{ChunkSigner, Signature, SigningContext, StreamingMode, VerifiedRequest};
 use crate::http::{Header, find_header};
 use crate::s3::checksum::{Checksum, ChecksumAlgorithm, Checksummer, invalid_checksum_value};
+use crate::s3::header;
 use crate::s3::{S3Error, S3ErrorCode, S3Result};
 
 /// Longest framing line (chunk header or trailer) accepted, without its CRLF.

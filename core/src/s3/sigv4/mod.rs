@@ -71,36 +71,6 @@ pub const MAX_PRESIGNED_EXPIRES: u64 = 604_800;
 /// The largest clock difference S3 tolerates, in seconds (15 minutes).
 pub const MAX_CLOCK_SKEW: i64 = 900;
 
-/// Header names SigV4 reads or writes (lower-case).
-pub mod header {
-    /// `Authorization`.
-    pub const AUTHORIZATION: &str = "authorization";
-    /// `Host`.
-    pub const HOST: &str = "host";
-    /// `Date`, the fallback when `x-amz-date` is absent.
-    pub const DATE: &str = "date";
-    /// `Content-Encoding` (carries `aws-chunked`).
-    pub const CONTENT_ENCODING: &str = "content-encoding";
-    /// `x-amz-date`.
-    pub const X_AMZ_DATE: &str = "x-amz-date";
-    /// `x-amz-content-sha256`.
-    pub const X_AMZ_CONTENT_SHA256: &str = "x-amz-content-sha256";
-    /// `x-amz-decoded-content-length` (length of an aws-chunked body once decoded).
-    pub const X_AMZ_DECODED_CONTENT_LENGTH: &str = "x-amz-decoded-content-length";
-    /// `x-amz-trailer` (the trailer an aws-chunked body ends with).
-    pub const X_AMZ_TRAILER: &str = "x-amz-trailer";
-    /// `x-amz-trailer-signature` (inside the trailer section).
-    pub const X_AMZ_TRAILER_SIGNATURE: &str = "x-amz-trailer-signature";
-    /// `x-amz-security-token`.
-    pub const X_AMZ_SECURITY_TOKEN: &str = "x-amz-security-token";
-    /// `x-amz-checksum-algorithm`.
-    pub const X_AMZ_CHECKSUM_ALGORITHM: &str = "x-amz-checksum-algorithm";
-    /// `x-amz-sdk-checksum-algorithm`.
-    pub const X_AMZ_SDK_CHECKSUM_ALGORITHM: &str = "x-amz-sdk-checksum-algorithm";
-    /// Prefix of every header that must be signed when present.
-    pub const X_AMZ_PREFIX: &str = "x-amz-";
-}
-
 /// Query parameter names of presigned URLs.
 pub mod query {
     /// `X-Amz-Algorithm`.

@@ -9,9 +9,10 @@ use super::key::HmacSha256;
 use super::{
     ALGORITHM, CHUNK_ALGORITHM, CredentialScope, EMPTY_SHA256, Hex64, KeyCache,
     MAX_PRESIGNED_EXPIRES, RequestParts, Signature, SigningContext, TRAILER_ALGORITHM,
-    UNSIGNED_PAYLOAD, canonical_query, canonical_request, header, query, sign, string_to_sign,
+    UNSIGNED_PAYLOAD, canonical_query, canonical_request, query, sign, string_to_sign,
 };
 use crate::http::{Header, find_header};
+use crate::s3::header;
 use crate::s3::uri::encode;
 use crate::s3::{S3Error, S3ErrorCode, S3Result};
 use crate::time::DateTime;
@@ -61,7 +62,7 @@ pub struct RequestSignature {
 // Not signed: hop-by-hop or rewritten by intermediaries (the AWS SDKs skip these too).
 const UNSIGNED_HEADERS: [&str; 6] = [
     header::AUTHORIZATION,
-    "user-agent",
+    header::USER_AGENT,
     "expect",
     "transfer-encoding",
     "connection",

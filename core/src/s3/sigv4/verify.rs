@@ -16,9 +16,10 @@ use super::canonical::{
 use super::{
     ALGORITHM, CredentialScope, KeyCache, MAX_CLOCK_SKEW, MAX_PRESIGNED_EXPIRES, PayloadHash,
     RequestParts, SCOPE_TERMINATOR, SERVICE, Signature, SigningContext, SigningKey, StreamingMode,
-    UNSIGNED_PAYLOAD, header, query,
+    UNSIGNED_PAYLOAD, query,
 };
 use crate::http::find_header;
+use crate::s3::header;
 use crate::s3::uri::decode;
 use crate::s3::{S3Error, S3ErrorCode, S3Result};
 use crate::time::DateTime;
@@ -121,7 +122,7 @@ impl VerifiedRequest {
     /// what `x-amz-content-sha256` says (unsigned when absent; a SHA-256 is still checked).
     /// The signed aws-chunked forms need a signature: `AccessDenied`.
     pub fn anonymous(headers: &[crate::http::Header<'_>]) -> S3Result<Self> {
-        let payload = match crate::http::find_header_str(headers, "x-amz-content-sha256") {
+        let payload = match crate::http::find_header_str(headers, header::X_AMZ_CONTENT_SHA256) {
             None => PayloadHash::Unsigned,
             Some(v) => PayloadHash::parse(v.trim())?,
         };

@@ -38,8 +38,6 @@ const MAX_TAG_VALUE: usize = 256;
 pub const MAX_NEWER_NONCURRENT_VERSIONS: u32 = 100;
 /// Elements in a body of the largest size: an empty element takes at least four bytes.
 const MAX_LIFECYCLE_ELEMENTS: usize = MAX_LIFECYCLE_BODY / 4;
-/// The response header of GetObject and HeadObject naming when an object expires.
-pub const EXPIRATION_HEADER: &str = "x-amz-expiration";
 /// A real lifecycle day, in seconds.
 pub const DAY_SECS: u64 = 86_400;
 

@@ -17,16 +17,6 @@ use crate::time::DateTime;
 /// Largest PutObjectLockConfiguration, PutObjectRetention or PutObjectLegalHold body accepted.
 pub const MAX_LOCK_BODY: usize = 16 << 10;
 const MAX_LOCK_ELEMENTS: usize = 64;
-/// CreateBucket's request header that turns object lock on (and versioning with it).
-pub const BUCKET_LOCK_HEADER: &str = "x-amz-bucket-object-lock-enabled";
-/// A write's (and GET/HEAD's) retention mode header.
-pub const LOCK_MODE_HEADER: &str = "x-amz-object-lock-mode";
-/// A write's (and GET/HEAD's) retain-until date header (ISO 8601).
-pub const RETAIN_UNTIL_HEADER: &str = "x-amz-object-lock-retain-until-date";
-/// A write's (and GET/HEAD's) legal hold header (`ON` or `OFF`).
-pub const LEGAL_HOLD_HEADER: &str = "x-amz-object-lock-legal-hold";
-/// The header that asks to bypass GOVERNANCE retention (with `s3:BypassGovernanceRetention`).
-pub const BYPASS_GOVERNANCE_HEADER: &str = "x-amz-bypass-governance-retention";
 /// The longest default retention S3 accepts, in days (and [`MAX_RETENTION_YEARS`] in years).
 pub const MAX_RETENTION_DAYS: u32 = 36_500;
 /// The longest default retention S3 accepts, in years.
@@ -37,7 +27,8 @@ const DAY: i64 = 86_400;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RetentionMode {
     /// Users with `s3:BypassGovernanceRetention` may shorten or remove it, and delete the
-    /// version, by asking with [`BYPASS_GOVERNANCE_HEADER`].
+    /// version, by asking with
+    /// [`x-amz-bypass-governance-retention`](crate::s3::header::X_AMZ_BYPASS_GOVERNANCE_RETENTION).
     Governance,
     /// Nobody may shorten or remove it, or delete the version, until it ends.
     Compliance,

@@ -30,10 +30,10 @@ pub use cors::{
 };
 pub use encryption::{MAX_ENCRYPTION_BODY, ServerSideEncryptionConfiguration};
 pub use lifecycle::{
-    DAY_SECS, EXPIRATION_HEADER, Expiration, LifecycleConfiguration, LifecycleFilter,
-    LifecycleRule, MAX_LIFECYCLE_BODY, MAX_LIFECYCLE_PREFIX, MAX_LIFECYCLE_RULE_ID,
-    MAX_LIFECYCLE_RULES, MAX_NEWER_NONCURRENT_VERSIONS, NoncurrentVersionExpiration,
-    expiration_header, expiry_after_days,
+    DAY_SECS, Expiration, LifecycleConfiguration, LifecycleFilter, LifecycleRule,
+    MAX_LIFECYCLE_BODY, MAX_LIFECYCLE_PREFIX, MAX_LIFECYCLE_RULE_ID, MAX_LIFECYCLE_RULES,
+    MAX_NEWER_NONCURRENT_VERSIONS, NoncurrentVersionExpiration, expiration_header,
+    expiry_after_days,
 };
 pub use parse::{AclDocument, AclDocumentGrant};
 pub use versions::{

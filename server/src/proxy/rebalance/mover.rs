@@ -9,13 +9,9 @@ use ferry_core::http::{Header, find_header_str};
 use ferry_core::rt::Runtime;
 use ferry_core::s3::acl::Acl;
 use ferry_core::s3::checksum::{ChecksumAlgorithm, ChecksumType};
+use ferry_core::s3::header;
 use ferry_core::s3::outbound::OutHeader;
-use ferry_core::s3::sse::CONTEXT_MODE_HEADER;
-use ferry_core::s3::tagging::TAGGING_HEADER;
-use ferry_core::s3::version::{
-    PLACE_LAST_MODIFIED_HEADER, PLACE_VERSION_ID_HEADER, PLACE_VERSION_ORDER_HEADER, VersionId,
-};
-use ferry_core::s3::xml::lock::BYPASS_GOVERNANCE_HEADER;
+use ferry_core::s3::version::VersionId;
 use ferry_core::s3::xml::{
     Checksums, CompleteMultipartUpload, CompleteMultipartUploadResult, CompletedPart, ErrorResponse,
 };
@@ -74,7 +70,7 @@ impl<R: Runtime> Rebalancer<R> {
         let ask = self.is_ferry(from);
         ask.then(|| {
             (
-                Cow::Borrowed(CONTEXT_MODE_HEADER),
+                Cow::Borrowed(header::X_FERRY_ENCRYPTION_CONTEXT_MODE),
                 Cow::Borrowed(&b"ENABLED"[..]),
             )
         })
@@ -211,7 +207,7 @@ impl ObjectChecksum {
             ))
         })?;
         // Without a type: a composite value is the one with `-N` (base64 has no `-`).
-        let kind = find_header_str(headers, "x-amz-checksum-type")
+        let kind = find_header_str(headers, header::X_AMZ_CHECKSUM_TYPE)
             .and_then(|t| ChecksumType::parse(t.trim()))
             .unwrap_or(if value.contains('-') {
                 ChecksumType::Composite
@@ -247,7 +243,7 @@ impl<R: Runtime> Rebalancer<R> {
         if self.is_ferry(to) {
             place
                 .headers
-                .push((PLACE_LAST_MODIFIED_HEADER, e.last_modified.to_string()));
+                .push((header::X_FERRY_LAST_MODIFIED, e.last_modified.to_string()));
         }
         // A copy there already (a move run before, or a client's write) costs a HEAD, not the
         // object's bytes.
@@ -374,15 +370,17 @@ impl<R: Runtime> Rebalancer<R> {
             };
             let mut place = Place::default();
             if placing {
-                place.headers.push((PLACE_VERSION_ID_HEADER, id.to_owned()));
+                place
+                    .headers
+                    .push((header::X_FERRY_VERSION_ID, id.to_owned()));
                 if id == "null" {
                     place
                         .headers
-                        .push((PLACE_VERSION_ORDER_HEADER, orders[n].to_string()));
+                        .push((header::X_FERRY_VERSION_ORDER, orders[n].to_string()));
                 }
                 place
                     .headers
-                    .push((PLACE_LAST_MODIFIED_HEADER, v.last_modified.to_string()));
+                    .push((header::X_FERRY_LAST_MODIFIED, v.last_modified.to_string()));
             }
             if v.delete_marker {
                 match self.place_marker(b, &key, &place, to).await {
@@ -481,7 +479,7 @@ impl<R: Runtime> Rebalancer<R> {
             del.header(*n, v.clone());
         }
         let reply = self.client(b).send(to, &del).await?;
-        let version = reply.header("x-amz-version-id").map(str::to_owned);
+        let version = reply.header(header::X_AMZ_VERSION_ID).map(str::to_owned);
         let status = reply.status;
         if status == 412 {
             // In its place already (a move run before).
@@ -575,8 +573,8 @@ impl<R: Runtime> Rebalancer<R> {
         if !answer.ok() {
             return Err(answer.to_error());
         }
-        let etag = answer.header("etag").unwrap_or_default().to_owned();
-        let copy_version = answer.header("x-amz-version-id").map(str::to_owned);
+        let etag = answer.header(header::ETAG).unwrap_or_default().to_owned();
+        let copy_version = answer.header(header::X_AMZ_VERSION_ID).map(str::to_owned);
         if let Some(want) = wanted_version(place)
             && copy_version.as_deref() != Some(want.as_str())
         {
@@ -626,7 +624,7 @@ impl<R: Runtime> Rebalancer<R> {
         place: &Place,
     ) -> S3Result<Copied> {
         let mut head = Call::head_object(&b.name, key, version);
-        head.header("x-amz-checksum-mode", "ENABLED");
+        head.header(header::X_AMZ_CHECKSUM_MODE, "ENABLED");
         for (n, v) in self.context_mode(from) {
             head.header(n, String::from_utf8_lossy(&v).into_owned());
         }
@@ -638,7 +636,7 @@ impl<R: Runtime> Rebalancer<R> {
             400 => return Ok(Copied::SseC),
             _ => return Err(head.to_error()),
         }
-        let source_etag = head.header("etag").unwrap_or_default().to_owned();
+        let source_etag = head.header(header::ETAG).unwrap_or_default().to_owned();
         let views = head.header_views();
         let lock = Lock::of(&views);
         let checksum = ObjectChecksum::of(&views);
@@ -650,15 +648,15 @@ impl<R: Runtime> Rebalancer<R> {
             );
         }
         if let Some(c) = &checksum {
-            create.header("x-amz-checksum-algorithm", c.algorithm.as_str());
-            create.header("x-amz-checksum-type", c.kind.as_str());
+            create.header(header::X_AMZ_CHECKSUM_ALGORITHM, c.algorithm.as_str());
+            create.header(header::X_AMZ_CHECKSUM_TYPE, c.kind.as_str());
         }
         for (n, v) in grants {
             create.header(*n, v.clone());
         }
         let read = Read::whole(&b.name, key, version);
         if let Some(tags) = MOVED.tags(&self.client(b), from, &read, &views).await? {
-            create.header(TAGGING_HEADER, tags);
+            create.header(header::X_AMZ_TAGGING, tags);
         }
         let created = self.client(b).send(to, &create).await?;
         if !created.ok() {
@@ -783,7 +781,11 @@ impl<R: Runtime> Rebalancer<R> {
             if !part.answer.ok() {
                 return Err(part.answer.to_error());
             }
-            let etag = part.answer.header("etag").unwrap_or_default().to_owned();
+            let etag = part
+                .answer
+                .header(header::ETAG)
+                .unwrap_or_default()
+                .to_owned();
             done_parts.push(CompletedPart {
                 part_number: u16::try_from(n).map_err(|_| {
                     S3Error::with_message(S3ErrorCode::InternalError, "a part number over 10000")
@@ -798,7 +800,7 @@ impl<R: Runtime> Rebalancer<R> {
         let parts = CompleteMultipartUpload { parts: done_parts };
         let mut complete = Call::complete_upload(&b.name, key, upload, &parts);
         if let Some(c) = checksum {
-            complete.header("x-amz-checksum-type", c.kind.as_str());
+            complete.header(header::X_AMZ_CHECKSUM_TYPE, c.kind.as_str());
             if c.kind == ChecksumType::FullObject {
                 complete.header(c.algorithm.header_name(), c.value.clone());
             }
@@ -822,7 +824,7 @@ impl<R: Runtime> Rebalancer<R> {
         let result = CompleteMultipartUploadResult::parse_xml(&done.body)?;
         Ok(Some(Completed {
             etag: result.etag.into_owned(),
-            version: done.header("x-amz-version-id").map(str::to_owned),
+            version: done.header(header::X_AMZ_VERSION_ID).map(str::to_owned),
             size,
             checksum: checksum
                 .and_then(|c| result.checksums.get(c.algorithm))
@@ -844,7 +846,7 @@ impl<R: Runtime> Rebalancer<R> {
             200..=299 => {
                 let views = reply.header_views();
                 Ok(Some((
-                    reply.header("etag").unwrap_or_default().to_owned(),
+                    reply.header(header::ETAG).unwrap_or_default().to_owned(),
                     Lock::of(&views),
                 )))
             }
@@ -894,7 +896,7 @@ impl<R: Runtime> Rebalancer<R> {
     ) -> S3Result<u16> {
         let mut del = Call::delete_object(&b.name, key, version, if_match);
         if bypass {
-            del.header(BYPASS_GOVERNANCE_HEADER, "true");
+            del.header(header::X_AMZ_BYPASS_GOVERNANCE_RETENTION, "true");
         }
         Ok(self.client(b).send(on, &del).await?.status)
     }
@@ -962,7 +964,7 @@ impl<R: Runtime> Rebalancer<R> {
     ) -> S3Result<()> {
         let mut put = Call::put_object_setting(&b.name, key, sub, version, &body);
         if bypass {
-            put.header(BYPASS_GOVERNANCE_HEADER, "true");
+            put.header(header::X_AMZ_BYPASS_GOVERNANCE_RETENTION, "true");
         }
         let reply = self.client(b).send(on, &put).await?;
         if reply.ok() {
@@ -990,7 +992,7 @@ fn wanted_version(place: &Place) -> Option<String> {
     place
         .headers
         .iter()
-        .find(|(n, _)| *n == PLACE_VERSION_ID_HEADER)
+        .find(|(n, _)| *n == header::X_FERRY_VERSION_ID)
         .map(|(_, v)| v.clone())
 }
 
