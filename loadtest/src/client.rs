@@ -210,17 +210,19 @@ impl<R: NetRuntime> S3Client<R> {
 
     /// Sign and send a request to endpoint `ep` with its body; the body's MD5 when `--md5`
     /// computed one. A server that answers before the body is sent gets no body.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn send(
         &self,
         conn: &mut Conn<R>,
         ep: usize,
-        method: &str,
-        path: &str,
-        query: &str,
+        to: Target<'_>,
         body: Body<'_>,
         costs: &mut Costs,
     ) -> Result<Option<Md5Digest>, CallError> {
+        let Target {
+            method,
+            path,
+            query,
+        } = to;
         let sha = self.opts.payload_sha256.then(|| body.sha256(costs));
         let md5 = match body {
             Body::Object { obj, offset, len } if self.opts.md5 => {
@@ -296,8 +298,18 @@ impl<R: NetRuntime> S3Client<R> {
         let mut res = OpResult::default();
         let ep = self.endpoints.pick();
         let out = on_conn!(self, ep, res, |conn| -> u16 {
-            self.send(conn, ep, method, path, query, Body::Empty, &mut res.costs)
-                .await?;
+            self.send(
+                conn,
+                ep,
+                Target {
+                    method,
+                    path,
+                    query,
+                },
+                Body::Empty,
+                &mut res.costs,
+            )
+            .await?;
             let mut hs = [EMPTY_HEADER; 32];
             let mut resp = success(conn.response(&mut hs).await?).await?;
             resp.body.discard().await?;
@@ -346,7 +358,17 @@ impl<R: NetRuntime> S3Client<R> {
                 len: size,
             };
             let md5 = self
-                .send(conn, ep, "PUT", &path, "", body, &mut res.costs)
+                .send(
+                    conn,
+                    ep,
+                    Target {
+                        method: "PUT",
+                        path: &path,
+                        query: "",
+                    },
+                    body,
+                    &mut res.costs,
+                )
                 .await?;
             self.write_response(conn, &mut res, key, md5).await?;
             Ok(())
@@ -364,8 +386,18 @@ impl<R: NetRuntime> S3Client<R> {
         let ep = self.endpoints.pick();
         let path = object_path(bucket, key);
         let out = on_conn!(self, ep, res, |conn| -> u64 {
-            self.send(conn, ep, "GET", &path, "", Body::Empty, &mut res.costs)
-                .await?;
+            self.send(
+                conn,
+                ep,
+                Target {
+                    method: "GET",
+                    path: &path,
+                    query: "",
+                },
+                Body::Empty,
+                &mut res.costs,
+            )
+            .await?;
             let mut hs = [EMPTY_HEADER; 32];
             let resp = conn.response(&mut hs).await?;
             res.head_at = Some(self.rt.now());
@@ -454,8 +486,18 @@ impl<R: NetRuntime> S3Client<R> {
         let ep = self.endpoints.pick();
         let path = object_path(bucket, key);
         let out = on_conn!(self, ep, res, |conn| -> () {
-            self.send(conn, ep, "HEAD", &path, "", Body::Empty, &mut res.costs)
-                .await?;
+            self.send(
+                conn,
+                ep,
+                Target {
+                    method: "HEAD",
+                    path: &path,
+                    query: "",
+                },
+                Body::Empty,
+                &mut res.costs,
+            )
+            .await?;
             let mut hs = [EMPTY_HEADER; 32];
             let resp = conn.response(&mut hs).await?;
             res.head_at = Some(self.rt.now());
@@ -509,8 +551,18 @@ impl<R: NetRuntime> S3Client<R> {
             query = format!("continuation-token={}&{query}", encode(t));
         }
         let out = on_conn!(self, ep, res, |conn| -> (u64, ListPage) {
-            self.send(conn, ep, "GET", &path, &query, Body::Empty, &mut res.costs)
-                .await?;
+            self.send(
+                conn,
+                ep,
+                Target {
+                    method: "GET",
+                    path: &path,
+                    query: &query,
+                },
+                Body::Empty,
+                &mut res.costs,
+            )
+            .await?;
             let mut hs = [EMPTY_HEADER; 32];
             let resp = conn.response(&mut hs).await?;
             res.head_at = Some(self.rt.now());
@@ -623,6 +675,17 @@ pub(crate) async fn success<'a, 'h, T: Stream>(
         Err(_) => None,
     };
     Err(OpError::Http { status, code })
+}
+
+/// What a request asks for: its method, path and query string (both encoded).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Target<'a> {
+    /// The method.
+    pub method: &'a str,
+    /// The path.
+    pub path: &'a str,
+    /// The query string, without its `?`.
+    pub query: &'a str,
 }
 
 #[cfg(test)]

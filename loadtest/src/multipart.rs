@@ -15,7 +15,7 @@ use ferry_net::NetRuntime;
 
 use crate::body::Body;
 use crate::client::{
-    MAX_ERROR_BODY, OpResult, S3Client, check_etag, object_path, on_conn, read_all, success,
+    MAX_ERROR_BODY, OpResult, S3Client, Target, check_etag, object_path, on_conn, read_all, success,
 };
 use crate::digests::BATCH;
 use crate::error::{OpError, VerifyError};
@@ -80,7 +80,7 @@ impl<R: NetRuntime> S3Client<R> {
                     res.costs.hash_ns += crate::stats::elapsed_ns(t);
                 }
                 window.push_back(self.runtime().spawn(async move {
-                    c.upload_part(ep, &p, &u, n, id, offset, part_size).await
+                    c.upload_part(ep, &p, &u, n, (id, offset, part_size)).await
                 }));
                 next_part += 1;
             }
@@ -123,9 +123,11 @@ impl<R: NetRuntime> S3Client<R> {
             self.send(
                 conn,
                 ep,
-                "POST",
-                path,
-                "uploads=",
+                Target {
+                    method: "POST",
+                    path,
+                    query: "uploads=",
+                },
                 Body::Empty,
                 &mut res.costs,
             )
@@ -139,16 +141,15 @@ impl<R: NetRuntime> S3Client<R> {
         })
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Part `n` of `upload`: the bytes `(object id, offset, length)` of the payload, as the
+    /// digests key them.
     async fn upload_part(
         &self,
         ep: usize,
         path: &str,
         upload: &str,
         n: u32,
-        id: u64,
-        offset: u64,
-        len: u64,
+        (id, offset, len): (u64, u64, u64),
     ) -> (PartResult, u32, Option<String>, Option<Md5Digest>) {
         let started = self.runtime().now();
         let mut res = OpResult::default();
@@ -164,7 +165,17 @@ impl<R: NetRuntime> S3Client<R> {
                     len,
                 };
                 let md5 = self
-                    .send(conn, ep, "PUT", path, &query, body, &mut res.costs)
+                    .send(
+                        conn,
+                        ep,
+                        Target {
+                            method: "PUT",
+                            path,
+                            query: &query,
+                        },
+                        body,
+                        &mut res.costs,
+                    )
                     .await?;
                 let etag = self.write_response(conn, &mut res, path, md5).await?;
                 Ok((etag, md5))
@@ -222,8 +233,18 @@ impl<R: NetRuntime> S3Client<R> {
             });
         on_conn!(self, ep, res, |conn| -> () {
             let body = Body::Bytes(doc.as_bytes());
-            self.send(conn, ep, "POST", path, &query, body, &mut res.costs)
-                .await?;
+            self.send(
+                conn,
+                ep,
+                Target {
+                    method: "POST",
+                    path,
+                    query: &query,
+                },
+                body,
+                &mut res.costs,
+            )
+            .await?;
             let mut hs = [EMPTY_HEADER; 32];
             let resp = conn.response(&mut hs).await?;
             res.head_at = Some(self.runtime().now());
