@@ -15,7 +15,7 @@ use ferry_core::s3::header;
 use ferry_core::s3::xml::{
     CompleteMultipartUpload, ListAllMyBucketsResult, ObjectIdentifier, S3_NS, Tagging,
 };
-use ferry_core::s3::{S3Result, tagging, uri};
+use ferry_core::s3::{S3Result, tagging, uri, xml};
 
 use super::Proxy;
 use super::context::{Caller, Cx};
@@ -52,56 +52,40 @@ fn push_param(query: &mut String, name: &str, value: Option<&str>) {
     }
 }
 
-/// XML text with `& < > " '` and control characters escaped (what core's writers do; its
-/// escaper is private to the response writers, and these are request bodies).
-fn escape_into(out: &mut String, s: &str) {
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c if c < ' ' || c == '\u{FFFE}' || c == '\u{FFFF}' => {
-                let _ = write!(out, "&#x{:X};", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-}
-
 /// The CreateBucket body for a backend in `region` (none for us-east-1, S3's default).
 fn create_bucket_body(region: &str) -> Vec<u8> {
     if region == "us-east-1" {
         return Vec::new();
     }
-    let mut s = format!(
+    let mut b = format!(
         r#"<?xml version="1.0" encoding="UTF-8"?><CreateBucketConfiguration xmlns="{S3_NS}"><LocationConstraint>"#
-    );
-    escape_into(&mut s, region);
-    s.push_str("</LocationConstraint></CreateBucketConfiguration>");
-    s.into_bytes()
+    )
+    .into_bytes();
+    xml::escape(&mut b, region);
+    b.extend_from_slice(b"</LocationConstraint></CreateBucketConfiguration>");
+    b
 }
 
 /// The `<Delete>` body of a DeleteObjects of `objects`.
 fn delete_body(quiet: bool, objects: &[&ObjectIdentifier<'_>]) -> Vec<u8> {
-    let mut s = format!(r#"<?xml version="1.0" encoding="UTF-8"?><Delete xmlns="{S3_NS}">"#);
+    let mut b =
+        format!(r#"<?xml version="1.0" encoding="UTF-8"?><Delete xmlns="{S3_NS}">"#).into_bytes();
     if quiet {
-        s.push_str("<Quiet>true</Quiet>");
+        b.extend_from_slice(b"<Quiet>true</Quiet>");
     }
     for o in objects {
-        s.push_str("<Object><Key>");
-        escape_into(&mut s, &o.key);
-        s.push_str("</Key>");
+        b.extend_from_slice(b"<Object><Key>");
+        xml::escape(&mut b, &o.key);
+        b.extend_from_slice(b"</Key>");
         if let Some(v) = &o.version_id {
-            s.push_str("<VersionId>");
-            escape_into(&mut s, v);
-            s.push_str("</VersionId>");
+            b.extend_from_slice(b"<VersionId>");
+            xml::escape(&mut b, v);
+            b.extend_from_slice(b"</VersionId>");
         }
-        s.push_str("</Object>");
+        b.extend_from_slice(b"</Object>");
     }
-    s.push_str("</Delete>");
-    s.into_bytes()
+    b.extend_from_slice(b"</Delete>");
+    b
 }
 
 /// The requests the proxy makes itself, typed.

@@ -40,7 +40,7 @@ pub use versions::{
     ListVersionsResult, MAX_VERSIONING_BODY, VersionEntry, VersioningConfiguration,
 };
 
-pub use write::{write_location_constraint, write_versioning_configuration};
+pub use write::{escape, write_location_constraint, write_versioning_configuration};
 
 /// The S3 XML namespace of response documents.
 pub const S3_NS: &str = "http://s3.amazonaws.com/doc/2006-03-01/";

@@ -41,6 +41,12 @@ impl fmt::Write for Escaper<'_> {
     }
 }
 
+/// Append `text` to `out` escaped as XML text (what every writer here does), for a caller
+/// that builds a document of its own, such as a request body.
+pub fn escape(out: &mut Vec<u8>, text: &str) {
+    let _ = Escaper(out).write_str(text);
+}
+
 /// Appends without escaping (markup we generate).
 struct Raw<'o>(&'o mut Vec<u8>);
 
