@@ -17,7 +17,7 @@ use super::context::Cx;
 use super::owner;
 use crate::front::Headers;
 use crate::front::body::read_small;
-use crate::store::{BucketSetting, BucketSettings, HeadOptions};
+use crate::store::{BucketSetting, BucketSettings};
 
 /// The bucket's ACL: the stored one, or `private` for its owner.
 pub(crate) fn bucket_acl<R: Runtime>(
@@ -122,19 +122,7 @@ pub(crate) async fn get_object<R: Runtime, S: Stream>(
     key: &str,
     version: Option<crate::store::VersionId>,
 ) -> S3Result<()> {
-    let (b, k) = (bucket.to_owned(), key.to_owned());
-    let info = cx
-        .unblock(move |store| {
-            store.head_object(
-                &b,
-                &k,
-                HeadOptions {
-                    version,
-                    ..HeadOptions::default()
-                },
-            )
-        })
-        .await?;
+    let info = cx.head_version(bucket, key, version).await?;
     let settings = cx.node.store.bucket_settings(bucket)?;
     let acl = object_acl(cx, &settings, info.meta.acl.as_deref())?;
     let users = cx.users();

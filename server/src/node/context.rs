@@ -12,7 +12,7 @@ use super::NodeConfig;
 use super::lifecycle_worker::LifecycleStats;
 use crate::front::Request;
 use crate::front::origin::Origin;
-use crate::store::Store;
+use crate::store::{HeadOptions, ObjectInfo, Store, VersionId};
 use crate::users::{User, Users};
 
 /// The storage node: the S3 operations over its store, written once over any [`Runtime`].
@@ -148,5 +148,27 @@ impl<'a, R: Runtime> Cx<'a, R> {
     {
         let store = self.store();
         self.node.rt.unblock(move || f(store)).await
+    }
+
+    /// The record of `version` of `bucket`/`key` (the current one if `None`), read on the
+    /// blocking pool, for a subresource's Get (ACL, tags, retention): no SSE-C key is asked.
+    pub(crate) async fn head_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: Option<VersionId>,
+    ) -> S3Result<ObjectInfo> {
+        let (b, k) = (bucket.to_owned(), key.to_owned());
+        self.unblock(move |store| {
+            store.head_object(
+                &b,
+                &k,
+                HeadOptions {
+                    version,
+                    ..HeadOptions::default()
+                },
+            )
+        })
+        .await
     }
 }

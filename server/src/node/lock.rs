@@ -19,7 +19,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use super::context::Cx;
 use crate::front::Headers;
 use crate::front::body::read_small;
-use crate::store::{BucketSetting, BucketSettings, HeadOptions, ObjectMeta};
+use crate::store::{BucketSetting, BucketSettings, ObjectMeta};
 
 fn now() -> i64 {
     std::time::SystemTime::now()
@@ -197,20 +197,7 @@ async fn locked_meta<R: Runtime>(
     if configuration(&settings).is_none() {
         return Err(lock::missing_lock_configuration());
     }
-    let (b, k) = (bucket.to_owned(), key.to_owned());
-    Ok(cx
-        .unblock(move |store| {
-            store.head_object(
-                &b,
-                &k,
-                HeadOptions {
-                    version,
-                    ..HeadOptions::default()
-                },
-            )
-        })
-        .await?
-        .meta)
+    Ok(cx.head_version(bucket, key, version).await?.meta)
 }
 
 /// GetObjectRetention: 404 `NoSuchObjectLockConfiguration` when the version has none.

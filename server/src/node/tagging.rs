@@ -15,7 +15,7 @@ use super::context::Cx;
 use super::response_headers::push_version;
 use crate::front::Headers;
 use crate::front::body::read_small;
-use crate::store::{BucketSetting, HeadOptions, VersionId};
+use crate::store::{BucketSetting, VersionId};
 
 /// Read and check a `<Tagging>` body against `owner`'s limits: its tags as owned pairs.
 async fn read_tags<R: Runtime, S: Stream>(
@@ -59,19 +59,7 @@ pub(crate) async fn get_object<R: Runtime, S: Stream>(
     key: &str,
     version: Option<VersionId>,
 ) -> S3Result<()> {
-    let (b, k) = (bucket.to_owned(), key.to_owned());
-    let info = cx
-        .unblock(move |store| {
-            store.head_object(
-                &b,
-                &k,
-                HeadOptions {
-                    version,
-                    ..HeadOptions::default()
-                },
-            )
-        })
-        .await?;
+    let info = cx.head_version(bucket, key, version).await?;
     let xml = tagging_xml(&info.meta.tags);
     let mut h = Headers::new();
     push_version(&mut h, info.version_id);
