@@ -123,10 +123,10 @@ pub(crate) fn sealed<R: Runtime>(
     })
 }
 
-/// Ferry's placement headers of a write or a delete (`request_headers::placed`): the cluster's alone
-/// (a request it sealed), whoever signed the request — a bucket's owner included. A version
-/// placed in a key's history or dated in the past is what moving a bucket's objects between
-/// nodes needs, nothing more.
+/// Ferry's placement headers of a write or a delete (`request_headers::placed`): the
+/// cluster's alone (a request it sealed), whoever signed the request — a bucket's owner
+/// included. A version placed in a key's history or dated in the past is what moving a
+/// bucket's objects between nodes needs, nothing more.
 pub(crate) fn placement<R: Runtime>(cx: &Cx<'_, R>) -> S3Result<Placed> {
     let placed = super::request_headers::placed(cx.headers)?;
     if placed != Placed::default() {
