@@ -1315,6 +1315,8 @@ async fn a_missing_key_is_404_only_to_who_may_list(target: Target) {
         .expect("delete");
     let read = r#"{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:user/bob"},
            "Action":["s3:GetObject","s3:GetObjectAttributes"],"Resource":"arn:aws:s3:::probe/prefix/*"},
+          {"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:user/bob"},
+           "Action":"s3:PutObject","Resource":"arn:aws:s3:::probe/drop/*"},
           {"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::probe/prefix/*"}"#;
     let list = r#"{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:user/bob"},
            "Action":"s3:ListBucket","Resource":"arn:aws:s3:::probe"}"#;
@@ -1383,6 +1385,19 @@ async fn a_missing_key_is_404_only_to_who_may_list(target: Target) {
         http_request(n.addr, "HEAD", "/probe/prefix/missing", &[], b"").status,
         403
     );
+    // A copy of a missing source answers the same beside its source as across nodes (where
+    // the proxy reads the source as bob): 404, as the copy's own node answers.
+    for apart in [false, true] {
+        let dst = n.key_placed("probe", "drop/copy", ("probe", "prefix/missing"), apart);
+        let r = bob
+            .copy_object()
+            .bucket("probe")
+            .key(&dst)
+            .copy_source("probe/prefix/missing")
+            .send()
+            .await;
+        assert_code(r, 404, "NoSuchKey");
+    }
     assert_eq!(plain_get(n.addr, "/probe/prefix/a").body, b"prefix/a");
     // The owner may list: 404.
     assert_code(
