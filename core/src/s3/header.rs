@@ -257,6 +257,13 @@ pub const X_FERRY_FENCE: &str = "x-ferry-fence";
 /// The header of a BucketFence's answer that says whether the fenced bucket is empty (`true`
 /// or `false`): what the proxy's DeleteBucket needs to know of each node.
 pub const X_FERRY_BUCKET_EMPTY: &str = "x-ferry-bucket-empty";
+/// A node's `403 AccessDenied` to a read of an object that is not there, by a caller that may
+/// not list its bucket (who must not learn that it is absent), in a request the cluster sealed:
+/// the object is absent, no delete marker in its place (`NoSuchKey` or `NoSuchVersion`, what a
+/// caller that may list is told), so a proxy draining earlier layouts tries its other owners,
+/// as after a `404`, and a copy through the proxy answers as one beside its source does.
+/// Never relayed to a client.
+pub const X_FERRY_MISSING: &str = "x-ferry-missing";
 /// A GetObject or HeadObject's `ENABLED` asks for an SSE-KMS object's encryption context in
 /// [`X_AMZ_SSE_CONTEXT`], which reads do not return (as on AWS). The bucket owner's alone;
 /// what the proxy's rebalance keeps a moved object's context with.

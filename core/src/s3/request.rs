@@ -239,6 +239,25 @@ fn sse_header_taken(endpoint: &Endpoint<'_>, name: &str, value: &[u8]) -> bool {
     }
 }
 
+/// A read of an object (GetObject, HeadObject) that names an encryption other than its SSE-C
+/// key (`x-amz-server-side-encryption`, the SSE-KMS key id, context or bucket key): S3's `400
+/// InvalidArgument`, as AWS answers it (an object's encryption is the writer's to choose; a
+/// reader of an SSE-S3 or SSE-KMS object sends no encryption header).
+fn encryption_header_of_read(endpoint: &Endpoint<'_>, name: &str) -> Option<S3Error> {
+    if !matches!(
+        endpoint,
+        Endpoint::GetObject { .. } | Endpoint::HeadObject { .. }
+    ) || !starts_with_ignore_case(name, header::X_AMZ_SSE)
+        || starts_with_ignore_case(name, header::X_AMZ_SSE_CUSTOMER_PREFIX)
+    {
+        return None;
+    }
+    Some(S3Error::with_message(
+        S3ErrorCode::InvalidArgument,
+        "x-amz-server-side-encryption header is not supported for this operation.",
+    ))
+}
+
 /// Whether a write of an object's data (PutObject, CopyObject, CreateMultipartUpload, and POST
 /// Object's form fields) takes this encryption header: SSE-S3 (`AES256`), SSE-KMS (`aws:kms`
 /// and its key id, context and bucket-key headers, which without `aws:kms` are S3's `400`) and
@@ -733,8 +752,13 @@ impl<'a> Endpoint<'a> {
         };
         let refused = headers
             .iter()
-            .filter(|h| !sse_header_taken(&endpoint, h.name, h.value))
-            .find_map(|h| unsupported_header(h.name, h.value))
+            .find_map(|h| encryption_header_of_read(&endpoint, h.name))
+            .or_else(|| {
+                headers
+                    .iter()
+                    .filter(|h| !sse_header_taken(&endpoint, h.name, h.value))
+                    .find_map(|h| unsupported_header(h.name, h.value))
+            })
             .or_else(|| {
                 headers
                     .iter()
@@ -1945,14 +1969,22 @@ mod tests {
                 "{method}"
             );
         }
-        // SSE-S3 is asked for on writes only.
-        let e = route(
-            "GET",
-            "/bkt/k",
-            "h",
-            &[("x-amz-server-side-encryption", "AES256")],
-        )
-        .expect_err("GET with SSE-S3");
+        // SSE-S3 and SSE-KMS are asked for on writes only: a read that names them is S3's
+        // 400 InvalidArgument.
+        for (method, extra) in [
+            ("GET", &[("x-amz-server-side-encryption", "AES256")][..]),
+            ("HEAD", &[("x-amz-server-side-encryption", "AES256")][..]),
+            ("GET", &kms[..1]),
+            ("HEAD", &kms[..]),
+            ("GET", &kms[1..2]),
+            ("HEAD", &kms[2..3]),
+            ("GET", &kms[3..]),
+        ] {
+            let e = route(method, "/bkt/k", "h", extra).expect_err(method);
+            assert_eq!(e.code, S3ErrorCode::InvalidArgument, "{method} {extra:?}");
+        }
+        // Elsewhere (a listing), still not implemented.
+        let e = route("GET", "/bkt", "h", &kms[..1]).expect_err("listing with SSE");
         assert_eq!(e.code, S3ErrorCode::NotImplemented);
     }
 
@@ -2008,9 +2040,10 @@ mod tests {
                 "/bkt/k",
                 &[("x-amz-server-side-encryption", "aws:kms:dsse")],
             ),
+            // (On GetObject: 400 InvalidArgument, as AWS answers.)
             (
                 "GET",
-                "/bkt/k",
+                "/bkt?list-type=2",
                 &[("x-amz-server-side-encryption", "aws:kms")],
             ),
             // A part takes its upload's encryption, not one of its own.

@@ -25,6 +25,7 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::context::{Cx, NodeApi};
 use super::owner;
+use crate::front::Headers;
 use crate::store::Placed;
 use crate::store::{HeadOptions, ObjectMeta, VersionId};
 
@@ -242,6 +243,40 @@ pub(crate) fn may_delete<R: Runtime>(
         "s3:DeleteObject"
     };
     decide(cx, None, bucket, Some((key, version)), action)
+}
+
+/// A read of an object that is not there (GetObject, HeadObject, GetObjectAttributes: `error`
+/// is `NoSuchKey` or `NoSuchVersion`), answered as AWS answers it: `404` to a caller that may
+/// list the bucket (`s3:ListBucket`, by policy, ACL or ownership), which could learn the
+/// absence by listing; `403 AccessDenied` to one that may not, with none of the `404`'s
+/// headers (`extra`: a delete marker's), so that it learns nothing of which keys exist. In a
+/// request the cluster sealed, such a `403` says for the proxy that the object is absent
+/// ([`header::X_FERRY_MISSING`]), unless a delete marker stands for it.
+pub(crate) fn hide_absence<R: Runtime>(
+    cx: &Cx<'_, R>,
+    bucket: &str,
+    error: &mut S3Error,
+    extra: &mut Headers,
+) {
+    if !matches!(
+        error.code,
+        S3ErrorCode::NoSuchKey | S3ErrorCode::NoSuchVersion
+    ) || decide(cx, None, bucket, None, "s3:ListBucket").is_ok()
+    {
+        return;
+    }
+    let absent = error.code;
+    // A delete marker is no absence to look past: a proxy draining layouts stops at it, as at
+    // its `404`, so no older copy shows.
+    let marker = extra
+        .as_slice()
+        .iter()
+        .any(|h| h.name.eq_ignore_ascii_case(header::X_AMZ_DELETE_MARKER));
+    *error = S3Error::new(S3ErrorCode::AccessDenied);
+    *extra = Headers::new();
+    if cx.front.sealed && !marker {
+        extra.push(header::X_FERRY_MISSING, absent.as_str().to_owned());
+    }
 }
 
 /// Whether the caller may write `key` in `bucket` (a POST Object, once its form is read).

@@ -40,10 +40,19 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
     let info = if cx.node.open_inline {
         cx.node
             .store
-            .head_object(&b, &k, head_options(version, customer.as_ref()))?
+            .head_object(&b, &k, head_options(version, customer.as_ref()))
     } else {
         cx.unblock(move |store| store.head_object(&b, &k, head_options(version, customer.as_ref())))
-            .await?
+            .await
+    };
+    let info = match info {
+        Ok(info) => info,
+        Err(mut error) => {
+            // Absent: 404 or 403, as the caller may list the bucket.
+            let mut extra = Headers::new();
+            super::access::hide_absence(cx, bucket, &mut error, &mut extra);
+            return cx.front.send_error(res, &error, extra).await;
+        }
     };
     let doc = response(&info, q);
     let mut xml = Vec::new();

@@ -314,6 +314,7 @@ pub(crate) async fn complete<R: Runtime, S: Stream>(
     let mut h = Headers::new();
     super::response_headers::push_version(&mut h, put.version_id);
     super::sse::push_encryption(&mut h, done.encryption.as_ref());
+    super::lifecycle::expiration_of_write(cx, bucket, key, &put, &mut h);
     cx.front.send_xml(res, h, &out).await
 }
 

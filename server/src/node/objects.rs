@@ -429,6 +429,8 @@ pub(crate) async fn get<R: Runtime, S: Stream>(
                 }
                 _ => {}
             }
+            let mut error = error;
+            super::access::hide_absence(cx, bucket, &mut error, &mut extra);
             return cx.front.send_error(res, &error, extra).await;
         }
     };
@@ -642,8 +644,14 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
     super::sse::push_kms_context(&mut h, encryption.as_ref());
     if let Some(c) = &stored {
         push_checksum(&mut h, c);
+        // A single PUT's checksum is of the whole object, as AWS says.
+        h.push(
+            header::X_AMZ_CHECKSUM_TYPE,
+            checksum::ChecksumType::FullObject.as_str(),
+        );
     }
     push_version(&mut h, put.version_id);
+    super::lifecycle::expiration_of_write(cx, bucket, key, &put, &mut h);
     cx.front.send(res, 200, h, &[]).await
 }
 
@@ -768,6 +776,7 @@ pub(crate) async fn copy<R: Runtime, S: Stream>(
     push_version(&mut h, put.version_id);
     super::sse::push_encryption(&mut h, info.as_ref());
     super::sse::push_kms_context(&mut h, info.as_ref());
+    super::lifecycle::expiration_of_write(cx, bucket, key, &put, &mut h);
     cx.front.send_xml(res, h, &xml).await
 }
 

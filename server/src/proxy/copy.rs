@@ -239,6 +239,15 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
         Transfer::Refused(r) if matches!(r.status, 304 | 412) => {
             return Err(S3Error::new(S3ErrorCode::PreconditionFailed));
         }
+        // A source its node says is absent (to a caller that may not list its bucket): what
+        // a copy beside its source answers, `404`.
+        Transfer::Refused(r) if r.status == 403 && r.header(header::X_FERRY_MISSING).is_some() => {
+            let code = match r.header(header::X_FERRY_MISSING) {
+                Some("NoSuchVersion") => S3ErrorCode::NoSuchVersion,
+                _ => S3ErrorCode::NoSuchKey,
+            };
+            return Err(S3Error::new(code));
+        }
         Transfer::Refused(r) => return Err(r.to_error()),
     };
     let answer = &written.answer;
@@ -258,6 +267,13 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
         .filter(|_| kind == CopyKind::Object)
     {
         h.push(header::X_AMZ_VERSION_ID, v.to_owned());
+    }
+    // The lifecycle rule that will expire the copy, as its backend says.
+    if let Some(v) = answer
+        .header(header::X_AMZ_EXPIRATION)
+        .filter(|_| kind == CopyKind::Object)
+    {
+        h.push(header::X_AMZ_EXPIRATION, v.to_owned());
     }
     // How the copy is encrypted, as its backend says.
     for (name, value) in answer

@@ -321,7 +321,8 @@ pub(crate) async fn forward<R: Runtime, S: Stream>(
 pub(crate) enum Outcome {
     /// The backend's answer went to the client, with this status.
     Relayed(u16),
-    /// The backend answered 404 without a delete marker, and `miss` was set: nothing was sent
+    /// The backend answered 404 without a delete marker (or a 403 that says the object is
+    /// absent: `header::X_FERRY_MISSING`), and `miss` was set: nothing was sent
     /// to the client (the object may live elsewhere: see [`Proxy::owners`]).
     Missed,
     /// The backend's answer, read whole ([`forward_read`]).
@@ -543,10 +544,13 @@ async fn forward_after<R: Runtime, S: Stream>(
             }
             Ok(mut resp) => {
                 let status = resp.head.status;
-                if miss
-                    && status == 404
-                    && find_header_str(resp.head.headers, header::X_AMZ_DELETE_MARKER).is_none()
-                {
+                // Absent: a 404 that is no delete marker, or the 403 a node answers a caller
+                // that may not list the bucket (`header::X_FERRY_MISSING`).
+                let absent = (status == 404
+                    && find_header_str(resp.head.headers, header::X_AMZ_DELETE_MARKER).is_none())
+                    || (status == 403
+                        && find_header_str(resp.head.headers, header::X_FERRY_MISSING).is_some());
+                if miss && absent {
                     let mut read = 0;
                     let clean = loop {
                         match resp.body.next_chunk().await {
@@ -605,10 +609,11 @@ async fn relay<S: Stream, T: Stream>(
 ) -> S3Result<()> {
     let Response { head, mut body } = resp;
     let status = head.status;
+    // (A node's word to the cluster, `x-ferry-*`, is never the client's.)
     let headers: Vec<Header<'_>> = head
         .headers
         .iter()
-        .filter(|h| is_relayed(h.name))
+        .filter(|h| is_relayed(h.name) && !cluster::is_internal(h.name))
         .copied()
         .collect();
     let kind = if matches!(status, 204 | 304) {
@@ -883,8 +888,9 @@ pub(crate) async fn relay_reply<S: Stream>(
     res: &mut ResponseWriter<'_, S>,
     reply: &Reply,
 ) -> S3Result<()> {
-    res.send(reply.status, &reply.header_views(), &reply.body)
-        .await?;
+    let mut headers = reply.header_views();
+    headers.retain(|h| !cluster::is_internal(h.name));
+    res.send(reply.status, &headers, &reply.body).await?;
     Ok(())
 }
 

@@ -249,7 +249,10 @@ async fn delete_on<R: Runtime>(
         if query.is_empty() {
             match client.send(i, &Call::head_object(bucket, key, None)).await {
                 Ok(r) if r.ok() => {}
-                Ok(r) if r.status == 404 => continue,
+                // (A 403 that says it is absent: a caller that may not list the bucket.)
+                Ok(r) if r.status == 404 || r.header(header::X_FERRY_MISSING).is_some() => {
+                    continue;
+                }
                 Ok(r) => {
                     warn(cx.p, i, bucket, key, &r.to_error());
                     continue;

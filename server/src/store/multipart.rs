@@ -590,6 +590,7 @@ impl Store {
                     last_modified: DateTime::from_unix(last_modified),
                     version_id: replaced.version_id,
                     checksum: None,
+                    tags: rec.meta.tags.clone(),
                 },
                 checksum: object_checksum,
                 full_object: rec
@@ -946,8 +947,9 @@ fn completed_before(
         etag: codec::stored_etag(&rec.etag)?,
         size: rec.size,
         last_modified: DateTime::from_unix(rec.completed),
-        // Not remembered: a retried complete answers without it.
+        // Not remembered: a retried complete answers without them.
         version_id: None,
         checksum: None,
+        tags: Vec::new(),
     }))
 }

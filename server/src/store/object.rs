@@ -737,6 +737,7 @@ impl Store {
             last_modified: DateTime::from_unix(rec.last_modified),
             version_id: None,
             checksum: None,
+            tags: rec.meta.tags.clone(),
         };
         let bytes = codec::encode(&rec)?;
         let store = self.clone();

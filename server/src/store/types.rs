@@ -146,6 +146,8 @@ pub struct PutResult {
     /// Its full-object checksum, for a copy's result (`None` elsewhere: a PUT's response
     /// has it from the request's body).
     pub checksum: Option<Checksum>,
+    /// Its tags, for the lifecycle rules that filter on them (`x-amz-expiration`).
+    pub tags: Vec<(String, String)>,
 }
 
 /// What a DELETE did (`x-amz-version-id`, `x-amz-delete-marker`).

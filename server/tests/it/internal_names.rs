@@ -25,7 +25,7 @@ const REQUEST_NAMES: [(&str, &str); 8] = [
 ];
 
 /// Names that a node only answers with, never takes.
-const RESPONSE_NAMES: [&str; 1] = ["x-ferry-bucket-empty"];
+const RESPONSE_NAMES: [&str; 2] = ["x-ferry-bucket-empty", "x-ferry-missing"];
 
 /// The `x-ferry-*` names in the `.rs` files under `dir`, their unit tests left out (a file's
 /// `#[cfg(test)]` module is its last part, by the house's convention).

@@ -1,7 +1,9 @@
 //! Layout changes through the proxy: objects written under one layout stay readable, listable
 //! and deletable under the next while the old layout is drained; overwrites leave no stale copy
 //! behind; a key on two backends is listed once, as its current owner has it; two proxies with
-//! one configuration agree; a backend added to the layout gets the existing buckets.
+//! one configuration agree; a backend added to the layout gets the existing buckets. A reader
+//! that may not list the bucket (told `403`, not `404`, for a key that is not there) still
+//! reads a key from its earlier owner.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -25,6 +27,7 @@ on_both_runtimes!(
     a_key_on_two_backends_is_listed_once_from_its_owner,
     two_proxies_with_one_configuration_agree,
     governance_bypass_reaches_earlier_owners,
+    readers_that_may_not_list_reach_earlier_owners,
 );
 
 fn body_of(i: usize) -> Vec<u8> {
@@ -853,5 +856,64 @@ fn governance_bypass_reaches_earlier_owners(runtime: RuntimeKind) {
         let r = s.nodes[before.pick("locked", k)].client().get(&version);
         assert_eq!(r.status, 404, "{k} {id} on its earlier owner: {}", r.text());
     }
+    proxy.stop();
+}
+
+/// An anonymous reader that a policy lets read objects but not list the bucket: the current
+/// owner of a key written under the earlier layout answers it `403` (absent, to one that may
+/// not know), and the proxy still tries the earlier owner, which serves it; a key nowhere is
+/// `403 AccessDenied` for it (the owner's `404`), with nothing of the cluster's in the answer.
+fn readers_that_may_not_list_reach_earlier_owners(runtime: RuntimeKind) {
+    use crate::support::http::http_request;
+    let s = Setup::start_with(runtime, 3, Auth::Passthrough, |cfg| {
+        cfg.backends.truncate(2)
+    });
+    let mut old = s.client();
+    let r = old.request("PUT", "/pub", &[], b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let policy = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::pub/*"}]}"#;
+    put_doc(&mut old, "/pub?policy", policy.as_bytes(), &[]);
+    let (before, after) = (
+        placement(&s.nodes, &[0, 1]),
+        placement(&s.nodes, &[0, 1, 2]),
+    );
+    let moved: Vec<String> = (0..)
+        .map(|i| format!("m/{i}"))
+        .filter(|k| before.pick("pub", k) != after.pick("pub", k))
+        .take(2)
+        .collect();
+    for k in &moved {
+        put_doc(&mut old, &format!("/pub/{k}"), k.as_bytes(), &[]);
+    }
+    let proxy = proxy_with_layouts(runtime, &s.nodes, &[0, 1, 2], &[0, 1]);
+    wait_for_bucket(&s.nodes[2], "pub");
+    let addr = proxy.local_addr();
+    for k in &moved {
+        // Its current owner has it not, and says so only to the cluster.
+        let owner = after.pick("pub", k);
+        let direct = http_request(s.nodes[owner].addr, "GET", &format!("/pub/{k}"), &[], b"");
+        direct.expect_error(403, "AccessDenied");
+        assert_eq!(direct.header("x-ferry-missing"), None);
+        let r = http_request(addr, "GET", &format!("/pub/{k}"), &[], b"");
+        assert_eq!(r.status, 200, "{k}: {}", r.text());
+        assert_eq!(r.body, k.as_bytes());
+        let r = http_request(addr, "HEAD", &format!("/pub/{k}"), &[], b"");
+        assert_eq!(r.status, 200, "{k}");
+    }
+    let r = http_request(addr, "GET", "/pub/m/nowhere", &[], b"");
+    r.expect_error(403, "AccessDenied");
+    assert!(
+        r.headers
+            .iter()
+            .all(|(n, _)| !n.to_ascii_lowercase().starts_with("x-ferry-")),
+        "{r:?}"
+    );
+    assert_eq!(
+        http_request(addr, "HEAD", "/pub/m/nowhere", &[], b"").status,
+        403
+    );
+    // The owner (who may list) is told 404.
+    let mut c = Client::connect(addr);
+    assert_eq!(c.get("/pub/m/nowhere").status, 404);
     proxy.stop();
 }

@@ -119,6 +119,8 @@ async fn default_crc32_in_memory_as_header(target: Target) {
         .unwrap_or_else(|e| panic!("put: {}", show(&e)));
     assert_eq!(rec.header("x-amz-checksum-crc32"), Some(crc.clone()));
     assert_eq!(put.checksum_crc32(), Some(crc.as_str()));
+    // A single PUT's checksum is of the whole object.
+    assert_eq!(put.checksum_type(), Some(&ChecksumType::FullObject));
     let get = client
         .get_object()
         .bucket("sums")
@@ -128,6 +130,7 @@ async fn default_crc32_in_memory_as_header(target: Target) {
         .await
         .unwrap_or_else(|e| panic!("get: {}", show(&e)));
     assert_eq!(get.checksum_crc32(), Some(crc.as_str()));
+    assert_eq!(get.checksum_type(), Some(&ChecksumType::FullObject));
     assert_eq!(body_bytes(get.body).await, data);
 }
 
@@ -931,6 +934,8 @@ assert r["Checksum"]["ChecksumType"] == "COMPOSITE", r
 op = r["ObjectParts"]
 assert op["TotalPartsCount"] == 3 and op["IsTruncated"] and op["MaxParts"] == 2, op
 assert [(p["PartNumber"], p["Size"]) for p in op["Parts"]] == [(1, 3000), (2, 2000)], op
+assert op["PartNumberMarker"] == 0 and op["NextPartNumberMarker"] == 2, op
+assert [p["ChecksumSHA256"] for p in op["Parts"]] == [d["ChecksumSHA256"] for d in done[:2]], op
 r = c.get_object_attributes(Bucket="boto", Key="mp", ObjectAttributes=["ObjectParts"],
                             PartNumberMarker=2)
 assert [p["PartNumber"] for p in r["ObjectParts"]["Parts"]] == [3], r
@@ -938,6 +943,34 @@ assert "ETag" not in r, r
 r = c.head_object(Bucket="boto", Key="mp", ChecksumMode="ENABLED")
 assert r["ChecksumSHA256"] == composite + "-3", r
 assert r["ChecksumType"] == "COMPOSITE", r
+r = c.get_object(Bucket="boto", Key="mp", ChecksumMode="ENABLED")
+assert r["ChecksumSHA256"] == composite + "-3", r
+assert r["ChecksumType"] == "COMPOSITE", r
+assert r["Body"].read() == b"".join(parts)
+# A single PUT's checksum is FULL_OBJECT; a mismatching one is 400 BadDigest, for a PUT and
+# for a part, and nothing is stored.
+r = c.put_object(Bucket="boto", Key="one", Body=b"one", ChecksumAlgorithm="SHA256")
+assert r["ChecksumType"] == "FULL_OBJECT", r
+wrong = base64.b64encode(hashlib.sha256(b"other").digest()).decode()
+def bad_digest(call):
+    try:
+        call()
+    except c.exceptions.ClientError as e:
+        assert e.response["Error"]["Code"] == "BadDigest", e.response
+        assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 400, e.response
+    else:
+        raise SystemExit("a wrong checksum was taken")
+bad_digest(lambda: c.put_object(Bucket="boto", Key="bad", Body=b"one", ChecksumSHA256=wrong))
+uid = c.create_multipart_upload(Bucket="boto", Key="bad-mp", ChecksumAlgorithm="SHA256")["UploadId"]
+bad_digest(lambda: c.upload_part(Bucket="boto", Key="bad-mp", UploadId=uid, PartNumber=1,
+                                 Body=b"part", ChecksumSHA256=wrong))
+assert "Parts" not in c.list_parts(Bucket="boto", Key="bad-mp", UploadId=uid)
+try:
+    c.head_object(Bucket="boto", Key="bad")
+except c.exceptions.ClientError as e:
+    assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 404, e.response
+else:
+    raise SystemExit("a PUT with a wrong checksum stored its object")
 print("ok")
 "#;
     let endpoint = format!("http://{}", n.addr);

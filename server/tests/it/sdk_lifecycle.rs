@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 use aws_sdk_s3::primitives::DateTime as SdkDateTime;
 use aws_sdk_s3::types::{
     AbortIncompleteMultipartUpload, BucketLifecycleConfiguration, BucketVersioningStatus,
-    ExpirationStatus, LifecycleExpiration, LifecycleRule, LifecycleRuleAndOperator,
-    LifecycleRuleFilter, NoncurrentVersionExpiration, ObjectLockLegalHoldStatus, ObjectLockMode,
-    Tag, Transition, TransitionStorageClass, VersioningConfiguration,
+    CompletedMultipartUpload, CompletedPart, ExpirationStatus, LifecycleExpiration, LifecycleRule,
+    LifecycleRuleAndOperator, LifecycleRuleFilter, NoncurrentVersionExpiration,
+    ObjectLockLegalHoldStatus, ObjectLockMode, Tag, Transition, TransitionStorageClass,
+    VersioningConfiguration,
 };
 use ferry_core::time::DateTime;
 
@@ -23,6 +24,7 @@ on_every_target!(
     worker_expires_by_prefix_tag_and_size,
     worker_aborts_stale_uploads,
     expiration_header_on_get_and_head,
+    expiration_header_on_writes,
     boto3_manages_bucket_lifecycle,
     policies_name_the_lifecycle_actions,
     the_worker_lets_the_node_restart,
@@ -1139,6 +1141,154 @@ async fn expiration_header_on_get_and_head(target: Target) {
         Some("expiry-date=\"Tue, 01 Jan 2030 00:00:00 GMT\", rule-id=\"new-year\"")
     );
     assert_eq!(n.head(b, "logs/a").await.expiration(), None);
+}
+
+/// `x-amz-expiration` on the writes that make an object (PutObject, CopyObject, beside its
+/// source and, behind a proxy, on another node, and CompleteMultipartUpload), as AWS answers
+/// them: the rule that will expire the new object (by prefix, by tag), the same that its HEAD
+/// names; none where no rule applies.
+async fn expiration_header_on_writes(target: Target) {
+    let n = TestNode::start(target);
+    let b = "lcwrites";
+    n.bucket(b).await;
+    put_config(
+        &n,
+        b,
+        config(vec![
+            rule("logs", filter_prefix("logs/"))
+                .expiration(days(7))
+                .build()
+                .expect("rule"),
+            rule(
+                "temp",
+                LifecycleRuleFilter::builder()
+                    .and(
+                        LifecycleRuleAndOperator::builder()
+                            .prefix("tmp/")
+                            .tags(tag("class", "temp"))
+                            .build(),
+                    )
+                    .build(),
+            )
+            .expiration(days(2))
+            .build()
+            .expect("rule"),
+        ]),
+    )
+    .await;
+    let head_says = |key: &'static str| {
+        let n = &n;
+        async move { n.head(b, key).await.expiration().map(str::to_owned) }
+    };
+    let put = |key: &'static str, tagging: Option<&'static str>| {
+        n.client
+            .put_object()
+            .bucket(b)
+            .key(key)
+            .set_tagging(tagging.map(str::to_owned))
+            .body(b"data".to_vec().into())
+            .send()
+    };
+    let r = put("logs/a", None).await.expect("put");
+    let lm = n
+        .head(b, "logs/a")
+        .await
+        .last_modified()
+        .expect("lm")
+        .secs();
+    let want = expected_expiration(lm, 7, "logs");
+    assert_eq!(r.expiration(), Some(want.as_str()));
+    assert_eq!(head_says("logs/a").await.as_deref(), Some(want.as_str()));
+    // The tag filter sees the object's tags.
+    let r = put("tmp/tagged", Some("class=temp")).await.expect("put");
+    let lm = n
+        .head(b, "tmp/tagged")
+        .await
+        .last_modified()
+        .expect("lm")
+        .secs();
+    assert_eq!(
+        r.expiration(),
+        Some(expected_expiration(lm, 2, "temp").as_str())
+    );
+    let r = put("tmp/untagged", Some("class=kept")).await.expect("put");
+    assert_eq!(r.expiration(), None);
+    let r = put("other/a", None).await.expect("put");
+    assert_eq!(r.expiration(), None);
+    // Copies, beside their source and apart from it; one that no rule expires says nothing.
+    for apart in [false, true] {
+        let dst = n.key_placed(b, "logs/copy", (b, "other/a"), apart);
+        let r = n
+            .client
+            .copy_object()
+            .bucket(b)
+            .key(&dst)
+            .copy_source(format!("{b}/other/a"))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("copy: {}", show(&e)));
+        let head = n.head(b, &dst).await;
+        assert!(head.expiration().is_some(), "{dst}");
+        assert_eq!(r.expiration(), head.expiration(), "{dst}");
+        let dst = n.key_placed(b, "other/copy", (b, "logs/a"), apart);
+        let r = n
+            .client
+            .copy_object()
+            .bucket(b)
+            .key(&dst)
+            .copy_source(format!("{b}/logs/a"))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("copy: {}", show(&e)));
+        assert_eq!(r.expiration(), None, "{dst}");
+    }
+    // A multipart upload's completion.
+    let up = n
+        .client
+        .create_multipart_upload()
+        .bucket(b)
+        .key("logs/mp")
+        .send()
+        .await
+        .expect("create");
+    let id = up.upload_id().expect("id");
+    let part = n
+        .client
+        .upload_part()
+        .bucket(b)
+        .key("logs/mp")
+        .upload_id(id)
+        .part_number(1)
+        .body(b"part".to_vec().into())
+        .send()
+        .await
+        .expect("part");
+    let done = n
+        .client
+        .complete_multipart_upload()
+        .bucket(b)
+        .key("logs/mp")
+        .upload_id(id)
+        .multipart_upload(
+            CompletedMultipartUpload::builder()
+                .parts(
+                    CompletedPart::builder()
+                        .part_number(1)
+                        .e_tag(part.e_tag().expect("etag"))
+                        .build(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("complete: {}", show(&e)));
+    let head = head_says("logs/mp").await;
+    assert!(
+        head.as_deref()
+            .is_some_and(|h| h.ends_with("rule-id=\"logs\"")),
+        "{head:?}"
+    );
+    assert_eq!(done.expiration(), head.as_deref());
 }
 
 async fn boto3_manages_bucket_lifecycle(target: Target) {

@@ -2,7 +2,8 @@
 //! both runtimes: Put/Get/DeleteBucketPolicy and GetBucketPolicyStatus, malformed policies,
 //! and their effect: another user let in by name and prefix, an explicit Deny that stops the
 //! owner too (per key in DeleteObjects), and source-address conditions (the proxy tells its
-//! nodes its client's address; a node believes only proxies it trusts).
+//! nodes its client's address; a node believes only proxies it trusts). A missing key is `404`
+//! only to a caller that may list the bucket, `403` to others, as on AWS.
 
 use aws_sdk_s3::Client;
 use aws_sdk_s3::primitives::ByteStream;
@@ -28,6 +29,7 @@ on_every_target!(
     only_the_owner_manages_the_policy,
     bucket_settings_need_a_grant,
     conditions_see_the_client_headers_everywhere,
+    a_missing_key_is_404_only_to_who_may_list,
 );
 
 fn with_users(target: Target) -> TestNode {
@@ -1274,4 +1276,216 @@ async fn conditions_see_the_client_headers_everywhere(target: Target) {
         .send()
         .await
         .unwrap_or_else(|e| panic!("delete refs-empty: {}", show(&e)));
+}
+
+/// GetObject, HeadObject and GetObjectAttributes of a key that is not there: `404 NoSuchKey` to
+/// a caller that may list the bucket (its owner, a user the policy or the ACL lets list),
+/// `403 AccessDenied` to one that may only read objects, so that it cannot learn which keys
+/// exist (nor, in a versioned bucket, that a key was deleted), as AWS answers; an anonymous
+/// reader the same; boto3 sees the same.
+async fn a_missing_key_is_404_only_to_who_may_list(target: Target) {
+    use crate::support::http::{http_request, plain_get};
+    let n = with_users(target);
+    let (alice, bob) = (n.client_as(&ALICE), n.client_as(&BOB));
+    alice
+        .create_bucket()
+        .bucket("probe")
+        .send()
+        .await
+        .expect("create");
+    alice
+        .put_bucket_versioning()
+        .bucket("probe")
+        .versioning_configuration(
+            aws_sdk_s3::types::VersioningConfiguration::builder()
+                .status(aws_sdk_s3::types::BucketVersioningStatus::Enabled)
+                .build(),
+        )
+        .send()
+        .await
+        .expect("versioning");
+    put(&alice, "probe", "prefix/a").await;
+    put(&alice, "probe", "prefix/deleted").await;
+    alice
+        .delete_object()
+        .bucket("probe")
+        .key("prefix/deleted")
+        .send()
+        .await
+        .expect("delete");
+    let read = r#"{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:user/bob"},
+           "Action":["s3:GetObject","s3:GetObjectAttributes"],"Resource":"arn:aws:s3:::probe/prefix/*"},
+          {"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:user/bob"},
+           "Action":"s3:PutObject","Resource":"arn:aws:s3:::probe/drop/*"},
+          {"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::probe/prefix/*"}"#;
+    let list = r#"{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:user/bob"},
+           "Action":"s3:ListBucket","Resource":"arn:aws:s3:::probe"}"#;
+    // What each read of a missing key answers bob: (status, code) of GET, HEAD, attributes.
+    let bobs_answers = || async {
+        let get = bob
+            .get_object()
+            .bucket("probe")
+            .key("prefix/missing")
+            .send()
+            .await;
+        let head = bob
+            .head_object()
+            .bucket("probe")
+            .key("prefix/missing")
+            .send()
+            .await;
+        let attrs = bob
+            .get_object_attributes()
+            .bucket("probe")
+            .key("prefix/missing")
+            .object_attributes(aws_sdk_s3::types::ObjectAttributes::ObjectSize)
+            .send()
+            .await;
+        let deleted = bob
+            .get_object()
+            .bucket("probe")
+            .key("prefix/deleted")
+            .send()
+            .await;
+        (get, head, attrs, deleted)
+    };
+    // bob may read objects under prefix/, not list: 403 for what is not there.
+    set_policy(
+        &alice,
+        "probe",
+        &format!(r#"{{"Version":"2012-10-17","Statement":[{read}]}}"#),
+    )
+    .await;
+    let got = bob
+        .get_object()
+        .bucket("probe")
+        .key("prefix/a")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("bob get prefix/a: {}", show(&e)));
+    assert_eq!(sdk::body_bytes(got.body).await, b"prefix/a");
+    let (get, head, attrs, deleted) = bobs_answers().await;
+    assert_code(get, 403, "AccessDenied");
+    sdk::assert_error(head, 403, None);
+    assert_code(attrs, 403, "AccessDenied");
+    assert_code(deleted, 403, "AccessDenied");
+    // Nor does the 403 say that a delete marker is there.
+    let anonymous = plain_get(n.addr, "/probe/prefix/deleted");
+    anonymous.expect_error(403, "AccessDenied");
+    assert_eq!(anonymous.header("x-amz-delete-marker"), None);
+    assert!(
+        anonymous
+            .headers
+            .iter()
+            .all(|(h, _)| !h.starts_with("x-ferry-")),
+        "{anonymous:?}"
+    );
+    plain_get(n.addr, "/probe/prefix/missing").expect_error(403, "AccessDenied");
+    assert_eq!(
+        http_request(n.addr, "HEAD", "/probe/prefix/missing", &[], b"").status,
+        403
+    );
+    // A copy of a missing source answers the same beside its source as across nodes (where
+    // the proxy reads the source as bob): 404, as the copy's own node answers.
+    for apart in [false, true] {
+        let dst = n.key_placed("probe", "drop/copy", ("probe", "prefix/missing"), apart);
+        let r = bob
+            .copy_object()
+            .bucket("probe")
+            .key(&dst)
+            .copy_source("probe/prefix/missing")
+            .send()
+            .await;
+        assert_code(r, 404, "NoSuchKey");
+    }
+    assert_eq!(plain_get(n.addr, "/probe/prefix/a").body, b"prefix/a");
+    // The owner may list: 404.
+    assert_code(
+        alice
+            .get_object()
+            .bucket("probe")
+            .key("prefix/missing")
+            .send()
+            .await,
+        404,
+        "NoSuchKey",
+    );
+    // bob allowed to list too: 404 NoSuchKey, the delete marker's header with it.
+    set_policy(
+        &alice,
+        "probe",
+        &format!(r#"{{"Version":"2012-10-17","Statement":[{read},{list}]}}"#),
+    )
+    .await;
+    let (get, head, attrs, deleted) = bobs_answers().await;
+    assert_code(get, 404, "NoSuchKey");
+    sdk::assert_error(head, 404, None);
+    assert_code(attrs, 404, "NoSuchKey");
+    match deleted {
+        Err(e) => {
+            assert_eq!(sdk::status_of(&e), Some(404), "{}", show(&e));
+            let raw = e.raw_response().expect("raw response");
+            assert_eq!(raw.headers().get("x-amz-delete-marker"), Some("true"));
+        }
+        Ok(r) => panic!("a deleted key read: {r:?}"),
+    }
+    // Anonymous still may not list: 403; a public-read ACL lets anyone list: 404.
+    plain_get(n.addr, "/probe/prefix/missing").expect_error(403, "AccessDenied");
+    alice
+        .put_bucket_acl()
+        .bucket("probe")
+        .acl(aws_sdk_s3::types::BucketCannedAcl::PublicRead)
+        .send()
+        .await
+        .expect("public-read");
+    plain_get(n.addr, "/probe/prefix/missing").expect_error(404, "NoSuchKey");
+
+    // The same through boto3, as bob, with and without leave to list.
+    set_policy(
+        &alice,
+        "probe",
+        &format!(r#"{{"Version":"2012-10-17","Statement":[{read}]}}"#),
+    )
+    .await;
+    alice
+        .put_bucket_acl()
+        .bucket("probe")
+        .acl(aws_sdk_s3::types::BucketCannedAcl::Private)
+        .send()
+        .await
+        .expect("private");
+    let script = r#"
+def status(call):
+    try:
+        call()
+    except c.exceptions.ClientError as e:
+        return e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"]["Code"]
+    raise SystemExit("a missing key was read")
+want = sys.argv[4]
+s, code = status(lambda: c.get_object(Bucket="probe", Key="prefix/missing"))
+assert (str(s), code) == (want, {"403": "AccessDenied", "404": "NoSuchKey"}[want]), (s, code)
+s, _ = status(lambda: c.head_object(Bucket="probe", Key="prefix/missing"))
+assert str(s) == want, s
+assert c.get_object(Bucket="probe", Key="prefix/a")["Body"].read() == b"prefix/a"
+print("ok")
+"#;
+    let bob_runs = |want: &'static str| {
+        crate::support::sdk::run_python(
+            format!("{}{script}", sdk::BOTO3_PRELUDE),
+            vec![
+                n.endpoint(),
+                BOB.access_key.to_owned(),
+                BOB.secret_key.to_owned(),
+                want.to_owned(),
+            ],
+        )
+    };
+    bob_runs("403").await;
+    set_policy(
+        &alice,
+        "probe",
+        &format!(r#"{{"Version":"2012-10-17","Statement":[{read},{list}]}}"#),
+    )
+    .await;
+    bob_runs("404").await;
 }

@@ -4,11 +4,14 @@
 //! encryption's chunk boundaries, the key id, encryption context and bucket key echoed, no
 //! plaintext in the data files, and S3's errors for an unknown key (on PUT, CopyObject and
 //! CreateMultipartUpload), a key id without `aws:kms`, a malformed context, DSSE-KMS and a
-//! node without a keyring.
+//! node without a keyring. Multipart uploads under SSE-KMS with a named key, an encryption
+//! context and a bucket key (UploadPart, UploadPartCopy, Complete, and the reads answering the
+//! KMS headers), and a GET or HEAD that names an encryption refused with `400 InvalidArgument`,
+//! as AWS answers, both with boto3 too.
 
 use std::fs;
 
-use aws_sdk_s3::types::ServerSideEncryption;
+use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart, ServerSideEncryption};
 use base64::Engine as _;
 use md5::{Digest, Md5};
 
@@ -19,7 +22,10 @@ on_every_target!(
     resign:
     sse_kms_round_trips,
     sse_kms_refusals,
-    boto3_encrypts_with_kms
+    boto3_encrypts_with_kms,
+    kms_multipart_with_context_and_bucket_key,
+    kms_headers_on_reads_are_refused,
+    boto3_kms_multipart
 );
 
 /// Two keys, `k1` the default.
@@ -379,6 +385,270 @@ except c.exceptions.ClientError as e:
     assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 400, e.response
 else:
     raise SystemExit("put under a missing key")
+print("ok")
+"#;
+    sdk::run_boto3(&n, script).await;
+}
+
+/// A multipart upload under SSE-KMS with `k2`, an encryption context and a bucket key: each
+/// step's answer names them (CreateMultipartUpload echoes the context, as AWS does), a part
+/// copied from a plaintext object is encrypted too, the completed object reads back whole, in
+/// ranges across its parts and chunks, and by part number, its HEAD and GET naming the key and
+/// the bucket key; no plaintext on disk.
+async fn kms_multipart_with_context_and_bucket_key(target: Target) {
+    let n = TestNode::start_with(target, KMS);
+    n.bucket("kms").await;
+    let ctx = context(r#"{"app":"multipart"}"#);
+    let p1 = body(5 << 20, 71);
+    let p2 = body(2 * CHUNK + 7, 72);
+    n.put("kms", "plain-source", p2.clone()).await;
+    let up = n
+        .client
+        .create_multipart_upload()
+        .bucket("kms")
+        .key("mp")
+        .server_side_encryption(ServerSideEncryption::AwsKms)
+        .ssekms_key_id("k2")
+        .ssekms_encryption_context(&ctx)
+        .bucket_key_enabled(true)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("create: {}", sdk::show(&e)));
+    assert_eq!(
+        up.server_side_encryption(),
+        Some(&ServerSideEncryption::AwsKms)
+    );
+    assert_eq!(up.ssekms_key_id(), Some("k2"));
+    assert_eq!(up.ssekms_encryption_context(), Some(ctx.as_str()));
+    assert_eq!(up.bucket_key_enabled(), Some(true));
+    let id = up.upload_id().expect("upload id").to_owned();
+    let r1 = n
+        .client
+        .upload_part()
+        .bucket("kms")
+        .key("mp")
+        .upload_id(&id)
+        .part_number(1)
+        .body(p1.clone().into())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("part 1: {}", sdk::show(&e)));
+    assert_eq!(
+        r1.server_side_encryption(),
+        Some(&ServerSideEncryption::AwsKms)
+    );
+    assert_eq!(r1.ssekms_key_id(), Some("k2"));
+    assert_eq!(r1.bucket_key_enabled(), Some(true));
+    assert_ne!(r1.e_tag(), Some(sdk::etag_of(&p1).as_str()));
+    // Part 2 copied from a plaintext object (beside the upload or, behind a proxy, wherever
+    // placement put it).
+    let r2 = n
+        .client
+        .upload_part_copy()
+        .bucket("kms")
+        .key("mp")
+        .upload_id(&id)
+        .part_number(2)
+        .copy_source("kms/plain-source")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("part copy: {}", sdk::show(&e)));
+    assert_eq!(
+        r2.server_side_encryption(),
+        Some(&ServerSideEncryption::AwsKms)
+    );
+    assert_eq!(r2.ssekms_key_id(), Some("k2"));
+    let etag2 = r2
+        .copy_part_result()
+        .and_then(|c| c.e_tag())
+        .expect("etag")
+        .to_owned();
+    let done = n
+        .client
+        .complete_multipart_upload()
+        .bucket("kms")
+        .key("mp")
+        .upload_id(&id)
+        .multipart_upload(
+            CompletedMultipartUpload::builder()
+                .parts(
+                    CompletedPart::builder()
+                        .part_number(1)
+                        .e_tag(r1.e_tag().expect("etag"))
+                        .build(),
+                )
+                .parts(CompletedPart::builder().part_number(2).e_tag(etag2).build())
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("complete: {}", sdk::show(&e)));
+    assert_eq!(
+        done.server_side_encryption(),
+        Some(&ServerSideEncryption::AwsKms)
+    );
+    assert_eq!(done.ssekms_key_id(), Some("k2"));
+    assert_eq!(done.bucket_key_enabled(), Some(true));
+    assert!(done.e_tag().expect("etag").ends_with("-2\""));
+    let data = [p1.as_slice(), p2.as_slice()].concat();
+    let head = n
+        .client
+        .head_object()
+        .bucket("kms")
+        .key("mp")
+        .send()
+        .await
+        .expect("head");
+    assert_eq!(
+        head.server_side_encryption(),
+        Some(&ServerSideEncryption::AwsKms)
+    );
+    assert_eq!(head.ssekms_key_id(), Some("k2"));
+    assert_eq!(head.bucket_key_enabled(), Some(true));
+    assert_eq!(head.content_length(), Some(data.len() as i64));
+    assert_eq!(head.e_tag(), done.e_tag());
+    let got = n
+        .client
+        .get_object()
+        .bucket("kms")
+        .key("mp")
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(got.ssekms_key_id(), Some("k2"));
+    assert_eq!(got.bucket_key_enabled(), Some(true));
+    assert!(got.body.collect().await.expect("body").into_bytes() == data);
+    let b = p1.len();
+    for (a, z) in [
+        (b - 1, b),
+        (b - 3, b + 2),
+        (b + CHUNK - 1, b + CHUNK),
+        (b - CHUNK - 1, b + 2 * CHUNK + 1),
+        (data.len() - 1, data.len() - 1),
+    ] {
+        assert!(get_range(&n, "mp", (a, z)).await == data[a..=z], "{a}-{z}");
+    }
+    let part = n
+        .client
+        .get_object()
+        .bucket("kms")
+        .key("mp")
+        .part_number(2)
+        .send()
+        .await
+        .expect("part 2");
+    assert_eq!(part.ssekms_key_id(), Some("k2"));
+    assert!(part.body.collect().await.expect("body").into_bytes() == p2);
+    assert!(!on_disk(n.dir(), &p1[4096..4128]), "plaintext of part 1");
+}
+
+/// A GET or HEAD that names an encryption (SSE-S3, SSE-KMS, its key id, context or bucket
+/// key) is S3's `400 InvalidArgument`, of an SSE-KMS object as of a plaintext one; the object
+/// is still read without them.
+async fn kms_headers_on_reads_are_refused(target: Target) {
+    let n = TestNode::start_with(target, KMS);
+    n.bucket("kms").await;
+    n.client
+        .put_object()
+        .bucket("kms")
+        .key("k")
+        .server_side_encryption(ServerSideEncryption::AwsKms)
+        .body(b"secret".to_vec().into())
+        .send()
+        .await
+        .expect("put");
+    n.put("kms", "plain", b"plain".to_vec()).await;
+    for key in ["k", "plain"] {
+        for (name, value) in [
+            ("x-amz-server-side-encryption", "aws:kms"),
+            ("x-amz-server-side-encryption", "AES256"),
+            ("x-amz-server-side-encryption-aws-kms-key-id", "k1"),
+            ("x-amz-server-side-encryption-context", "e30="),
+            ("x-amz-server-side-encryption-bucket-key-enabled", "true"),
+        ] {
+            let r = n
+                .client
+                .get_object()
+                .bucket("kms")
+                .key(key)
+                .customize()
+                .mutate_request(move |r| {
+                    r.headers_mut().insert(name, value);
+                })
+                .send()
+                .await;
+            sdk::assert_error(r, 400, Some("InvalidArgument"));
+            let r = n
+                .client
+                .head_object()
+                .bucket("kms")
+                .key(key)
+                .customize()
+                .mutate_request(move |r| {
+                    r.headers_mut().insert(name, value);
+                })
+                .send()
+                .await;
+            sdk::assert_error(r, 400, None);
+        }
+    }
+    let got = n
+        .client
+        .get_object()
+        .bucket("kms")
+        .key("k")
+        .send()
+        .await
+        .expect("get");
+    assert!(got.body.collect().await.expect("body").into_bytes() == b"secret".as_slice());
+}
+
+/// boto3: a multipart upload under SSE-KMS with a context and a bucket key, read back with
+/// its headers; a GET naming an encryption refused with `400 InvalidArgument`.
+async fn boto3_kms_multipart(target: Target) {
+    let n = TestNode::start_with(target, KMS);
+    let script = r#"
+c.create_bucket(Bucket="boto")
+ctx = base64.b64encode(json.dumps({"app": "boto-mp"}).encode()).decode()
+r = c.create_multipart_upload(Bucket="boto", Key="mp", ServerSideEncryption="aws:kms",
+                              SSEKMSKeyId="k2", SSEKMSEncryptionContext=ctx,
+                              BucketKeyEnabled=True)
+assert r["ServerSideEncryption"] == "aws:kms", r
+assert r["SSEKMSKeyId"] == "k2", r
+assert r["SSEKMSEncryptionContext"] == ctx, r
+assert r["BucketKeyEnabled"] is True, r
+uid = r["UploadId"]
+p1 = bytes(range(256)) * (5 * 4096)
+p2 = b"tail" * 1000
+parts = []
+for i, p in enumerate([p1, p2], 1):
+    r = c.upload_part(Bucket="boto", Key="mp", UploadId=uid, PartNumber=i, Body=p)
+    assert r["ServerSideEncryption"] == "aws:kms", r
+    assert r["SSEKMSKeyId"] == "k2", r
+    parts.append({"PartNumber": i, "ETag": r["ETag"]})
+r = c.complete_multipart_upload(Bucket="boto", Key="mp", UploadId=uid,
+                                MultipartUpload={"Parts": parts})
+assert r["ServerSideEncryption"] == "aws:kms", r
+assert r["SSEKMSKeyId"] == "k2", r
+assert r["BucketKeyEnabled"] is True, r
+r = c.get_object(Bucket="boto", Key="mp")
+assert r["Body"].read() == p1 + p2
+assert r["SSEKMSKeyId"] == "k2" and r["BucketKeyEnabled"] is True, r
+r = c.get_object(Bucket="boto", Key="mp", Range="bytes=%d-%d" % (len(p1) - 2, len(p1) + 1))
+assert r["Body"].read() == (p1 + p2)[len(p1) - 2:len(p1) + 2]
+r = c.head_object(Bucket="boto", Key="mp")
+assert r["ServerSideEncryption"] == "aws:kms" and r["ContentLength"] == len(p1) + len(p2), r
+
+def add_sse(request, **kwargs):
+    request.headers["x-amz-server-side-encryption"] = "aws:kms"
+c.meta.events.register("before-sign.s3.GetObject", add_sse)
+try:
+    c.get_object(Bucket="boto", Key="mp")
+except c.exceptions.ClientError as e:
+    assert e.response["Error"]["Code"] == "InvalidArgument", e.response
+    assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 400, e.response
+else:
+    raise SystemExit("a GET naming aws:kms was served")
 print("ok")
 "#;
     sdk::run_boto3(&n, script).await;

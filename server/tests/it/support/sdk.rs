@@ -862,7 +862,7 @@ pub fn sign_headers_at(
 /// exit successfully and print `ok` first.
 /// What every boto3 script starts with: imports, and `c`, a boto3 S3 client of `ep` signing
 /// with the test key (SigV4, path-style, one attempt per call).
-const BOTO3_PRELUDE: &str = r#"
+pub const BOTO3_PRELUDE: &str = r#"
 import base64, hashlib, io, json, sys
 import boto3
 from botocore.config import Config
