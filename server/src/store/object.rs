@@ -1066,7 +1066,7 @@ impl Store {
             Some((first, last)) if first <= last && last < info.size => Some((first, last)),
             Some(_) => {
                 return Err(S3Error::with_message(
-                    S3ErrorCode::InvalidArgument,
+                    S3ErrorCode::InvalidRange,
                     format!(
                         "Range specified is not valid for source object of size: {}",
                         info.size

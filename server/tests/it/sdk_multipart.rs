@@ -955,7 +955,12 @@ async fn multipart_object_ranges_and_copies(target: Target) {
         .send()
         .await
         .expect_err("range past the end");
-    assert_eq!(sdk::status_of(&e), Some(400), "{}", show(&e));
+    // 416 InvalidRange, as AWS answers it.
+    assert_eq!(sdk::status_of(&e), Some(416), "{}", show(&e));
+    assert_eq!(
+        aws_sdk_s3::error::ProvideErrorMetadata::code(&e),
+        Some("InvalidRange")
+    );
     c.complete_multipart_upload()
         .bucket("mpu")
         .key("assembled")
