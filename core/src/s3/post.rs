@@ -504,10 +504,10 @@ impl PostPolicy {
             .iter()
             .map(|(n, _)| n.as_str())
             .filter(|n| {
-                !matches!(*n, header::X_AMZ_SIGNATURE | "file" | POLICY)
-                    && !(v2 && matches!(*n, AWS_ACCESS_KEY_ID | SIGNATURE))
-                    && !n.starts_with("x-ignore-")
-                    && !covered(n)
+                let exempt = matches!(*n, header::X_AMZ_SIGNATURE | "file" | POLICY)
+                    || (v2 && matches!(*n, AWS_ACCESS_KEY_ID | SIGNATURE))
+                    || n.starts_with("x-ignore-");
+                !exempt && !covered(n)
             })
             .collect();
         if !extra.is_empty() {
