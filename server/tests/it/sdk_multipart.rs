@@ -707,8 +707,8 @@ async fn upload_part_copy(target: Target) {
     // Source conditions and a missing source.
     assert_code(
         copy(5, Some("bytes=250000-250009")).send().await,
-        400,
-        "InvalidArgument",
+        416,
+        "InvalidRange",
     );
     assert_code(
         copy(5, None)
