@@ -74,6 +74,7 @@ s3_error_codes! {
     InvalidPolicyDocument => 400, "The content of the form does not meet the conditions specified in the policy document.";
     InvalidRange => 416, "The requested range is not satisfiable";
     InvalidRequest => 400, "Invalid Request";
+    InvalidRetentionPeriod => 400, "The retention period must be a positive integer, of at most 100 years.";
     InvalidTag => 400, "The tag provided was not a valid tag.";
     // S3 answers a KMS key that does not exist with KMS's error, prefixed (not an identifier).
     KmsNotFound("KMS.NotFoundException") => 400, "The specified KMS key does not exist.";

@@ -1,5 +1,6 @@
 //! Browser uploads (POST Object): the `multipart/form-data` form, its policy document and its
-//! SigV4 form signature.
+//! form signature: SigV4 (`x-amz-signature`), or SigV2 (`AWSAccessKeyId` and `signature`, the
+//! base64 HMAC-SHA1 of the base64 policy) unless the server turned SigV2 off.
 //!
 //! The form's fields come first and are small; the `file` part comes last and is streamed:
 //! [`parse_fields`] reads the leading fields out of the first bytes of the body (bounded by
@@ -8,7 +9,8 @@
 //!
 //! A proxy that signs for its backends with keys of their own checks a form as a node does
 //! ([`authenticate`], [`PostPolicy::check`]) and signs it again: [`PostPolicy::rebind`] and
-//! [`form_signature`] make the new fields, [`with_values`] puts them in the fields' place.
+//! [`form_signature`] make the new fields, [`with_values`] puts them in the fields' place. A
+//! SigV2 form becomes a SigV4 form so ([`edit_fields`]): its backends need no SigV2.
 
 use alloc::borrow::ToOwned;
 use alloc::format;
@@ -19,6 +21,7 @@ use core::ops::Range;
 use base64::Engine as _;
 use serde_json::Value;
 
+use super::sigv2;
 use super::sigv4::{Signature, derive_signing_key, sign};
 use super::{S3Error, S3ErrorCode, S3Result};
 use crate::s3::header;
@@ -30,6 +33,13 @@ pub const MAX_FIELD_LEN: usize = 20 * 1024;
 pub const MAX_FIELDS: usize = 100;
 /// The most bytes of the body before the file's content (fields and part headers).
 pub const MAX_PRE_DATA: usize = 256 * 1024;
+/// The SigV2 form field naming the signer's access key (lower case, as [`Form`] keeps names).
+pub const AWS_ACCESS_KEY_ID: &str = "awsaccesskeyid";
+/// The SigV2 form field holding the signature.
+pub const SIGNATURE: &str = "signature";
+/// The field holding the base64 policy document.
+pub const POLICY: &str = "policy";
+
 /// The longest header block of one part.
 const MAX_PART_HEADERS: usize = 8 * 1024;
 
@@ -76,6 +86,14 @@ impl Form {
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether the form is signed with SigV2: an `AWSAccessKeyId` or a `signature` field, and
+    /// no SigV4 `x-amz-signature` (with one, the form is SigV4 and SigV2's fields are fields as
+    /// any other, which the policy must cover).
+    pub fn is_sigv2(&self) -> bool {
+        self.get(header::X_AMZ_SIGNATURE).is_none()
+            && (self.get(AWS_ACCESS_KEY_ID).is_some() || self.get(SIGNATURE).is_some())
     }
 
     /// The object key: the `key` field with `${filename}` replaced by the file's name.
@@ -224,6 +242,66 @@ pub fn with_values(
         }
     }
     out.extend_from_slice(head.get(at..).unwrap_or_default());
+    out
+}
+
+/// `head`, the start of a form's body as [`parse_fields_at`] read it into `form` and `spans`
+/// (its parts delimited by `boundary`), with the values of the fields `set` names replaced,
+/// the fields `remove` names taken out and the fields of `add` put after the last field
+/// (before the file part); every other byte as it was. Names are lower case.
+pub fn edit_fields(
+    head: &[u8],
+    form: &Form,
+    spans: &[Range<usize>],
+    boundary: &str,
+    set: &[(&str, &str)],
+    remove: &[&str],
+    add: &[(&str, &str)],
+) -> Vec<u8> {
+    let dash = format!("--{boundary}");
+    let first = find(head, dash.as_bytes()).unwrap_or_default();
+    let mut out = Vec::with_capacity(head.len() + 1024);
+    let mut at = 0;
+    let mut prev_end = None;
+    for ((name, _), span) in form.fields.iter().zip(spans) {
+        if remove.contains(&name.as_str()) {
+            // The part from the delimiter before it (the first: from its boundary, with the
+            // CRLF after its value) to its value's end.
+            let (from, to) = match prev_end {
+                Some(end) => (end, span.end),
+                None => (first, span.end + 2),
+            };
+            out.extend_from_slice(head.get(at..from).unwrap_or_default());
+            at = to.min(head.len()).max(from);
+        } else {
+            if let Some((_, v)) = set.iter().find(|(n, _)| n == name) {
+                out.extend_from_slice(head.get(at..span.start).unwrap_or_default());
+                out.extend_from_slice(v.as_bytes());
+                at = span.end;
+            }
+            prev_end = Some(span.end);
+        }
+    }
+    // The added fields after the last one kept (the first part, if none is).
+    let (insert, lead) = match prev_end {
+        Some(end) => (end, true),
+        None => (at.max(first), false),
+    };
+    out.extend_from_slice(head.get(at..insert.max(at)).unwrap_or_default());
+    for (i, (name, value)) in add.iter().enumerate() {
+        if lead || i > 0 {
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(dash.as_bytes());
+        out.extend_from_slice(b"\r\nContent-Disposition: form-data; name=\"");
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b"\"\r\n\r\n");
+        out.extend_from_slice(value.as_bytes());
+    }
+    if !lead && !add.is_empty() {
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(head.get(insert.max(at)..).unwrap_or_default());
     out
 }
 
@@ -418,14 +496,18 @@ impl PostPolicy {
                 Condition::Range(..) => false,
             })
         };
+        // The signature's own fields need no condition: SigV4's `x-amz-signature`, SigV2's
+        // `AWSAccessKeyId` and `signature` (AWS's "HTML forms (AWS signature version 2)").
+        let v2 = form.is_sigv2();
         let extra: Vec<&str> = form
             .fields
             .iter()
             .map(|(n, _)| n.as_str())
             .filter(|n| {
-                !matches!(*n, header::X_AMZ_SIGNATURE | "file" | "policy")
-                    && !n.starts_with("x-ignore-")
-                    && !covered(n)
+                let exempt = matches!(*n, header::X_AMZ_SIGNATURE | "file" | POLICY)
+                    || (v2 && matches!(*n, AWS_ACCESS_KEY_ID | SIGNATURE))
+                    || n.starts_with("x-ignore-");
+                !exempt && !covered(n)
             })
             .collect();
         if !extra.is_empty() {
@@ -437,8 +519,10 @@ impl PostPolicy {
     /// The base64 policy `b64` for other values of the fields `values` names (lower case,
     /// without `$`: a new signer's `x-amz-credential` and `x-amz-date`): each condition on one
     /// of them (`{"field": ..}`, `["eq", "$field", ..]`, `["starts-with", "$field", ..]`) now
-    /// names its new value; the rest of the document is kept.
-    pub fn rebind(b64: &str, values: &[(&str, &str)]) -> S3Result<String> {
+    /// names its new value, and one `{"field": value}` is added for a field no condition names;
+    /// conditions on the fields `remove` names are taken out (a SigV2 form's `AWSAccessKeyId`
+    /// and `signature` once it is a SigV4 form); the rest of the document is kept.
+    pub fn rebind(b64: &str, values: &[(&str, &str)], remove: &[&str]) -> S3Result<String> {
         let engine = base64::engine::general_purpose::STANDARD;
         let json = engine
             .decode(b64.trim())
@@ -456,26 +540,51 @@ impl PostPolicy {
             .get_mut("conditions")
             .and_then(Value::as_array_mut)
             .ok_or_else(|| invalid_policy("Policy missing conditions."))?;
-        for c in conditions {
+        let removed = |field: &str| remove.contains(&field_name(field).as_str());
+        conditions.retain_mut(|c| match c {
+            Value::Object(m) => {
+                m.retain(|k, _| !removed(k));
+                !m.is_empty()
+            }
+            Value::Array(a) if a.len() == 3 => {
+                let op = a[0].as_str().unwrap_or_default();
+                let named = op.eq_ignore_ascii_case("eq") || op.eq_ignore_ascii_case("starts-with");
+                !(named && a[1].as_str().is_some_and(removed))
+            }
+            _ => true,
+        });
+        let mut seen: Vec<String> = Vec::new();
+        for c in conditions.iter_mut() {
             match c {
                 Value::Object(m) => {
                     for (k, v) in m.iter_mut() {
                         if let Some(new) = new_value(k) {
                             *v = new;
+                            seen.push(field_name(k));
                         }
                     }
                 }
                 Value::Array(a) if a.len() == 3 => {
                     let op = a[0].as_str().unwrap_or_default();
-                    let on = (op.eq_ignore_ascii_case("eq")
+                    let field = (op.eq_ignore_ascii_case("eq")
                         || op.eq_ignore_ascii_case("starts-with"))
-                    .then(|| a[1].as_str().and_then(new_value))
+                    .then(|| a[1].as_str().map(field_name))
                     .flatten();
-                    if let Some(new) = on {
+                    if let Some(f) = field
+                        && let Some(new) = new_value(&f)
+                    {
                         a[2] = new;
+                        seen.push(f);
                     }
                 }
                 _ => {}
+            }
+        }
+        for (name, value) in values {
+            if !seen.iter().any(|s| s == name) {
+                let mut m = serde_json::Map::new();
+                m.insert((*name).to_owned(), Value::String((*value).to_owned()));
+                conditions.push(Value::Object(m));
             }
         }
         let json = serde_json::to_vec(&doc).map_err(|_| invalid_policy("Invalid JSON."))?;
@@ -496,23 +605,29 @@ fn invalid(what: &str) -> S3Error {
     S3Error::with_message(S3ErrorCode::InvalidArgument, what.to_owned())
 }
 
-/// Check the authentication fields of `form` for a server in `region`: a SigV4 form signature
-/// (SigV2 forms are `501 NotImplemented`) checked against the secret `secret_of` gives for its
-/// access key (`None`: `403 InvalidAccessKeyId`). A form without a signature is anonymous.
-/// (Its policy's conditions are [`PostPolicy::check`]'s.)
+/// Check the authentication fields of `form` for a server in `region`: a SigV4 form signature,
+/// or a SigV2 one if `sigv2` (else `403 AccessDenied`, as a SigV2 request on a server with
+/// `--no-sigv2`), checked against the secret `secret_of` gives for its access key (`None`:
+/// `403 InvalidAccessKeyId`). A form without a signature is anonymous. (Its policy's
+/// conditions are [`PostPolicy::check`]'s.)
 pub fn authenticate<'f, S: AsRef<str>>(
     form: &'f Form,
     region: &str,
+    sigv2: bool,
     secret_of: impl FnOnce(&str) -> Option<S>,
 ) -> S3Result<FormSigner<'f>> {
-    let policy_text = form.get("policy").filter(|p| !p.is_empty());
-    let policy = policy_text.map(PostPolicy::parse).transpose()?;
-    if form.get("awsaccesskeyid").is_some() || form.get("signature").is_some() {
-        return Err(S3Error::with_message(
-            S3ErrorCode::NotImplemented,
-            "POST forms signed with Signature Version 2 are not supported; sign with AWS4-HMAC-SHA256",
-        ));
+    let policy_text = form.get(POLICY).filter(|p| !p.is_empty());
+    if form.is_sigv2() {
+        if !sigv2 {
+            return Err(S3Error::with_message(
+                S3ErrorCode::AccessDenied,
+                "Signature Version 2 is turned off on this server (--no-sigv2); sign the form \
+                 with AWS4-HMAC-SHA256",
+            ));
+        }
+        return authenticate_v2(form, policy_text, secret_of);
     }
+    let policy = policy_text.map(PostPolicy::parse).transpose()?;
     let Some(signature) = form.get(header::X_AMZ_SIGNATURE) else {
         if form.get(header::X_AMZ_CREDENTIAL).is_some() {
             return Err(invalid(
@@ -571,6 +686,43 @@ pub fn authenticate<'f, S: AsRef<str>>(
         access_key: Some(access_key),
         policy,
     })
+}
+
+/// A SigV2 form: `AWSAccessKeyId`, `signature` (base64 HMAC-SHA1 of the base64 `policy` field
+/// as sent, by the key's secret) and `policy`, all three needed.
+fn authenticate_v2<'f, S: AsRef<str>>(
+    form: &'f Form,
+    policy_text: Option<&str>,
+    secret_of: impl FnOnce(&str) -> Option<S>,
+) -> S3Result<FormSigner<'f>> {
+    let access_key = form.get(AWS_ACCESS_KEY_ID).ok_or_else(|| {
+        invalid("Bucket POST must contain a field named 'AWSAccessKeyId'.  If it is specified, please check the order of the fields.")
+    })?;
+    let signature = form.get(SIGNATURE).ok_or_else(|| {
+        invalid("Bucket POST must contain a field named 'Signature'.  If it is specified, please check the order of the fields.")
+    })?;
+    let policy_text = policy_text.ok_or_else(|| {
+        invalid("Bucket POST must contain a field named 'policy'.  If it is specified, please check the order of the fields.")
+    })?;
+    let policy = PostPolicy::parse(policy_text)?;
+    let secret =
+        secret_of(access_key).ok_or_else(|| S3Error::new(S3ErrorCode::InvalidAccessKeyId))?;
+    if !form_signature_v2_matches(secret.as_ref(), policy_text, signature) {
+        return Err(S3Error::new(S3ErrorCode::SignatureDoesNotMatch));
+    }
+    Ok(FormSigner {
+        access_key: Some(access_key),
+        policy: Some(policy),
+    })
+}
+
+/// Whether `signature` is the SigV2 form signature of `policy` (the base64 field as sent) by
+/// `secret`: `Base64(HMAC-SHA1(secret, policy))`, compared in constant time.
+pub fn form_signature_v2_matches(secret: &str, policy: &str, signature: &str) -> bool {
+    sigv2::same_signature(
+        signature.trim().as_bytes(),
+        &sigv2::signature(secret, policy),
+    )
 }
 
 /// The parts of an `x-amz-credential` field: (access key id, date, region, service).
@@ -726,7 +878,7 @@ mod tests {
         let b64 = base64::engine::general_purpose::STANDARD.encode(doc);
         let cred = ("x-amz-credential", "OTHER/20260102/r2/s3/aws4_request");
         let date = ("x-amz-date", "20260102T000000Z");
-        let rebound = PostPolicy::rebind(&b64, &[cred, date]).unwrap();
+        let rebound = PostPolicy::rebind(&b64, &[cred, date], &[]).unwrap();
         let p = PostPolicy::parse(&rebound).unwrap();
         let form = Form {
             fields: vec![
@@ -740,7 +892,7 @@ mod tests {
         let mut old = form.clone();
         old.fields[0].1 = "AK/20260101/r/s3/aws4_request".into();
         assert!(p.check(&old, "b", 0).is_err());
-        assert!(PostPolicy::rebind("not base64!", &[cred]).is_err());
+        assert!(PostPolicy::rebind("not base64!", &[cred], &[]).is_err());
     }
 
     #[test]
@@ -762,19 +914,118 @@ mod tests {
             ..Form::default()
         };
         let secret = |k: &str| (k == "AK").then_some("secret");
-        let who = authenticate(&form, "r", secret).unwrap();
+        let who = authenticate(&form, "r", true, secret).unwrap();
         assert_eq!(who.access_key, Some("AK"));
         assert!(who.policy.is_some());
-        let e = authenticate(&form, "other", secret).unwrap_err();
+        let e = authenticate(&form, "other", true, secret).unwrap_err();
         assert_eq!(e.code, S3ErrorCode::InvalidArgument);
         form.fields[4].1 = "0".repeat(64);
-        let e = authenticate(&form, "r", secret).unwrap_err();
+        let e = authenticate(&form, "r", true, secret).unwrap_err();
         assert_eq!(e.code, S3ErrorCode::SignatureDoesNotMatch);
         form.fields.truncate(1);
-        assert_eq!(authenticate(&form, "r", secret).unwrap().access_key, None);
+        assert_eq!(
+            authenticate(&form, "r", true, secret).unwrap().access_key,
+            None
+        );
         form.fields.push(("signature".into(), "v2".into()));
-        let e = authenticate(&form, "r", secret).unwrap_err();
-        assert_eq!(e.code, S3ErrorCode::NotImplemented);
+        let e = authenticate(&form, "r", true, secret).unwrap_err();
+        assert_eq!(e.code, S3ErrorCode::InvalidArgument);
+    }
+
+    #[test]
+    fn authenticated_v2() {
+        let doc = r#"{"expiration":"2030-01-01T00:00:00Z","conditions":[{"bucket":"b"}]}"#;
+        let policy = base64::engine::general_purpose::STANDARD.encode(doc);
+        // The signature of AWS's documented SigV2 form example, computed independently.
+        let sig = sigv2::signature("secret", &policy);
+        let mut form = Form {
+            fields: vec![
+                ("awsaccesskeyid".into(), "AK".into()),
+                ("policy".into(), policy.clone()),
+                ("signature".into(), sig.clone()),
+            ],
+            ..Form::default()
+        };
+        assert!(form.is_sigv2());
+        let secret = |k: &str| (k == "AK").then_some("secret");
+        let who = authenticate(&form, "r", true, secret).unwrap();
+        assert_eq!(who.access_key, Some("AK"));
+        // The signature's own fields need no condition.
+        assert_eq!(who.policy.unwrap().check(&form, "b", 0).unwrap(), None);
+        // Turned off: refused as any SigV2 request is.
+        let e = authenticate(&form, "r", false, secret).unwrap_err();
+        assert_eq!(e.code, S3ErrorCode::AccessDenied);
+        // Another key, another secret, a changed policy: refused.
+        form.fields[0].1 = "OTHER".into();
+        let e = authenticate(&form, "r", true, secret).unwrap_err();
+        assert_eq!(e.code, S3ErrorCode::InvalidAccessKeyId);
+        form.fields[0].1 = "AK".into();
+        let e = authenticate(&form, "r", true, |_: &str| Some("wrong")).unwrap_err();
+        assert_eq!(e.code, S3ErrorCode::SignatureDoesNotMatch);
+        let other = r#"{"expiration":"2030-01-01T00:00:00Z","conditions":[{"bucket":"c"}]}"#;
+        form.fields[1].1 = base64::engine::general_purpose::STANDARD.encode(other);
+        let e = authenticate(&form, "r", true, secret).unwrap_err();
+        assert_eq!(e.code, S3ErrorCode::SignatureDoesNotMatch);
+        // Each of the three is needed.
+        for i in 0..3 {
+            let mut f = form.clone();
+            f.fields.remove(i);
+            let e = authenticate(&f, "r", true, secret).unwrap_err();
+            assert_eq!(e.code, S3ErrorCode::InvalidArgument, "without {i}");
+        }
+        // Beside an x-amz-signature it is a SigV4 form.
+        form.fields.push(("x-amz-signature".into(), "0".repeat(64)));
+        assert!(!form.is_sigv2());
+    }
+
+    #[test]
+    fn v2_form_made_v4() {
+        let body = b"--xx\r\nContent-Disposition: form-data; name=\"AWSAccessKeyId\"\r\n\r\nAK\r\n--xx\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\nk\r\n--xx\r\nContent-Disposition: form-data; name=\"policy\"\r\n\r\nP\r\n--xx\r\nContent-Disposition: form-data; name=\"signature\"\r\n\r\nS\r\n--xx\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f\"\r\n\r\ndata";
+        let (form, spans, n) = parse_fields_at(body, "xx").unwrap().unwrap();
+        let out = edit_fields(
+            body,
+            &form,
+            &spans,
+            "xx",
+            &[("policy", "Q")],
+            &[AWS_ACCESS_KEY_ID, SIGNATURE],
+            &[
+                ("x-amz-algorithm", "AWS4-HMAC-SHA256"),
+                ("x-amz-signature", "Z"),
+            ],
+        );
+        let (again, _, m) = parse_fields_at(&out, "xx").unwrap().unwrap();
+        let names: Vec<&str> = again.fields.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            ["key", "policy", "x-amz-algorithm", "x-amz-signature"]
+        );
+        assert_eq!(again.get("policy"), Some("Q"));
+        assert_eq!(again.get("x-amz-signature"), Some("Z"));
+        assert_eq!(&out[m..], &body[n..]);
+        // Only fields removed, or the last one removed: still a well-formed form.
+        let out = edit_fields(body, &form, &spans, "xx", &[], &[SIGNATURE], &[]);
+        let (again, _, _) = parse_fields_at(&out, "xx").unwrap().unwrap();
+        assert_eq!(again.fields.len(), 3);
+        assert_eq!(again.get("policy"), Some("P"));
+        let all = ["awsaccesskeyid", "key", "policy", "signature"];
+        let out = edit_fields(body, &form, &spans, "xx", &[], &all, &[("a", "1")]);
+        let (again, _, m) = parse_fields_at(&out, "xx").unwrap().unwrap();
+        assert_eq!(again.fields, vec![("a".to_string(), "1".to_string())]);
+        assert_eq!(&out[m..], &body[n..]);
+
+        let doc = r#"{"expiration":"2030-01-01T00:00:00Z","conditions":[{"bucket":"b"},{"AWSAccessKeyId":"AK"},["eq","$signature","S"],["starts-with","$key",""]]}"#;
+        let b64 = base64::engine::general_purpose::STANDARD.encode(doc);
+        let cred = ("x-amz-credential", "AK/20260102/r/s3/aws4_request");
+        let rebound = PostPolicy::rebind(&b64, &[cred], &[AWS_ACCESS_KEY_ID, SIGNATURE]).unwrap();
+        let json = base64::engine::general_purpose::STANDARD
+            .decode(rebound)
+            .unwrap();
+        let v: Value = serde_json::from_slice(&json).unwrap();
+        assert_eq!(
+            v["conditions"].to_string(),
+            r#"[{"bucket":"b"},["starts-with","$key",""],{"x-amz-credential":"AK/20260102/r/s3/aws4_request"}]"#
+        );
     }
 
     #[test]

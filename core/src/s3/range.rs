@@ -143,11 +143,12 @@ impl CopySourceRange {
         }
     }
 
-    /// Check against the source object's length; a range past its end is `InvalidArgument`.
+    /// Check against the source object's length; a range past its end is `416 InvalidRange`
+    /// (as AWS answers UploadPartCopy).
     pub fn resolve(self, source_len: u64) -> S3Result<ResolvedRange> {
         if self.last >= source_len {
             return Err(S3Error::with_message(
-                S3ErrorCode::InvalidArgument,
+                S3ErrorCode::InvalidRange,
                 alloc::format!(
                     "Range specified is not valid for source object of size: {source_len}"
                 ),
@@ -265,7 +266,7 @@ mod tests {
         assert_eq!(r.resolve(10), Ok(ResolvedRange { start: 0, end: 9 }));
         assert_eq!(
             r.resolve(9).expect_err("past end").code,
-            S3ErrorCode::InvalidArgument
+            S3ErrorCode::InvalidRange
         );
     }
 

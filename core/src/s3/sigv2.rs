@@ -361,7 +361,7 @@ pub fn signature(secret: &str, string_to_sign: &str) -> String {
 }
 
 /// Whether `provided` is `expected`, compared in constant time (the length is not secret).
-fn same_signature(provided: &[u8], expected: &str) -> bool {
+pub(crate) fn same_signature(provided: &[u8], expected: &str) -> bool {
     provided.len() == expected.len() && bool::from(provided.ct_eq(expected.as_bytes()))
 }
 

@@ -478,6 +478,7 @@ fn context<'a, R: Runtime>(
         AuthKind::HeaderV2 => Some(("REST-HEADER", "AWS")),
         AuthKind::PresignedV2 { .. } => Some(("REST-QUERY-STRING", "AWS")),
         // A POST Object form's signer: the request is unsigned, the form is not.
+        AuthKind::Anonymous if cx.caller.is_some() && cx.form_sigv2 => Some(("POST", "AWS")),
         AuthKind::Anonymous if cx.caller.is_some() => Some(("POST", "AWS4-HMAC-SHA256")),
         AuthKind::Anonymous => None,
     };

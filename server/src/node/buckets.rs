@@ -132,8 +132,8 @@ pub(crate) async fn list_buckets<R: Runtime, S: Stream>(
     cx.front.send_xml(res, Headers::new(), &xml).await
 }
 
-/// CreateBucket: `BucketAlreadyOwnedByYou` if it exists; the body is checked by
-/// `CreateBucketConfiguration::check_region`.
+/// CreateBucket: `BucketAlreadyOwnedByYou` if it exists (`200` in us-east-1); the
+/// body is checked by `CreateBucketConfiguration::check_region`.
 pub(crate) async fn create<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     body: &mut BodyReader<'_, S>,
@@ -151,6 +151,9 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
         .map(|acl| super::acl::stored(cx, &acl))
         .transpose()?;
     let lock = super::lock::requested_at_creation(cx.headers)?;
+    // AWS's legacy answer in us-east-1: a bucket its owner creates again is `200`, its ACL
+    // reset (to the one asked for, or private); elsewhere `409 BucketAlreadyOwnedByYou`.
+    let legacy = cx.region() == ferry_core::s3::xml::LEGACY_CREATE_REGION;
     cx.unblock(move |store| {
         let mut settings = vec![(BucketSetting::Owner, me.as_bytes())];
         if let Some(acl) = &acl {
@@ -169,13 +172,18 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
                 // Someone else's: its name is taken (as AWS answers across accounts).
                 let settings = store.bucket_settings(&b)?;
                 let theirs = settings.owner().unwrap_or(&primary) != me;
-                Err(if theirs {
-                    S3Error::new(S3ErrorCode::BucketAlreadyExists)
+                if theirs {
+                    Err(S3Error::new(S3ErrorCode::BucketAlreadyExists))
+                } else if legacy
+                    && (lock.is_none() || settings.get(BucketSetting::ObjectLock).is_some())
+                {
+                    // (Object lock asked for a bucket without it: not pretended, 409.)
+                    store.set_bucket_setting(&b, BucketSetting::Acl, acl.as_deref())
                 } else {
-                    e
-                })
+                    Err(e)
+                }
             }
-            other => other,
+            other => other.map(drop),
         }
     })
     .await?;

@@ -40,6 +40,8 @@ pub struct NodeApi<R> {
     pub(super) lifecycle: Arc<LifecycleStats>,
     /// Whether SSE-C keys are taken over plain HTTP (`NodeConfig::allow_sse_c_over_http`).
     pub(super) sse_c_over_http: bool,
+    /// Whether SigV2 is accepted (`NodeConfig::sigv2`): in POST forms as in requests.
+    pub(super) sigv2: bool,
 }
 
 impl<R: Runtime> NodeApi<R> {
@@ -54,6 +56,7 @@ impl<R: Runtime> NodeApi<R> {
             sendfile: cfg.sendfile,
             open_inline: cfg.open_inline,
             sse_c_over_http: cfg.allow_sse_c_over_http,
+            sigv2: cfg.sigv2,
             sendfile_bytes: AtomicU64::new(0),
             cached_read_bytes: AtomicU64::new(0),
             day_secs: cfg.lifecycle_day_secs.max(1),
@@ -83,6 +86,9 @@ pub(crate) struct Cx<'a, R> {
     pub caller: Option<&'a Arc<User>>,
     /// Where it comes from.
     pub origin: Origin,
+    /// Whether the caller is a POST Object form's signer who signed with SigV2 (its
+    /// `s3:signatureversion` is `AWS`).
+    pub form_sigv2: bool,
 }
 
 impl<'a, R: Runtime> Cx<'a, R> {
@@ -109,6 +115,7 @@ impl<'a, R: Runtime> Cx<'a, R> {
             id: front.id,
             caller,
             origin,
+            form_sigv2: false,
         })
     }
 

@@ -12,7 +12,8 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::context::{Cx, NodeApi};
 use super::{
-    access, acl, attributes, buckets, lock, multipart, objects, policy, post, settings, tagging,
+    access, acl, attributes, buckets, expected_owner, lock, multipart, objects, policy, post,
+    settings, tagging,
 };
 use crate::front::origin::Origin;
 use crate::front::{Op, S3Api};
@@ -37,6 +38,7 @@ impl<R: Runtime> S3Api for NodeApi<R> {
         let origin = Origin::of(peer, res.is_secure(), req.head.headers, req.sealed);
         let cx = &Cx::new(self, req, origin)?;
         access::authorize(cx, s3)?;
+        expected_owner::check(cx, s3)?;
         let bucket = s3.bucket_str();
         let key = s3.key_str();
         match &s3.endpoint {

@@ -16,6 +16,7 @@ mod attributes;
 pub(crate) mod body;
 pub(crate) mod buckets;
 mod context;
+mod expected_owner;
 pub(crate) mod handler;
 mod lifecycle;
 mod lifecycle_worker;

@@ -214,25 +214,9 @@ pub(crate) async fn upload_part_copy<R: Runtime, S: Stream>(
     cx.front.send_xml(res, h, &xml).await
 }
 
-/// CompleteMultipartUpload, with `If-None-Match: *` / `If-Match` as for PutObject.
-pub(crate) async fn complete<R: Runtime, S: Stream>(
-    cx: &Cx<'_, R>,
-    body: &mut BodyReader<'_, S>,
-    res: &mut ResponseWriter<'_, S>,
-    bucket: &str,
-    key: &str,
-    upload_id: &str,
-) -> S3Result<()> {
-    let mut conditions = write_conditions(cx.headers)?;
-    conditions.placed = super::access::placement(cx)?;
-    let limit = BodyLimit::document(MAX_COMPLETE_BODY as u64);
-    // Its x-amz-checksum-* are the object's checksum, checked by the store.
-    let verifier = cx
-        .front
-        .body_verifier(body, Checks::AllButChecksums, limit)?;
-    let (xml, _) = read_small(body, verifier).await?;
-    let request = CompleteMultipartUpload::parse_xml(&xml)?;
-    let parts = request
+/// The parts a CompleteMultipartUpload names: `InvalidPart` for an ETag that is not one.
+fn completed_parts(request: &CompleteMultipartUpload<'_>) -> S3Result<Vec<CompletedPart>> {
+    request
         .parts
         .iter()
         .map(|p| {
@@ -255,7 +239,37 @@ pub(crate) async fn complete<R: Runtime, S: Stream>(
                     .collect(),
             })
         })
-        .collect::<S3Result<Vec<_>>>()?;
+        .collect()
+}
+
+/// CompleteMultipartUpload, with `If-None-Match: *` / `If-Match` as for PutObject.
+pub(crate) async fn complete<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+    key: &str,
+    upload_id: &str,
+) -> S3Result<()> {
+    let mut conditions = write_conditions(cx.headers)?;
+    conditions.placed = super::access::placement(cx)?;
+    let limit = BodyLimit::document(MAX_COMPLETE_BODY as u64);
+    // Its x-amz-checksum-* are the object's checksum, checked by the store.
+    let verifier = cx
+        .front
+        .body_verifier(body, Checks::AllButChecksums, limit)?;
+    let (xml, _) = read_small(body, verifier).await?;
+    let request = CompleteMultipartUpload::parse_xml(&xml)?;
+    let parts = match completed_parts(&request) {
+        Ok(parts) => parts,
+        Err(e) => {
+            // An unknown upload is `NoSuchUpload` whatever its part list, as AWS answers.
+            let (b, k, id) = (bucket.to_owned(), key.to_owned(), upload_id.to_owned());
+            cx.unblock(move |store| store.check_upload(&b, &k, tagged::own(&id)))
+                .await?;
+            return Err(e);
+        }
+    };
     let expected = expected_object_checksum(cx.headers)?;
     let customer = super::sse::read_key(cx)?;
     let (b, k, u) = (

@@ -1,7 +1,8 @@
 //! POST Object: browser uploads with an HTML form (`multipart/form-data`).
 //!
 //! The request itself is unsigned (the front sees it as anonymous): its authentication is in
-//! the form, a SigV4 signature of the base64 `policy` field. The leading fields are read whole
+//! the form, a SigV4 signature of the base64 `policy` field, or a SigV2 one unless the node
+//! turned SigV2 off (`--no-sigv2`). The leading fields are read whole
 //! (bounded: `ferry_core::s3::post::{MAX_FIELD_LEN, MAX_FIELDS, MAX_PRE_DATA}`), the signer
 //! is checked against the node's users and the policy's conditions against the fields, the
 //! write is authorized for the form's signer (anonymous without a signature), then the `file`
@@ -53,7 +54,7 @@ fn authenticate<'a, R: Runtime>(
     form: &Form,
 ) -> S3Result<(Option<&'a Arc<User>>, Option<PostPolicy>)> {
     let users = &cx.node.users;
-    let signer = post::authenticate(form, cx.region(), |key| {
+    let signer = post::authenticate(form, cx.region(), cx.node.sigv2, |key| {
         users.by_access_key(key).map(|u| u.secret_key.as_str())
     })?;
     let user = signer
@@ -251,6 +252,7 @@ fn check_form<R: Runtime>(
         id: cx.id,
         caller: signer,
         origin: cx.origin,
+        form_sigv2: form.is_sigv2(),
     };
     access::may_put(&signer_cx, bucket, &key)?;
     // Ferry's own names are the cluster's, in a form as in headers: refused, never ignored.

@@ -95,7 +95,8 @@ async fn join_all(handles: Vec<impl Future<Output = S3Result<Reply>>>) -> S3Resu
 
 /// CreateBucket on every backend. The client's location constraint must name the proxy's
 /// region; each backend is asked for its own. Created anywhere (a retry completes a partial
-/// create): 200; already owned everywhere: `BucketAlreadyOwnedByYou`; any other error wins.
+/// create): 200; already owned everywhere: `BucketAlreadyOwnedByYou` (`200` in us-east-1, as
+/// AWS answers there); any other error wins.
 pub(crate) async fn create<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     s3: &S3Request<'_>,
@@ -130,10 +131,13 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
         }
         return Err(bad.to_error());
     }
+    // Already owned everywhere: `409` but in us-east-1, where AWS answers `200` (as the nodes
+    // of a proxy there do themselves).
     if let Some(owned) = replies
         .iter()
         .find(|r| !r.ok())
         .filter(|_| !replies.iter().any(Reply::ok))
+        .filter(|_| cx.p.shared.region != ferry_core::s3::xml::LEGACY_CREATE_REGION)
     {
         return Err(owned.to_error());
     }

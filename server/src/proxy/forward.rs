@@ -407,7 +407,7 @@ pub(crate) async fn post_form<R: Runtime, S: Stream>(
             break (form, spans);
         }
     };
-    let signer = post::authenticate(&form, &cx.p.shared.region, |k| {
+    let signer = post::authenticate(&form, &cx.p.shared.region, cx.p.shared.sigv2, |k| {
         cx.p.shared.credentials.secret_key(k)
     })?;
     let key = form.key()?;
@@ -416,8 +416,12 @@ pub(crate) async fn post_form<R: Runtime, S: Stream>(
     }
     let idx = cx.p.pick(bucket, &key);
     let b = cx.backend(idx)?;
+    // A SigV2 form is always signed again, as SigV4 (a SigV2 request is too): the backend
+    // then needs no SigV2.
     let resigned = match signer.access_key {
-        Some(key) if !b.passthrough => Some(resign_form(cx, b, key, &head, &form, &spans)?),
+        Some(key) if !b.passthrough || form.is_sigv2() => {
+            Some(resign_form(cx, b, key, &head, &form, &spans, &boundary)?)
+        }
         _ => None,
     };
     let prefix = resigned.as_deref().unwrap_or(&head);
@@ -437,7 +441,9 @@ pub(crate) async fn post_form<R: Runtime, S: Stream>(
 /// backend `b` with the key the proxy signs for it with (its own, or the signer's where it
 /// shares the clients' keys) and for its region: new `x-amz-credential` and `x-amz-date`, the
 /// `policy` with its conditions on them changed to match (the rest of it kept), and its new
-/// `x-amz-signature`; every other byte as sent. The file's bytes are not touched.
+/// `x-amz-signature`; every other byte as sent. The file's bytes are not touched. A SigV2 form
+/// becomes a SigV4 one: its `AWSAccessKeyId` and `signature` fields (and the policy's
+/// conditions on them) go, SigV4's fields (and conditions naming them) come.
 fn resign_form<R: Runtime>(
     cx: &Cx<'_, R>,
     b: &Backend<R>,
@@ -445,6 +451,7 @@ fn resign_form<R: Runtime>(
     head: &[u8],
     form: &post::Form,
     spans: &[std::ops::Range<usize>],
+    boundary: &str,
 ) -> S3Result<Vec<u8>> {
     let creds = cx.p.credentials_for(b, signer)?;
     let now = DateTime::from_unix(cx.p.shared.rt.unix_time());
@@ -457,12 +464,32 @@ fn resign_form<R: Runtime>(
         (header::X_AMZ_CREDENTIAL, credential.as_str()),
         (header::X_AMZ_DATE, amz_date.as_str()),
     ];
-    let policy = PostPolicy::rebind(form.get("policy").unwrap_or_default(), &values)?;
+    let v2 = form.is_sigv2();
+    let (remove, algorithm): (&[&str], _) = if v2 {
+        (
+            &[post::AWS_ACCESS_KEY_ID, post::SIGNATURE],
+            Some((header::X_AMZ_ALGORITHM, "AWS4-HMAC-SHA256")),
+        )
+    } else {
+        (&[], None)
+    };
+    values.extend(algorithm);
+    let policy = PostPolicy::rebind(form.get(post::POLICY).unwrap_or_default(), &values, remove)?;
     let signature =
         post::form_signature(&creds.secret_access_key, &date, &b.region, "s3", &policy).to_hex();
-    values.push(("policy", &policy));
+    values.push((post::POLICY, &policy));
     values.push((header::X_AMZ_SIGNATURE, signature.as_str()));
-    Ok(post::with_values(head, form, spans, &values))
+    if !v2 {
+        return Ok(post::with_values(head, form, spans, &values));
+    }
+    // The fields the form has get their new values; the others are added.
+    let (set, add): (Vec<_>, Vec<_>) = values
+        .iter()
+        .copied()
+        .partition(|(n, _)| form.get(n).is_some());
+    Ok(post::edit_fields(
+        head, form, spans, boundary, &set, remove, &add,
+    ))
 }
 
 /// [`forward`], with `(prefix, read)`: the start of the body to send, in place of the `read`

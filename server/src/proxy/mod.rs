@@ -80,6 +80,8 @@ pub(crate) struct Shared<R: Runtime> {
     /// Signing keys of outbound requests.
     pub keys: SharedSigningKeyCache,
     pub region: String,
+    /// Whether SigV2 is accepted (`ProxyConfig::sigv2`): in POST forms as in requests.
+    pub sigv2: bool,
     /// HMAC key of continuation tokens.
     pub token_key: [u8; 32],
     /// Size of re-framed aws-chunked chunks and other body buffers.
@@ -395,6 +397,7 @@ pub(crate) fn shared<R: Runtime>(rt: R, cfg: &ProxyConfig) -> Shared<R> {
         credentials,
         keys: SharedSigningKeyCache::new(KEY_CACHE),
         region: cfg.region.clone(),
+        sigv2: cfg.sigv2,
         token_key: token_key(cfg),
         buffer_size: cfg.buffer_size,
         copied: AtomicU64::new(0),

@@ -574,7 +574,7 @@ pub(crate) async fn transfer<R: Runtime>(
                 }
                 None => "The x-amz-copy-source-range is not valid for the source object".into(),
             };
-            return Err(S3Error::with_message(S3ErrorCode::InvalidArgument, message));
+            return Err(S3Error::with_message(S3ErrorCode::InvalidRange, message));
         }
         let mut refusal = Reply::of_head(status, headers);
         refusal.body = read_capped(&mut resp.body, &sb.id).await?;

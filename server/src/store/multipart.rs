@@ -286,7 +286,7 @@ impl Store {
     }
 
     /// `NoSuchUpload` (or `NoSuchBucket`) unless `upload_id` is in progress for `bucket`/`key`.
-    fn check_upload(&self, bucket: &str, key: &str, upload_id: &str) -> S3Result<()> {
+    pub(crate) fn check_upload(&self, bucket: &str, key: &str, upload_id: &str) -> S3Result<()> {
         self.upload_record(bucket, key, upload_id).map(|_| ())
     }
 

@@ -1065,9 +1065,15 @@ impl Store {
             None if info.size == 0 => None,
             None => Some((0, info.size - 1)),
             Some((first, last)) if first <= last && last < info.size => Some((first, last)),
-            Some(_) => {
+            Some((first, last)) => {
+                // Past the source's end: `416 InvalidRange`, as AWS answers UploadPartCopy.
+                let code = if first <= last {
+                    S3ErrorCode::InvalidRange
+                } else {
+                    S3ErrorCode::InvalidArgument
+                };
                 return Err(S3Error::with_message(
-                    S3ErrorCode::InvalidArgument,
+                    code,
                     format!(
                         "Range specified is not valid for source object of size: {}",
                         info.size

@@ -32,8 +32,8 @@ fn bucket_lifecycle(rt: RuntimeKind) {
     let r = c.put("/bucket-one", b"");
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.header("location"), Some("/bucket-one"));
-    c.put("/bucket-one", b"")
-        .expect_error(409, "BucketAlreadyOwnedByYou");
+    // Created again by its owner: 200 in us-east-1, as AWS answers there.
+    assert_eq!(c.put("/bucket-one", b"").status, 200);
     assert_eq!(c.request("HEAD", "/bucket-one", &[], b"").status, 200);
     let r = c.request("HEAD", "/missing-bucket", &[], b"");
     assert_eq!(r.status, 404);

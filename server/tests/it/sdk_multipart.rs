@@ -707,8 +707,8 @@ async fn upload_part_copy(target: Target) {
     // Source conditions and a missing source.
     assert_code(
         copy(5, Some("bytes=250000-250009")).send().await,
-        400,
-        "InvalidArgument",
+        416,
+        "InvalidRange",
     );
     assert_code(
         copy(5, None)
@@ -955,7 +955,12 @@ async fn multipart_object_ranges_and_copies(target: Target) {
         .send()
         .await
         .expect_err("range past the end");
-    assert_eq!(sdk::status_of(&e), Some(400), "{}", show(&e));
+    // 416 InvalidRange, as AWS answers it.
+    assert_eq!(sdk::status_of(&e), Some(416), "{}", show(&e));
+    assert_eq!(
+        aws_sdk_s3::error::ProvideErrorMetadata::code(&e),
+        Some("InvalidRange")
+    );
     c.complete_multipart_upload()
         .bucket("mpu")
         .key("assembled")

@@ -230,7 +230,7 @@ async fn lock_configuration_errors(target: Target) {
             .send()
             .await,
         400,
-        "InvalidArgument",
+        "InvalidRetentionPeriod",
     );
     assert_code(
         c.put_object_lock_configuration()
@@ -252,7 +252,7 @@ async fn lock_configuration_errors(target: Target) {
             .send()
             .await,
         400,
-        "InvalidArgument",
+        "InvalidRetentionPeriod",
     );
     assert_code(
         c.get_object_lock_configuration()

@@ -76,8 +76,8 @@ async fn users_own_their_buckets(target: Target) {
     assert_eq!(names, ["primary-1"]);
     assert_eq!(display.as_deref(), Some("ferry"));
 
-    // A name is the first owner's: another user gets BucketAlreadyExists, the owner
-    // BucketAlreadyOwnedByYou; neither changes the owner.
+    // A name is the first owner's: another user gets BucketAlreadyExists, the owner 200 (in
+    // us-east-1, as AWS answers there); neither changes the owner.
     assert_code(
         bob.create_bucket().bucket("alice-1").send().await,
         409,
@@ -88,11 +88,12 @@ async fn users_own_their_buckets(target: Target) {
         409,
         "BucketAlreadyExists",
     );
-    assert_code(
-        alice.create_bucket().bucket("alice-1").send().await,
-        409,
-        "BucketAlreadyOwnedByYou",
-    );
+    alice
+        .create_bucket()
+        .bucket("alice-1")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("create again: {}", show(&e)));
     assert_eq!(bucket_names(&alice).await.0, ["alice-1", "alice-2"]);
     assert_eq!(bucket_names(&bob).await.0, ["bob-1"]);
 

@@ -609,7 +609,7 @@ fn upload_part_copy_from_ranges() {
             )
             .map(|(part, _)| part)
         ),
-        S3ErrorCode::InvalidArgument
+        S3ErrorCode::InvalidRange
     );
     assert_eq!(
         code(

@@ -133,11 +133,19 @@ fn past_date() -> S3Error {
     invalid_argument("The retain until date must be in the future!")
 }
 
+/// A default retention period that is not positive or is over 100 years.
+fn bad_period() -> S3Error {
+    S3Error::with_message(
+        S3ErrorCode::InvalidRetentionPeriod,
+        "Default retention period must be a positive integer value of at most 100 years.",
+    )
+}
+
 impl ObjectLockConfiguration {
     /// Parse and check a PutObjectLockConfiguration body: `ObjectLockEnabled` must be
     /// `Enabled`; a rule's `DefaultRetention` needs a mode and exactly one of `Days` and `Years`
     /// (`MalformedXML` otherwise, as the schema); a period that is not positive, or longer
-    /// than 100 years, is `InvalidArgument`.
+    /// than 100 years, is `InvalidRetentionPeriod` (as AWS answers it).
     pub fn parse_xml(body: &[u8]) -> S3Result<Self> {
         let doc = Doc::parse(body, MAX_LOCK_BODY, MAX_LOCK_ELEMENTS)?;
         let root = doc.root("ObjectLockConfiguration")?;
@@ -158,27 +166,17 @@ impl ObjectLockConfiguration {
             retention.num::<i64>("Days")?,
             retention.num::<i64>("Years")?,
         ) {
-            (Some(d), None) if d <= 0 => {
-                return Err(invalid_argument(
-                    "Default retention period must be a positive integer value.",
-                ));
-            }
             (Some(d), None) => RetentionPeriod::Days(
                 u32::try_from(d)
                     .ok()
-                    .filter(|d| *d <= MAX_RETENTION_DAYS)
-                    .ok_or_else(|| invalid_argument("Default retention period is too large."))?,
+                    .filter(|d| (1..=MAX_RETENTION_DAYS).contains(d))
+                    .ok_or_else(bad_period)?,
             ),
-            (None, Some(y)) if y <= 0 => {
-                return Err(invalid_argument(
-                    "Default retention period must be a positive integer value.",
-                ));
-            }
             (None, Some(y)) => RetentionPeriod::Years(
                 u32::try_from(y)
                     .ok()
-                    .filter(|y| *y <= MAX_RETENTION_YEARS)
-                    .ok_or_else(|| invalid_argument("Default retention period is too large."))?,
+                    .filter(|y| (1..=MAX_RETENTION_YEARS).contains(y))
+                    .ok_or_else(bad_period)?,
             ),
             _ => {
                 return Err(malformed_because(
@@ -512,15 +510,15 @@ mod tests {
         );
         assert_eq!(
             code(&rule("<Mode>GOVERNANCE</Mode><Days>0</Days>")),
-            S3ErrorCode::InvalidArgument
+            S3ErrorCode::InvalidRetentionPeriod
         );
         assert_eq!(
             code(&rule("<Mode>GOVERNANCE</Mode><Years>-1</Years>")),
-            S3ErrorCode::InvalidArgument
+            S3ErrorCode::InvalidRetentionPeriod
         );
         assert_eq!(
             code(&rule("<Mode>GOVERNANCE</Mode><Years>101</Years>")),
-            S3ErrorCode::InvalidArgument
+            S3ErrorCode::InvalidRetentionPeriod
         );
         assert_eq!(
             code(&rule("<Mode>GOVERNANCE</Mode><Days>x</Days>")),

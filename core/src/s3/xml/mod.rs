@@ -135,6 +135,10 @@ pub struct ObjectIdentifier<'a> {
 /// Largest CreateBucketConfiguration body accepted (S3's own documents are a few hundred bytes).
 pub const MAX_CREATE_BUCKET_BODY: usize = 64 << 10;
 
+/// The region where CreateBucket of a bucket its caller already owns answers `200` (AWS's
+/// legacy behaviour there, the bucket's ACL reset), not `409 BucketAlreadyOwnedByYou`.
+pub const LEGACY_CREATE_REGION: &str = "us-east-1";
+
 /// The `<CreateBucketConfiguration>` request body of CreateBucket.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CreateBucketConfiguration<'a> {
