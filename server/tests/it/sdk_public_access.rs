@@ -519,7 +519,10 @@ policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal"
           "Action": "s3:GetObject", "Resource": "arn:aws:s3:::boto-pab/*"}]}
 assert code(lambda: alice.put_bucket_policy(Bucket="boto-pab", Policy=json.dumps(policy))) == "AccessDenied"
 # A browser form with a public acl field is refused as the header is.
-post = alice.generate_presigned_post("boto-pab", "form", Fields={"acl": "public-read"},
+v4 = boto3.client("s3", endpoint_url=ep, aws_access_key_id=sys.argv[2],
+                  aws_secret_access_key=sys.argv[3], region_name="us-east-1",
+                  config=Config(signature_version="s3v4", s3={"addressing_style": "path"}))
+post = v4.generate_presigned_post("boto-pab", "form", Fields={"acl": "public-read"},
                                      Conditions=[{"acl": "public-read"}])
 import urllib3
 r = urllib3.PoolManager().request("POST", post["url"], fields=dict(post["fields"], file=("f", b"data")))
