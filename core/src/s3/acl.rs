@@ -251,7 +251,12 @@ impl Acl {
     pub fn without_public(&self) -> Self {
         Self {
             owner: self.owner.clone(),
-            grants: self.grants.iter().filter(|g| !g.is_public()).cloned().collect(),
+            grants: self
+                .grants
+                .iter()
+                .filter(|g| !g.is_public())
+                .cloned()
+                .collect(),
         }
     }
 

@@ -358,7 +358,9 @@ impl Condition {
         fixed_op
             && no_wildcard
             && !role_pattern
-            && FIXING_KEYS.iter().any(|k| k.eq_ignore_ascii_case(&self.key))
+            && FIXING_KEYS
+                .iter()
+                .any(|k| k.eq_ignore_ascii_case(&self.key))
     }
 }
 
@@ -856,7 +858,10 @@ mod tests {
             r#"{"Bool":{"aws:SecureTransport":"true"}}"#,
             r#"{"StringLike":{"s3:prefix":"home/"}}"#,
         ] {
-            assert!(with(anyone, "s3:GetObject", condition).is_public(), "{condition}");
+            assert!(
+                with(anyone, "s3:GetObject", condition).is_public(),
+                "{condition}"
+            );
         }
         // A Deny never makes a bucket public.
         let deny = policy(

@@ -87,7 +87,11 @@ pub(crate) fn stored<R: Runtime>(cx: &Cx<'_, R>, acl: &Acl) -> S3Result<Vec<u8>>
 /// Whether the bucket may take the ownership controls `doc` (normalised): ACLs are disabled
 /// (`BucketOwnerEnforced`) only over a bucket ACL that grants its owner alone, else
 /// `400 InvalidBucketAclWithObjectOwnership`, as on AWS.
-pub(crate) fn check_ownership<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, doc: &[u8]) -> S3Result<()> {
+pub(crate) fn check_ownership<R: Runtime>(
+    cx: &Cx<'_, R>,
+    bucket: &str,
+    doc: &[u8],
+) -> S3Result<()> {
     let controls = OwnershipControls::parse_xml(doc)?;
     if !controls.object_ownership.acls_disabled() {
         return Ok(());
@@ -146,7 +150,11 @@ pub(crate) fn request_object_acl<R: Runtime>(
     bucket: &str,
 ) -> S3Result<Option<Vec<u8>>> {
     let settings = cx.node.store.bucket_settings(bucket)?;
-    let acl = Acl::from_headers(cx.headers, &object_owner(cx, &settings)?, owner::owner_id(cx, &settings))?;
+    let acl = Acl::from_headers(
+        cx.headers,
+        &object_owner(cx, &settings)?,
+        owner::owner_id(cx, &settings),
+    )?;
     new_object_acl(cx, &settings, acl)
 }
 

@@ -10,10 +10,9 @@ use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::listing::{ListBucketsQuery, ListCommon, ListVersionsQuery, ObjectListing};
 use ferry_core::s3::version::Versioning;
 use ferry_core::s3::xml::{
-    ObjectOwnership, OwnershipControls,
     BucketEntry, CreateBucketConfiguration, ListAllMyBucketsResult, ListBucketResult, ListVersion,
-    ListVersionsResult, MAX_CREATE_BUCKET_BODY, MAX_VERSIONING_BODY, ObjectEntry, Owner,
-    VersionEntry, VersioningConfiguration, write_location_constraint,
+    ListVersionsResult, MAX_CREATE_BUCKET_BODY, MAX_VERSIONING_BODY, ObjectEntry, ObjectOwnership,
+    Owner, OwnershipControls, VersionEntry, VersioningConfiguration, write_location_constraint,
     write_versioning_configuration,
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};

@@ -473,7 +473,11 @@ mod tests {
             ("HEAD", "/bkt?website", "AnyBackend"),
             ("PUT", "/bkt?website", "Everywhere"),
             ("DELETE", "/bkt?replication", "Everywhere"),
-            ("DELETE", "/bkt?publicAccessBlock", "FanOut(DeleteConfig(PublicAccessBlock"),
+            (
+                "DELETE",
+                "/bkt?publicAccessBlock",
+                "FanOut(DeleteConfig(PublicAccessBlock",
+            ),
             ("PUT", "/bkt?ownershipControls", "FanOut(PutConfig"),
             ("GET", "/bkt?ownershipControls", "AnyBackend"),
             ("POST", "/bkt?metadataTable", "Everywhere"),

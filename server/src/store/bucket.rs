@@ -232,7 +232,10 @@ impl BucketSettings {
     fn unreadable(&self, e: S3Error) -> S3Error {
         S3Error::with_message(
             S3ErrorCode::InternalError,
-            format!("stored setting of {} does not parse: {}", self.bucket, e.message),
+            format!(
+                "stored setting of {} does not parse: {}",
+                self.bucket, e.message
+            ),
         )
     }
 

@@ -110,7 +110,9 @@ async fn public_access_block_round_trip(target: Target) {
         .send()
         .await
         .unwrap_or_else(|e| panic!("get: {}", show(&e)));
-    let c = got.public_access_block_configuration().expect("configuration");
+    let c = got
+        .public_access_block_configuration()
+        .expect("configuration");
     assert_eq!(
         (
             c.block_public_acls(),
@@ -132,7 +134,11 @@ async fn public_access_block_round_trip(target: Target) {
         "NoSuchPublicAccessBlockConfiguration",
     );
     assert_code(
-        alice.get_public_access_block().bucket("nobucket").send().await,
+        alice
+            .get_public_access_block()
+            .bucket("nobucket")
+            .send()
+            .await,
         404,
         "NoSuchBucket",
     );
@@ -145,9 +151,8 @@ async fn block_public_acls_refuses_public_acls(target: Target) {
     put(&alice, "blk", "k").await;
     set_block(&alice, "blk", block(true, false, false, false)).await;
     let denied = |r: Result<(), String>| assert_eq!(r.err().as_deref(), Some("AccessDenied"));
-    let code = |e: &dyn aws_sdk_s3::error::ProvideErrorMetadata| {
-        e.code().unwrap_or_default().to_owned()
-    };
+    let code =
+        |e: &dyn aws_sdk_s3::error::ProvideErrorMetadata| e.code().unwrap_or_default().to_owned();
     denied(
         alice
             .put_bucket_acl()
@@ -417,10 +422,7 @@ async fn others_cannot_touch_the_block_or_the_controls(target: Target) {
             set_policy(&alice, "mine", everything).await;
         }
         assert_code(
-            bob.delete_public_access_block()
-                .bucket("mine")
-                .send()
-                .await,
+            bob.delete_public_access_block().bucket("mine").send().await,
             403,
             "AccessDenied",
         );
@@ -474,7 +476,9 @@ async fn others_cannot_touch_the_block_or_the_controls(target: Target) {
         .send()
         .await
         .expect("get");
-    let c = got.public_access_block_configuration().expect("configuration");
+    let c = got
+        .public_access_block_configuration()
+        .expect("configuration");
     assert_eq!(c.block_public_acls(), Some(true));
     // An anonymous public ACL through a grant header is refused as the SDK's is.
     let r = http_request(
@@ -575,7 +579,11 @@ async fn ownership_controls_round_trip_and_default(target: Target) {
     let alice = n.client_as(&ALICE);
     create(&alice, "dflt").await;
     assert_code(
-        alice.get_bucket_ownership_controls().bucket("dflt").send().await,
+        alice
+            .get_bucket_ownership_controls()
+            .bucket("dflt")
+            .send()
+            .await,
         404,
         "OwnershipControlsNotFoundError",
     );
@@ -610,7 +618,11 @@ async fn ownership_controls_round_trip_and_default(target: Target) {
         .await
         .expect("delete");
     assert_code(
-        alice.get_bucket_ownership_controls().bucket("dflt").send().await,
+        alice
+            .get_bucket_ownership_controls()
+            .bucket("dflt")
+            .send()
+            .await,
         404,
         "OwnershipControlsNotFoundError",
     );
