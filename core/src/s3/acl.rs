@@ -99,6 +99,13 @@ pub struct Grant {
     pub permission: Permission,
 }
 
+impl Grant {
+    /// Whether it grants to AllUsers or AuthenticatedUsers.
+    pub fn is_public(&self) -> bool {
+        matches!(&self.grantee, Grantee::Group(u) if u == ALL_USERS || u == AUTHENTICATED_USERS)
+    }
+}
+
 /// An ACL: the resource's owner and its grants.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Acl {
@@ -234,11 +241,33 @@ impl Acl {
         })
     }
 
-    /// Whether anyone at all (AllUsers) holds a permission: a public ACL.
+    /// Whether the ACL is public as AWS's public access block defines it: it grants anything
+    /// to AllUsers or AuthenticatedUsers.
     pub fn is_public(&self) -> bool {
-        self.grants
-            .iter()
-            .any(|g| matches!(&g.grantee, Grantee::Group(u) if u == ALL_USERS))
+        self.grants.iter().any(Grant::is_public)
+    }
+
+    /// The ACL without its public grants (what `IgnorePublicAcls` leaves of it).
+    pub fn without_public(&self) -> Self {
+        Self {
+            owner: self.owner.clone(),
+            grants: self
+                .grants
+                .iter()
+                .filter(|g| !g.is_public())
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// Whether the ACL grants nothing but FULL_CONTROL to `owner` (the bucket's owner): what
+    /// `bucket-owner-full-control` or `private` gives an object of the bucket owner's, and
+    /// the only ACL a bucket with ACLs disabled takes.
+    pub fn is_owner_full_control(&self, owner: &str) -> bool {
+        self.grants.iter().all(|g| {
+            g.permission == Permission::FullControl
+                && matches!(&g.grantee, Grantee::User(id) if id == owner)
+        })
     }
 
     /// Whether this is the `private` ACL: its owner alone, with FULL_CONTROL (what a resource
@@ -438,6 +467,13 @@ mod tests {
         let auth = Acl::canned("authenticated-read", ALICE, ALICE).unwrap();
         assert!(auth.allows(Some(BOB), Permission::Read));
         assert!(!auth.allows(None, Permission::Read));
+        // Public as the public access block means it: AllUsers or AuthenticatedUsers.
+        assert!(auth.is_public());
+        assert!(!private.is_public());
+        assert!(!auth.without_public().allows(Some(BOB), Permission::Read));
+        assert!(auth.without_public().allows(Some(ALICE), Permission::Read));
+        assert!(private.is_owner_full_control(ALICE));
+        assert!(!auth.is_owner_full_control(ALICE));
         // An object bob writes into alice's bucket.
         let full = Acl::canned("bucket-owner-full-control", BOB, ALICE).unwrap();
         assert!(full.allows(Some(ALICE), Permission::WriteAcp));

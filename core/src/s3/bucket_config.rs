@@ -1,5 +1,6 @@
 //! Bucket configurations, one table: which there are (by subresource), and for the documents a
-//! bucket keeps whole (CORS, lifecycle, default encryption) the rules of their Put and Get — the
+//! bucket keeps whole (CORS, lifecycle, default encryption, public access block, ownership
+//! controls) the rules of their Put and Get — the
 //! largest body, how a body is checked and written as Ferry stores it, and the error of a bucket
 //! without one. The node serves those documents from this table (`node::settings`), the proxy
 //! sets them on every backend with it (`proxy::buckets`) and copies each kind to a backend that
@@ -9,7 +10,8 @@ use alloc::vec::Vec;
 
 use super::xml::{
     CorsConfiguration, LifecycleConfiguration, MAX_CORS_BODY, MAX_ENCRYPTION_BODY,
-    MAX_LIFECYCLE_BODY, ServerSideEncryptionConfiguration,
+    MAX_LIFECYCLE_BODY, MAX_PUBLIC_ACCESS_BODY, OwnershipControls, PublicAccessBlock,
+    ServerSideEncryptionConfiguration,
 };
 use super::{S3ErrorCode, S3Result};
 
@@ -32,6 +34,10 @@ pub enum ConfigKind {
     Tagging,
     /// `?acl`.
     Acl,
+    /// `?publicAccessBlock`.
+    PublicAccessBlock,
+    /// `?ownershipControls`.
+    OwnershipControls,
 }
 
 impl ConfigKind {
@@ -46,6 +52,8 @@ impl ConfigKind {
             Self::Lifecycle => "lifecycle",
             Self::Tagging => "tagging",
             Self::Acl => "acl",
+            Self::PublicAccessBlock => "publicAccessBlock",
+            Self::OwnershipControls => "ownershipControls",
         }
     }
 }
@@ -111,8 +119,41 @@ pub const ENCRYPTION: ConfigDocument = ConfigDocument {
     missing: S3ErrorCode::ServerSideEncryptionConfigurationNotFoundError,
 };
 
+/// Put/Get/DeletePublicAccessBlock: a Get without one answers
+/// `NoSuchPublicAccessBlockConfiguration`; the node enforces it (`node::access`).
+pub const PUBLIC_ACCESS_BLOCK: ConfigDocument = ConfigDocument {
+    kind: ConfigKind::PublicAccessBlock,
+    max_body: MAX_PUBLIC_ACCESS_BODY,
+    normalise: |xml| {
+        let mut doc = Vec::with_capacity(256);
+        PublicAccessBlock::parse_xml(xml)?.write_xml(&mut doc);
+        Ok(doc)
+    },
+    missing: S3ErrorCode::NoSuchPublicAccessBlockConfiguration,
+};
+
+/// Put/Get/DeleteBucketOwnershipControls: a Get without them answers
+/// `OwnershipControlsNotFoundError`. (The node checks more before a Put: `BucketOwnerEnforced`
+/// over an ACL that grants others is `InvalidBucketAclWithObjectOwnership`.)
+pub const OWNERSHIP_CONTROLS: ConfigDocument = ConfigDocument {
+    kind: ConfigKind::OwnershipControls,
+    max_body: MAX_PUBLIC_ACCESS_BODY,
+    normalise: |xml| {
+        let mut doc = Vec::with_capacity(256);
+        OwnershipControls::parse_xml(xml)?.write_xml(&mut doc);
+        Ok(doc)
+    },
+    missing: S3ErrorCode::OwnershipControlsNotFoundError,
+};
+
 /// The documents kept whole.
-pub const DOCUMENTS: [&ConfigDocument; 3] = [&CORS, &LIFECYCLE, &ENCRYPTION];
+pub const DOCUMENTS: [&ConfigDocument; 5] = [
+    &CORS,
+    &LIFECYCLE,
+    &ENCRYPTION,
+    &PUBLIC_ACCESS_BLOCK,
+    &OWNERSHIP_CONTROLS,
+];
 
 #[cfg(test)]
 mod tests {
@@ -130,6 +171,15 @@ mod tests {
             assert_eq!(e.code, S3ErrorCode::MalformedXML, "{}", doc.subresource());
         }
         let subresources: Vec<&str> = DOCUMENTS.iter().map(|d| d.subresource()).collect();
-        assert_eq!(subresources, ["cors", "lifecycle", "encryption"]);
+        assert_eq!(
+            subresources,
+            [
+                "cors",
+                "lifecycle",
+                "encryption",
+                "publicAccessBlock",
+                "ownershipControls"
+            ]
+        );
     }
 }

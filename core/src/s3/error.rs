@@ -65,6 +65,7 @@ s3_error_codes! {
     InvalidAccessKeyId => 403, "The AWS access key ID you provided does not exist in our records.";
     InvalidBucketState => 409, "The request is not valid with the current state of the bucket.";
     InvalidArgument => 400, "Invalid Argument";
+    InvalidBucketAclWithObjectOwnership => 400, "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting";
     InvalidBucketName => 400, "The specified bucket is not valid.";
     InvalidDigest => 400, "The Content-MD5 you specified is not valid.";
     InvalidEncryptionAlgorithmError => 400, "The encryption request that you specified is not valid. The valid value is AES256.";
@@ -95,6 +96,7 @@ s3_error_codes! {
     NoSuchObjectLockConfiguration => 404, "The specified object does not have a ObjectLock configuration";
     NoSuchKey => 404, "The specified key does not exist.";
     NoSuchLifecycleConfiguration => 404, "The lifecycle configuration does not exist";
+    NoSuchPublicAccessBlockConfiguration => 404, "The public access block configuration was not found";
     NoSuchTagSet => 404, "The TagSet does not exist";
     NoSuchUpload => 404, "The specified multipart upload does not exist.";
     NoSuchVersion => 404, "The specified version does not exist.";
@@ -102,6 +104,7 @@ s3_error_codes! {
     NotModified => 304, "Not Modified";
     ObjectLockConfigurationNotFoundError => 404, "Object Lock configuration does not exist for this bucket";
     OperationAborted => 409, "A conflicting conditional operation is currently in progress against this resource. Try again.";
+    OwnershipControlsNotFoundError => 404, "The bucket ownership controls were not found";
     PreconditionFailed => 412, "At least one of the preconditions you specified did not hold.";
     RequestHeaderSectionTooLarge => 431, "Your request header section exceeds the maximum allowed size.";
     RequestTimeTooSkewed => 403, "The difference between the request time and the server's time is too large.";

@@ -65,8 +65,10 @@ pub const ACTIONS: &[&str] = &[
     "s3:GetBucketCORS",
     "s3:GetBucketLocation",
     "s3:GetBucketObjectLockConfiguration",
+    "s3:GetBucketOwnershipControls",
     "s3:GetBucketPolicy",
     "s3:GetBucketPolicyStatus",
+    "s3:GetBucketPublicAccessBlock",
     "s3:GetBucketTagging",
     "s3:GetBucketVersioning",
     "s3:GetEncryptionConfiguration",
@@ -89,7 +91,9 @@ pub const ACTIONS: &[&str] = &[
     "s3:PutBucketAcl",
     "s3:PutBucketCORS",
     "s3:PutBucketObjectLockConfiguration",
+    "s3:PutBucketOwnershipControls",
     "s3:PutBucketPolicy",
+    "s3:PutBucketPublicAccessBlock",
     "s3:PutBucketTagging",
     "s3:PutBucketVersioning",
     "s3:PutEncryptionConfiguration",
@@ -286,21 +290,90 @@ impl Policy {
         })
     }
 
-    /// Whether the policy makes the bucket public, as GetBucketPolicyStatus tells: an `Allow`
-    /// for anyone without a condition that narrows who (a source IP range, say).
+    /// Whether the policy makes the bucket public, as AWS decides it for
+    /// GetBucketPolicyStatus, `BlockPublicPolicy` and `RestrictPublicBuckets`: some `Allow`
+    /// statement grants a "bad action" (one that reads, lists, writes or deletes: `s3:Get*`,
+    /// `s3:List*`, `s3:Put*`, `s3:Delete*`, `s3:AbortMultipartUpload`, `s3:RestoreObject`) to
+    /// anyone (`"*"`, `{"AWS": "*"}`) without a condition that fixes who: `IpAddress` on
+    /// `aws:SourceIp` with no `/0` range, or a fixed value (an equality without wildcards, not
+    /// `...IfExists`) of one of [`FIXING_KEYS`].
     pub fn is_public(&self) -> bool {
         self.statements.iter().any(|s| {
             s.allow
                 && s.principal == PrincipalSet::Anyone
-                && !s.conditions.iter().any(|c| {
-                    matches!(c.op, Op::IpAddress) && !c.negated
-                        || c.key.eq_ignore_ascii_case("aws:username")
-                })
+                && s.grants_bad_action()
+                && !s.conditions.iter().any(Condition::fixes_who)
         })
     }
 }
 
+/// The condition keys whose fixed value makes a statement for anyone non-public, as AWS lists
+/// them (those Ferry's requests never carry match nothing: a statement conditioned on them
+/// lets no one in).
+pub const FIXING_KEYS: &[&str] = &[
+    "aws:PrincipalAccount",
+    "aws:PrincipalArn",
+    "aws:PrincipalOrgID",
+    "aws:SourceAccount",
+    "aws:SourceArn",
+    "aws:SourceOwner",
+    "aws:SourceVpc",
+    "aws:SourceVpce",
+    "aws:userid",
+    "s3:DataAccessPointAccount",
+    "s3:DataAccessPointArn",
+    "s3:x-amz-server-side-encryption-aws-kms-key-id",
+];
+
+/// The actions AWS calls bad for a public policy (they expose the bucket's data).
+const BAD_ACTIONS: &[&str] = &[
+    "s3:Get*",
+    "s3:List*",
+    "s3:Put*",
+    "s3:Delete*",
+    "s3:AbortMultipartUpload",
+    "s3:RestoreObject",
+];
+
+impl Condition {
+    /// Whether this condition fixes who may use the statement (see [`Policy::is_public`]).
+    fn fixes_who(&self) -> bool {
+        if self.negated || self.if_exists || self.values.is_empty() {
+            return false;
+        }
+        if self.key.eq_ignore_ascii_case("aws:SourceIp") {
+            return self.op == Op::IpAddress
+                && self
+                    .values
+                    .iter()
+                    .all(|v| parse_cidr(v).is_some_and(|(_, bits)| bits > 0));
+        }
+        let fixed_op = matches!(
+            self.op,
+            Op::StringEquals | Op::StringEqualsIgnoreCase | Op::StringLike
+        );
+        let no_wildcard = self.values.iter().all(|v| !v.contains(['*', '?']));
+        let role_pattern = self.key.eq_ignore_ascii_case("aws:userid")
+            && self.values.iter().any(|v| v.ends_with(":*"));
+        fixed_op
+            && no_wildcard
+            && !role_pattern
+            && FIXING_KEYS
+                .iter()
+                .any(|k| k.eq_ignore_ascii_case(&self.key))
+    }
+}
+
 impl Statement {
+    /// Whether the statement's actions include one of [`BAD_ACTIONS`].
+    fn grants_bad_action(&self) -> bool {
+        ACTIONS
+            .iter()
+            .chain(["s3:RestoreObject"].iter())
+            .filter(|a| BAD_ACTIONS.iter().any(|b| wildcard_match(b, a, true)))
+            .any(|a| self.actions.matches(a, true))
+    }
+
     fn matches(&self, req: &PolicyRequest<'_>) -> bool {
         let principal = match (&self.principal, req.principal) {
             (PrincipalSet::Anyone, _) => true,
@@ -740,6 +813,75 @@ mod tests {
             "arn:aws:s3:::docs/a/b",
             false
         ));
+    }
+
+    /// "Public" as AWS defines it: an Allow of a bad action to anyone, unless a condition fixes
+    /// who (a CIDR set, a fixed value of one of the keys AWS lists).
+    #[test]
+    fn public_is_what_aws_calls_public() {
+        let with = |principal: &str, action: &str, condition: &str| {
+            let condition = if condition.is_empty() {
+                String::new()
+            } else {
+                format!(r#","Condition":{condition}"#)
+            };
+            policy(&format!(
+                r#"{{"Statement":[{{"Effect":"Allow","Principal":{principal},
+                "Action":"{action}","Resource":"arn:aws:s3:::docs/*"{condition}}}]}}"#
+            ))
+        };
+        let anyone = r#""*""#;
+        assert!(with(anyone, "s3:GetObject", "").is_public());
+        assert!(with(r#"{"AWS":"*"}"#, "s3:*", "").is_public());
+        assert!(with(anyone, "s3:Put*", "").is_public());
+        // A fixed principal is not public, whatever it may do.
+        let alice = r#"{"AWS":"arn:aws:iam::123456789012:user/alice"}"#;
+        assert!(!with(alice, "s3:*", "").is_public());
+        // Only "bad actions" make a statement for anyone public.
+        assert!(!with(anyone, "s3:BypassGovernanceRetention", "").is_public());
+        // A set of CIDRs fixes who; everything (/0), a negation or IfExists does not.
+        let ip = |op: &str, cidr: &str| format!(r#"{{"{op}":{{"aws:SourceIp":"{cidr}"}}}}"#);
+        assert!(!with(anyone, "s3:GetObject", &ip("IpAddress", "10.0.0.0/8")).is_public());
+        assert!(with(anyone, "s3:GetObject", &ip("IpAddress", "0.0.0.0/0")).is_public());
+        assert!(with(anyone, "s3:GetObject", &ip("NotIpAddress", "10.0.0.0/8")).is_public());
+        assert!(
+            with(
+                anyone,
+                "s3:GetObject",
+                &ip("IpAddressIfExists", "10.0.0.0/8")
+            )
+            .is_public()
+        );
+        // Conditions that narrow nothing about who asks leave it public.
+        for condition in [
+            r#"{"StringEquals":{"aws:username":"alice"}}"#,
+            r#"{"Bool":{"aws:SecureTransport":"true"}}"#,
+            r#"{"StringLike":{"s3:prefix":"home/"}}"#,
+        ] {
+            assert!(
+                with(anyone, "s3:GetObject", condition).is_public(),
+                "{condition}"
+            );
+        }
+        // A Deny never makes a bucket public.
+        let deny = policy(
+            r#"{"Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:*",
+            "Resource":"arn:aws:s3:::docs/*"}]}"#,
+        );
+        assert!(!deny.is_public());
+        // The fixing keys, by name (the keys themselves are parsed as CONDITION_KEYS allows).
+        let fixed = |key: &str, op: Op, value: &str| Condition {
+            op,
+            negated: false,
+            if_exists: false,
+            key: key.into(),
+            values: alloc::vec![value.into()],
+        };
+        assert!(fixed("aws:SourceArn", Op::StringEquals, "arn:aws:s3:::src").fixes_who());
+        assert!(fixed("aws:SourceAccount", Op::StringEquals, "123456789012").fixes_who());
+        assert!(!fixed("aws:SourceArn", Op::StringLike, "arn:aws:s3:::*").fixes_who());
+        assert!(!fixed("aws:userid", Op::StringEquals, "AROLEID:*").fixes_who());
+        assert!(!fixed("aws:username", Op::StringEquals, "alice").fixes_who());
     }
 
     #[test]

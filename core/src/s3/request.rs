@@ -58,9 +58,11 @@ pub const SUBRESOURCES: &[&str] = &[
     "lifecycle",
     "location",
     "object-lock",
+    "ownershipControls",
     "partNumber",
     "policy",
     "policyStatus",
+    "publicAccessBlock",
     "retention",
     "tagging",
     "uploadId",
@@ -131,8 +133,6 @@ pub const UNSUPPORTED_SUBRESOURCES: &[&str] = &[
     "metadataTable",
     "metrics",
     "notification",
-    "ownershipControls",
-    "publicAccessBlock",
     "renameObject",
     "replication",
     "requestPayment",
@@ -167,11 +167,13 @@ const KNOWN_PARAMETERS: &[&str] = &[
     "max-parts",
     "max-uploads",
     "object-lock",
+    "ownershipControls",
     "part-number-marker",
     "partNumber",
     "policy",
     "policyStatus",
     "prefix",
+    "publicAccessBlock",
     "retention",
     "start-after",
     "tagging",
@@ -188,10 +190,10 @@ const KNOWN_PARAMETERS: &[&str] = &[
 /// What a request header asks for that Ferry does not do. Such a request is answered with the
 /// error, never served with the header ignored: a client that asked for encryption, a lock or
 /// ACL grants must not believe it got them. POST Object asks the same of its form fields.
-pub fn unsupported_header(name: &str, value: &[u8]) -> Option<S3Error> {
+/// (The value decides nothing today; `x-amz-object-ownership` is CreateBucket's, read there.)
+pub fn unsupported_header(name: &str, _value: &[u8]) -> Option<S3Error> {
     let lower = |p: &str| starts_with_ignore_case(name, p);
     let is = |n: &str| name.eq_ignore_ascii_case(n);
-    let value = value.trim_ascii();
     if lower(header::X_AMZ_SSE) || lower(header::X_AMZ_COPY_SOURCE_SSE) {
         return Some(not_implemented(
             "Server-side encryption is not implemented for this request",
@@ -205,11 +207,6 @@ pub fn unsupported_header(name: &str, value: &[u8]) -> Option<S3Error> {
     }
     if is(header::X_AMZ_WRITE_OFFSET_BYTES) {
         return Some(not_implemented("Appending to objects is not implemented"));
-    }
-    if is(header::X_AMZ_OBJECT_OWNERSHIP) && !value.eq_ignore_ascii_case(b"BucketOwnerEnforced") {
-        return Some(not_implemented(
-            "Object ownership other than BucketOwnerEnforced is not implemented",
-        ));
     }
     None
 }
@@ -464,6 +461,24 @@ pub enum Endpoint<'a> {
     DeleteBucketPolicy,
     /// `GET /bucket?policyStatus`.
     GetBucketPolicyStatus,
+    /// `GET /bucket?publicAccessBlock`.
+    GetPublicAccessBlock,
+    /// `PUT /bucket?publicAccessBlock` (body: `<PublicAccessBlockConfiguration>`).
+    PutPublicAccessBlock {
+        /// `Content-MD5` (this or an `x-amz-checksum-*` is required).
+        content_md5: Option<[u8; 16]>,
+    },
+    /// `DELETE /bucket?publicAccessBlock`.
+    DeletePublicAccessBlock,
+    /// `GET /bucket?ownershipControls`.
+    GetBucketOwnershipControls,
+    /// `PUT /bucket?ownershipControls` (body: `<OwnershipControls>`).
+    PutBucketOwnershipControls {
+        /// `Content-MD5` (this or an `x-amz-checksum-*` is required).
+        content_md5: Option<[u8; 16]>,
+    },
+    /// `DELETE /bucket?ownershipControls`.
+    DeleteBucketOwnershipControls,
     /// `GET /bucket?acl`.
     GetBucketAcl,
     /// `PUT /bucket?acl` (an `AccessControlPolicy` body, or `x-amz-acl` / `x-amz-grant-*`).
@@ -797,6 +812,8 @@ impl<'a> Endpoint<'a> {
             sub!("object-lock"),
             sub!("retention"),
             sub!("legal-hold"),
+            sub!("publicAccessBlock"),
+            sub!("ownershipControls"),
         ];
         if subresources.iter().any(|k| q.has(k)) {
             return Err(not_implemented("This operation is not implemented"));
@@ -805,7 +822,7 @@ impl<'a> Endpoint<'a> {
     }
 
     fn bucket(method: &str, q: &Query<'a>, headers: &[Header<'a>]) -> S3Result<Self> {
-        const KEYWORDS: [&str; 16] = [
+        const KEYWORDS: [&str; 18] = [
             sub!("acl"),
             sub!("object-lock"),
             sub!("location"),
@@ -822,6 +839,8 @@ impl<'a> Endpoint<'a> {
             sub!("uploadId"),
             sub!("partNumber"),
             sub!("x-ferry-fence"),
+            sub!("publicAccessBlock"),
+            sub!("ownershipControls"),
         ];
         let mut present = KEYWORDS.iter().filter(|k| q.has(k));
         let keyword = present.next().copied();
@@ -839,6 +858,16 @@ impl<'a> Endpoint<'a> {
             ("GET", Some("policy")) => Self::GetBucketPolicy,
             ("DELETE", Some("policy")) => Self::DeleteBucketPolicy,
             ("GET", Some("policyStatus")) => Self::GetBucketPolicyStatus,
+            ("GET", Some("publicAccessBlock")) => Self::GetPublicAccessBlock,
+            ("PUT", Some("publicAccessBlock")) => Self::PutPublicAccessBlock {
+                content_md5: validate::find_content_md5(headers)?,
+            },
+            ("DELETE", Some("publicAccessBlock")) => Self::DeletePublicAccessBlock,
+            ("GET", Some("ownershipControls")) => Self::GetBucketOwnershipControls,
+            ("PUT", Some("ownershipControls")) => Self::PutBucketOwnershipControls {
+                content_md5: validate::find_content_md5(headers)?,
+            },
+            ("DELETE", Some("ownershipControls")) => Self::DeleteBucketOwnershipControls,
             ("GET", Some("acl")) => Self::GetBucketAcl,
             ("PUT", Some("acl")) => Self::PutBucketAcl,
             ("GET", Some("cors")) => Self::GetBucketCors,
@@ -939,6 +968,8 @@ impl<'a> Endpoint<'a> {
             sub!("object-lock"),
             sub!("lifecycle"),
             sub!("encryption"),
+            sub!("publicAccessBlock"),
+            sub!("ownershipControls"),
         ]
         .iter()
         .any(|k| q.has(k))
@@ -1157,6 +1188,12 @@ impl<'a> Endpoint<'a> {
             Self::GetBucketPolicy => "GetBucketPolicy",
             Self::DeleteBucketPolicy => "DeleteBucketPolicy",
             Self::GetBucketPolicyStatus => "GetBucketPolicyStatus",
+            Self::GetPublicAccessBlock => "GetPublicAccessBlock",
+            Self::PutPublicAccessBlock { .. } => "PutPublicAccessBlock",
+            Self::DeletePublicAccessBlock => "DeletePublicAccessBlock",
+            Self::GetBucketOwnershipControls => "GetBucketOwnershipControls",
+            Self::PutBucketOwnershipControls { .. } => "PutBucketOwnershipControls",
+            Self::DeleteBucketOwnershipControls => "DeleteBucketOwnershipControls",
             Self::GetBucketAcl => "GetBucketAcl",
             Self::PutBucketAcl => "PutBucketAcl",
             Self::GetBucketCors => "GetBucketCors",
@@ -1456,6 +1493,16 @@ mod tests {
             ("GET", "/?policy", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None, Endpoint::GetBucketPolicy),
             ("DELETE", "/?policy", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None, Endpoint::DeleteBucketPolicy),
             ("GET", "/?policyStatus", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None, Endpoint::GetBucketPolicyStatus),
+            // Put/Get/DeletePublicAccessBlock
+            ("PUT", "/?publicAccessBlock", "bucket.s3.us-west-2.amazonaws.com", &[("Content-MD5", "1B2M2Y8AsgTpgAmY7PhCfg==")], Some("bucket"), None,
+             Endpoint::PutPublicAccessBlock { content_md5: validate::parse_content_md5(b"1B2M2Y8AsgTpgAmY7PhCfg==").ok() }),
+            ("GET", "/?publicAccessBlock", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None, Endpoint::GetPublicAccessBlock),
+            ("DELETE", "/?publicAccessBlock", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None, Endpoint::DeletePublicAccessBlock),
+            // Put/Get/DeleteBucketOwnershipControls
+            ("PUT", "/?ownershipControls", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None,
+             Endpoint::PutBucketOwnershipControls { content_md5: None }),
+            ("GET", "/?ownershipControls", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None, Endpoint::GetBucketOwnershipControls),
+            ("DELETE", "/?ownershipControls", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None, Endpoint::DeleteBucketOwnershipControls),
             // GetBucketAcl / PutBucketAcl
             ("GET", "/?acl", "bucket.s3.us-west-2.amazonaws.com", &[], Some("bucket"), None, Endpoint::GetBucketAcl),
             ("PUT", "/?acl", "bucket.s3.us-west-2.amazonaws.com", &[("x-amz-acl", "public-read")], Some("bucket"), None, Endpoint::PutBucketAcl),
@@ -1631,7 +1678,7 @@ mod tests {
             // Only a multipart/form-data body is a POST Object.
             ("POST", "/bucket", &[("Content-Type", "application/x-www-form-urlencoded")]),
             ("POST", "/bucket", &[("Content-Type", "multipart/form-data")]),
-            ("PUT", "/bucket?ownershipControls", &[]),
+            ("POST", "/bucket?ownershipControls", &[]),
             ("GET", "/bucket/key?cors", &[]),
             ("POST", "/bucket?cors", &[]),
             ("POST", "/bucket/key?acl", &[]),
@@ -1799,7 +1846,7 @@ mod tests {
         use Scope::{BucketConfig, Object, Service};
         let bucket = "examplebucket.s3.amazonaws.com";
         #[rustfmt::skip]
-        let cases: [(&str, &str, &str, Scope, &str); 37] = [
+        let cases: [(&str, &str, &str, Scope, &str); 32] = [
             // GetBucketWebsite / PutBucketWebsite / DeleteBucketWebsite
             ("GET", "/?website", bucket, BucketConfig, "website"),
             ("PUT", "/?website", bucket, BucketConfig, "website"),
@@ -1814,12 +1861,7 @@ mod tests {
             ("PUT", "/?requestPayment", bucket, BucketConfig, "requestPayment"),
             ("GET", "/?accelerate", bucket, BucketConfig, "accelerate"),
             ("PUT", "/?accelerate", bucket, BucketConfig, "accelerate"),
-            // Ownership controls, public access block, replication
-            ("PUT", "/?ownershipControls", bucket, BucketConfig, "ownershipControls"),
-            ("DELETE", "/?ownershipControls", bucket, BucketConfig, "ownershipControls"),
-            ("GET", "/?publicAccessBlock", bucket, BucketConfig, "publicAccessBlock"),
-            ("PUT", "/?publicAccessBlock", bucket, BucketConfig, "publicAccessBlock"),
-            ("DELETE", "/?publicAccessBlock", bucket, BucketConfig, "publicAccessBlock"),
+            // Replication
             ("GET", "/?replication", bucket, BucketConfig, "replication"),
             ("PUT", "/?replication", bucket, BucketConfig, "replication"),
             ("DELETE", "/?replication", bucket, BucketConfig, "replication"),
@@ -1882,7 +1924,7 @@ mod tests {
             assert_eq!(e.code, S3ErrorCode::NotImplemented);
         }
         // Known operations with a refused header route to the operation, the refusal beside it.
-        let refused: [(&str, &str, Extra<'_>, &str, S3ErrorCode); 4] = [
+        let refused: [(&str, &str, Extra<'_>, &str, S3ErrorCode); 3] = [
             (
                 "PUT",
                 "/bkt/k",
@@ -1895,13 +1937,6 @@ mod tests {
                 "/bkt/k",
                 &[("x-amz-write-offset-bytes", "0")],
                 "PutObject",
-                S3ErrorCode::NotImplemented,
-            ),
-            (
-                "PUT",
-                "/bkt",
-                &[("x-amz-object-ownership", "ObjectWriter")],
-                "CreateBucket",
                 S3ErrorCode::NotImplemented,
             ),
             (
@@ -2029,7 +2064,7 @@ mod tests {
 
     #[test]
     fn feature_headers_are_refused_not_ignored() {
-        let not_implemented: [(&str, &str, Extra<'_>); 10] = [
+        let not_implemented: [(&str, &str, Extra<'_>); 9] = [
             (
                 "POST",
                 "/bkt/k?uploads",
@@ -2079,7 +2114,6 @@ mod tests {
                 "/bkt/k",
                 &[("x-amz-website-redirect-location", "/x")],
             ),
-            ("PUT", "/bkt", &[("x-amz-object-ownership", "ObjectWriter")]),
             ("PUT", "/bkt/k", &[("x-amz-write-offset-bytes", "0")]),
         ];
         for (method, target, extra) in not_implemented {
@@ -2116,7 +2150,7 @@ mod tests {
         }
         // What asks for nothing more than Ferry does passes: owner-only ACLs, no tags, lock off,
         // the checksums current SDKs send by default.
-        let fine: [(&str, &str, Extra<'_>); 7] = [
+        let fine: [(&str, &str, Extra<'_>); 8] = [
             ("PUT", "/bkt/k", &[("x-amz-acl", "private")]),
             (
                 "PUT",
@@ -2134,6 +2168,7 @@ mod tests {
                 "/bkt",
                 &[("x-amz-object-ownership", "BucketOwnerEnforced")],
             ),
+            ("PUT", "/bkt", &[("x-amz-object-ownership", "ObjectWriter")]),
             (
                 "PUT",
                 "/bkt/k",

@@ -5,14 +5,18 @@
 //! belongs to the primary user. The policy itself is the owner's alone, as it is the bucket
 //! owner's account's on AWS: no policy lets anyone else read, replace or delete it (another
 //! user it lets in gets `405 MethodNotAllowed`), and the owner may always, so that no policy
-//! locks it out (as AWS lets the account's root user).
+//! locks it out (as AWS lets the account's root user). The public access block and the
+//! ownership controls are the owner's alone too. The block's `RestrictPublicBuckets` turns a
+//! public policy's `Allow` into nothing for anyone but the owner, `IgnorePublicAcls` drops
+//! public grants; under `ObjectWriter` the bucket's owner reads an object another wrote (or its
+//! ACL) only as that object's ACL allows.
 
 use std::borrow::Cow;
 
 use ferry_core::http::find_header_str;
 use ferry_core::http::head::RequestHead;
 use ferry_core::rt::Runtime;
-use ferry_core::s3::acl::Permission;
+use ferry_core::s3::acl::{Acl, Permission};
 use ferry_core::s3::cluster::{self, ClusterKeys};
 use ferry_core::s3::header;
 use ferry_core::s3::listing::{
@@ -21,6 +25,7 @@ use ferry_core::s3::listing::{
 use ferry_core::s3::policy::{Decision, PolicyRequest, Principal};
 use ferry_core::s3::request::{Endpoint, S3Request, UploadPartCopyQuery};
 use ferry_core::s3::sigv4::AuthKind;
+use ferry_core::s3::xml::ObjectOwnership;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::context::{Cx, NodeApi};
@@ -49,6 +54,16 @@ fn action(endpoint: &Endpoint<'_>) -> Option<(&'static str, bool)> {
         Endpoint::GetBucketPolicy => ("s3:GetBucketPolicy", false),
         Endpoint::DeleteBucketPolicy => ("s3:DeleteBucketPolicy", false),
         Endpoint::GetBucketPolicyStatus => ("s3:GetBucketPolicyStatus", false),
+        Endpoint::GetPublicAccessBlock => ("s3:GetBucketPublicAccessBlock", false),
+        // AWS names no action of its own for DeletePublicAccessBlock.
+        Endpoint::PutPublicAccessBlock { .. } | Endpoint::DeletePublicAccessBlock => {
+            ("s3:PutBucketPublicAccessBlock", false)
+        }
+        Endpoint::GetBucketOwnershipControls => ("s3:GetBucketOwnershipControls", false),
+        // AWS names no action of its own for DeleteBucketOwnershipControls.
+        Endpoint::PutBucketOwnershipControls { .. } | Endpoint::DeleteBucketOwnershipControls => {
+            ("s3:PutBucketOwnershipControls", false)
+        }
         Endpoint::GetBucketAcl => ("s3:GetBucketAcl", false),
         Endpoint::GetObjectAcl { .. } => ("s3:GetObjectAcl", true),
         Endpoint::PutObjectAcl { .. } => ("s3:PutObjectAcl", true),
@@ -326,6 +341,18 @@ fn decide<R: Runtime>(
     if of_policy && is_owner {
         return Ok(());
     }
+    // The public access block and the ownership controls guard what a policy or an ACL may
+    // open: they are the owner's alone, as the policy is (no policy hands them to another,
+    // who could lift the block), though the owner's own policy may still deny them.
+    let guards = matches!(
+        action,
+        "s3:PutBucketPublicAccessBlock" | "s3:PutBucketOwnershipControls"
+    );
+    if guards && !is_owner {
+        return Err(S3Error::new(S3ErrorCode::AccessDenied));
+    }
+    let block = settings.public_access_block()?;
+    let ownership = settings.object_ownership()?;
     // The object's metadata (its tags for the policy, its ACL for the grants), read at most
     // once and only if asked; `None` when there is no such object.
     let object = std::cell::OnceCell::new();
@@ -382,7 +409,7 @@ fn decide<R: Runtime>(
                 .map(|(k, v)| (*k, v.as_ref()))
                 .chain(tags.iter().map(|(k, v)| (k.as_str(), *v)))
                 .collect();
-            policy.evaluate(&PolicyRequest {
+            let decision = policy.evaluate(&PolicyRequest {
                 principal: cx.caller.map(|u| Principal {
                     name: &u.name,
                     canonical_id: &u.canonical_id,
@@ -390,14 +417,34 @@ fn decide<R: Runtime>(
                 action,
                 resource: &resource,
                 context: &context,
-            })
+            });
+            // RestrictPublicBuckets: a public policy lets in no one but the owner's account
+            // (here, the owner: each user is an account of its own).
+            if decision == Decision::Allow
+                && !is_owner
+                && block.restrict_public_buckets
+                && policy.is_public()
+            {
+                Decision::Default
+            } else {
+                decision
+            }
         }
         None => Decision::Default,
+    };
+    // IgnorePublicAcls: public grants count for nothing. (With ACLs disabled, the ACLs read
+    // are the owner's full control: they grant no one else anything.)
+    let allows = |acl: &Acl, want| {
+        if block.ignore_public_acls {
+            acl.without_public().allows(cx.caller_id(), want)
+        } else {
+            acl.allows(cx.caller_id(), want)
+        }
     };
     let granted = || -> S3Result<bool> {
         if let Some(want) = acl_permission(action) {
             let acl = super::acl::bucket_acl(cx, &settings)?;
-            return Ok(acl.allows(cx.caller_id(), want));
+            return Ok(allows(&acl, want));
         }
         // What an object's own ACL grants: read it, read or replace its ACL.
         let want = match action {
@@ -414,7 +461,19 @@ fn decide<R: Runtime>(
             return Ok(false);
         };
         let acl = super::acl::object_acl(cx, &settings, meta.acl.as_deref())?;
-        Ok(acl.allows(cx.caller_id(), want))
+        Ok(allows(&acl, want))
+    };
+    // ObjectWriter: an object another wrote is its writer's; the bucket's owner reads it and
+    // its ACL only as its ACL (or the policy) lets it.
+    let foreign = || -> S3Result<bool> {
+        if ownership != ObjectOwnership::ObjectWriter || !object_acl_action(action) {
+            return Ok(false);
+        }
+        let Some(meta) = object_meta()? else {
+            return Ok(false);
+        };
+        let acl = super::acl::object_acl(cx, &settings, meta.acl.as_deref())?;
+        Ok(acl.owner != owner::owner_id(cx, &settings))
     };
     if of_policy {
         let code = if decision == Decision::Allow && cx.caller.is_some() {
@@ -426,9 +485,24 @@ fn decide<R: Runtime>(
     }
     match decision {
         Decision::Allow => Ok(()),
-        Decision::Default if is_owner || granted()? => Ok(()),
+        Decision::Default if (is_owner && !foreign()?) || granted()? => Ok(()),
         Decision::Deny | Decision::Default => Err(S3Error::new(S3ErrorCode::AccessDenied)),
     }
+}
+
+/// Whether an object's own ACL governs `action` (reading the object, or its ACL).
+fn object_acl_action(action: &str) -> bool {
+    matches!(
+        action,
+        "s3:GetObject"
+            | "s3:GetObjectVersion"
+            | "s3:GetObjectAttributes"
+            | "s3:GetObjectVersionAttributes"
+            | "s3:GetObjectAcl"
+            | "s3:GetObjectVersionAcl"
+            | "s3:PutObjectAcl"
+            | "s3:PutObjectVersionAcl"
+    )
 }
 
 /// The bucket ACL permission that lets a non-owner do `action`, if one does: READ lists,

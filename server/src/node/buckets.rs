@@ -11,8 +11,8 @@ use ferry_core::s3::listing::{ListBucketsQuery, ListCommon, ListVersionsQuery, O
 use ferry_core::s3::version::Versioning;
 use ferry_core::s3::xml::{
     BucketEntry, CreateBucketConfiguration, ListAllMyBucketsResult, ListBucketResult, ListVersion,
-    ListVersionsResult, MAX_CREATE_BUCKET_BODY, MAX_VERSIONING_BODY, ObjectEntry, Owner,
-    VersionEntry, VersioningConfiguration, write_location_constraint,
+    ListVersionsResult, MAX_CREATE_BUCKET_BODY, MAX_VERSIONING_BODY, ObjectEntry, ObjectOwnership,
+    Owner, OwnershipControls, VersionEntry, VersioningConfiguration, write_location_constraint,
     write_versioning_configuration,
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
@@ -154,10 +154,14 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     // AWS's legacy answer in us-east-1: a bucket its owner creates again is `200`, its ACL
     // reset (to the one asked for, or private); elsewhere `409 BucketAlreadyOwnedByYou`.
     let legacy = cx.region() == ferry_core::s3::xml::LEGACY_CREATE_REGION;
+    let ownership = ownership_at_creation(cx, &me)?;
     cx.unblock(move |store| {
         let mut settings = vec![(BucketSetting::Owner, me.as_bytes())];
         if let Some(acl) = &acl {
             settings.push((BucketSetting::Acl, acl.as_slice()));
+        }
+        if let Some(controls) = &ownership {
+            settings.push((BucketSetting::OwnershipControls, controls.as_slice()));
         }
         // Object lock turns versioning on, in the same commit.
         if let Some(lock) = &lock {
@@ -190,6 +194,35 @@ pub(crate) async fn create<R: Runtime, S: Stream>(
     let mut h = Headers::new();
     h.push("Location", format!("/{bucket}"));
     cx.front.send(res, 200, h, &[]).await
+}
+
+/// The ownership controls `x-amz-object-ownership` asks CreateBucket for, as stored: none
+/// without the header (Ferry's default, `BucketOwnerPreferred`: see the README), `400
+/// InvalidArgument` for a value AWS does not define, and `400
+/// InvalidBucketAclWithObjectOwnership` for `BucketOwnerEnforced` beside an ACL that grants
+/// anyone but `owner`.
+fn ownership_at_creation<R: Runtime>(cx: &Cx<'_, R>, owner: &str) -> S3Result<Option<Vec<u8>>> {
+    let Some(value) = find_header_str(cx.headers, header::X_AMZ_OBJECT_OWNERSHIP) else {
+        return Ok(None);
+    };
+    let object_ownership = ObjectOwnership::parse(value.trim()).ok_or_else(|| {
+        S3Error::with_message(
+            S3ErrorCode::InvalidArgument,
+            "x-amz-object-ownership must be BucketOwnerEnforced, BucketOwnerPreferred or \
+             ObjectWriter",
+        )
+    })?;
+    if object_ownership.acls_disabled()
+        && let Some(acl) = ferry_core::s3::acl::Acl::from_headers(cx.headers, owner, owner)?
+        && !acl.is_owner_full_control(owner)
+    {
+        return Err(S3Error::new(
+            S3ErrorCode::InvalidBucketAclWithObjectOwnership,
+        ));
+    }
+    let mut doc = Vec::with_capacity(256);
+    OwnershipControls { object_ownership }.write_xml(&mut doc);
+    Ok(Some(doc))
 }
 
 /// DeleteBucket: `BucketNotEmpty` while it holds objects or uploads, `OperationAborted` while

@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use ferry_core::http::head::RequestHead;
 use ferry_core::rt::{Runtime, Stream};
-use ferry_core::s3::bucket_config::{CORS, ENCRYPTION, LIFECYCLE};
+use ferry_core::s3::bucket_config::{
+    CORS, ENCRYPTION, LIFECYCLE, OWNERSHIP_CONTROLS, PUBLIC_ACCESS_BLOCK,
+};
 use ferry_core::s3::listing::ObjectListing;
 use ferry_core::s3::request::{Endpoint, S3Request};
 use ferry_core::s3::xml::CorsConfiguration;
@@ -60,6 +62,26 @@ impl<R: Runtime> S3Api for NodeApi<R> {
             Endpoint::GetBucketPolicy => policy::get(cx, res, bucket).await,
             Endpoint::DeleteBucketPolicy => policy::delete(cx, res, bucket).await,
             Endpoint::GetBucketPolicyStatus => policy::status(cx, res, bucket).await,
+            Endpoint::GetPublicAccessBlock => {
+                settings::get(cx, res, bucket, &PUBLIC_ACCESS_BLOCK).await
+            }
+            Endpoint::PutPublicAccessBlock { content_md5 } => {
+                settings::put(cx, body, res, bucket, *content_md5, &PUBLIC_ACCESS_BLOCK).await
+            }
+            Endpoint::DeletePublicAccessBlock => {
+                settings::delete(cx, res, bucket, &PUBLIC_ACCESS_BLOCK).await
+            }
+            Endpoint::GetBucketOwnershipControls => {
+                settings::get(cx, res, bucket, &OWNERSHIP_CONTROLS).await
+            }
+            Endpoint::PutBucketOwnershipControls { content_md5 } => {
+                let check = |doc: &[u8]| acl::check_ownership(cx, bucket, doc);
+                let doc = &OWNERSHIP_CONTROLS;
+                settings::put_checked(cx, body, res, bucket, *content_md5, doc, check).await
+            }
+            Endpoint::DeleteBucketOwnershipControls => {
+                settings::delete(cx, res, bucket, &OWNERSHIP_CONTROLS).await
+            }
             Endpoint::GetBucketAcl => acl::get_bucket(cx, res, bucket).await,
             Endpoint::GetObjectAcl { version_id } => {
                 acl::get_object(cx, res, bucket, key, *version_id).await

@@ -14,7 +14,8 @@ use crate::front::body::read_small;
 use crate::store::BucketSetting;
 
 /// PutBucketPolicy: 204 once stored; `MalformedPolicy` (nothing stored) if it does not parse,
-/// names another bucket, or uses what Ferry does not evaluate.
+/// names another bucket, or uses what Ferry does not evaluate; `AccessDenied` for a public
+/// policy (`Policy::is_public`) under `BlockPublicPolicy`.
 pub(crate) async fn put<R: Runtime, S: Stream>(
     cx: &Cx<'_, R>,
     body: &mut BodyReader<'_, S>,
@@ -26,7 +27,15 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
     let limit = BodyLimit::document(2 * MAX_POLICY_LEN as u64);
     let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
     let (doc, _) = read_small(body, verifier).await?;
-    Policy::parse(&doc, bucket)?;
+    let policy = Policy::parse(&doc, bucket)?;
+    // BlockPublicPolicy: a public policy is refused (the owner's included), as on AWS.
+    let settings = cx.node.store.bucket_settings(bucket)?;
+    if settings.public_access_block()?.block_public_policy && policy.is_public() {
+        return Err(S3Error::with_message(
+            S3ErrorCode::AccessDenied,
+            "Access Denied: the bucket's public access block refuses public policies",
+        ));
+    }
     let b = bucket.to_owned();
     cx.unblock(move |store| store.set_bucket_setting(&b, BucketSetting::Policy, Some(&doc)))
         .await?;

@@ -27,7 +27,6 @@ use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
 use super::access;
 use super::context::Cx;
-use super::owner;
 use super::request_headers::{object_meta, write_conditions};
 use crate::front::Headers;
 use crate::front::body::require_length;
@@ -304,12 +303,8 @@ fn form_meta<R: Runtime>(cx: &Cx<'_, R>, form: &Form, bucket: &str) -> S3Result<
     }
     let mut meta = object_meta(&meta_headers)?;
     // The `acl` field: a canned ACL for the object (as `x-amz-acl` on PutObject).
-    if let Some(name) = form.get("acl") {
-        let settings = cx.node.store.bucket_settings(bucket)?;
-        let owner = owner::owner_id(cx, &settings).to_owned();
-        let acl = ferry_core::s3::acl::Acl::canned(name.trim(), &owner, &owner)?;
-        meta.acl = Some(super::acl::stored(cx, &acl)?);
-    }
+    // Checked as PutObject's: public access block, ownership controls.
+    meta.acl = super::acl::form_object_acl(cx, bucket, form.get("acl"))?;
     // Object lock: the `x-amz-object-lock-*` fields, as PutObject's headers, or the bucket's
     // default retention.
     let lock_fields: Vec<Header<'_>> = form

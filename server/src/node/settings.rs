@@ -1,5 +1,5 @@
 //! Bucket configuration documents kept whole as bucket settings (CORS, lifecycle, default
-//! encryption): Get answers the stored document, Put checks and normalises its body and
+//! encryption, public access block, ownership controls): Get answers the stored document, Put checks and normalises its body and
 //! stores it in place of any other, Delete removes it. What differs is a row of core's table,
 //! a [`ConfigDocument`] (`ferry_core::s3::bucket_config`).
 
@@ -39,11 +39,26 @@ pub(crate) async fn put<R: Runtime, S: Stream>(
     content_md5: Option<[u8; 16]>,
     doc: &ConfigDocument,
 ) -> S3Result<()> {
+    put_checked(cx, body, res, bucket, content_md5, doc, |_| Ok(())).await
+}
+
+/// [`put`], with `check` asked about the normalised document before it is stored (an error
+/// stores nothing).
+pub(crate) async fn put_checked<R: Runtime, S: Stream>(
+    cx: &Cx<'_, R>,
+    body: &mut BodyReader<'_, S>,
+    res: &mut ResponseWriter<'_, S>,
+    bucket: &str,
+    content_md5: Option<[u8; 16]>,
+    doc: &ConfigDocument,
+    check: impl FnOnce(&[u8]) -> S3Result<()>,
+) -> S3Result<()> {
     let limit = BodyLimit::document(doc.max_body as u64);
     let verifier = cx.front.body_verifier(body, Checks::All, limit)?;
     let (xml, done) = read_small(body, verifier).await?;
     crate::front::body::require_integrity(content_md5.is_some(), &done, cx.headers)?;
     let stored = (doc.normalise)(&xml)?;
+    check(&stored)?;
     let (b, kind) = (bucket.to_owned(), BucketSetting::from(doc.kind));
     cx.unblock(move |store| store.set_bucket_setting(&b, kind, Some(&stored)))
         .await?;

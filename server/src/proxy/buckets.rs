@@ -31,9 +31,10 @@ use crate::front::Headers;
 /// The headers of the client's request a bucket is made or its ACL set with (`x-amz-acl`,
 /// `x-amz-grant-*`, `x-amz-bucket-object-lock-enabled`), on `call`.
 fn push_create_headers<R: Runtime>(cx: &Cx<'_, R>, call: &mut Call) {
-    const NAMES: [&str; 7] = [
-        // Not an ACL, but what the bucket is made with on every backend as well.
+    const NAMES: [&str; 8] = [
+        // Not ACLs, but what the bucket is made with on every backend as well.
         header::X_AMZ_BUCKET_OBJECT_LOCK_ENABLED,
+        header::X_AMZ_OBJECT_OWNERSHIP,
         header::X_AMZ_ACL,
         header::X_AMZ_GRANT_READ,
         header::X_AMZ_GRANT_WRITE,

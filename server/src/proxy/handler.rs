@@ -8,7 +8,10 @@ use ferry_core::http::find_header;
 use ferry_core::http::head::RequestHead;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
-use ferry_core::s3::bucket_config::{CORS, ConfigDocument, ConfigKind, ENCRYPTION, LIFECYCLE};
+use ferry_core::s3::bucket_config::{
+    CORS, ConfigDocument, ConfigKind, ENCRYPTION, LIFECYCLE, OWNERSHIP_CONTROLS,
+    PUBLIC_ACCESS_BLOCK,
+};
 use ferry_core::s3::cluster;
 use ferry_core::s3::header;
 use ferry_core::s3::listing::{
@@ -199,6 +202,18 @@ fn route<'q, 'a>(endpoint: &'q Endpoint<'a>, method: &str) -> Route<'q, 'a> {
             fan_out(FanOut::PutConfig(&ENCRYPTION, *content_md5))
         }
         Endpoint::DeleteBucketEncryption => fan_out(FanOut::DeleteConfig(ConfigKind::Encryption)),
+        Endpoint::PutPublicAccessBlock { content_md5 } => {
+            fan_out(FanOut::PutConfig(&PUBLIC_ACCESS_BLOCK, *content_md5))
+        }
+        Endpoint::DeletePublicAccessBlock => {
+            fan_out(FanOut::DeleteConfig(ConfigKind::PublicAccessBlock))
+        }
+        Endpoint::PutBucketOwnershipControls { content_md5 } => {
+            fan_out(FanOut::PutConfig(&OWNERSHIP_CONTROLS, *content_md5))
+        }
+        Endpoint::DeleteBucketOwnershipControls => {
+            fan_out(FanOut::DeleteConfig(ConfigKind::OwnershipControls))
+        }
         Endpoint::PutBucketPolicy
         | Endpoint::DeleteBucketPolicy
         | Endpoint::PutBucketAcl
@@ -215,7 +230,9 @@ fn route<'q, 'a>(endpoint: &'q Endpoint<'a>, method: &str) -> Route<'q, 'a> {
         | Endpoint::GetBucketTagging
         | Endpoint::GetObjectLockConfiguration
         | Endpoint::GetBucketLifecycleConfiguration
-        | Endpoint::GetBucketEncryption => Route::AnyBackend,
+        | Endpoint::GetBucketEncryption
+        | Endpoint::GetPublicAccessBlock
+        | Endpoint::GetBucketOwnershipControls => Route::AnyBackend,
         Endpoint::CopyObject {
             source,
             metadata_directive,
@@ -455,7 +472,14 @@ mod tests {
             ("GET", "/bkt?website", "AnyBackend"),
             ("HEAD", "/bkt?website", "AnyBackend"),
             ("PUT", "/bkt?website", "Everywhere"),
-            ("DELETE", "/bkt?publicAccessBlock", "Everywhere"),
+            ("DELETE", "/bkt?replication", "Everywhere"),
+            (
+                "DELETE",
+                "/bkt?publicAccessBlock",
+                "FanOut(DeleteConfig(PublicAccessBlock",
+            ),
+            ("PUT", "/bkt?ownershipControls", "FanOut(PutConfig"),
+            ("GET", "/bkt?ownershipControls", "AnyBackend"),
             ("POST", "/bkt?metadataTable", "Everywhere"),
             ("GET", "/?foo", "AnyBackend"),
             ("PUT", "/?foo", "Everywhere"),

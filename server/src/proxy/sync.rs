@@ -34,11 +34,14 @@ use super::context::Caller;
 use super::forward::Call;
 
 /// The configurations a check copies, in the order it copies them: versioning before object
-/// lock (which needs it), the default encryption before anything that lets writes in.
-const COPIED: [ConfigKind; 7] = [
+/// lock (which needs it), the default encryption, the public access block and the ownership
+/// controls before anything that lets writes in.
+const COPIED: [ConfigKind; 9] = [
     ConfigKind::Versioning,
     ConfigKind::ObjectLock,
     ConfigKind::Encryption,
+    ConfigKind::PublicAccessBlock,
+    ConfigKind::OwnershipControls,
     ConfigKind::Policy,
     ConfigKind::Cors,
     ConfigKind::Lifecycle,

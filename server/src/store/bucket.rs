@@ -1,5 +1,5 @@
 //! Buckets: create, delete, head, list, and their settings (owner, policy, ACL, CORS,
-//! tagging, lifecycle, default encryption).
+//! tagging, lifecycle, default encryption, public access block, ownership controls).
 
 use std::collections::HashMap;
 use std::ops::Bound;
@@ -9,7 +9,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use ferry_core::s3::acl::Acl;
 use ferry_core::s3::bucket_config::ConfigKind;
 use ferry_core::s3::policy::Policy;
-use ferry_core::s3::xml::{LifecycleConfiguration, ServerSideEncryptionConfiguration};
+use ferry_core::s3::xml::{
+    LifecycleConfiguration, ObjectOwnership, OwnershipControls, PublicAccessBlock,
+    ServerSideEncryptionConfiguration,
+};
 
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 use ferry_core::time::DateTime;
@@ -47,11 +50,16 @@ pub enum BucketSetting {
     Lifecycle,
     /// The default encryption (`<ServerSideEncryptionConfiguration>`, as Ferry writes it).
     Encryption,
+    /// The public access block (`<PublicAccessBlockConfiguration>`, as Ferry writes it).
+    PublicAccessBlock,
+    /// The ownership controls (`<OwnershipControls>`, as Ferry writes them; none: a bucket
+    /// created before Ferry had them, which behaves as `BucketOwnerPreferred`).
+    OwnershipControls,
 }
 
 impl BucketSetting {
     /// Every kind, for removing them all with the bucket.
-    pub const ALL: [BucketSetting; 9] = [
+    pub const ALL: [BucketSetting; 11] = [
         BucketSetting::Owner,
         BucketSetting::Policy,
         BucketSetting::Acl,
@@ -61,6 +69,8 @@ impl BucketSetting {
         BucketSetting::ObjectLock,
         BucketSetting::Lifecycle,
         BucketSetting::Encryption,
+        BucketSetting::PublicAccessBlock,
+        BucketSetting::OwnershipControls,
     ];
 
     /// Its key in the settings table. Stored: never change one.
@@ -75,6 +85,8 @@ impl BucketSetting {
             BucketSetting::ObjectLock => "object-lock",
             BucketSetting::Lifecycle => "lifecycle",
             BucketSetting::Encryption => "encryption",
+            BucketSetting::PublicAccessBlock => "public-access-block",
+            BucketSetting::OwnershipControls => "ownership-controls",
         }
     }
 }
@@ -91,6 +103,8 @@ impl From<ConfigKind> for BucketSetting {
             ConfigKind::Lifecycle => Self::Lifecycle,
             ConfigKind::Tagging => Self::Tagging,
             ConfigKind::Acl => Self::Acl,
+            ConfigKind::PublicAccessBlock => Self::PublicAccessBlock,
+            ConfigKind::OwnershipControls => Self::OwnershipControls,
         }
     }
 }
@@ -193,6 +207,36 @@ impl BucketSettings {
                     })
             })
             .clone()
+    }
+
+    /// The bucket's public access block (all false without one: nothing blocked). It was
+    /// checked before it was stored; one this build cannot read is an `InternalError`.
+    pub fn public_access_block(&self) -> S3Result<PublicAccessBlock> {
+        match self.get(BucketSetting::PublicAccessBlock) {
+            None => Ok(PublicAccessBlock::default()),
+            Some(doc) => PublicAccessBlock::parse_xml(doc).map_err(|e| self.unreadable(e)),
+        }
+    }
+
+    /// The bucket's object ownership: its ownership controls', or `BucketOwnerPreferred` for a
+    /// bucket without (one created before Ferry had them, which behaved so).
+    pub fn object_ownership(&self) -> S3Result<ObjectOwnership> {
+        match self.get(BucketSetting::OwnershipControls) {
+            None => Ok(ObjectOwnership::BucketOwnerPreferred),
+            Some(doc) => OwnershipControls::parse_xml(doc)
+                .map(|c| c.object_ownership)
+                .map_err(|e| self.unreadable(e)),
+        }
+    }
+
+    fn unreadable(&self, e: S3Error) -> S3Error {
+        S3Error::with_message(
+            S3ErrorCode::InternalError,
+            format!(
+                "stored setting of {} does not parse: {}",
+                self.bucket, e.message
+            ),
+        )
     }
 
     /// The bucket's policy, if it has one. It was checked before it was stored; one this

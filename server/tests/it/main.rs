@@ -59,6 +59,7 @@ mod sdk_policy;
 mod sdk_post;
 mod sdk_post_sigv2;
 mod sdk_presign;
+mod sdk_public_access;
 mod sdk_sigv2;
 mod sdk_sse;
 mod sdk_sse_copy;

@@ -79,7 +79,7 @@ fn unknown_subresources_reach_the_nodes(s: &Setup) {
     let r = c.request("PUT", "/fwd?website", &[("Content-MD5", &md5h)], site);
     node_501(&r);
     expect_refused(s, &[first[0] + 2, first[1] + 2]);
-    let r = c.request("DELETE", "/fwd?publicAccessBlock", &[], b"");
+    let r = c.request("DELETE", "/fwd?replication", &[], b"");
     node_501(&r);
     expect_refused(s, &[first[0] + 4, first[1] + 4]);
     // An object's: only the key's node.

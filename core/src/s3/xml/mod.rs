@@ -21,6 +21,7 @@ mod encryption;
 mod lifecycle;
 pub mod lock;
 mod parse;
+mod public_access;
 mod versions;
 mod write;
 
@@ -36,6 +37,9 @@ pub use lifecycle::{
     expiry_after_days,
 };
 pub use parse::{AclDocument, AclDocumentGrant};
+pub use public_access::{
+    MAX_PUBLIC_ACCESS_BODY, ObjectOwnership, OwnershipControls, PublicAccessBlock,
+};
 pub use versions::{
     ListVersionsResult, MAX_VERSIONING_BODY, VersionEntry, VersioningConfiguration,
 };
