@@ -9,8 +9,8 @@
 
 use std::borrow::Cow;
 
-use ferry_core::http::{find_header, find_header_str};
 use ferry_core::http::head::RequestHead;
+use ferry_core::http::{find_header, find_header_str};
 use ferry_core::rt::Runtime;
 use ferry_core::s3::acl::Permission;
 use ferry_core::s3::cluster::{self, ClusterKeys};
@@ -286,7 +286,10 @@ pub(crate) fn lock_facts(
     }
     if let Some(until) = until {
         let date = ferry_core::time::DateTime::from_unix(until).iso8601();
-        facts.push(("s3:object-lock-retain-until-date".to_owned(), date.to_string()));
+        facts.push((
+            "s3:object-lock-retain-until-date".to_owned(),
+            date.to_string(),
+        ));
         // Whole days left, a part of a day counting as one.
         let days = days_left(until, now);
         facts.push((
@@ -560,14 +563,20 @@ const HEADER_KEYS: [(&str, &str); 12] = [
         "s3:x-amz-server-side-encryption-customer-algorithm",
         header::X_AMZ_SSE_CUSTOMER_ALGORITHM,
     ),
-    ("s3:x-amz-metadata-directive", header::X_AMZ_METADATA_DIRECTIVE),
+    (
+        "s3:x-amz-metadata-directive",
+        header::X_AMZ_METADATA_DIRECTIVE,
+    ),
     ("s3:x-amz-storage-class", header::X_AMZ_STORAGE_CLASS),
     ("s3:object-lock-mode", header::X_AMZ_OBJECT_LOCK_MODE),
     (
         "s3:object-lock-retain-until-date",
         header::X_AMZ_OBJECT_LOCK_RETAIN_UNTIL_DATE,
     ),
-    ("s3:object-lock-legal-hold", header::X_AMZ_OBJECT_LOCK_LEGAL_HOLD),
+    (
+        "s3:object-lock-legal-hold",
+        header::X_AMZ_OBJECT_LOCK_LEGAL_HOLD,
+    ),
 ];
 
 /// The condition keys of a POST Object form's fields (which stand for PutObject's headers):
@@ -632,7 +641,11 @@ fn context<'a, R: Runtime>(
     let now = cx.node.rt.unix_time();
     push(
         "aws:CurrentTime",
-        Cow::Owned(ferry_core::time::DateTime::from_unix(now).iso8601().to_string()),
+        Cow::Owned(
+            ferry_core::time::DateTime::from_unix(now)
+                .iso8601()
+                .to_string(),
+        ),
     );
     push("aws:EpochTime", Cow::Owned(now.to_string()));
     // (s3:authType, s3:signatureversion), as AWS names them.
@@ -682,7 +695,10 @@ fn context<'a, R: Runtime>(
         ("s3:x-amz-grant-write", header::X_AMZ_GRANT_WRITE),
         ("s3:x-amz-grant-read-acp", header::X_AMZ_GRANT_READ_ACP),
         ("s3:x-amz-grant-write-acp", header::X_AMZ_GRANT_WRITE_ACP),
-        ("s3:x-amz-grant-full-control", header::X_AMZ_GRANT_FULL_CONTROL),
+        (
+            "s3:x-amz-grant-full-control",
+            header::X_AMZ_GRANT_FULL_CONTROL,
+        ),
     ] {
         let Some(v) = find_header_str(cx.headers, header) else {
             continue;
@@ -724,7 +740,10 @@ fn context<'a, R: Runtime>(
         if cx.front.sealed
             && let Some(d) = find_header_str(cx.headers, header::X_FERRY_METADATA_DIRECTIVE)
         {
-            push("s3:x-amz-metadata-directive", Cow::Owned(d.trim().to_owned()));
+            push(
+                "s3:x-amz-metadata-directive",
+                Cow::Owned(d.trim().to_owned()),
+            );
         }
     }
     // The tags a write sets (`x-amz-tagging`; malformed: refused by the operation itself).
@@ -750,7 +769,10 @@ fn context<'a, R: Runtime>(
         _ => None,
     };
     if let Some((common, with_max_keys)) = listing {
-        c.push((Cow::Borrowed("s3:prefix"), Cow::Borrowed(common.prefix.as_ref())));
+        c.push((
+            Cow::Borrowed("s3:prefix"),
+            Cow::Borrowed(common.prefix.as_ref()),
+        ));
         if let Some(d) = &common.delimiter {
             c.push((Cow::Borrowed("s3:delimiter"), Cow::Borrowed(d.as_ref())));
         }

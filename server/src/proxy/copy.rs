@@ -221,7 +221,10 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
         .collect();
     for (from, to) in [
         (header::X_AMZ_COPY_SOURCE, header::X_FERRY_COPY_SOURCE),
-        (header::X_AMZ_METADATA_DIRECTIVE, header::X_FERRY_METADATA_DIRECTIVE),
+        (
+            header::X_AMZ_METADATA_DIRECTIVE,
+            header::X_FERRY_METADATA_DIRECTIVE,
+        ),
     ] {
         if let Some(v) = find_header(client_headers, from) {
             own.push((Cow::Borrowed(to), Cow::Borrowed(v)));

@@ -180,7 +180,11 @@ fn proxy_over_tls(rt: RuntimeKind) {
 /// node and through the proxy, which tells its plain-HTTP nodes; AWS's "TLS 1.2 or later"
 /// example denies nothing then.
 async fn tls_version_conditions(c: &Client) {
-    c.create_bucket().bucket("tlsv").send().await.expect("create");
+    c.create_bucket()
+        .bucket("tlsv")
+        .send()
+        .await
+        .expect("create");
     for key in ["new/a", "old/a", "none/a", "aws/a"] {
         c.put_object()
             .bucket("tlsv")

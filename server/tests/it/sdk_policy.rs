@@ -1304,9 +1304,25 @@ async fn aws_example_deny_unencrypted_uploads(target: Target) {
     use aws_sdk_s3::types::ServerSideEncryption;
     let n = with_users(target);
     let alice = n.client_as(&ALICE);
-    alice.create_bucket().bucket("enc").send().await.expect("create");
-    set_policy(&alice, "enc", &aws_example("deny-unencrypted-uploads", "enc")).await;
-    let r = alice.put_object().bucket("enc").key("plain").body(body(b"x")).send().await;
+    alice
+        .create_bucket()
+        .bucket("enc")
+        .send()
+        .await
+        .expect("create");
+    set_policy(
+        &alice,
+        "enc",
+        &aws_example("deny-unencrypted-uploads", "enc"),
+    )
+    .await;
+    let r = alice
+        .put_object()
+        .bucket("enc")
+        .key("plain")
+        .body(body(b"x"))
+        .send()
+        .await;
     assert_code(r, 403, "AccessDenied");
     let r = alice
         .put_object()
@@ -1326,8 +1342,17 @@ async fn aws_example_deny_unencrypted_uploads(target: Target) {
         .send()
         .await
         .unwrap_or_else(|e| panic!("encrypted upload: {}", show(&e)));
-    let got = alice.head_object().bucket("enc").key("sealed").send().await.expect("head");
-    assert_eq!(got.server_side_encryption, Some(ServerSideEncryption::Aes256));
+    let got = alice
+        .head_object()
+        .bucket("enc")
+        .key("sealed")
+        .send()
+        .await
+        .expect("head");
+    assert_eq!(
+        got.server_side_encryption,
+        Some(ServerSideEncryption::Aes256)
+    );
     let r = alice.head_object().bucket("enc").key("plain").send().await;
     assert!(r.is_err(), "the refused upload stored nothing");
 
@@ -1350,22 +1375,30 @@ async fn aws_example_copy_source_prefix(target: Target) {
     let n = with_users(target);
     let alice = n.client_as(&ALICE);
     let bob = n.client_as(&BOB);
-    alice.create_bucket().bucket("cp").send().await.expect("create");
+    alice
+        .create_bucket()
+        .bucket("cpb")
+        .send()
+        .await
+        .expect("create");
     for key in ["public/a", "public/b c", "private/s"] {
-        put(&alice, "cp", key).await;
+        put(&alice, "cpb", key).await;
     }
-    let policy = aws_example("copy-source-prefix", "cp")
-        .replace("amzn-s3-demo-source-bucket", "cp")
+    let policy = aws_example("copy-source-prefix", "cpb")
+        .replace("amzn-s3-demo-source-bucket", "cpb")
         .replace("user/Dave", "user/bob")
-        .replace("\"Action\": \"s3:PutObject\",\n      \"Resource\": \"arn:aws:s3:::cp/*\"\n    },",
-                 "\"Action\": [\"s3:PutObject\", \"s3:GetObject\"],\n      \"Resource\": \"arn:aws:s3:::cp/*\"\n    },");
+        .replace("\"Action\": \"s3:PutObject\",\n      \"Resource\": \"arn:aws:s3:::cpb/*\"\n    },",
+                 "\"Action\": [\"s3:PutObject\", \"s3:GetObject\"],\n      \"Resource\": \"arn:aws:s3:::cpb/*\"\n    },");
     assert!(policy.contains("s3:GetObject"), "{policy}");
-    set_policy(&alice, "cp", &policy).await;
-    for (i, source) in ["cp/public/a", "/cp/public/a", "cp/public/b%20c"].iter().enumerate() {
+    set_policy(&alice, "cpb", &policy).await;
+    for (i, source) in ["cpb/public/a", "/cpb/public/a", "cpb/public/b%20c"]
+        .iter()
+        .enumerate()
+    {
         // Copies to many keys, so that some land on another node than their source.
         for j in 0..4 {
             bob.copy_object()
-                .bucket("cp")
+                .bucket("cpb")
                 .key(format!("copies/{i}-{j}"))
                 .copy_source(*source)
                 .send()
@@ -1376,17 +1409,23 @@ async fn aws_example_copy_source_prefix(target: Target) {
     for j in 0..4 {
         let r = bob
             .copy_object()
-            .bucket("cp")
+            .bucket("cpb")
             .key(format!("copies/s-{j}"))
-            .copy_source("cp/private/s")
+            .copy_source("cpb/private/s")
             .send()
             .await;
         assert_code(r, 403, "AccessDenied");
     }
-    let r = bob.put_object().bucket("cp").key("copies/direct").body(body(b"x")).send().await;
+    let r = bob
+        .put_object()
+        .bucket("cpb")
+        .key("copies/direct")
+        .body(body(b"x"))
+        .send()
+        .await;
     assert_code(r, 403, "AccessDenied");
     // Alice is not the statement's principal.
-    put(&alice, "cp", "copies/direct").await;
+    put(&alice, "cpb", "copies/direct").await;
 }
 
 /// AWS's "require bucket-owner-full-control" example, with the principal an account's root
@@ -1396,11 +1435,22 @@ async fn aws_example_bucket_owner_full_control(target: Target) {
     let n = with_users(target);
     let alice = n.client_as(&ALICE);
     let bob = n.client_as(&BOB);
-    alice.create_bucket().bucket("drop").send().await.expect("create");
+    alice
+        .create_bucket()
+        .bucket("drop")
+        .send()
+        .await
+        .expect("create");
     let policy = aws_example("bucket-owner-full-control", "drop")
         .replace("111122223333", &BOB.canonical_id());
     set_policy(&alice, "drop", &policy).await;
-    let r = bob.put_object().bucket("drop").key("a").body(body(b"x")).send().await;
+    let r = bob
+        .put_object()
+        .bucket("drop")
+        .key("a")
+        .body(body(b"x"))
+        .send()
+        .await;
     assert_code(r, 403, "AccessDenied");
     let r = bob
         .put_object()
@@ -1433,7 +1483,10 @@ async fn aws_example_bucket_owner_full_control(target: Target) {
 
     let alice_id = ALICE.canonical_id();
     let policy = aws_example("grant-full-control", "drop")
-        .replace("79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be", &alice_id)
+        .replace(
+            "79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be",
+            &alice_id,
+        )
         .replace("user/Dave", "user/bob");
     set_policy(&alice, "drop", &policy).await;
     let r = bob
@@ -1474,7 +1527,12 @@ async fn time_and_signature_age_conditions(target: Target) {
     let n = with_users(target);
     let alice = n.client_as(&ALICE);
     let bob = n.client_as(&BOB);
-    alice.create_bucket().bucket("when").send().await.expect("create");
+    alice
+        .create_bucket()
+        .bucket("when")
+        .send()
+        .await
+        .expect("create");
     put(&alice, "when", "past/a").await;
     put(&alice, "when", "now/a").await;
     let bob_arn = "arn:aws:iam::000000000000:user/bob";
@@ -1497,7 +1555,13 @@ async fn time_and_signature_age_conditions(target: Target) {
         .unwrap_or_else(|e| panic!("within the dates: {}", show(&e)));
 
     set_policy(&alice, "when", &aws_example("signature-age", "when")).await;
-    alice.get_object().bucket("when").key("now/a").send().await.expect("a fresh signature");
+    alice
+        .get_object()
+        .bucket("when")
+        .key("now/a")
+        .send()
+        .await
+        .expect("a fresh signature");
     let presign = |start: SystemTime| {
         PresigningConfig::builder()
             .start_time(start)
@@ -1560,9 +1624,16 @@ async fn request_tags_and_object_lock_documents(target: Target) {
          "Condition": {"StringNotEqualsIfExists": {"s3:object-lock-mode": "GOVERNANCE"}}}]});
     set_policy(&alice, "tags", &policy.to_string()).await;
     let tagged = |tagging: &'static str| {
-        bob.put_object().bucket("tags").key("b").tagging(tagging).body(body(b"x")).send()
+        bob.put_object()
+            .bucket("tags")
+            .key("b")
+            .tagging(tagging)
+            .body(body(b"x"))
+            .send()
     };
-    tagged("team=blue&project=x").await.unwrap_or_else(|e| panic!("{}", show(&e)));
+    tagged("team=blue&project=x")
+        .await
+        .unwrap_or_else(|e| panic!("{}", show(&e)));
     assert_code(tagged("team=blue&secret=1").await, 403, "AccessDenied");
     assert_code(tagged("team=red").await, 403, "AccessDenied");
     let tagging = |pairs: &[(&str, &str)]| {
@@ -1580,19 +1651,40 @@ async fn request_tags_and_object_lock_documents(target: Target) {
         .await
         .unwrap_or_else(|e| panic!("{}", show(&e)));
     for pairs in [&[("team", "red")][..], &[("owner", "bob")][..]] {
-        let r = bob.put_object_tagging().bucket("tags").key("t").tagging(tagging(pairs)).send().await;
+        let r = bob
+            .put_object_tagging()
+            .bucket("tags")
+            .key("t")
+            .tagging(tagging(pairs))
+            .send()
+            .await;
         assert_code(r, 403, "AccessDenied");
         // The owner too, for the Deny.
-        let r = alice.put_object_tagging().bucket("tags").key("t").tagging(tagging(pairs)).send().await;
+        let r = alice
+            .put_object_tagging()
+            .bucket("tags")
+            .key("t")
+            .tagging(tagging(pairs))
+            .send()
+            .await;
         if pairs[0].0 == "team" {
             assert_code(r, 403, "AccessDenied");
         } else {
             r.unwrap_or_else(|e| panic!("{}", show(&e)));
         }
     }
-    let got = alice.get_object_tagging().bucket("tags").key("t").send().await.expect("tags");
+    let got = alice
+        .get_object_tagging()
+        .bucket("tags")
+        .key("t")
+        .send()
+        .await
+        .expect("tags");
     assert_eq!(got.tag_set.len(), 1);
-    assert_eq!(got.tag_set[0].key, "owner", "the denied tagging changed nothing");
+    assert_eq!(
+        got.tag_set[0].key, "owner",
+        "the denied tagging changed nothing"
+    );
 
     let days = |d: u64, mode: ObjectLockRetentionMode| {
         let until = std::time::SystemTime::now() + std::time::Duration::from_secs(d * 86_400);
@@ -1601,9 +1693,24 @@ async fn request_tags_and_object_lock_documents(target: Target) {
             .retain_until_date(aws_sdk_s3::primitives::DateTime::from(until))
             .build()
     };
-    let retain = |r| alice.put_object_retention().bucket("tags").key("t").retention(r).send();
-    assert_code(retain(days(30, ObjectLockRetentionMode::Governance)).await, 403, "AccessDenied");
-    assert_code(retain(days(2, ObjectLockRetentionMode::Compliance)).await, 403, "AccessDenied");
+    let retain = |r| {
+        alice
+            .put_object_retention()
+            .bucket("tags")
+            .key("t")
+            .retention(r)
+            .send()
+    };
+    assert_code(
+        retain(days(30, ObjectLockRetentionMode::Governance)).await,
+        403,
+        "AccessDenied",
+    );
+    assert_code(
+        retain(days(2, ObjectLockRetentionMode::Compliance)).await,
+        403,
+        "AccessDenied",
+    );
     retain(days(2, ObjectLockRetentionMode::Governance))
         .await
         .unwrap_or_else(|e| panic!("{}", show(&e)));
@@ -1667,7 +1774,12 @@ async fn clients_cannot_claim_service_facts(target: Target) {
     let n = with_users(target);
     let alice = n.client_as(&ALICE);
     let bob = n.client_as(&BOB);
-    alice.create_bucket().bucket("logs").send().await.expect("create");
+    alice
+        .create_bucket()
+        .bucket("logs")
+        .send()
+        .await
+        .expect("create");
     put(&alice, "logs", "x").await;
     let policy = serde_json::json!({"Version": "2012-10-17", "Statement": [
         {"Effect": "Allow", "Principal": {"Service": "logging.s3.amazonaws.com"},
@@ -1716,7 +1828,10 @@ async fn clients_cannot_claim_service_facts(target: Target) {
         assert_eq!(r.status, 403, "{name}");
     }
     // The proxy's words, from a client: refused outright (never believed).
-    assert_eq!(http_request(n.addr, "GET", "/logs/pub/p", &[], b"").status, 200);
+    assert_eq!(
+        http_request(n.addr, "GET", "/logs/pub/p", &[], b"").status,
+        200
+    );
     for (name, value) in [
         ("x-ferry-client-tls-version", "1.3"),
         ("x-ferry-client-signed-at", "0"),
