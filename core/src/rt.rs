@@ -79,6 +79,12 @@ pub trait Stream: Read + Write + Send {
         false
     }
 
+    /// The TLS version of an encrypted stream, as `s3:TlsVersion` tells it (`"1.2"`,
+    /// `"1.3"`); `None` for a plain one, and by default.
+    fn tls_version(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Whether [`Stream::send_file`] can send on this stream (plain TCP on Linux): asked before
     /// a body is read into memory, so that a stream that cannot gets the copy instead.
     #[cfg(feature = "std")]

@@ -170,6 +170,20 @@ impl<A: Adapter> Stream for NetStream<A> {
         matches!(self.conn, Conn::Tls(_))
     }
 
+    /// The negotiated version, once the handshake is done (it is before a server reads).
+    fn tls_version(&self) -> Option<&'static str> {
+        let Conn::Tls(s) = &self.conn else {
+            return None;
+        };
+        Some(match s.inner().get_ref().1.protocol_version()? {
+            rustls::ProtocolVersion::TLSv1_3 => "1.3",
+            rustls::ProtocolVersion::TLSv1_2 => "1.2",
+            rustls::ProtocolVersion::TLSv1_1 => "1.1",
+            rustls::ProtocolVersion::TLSv1_0 => "1.0",
+            _ => return None,
+        })
+    }
+
     #[cfg(target_os = "linux")]
     fn can_send_file(&self) -> bool {
         matches!(self.conn, Conn::Tcp(_))

@@ -210,6 +210,10 @@ impl<C: Clock, S: Stream> Stream for Timed<C, S> {
         self.inner.is_secure()
     }
 
+    fn tls_version(&self) -> Option<&'static str> {
+        self.inner.tls_version()
+    }
+
     #[cfg(feature = "std")]
     fn can_send_file(&self) -> bool {
         self.inner.can_send_file()

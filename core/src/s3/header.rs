@@ -251,6 +251,17 @@ pub const X_FERRY_CLUSTER_AUTH: &str = "x-ferry-cluster-auth";
 pub const X_FERRY_CLIENT_IP: &str = "x-ferry-client-ip";
 /// A proxy's word on whether its client's connection is TLS (`true` / `false`).
 pub const X_FERRY_CLIENT_TLS: &str = "x-ferry-client-tls";
+/// A proxy's word on its client's TLS version (`1.2`, `1.3`; for `s3:TlsVersion`).
+pub const X_FERRY_CLIENT_TLS_VERSION: &str = "x-ferry-client-tls-version";
+/// A proxy's word on when its client signed the request (Unix seconds; for `s3:signatureAge`,
+/// the proxy's own signature being newer).
+pub const X_FERRY_CLIENT_SIGNED_AT: &str = "x-ferry-client-signed-at";
+/// A proxy's word, on the write of a copy it makes between two nodes, on the copy's
+/// `x-amz-copy-source` (as the client sent it; for `s3:x-amz-copy-source`).
+pub const X_FERRY_COPY_SOURCE: &str = "x-ferry-copy-source";
+/// A proxy's word, on the write of a copy it makes between two nodes, on the copy's
+/// `x-amz-metadata-directive` (for `s3:x-amz-metadata-directive`).
+pub const X_FERRY_METADATA_DIRECTIVE: &str = "x-ferry-metadata-directive";
 /// The header with which a DeleteBucket names the `BucketFence` it holds (the node deletes
 /// only while that fence holds). Also the fence's sub-resource (`?x-ferry-fence=`).
 pub const X_FERRY_FENCE: &str = "x-ferry-fence";

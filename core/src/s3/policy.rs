@@ -7,13 +7,20 @@
 //! and every condition match the request.
 //!
 //! What is supported: `Version` 2012-10-17 or 2008-10-17; `Statement` (one or a list) with
-//! `Sid`, `Effect`, `Principal` (`"*"`, `{"AWS": ...}` with `*` or user ARNs
-//! `arn:aws:iam::ACCOUNT:user/NAME`, `{"CanonicalUser": ...}`), `Action` / `NotAction` and
+//! `Sid`, `Effect`, `Principal` (`"*"`, `{"AWS": ...}` with `*`, user ARNs
+//! `arn:aws:iam::ACCOUNT:user/NAME`, account ARNs `arn:aws:iam::ACCOUNT:root` or a bare
+//! account id, `{"CanonicalUser": ...}`, `{"Service": ...}`), `Action` / `NotAction` and
 //! `Resource` / `NotResource` with `*` and `?` wildcards, and `Condition` with the operators
-//! `String(Not)Equals(IgnoreCase)`, `String(Not)Like`, `(Not)IpAddress`, `Bool`,
-//! `Numeric*`, `Null`, and `...IfExists` forms, over the keys of [`CONDITION_KEYS`]. Anything
-//! else (`NotPrincipal`, policy variables, other keys) is refused when the policy is stored,
-//! with `MalformedPolicy` saying what.
+//! `String(Not)Equals(IgnoreCase)`, `String(Not)Like`, `(Not)IpAddress`, `Bool`, `Numeric*`,
+//! `Date*`, `Arn(Not)Equals`, `Arn(Not)Like`, `Null`, the `...IfExists` forms and the
+//! `ForAnyValue:` / `ForAllValues:` set qualifiers, over the keys of [`CONDITION_KEYS`].
+//! Anything else (`NotPrincipal`, policy variables, other keys) is refused when the policy is
+//! stored, with `MalformedPolicy` saying what.
+//!
+//! Who the request's principal is, and the values of its condition keys, are the caller's to
+//! say ([`PolicyRequest`]): this module does no I/O and believes what it is told. A service
+//! principal ([`PolicyRequest::service`]) is what the server itself acts as (delivering
+//! server access logs), never what a client claims.
 //!
 //! A policy is at most [`MAX_POLICY_LEN`] bytes (S3's limit).
 
@@ -31,7 +38,7 @@ use super::{S3Error, S3ErrorCode, S3Result};
 pub const MAX_POLICY_LEN: usize = 20 * 1024;
 
 /// The condition keys a policy may use (compared without regard to case); the `/<tag key>`
-/// of `s3:ExistingObjectTag/` is any tag key.
+/// of `s3:ExistingObjectTag/` and `s3:RequestObjectTag/` is any tag key.
 pub const CONDITION_KEYS: &[&str] = &[
     "aws:SourceIp",
     "aws:SecureTransport",
@@ -39,16 +46,51 @@ pub const CONDITION_KEYS: &[&str] = &[
     "aws:Referer",
     "aws:username",
     "aws:PrincipalType",
+    "aws:PrincipalAccount",
+    "aws:SourceArn",
+    "aws:SourceAccount",
+    "aws:CurrentTime",
+    "aws:EpochTime",
     "s3:prefix",
     "s3:delimiter",
     "s3:max-keys",
+    "s3:versionid",
     "s3:x-amz-acl",
     "s3:x-amz-content-sha256",
     "s3:x-amz-server-side-encryption",
+    "s3:x-amz-server-side-encryption-aws-kms-key-id",
+    "s3:x-amz-server-side-encryption-customer-algorithm",
+    "s3:x-amz-copy-source",
+    "s3:x-amz-metadata-directive",
+    "s3:x-amz-grant-read",
+    "s3:x-amz-grant-write",
+    "s3:x-amz-grant-read-acp",
+    "s3:x-amz-grant-write-acp",
+    "s3:x-amz-grant-full-control",
+    "s3:x-amz-storage-class",
+    "s3:object-lock-mode",
+    "s3:object-lock-retain-until-date",
+    "s3:object-lock-remaining-retention-days",
+    "s3:object-lock-legal-hold",
+    "s3:RequestObjectTagKeys",
     "s3:authType",
     "s3:signatureversion",
+    "s3:signatureAge",
+    "s3:TlsVersion",
     "s3:ExistingObjectTag/",
+    "s3:RequestObjectTag/",
+    // Known so that AWS's examples parse, never present in a request to Ferry (no MFA, no
+    // organizations, no VPC endpoints): a condition on them is evaluated as on AWS for a
+    // request without them.
+    "aws:MultiFactorAuthPresent",
+    "aws:MultiFactorAuthAge",
+    "aws:PrincipalOrgID",
+    "aws:SourceVpc",
+    "aws:SourceVpce",
 ];
+
+/// The service principal that delivers server access logs (`{"Service": ...}`).
+pub const LOGGING_SERVICE: &str = "logging.s3.amazonaws.com";
 
 /// The S3 actions a policy's `Action` may name (each pattern must match one of them).
 pub const ACTIONS: &[&str] = &[
@@ -125,13 +167,19 @@ pub struct Principal<'a> {
     pub name: &'a str,
     /// The user's canonical id (matched by `{"CanonicalUser": ID}`).
     pub canonical_id: &'a str,
+    /// The user's account id (matched by `arn:aws:iam::ACCOUNT:root` and a bare `ACCOUNT`).
+    pub account: &'a str,
 }
 
 /// One request as a policy sees it.
 #[derive(Debug, Clone)]
 pub struct PolicyRequest<'a> {
-    /// The signer, or `None` for an anonymous request.
+    /// The signer, or `None` for an anonymous request (or a service's).
     pub principal: Option<Principal<'a>>,
+    /// The service principal the server itself acts as (`logging.s3.amazonaws.com`
+    /// delivering access logs), matched by `{"Service": ...}`; `None` for every request a
+    /// client makes, whatever it sends.
+    pub service: Option<&'a str>,
     /// The action, as `s3:GetObject`.
     pub action: &'a str,
     /// The resource's ARN: `arn:aws:s3:::bucket` or `arn:aws:s3:::bucket/key`.
@@ -170,10 +218,13 @@ struct Statement {
 enum PrincipalSet {
     /// `"*"` or `{"AWS": "*"}`: everyone, anonymous included.
     Anyone,
-    /// User ARNs' names and canonical ids.
+    /// User ARNs' names, canonical ids, accounts (`arn:aws:iam::ACCOUNT:root`) and
+    /// services.
     Some {
         user_names: Vec<String>,
         canonical_ids: Vec<String>,
+        accounts: Vec<String>,
+        services: Vec<String>,
     },
 }
 
@@ -199,8 +250,19 @@ struct Condition {
     op: Op,
     negated: bool,
     if_exists: bool,
+    /// `ForAnyValue:` / `ForAllValues:`; `None` for a single-valued test.
+    set: Option<SetOp>,
     key: String,
     values: Vec<String>,
+}
+
+/// The set qualifiers of multi-valued keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SetOp {
+    /// `ForAnyValue:`: at least one of the request's values passes (none: fails).
+    AnyValue,
+    /// `ForAllValues:`: every one of the request's values passes (none: holds).
+    AllValues,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -215,6 +277,13 @@ enum Op {
     NumericLessThanEquals,
     NumericGreaterThan,
     NumericGreaterThanEquals,
+    DateEquals,
+    DateLessThan,
+    DateLessThanEquals,
+    DateGreaterThan,
+    DateGreaterThanEquals,
+    ArnEquals,
+    ArnLike,
     Null,
 }
 
@@ -348,10 +417,15 @@ impl Condition {
                     .iter()
                     .all(|v| parse_cidr(v).is_some_and(|(_, bits)| bits > 0));
         }
+        // (`ForAllValues:` holds on a request without the key: it fixes nothing.)
         let fixed_op = matches!(
             self.op,
-            Op::StringEquals | Op::StringEqualsIgnoreCase | Op::StringLike
-        );
+            Op::StringEquals
+                | Op::StringEqualsIgnoreCase
+                | Op::StringLike
+                | Op::ArnEquals
+                | Op::ArnLike
+        ) && self.set != Some(SetOp::AllValues);
         let no_wildcard = self.values.iter().all(|v| !v.contains(['*', '?']));
         let role_pattern = self.key.eq_ignore_ascii_case("aws:userid")
             && self.values.iter().any(|v| v.ends_with(":*"));
@@ -375,18 +449,23 @@ impl Statement {
     }
 
     fn matches(&self, req: &PolicyRequest<'_>) -> bool {
-        let principal = match (&self.principal, req.principal) {
-            (PrincipalSet::Anyone, _) => true,
-            (PrincipalSet::Some { .. }, None) => false,
-            (
-                PrincipalSet::Some {
-                    user_names,
-                    canonical_ids,
-                },
-                Some(p),
-            ) => {
-                user_names.iter().any(|n| n == p.name)
-                    || canonical_ids.iter().any(|c| c == p.canonical_id)
+        let principal = match &self.principal {
+            PrincipalSet::Anyone => true,
+            PrincipalSet::Some {
+                user_names,
+                canonical_ids,
+                accounts,
+                services,
+            } => {
+                let user = req.principal.is_some_and(|p| {
+                    user_names.iter().any(|n| n == p.name)
+                        || canonical_ids.iter().any(|c| c == p.canonical_id)
+                        || accounts.iter().any(|a| a.eq_ignore_ascii_case(p.account))
+                });
+                let service = req
+                    .service
+                    .is_some_and(|s| services.iter().any(|x| x.eq_ignore_ascii_case(s)));
+                user || service
             }
         };
         principal
@@ -498,6 +577,8 @@ fn parse_principal(v: &Value) -> S3Result<PrincipalSet> {
         Value::Object(m) if !m.is_empty() => {
             let mut user_names = Vec::new();
             let mut canonical_ids = Vec::new();
+            let mut accounts = Vec::new();
+            let mut services = Vec::new();
             for (kind, value) in m {
                 let list = strings(value).ok_or_else(invalid)?;
                 match kind.as_str() {
@@ -506,23 +587,42 @@ fn parse_principal(v: &Value) -> S3Result<PrincipalSet> {
                             if p == "*" {
                                 return Ok(PrincipalSet::Anyone);
                             }
-                            user_names.push(user_arn_name(&p).ok_or_else(|| {
-                                malformed(format!(
-                                    "Invalid principal in policy: {p} (expected * or \
-                                     arn:aws:iam::ACCOUNT:user/NAME)"
-                                ))
-                            })?);
+                            match aws_principal(&p) {
+                                Some(AwsPrincipal::User(name)) => user_names.push(name),
+                                Some(AwsPrincipal::Account(id)) => accounts.push(id),
+                                None => {
+                                    return Err(malformed(format!(
+                                        "Invalid principal in policy: {p} (expected *, an \
+                                         account id, arn:aws:iam::ACCOUNT:root or \
+                                         arn:aws:iam::ACCOUNT:user/NAME)"
+                                    )));
+                                }
+                            }
                         }
                     }
                     "CanonicalUser" => {
                         for id in list {
-                            let ok = id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit());
-                            if !ok {
+                            if !is_canonical_id(&id) {
                                 return Err(malformed(format!(
                                     "Invalid principal in policy: canonical id {id}"
                                 )));
                             }
                             canonical_ids.push(id.to_ascii_lowercase());
+                        }
+                    }
+                    "Service" => {
+                        for name in list {
+                            let ok = !name.is_empty()
+                                && name.len() <= 128
+                                && name
+                                    .bytes()
+                                    .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+                            if !ok {
+                                return Err(malformed(format!(
+                                    "Invalid principal in policy: service {name}"
+                                )));
+                            }
+                            services.push(name);
                         }
                     }
                     _ => return Err(invalid()),
@@ -531,20 +631,44 @@ fn parse_principal(v: &Value) -> S3Result<PrincipalSet> {
             Ok(PrincipalSet::Some {
                 user_names,
                 canonical_ids,
+                accounts,
+                services,
             })
         }
         _ => Err(invalid()),
     }
 }
 
-/// `arn:aws:iam::ACCOUNT:user/NAME` (any account: Ferry has one) → `NAME`.
-fn user_arn_name(arn: &str) -> Option<String> {
-    let rest = arn.strip_prefix("arn:aws:iam::")?;
-    let (_account, resource) = rest.split_once(':')?;
+fn is_canonical_id(id: &str) -> bool {
+    id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// An account id: AWS's 12 digits, or a canonical id (64 hex digits; what Ferry's users'
+/// accounts are).
+fn is_account_id(id: &str) -> bool {
+    (id.len() == 12 && id.bytes().all(|b| b.is_ascii_digit())) || is_canonical_id(id)
+}
+
+enum AwsPrincipal {
+    /// `arn:aws:iam::ACCOUNT:user/NAME` (any account: the name says who).
+    User(String),
+    /// `arn:aws:iam::ACCOUNT:root` or a bare `ACCOUNT`: whoever's account it is.
+    Account(String),
+}
+
+fn aws_principal(p: &str) -> Option<AwsPrincipal> {
+    if is_account_id(p) {
+        return Some(AwsPrincipal::Account(p.to_ascii_lowercase()));
+    }
+    let rest = p.strip_prefix("arn:aws:iam::")?;
+    let (account, resource) = rest.split_once(':')?;
+    if resource == "root" {
+        return is_account_id(account).then(|| AwsPrincipal::Account(account.to_ascii_lowercase()));
+    }
     let name = resource.strip_prefix("user/")?;
     // A path before the name (`user/division/NAME`) is allowed: the name is the last part.
     let name = name.rsplit('/').next()?;
-    (!name.is_empty()).then(|| name.to_owned())
+    (!name.is_empty()).then(|| AwsPrincipal::User(name.to_owned()))
 }
 
 /// A resource must be `arn:aws:s3:::BUCKET` or `arn:aws:s3:::BUCKET/...` of this bucket (a
@@ -562,9 +686,16 @@ fn check_resource(r: &str, bucket: &str) -> S3Result<()> {
 fn parse_conditions(c: &Map<String, Value>) -> S3Result<Vec<Condition>> {
     let mut out = Vec::new();
     for (op_name, block) in c {
-        let (base, if_exists) = match op_name.strip_suffix("IfExists") {
+        let (set, rest) = if let Some(r) = op_name.strip_prefix("ForAnyValue:") {
+            (Some(SetOp::AnyValue), r)
+        } else if let Some(r) = op_name.strip_prefix("ForAllValues:") {
+            (Some(SetOp::AllValues), r)
+        } else {
+            (None, op_name.as_str())
+        };
+        let (base, if_exists) = match rest.strip_suffix("IfExists") {
             Some(b) => (b, true),
-            None => (op_name.as_str(), false),
+            None => (rest, false),
         };
         let (op, negated) = match base {
             "StringEquals" => (Op::StringEquals, false),
@@ -582,7 +713,18 @@ fn parse_conditions(c: &Map<String, Value>) -> S3Result<Vec<Condition>> {
             "NumericLessThanEquals" => (Op::NumericLessThanEquals, false),
             "NumericGreaterThan" => (Op::NumericGreaterThan, false),
             "NumericGreaterThanEquals" => (Op::NumericGreaterThanEquals, false),
-            "Null" if !if_exists => (Op::Null, false),
+            "DateEquals" => (Op::DateEquals, false),
+            "DateNotEquals" => (Op::DateEquals, true),
+            "DateLessThan" => (Op::DateLessThan, false),
+            "DateLessThanEquals" => (Op::DateLessThanEquals, false),
+            "DateGreaterThan" => (Op::DateGreaterThan, false),
+            "DateGreaterThanEquals" => (Op::DateGreaterThanEquals, false),
+            "ArnEquals" => (Op::ArnEquals, false),
+            "ArnNotEquals" => (Op::ArnEquals, true),
+            "ArnLike" => (Op::ArnLike, false),
+            "ArnNotLike" => (Op::ArnLike, true),
+            // `Null` tests presence: neither a set nor "if it exists" means anything to it.
+            "Null" if !if_exists && set.is_none() => (Op::Null, false),
             _ => {
                 return Err(malformed(format!(
                     "Policy has an invalid condition operator: {op_name}"
@@ -616,6 +758,7 @@ fn parse_conditions(c: &Map<String, Value>) -> S3Result<Vec<Condition>> {
                 op,
                 negated,
                 if_exists,
+                set,
                 key: key.clone(),
                 values,
             });
@@ -637,6 +780,12 @@ fn check_value(op: Op, key: &str, v: &str) -> S3Result<()> {
         | Op::NumericLessThanEquals
         | Op::NumericGreaterThan
         | Op::NumericGreaterThanEquals => v.parse::<f64>().is_ok(),
+        Op::DateEquals
+        | Op::DateLessThan
+        | Op::DateLessThanEquals
+        | Op::DateGreaterThan
+        | Op::DateGreaterThanEquals => parse_date(v).is_some(),
+        Op::ArnEquals | Op::ArnLike => v == "*" || arn_parts(v).is_some(),
         Op::StringEquals | Op::StringEqualsIgnoreCase | Op::StringLike => true,
     };
     if ok {
@@ -648,6 +797,39 @@ fn check_value(op: Op, key: &str, v: &str) -> S3Result<()> {
     }
 }
 
+/// A policy's date: ISO 8601 (`2026-01-31T12:00:00Z`, with or without fractions, or a day
+/// `2026-01-31`, its midnight UTC) or Unix seconds; as Unix milliseconds.
+pub fn parse_date(v: &str) -> Option<i64> {
+    let v = v.trim();
+    if !v.is_empty() && v.len() <= 12 && v.bytes().all(|b| b.is_ascii_digit()) {
+        return v.parse::<i64>().ok()?.checked_mul(1000);
+    }
+    let b = v.as_bytes();
+    let dt = if b.len() == 10 {
+        crate::time::DateTime::parse_iso8601(&format!("{v}T00:00:00Z"))?
+    } else {
+        crate::time::DateTime::parse_iso8601(v)?
+    };
+    let millis = match b.get(19) {
+        Some(b'.') => {
+            let frac = &v[20..v.len() - 1];
+            let mut ms = 0i64;
+            for (i, d) in frac.bytes().take(3).enumerate() {
+                ms += i64::from(d - b'0') * [100, 10, 1][i];
+            }
+            ms
+        }
+        _ => 0,
+    };
+    dt.to_unix().checked_mul(1000)?.checked_add(millis)
+}
+
+/// An ARN's six parts (`arn:partition:service:region:account:resource`).
+fn arn_parts(v: &str) -> Option<Vec<&str>> {
+    let parts: Vec<&str> = v.splitn(6, ':').collect();
+    (parts.len() == 6 && parts[0] == "arn").then_some(parts)
+}
+
 impl Condition {
     fn holds(&self, req: &PolicyRequest<'_>) -> bool {
         let present = req.values(&self.key);
@@ -656,14 +838,28 @@ impl Condition {
             let want_absent = self.values.iter().any(|v| v == "true");
             return present.is_empty() == want_absent;
         }
-        if present.is_empty() {
-            // Absent: `...IfExists` holds, a negated operator holds, a positive one does not.
-            return self.if_exists || self.negated;
+        // One of the request's values passes: it matches one of the policy's (a negated
+        // operator: it matches none of them).
+        let passes =
+            |have: &&str| self.values.iter().any(|want| self.test(have, want)) != self.negated;
+        match self.set {
+            // AWS: ForAllValues holds for a key absent from the request (an empty set);
+            // ForAnyValue does not, unless `...IfExists`.
+            Some(SetOp::AllValues) => present.iter().all(passes),
+            Some(SetOp::AnyValue) if present.is_empty() => self.if_exists,
+            Some(SetOp::AnyValue) => present.iter().any(passes),
+            None if present.is_empty() => {
+                // Absent: `...IfExists` holds, a negated operator holds, a positive one does
+                // not.
+                self.if_exists || self.negated
+            }
+            None => {
+                let any = present
+                    .iter()
+                    .any(|have| self.values.iter().any(|want| self.test(have, want)));
+                any != self.negated
+            }
         }
-        let any = present
-            .iter()
-            .any(|have| self.values.iter().any(|want| self.test(have, want)));
-        any != self.negated
     }
 
     fn test(&self, have: &str, want: &str) -> bool {
@@ -691,6 +887,33 @@ impl Condition {
                     Op::NumericGreaterThan => h > w,
                     _ => h >= w,
                 }
+            }
+            Op::DateEquals
+            | Op::DateLessThan
+            | Op::DateLessThanEquals
+            | Op::DateGreaterThan
+            | Op::DateGreaterThanEquals => {
+                let (Some(h), Some(w)) = (parse_date(have), parse_date(want)) else {
+                    return false;
+                };
+                match self.op {
+                    Op::DateEquals => h == w,
+                    Op::DateLessThan => h < w,
+                    Op::DateLessThanEquals => h <= w,
+                    Op::DateGreaterThan => h > w,
+                    _ => h >= w,
+                }
+            }
+            // ARNs compare part by part (a wildcard stays within its part), case-sensitively;
+            // `ArnEquals` takes wildcards as `ArnLike` does (AWS: the two are one).
+            Op::ArnEquals | Op::ArnLike => {
+                if want == "*" {
+                    return true;
+                }
+                let (Some(h), Some(w)) = (arn_parts(have), arn_parts(want)) else {
+                    return false;
+                };
+                h.iter().zip(&w).all(|(h, w)| wildcard_match(w, h, false))
             }
             Op::Null => false,
         }
@@ -767,10 +990,12 @@ mod tests {
     const ALICE: Principal<'static> = Principal {
         name: "alice",
         canonical_id: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        account: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
     };
     const BOB: Principal<'static> = Principal {
         name: "bob",
         canonical_id: "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+        account: "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
     };
 
     fn req<'a>(
@@ -781,6 +1006,7 @@ mod tests {
     ) -> PolicyRequest<'a> {
         PolicyRequest {
             principal,
+            service: None,
             action,
             resource,
             context,
@@ -874,10 +1100,14 @@ mod tests {
             op,
             negated: false,
             if_exists: false,
+            set: None,
             key: key.into(),
             values: alloc::vec![value.into()],
         };
         assert!(fixed("aws:SourceArn", Op::StringEquals, "arn:aws:s3:::src").fixes_who());
+        assert!(fixed("aws:SourceArn", Op::ArnEquals, "arn:aws:s3:::src").fixes_who());
+        assert!(fixed("aws:SourceArn", Op::ArnLike, "arn:aws:s3:::src").fixes_who());
+        assert!(!fixed("aws:SourceArn", Op::ArnLike, "arn:aws:s3:::*").fixes_who());
         assert!(fixed("aws:SourceAccount", Op::StringEquals, "123456789012").fixes_who());
         assert!(!fixed("aws:SourceArn", Op::StringLike, "arn:aws:s3:::*").fixes_who());
         assert!(!fixed("aws:userid", Op::StringEquals, "AROLEID:*").fixes_who());
@@ -1170,5 +1400,399 @@ mod tests {
         policy(&with(
             &ok_statement.replace("arn:aws:s3:::docs/*", "arn:aws:s3:::do*"),
         ));
+    }
+
+    /// AWS's documented example policies (`core/tests/fixtures/policies`, bucket
+    /// `amzn-s3-demo-bucket`): each parses and allows or denies what AWS says it does.
+    mod aws_examples {
+        use super::*;
+
+        const BUCKET: &str = "amzn-s3-demo-bucket";
+        const OBJECT: &str = "arn:aws:s3:::amzn-s3-demo-bucket/doc.txt";
+        const DAVE: Principal<'static> = Principal {
+            name: "Dave",
+            canonical_id: "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd",
+            account: "111122223333",
+        };
+        const JOHN: Principal<'static> = Principal {
+            name: "JohnDoe",
+            canonical_id: "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee",
+            account: "444455556666",
+        };
+
+        macro_rules! fixture {
+            ($name:literal) => {
+                Policy::parse(
+                    include_bytes!(concat!("../../tests/fixtures/policies/", $name, ".json")),
+                    BUCKET,
+                )
+                .unwrap_or_else(|e| panic!("{}: {e:?}", $name))
+            };
+        }
+
+        fn put(p: &Policy, who: Option<Principal<'_>>, ctx: &[(&str, &str)]) -> Decision {
+            p.evaluate(&req(who, "s3:PutObject", OBJECT, ctx))
+        }
+
+        #[test]
+        fn encryption() {
+            let p = fixture!("require-sse-kms");
+            assert_eq!(put(&p, Some(BOB), &[]), Decision::Deny);
+            let kms = ("s3:x-amz-server-side-encryption-aws-kms-key-id", "alias/k");
+            assert_eq!(put(&p, Some(BOB), &[kms]), Decision::Default);
+
+            let p = fixture!("require-sse-kms-key");
+            let key = "arn:aws:kms:us-east-2:111122223333:key/01234567-89ab-cdef-0123-456789abcdef";
+            let k = "s3:x-amz-server-side-encryption-aws-kms-key-id";
+            assert_eq!(put(&p, Some(BOB), &[(k, key)]), Decision::Default);
+            assert_eq!(
+                put(
+                    &p,
+                    Some(BOB),
+                    &[(k, "arn:aws:kms:us-east-2:111122223333:key/other")]
+                ),
+                Decision::Deny
+            );
+            // ...IfExists holds when the key is absent (AWS: "evaluate the condition element
+            // as true"); a key id that is not an ARN is never equal.
+            assert_eq!(put(&p, Some(BOB), &[]), Decision::Deny);
+            assert_eq!(put(&p, Some(BOB), &[(k, "alias/k")]), Decision::Deny);
+
+            let p = fixture!("deny-unencrypted-uploads");
+            let sse = "s3:x-amz-server-side-encryption";
+            assert_eq!(put(&p, Some(BOB), &[]), Decision::Deny);
+            assert_eq!(put(&p, Some(BOB), &[(sse, "aws:kms")]), Decision::Deny);
+            assert_eq!(put(&p, Some(BOB), &[(sse, "AES256")]), Decision::Default);
+
+            let p = fixture!("deny-sse-c");
+            let c = "s3:x-amz-server-side-encryption-customer-algorithm";
+            assert_eq!(put(&p, Some(BOB), &[(c, "AES256")]), Decision::Deny);
+            assert_eq!(put(&p, Some(BOB), &[(sse, "AES256")]), Decision::Default);
+        }
+
+        #[test]
+        fn copy_source_and_metadata_directive() {
+            let p = fixture!("copy-source-prefix");
+            let src = "s3:x-amz-copy-source";
+            let ok = (src, "amzn-s3-demo-source-bucket/public/a.txt");
+            assert_eq!(put(&p, Some(DAVE), &[ok]), Decision::Allow);
+            let private = (src, "amzn-s3-demo-source-bucket/private/a.txt");
+            assert_eq!(put(&p, Some(DAVE), &[private]), Decision::Deny);
+            // Not a copy: Dave may only copy (as AWS's example says: the key is absent, so
+            // StringNotLike holds).
+            assert_eq!(put(&p, Some(DAVE), &[]), Decision::Deny);
+            assert_eq!(put(&p, Some(BOB), &[private]), Decision::Default);
+
+            let p = fixture!("metadata-directive");
+            let d = "s3:x-amz-metadata-directive";
+            assert_eq!(put(&p, Some(BOB), &[(d, "REPLACE")]), Decision::Deny);
+            assert_eq!(put(&p, Some(BOB), &[(d, "COPY")]), Decision::Default);
+            assert_eq!(put(&p, Some(BOB), &[]), Decision::Default);
+        }
+
+        #[test]
+        fn grants_and_acl() {
+            let p = fixture!("grant-full-control");
+            let g = "s3:x-amz-grant-full-control";
+            let id = "id=79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be";
+            assert_eq!(put(&p, Some(DAVE), &[(g, id)]), Decision::Allow);
+            assert_eq!(put(&p, Some(DAVE), &[(g, "id=00")]), Decision::Deny);
+            assert_eq!(put(&p, Some(DAVE), &[]), Decision::Deny);
+            assert_eq!(put(&p, None, &[(g, id)]), Decision::Default);
+
+            // An account's root: every user of that account, no one else.
+            let p = fixture!("bucket-owner-full-control");
+            let acl = ("s3:x-amz-acl", "bucket-owner-full-control");
+            assert_eq!(put(&p, Some(DAVE), &[acl]), Decision::Allow);
+            assert_eq!(
+                put(&p, Some(DAVE), &[("s3:x-amz-acl", "private")]),
+                Decision::Default
+            );
+            assert_eq!(put(&p, Some(JOHN), &[acl]), Decision::Default);
+            assert_eq!(put(&p, None, &[acl]), Decision::Default);
+
+            // A bare account id is the account's root.
+            let p = fixture!("storage-class");
+            let sc = "s3:x-amz-storage-class";
+            assert_eq!(put(&p, Some(DAVE), &[(sc, "STANDARD_IA")]), Decision::Allow);
+            assert_eq!(put(&p, Some(DAVE), &[(sc, "STANDARD")]), Decision::Default);
+            assert_eq!(put(&p, Some(DAVE), &[]), Decision::Default);
+            assert_eq!(
+                put(&p, Some(JOHN), &[(sc, "STANDARD_IA")]),
+                Decision::Default
+            );
+        }
+
+        #[test]
+        fn request_tags() {
+            let k = "s3:RequestObjectTagKeys";
+            let p = fixture!("tag-keys-allowed");
+            assert_eq!(put(&p, Some(JOHN), &[(k, "Owner")]), Decision::Allow);
+            assert_eq!(
+                put(&p, Some(JOHN), &[(k, "Owner"), (k, "CreationDate")]),
+                Decision::Allow
+            );
+            assert_eq!(
+                put(&p, Some(JOHN), &[(k, "Owner"), (k, "Secret")]),
+                Decision::Default
+            );
+            // ForAllValues over no values holds (AWS: an empty set).
+            assert_eq!(put(&p, Some(JOHN), &[]), Decision::Allow);
+            let tagging = |ctx: &[(&str, &str)]| {
+                p.evaluate(&req(Some(JOHN), "s3:PutObjectTagging", OBJECT, ctx))
+            };
+            assert_eq!(tagging(&[(k, "Secret")]), Decision::Default);
+
+            let p = fixture!("tag-key-required");
+            let project = |v| [(k, "Project"), ("s3:RequestObjectTag/Project", v)];
+            assert_eq!(put(&p, None, &project("X")), Decision::Allow);
+            assert_eq!(put(&p, None, &project("Y")), Decision::Default);
+            assert_eq!(put(&p, None, &[(k, "Owner")]), Decision::Deny);
+            assert_eq!(put(&p, None, &[]), Decision::Deny);
+            let mut two = project("X").to_vec();
+            two.push((k, "Owner"));
+            assert_eq!(put(&p, None, &two), Decision::Allow);
+        }
+
+        #[test]
+        fn transport_signature_and_time() {
+            let get = |p: &Policy, ctx: &[(&str, &str)]| {
+                p.evaluate(&req(Some(BOB), "s3:GetObject", OBJECT, ctx))
+            };
+            let p = fixture!("tls-version");
+            assert_eq!(get(&p, &[("s3:TlsVersion", "1.3")]), Decision::Default);
+            assert_eq!(get(&p, &[("s3:TlsVersion", "1.2")]), Decision::Default);
+            assert_eq!(get(&p, &[("s3:TlsVersion", "1.1")]), Decision::Deny);
+            // Plain HTTP has no TLS version: a positive operator does not hold.
+            assert_eq!(get(&p, &[]), Decision::Default);
+            let list = req(
+                Some(BOB),
+                "s3:ListBucket",
+                "arn:aws:s3:::amzn-s3-demo-bucket",
+                &[("s3:TlsVersion", "1.0")],
+            );
+            assert_eq!(p.evaluate(&list), Decision::Deny);
+
+            let p = fixture!("https-only");
+            assert_eq!(get(&p, &[("aws:SecureTransport", "false")]), Decision::Deny);
+            assert_eq!(
+                get(&p, &[("aws:SecureTransport", "true")]),
+                Decision::Default
+            );
+
+            let p = fixture!("signature-age");
+            assert_eq!(get(&p, &[("s3:signatureAge", "599999")]), Decision::Default);
+            assert_eq!(get(&p, &[("s3:signatureAge", "600001")]), Decision::Deny);
+            assert_eq!(get(&p, &[]), Decision::Default);
+
+            let p = fixture!("current-time");
+            let at = |t| [("aws:CurrentTime", t)];
+            assert_eq!(get(&p, &at("2020-05-01T12:00:00Z")), Decision::Allow);
+            assert_eq!(get(&p, &at("2020-05-01T12:00:00.250Z")), Decision::Allow);
+            assert_eq!(get(&p, &at("2020-03-31T23:59:59Z")), Decision::Default);
+            assert_eq!(get(&p, &at("2020-07-01T00:00:00Z")), Decision::Default);
+
+            let p = fixture!("mfa-required");
+            let tax = "arn:aws:s3:::amzn-s3-demo-bucket/taxdocuments/2020.pdf";
+            assert_eq!(
+                p.evaluate(&req(Some(BOB), "s3:GetObject", tax, &[])),
+                Decision::Deny
+            );
+            assert_eq!(get(&p, &[]), Decision::Default);
+        }
+
+        #[test]
+        fn object_lock() {
+            let p = fixture!("object-lock-retention-limit");
+            let r = |ctx: &[(&str, &str)]| {
+                p.evaluate(&req(Some(BOB), "s3:PutObjectRetention", OBJECT, ctx))
+            };
+            let mode = ("s3:object-lock-mode", "GOVERNANCE");
+            let days = |d| [mode, ("s3:object-lock-remaining-retention-days", d)];
+            assert_eq!(r(&days("5")), Decision::Default);
+            assert_eq!(r(&days("11")), Decision::Deny);
+            let compliance = [
+                ("s3:object-lock-mode", "COMPLIANCE"),
+                ("s3:object-lock-remaining-retention-days", "1"),
+            ];
+            assert_eq!(r(&compliance), Decision::Deny);
+        }
+
+        /// Server access logs: the logging service, for the named source bucket and account
+        /// only; no user, however named, is the service.
+        #[test]
+        fn logging_delivery() {
+            let p = fixture!("server-access-logging");
+            let target = "arn:aws:s3:::amzn-s3-demo-bucket/EXAMPLE-LOGGING-PREFIX2026-01-01";
+            let source = ("aws:SourceArn", "arn:aws:s3:::amzn-s3-demo-source-bucket");
+            let account = ("aws:SourceAccount", "111122223333");
+            let deliver = |service: Option<&str>, who, ctx: &[(&str, &str)]| {
+                p.evaluate(&PolicyRequest {
+                    principal: who,
+                    service,
+                    action: "s3:PutObject",
+                    resource: target,
+                    context: ctx,
+                })
+            };
+            let logging = Some(LOGGING_SERVICE);
+            assert_eq!(deliver(logging, None, &[source, account]), Decision::Allow);
+            assert_eq!(
+                deliver(
+                    logging,
+                    None,
+                    &[source, ("aws:SourceAccount", "444455556666")]
+                ),
+                Decision::Default
+            );
+            assert_eq!(
+                deliver(
+                    logging,
+                    None,
+                    &[("aws:SourceArn", "arn:aws:s3:::other"), account]
+                ),
+                Decision::Default
+            );
+            assert_eq!(deliver(logging, None, &[account]), Decision::Default);
+            assert_eq!(
+                deliver(Some("cloudtrail.amazonaws.com"), None, &[source, account]),
+                Decision::Default
+            );
+            // A client, with every fact a client could send, is not the service.
+            assert_eq!(
+                deliver(None, Some(DAVE), &[source, account]),
+                Decision::Default
+            );
+            assert_eq!(deliver(None, None, &[source, account]), Decision::Default);
+            let elsewhere = PolicyRequest {
+                principal: None,
+                service: logging,
+                action: "s3:PutObject",
+                resource: OBJECT,
+                context: &[source, account],
+            };
+            assert_eq!(p.evaluate(&elsewhere), Decision::Default);
+        }
+    }
+
+    #[test]
+    fn set_operators() {
+        let p = policy(
+            r#"{"Statement":[
+              {"Effect":"Allow","Principal":"*","Action":"s3:PutObject","Resource":"arn:aws:s3:::docs/*",
+               "Condition":{"ForAnyValue:StringLike":{"s3:RequestObjectTagKeys":["team-*"]}}},
+              {"Effect":"Deny","Principal":"*","Action":"s3:PutObject","Resource":"arn:aws:s3:::docs/*",
+               "Condition":{"ForAnyValue:StringEquals":{"s3:RequestObjectTagKeys":["secret"]}}}]}"#,
+        );
+        let k = "s3:RequestObjectTagKeys";
+        let put = |ctx: &[(&str, &str)]| {
+            p.evaluate(&req(Some(BOB), "s3:PutObject", "arn:aws:s3:::docs/a", ctx))
+        };
+        assert_eq!(put(&[(k, "x"), (k, "team-a")]), Decision::Allow);
+        assert_eq!(put(&[(k, "x")]), Decision::Default);
+        // ForAnyValue over no values fails.
+        assert_eq!(put(&[]), Decision::Default);
+        assert_eq!(put(&[(k, "team-a"), (k, "secret")]), Decision::Deny);
+        let p = policy(
+            r#"{"Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:PutObject",
+            "Resource":"arn:aws:s3:::docs/*",
+            "Condition":{"ForAnyValue:StringNotLikeIfExists":{"s3:RequestObjectTagKeys":["a*"]}}}]}"#,
+        );
+        let put = |ctx: &[(&str, &str)]| {
+            p.evaluate(&req(Some(BOB), "s3:PutObject", "arn:aws:s3:::docs/a", ctx))
+        };
+        assert_eq!(put(&[]), Decision::Deny);
+        assert_eq!(put(&[(k, "ab"), (k, "ac")]), Decision::Default);
+        assert_eq!(put(&[(k, "ab"), (k, "b")]), Decision::Deny);
+        assert!(refused(&format!(
+            r#"{{"Statement":{{"Effect":"Deny","Principal":"*","Action":"s3:PutObject","Resource":"arn:aws:s3:::docs/*","Condition":{{"ForAnyValue:Null":{{"{k}":"true"}}}}}}}}"#
+        )).contains("operator"));
+    }
+
+    #[test]
+    fn dates_and_epoch_time() {
+        assert_eq!(parse_date("1970-01-02"), Some(86_400_000));
+        assert_eq!(parse_date("86400"), Some(86_400_000));
+        assert_eq!(parse_date("1970-01-01T00:00:01.5Z"), Some(1_500));
+        assert_eq!(parse_date("1970-01-01T00:00:01+01:00"), None);
+        assert_eq!(parse_date("soon"), None);
+        let p = policy(
+            r#"{"Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::docs/*",
+            "Condition":{"DateGreaterThanEquals":{"aws:EpochTime":"2030-01-01"}}},
+            {"Effect":"Deny","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::docs/*",
+            "Condition":{"NumericLessThan":{"aws:EpochTime":946684800}}}]}"#,
+        );
+        let get = |t| {
+            p.evaluate(&req(
+                Some(BOB),
+                "s3:GetObject",
+                "arn:aws:s3:::docs/a",
+                &[("aws:EpochTime", t)],
+            ))
+        };
+        assert_eq!(get("1893456000"), Decision::Deny);
+        assert_eq!(get("1893455999"), Decision::Default);
+        assert_eq!(get("946684799"), Decision::Deny);
+        let bad = r#"{"Statement":{"Effect":"Deny","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::docs/*","Condition":{"DateLessThan":{"aws:CurrentTime":"tomorrow"}}}}"#;
+        assert!(refused(bad).contains("Invalid value"));
+    }
+
+    #[test]
+    fn principals_by_account_and_service() {
+        let p = policy(&format!(
+            r#"{{"Statement":[{{"Effect":"Allow","Principal":{{"AWS":["arn:aws:iam::{}:root"]}},
+            "Action":"s3:GetObject","Resource":"arn:aws:s3:::docs/*"}},
+            {{"Effect":"Allow","Principal":{{"Service":["logging.s3.amazonaws.com"]}},
+            "Action":"s3:PutObject","Resource":"arn:aws:s3:::docs/logs/*"}}]}}"#,
+            ALICE.account.to_ascii_uppercase()
+        ));
+        let get = |who| p.evaluate(&req(who, "s3:GetObject", "arn:aws:s3:::docs/a", &[]));
+        assert_eq!(get(Some(ALICE)), Decision::Allow);
+        assert_eq!(get(Some(BOB)), Decision::Default);
+        assert_eq!(get(None), Decision::Default);
+        let log = |service, who| {
+            p.evaluate(&PolicyRequest {
+                principal: who,
+                service,
+                action: "s3:PutObject",
+                resource: "arn:aws:s3:::docs/logs/x",
+                context: &[],
+            })
+        };
+        assert_eq!(log(Some(LOGGING_SERVICE), None), Decision::Allow);
+        assert_eq!(log(None, Some(ALICE)), Decision::Default);
+        assert_eq!(log(None, None), Decision::Default);
+        assert!(!p.is_public());
+        for bad in [
+            r#"{"AWS":"arn:aws:iam::12345:root"}"#,
+            r#"{"AWS":"arn:aws:iam::123456789012:group/x"}"#,
+            r#"{"Service":"logging s3"}"#,
+            r#"{"Federated":"cognito-identity.amazonaws.com"}"#,
+        ] {
+            let doc = format!(
+                r#"{{"Statement":{{"Effect":"Allow","Principal":{bad},"Action":"s3:GetObject","Resource":"arn:aws:s3:::docs/*"}}}}"#
+            );
+            assert!(refused(&doc).contains("principal"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn arn_operators_compare_part_by_part() {
+        let p = policy(
+            r#"{"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:PutObject","Resource":"arn:aws:s3:::docs/*",
+            "Condition":{"ArnLike":{"aws:SourceArn":"arn:aws:s3:::src-*"}}}]}"#,
+        );
+        let put = |arn| {
+            p.evaluate(&req(
+                None,
+                "s3:PutObject",
+                "arn:aws:s3:::docs/a",
+                &[("aws:SourceArn", arn)],
+            ))
+        };
+        assert_eq!(put("arn:aws:s3:::src-1"), Decision::Allow);
+        assert_eq!(put("arn:aws:s3:::other"), Decision::Default);
+        assert_eq!(put("arn:aws:s3:us-east-1::src-1"), Decision::Default);
+        assert_eq!(put("not an arn"), Decision::Default);
     }
 }

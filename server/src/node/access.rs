@@ -13,8 +13,8 @@
 
 use std::borrow::Cow;
 
-use ferry_core::http::find_header_str;
 use ferry_core::http::head::RequestHead;
+use ferry_core::http::{find_header, find_header_str};
 use ferry_core::rt::Runtime;
 use ferry_core::s3::acl::{Acl, Permission};
 use ferry_core::s3::cluster::{self, ClusterKeys};
@@ -23,7 +23,7 @@ use ferry_core::s3::listing::{
     ListObjectsQuery, ListObjectsV2Query, ListUploadsQuery, ListVersionsQuery,
 };
 use ferry_core::s3::policy::{Decision, PolicyRequest, Principal};
-use ferry_core::s3::request::{Endpoint, S3Request, UploadPartCopyQuery};
+use ferry_core::s3::request::{CopySource, Endpoint, S3Request, UploadPartCopyQuery};
 use ferry_core::s3::sigv4::AuthKind;
 use ferry_core::s3::xml::ObjectOwnership;
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
@@ -212,6 +212,17 @@ pub(crate) fn authorize<R: Runtime>(cx: &Cx<'_, R>, s3: &S3Request<'_>) -> S3Res
         action
     };
     let key = on_object.then(|| (s3.key_str(), version));
+    // Tags, a retention or a hold in the request's document: judged once it is read
+    // (`document_facts`), if the policy asks about them.
+    let in_document = matches!(
+        s3.endpoint,
+        Endpoint::PutObjectTagging { .. }
+            | Endpoint::PutObjectRetention { .. }
+            | Endpoint::PutObjectLegalHold { .. }
+    );
+    if in_document && asks_about_documents(cx, s3.bucket_str())? {
+        return Ok(());
+    }
     decide(cx, Some(&s3.endpoint), s3.bucket_str(), key, action)?;
     // A copy reads its source.
     if let Endpoint::CopyObject { source, .. }
@@ -226,6 +237,93 @@ pub(crate) fn authorize<R: Runtime>(cx: &Cx<'_, R>, s3: &S3Request<'_>) -> S3Res
         decide(cx, None, &source.bucket, Some(src), read)?;
     }
     Ok(())
+}
+
+/// The condition keys whose values a PutObjectTagging, PutObjectRetention or
+/// PutObjectLegalHold has in its document rather than its head.
+const DOCUMENT_KEYS: [&str; 2] = ["s3:RequestObjectTag", "s3:object-lock-"];
+
+/// Whether `bucket`'s policy asks about what a request's document says (`DOCUMENT_KEYS`).
+fn asks_about_documents<R: Runtime>(cx: &Cx<'_, R>, bucket: &str) -> S3Result<bool> {
+    let settings = cx.node.store.bucket_settings(bucket)?;
+    Ok(settings
+        .policy()?
+        .is_some_and(|p| DOCUMENT_KEYS.iter().any(|k| p.uses_key_prefix(k))))
+}
+
+/// The rest of `authorize` for an operation whose document the policy asks about
+/// (`action`: PutObjectTagging, PutObjectRetention, PutObjectLegalHold), once the document
+/// is read: `facts` are its condition keys and values. Nothing to do (it was decided before
+/// the document was read) when the policy does not ask.
+pub(crate) fn document_facts<R: Runtime>(
+    cx: &Cx<'_, R>,
+    bucket: &str,
+    key: &str,
+    version: Option<VersionId>,
+    action: &'static str,
+    mut facts: Vec<(String, String)>,
+) -> S3Result<()> {
+    if !asks_about_documents(cx, bucket)? {
+        return Ok(());
+    }
+    let action = match version {
+        Some(v) => {
+            facts.push(("s3:versionid".to_owned(), v.to_string()));
+            of_version(action)
+        }
+        None => action,
+    };
+    decide_with(cx, None, bucket, Some((key, version)), action, &facts)
+}
+
+/// The condition keys of a request's tags (`x-amz-tagging`, or a PutObjectTagging's
+/// document): `s3:RequestObjectTag/KEY` and `s3:RequestObjectTagKeys`.
+pub(crate) fn tag_facts<'t>(
+    tags: impl IntoIterator<Item = (&'t str, &'t str)>,
+) -> Vec<(String, String)> {
+    let mut facts = Vec::new();
+    for (k, v) in tags {
+        facts.push((format!("{REQUEST_OBJECT_TAG}{k}"), v.to_owned()));
+        facts.push((REQUEST_OBJECT_TAG_KEYS.to_owned(), k.to_owned()));
+    }
+    facts
+}
+
+/// The condition keys of an object lock retention (mode, date, days left at `now`) or hold.
+pub(crate) fn lock_facts(
+    mode: Option<&str>,
+    until: Option<i64>,
+    legal_hold: Option<&str>,
+    now: i64,
+) -> Vec<(String, String)> {
+    let mut facts = Vec::new();
+    if let Some(m) = mode {
+        facts.push(("s3:object-lock-mode".to_owned(), m.to_owned()));
+    }
+    if let Some(until) = until {
+        let date = ferry_core::time::DateTime::from_unix(until).iso8601();
+        facts.push((
+            "s3:object-lock-retain-until-date".to_owned(),
+            date.to_string(),
+        ));
+        // Whole days left, a part of a day counting as one.
+        let days = days_left(until, now);
+        facts.push((
+            "s3:object-lock-remaining-retention-days".to_owned(),
+            days.to_string(),
+        ));
+    }
+    if let Some(h) = legal_hold {
+        facts.push(("s3:object-lock-legal-hold".to_owned(), h.to_owned()));
+    }
+    facts
+}
+
+/// Whole days from `now` to `until` (Unix seconds), a part of a day counting as one; 0 once
+/// past.
+fn days_left(until: i64, now: i64) -> i64 {
+    let secs = until.saturating_sub(now).max(0);
+    secs / 86_400 + i64::from(secs % 86_400 != 0)
 }
 
 /// The action of an object operation on a version named by `versionId`, as AWS names it
@@ -294,9 +392,15 @@ pub(crate) fn hide_absence<R: Runtime>(
     }
 }
 
-/// Whether the caller may write `key` in `bucket` (a POST Object, once its form is read).
-pub(crate) fn may_put<R: Runtime>(cx: &Cx<'_, R>, bucket: &str, key: &str) -> S3Result<()> {
-    decide(cx, None, bucket, Some((key, None)), "s3:PutObject")
+/// Whether the caller may write `key` in `bucket` (a POST Object, once its form is read:
+/// `facts`, its fields' condition keys, [`form_facts`]).
+pub(crate) fn may_put<R: Runtime>(
+    cx: &Cx<'_, R>,
+    bucket: &str,
+    key: &str,
+    facts: &[(String, String)],
+) -> S3Result<()> {
+    decide_with(cx, None, bucket, Some((key, None)), "s3:PutObject", facts)
 }
 
 /// Whether the caller may bypass GOVERNANCE retention on `key` in `bucket`
@@ -320,6 +424,18 @@ fn decide<R: Runtime>(
     bucket: &str,
     key: Option<(&str, Option<VersionId>)>,
     action: &str,
+) -> S3Result<()> {
+    decide_with(cx, endpoint, bucket, key, action, &[])
+}
+
+/// [`decide`] with more condition keys than the request's head has (`facts`: a document's).
+fn decide_with<R: Runtime>(
+    cx: &Cx<'_, R>,
+    endpoint: Option<&Endpoint<'_>>,
+    bucket: &str,
+    key: Option<(&str, Option<VersionId>)>,
+    action: &str,
+    facts: &[(String, String)],
 ) -> S3Result<()> {
     let settings = cx.node.store.bucket_settings(bucket)?;
     let is_owner = Some(owner::owner_id(cx, &settings)) == cx.caller_id();
@@ -406,14 +522,19 @@ fn decide<R: Runtime>(
             }
             let context: Vec<(&str, &str)> = request
                 .iter()
-                .map(|(k, v)| (*k, v.as_ref()))
+                .map(|(k, v)| (k.as_ref(), v.as_ref()))
                 .chain(tags.iter().map(|(k, v)| (k.as_str(), *v)))
+                .chain(facts.iter().map(|(k, v)| (k.as_str(), v.as_str())))
                 .collect();
             let decision = policy.evaluate(&PolicyRequest {
                 principal: cx.caller.map(|u| Principal {
                     name: &u.name,
                     canonical_id: &u.canonical_id,
+                    account: account_id(u),
                 }),
+                // No client request is a service's (server access logs are delivered by the
+                // node itself, not through this path).
+                service: None,
                 action,
                 resource: &resource,
                 context: &context,
@@ -524,27 +645,118 @@ fn acl_permission(action: &str) -> Option<Permission> {
 
 /// The condition key prefix of an existing object's tags.
 const EXISTING_OBJECT_TAG: &str = "s3:ExistingObjectTag/";
+/// The condition key prefix of the tags a request sets.
+const REQUEST_OBJECT_TAG: &str = "s3:RequestObjectTag/";
+/// The condition key of the keys of the tags a request sets.
+const REQUEST_OBJECT_TAG_KEYS: &str = "s3:RequestObjectTagKeys";
+
+/// A user's account id, as policies name it (`arn:aws:iam::ACCOUNT:root`, a bare `ACCOUNT`,
+/// `aws:PrincipalAccount`, `aws:SourceAccount`): its canonical id, each user being an account
+/// of its own, as the owner ids of listings and ACLs show it.
+pub(crate) fn account_id(user: &crate::users::User) -> &str {
+    &user.canonical_id
+}
+
+/// The condition keys whose value is a request header's.
+const HEADER_KEYS: [(&str, &str); 12] = [
+    ("aws:UserAgent", header::USER_AGENT),
+    ("aws:Referer", header::REFERER),
+    ("s3:x-amz-acl", header::X_AMZ_ACL),
+    ("s3:x-amz-content-sha256", header::X_AMZ_CONTENT_SHA256),
+    ("s3:x-amz-server-side-encryption", header::X_AMZ_SSE),
+    (
+        "s3:x-amz-server-side-encryption-aws-kms-key-id",
+        header::X_AMZ_SSE_AWS_KMS_KEY_ID,
+    ),
+    (
+        "s3:x-amz-server-side-encryption-customer-algorithm",
+        header::X_AMZ_SSE_CUSTOMER_ALGORITHM,
+    ),
+    (
+        "s3:x-amz-metadata-directive",
+        header::X_AMZ_METADATA_DIRECTIVE,
+    ),
+    ("s3:x-amz-storage-class", header::X_AMZ_STORAGE_CLASS),
+    ("s3:object-lock-mode", header::X_AMZ_OBJECT_LOCK_MODE),
+    (
+        "s3:object-lock-retain-until-date",
+        header::X_AMZ_OBJECT_LOCK_RETAIN_UNTIL_DATE,
+    ),
+    (
+        "s3:object-lock-legal-hold",
+        header::X_AMZ_OBJECT_LOCK_LEGAL_HOLD,
+    ),
+];
+
+/// The condition keys of a POST Object form's fields (which stand for PutObject's headers):
+/// its `acl`, the header-named fields, and its `tagging` document's tags (a malformed one is
+/// refused by the write).
+pub(crate) fn form_facts(fields: &[(String, String)], now: i64) -> Vec<(String, String)> {
+    let mut facts = Vec::new();
+    for (name, value) in fields {
+        let value = value.trim();
+        if name == "acl" {
+            facts.push(("s3:x-amz-acl".to_owned(), value.to_owned()));
+        } else if name == "tagging" {
+            if let Ok(doc) = ferry_core::s3::xml::Tagging::parse_xml(value.as_bytes()) {
+                facts.extend(tag_facts(
+                    doc.tags.iter().map(|t| (t.key.as_ref(), t.value.as_ref())),
+                ));
+            }
+        } else if let Some((key, _)) = HEADER_KEYS[2..]
+            .iter()
+            .find(|(_, h)| h.eq_ignore_ascii_case(name))
+        {
+            facts.push(((*key).to_owned(), value.to_owned()));
+            if *key == "s3:object-lock-retain-until-date"
+                && let Some(until) = ferry_core::time::DateTime::parse_iso8601(value)
+            {
+                let days = days_left(until.to_unix(), now);
+                facts.push((
+                    "s3:object-lock-remaining-retention-days".to_owned(),
+                    days.to_string(),
+                ));
+            }
+        }
+    }
+    facts
+}
 
 /// The condition keys a request has, with their values.
 fn context<'a, R: Runtime>(
     cx: &'a Cx<'_, R>,
     endpoint: Option<&'a Endpoint<'_>>,
-) -> Vec<(&'static str, Cow<'a, str>)> {
-    let mut c: Vec<(&'static str, Cow<'a, str>)> = Vec::with_capacity(12);
+) -> Vec<(Cow<'static, str>, Cow<'a, str>)> {
+    let mut c: Vec<(Cow<'static, str>, Cow<'a, str>)> = Vec::with_capacity(24);
+    let mut push = |k: &'static str, v: Cow<'a, str>| c.push((Cow::Borrowed(k), v));
     if let Some(ip) = cx.origin.ip {
-        c.push(("aws:SourceIp", Cow::Owned(ip.to_string())));
+        push("aws:SourceIp", Cow::Owned(ip.to_string()));
     }
-    c.push((
+    push(
         "aws:SecureTransport",
         Cow::Borrowed(if cx.origin.secure { "true" } else { "false" }),
-    ));
+    );
+    if let Some(v) = cx.origin.tls_version {
+        push("s3:TlsVersion", Cow::Borrowed(v));
+    }
     match cx.caller {
         Some(u) => {
-            c.push(("aws:username", Cow::Borrowed(&u.name)));
-            c.push(("aws:PrincipalType", Cow::Borrowed("User")));
+            push("aws:username", Cow::Borrowed(&u.name));
+            push("aws:PrincipalType", Cow::Borrowed("User"));
+            push("aws:PrincipalAccount", Cow::Borrowed(account_id(u)));
         }
-        None => c.push(("aws:PrincipalType", Cow::Borrowed("Anonymous"))),
+        None => push("aws:PrincipalType", Cow::Borrowed("Anonymous")),
     }
+    let now = cx.node.rt.unix_time();
+    push(
+        "aws:CurrentTime",
+        Cow::Owned(
+            ferry_core::time::DateTime::from_unix(now)
+                .iso8601()
+                .to_string(),
+        ),
+    );
+    push("aws:EpochTime", Cow::Owned(now.to_string()));
     // (s3:authType, s3:signatureversion), as AWS names them.
     let auth = match cx.front.verified.kind {
         AuthKind::Header => Some(("REST-HEADER", "AWS4-HMAC-SHA256")),
@@ -557,18 +769,99 @@ fn context<'a, R: Runtime>(
         AuthKind::Anonymous => None,
     };
     if let Some((auth_type, version)) = auth {
-        c.push(("s3:authType", Cow::Borrowed(auth_type)));
-        c.push(("s3:signatureversion", Cow::Borrowed(version)));
+        push("s3:authType", Cow::Borrowed(auth_type));
+        push("s3:signatureversion", Cow::Borrowed(version));
     }
-    for (key, header) in [
-        ("aws:UserAgent", header::USER_AGENT),
-        ("aws:Referer", header::REFERER),
-        ("s3:x-amz-acl", header::X_AMZ_ACL),
-        ("s3:x-amz-content-sha256", header::X_AMZ_CONTENT_SHA256),
-        ("s3:x-amz-server-side-encryption", header::X_AMZ_SSE),
-    ] {
+    // s3:signatureAge, in milliseconds: since the client signed (a proxy says when, in a
+    // request it signed again), 0 for SigV2 (as AWS); none for an anonymous request.
+    let signed_at = match (cx.origin.signed_at, &cx.front.verified.signing) {
+        (Some(t), _) => Some(t),
+        (None, Some(s)) => Some(s.time.to_unix()),
+        (None, None) if cx.front.verified.kind.is_sigv2() => Some(now),
+        (None, None) => None,
+    };
+    if let Some(t) = signed_at.filter(|_| cx.caller.is_some()) {
+        let age = now.saturating_sub(t).max(0).saturating_mul(1000);
+        push("s3:signatureAge", Cow::Owned(age.to_string()));
+    }
+    for (key, header) in HEADER_KEYS {
         if let Some(v) = find_header_str(cx.headers, header) {
-            c.push((key, Cow::Borrowed(v.trim())));
+            push(key, Cow::Borrowed(v.trim()));
+        }
+    }
+    if let Some(until) = find_header_str(cx.headers, header::X_AMZ_OBJECT_LOCK_RETAIN_UNTIL_DATE)
+        .and_then(|v| ferry_core::time::DateTime::parse_iso8601(v.trim()))
+    {
+        let days = days_left(until.to_unix(), now);
+        push(
+            "s3:object-lock-remaining-retention-days",
+            Cow::Owned(days.to_string()),
+        );
+    }
+    // Each grantee of an `x-amz-grant-*` header, as `id=...`, `uri=...` or
+    // `emailAddress=...` (the quotes around the value left out, as AWS's examples write it).
+    for (key, header) in [
+        ("s3:x-amz-grant-read", header::X_AMZ_GRANT_READ),
+        ("s3:x-amz-grant-write", header::X_AMZ_GRANT_WRITE),
+        ("s3:x-amz-grant-read-acp", header::X_AMZ_GRANT_READ_ACP),
+        ("s3:x-amz-grant-write-acp", header::X_AMZ_GRANT_WRITE_ACP),
+        (
+            "s3:x-amz-grant-full-control",
+            header::X_AMZ_GRANT_FULL_CONTROL,
+        ),
+    ] {
+        let Some(v) = find_header_str(cx.headers, header) else {
+            continue;
+        };
+        for grantee in v.split(',').map(str::trim).filter(|g| !g.is_empty()) {
+            let value = match grantee.split_once('=') {
+                Some((kind, value)) => {
+                    let value = value.trim();
+                    let value = value
+                        .strip_prefix('"')
+                        .and_then(|v| v.strip_suffix('"'))
+                        .unwrap_or(value);
+                    Cow::Owned(format!("{}={value}", kind.trim()))
+                }
+                None => Cow::Borrowed(grantee),
+            };
+            push(key, value);
+        }
+    }
+    // The version a request names (s3:versionid).
+    if let Some(v) = endpoint.and_then(Endpoint::version_id) {
+        push("s3:versionid", Cow::Owned(v.to_string()));
+    }
+    // A copy's source, as `bucket/key` (decoded, without the leading `/` the header may have,
+    // as AWS's examples write it); of a copy a proxy makes between two nodes, what the proxy
+    // says in the write it seals (a client's `x-ferry-*` never gets this far).
+    let copy_source = match endpoint {
+        Some(
+            Endpoint::CopyObject { source, .. }
+            | Endpoint::UploadPartCopy(UploadPartCopyQuery { source, .. }),
+        ) => Some(format!("{}/{}", source.bucket, source.key)),
+        _ if cx.front.sealed => find_header(cx.headers, header::X_FERRY_COPY_SOURCE)
+            .and_then(|v| CopySource::parse(v).ok())
+            .map(|s| format!("{}/{}", s.bucket, s.key)),
+        _ => None,
+    };
+    if let Some(s) = copy_source {
+        push("s3:x-amz-copy-source", Cow::Owned(s));
+        if cx.front.sealed
+            && let Some(d) = find_header_str(cx.headers, header::X_FERRY_METADATA_DIRECTIVE)
+        {
+            push(
+                "s3:x-amz-metadata-directive",
+                Cow::Owned(d.trim().to_owned()),
+            );
+        }
+    }
+    // The tags a write sets (`x-amz-tagging`; malformed: refused by the operation itself).
+    if let Some(v) = find_header_str(cx.headers, header::X_AMZ_TAGGING)
+        && let Ok(tags) = ferry_core::s3::tagging::parse_header(v.as_bytes())
+    {
+        for (k, v) in tag_facts(tags.iter().map(|t| (t.key.as_ref(), t.value.as_ref()))) {
+            c.push((Cow::Owned(k), Cow::Owned(v)));
         }
     }
     // A listing's parameters, as AWS defines them for s3:ListBucket and s3:ListBucketVersions
@@ -586,12 +879,18 @@ fn context<'a, R: Runtime>(
         _ => None,
     };
     if let Some((common, with_max_keys)) = listing {
-        c.push(("s3:prefix", Cow::Borrowed(common.prefix.as_ref())));
+        c.push((
+            Cow::Borrowed("s3:prefix"),
+            Cow::Borrowed(common.prefix.as_ref()),
+        ));
         if let Some(d) = &common.delimiter {
-            c.push(("s3:delimiter", Cow::Borrowed(d.as_ref())));
+            c.push((Cow::Borrowed("s3:delimiter"), Cow::Borrowed(d.as_ref())));
         }
         if with_max_keys {
-            c.push(("s3:max-keys", Cow::Owned(common.max_keys.to_string())));
+            c.push((
+                Cow::Borrowed("s3:max-keys"),
+                Cow::Owned(common.max_keys.to_string()),
+            ));
         }
     }
     c

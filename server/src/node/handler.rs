@@ -37,7 +37,13 @@ impl<R: Runtime> S3Api for NodeApi<R> {
             return Err(e.clone());
         }
         let peer = res.peer().map(|a| a.ip());
-        let origin = Origin::of(peer, res.is_secure(), req.head.headers, req.sealed);
+        let origin = Origin::of(
+            peer,
+            res.tls_version(),
+            res.is_secure(),
+            req.head.headers,
+            req.sealed,
+        );
         let cx = &Cx::new(self, req, origin)?;
         access::authorize(cx, s3)?;
         expected_owner::check(cx, s3)?;

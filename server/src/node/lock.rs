@@ -16,6 +16,7 @@ use ferry_core::s3::xml::lock::{
 };
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
+use super::access;
 use super::context::Cx;
 use crate::front::Headers;
 use crate::front::body::read_small;
@@ -230,6 +231,11 @@ pub(crate) async fn put_retention<R: Runtime, S: Stream>(
     let xml = read_body(cx, body).await?;
     let now = now();
     let retention = lock::parse_retention_xml(&xml, now)?;
+    let facts = match &retention {
+        Some(r) => access::lock_facts(Some(r.mode.as_str()), Some(r.until), None, now),
+        None => Vec::new(),
+    };
+    access::document_facts(cx, bucket, key, version, "s3:PutObjectRetention", facts)?;
     locked_meta(cx, bucket, key, version).await?;
     let bypass = bypass(cx, bucket, key);
     let (b, k) = (bucket.to_owned(), key.to_owned());
@@ -263,6 +269,9 @@ pub(crate) async fn put_legal_hold<R: Runtime, S: Stream>(
 ) -> S3Result<()> {
     let xml = read_body(cx, body).await?;
     let on = lock::parse_legal_hold_xml(&xml)?;
+    let hold = if on { "ON" } else { "OFF" };
+    let facts = access::lock_facts(None, None, Some(hold), now());
+    access::document_facts(cx, bucket, key, version, "s3:PutObjectLegalHold", facts)?;
     locked_meta(cx, bucket, key, version).await?;
     let (b, k) = (bucket.to_owned(), key.to_owned());
     cx.unblock(move |store| store.put_object_legal_hold(&b, &k, version, on))

@@ -253,7 +253,8 @@ fn check_form<R: Runtime>(
         origin: cx.origin,
         form_sigv2: form.is_sigv2(),
     };
-    access::may_put(&signer_cx, bucket, &key)?;
+    let facts = access::form_facts(&form.fields, system_unix_time());
+    access::may_put(&signer_cx, bucket, &key, &facts)?;
     // Ferry's own names are the cluster's, in a form as in headers: refused, never ignored.
     if form
         .fields

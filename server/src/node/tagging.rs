@@ -11,6 +11,7 @@ use ferry_core::s3::tagging::{self, Tag, TagOwner};
 use ferry_core::s3::xml::{MAX_TAGGING_BODY, Tagging};
 use ferry_core::s3::{S3Error, S3ErrorCode, S3Result};
 
+use super::access;
 use super::context::Cx;
 use super::response_headers::push_version;
 use crate::front::Headers;
@@ -76,6 +77,8 @@ pub(crate) async fn put_object<R: Runtime, S: Stream>(
     version: Option<VersionId>,
 ) -> S3Result<()> {
     let tags = read_tags(cx, body, TagOwner::Object).await?;
+    let facts = access::tag_facts(tags.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    access::document_facts(cx, bucket, key, version, "s3:PutObjectTagging", facts)?;
     let (b, k) = (bucket.to_owned(), key.to_owned());
     cx.unblock(move |store| store.put_object_tagging(&b, &k, version, tags))
         .await?;

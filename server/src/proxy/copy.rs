@@ -212,12 +212,24 @@ pub(crate) async fn copy_across<R: Runtime, S: Stream>(
         ..Keep::default()
     };
 
-    // The destination: a PUT (object or part) with the request's own headers.
-    let own = client_headers
+    // The destination: a PUT (object or part) with the request's own headers, and what the
+    // destination's policy would have seen of the copy (its source and directive: sealed).
+    let mut own: Vec<OutHeader<'_>> = client_headers
         .iter()
         .filter(|h| goes_to_destination(h.name, kind, directive, tagging_directive))
         .map(|h| (Cow::Borrowed(h.name), Cow::Borrowed(h.value)))
         .collect();
+    for (from, to) in [
+        (header::X_AMZ_COPY_SOURCE, header::X_FERRY_COPY_SOURCE),
+        (
+            header::X_AMZ_METADATA_DIRECTIVE,
+            header::X_FERRY_METADATA_DIRECTIVE,
+        ),
+    ] {
+        if let Some(v) = find_header(client_headers, from) {
+            own.push((Cow::Borrowed(to), Cow::Borrowed(v)));
+        }
+    }
     let origin = origin_form(cx.head.target);
     let dst_path = origin.split_once('?').map_or(origin, |(p, _)| p);
     let write = Write {

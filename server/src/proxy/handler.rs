@@ -93,6 +93,14 @@ impl<R: Runtime> S3Api for ProxyApi<R> {
                 origin: Origin {
                     ip: res.peer().map(|a| a.ip()),
                     secure: res.is_secure(),
+                    tls_version: res.tls_version(),
+                    // The client's own signature time (SigV4), for the nodes' s3:signatureAge
+                    // when the proxy signs again; a SigV2 signature's age is 0 (AWS), so now.
+                    signed_at: match &req.verified.signing {
+                        Some(s) => Some(s.time.to_unix()),
+                        None if req.verified.kind.is_sigv2() => Some(p.shared.rt.unix_time()),
+                        None => None,
+                    },
                 },
             },
             virtual_bucket: s3.virtual_hosted.then(|| s3.bucket_str()),

@@ -2596,6 +2596,10 @@ fn policy_rows(_target: Target) -> Vec<Row> {
         for (label, header) in [
             ("", None),
             ("+ x-ferry-client-tls", Some(("x-ferry-client-tls", "true"))),
+            (
+                "+ x-ferry-client-tls-version",
+                Some(("x-ferry-client-tls-version", "1.3")),
+            ),
             ("+ X-Forwarded-Proto", Some(("X-Forwarded-Proto", "https"))),
         ] {
             let mut get = req(

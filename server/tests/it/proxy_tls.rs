@@ -171,8 +171,55 @@ fn proxy_over_tls(rt: RuntimeKind) {
 
         // Still serving, over TLS; the admin listener speaks plain HTTP.
         assert!(get(&trusting, "small").await == body(300_000, 1));
+        tls_version_conditions(&trusting).await;
         assert_eq!(plain_get(s.admin(), "/healthz").status, 200);
     });
+}
+
+/// `s3:TlsVersion` is the connection's (TLS 1.3 here, rustls' choice on both ends), on a
+/// node and through the proxy, which tells its plain-HTTP nodes; AWS's "TLS 1.2 or later"
+/// example denies nothing then.
+async fn tls_version_conditions(c: &Client) {
+    c.create_bucket()
+        .bucket("tlsv")
+        .send()
+        .await
+        .expect("create");
+    for key in ["new/a", "old/a", "none/a", "aws/a"] {
+        c.put_object()
+            .bucket("tlsv")
+            .key(key)
+            .body(ByteStream::from_static(b"v"))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{}", sdk::show(&e)));
+    }
+    let deny = |prefix: &str, condition: serde_json::Value| {
+        serde_json::json!({"Effect": "Deny", "Principal": "*", "Action": "s3:GetObject",
+            "Resource": format!("arn:aws:s3:::tlsv/{prefix}/*"), "Condition": condition})
+    };
+    let policy = serde_json::json!({"Version": "2012-10-17", "Statement": [
+        deny("new", serde_json::json!({"NumericGreaterThanEquals": {"s3:TlsVersion": 1.3}})),
+        deny("old", serde_json::json!({"NumericLessThan": {"s3:TlsVersion": 1.3}})),
+        deny("none", serde_json::json!({"Null": {"s3:TlsVersion": true}})),
+        deny("aws", serde_json::json!({"NumericLessThan": {"s3:TlsVersion": 1.2}})),
+    ]});
+    c.put_bucket_policy()
+        .bucket("tlsv")
+        .policy(policy.to_string())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{}", sdk::show(&e)));
+    let r = c.get_object().bucket("tlsv").key("new/a").send().await;
+    sdk::assert_error(r, 403, Some("AccessDenied"));
+    for key in ["old/a", "none/a", "aws/a"] {
+        c.get_object()
+            .bucket("tlsv")
+            .key(key)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{key}: {}", sdk::show(&e)));
+    }
 }
 
 #[test]
@@ -233,6 +280,7 @@ fn node_over_tls(rt: RuntimeKind) {
         assert!(got.body.collect().await.unwrap().into_bytes() == data);
         let r = c.get_object().bucket("tls").key("sse-c").send().await;
         sdk::assert_error(r, 400, Some("InvalidRequest"));
+        tls_version_conditions(&c).await;
     });
     node.stop();
 }

@@ -30,7 +30,29 @@ on_every_target!(
     bucket_settings_need_a_grant,
     conditions_see_the_client_headers_everywhere,
     a_missing_key_is_404_only_to_who_may_list,
+    aws_example_deny_unencrypted_uploads,
+    aws_example_copy_source_prefix,
+    aws_example_bucket_owner_full_control,
+    time_and_signature_age_conditions,
+    request_tags_and_object_lock_documents,
+    boto3_condition_keys,
+    clients_cannot_claim_service_facts,
 );
+
+/// One of AWS's example policies (`core/tests/fixtures/policies`) for `bucket`.
+fn aws_example(name: &str, bucket: &str) -> String {
+    let path = format!(
+        "{}/../core/tests/fixtures/policies/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+        .replace("amzn-s3-demo-bucket", bucket)
+}
+
+fn body(b: &'static [u8]) -> ByteStream {
+    ByteStream::from_static(b)
+}
 
 fn with_users(target: Target) -> TestNode {
     TestNode::start_with(
@@ -1488,4 +1510,549 @@ print("ok")
     )
     .await;
     bob_runs("404").await;
+}
+
+/// AWS's "deny unencrypted uploads" example: a PUT without `x-amz-server-side-encryption`, or
+/// with another algorithm, is refused, the owner's too; with `AES256` it is stored.
+async fn aws_example_deny_unencrypted_uploads(target: Target) {
+    use aws_sdk_s3::types::ServerSideEncryption;
+    let n = with_users(target);
+    let alice = n.client_as(&ALICE);
+    alice
+        .create_bucket()
+        .bucket("enc")
+        .send()
+        .await
+        .expect("create");
+    set_policy(
+        &alice,
+        "enc",
+        &aws_example("deny-unencrypted-uploads", "enc"),
+    )
+    .await;
+    let r = alice
+        .put_object()
+        .bucket("enc")
+        .key("plain")
+        .body(body(b"x"))
+        .send()
+        .await;
+    assert_code(r, 403, "AccessDenied");
+    let r = alice
+        .put_object()
+        .bucket("enc")
+        .key("kms")
+        .server_side_encryption(ServerSideEncryption::AwsKms)
+        .body(body(b"x"))
+        .send()
+        .await;
+    assert_code(r, 403, "AccessDenied");
+    alice
+        .put_object()
+        .bucket("enc")
+        .key("sealed")
+        .server_side_encryption(ServerSideEncryption::Aes256)
+        .body(body(b"x"))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("encrypted upload: {}", show(&e)));
+    let got = alice
+        .head_object()
+        .bucket("enc")
+        .key("sealed")
+        .send()
+        .await
+        .expect("head");
+    assert_eq!(
+        got.server_side_encryption,
+        Some(ServerSideEncryption::Aes256)
+    );
+    let r = alice.head_object().bucket("enc").key("plain").send().await;
+    assert!(r.is_err(), "the refused upload stored nothing");
+
+    // The SSE-KMS example (`Null` on the key id): the key id header is what it asks for.
+    set_policy(&alice, "enc", &aws_example("require-sse-kms", "enc")).await;
+    let r = alice
+        .put_object()
+        .bucket("enc")
+        .key("s3")
+        .server_side_encryption(ServerSideEncryption::Aes256)
+        .body(body(b"x"))
+        .send()
+        .await;
+    assert_code(r, 403, "AccessDenied");
+}
+
+/// AWS's copy-source example: bob may only copy, and only from `public/` (a copy through the
+/// proxy between two nodes too: the proxy tells the destination the copy's source).
+async fn aws_example_copy_source_prefix(target: Target) {
+    let n = with_users(target);
+    let alice = n.client_as(&ALICE);
+    let bob = n.client_as(&BOB);
+    alice
+        .create_bucket()
+        .bucket("cpb")
+        .send()
+        .await
+        .expect("create");
+    for key in ["public/a", "public/b c", "private/s"] {
+        put(&alice, "cpb", key).await;
+    }
+    let policy = aws_example("copy-source-prefix", "cpb")
+        .replace("amzn-s3-demo-source-bucket", "cpb")
+        .replace("user/Dave", "user/bob")
+        .replace("\"Action\": \"s3:PutObject\",\n      \"Resource\": \"arn:aws:s3:::cpb/*\"\n    },",
+                 "\"Action\": [\"s3:PutObject\", \"s3:GetObject\"],\n      \"Resource\": \"arn:aws:s3:::cpb/*\"\n    },");
+    assert!(policy.contains("s3:GetObject"), "{policy}");
+    set_policy(&alice, "cpb", &policy).await;
+    for (i, source) in ["cpb/public/a", "/cpb/public/a", "cpb/public/b%20c"]
+        .iter()
+        .enumerate()
+    {
+        // Copies to many keys, so that some land on another node than their source.
+        for j in 0..4 {
+            bob.copy_object()
+                .bucket("cpb")
+                .key(format!("copies/{i}-{j}"))
+                .copy_source(*source)
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("copy of {source}: {}", show(&e)));
+        }
+    }
+    for j in 0..4 {
+        let r = bob
+            .copy_object()
+            .bucket("cpb")
+            .key(format!("copies/s-{j}"))
+            .copy_source("cpb/private/s")
+            .send()
+            .await;
+        assert_code(r, 403, "AccessDenied");
+    }
+    let r = bob
+        .put_object()
+        .bucket("cpb")
+        .key("copies/direct")
+        .body(body(b"x"))
+        .send()
+        .await;
+    assert_code(r, 403, "AccessDenied");
+    // Alice is not the statement's principal.
+    put(&alice, "cpb", "copies/direct").await;
+}
+
+/// AWS's "require bucket-owner-full-control" example, with the principal an account's root
+/// (`arn:aws:iam::ACCOUNT:root`, ACCOUNT a user's canonical id), and the
+/// `x-amz-grant-full-control` variant.
+async fn aws_example_bucket_owner_full_control(target: Target) {
+    let n = with_users(target);
+    let alice = n.client_as(&ALICE);
+    let bob = n.client_as(&BOB);
+    alice
+        .create_bucket()
+        .bucket("drop")
+        .send()
+        .await
+        .expect("create");
+    let policy = aws_example("bucket-owner-full-control", "drop")
+        .replace("111122223333", &BOB.canonical_id());
+    set_policy(&alice, "drop", &policy).await;
+    let r = bob
+        .put_object()
+        .bucket("drop")
+        .key("a")
+        .body(body(b"x"))
+        .send()
+        .await;
+    assert_code(r, 403, "AccessDenied");
+    let r = bob
+        .put_object()
+        .bucket("drop")
+        .key("a")
+        .acl(aws_sdk_s3::types::ObjectCannedAcl::Private)
+        .body(body(b"x"))
+        .send()
+        .await;
+    assert_code(r, 403, "AccessDenied");
+    bob.put_object()
+        .bucket("drop")
+        .key("a")
+        .acl(aws_sdk_s3::types::ObjectCannedAcl::BucketOwnerFullControl)
+        .body(body(b"x"))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("with the ACL: {}", show(&e)));
+    // Another account (alice's own root is not bob's) gets nothing from it.
+    let r = n
+        .client
+        .put_object()
+        .bucket("drop")
+        .key("b")
+        .acl(aws_sdk_s3::types::ObjectCannedAcl::BucketOwnerFullControl)
+        .body(body(b"x"))
+        .send()
+        .await;
+    assert_code(r, 403, "AccessDenied");
+
+    let alice_id = ALICE.canonical_id();
+    let policy = aws_example("grant-full-control", "drop")
+        .replace(
+            "79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be",
+            &alice_id,
+        )
+        .replace("user/Dave", "user/bob");
+    set_policy(&alice, "drop", &policy).await;
+    let r = bob
+        .put_object()
+        .bucket("drop")
+        .key("g")
+        .acl(aws_sdk_s3::types::ObjectCannedAcl::BucketOwnerFullControl)
+        .body(body(b"x"))
+        .send()
+        .await;
+    assert_code(r, 403, "AccessDenied");
+    bob.put_object()
+        .bucket("drop")
+        .key("g")
+        .grant_full_control(format!("id=\"{alice_id}\""))
+        .body(body(b"x"))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("with the grant: {}", show(&e)));
+    let r = bob
+        .put_object()
+        .bucket("drop")
+        .key("g")
+        .grant_full_control(format!("id=\"{}\"", BOB.canonical_id()))
+        .body(body(b"x"))
+        .send()
+        .await;
+    assert_code(r, 403, "AccessDenied");
+}
+
+/// `aws:CurrentTime` / `aws:EpochTime` are the server's clock, `s3:signatureAge` the age of
+/// the client's signature (a presigned URL signed twenty minutes ago is older than AWS's
+/// ten-minute example allows, through the proxy too, which signs again).
+async fn time_and_signature_age_conditions(target: Target) {
+    use crate::support::http::{http_request, target_of};
+    use aws_sdk_s3::presigning::PresigningConfig;
+    use std::time::{Duration, SystemTime};
+    let n = with_users(target);
+    let alice = n.client_as(&ALICE);
+    let bob = n.client_as(&BOB);
+    alice
+        .create_bucket()
+        .bucket("when")
+        .send()
+        .await
+        .expect("create");
+    put(&alice, "when", "past/a").await;
+    put(&alice, "when", "now/a").await;
+    let bob_arn = "arn:aws:iam::000000000000:user/bob";
+    let policy = serde_json::json!({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": bob_arn}, "Action": "s3:GetObject",
+         "Resource": "arn:aws:s3:::when/past/*",
+         "Condition": {"DateLessThan": {"aws:CurrentTime": "2020-01-01T00:00:00Z"}}},
+        {"Effect": "Allow", "Principal": {"AWS": bob_arn}, "Action": "s3:GetObject",
+         "Resource": "arn:aws:s3:::when/now/*",
+         "Condition": {"DateGreaterThan": {"aws:CurrentTime": "2020-01-01T00:00:00Z"},
+                       "NumericLessThan": {"aws:EpochTime": 4102444800u64}}}]});
+    set_policy(&alice, "when", &policy.to_string()).await;
+    let r = bob.get_object().bucket("when").key("past/a").send().await;
+    assert_code(r, 403, "AccessDenied");
+    bob.get_object()
+        .bucket("when")
+        .key("now/a")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("within the dates: {}", show(&e)));
+
+    set_policy(&alice, "when", &aws_example("signature-age", "when")).await;
+    alice
+        .get_object()
+        .bucket("when")
+        .key("now/a")
+        .send()
+        .await
+        .expect("a fresh signature");
+    let presign = |start: SystemTime| {
+        PresigningConfig::builder()
+            .start_time(start)
+            .expires_in(Duration::from_secs(3600))
+            .build()
+            .expect("config")
+    };
+    let fresh = alice
+        .get_object()
+        .bucket("when")
+        .key("now/a")
+        .presigned(presign(SystemTime::now()))
+        .await
+        .expect("presign");
+    let old = alice
+        .get_object()
+        .bucket("when")
+        .key("now/a")
+        .presigned(presign(SystemTime::now() - Duration::from_secs(20 * 60)))
+        .await
+        .expect("presign");
+    let fetch = |req: &aws_sdk_s3::presigning::PresignedRequest| {
+        let headers: Vec<(&str, &str)> = req.headers().collect();
+        http_request(n.addr, req.method(), target_of(req.uri()), &headers, b"")
+    };
+    assert_eq!(fetch(&fresh).status, 200);
+    let r = fetch(&old);
+    assert_eq!(r.status, 403, "{}", String::from_utf8_lossy(&r.body));
+}
+
+/// `s3:RequestObjectTag/KEY` and `s3:RequestObjectTagKeys` of a PUT's `x-amz-tagging` and of a
+/// PutObjectTagging's document (judged once it is read), and the object lock keys of a
+/// PutObjectRetention's.
+async fn request_tags_and_object_lock_documents(target: Target) {
+    use aws_sdk_s3::types::{ObjectLockRetention, ObjectLockRetentionMode, Tag, Tagging};
+    let n = with_users(target);
+    let alice = n.client_as(&ALICE);
+    let bob = n.client_as(&BOB);
+    alice
+        .create_bucket()
+        .bucket("tags")
+        .object_lock_enabled_for_bucket(true)
+        .send()
+        .await
+        .expect("create");
+    put(&alice, "tags", "t").await;
+    let bob_arn = "arn:aws:iam::000000000000:user/bob";
+    let policy = serde_json::json!({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": bob_arn},
+         "Action": ["s3:PutObject", "s3:PutObjectTagging"], "Resource": "arn:aws:s3:::tags/*",
+         "Condition": {"ForAllValues:StringLike": {"s3:RequestObjectTagKeys": ["team", "project"]}}},
+        {"Effect": "Deny", "Principal": "*",
+         "Action": ["s3:PutObject", "s3:PutObjectTagging"], "Resource": "arn:aws:s3:::tags/*",
+         "Condition": {"StringEquals": {"s3:RequestObjectTag/team": "red"}}},
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObjectRetention",
+         "Resource": "arn:aws:s3:::tags/*",
+         "Condition": {"NumericGreaterThan": {"s3:object-lock-remaining-retention-days": "10"}}},
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObjectRetention",
+         "Resource": "arn:aws:s3:::tags/*",
+         "Condition": {"StringNotEqualsIfExists": {"s3:object-lock-mode": "GOVERNANCE"}}}]});
+    set_policy(&alice, "tags", &policy.to_string()).await;
+    let tagged = |tagging: &'static str| {
+        bob.put_object()
+            .bucket("tags")
+            .key("b")
+            .tagging(tagging)
+            .body(body(b"x"))
+            .send()
+    };
+    tagged("team=blue&project=x")
+        .await
+        .unwrap_or_else(|e| panic!("{}", show(&e)));
+    assert_code(tagged("team=blue&secret=1").await, 403, "AccessDenied");
+    assert_code(tagged("team=red").await, 403, "AccessDenied");
+    let tagging = |pairs: &[(&str, &str)]| {
+        let tags = pairs
+            .iter()
+            .map(|(k, v)| Tag::builder().key(*k).value(*v).build().unwrap())
+            .collect::<Vec<_>>();
+        Tagging::builder().set_tag_set(Some(tags)).build().unwrap()
+    };
+    bob.put_object_tagging()
+        .bucket("tags")
+        .key("t")
+        .tagging(tagging(&[("team", "blue")]))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{}", show(&e)));
+    for pairs in [&[("team", "red")][..], &[("owner", "bob")][..]] {
+        let r = bob
+            .put_object_tagging()
+            .bucket("tags")
+            .key("t")
+            .tagging(tagging(pairs))
+            .send()
+            .await;
+        assert_code(r, 403, "AccessDenied");
+        // The owner too, for the Deny.
+        let r = alice
+            .put_object_tagging()
+            .bucket("tags")
+            .key("t")
+            .tagging(tagging(pairs))
+            .send()
+            .await;
+        if pairs[0].0 == "team" {
+            assert_code(r, 403, "AccessDenied");
+        } else {
+            r.unwrap_or_else(|e| panic!("{}", show(&e)));
+        }
+    }
+    let got = alice
+        .get_object_tagging()
+        .bucket("tags")
+        .key("t")
+        .send()
+        .await
+        .expect("tags");
+    assert_eq!(got.tag_set.len(), 1);
+    assert_eq!(
+        got.tag_set[0].key, "owner",
+        "the denied tagging changed nothing"
+    );
+
+    let days = |d: u64, mode: ObjectLockRetentionMode| {
+        let until = std::time::SystemTime::now() + std::time::Duration::from_secs(d * 86_400);
+        ObjectLockRetention::builder()
+            .mode(mode)
+            .retain_until_date(aws_sdk_s3::primitives::DateTime::from(until))
+            .build()
+    };
+    let retain = |r| {
+        alice
+            .put_object_retention()
+            .bucket("tags")
+            .key("t")
+            .retention(r)
+            .send()
+    };
+    assert_code(
+        retain(days(30, ObjectLockRetentionMode::Governance)).await,
+        403,
+        "AccessDenied",
+    );
+    assert_code(
+        retain(days(2, ObjectLockRetentionMode::Compliance)).await,
+        403,
+        "AccessDenied",
+    );
+    retain(days(2, ObjectLockRetentionMode::Governance))
+        .await
+        .unwrap_or_else(|e| panic!("{}", show(&e)));
+}
+
+/// boto3: AWS's TLS and unencrypted-upload examples as a second client sees them, and a
+/// `ForAnyValue:` tag requirement.
+async fn boto3_condition_keys(target: Target) {
+    let n = with_users(target);
+    let script = r#"
+import json, sys
+import boto3
+from botocore.config import Config
+ep = sys.argv[1]
+def client(ak, sk):
+    return boto3.client("s3", endpoint_url=ep, aws_access_key_id=ak, aws_secret_access_key=sk,
+                        region_name="us-east-1",
+                        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+alice = client(sys.argv[2], sys.argv[3])
+def code(call):
+    try:
+        call()
+    except alice.exceptions.ClientError as e:
+        return e.response["Error"]["Code"]
+    return "ok"
+alice.create_bucket(Bucket="boto-keys")
+policy = json.loads(sys.argv[4])
+policy["Statement"].append({"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject",
+    "Resource": "arn:aws:s3:::boto-keys/*",
+    "Condition": {"ForAllValues:StringNotEquals": {"s3:RequestObjectTagKeys": ["Project"]}}})
+alice.put_bucket_policy(Bucket="boto-keys", Policy=json.dumps(policy))
+assert code(lambda: alice.put_object(Bucket="boto-keys", Key="a", Body=b"x", Tagging="Project=x")) == "AccessDenied"
+assert code(lambda: alice.put_object(Bucket="boto-keys", Key="a", Body=b"x", ServerSideEncryption="AES256")) == "AccessDenied"
+alice.put_object(Bucket="boto-keys", Key="a", Body=b"x", ServerSideEncryption="AES256", Tagging="Project=x&Other=y")
+assert alice.get_object_tagging(Bucket="boto-keys", Key="a")["TagSet"]
+# Plain HTTP has no TLS version: AWS's TlsVersion example denies nothing here.
+tls = json.loads(sys.argv[5])
+alice.put_bucket_policy(Bucket="boto-keys", Policy=json.dumps(tls))
+assert alice.get_object(Bucket="boto-keys", Key="a")["Body"].read() == b"x"
+print("ok")
+"#;
+    crate::support::sdk::run_python(
+        script,
+        vec![
+            n.endpoint(),
+            ALICE.access_key.to_owned(),
+            ALICE.secret_key.to_owned(),
+            aws_example("deny-unencrypted-uploads", "boto-keys"),
+            aws_example("tls-version", "boto-keys"),
+        ],
+    )
+    .await;
+}
+
+/// The hostile tenant: a statement for the logging service, or conditioned on
+/// `aws:SourceArn` / `aws:SourceAccount`, lets no client in, whatever it sends; a proxy's
+/// words on the client (`x-ferry-client-tls-version`, `x-ferry-client-signed-at`,
+/// `x-ferry-copy-source`) are refused from a client.
+async fn clients_cannot_claim_service_facts(target: Target) {
+    use crate::support::http::http_request;
+    let n = with_users(target);
+    let alice = n.client_as(&ALICE);
+    let bob = n.client_as(&BOB);
+    alice
+        .create_bucket()
+        .bucket("logs")
+        .send()
+        .await
+        .expect("create");
+    put(&alice, "logs", "x").await;
+    let policy = serde_json::json!({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"Service": "logging.s3.amazonaws.com"},
+         "Action": ["s3:PutObject", "s3:GetObject"], "Resource": "arn:aws:s3:::logs/*"},
+        {"Effect": "Allow", "Principal": "*", "Action": ["s3:PutObject", "s3:GetObject"],
+         "Resource": "arn:aws:s3:::logs/*",
+         "Condition": {"ArnLike": {"aws:SourceArn": "arn:aws:s3:::*"},
+                       "StringLike": {"aws:SourceAccount": "*"}}},
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+         "Resource": "arn:aws:s3:::logs/pub/*"}]});
+    set_policy(&alice, "logs", &policy.to_string()).await;
+    put(&alice, "logs", "pub/p").await;
+    let claims = [
+        ("x-amz-source-arn", "arn:aws:s3:::src"),
+        ("x-amz-source-account", "111122223333"),
+        ("User-Agent", "logging.s3.amazonaws.com"),
+    ];
+    for (name, value) in claims {
+        let r = bob
+            .put_object()
+            .bucket("logs")
+            .key("y")
+            .body(body(b"x"))
+            .customize()
+            .mutate_request(move |r| {
+                r.headers_mut().insert(name, value);
+            })
+            .send()
+            .await;
+        assert_code(r, 403, "AccessDenied");
+        let r = bob
+            .get_object()
+            .bucket("logs")
+            .key("x")
+            .customize()
+            .mutate_request(move |r| {
+                r.headers_mut().insert(name, value);
+            })
+            .send()
+            .await;
+        assert_code(r, 403, "AccessDenied");
+    }
+    // Anonymous, with the same claims.
+    for (name, value) in claims {
+        let r = http_request(n.addr, "GET", "/logs/x", &[(name, value)], b"");
+        assert_eq!(r.status, 403, "{name}");
+    }
+    // The proxy's words, from a client: refused outright (never believed).
+    assert_eq!(
+        http_request(n.addr, "GET", "/logs/pub/p", &[], b"").status,
+        200
+    );
+    for (name, value) in [
+        ("x-ferry-client-tls-version", "1.3"),
+        ("x-ferry-client-signed-at", "0"),
+        ("x-ferry-copy-source", "logs/x"),
+        ("x-ferry-metadata-directive", "COPY"),
+    ] {
+        let r = http_request(n.addr, "GET", "/logs/pub/p", &[(name, value)], b"");
+        assert_eq!(r.status, 403, "{name}");
+    }
 }

@@ -55,6 +55,8 @@ struct ConnCx<'a, C, H: ?Sized> {
     peer: Option<SocketAddr>,
     /// Whether the connection is TLS.
     secure: bool,
+    /// Its TLS version, if TLS.
+    tls_version: Option<&'static str>,
 }
 
 impl<C, H: ?Sized> ConnCx<'_, C, H> {
@@ -131,6 +133,7 @@ where
         idle: None,
         peer,
         secure: stream.is_secure(),
+        tls_version: stream.tls_version(),
     };
     serve(&cx, stream).await
 }
@@ -158,6 +161,7 @@ where
         idle: Some(idle),
         peer: Some(peer),
         secure: stream.is_secure(),
+        tls_version: stream.tls_version(),
     };
     serve(&cx, stream).await
 }
@@ -418,6 +422,7 @@ where
             let mut res = ResponseWriter::new(shared, out, info, cx.stop, 0, cx.clock.unix_time());
             res.peer = cx.peer;
             res.secure = cx.secure;
+            res.tls_version = cx.tls_version;
             let e = H::Error::from(HttpError::Protocol(e));
             render(cx.handler, Some(head), &e, &mut res).await;
             return if res.state == RespState::Failed {
@@ -449,6 +454,7 @@ where
     );
     res.peer = cx.peer;
     res.secure = cx.secure;
+    res.tls_version = cx.tls_version;
     let result = cx.handler.handle(head, &mut body, &mut res).await;
     match result {
         Ok(()) if res.is_started() => res.settle().await,

@@ -59,6 +59,8 @@ pub struct ResponseWriter<'c, S> {
     pub(crate) peer: Option<SocketAddr>,
     /// Whether the connection is TLS.
     pub(crate) secure: bool,
+    /// Its TLS version, if TLS (`"1.2"`, `"1.3"`).
+    pub(crate) tls_version: Option<&'static str>,
     /// The status once started (0 before).
     pub(crate) status: u16,
     /// Body bytes handed to [`ResponseWriter::write`] and sent (not counted for `HEAD`).
@@ -89,6 +91,7 @@ impl<'c, S: Stream> ResponseWriter<'c, S> {
             close_requested: false,
             peer: None,
             secure: false,
+            tls_version: None,
             status: 0,
             body_sent: 0,
             extra: Vec::new(),
@@ -117,6 +120,11 @@ impl<'c, S: Stream> ResponseWriter<'c, S> {
     /// Whether the connection is TLS.
     pub fn is_secure(&self) -> bool {
         self.secure
+    }
+
+    /// The connection's TLS version, if TLS (`"1.2"`, `"1.3"`): what `s3:TlsVersion` tells.
+    pub fn tls_version(&self) -> Option<&'static str> {
+        self.tls_version
     }
 
     /// The status of the response once started; 0 before.
