@@ -13,13 +13,17 @@ use crate::support::sdk::{Target, TestNode};
 on_every_target!(every_internal_name_is_refused_unsealed);
 
 /// The request names (headers, and the fence's query parameter), each with a value it takes.
-const REQUEST_NAMES: [(&str, &str); 8] = [
+const REQUEST_NAMES: [(&str, &str); 12] = [
     ("x-ferry-client-ip", "10.9.8.7"),
+    ("x-ferry-client-signed-at", "0"),
     ("x-ferry-client-tls", "true"),
+    ("x-ferry-client-tls-version", "TLSv1.3"),
     ("x-ferry-cluster-auth", "FERRY1 0 00"),
+    ("x-ferry-copy-source", "b/k"),
     ("x-ferry-encryption-context-mode", "ENABLED"),
     ("x-ferry-fence", "t"),
     ("x-ferry-last-modified", "1"),
+    ("x-ferry-metadata-directive", "REPLACE"),
     ("x-ferry-version-id", "null"),
     ("x-ferry-version-order", "1"),
 ];
