@@ -16,6 +16,7 @@
 
 use std::sync::Arc;
 
+use ferry_core::http::Header;
 use ferry_core::http::server::{BodyReader, ResponseWriter};
 use ferry_core::rt::{Runtime, Stream};
 use ferry_core::s3::acl::{Acl, Grantee, MAX_ACL_BODY};
@@ -188,21 +189,20 @@ fn new_object_acl<R: Runtime>(
     stored(cx, &acl).map(Some)
 }
 
-/// The ACL a POST Object form's `acl` field asks for (a canned ACL), as stored.
+/// The ACL a POST Object form asks for, as stored: its `acl` field (a canned ACL, as
+/// `x-amz-acl`) or its `x-amz-grant-*` fields, read as PutObject reads those headers
+/// (`fields`: the form's fields under their header names).
 pub(crate) fn form_object_acl<R: Runtime>(
     cx: &Cx<'_, R>,
     bucket: &str,
-    canned: Option<&str>,
+    fields: &[Header<'_>],
 ) -> S3Result<Option<Vec<u8>>> {
     let settings = cx.node.store.bucket_settings(bucket)?;
-    let acl = match canned {
-        Some(name) => Some(Acl::canned(
-            name.trim(),
-            &object_owner(cx, &settings)?,
-            owner::owner_id(cx, &settings),
-        )?),
-        None => None,
-    };
+    let acl = Acl::from_headers(
+        fields,
+        &object_owner(cx, &settings)?,
+        owner::owner_id(cx, &settings),
+    )?;
     new_object_acl(cx, &settings, acl)
 }
 

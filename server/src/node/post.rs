@@ -303,9 +303,30 @@ fn form_meta<R: Runtime>(cx: &Cx<'_, R>, form: &Form, bucket: &str) -> S3Result<
         });
     }
     let mut meta = object_meta(&meta_headers)?;
-    // The `acl` field: a canned ACL for the object (as `x-amz-acl` on PutObject).
-    // Checked as PutObject's: public access block, ownership controls.
-    meta.acl = super::acl::form_object_acl(cx, bucket, form.get("acl"))?;
+    // The `acl` field (a canned ACL, as `x-amz-acl` on PutObject) and the `x-amz-grant-*`
+    // fields: the object's ACL, checked as PutObject's (public access block, ownership
+    // controls).
+    let acl_fields: Vec<Header<'_>> = form
+        .fields
+        .iter()
+        .filter_map(|(n, v)| {
+            let name = if n.eq_ignore_ascii_case("acl") {
+                header::X_AMZ_ACL
+            } else if n.len() > header::X_AMZ_GRANT_PREFIX.len()
+                && n[..header::X_AMZ_GRANT_PREFIX.len()]
+                    .eq_ignore_ascii_case(header::X_AMZ_GRANT_PREFIX)
+            {
+                n.as_str()
+            } else {
+                return None;
+            };
+            Some(Header {
+                name,
+                value: v.as_bytes(),
+            })
+        })
+        .collect();
+    meta.acl = super::acl::form_object_acl(cx, bucket, &acl_fields)?;
     // Object lock: the `x-amz-object-lock-*` fields, as PutObject's headers, or the bucket's
     // default retention.
     let lock_fields: Vec<Header<'_>> = form

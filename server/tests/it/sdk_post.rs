@@ -169,6 +169,17 @@ assert post(form({"key": "acl", "acl": "public-read"}, [])).status_code == 204
 grants = c.get_object_acl(Bucket="forms", Key="acl")["Grants"]
 assert {g["Permission"] for g in grants} == {"FULL_CONTROL", "READ"}, grants
 assert post(form({"key": "acl", "acl": "private"}, [])).status_code == 204
+# The x-amz-grant-* fields, as PutObject's headers: a grant to all users; both a canned ACL
+# and grants refused, as on PutObject.
+all_users = 'uri="http://acs.amazonaws.com/groups/global/AllUsers"'
+assert post(form({"key": "granted", "x-amz-grant-read": all_users}, [])).status_code == 204
+grants = c.get_object_acl(Bucket="forms", Key="granted")["Grants"]
+# (Grants replace the ACL, as grant headers do: the owner keeps only its ownership.)
+assert [(g["Grantee"].get("URI"), g["Permission"]) for g in grants] == [
+    ("http://acs.amazonaws.com/groups/global/AllUsers", "READ")], grants
+error(post(form({"key": "both", "acl": "private", "x-amz-grant-read": all_users}, [])), 400,
+      "InvalidRequest")
+absent("both")
 # Tagging.
 tags = "<Tagging><TagSet><Tag><Key>k</Key><Value>v</Value></Tag></TagSet></Tagging>"
 assert post(form({"key": "tagged", "tagging": tags}, [])).status_code == 204

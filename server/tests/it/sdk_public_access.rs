@@ -532,6 +532,13 @@ import urllib3
 r = urllib3.PoolManager().request("POST", post["url"], fields=dict(post["fields"], file=("f", b"data")))
 assert r.status == 403, (r.status, r.data)
 assert code(lambda: alice.head_object(Bucket="boto-pab", Key="form")) == "404"
+# ... and so is one that grants all users through an x-amz-grant-read field.
+grant = 'uri="http://acs.amazonaws.com/groups/global/AllUsers"'
+post = v4.generate_presigned_post("boto-pab", "form", Fields={"x-amz-grant-read": grant},
+                                     Conditions=[{"x-amz-grant-read": grant}])
+r = urllib3.PoolManager().request("POST", post["url"], fields=dict(post["fields"], file=("f", b"data")))
+assert r.status == 403, (r.status, r.data)
+assert code(lambda: alice.head_object(Bucket="boto-pab", Key="form")) == "404"
 alice.delete_public_access_block(Bucket="boto-pab")
 alice.put_bucket_policy(Bucket="boto-pab", Policy=json.dumps(policy))
 assert alice.get_bucket_policy_status(Bucket="boto-pab")["PolicyStatus"]["IsPublic"] is True
