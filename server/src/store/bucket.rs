@@ -123,6 +123,10 @@ pub struct BucketSettings {
     lifecycle: OnceLock<Result<Option<Arc<LifecycleConfiguration>>, S3Error>>,
     /// The default encryption, parsed once (every PutObject asks it).
     encryption: OnceLock<Result<Option<Arc<ServerSideEncryptionConfiguration>>, S3Error>>,
+    /// The public access block, parsed once (every authorization asks it).
+    public_access_block: OnceLock<Result<PublicAccessBlock, S3Error>>,
+    /// The object ownership, parsed once (authorization and every ACL ask it).
+    object_ownership: OnceLock<Result<ObjectOwnership, S3Error>>,
 }
 
 impl BucketSettings {
@@ -212,21 +216,25 @@ impl BucketSettings {
     /// The bucket's public access block (all false without one: nothing blocked). It was
     /// checked before it was stored; one this build cannot read is an `InternalError`.
     pub fn public_access_block(&self) -> S3Result<PublicAccessBlock> {
-        match self.get(BucketSetting::PublicAccessBlock) {
-            None => Ok(PublicAccessBlock::default()),
-            Some(doc) => PublicAccessBlock::parse_xml(doc).map_err(|e| self.unreadable(e)),
-        }
+        self.public_access_block
+            .get_or_init(|| match self.get(BucketSetting::PublicAccessBlock) {
+                None => Ok(PublicAccessBlock::default()),
+                Some(doc) => PublicAccessBlock::parse_xml(doc).map_err(|e| self.unreadable(e)),
+            })
+            .clone()
     }
 
     /// The bucket's object ownership: its ownership controls', or `BucketOwnerPreferred` for a
     /// bucket without (one created before Ferry had them, which behaved so).
     pub fn object_ownership(&self) -> S3Result<ObjectOwnership> {
-        match self.get(BucketSetting::OwnershipControls) {
-            None => Ok(ObjectOwnership::BucketOwnerPreferred),
-            Some(doc) => OwnershipControls::parse_xml(doc)
-                .map(|c| c.object_ownership)
-                .map_err(|e| self.unreadable(e)),
-        }
+        self.object_ownership
+            .get_or_init(|| match self.get(BucketSetting::OwnershipControls) {
+                None => Ok(ObjectOwnership::BucketOwnerPreferred),
+                Some(doc) => OwnershipControls::parse_xml(doc)
+                    .map(|c| c.object_ownership)
+                    .map_err(|e| self.unreadable(e)),
+            })
+            .clone()
     }
 
     fn unreadable(&self, e: S3Error) -> S3Error {
