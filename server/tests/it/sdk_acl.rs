@@ -8,7 +8,7 @@ use aws_sdk_s3::types::{
     AccessControlPolicy, BucketCannedAcl, Grant, Grantee, Owner, Permission, Type,
 };
 
-use crate::support::sdk::{Options, Target, TestNode, assert_code, show};
+use crate::support::sdk::{Target, assert_code, show, with_users};
 use crate::support::{ALICE, BOB};
 
 on_every_target!(
@@ -18,16 +18,6 @@ on_every_target!(
     object_acls,
     boto3_object_acls,
 );
-
-fn with_users(target: Target) -> TestNode {
-    TestNode::start_with(
-        target,
-        Options {
-            users: &[ALICE, BOB],
-            ..Options::default()
-        },
-    )
-}
 
 async fn grants(c: &Client, bucket: &str) -> Vec<(String, String)> {
     let out = c

@@ -12,7 +12,9 @@ use ferry_server::start_node;
 
 use crate::support::http::Client as RawClient;
 use crate::support::node::node_config;
-use crate::support::sdk::{self, Options, Target, TestNode, assert_code, show};
+use crate::support::sdk::{
+    self, Target, TestNode, assert_code, put_key, set_policy, show, with_users,
+};
 use crate::support::{ALICE, BOB, TestUser};
 
 on_every_target!(
@@ -52,35 +54,6 @@ fn aws_example(name: &str, bucket: &str) -> String {
 
 fn body(b: &'static [u8]) -> ByteStream {
     ByteStream::from_static(b)
-}
-
-fn with_users(target: Target) -> TestNode {
-    TestNode::start_with(
-        target,
-        Options {
-            users: &[ALICE, BOB],
-            ..Options::default()
-        },
-    )
-}
-
-async fn put(c: &Client, bucket: &str, key: &str) {
-    c.put_object()
-        .bucket(bucket)
-        .key(key)
-        .body(ByteStream::from(key.as_bytes().to_vec()))
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("put {bucket}/{key}: {}", show(&e)));
-}
-
-async fn set_policy(c: &Client, bucket: &str, policy: &str) {
-    c.put_bucket_policy()
-        .bucket(bucket)
-        .policy(policy)
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("put policy on {bucket}: {}", show(&e)));
 }
 
 async fn policy_round_trip_and_malformed_policies(target: Target) {
@@ -211,7 +184,7 @@ async fn a_policy_lets_another_user_in(target: Target) {
         .await
         .expect("create");
     for key in ["public/a", "public/b", "private/c"] {
-        put(&alice, "shared", key).await;
+        put_key(&alice, "shared", key).await;
     }
     assert_code(
         bob.get_object()
@@ -266,7 +239,7 @@ async fn a_policy_lets_another_user_in(target: Target) {
         403,
         "AccessDenied",
     );
-    put(&bob, "shared", "dropbox/from-bob").await;
+    put_key(&bob, "shared", "dropbox/from-bob").await;
     assert_code(
         bob.put_object()
             .bucket("shared")
@@ -299,7 +272,7 @@ async fn deny_stops_the_owner_too(target: Target) {
         .await
         .expect("create");
     for key in ["keep/1", "keep/2", "tmp/1"] {
-        put(&alice, "vault", key).await;
+        put_key(&alice, "vault", key).await;
     }
     set_policy(
         &alice,
@@ -395,7 +368,7 @@ async fn source_address_conditions(target: Target) {
         .send()
         .await
         .expect("create");
-    put(&alice, "net", "k").await;
+    put_key(&alice, "net", "k").await;
     // Requests come from 127.0.0.1 (through the proxy as well: it tells its nodes).
     set_policy(
         &alice,
@@ -616,8 +589,8 @@ async fn anonymous_requests_are_evaluated(target: Target) {
         .send()
         .await
         .expect("create");
-    put(&alice, "www", "index.html").await;
-    put(&alice, "www", "private/notes").await;
+    put_key(&alice, "www", "index.html").await;
+    put_key(&alice, "www", "private/notes").await;
     let anonymous_get = |target: &str| plain_get(n.addr, target);
     anonymous_get("/www/index.html").expect_error(403, "AccessDenied");
     set_policy(
@@ -704,7 +677,7 @@ async fn existing_object_tags_in_conditions(target: Target) {
         .send()
         .await
         .unwrap_or_else(|e| panic!("put tagged: {}", show(&e)));
-    put(&alice, "tagged", "closed").await;
+    put_key(&alice, "tagged", "closed").await;
     set_policy(
         &alice,
         "tagged",
@@ -750,7 +723,7 @@ async fn object_attributes_is_its_own_action(target: Target) {
         .send()
         .await
         .expect("create");
-    put(&alice, "attrs", "a").await;
+    put_key(&alice, "attrs", "a").await;
     let attributes = || {
         bob.get_object_attributes()
             .bucket("attrs")
@@ -794,7 +767,7 @@ async fn a_prefix_condition_covers_version_listings(target: Target) {
         .await
         .expect("create");
     for key in ["home/bob/a", "home/bob/b", "home/carol/c", "secret/d"] {
-        put(&alice, "homes", key).await;
+        put_key(&alice, "homes", key).await;
     }
     set_policy(
         &alice,
@@ -1326,8 +1299,8 @@ async fn a_missing_key_is_404_only_to_who_may_list(target: Target) {
         .send()
         .await
         .expect("versioning");
-    put(&alice, "probe", "prefix/a").await;
-    put(&alice, "probe", "prefix/deleted").await;
+    put_key(&alice, "probe", "prefix/a").await;
+    put_key(&alice, "probe", "prefix/deleted").await;
     alice
         .delete_object()
         .bucket("probe")
@@ -1596,7 +1569,7 @@ async fn aws_example_copy_source_prefix(target: Target) {
         .await
         .expect("create");
     for key in ["public/a", "public/b c", "private/s"] {
-        put(&alice, "cpb", key).await;
+        put_key(&alice, "cpb", key).await;
     }
     let policy = aws_example("copy-source-prefix", "cpb")
         .replace("amzn-s3-demo-source-bucket", "cpb")
@@ -1639,7 +1612,7 @@ async fn aws_example_copy_source_prefix(target: Target) {
         .await;
     assert_code(r, 403, "AccessDenied");
     // Alice is not the statement's principal.
-    put(&alice, "cpb", "copies/direct").await;
+    put_key(&alice, "cpb", "copies/direct").await;
 }
 
 /// AWS's "require bucket-owner-full-control" example, with the principal an account's root
@@ -1747,8 +1720,8 @@ async fn time_and_signature_age_conditions(target: Target) {
         .send()
         .await
         .expect("create");
-    put(&alice, "when", "past/a").await;
-    put(&alice, "when", "now/a").await;
+    put_key(&alice, "when", "past/a").await;
+    put_key(&alice, "when", "now/a").await;
     let bob_arn = "arn:aws:iam::000000000000:user/bob";
     let policy = serde_json::json!({"Version": "2012-10-17", "Statement": [
         {"Effect": "Allow", "Principal": {"AWS": bob_arn}, "Action": "s3:GetObject",
@@ -1821,7 +1794,7 @@ async fn request_tags_and_object_lock_documents(target: Target) {
         .send()
         .await
         .expect("create");
-    put(&alice, "tags", "t").await;
+    put_key(&alice, "tags", "t").await;
     let bob_arn = "arn:aws:iam::000000000000:user/bob";
     let policy = serde_json::json!({"Version": "2012-10-17", "Statement": [
         {"Effect": "Allow", "Principal": {"AWS": bob_arn},
@@ -1994,7 +1967,7 @@ async fn clients_cannot_claim_service_facts(target: Target) {
         .send()
         .await
         .expect("create");
-    put(&alice, "logs", "x").await;
+    put_key(&alice, "logs", "x").await;
     let policy = serde_json::json!({"Version": "2012-10-17", "Statement": [
         {"Effect": "Allow", "Principal": {"Service": "logging.s3.amazonaws.com"},
          "Action": ["s3:PutObject", "s3:GetObject"], "Resource": "arn:aws:s3:::logs/*"},
@@ -2005,7 +1978,7 @@ async fn clients_cannot_claim_service_facts(target: Target) {
         {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
          "Resource": "arn:aws:s3:::logs/pub/*"}]});
     set_policy(&alice, "logs", &policy.to_string()).await;
-    put(&alice, "logs", "pub/p").await;
+    put_key(&alice, "logs", "pub/p").await;
     let claims = [
         ("x-amz-source-arn", "arn:aws:s3:::src"),
         ("x-amz-source-account", "111122223333"),

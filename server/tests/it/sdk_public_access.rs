@@ -11,7 +11,7 @@ use aws_sdk_s3::types::{
 };
 
 use crate::support::http::{http_request, plain_get};
-use crate::support::sdk::{Options, Target, TestNode, assert_code, show};
+use crate::support::sdk::{Target, assert_code, put_key, set_policy, show, with_users};
 use crate::support::{ALICE, BOB};
 
 on_every_target!(
@@ -29,32 +29,12 @@ on_every_target!(
 
 const ALL_USERS: &str = "uri=\"http://acs.amazonaws.com/groups/global/AllUsers\"";
 
-fn with_users(target: Target) -> TestNode {
-    TestNode::start_with(
-        target,
-        Options {
-            users: &[ALICE, BOB],
-            ..Options::default()
-        },
-    )
-}
-
 async fn create(c: &Client, bucket: &str) {
     c.create_bucket()
         .bucket(bucket)
         .send()
         .await
         .unwrap_or_else(|e| panic!("create {bucket}: {}", show(&e)));
-}
-
-async fn put(c: &Client, bucket: &str, key: &str) {
-    c.put_object()
-        .bucket(bucket)
-        .key(key)
-        .body(ByteStream::from(key.as_bytes().to_vec()))
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("put {bucket}/{key}: {}", show(&e)));
 }
 
 fn block(acls: bool, ignore: bool, policy: bool, restrict: bool) -> PublicAccessBlockConfiguration {
@@ -73,15 +53,6 @@ async fn set_block(c: &Client, bucket: &str, config: PublicAccessBlockConfigurat
         .send()
         .await
         .unwrap_or_else(|e| panic!("put public access block: {}", show(&e)));
-}
-
-async fn set_policy(c: &Client, bucket: &str, policy: &str) {
-    c.put_bucket_policy()
-        .bucket(bucket)
-        .policy(policy)
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("put policy {policy}: {}", show(&e)));
 }
 
 fn public_read(bucket: &str) -> String {
@@ -148,7 +119,7 @@ async fn block_public_acls_refuses_public_acls(target: Target) {
     let n = with_users(target);
     let alice = n.client_as(&ALICE);
     create(&alice, "blk").await;
-    put(&alice, "blk", "k").await;
+    put_key(&alice, "blk", "k").await;
     set_block(&alice, "blk", block(true, false, false, false)).await;
     let denied = |r: Result<(), String>| assert_eq!(r.err().as_deref(), Some("AccessDenied"));
     let code =
@@ -268,7 +239,7 @@ async fn ignore_public_acls_makes_public_grants_count_for_nothing(target: Target
     let n = with_users(target);
     let (alice, bob) = (n.client_as(&ALICE), n.client_as(&BOB));
     create(&alice, "ign").await;
-    put(&alice, "ign", "k").await;
+    put_key(&alice, "ign", "k").await;
     alice
         .put_bucket_acl()
         .bucket("ign")
@@ -331,7 +302,7 @@ async fn public_policies_blocked_and_restricted(target: Target) {
     let n = with_users(target);
     let (alice, bob) = (n.client_as(&ALICE), n.client_as(&BOB));
     create(&alice, "pol").await;
-    put(&alice, "pol", "k").await;
+    put_key(&alice, "pol", "k").await;
     set_block(&alice, "pol", block(false, false, true, false)).await;
     assert_code(
         alice
@@ -683,7 +654,7 @@ async fn bucket_owner_enforced_disables_acls(target: Target) {
     let n = with_users(target);
     let (alice, bob) = (n.client_as(&ALICE), n.client_as(&BOB));
     create(&alice, "enf").await;
-    put(&alice, "enf", "k").await;
+    put_key(&alice, "enf", "k").await;
     alice
         .put_object_acl()
         .bucket("enf")
@@ -821,7 +792,7 @@ async fn object_writer_owns_its_objects(target: Target) {
             .send()
             .await
             .unwrap_or_else(|e| panic!("create {bucket}: {}", show(&e)));
-        put(&bob, bucket, "b").await;
+        put_key(&bob, bucket, "b").await;
         bob.put_object()
             .bucket(bucket)
             .key("shared")

@@ -10,7 +10,7 @@ use ferry_server::store::Store;
 
 use crate::support::node::node_config;
 use crate::support::process::{KEY_ENV, ready_addr, spawn_ferry, stop};
-use crate::support::sdk::{self, Options, Target, TestNode, assert_code, assert_error, show};
+use crate::support::sdk::{self, Target, assert_code, assert_error, show, with_users};
 use crate::support::{ALICE, BOB};
 
 on_every_target!(
@@ -19,16 +19,6 @@ on_every_target!(
     boto3_users_are_apart,
     cors_of_another_users_bucket,
 );
-
-fn with_users(target: Target) -> TestNode {
-    TestNode::start_with(
-        target,
-        Options {
-            users: &[ALICE, BOB],
-            ..Options::default()
-        },
-    )
-}
 
 async fn bucket_names(c: &Client) -> (Vec<String>, Option<String>, Option<String>) {
     let out = c

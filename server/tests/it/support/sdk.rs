@@ -586,6 +586,39 @@ impl Drop for TestNode {
 
 /// An SDK client for a node at `addr`: path-style, plain HTTP, the test key, no retries (a
 /// retried request would hide the first answer), generous timeouts so nothing hangs forever.
+/// A test node (or proxy) whose users are ALICE and BOB besides the primary one: the tests of
+/// policies, ACLs, users and the public access block.
+pub fn with_users(target: Target) -> TestNode {
+    TestNode::start_with(
+        target,
+        Options {
+            users: &[crate::support::ALICE, crate::support::BOB],
+            ..Options::default()
+        },
+    )
+}
+
+/// PutBucketPolicy, which must succeed.
+pub async fn set_policy(c: &Client, bucket: &str, policy: &str) {
+    c.put_bucket_policy()
+        .bucket(bucket)
+        .policy(policy)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("put policy on {bucket}: {}", show(&e)));
+}
+
+/// PutObject of `key` whose body is the key itself, which must succeed.
+pub async fn put_key(c: &Client, bucket: &str, key: &str) {
+    c.put_object()
+        .bucket(bucket)
+        .key(key)
+        .body(ByteStream::from(key.as_bytes().to_vec()))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("put {bucket}/{key}: {}", show(&e)));
+}
+
 pub fn client(addr: SocketAddr) -> Client {
     Client::from_conf(config(addr).build())
 }
